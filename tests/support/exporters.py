@@ -1,0 +1,420 @@
+"""Metric exporters the integration tests serve for a real Prometheus to scrape.
+
+* :class:`DcgmExporter`: NVIDIA dcgm-exporter's metric and label names, one
+  series per GPU per node, values settable by the test.
+* :class:`InferenceExporter`: per-pod inference-server metrics (vLLM names by
+  default). As in a real cluster the server does not label its series with
+  the pod: ``pod`` and ``namespace`` come from the scrape target. Each pod is
+  a target (its own path on one HTTP server) listed in a file_sd JSON file
+  that the exporter rewrites when pods come and go.
+
+Both are stdlib ``http.server`` servers on 127.0.0.1, in daemon threads.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from tests.support.procs import LOOPBACK
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def escape_label_value(v: str) -> str:
+    return v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def format_labels(labels: dict[str, str]) -> str:
+    if not labels:
+        return ""
+    return "{" + ",".join(f'{k}="{escape_label_value(str(v))}"' for k, v in labels.items()) + "}"
+
+
+def format_value(v: float) -> str:
+    if isinstance(v, bool):
+        v = int(v)
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "NaN"
+        if math.isinf(v):
+            return "+Inf" if v > 0 else "-Inf"
+        if v.is_integer():
+            return str(int(v))
+        return repr(v)
+    return str(v)
+
+
+@dataclass
+class Family:
+    name: str
+    help: str
+    type: str = "gauge"
+    samples: list[tuple[dict[str, str], float]] = field(default_factory=list)
+
+
+def render_text(families: Iterable[Family]) -> str:
+    """Prometheus text exposition format 0.0.4."""
+    out: list[str] = []
+    for fam in families:
+        if not fam.samples:
+            continue
+        out.append(f"# HELP {fam.name} {fam.help}")
+        out.append(f"# TYPE {fam.name} {fam.type}")
+        for labels, value in fam.samples:
+            out.append(f"{fam.name}{format_labels(labels)} {format_value(value)}")
+    return "\n".join(out) + "\n"
+
+
+class MetricsHTTPServer:
+    """A tiny HTTP server: ``handler(path) -> text or None (404)``."""
+
+    def __init__(self, handler: Callable[[str], str | None], port: int = 0):
+        outer = self
+        self.requests = 0
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server API
+                outer.requests += 1
+                body = handler(self.path.split("?", 1)[0])
+                if body is None:
+                    self.send_error(404)
+                    return
+                data = body.encode()
+                self.send_response(200)
+                self.send_header("Content-Type", CONTENT_TYPE)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._httpd = ThreadingHTTPServer((LOOPBACK, port), Handler)
+        self._httpd.daemon_threads = True
+        self.port = self._httpd.server_address[1]
+        self.address = f"{LOOPBACK}:{self.port}"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.2},
+                                        name=f"metrics-http-{self.port}", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+
+# --- DCGM exporter -------------------------------------------------------------
+
+#: field name -> (metric name, help, type)
+DCGM_FIELDS: dict[str, tuple[str, str, str]] = {
+    "util": ("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", "gauge"),
+    "mem_copy_util": ("DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %).", "gauge"),
+    "fb_used": ("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", "gauge"),
+    "fb_free": ("DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", "gauge"),
+    "fb_reserved": ("DCGM_FI_DEV_FB_RESERVED", "Framebuffer memory reserved (in MiB).", "gauge"),
+    "temp": ("DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", "gauge"),
+    "memory_temp": ("DCGM_FI_DEV_MEMORY_TEMP", "Memory temperature (in C).", "gauge"),
+    "power": ("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", "gauge"),
+    "energy": ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+               "Total energy consumption since boot (in mJ).", "counter"),
+    "sm_clock": ("DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", "gauge"),
+    "mem_clock": ("DCGM_FI_DEV_MEM_CLOCK", "Memory clock frequency (in MHz).", "gauge"),
+    "xid": ("DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered.", "gauge"),
+    "pcie_replay": ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "Total number of PCIe retries.", "counter"),
+    "uncorrectable_remapped_rows": ("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+                                    "Number of remapped rows for uncorrectable errors", "counter"),
+    "correctable_remapped_rows": ("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
+                                  "Number of remapped rows for correctable errors", "counter"),
+    "row_remap_failure": ("DCGM_FI_DEV_ROW_REMAP_FAILURE", "Whether remapping of rows has failed", "gauge"),
+    "gr_engine_active": ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Ratio of time the graphics engine is active.", "gauge"),
+    "tensor_active": ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles the tensor (HMMA) pipe is active.",
+                      "gauge"),
+    "dram_active": ("DCGM_FI_PROF_DRAM_ACTIVE", "Ratio of cycles the device memory interface is active.",
+                    "gauge"),
+}
+_DCGM_BY_METRIC = {m: f for f, (m, _, _) in DCGM_FIELDS.items()}
+
+DCGM_DEFAULTS: dict[str, float] = {
+    "util": 0, "mem_copy_util": 0, "fb_used": 0, "fb_reserved": 512, "temp": 34, "memory_temp": 40,
+    "power": 72.5, "energy": 0, "sm_clock": 1980, "mem_clock": 2619, "xid": 0, "pcie_replay": 0,
+    "uncorrectable_remapped_rows": 0, "correctable_remapped_rows": 0, "row_remap_failure": 0,
+    "gr_engine_active": 0, "tensor_active": 0, "dram_active": 0,
+}
+
+
+@dataclass
+class DcgmGpu:
+    node: str
+    index: int
+    model: str
+    driver: str
+    fb_total_mib: int
+    uuid: str
+    pci_bus_id: str
+    host_value: str
+    values: dict[str, float] = field(default_factory=dict)
+    pod: dict[str, str] | None = None  # namespace/pod/container labels when a pod holds the GPU
+
+    def value(self, fld: str) -> float:
+        if fld in self.values:
+            return self.values[fld]
+        if fld == "fb_free":
+            return max(0, self.fb_total_mib - self.value("fb_used") - self.value("fb_reserved"))
+        return DCGM_DEFAULTS.get(fld, 0)
+
+
+class DcgmExporter:
+    """dcgm-exporter for any number of nodes, all served from one endpoint.
+
+    ``host_label`` is ``"Hostname"`` (released dcgm-exporter) or
+    ``"hostname"`` (newer builds). ``pod_labels`` picks the pod-mapping label
+    names: ``("namespace", "pod", "container")`` or the older
+    ``("pod_namespace", "pod_name", "container_name")``.
+    """
+
+    def __init__(self, *, host_label: str = "Hostname",
+                 pod_labels: tuple[str, str, str] = ("namespace", "pod", "container"), port: int = 0):
+        self.host_label = host_label
+        self.pod_labels = pod_labels
+        self._gpus: dict[tuple[str, int], DcgmGpu] = {}
+        self._lock = threading.Lock()
+        self._server = MetricsHTTPServer(self._handle, port)
+        self.port = self._server.port
+        self.address = self._server.address
+        self.metrics_path = "/metrics"
+
+    @property
+    def scrapes(self) -> int:
+        return self._server.requests
+
+    def close(self) -> None:
+        self._server.close()
+
+    # --- state ----------------------------------------------------------------
+    def add_node(self, node: str, gpus: int = 8, model: str = "NVIDIA H100 80GB HBM3",
+                 driver: str = "550.54.15", fb_total_mib: int = 81559, *, hostname: str | None = None,
+                 **values: float) -> None:
+        """Expose ``gpus`` GPUs for ``node`` (``hostname`` overrides the host label value)."""
+        with self._lock:
+            for i in range(gpus):
+                self._gpus[(node, i)] = DcgmGpu(
+                    node=node, index=i, model=model.replace("-", " "), driver=driver, fb_total_mib=fb_total_mib,
+                    uuid=f"GPU-{uuid.uuid5(uuid.NAMESPACE_OID, f'{node}/{i}')}",
+                    pci_bus_id=f"00000000:{0x18 + i * 0x10 & 0xFF:02X}:00.0",
+                    host_value=hostname or node, values=dict(values),
+                )
+
+    def remove_node(self, node: str) -> None:
+        with self._lock:
+            for key in [k for k in self._gpus if k[0] == node]:
+                del self._gpus[key]
+
+    def set(self, node: str, gpu: int | None = None, **values: float) -> None:
+        """Set values on one GPU (or every GPU of ``node`` when ``gpu`` is None).
+
+        Keys are field names (``util``, ``fb_used``, ``fb_free``,
+        ``fb_reserved``, ``temp``, ``power``, ``xid``, ... see
+        :data:`DCGM_FIELDS`) or metric names (``DCGM_FI_DEV_GPU_UTIL``).
+        ``fb_free`` defaults to total - used - reserved unless set.
+        """
+        fields = {}
+        for k, v in values.items():
+            fld = _DCGM_BY_METRIC.get(k, k)
+            if fld not in DCGM_FIELDS:
+                raise KeyError(f"unknown DCGM field {k!r}")
+            fields[fld] = v
+        with self._lock:
+            targets = [g for (n, i), g in self._gpus.items() if n == node and (gpu is None or i == gpu)]
+            if not targets:
+                raise KeyError(f"no GPU {gpu} on node {node!r} in the exporter")
+            for g in targets:
+                g.values.update(fields)
+
+    def assign(self, node: str, gpu: int, namespace: str | None, pod: str | None = None,
+               container: str = "main") -> None:
+        """Label a GPU with the pod holding it (dcgm-exporter's pod mapping); ``None`` clears it."""
+        with self._lock:
+            g = self._gpus[(node, gpu)]
+            g.pod = None if namespace is None else {self.pod_labels[0]: namespace, self.pod_labels[1]: pod or "",
+                                                     self.pod_labels[2]: container}
+
+    def get(self, node: str, gpu: int, fld: str) -> float:
+        with self._lock:
+            return self._gpus[(node, gpu)].value(_DCGM_BY_METRIC.get(fld, fld))
+
+    def gpus(self, node: str | None = None) -> list[tuple[str, int]]:
+        with self._lock:
+            return sorted(k for k in self._gpus if node is None or k[0] == node)
+
+    def labels(self, node: str, gpu: int, fld: str = "util") -> dict[str, str]:
+        """The labels a series carries, as served (no job/instance)."""
+        with self._lock:
+            return self._labels(self._gpus[(node, gpu)], _DCGM_BY_METRIC.get(fld, fld))
+
+    def _labels(self, g: DcgmGpu, fld: str) -> dict[str, str]:
+        labels = {
+            "gpu": str(g.index),
+            "UUID": g.uuid,
+            "pci_bus_id": g.pci_bus_id,
+            "device": f"nvidia{g.index}",
+            "modelName": g.model,
+            self.host_label: g.host_value,
+            "DCGM_FI_DRIVER_VERSION": g.driver,
+        }
+        if fld == "xid":
+            code = int(g.value("xid"))
+            labels["err_code"] = str(code)
+            labels["err_msg"] = "No Error" if code == 0 else XID_MESSAGES.get(code, "Unknown Error")
+        if g.pod:
+            labels.update(g.pod)
+        return labels
+
+    # --- exposition -------------------------------------------------------------
+    def render(self) -> str:
+        with self._lock:
+            gpus = sorted(self._gpus.values(), key=lambda g: (g.node, g.index))
+            fams = []
+            for fld, (metric, help_, typ) in DCGM_FIELDS.items():
+                fams.append(Family(metric, help_, typ, [(self._labels(g, fld), g.value(fld)) for g in gpus]))
+        return render_text(fams)
+
+    def _handle(self, path: str) -> str | None:
+        return self.render() if path == self.metrics_path else None
+
+
+XID_MESSAGES = {
+    13: "Graphics Engine Exception",
+    31: "GPU memory page fault",
+    43: "GPU stopped processing",
+    48: "Double Bit ECC Error",
+    63: "ECC page retirement or row remapping recording event",
+    64: "ECC page retirement or row remapper recording failure",
+    74: "NVLINK Error",
+    79: "GPU has fallen off the bus",
+    94: "Contained ECC error",
+    95: "Uncontained ECC error",
+}
+
+
+# --- inference exporter -----------------------------------------------------------
+
+#: server kind -> (running, waiting, kv cache) metric names
+INFERENCE_METRICS: dict[str, tuple[str | None, str, str | None]] = {
+    "vllm": ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc"),
+    "sglang": ("sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:token_usage"),
+    "trtllm": ("trtllm_num_requests_running", "trtllm_num_requests_waiting", "trtllm_kv_cache_utilization"),
+    "tgi": ("tgi_batch_current_size", "tgi_queue_size", None),
+}
+
+
+@dataclass
+class InferencePod:
+    namespace: str
+    pod: str
+    model: str
+    server: str
+    running: float = 0
+    waiting: float = 0
+    kv_cache: float = 0.0
+    target_labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def path(self) -> str:
+        return f"/pods/{self.namespace}/{self.pod}/metrics"
+
+
+class InferenceExporter:
+    """Per-pod inference metrics; ``pod``/``namespace`` come from the scrape target.
+
+    ``sd_file`` is the file_sd JSON Prometheus reads (see
+    :func:`tests.support.prom.inference_scrape_config`); it is rewritten
+    atomically on every :meth:`add_pod`/:meth:`remove_pod`. Prometheus picks
+    up new targets within ~5 s (its scrape manager applies target changes at
+    most every 5 s), then scrapes them at the job's interval.
+    """
+
+    def __init__(self, sd_file: Path | str, *, port: int = 0):
+        self.sd_file = Path(sd_file)
+        self._pods: dict[tuple[str, str], InferencePod] = {}
+        self._lock = threading.Lock()
+        self._server = MetricsHTTPServer(self._handle, port)
+        self.port = self._server.port
+        self.address = self._server.address
+        self._write_sd()
+
+    def close(self) -> None:
+        self._server.close()
+
+    def add_pod(self, namespace: str, pod: str, *, model: str = "meta-llama/Llama-3.1-8B-Instruct",
+                server: str = "vllm", running: float = 0, waiting: float = 0, kv_cache: float = 0.0,
+                target_labels: dict[str, str] | None = None) -> None:
+        """Serve metrics for a pod; ``target_labels`` adds more target labels (e.g. ``container``)."""
+        if server not in INFERENCE_METRICS:
+            raise KeyError(f"unknown inference server {server!r}; known: {sorted(INFERENCE_METRICS)}")
+        with self._lock:
+            self._pods[(namespace, pod)] = InferencePod(namespace, pod, model, server, running, waiting, kv_cache,
+                                                        dict(target_labels or {}))
+            self._write_sd_locked()
+
+    def remove_pod(self, namespace: str, pod: str) -> None:
+        with self._lock:
+            self._pods.pop((namespace, pod), None)
+            self._write_sd_locked()
+
+    def set(self, namespace: str, pod: str, *, running: float | None = None, waiting: float | None = None,
+            kv_cache: float | None = None) -> None:
+        with self._lock:
+            p = self._pods[(namespace, pod)]
+            if running is not None:
+                p.running = running
+            if waiting is not None:
+                p.waiting = waiting
+            if kv_cache is not None:
+                p.kv_cache = kv_cache
+
+    def pods(self) -> list[tuple[str, str]]:
+        with self._lock:
+            return sorted(self._pods)
+
+    def _write_sd(self) -> None:
+        with self._lock:
+            self._write_sd_locked()
+
+    def _write_sd_locked(self) -> None:
+        groups = []
+        for p in sorted(self._pods.values(), key=lambda p: (p.namespace, p.pod)):
+            labels = {"__metrics_path__": p.path, "namespace": p.namespace, "pod": p.pod}
+            labels.update(p.target_labels)
+            groups.append({"targets": [self.address], "labels": labels})
+        self.sd_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.sd_file.with_name(f".{self.sd_file.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(groups, indent=1))
+        os.replace(tmp, self.sd_file)
+
+    def render_pod(self, p: InferencePod) -> str:
+        running_m, waiting_m, kv_m = INFERENCE_METRICS[p.server]
+        labels = {"model_name": p.model, "engine": "0"} if p.server == "vllm" else {"model_name": p.model}
+        fams = []
+        if running_m:
+            fams.append(Family(running_m, "Number of requests in model execution batches.", "gauge",
+                               [(labels, p.running)]))
+        fams.append(Family(waiting_m, "Number of requests waiting to be processed.", "gauge", [(labels, p.waiting)]))
+        if kv_m:
+            fams.append(Family(kv_m, "KV-cache usage. 1 means 100 percent usage.", "gauge", [(labels, p.kv_cache)]))
+        return render_text(fams)
+
+    def _handle(self, path: str) -> str | None:
+        with self._lock:
+            for p in self._pods.values():
+                if p.path == path:
+                    return self.render_pod(p)
+        return None

@@ -1,0 +1,5 @@
+import sys
+
+from gputui.cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""Where snapshots come from and where writes go."""

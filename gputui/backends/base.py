@@ -1,0 +1,76 @@
+"""The one small protocol every backend implements.
+
+A reader returns the latest ClusterSnapshot; a writer holds the handful of
+verbs the ops need. A read-only backend has no writer at all, so read-only is
+enforced below the UI and below the ops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Mapping, Protocol
+
+from gputui.model import ClusterSnapshot
+
+
+class BackendError(Exception):
+    """A failure worth one clear line to the user (no traceback)."""
+
+
+class WriteError(BackendError):
+    pass
+
+
+class EvictionOutcome(str, Enum):
+    EVICTED = "evicted"
+    GONE = "gone"  # 404: nothing left to evict
+    BLOCKED = "blocked"  # 429: a PodDisruptionBudget has no headroom (retry)
+    FAILED = "failed"  # anything else: this pod fails, no retry
+
+
+@dataclass(frozen=True, slots=True)
+class EvictionResult:
+    outcome: EvictionOutcome
+    reason: str = ""
+
+
+class Reader(Protocol):
+    def snapshot(self) -> ClusterSnapshot: ...
+
+    def gpu_history(self, node: str, minutes: int = 5) -> dict[int, list[float]]:
+        """Utilisation samples per GPU index, oldest first (for sparklines)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Writer(Protocol):
+    identity: str
+
+    def set_unschedulable(self, node: str, unschedulable: bool) -> None: ...
+
+    def annotate_node(self, node: str, annotations: Mapping[str, str | None]) -> None: ...
+
+    def evict_pod(self, namespace: str, name: str, grace_seconds: int | None = None) -> EvictionResult: ...
+
+    def delete_pod(self, namespace: str, name: str, grace_seconds: int | None = None) -> None: ...
+
+    def pod_uid(self, namespace: str, name: str) -> str | None:
+        """The UID of the pod now under that name, or None when there is none."""
+        ...
+
+
+@dataclass(slots=True)
+class Backend:
+    reader: Reader
+    writer: Writer | None  # None: read-only, at every layer
+    context: str
+    simulated: bool = False
+
+    @property
+    def read_only(self) -> bool:
+        return self.writer is None
+
+    def close(self) -> None:
+        self.reader.close()

@@ -1,0 +1,42 @@
+"""Choose and build the backend the settings ask for."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Callable
+
+from gputui.backends.base import Backend, BackendError
+from gputui.settings import Settings
+
+
+def kubeconfig_paths(settings: Settings) -> list[Path]:
+    """The files kubectl would read: --kubeconfig, else KUBECONFIG's list, else ~/.kube/config."""
+    if settings.kubeconfig:
+        return [Path(settings.kubeconfig).expanduser()]
+    env = os.environ.get("KUBECONFIG")
+    if env:
+        return [Path(p).expanduser() for p in env.split(os.pathsep) if p]
+    return [Path.home() / ".kube" / "config"]
+
+
+def have_cluster_config(settings: Settings) -> bool:
+    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return True  # in-cluster
+    return any(p.exists() for p in kubeconfig_paths(settings))
+
+
+def build_backend(settings: Settings, clock: Callable[[], float] = time.time) -> Backend:
+    """The demo cluster when asked for or when no cluster is configured; else the real one."""
+    if settings.demo or not have_cluster_config(settings):
+        from gputui.backends.demo import demo_backend
+
+        return demo_backend(seed=settings.seed, clock=clock, read_only=settings.read_only)
+    try:
+        from gputui.backends.kube_backend import live_backend
+    except ImportError:
+        raise BackendError(
+            "the live Kubernetes backend is not part of this build yet; run with --demo"
+        ) from None
+    return live_backend(settings)

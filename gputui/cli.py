@@ -1,0 +1,202 @@
+"""The `gputui` command: the TUI by default, headless subcommands for scripts and runbooks.
+
+Every user error is one line on stderr and exit code 2; never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, NoReturn, Sequence
+
+from gputui import __version__
+from gputui.backends.base import Backend, BackendError
+from gputui.settings import Settings, SettingsError, load_settings
+
+EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    """Options valid before or after a subcommand. SUPPRESS: an unset flag never overrides."""
+    s = argparse.SUPPRESS
+    g = parser.add_argument_group("cluster")
+    g.add_argument("--demo", action="store_true", default=s, help="run on the embedded simulated cluster")
+    g.add_argument("--seed", type=int, default=s, help="seed of the demo cluster (default 7)")
+    g.add_argument("--kubeconfig", default=s, help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
+    g.add_argument("--context", default=s, help="kubeconfig context to use")
+    g.add_argument("-n", "--namespace", default=s, help="limit workloads to this namespace")
+    g.add_argument("--prometheus", default=s, metavar="URL", help="Prometheus URL for DCGM and session metrics")
+    g.add_argument("--read-only", action="store_true", default=s, help="never write to the cluster")
+    g.add_argument("--config", default=s, metavar="FILE", help="config file (default: $XDG_CONFIG_HOME/gputui/config.yaml)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="gputui", description="GPU nodes and inference services of a Kubernetes cluster, live.")
+    parser.add_argument("--version", action="version", version=f"gputui {__version__}")
+    _common(parser)
+    ui = parser.add_argument_group("screen")
+    ui.add_argument("--refresh", type=_positive_float, default=argparse.SUPPRESS, metavar="SECONDS", help="seconds between refreshes (default 2)")
+    ui.add_argument("--theme", default=argparse.SUPPRESS, help="theme name")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    nodes = sub.add_parser("nodes", help="print the GPU nodes (table or JSON) and exit")
+    _common(nodes)
+    nodes.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    return parser
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    from pathlib import Path
+
+    flags = {
+        k: v for k, v in vars(args).items()
+        if k in ("demo", "seed", "kubeconfig", "context", "namespace", "prometheus", "read_only", "refresh", "theme")
+    }
+    config = getattr(args, "config", None)
+    if config and not Path(config).exists():
+        raise SettingsError(f"config file {config} does not exist")
+    return load_settings(flags, config_path=Path(config) if config else None)
+
+
+def _fail(message: str) -> int:
+    print(f"gputui: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        settings = _settings(args)
+        if args.command == "nodes":
+            return _nodes(settings, args.output)
+        return _tui(settings)
+    except UsageError as exc:
+        return _fail(str(exc))
+    except (SettingsError, BackendError) as exc:
+        return _fail(str(exc))
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # `gputui nodes | head`: the reader left, nothing is wrong
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _backend(settings: Settings) -> Backend:
+    from gputui.backends.factory import build_backend
+
+    return build_backend(settings)
+
+
+def _tui(settings: Settings) -> int:
+    from gputui.backends.factory import have_cluster_config
+    from gputui.ops.audit import AuditLog, default_audit_path
+    from gputui.ui.theming import available_theme_names
+
+    themes = available_theme_names()
+    if settings.theme not in themes:
+        raise SettingsError(f"unknown theme {settings.theme!r}; available: {', '.join(themes)}")
+    fallback = not settings.demo and not have_cluster_config(settings)
+    backend = _backend(settings)
+    audit_path = settings.audit_log or default_audit_path()
+    from pathlib import Path
+
+    from gputui.ui.app import GputuiApp
+
+    audit = AuditLog(Path(audit_path), getattr(backend.writer, "identity", "unknown"), backend.context)
+    notice = "No kubeconfig found: showing the embedded demo cluster (a simulation)." if fallback else None
+    app = GputuiApp(
+        settings, backend, audit=audit, no_color=bool(os.environ.get("NO_COLOR")), notice=notice
+    )
+    try:
+        app.run()
+    finally:
+        backend.close()
+    return 0
+
+
+def node_record(snapshot, node) -> dict[str, Any]:
+    from gputui.model import node_alerts
+
+    return {
+        "name": node.name,
+        "state": node.state.value,
+        "gpu_model": node.gpu_product,
+        "gpus_allocated": snapshot.gpus_allocated(node.name),
+        "gpus_total": node.gpu_allocatable,
+        "gpus_capacity": node.gpu_capacity,
+        "driver_version": node.driver_version,
+        "alerts": [f"{a.kind}: {a.message}" for a in node_alerts(node)],
+        "gpus": [
+            {
+                "index": g.index,
+                "uuid": g.uuid,
+                "util_pct": g.util_pct,
+                "mem_used_mib": g.mem_used_mib,
+                "mem_total_mib": g.mem_total_mib,
+                "temp_c": g.temp_c,
+                "power_w": g.power_w,
+            }
+            for g in node.gpus
+        ],
+    }
+
+
+def _nodes(settings: Settings, output: str) -> int:
+    backend = _backend(settings)
+    try:
+        snapshot = backend.reader.snapshot()
+    finally:
+        backend.close()
+    if output == "json":
+        json.dump([node_record(snapshot, n) for n in snapshot.nodes], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    from gputui import render
+    from gputui.model import has_driver_drift, node_alerts
+
+    majority = snapshot.majority_driver
+    table = Table(box=None, pad_edge=False)
+    for label in ("NODE", "STATE", "MODEL", "GPUS", "UTIL", "MEMORY", "TEMP", "POWER", "DRIVER", "ALERTS"):
+        table.add_column(label, no_wrap=True)
+    for n in snapshot.nodes:
+        table.add_row(
+            Text(n.name), n.state.value, Text(render.short_model(n.gpu_product)),
+            f"{snapshot.gpus_allocated(n.name)}/{n.gpu_allocatable}", render.pct(n.mean_util).strip(),
+            render.mem_used_total(n.mem_used_mib, n.mem_total_mib), render.temp(n.max_temp),
+            render.power(n.power_w),
+            Text(("≠" if has_driver_drift(n, majority) else "") + (n.driver_version or "–")),
+            Text(", ".join(dict.fromkeys(a.kind for a in node_alerts(n, settings.temp_threshold)))),
+        )
+    console = Console(no_color=bool(os.environ.get("NO_COLOR")), width=200 if not sys.stdout.isatty() else None)
+    if snapshot.simulated:
+        console.print(Text("# demo cluster (simulated)", style="dim"))
+    console.print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,431 @@
+"""The vocabulary of gputui: immutable facts about a GPU cluster at one moment.
+
+No I/O here, no Textual, no Kubernetes client: backends build these, the UI and
+the ops read them. Derived facts are properties or pure functions so they are
+computed the same way everywhere (table, headless JSON, wallboard, drain plan).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Iterable, Mapping
+
+GPU_RESOURCE = "nvidia.com/gpu"
+DEFAULT_TEMP_ALERT_C = 85.0
+
+# Driver upgrade states (GPU Operator) that mean "in progress", in the
+# operator's order. `upgrade-done` and an empty label are idle; failed is an alert.
+UPGRADE_IN_PROGRESS = (
+    "upgrade-required",
+    "cordon-required",
+    "wait-for-jobs-required",
+    "pod-deletion-required",
+    "drain-required",
+    "pod-restart-required",
+    "validation-required",
+    "uncordon-required",
+)
+UPGRADE_FAILED = "upgrade-failed"
+
+# Conditions every kubelet reports; any other condition that is True is a
+# problem raised by a GPU health agent (NVSentinel and friends).
+STANDARD_CONDITIONS = frozenset(
+    {"Ready", "MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable"}
+)
+
+# Annotations gputui writes on a node while it drains it (resumable, visible to others).
+DRAIN_ANNOTATION_PREFIX = "gputui.io/drain-"
+DRAIN_PHASE_ANNOTATION = DRAIN_ANNOTATION_PREFIX + "phase"
+
+
+class NodeState(str, Enum):
+    READY = "Ready"
+    NOT_READY = "NotReady"
+    CORDONED = "Cordoned"
+    DRAINING = "Draining"
+    UPGRADING = "Upgrading"
+
+
+class Health(str, Enum):
+    PASS = "pass"
+    WARN = "warn"
+    FAIL = "fail"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Gpu:
+    index: int
+    uuid: str
+    util_pct: float | None = None
+    mem_used_mib: float | None = None
+    mem_total_mib: float | None = None
+    temp_c: float | None = None
+    power_w: float | None = None
+    xid: int = 0
+    health: Health = Health.UNKNOWN
+
+    @property
+    def mem_pct(self) -> float | None:
+        if self.mem_used_mib is None or not self.mem_total_mib:
+            return None
+        return 100.0 * self.mem_used_mib / self.mem_total_mib
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    name: str
+    ready: bool
+    unschedulable: bool
+    gpu_product: str
+    gpu_capacity: int
+    gpu_allocatable: int
+    driver_version: str = ""
+    cuda_version: str = ""
+    upgrade_state: str = ""
+    gpu_memory_mib: int = 0
+    conditions: tuple[Condition, ...] = ()
+    gpus: tuple[Gpu, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def drain_phase(self) -> str:
+        return self.annotations.get(DRAIN_PHASE_ANNOTATION, "")
+
+    @property
+    def state(self) -> NodeState:
+        if not self.ready:
+            return NodeState.NOT_READY
+        if self.drain_phase and self.drain_phase not in ("done", "aborted"):
+            return NodeState.DRAINING
+        if self.upgrade_state in UPGRADE_IN_PROGRESS:
+            return NodeState.UPGRADING
+        if self.unschedulable:
+            return NodeState.CORDONED
+        return NodeState.READY
+
+    @property
+    def problem_conditions(self) -> tuple[Condition, ...]:
+        return tuple(
+            c for c in self.conditions if c.type not in STANDARD_CONDITIONS and c.status == "True"
+        )
+
+    # Fleet-level aggregates of the node's GPUs; None when no metrics arrived.
+    @property
+    def mean_util(self) -> float | None:
+        return _mean(g.util_pct for g in self.gpus)
+
+    @property
+    def mem_used_mib(self) -> float | None:
+        return _sum(g.mem_used_mib for g in self.gpus)
+
+    @property
+    def mem_total_mib(self) -> float | None:
+        total = _sum(g.mem_total_mib for g in self.gpus)
+        if total is None and self.gpu_memory_mib and self.gpu_capacity:
+            return float(self.gpu_memory_mib * self.gpu_capacity)
+        return total
+
+    @property
+    def max_temp(self) -> float | None:
+        temps = [g.temp_c for g in self.gpus if g.temp_c is not None]
+        return max(temps) if temps else None
+
+    @property
+    def power_w(self) -> float | None:
+        return _sum(g.power_w for g in self.gpus)
+
+
+@dataclass(frozen=True, slots=True)
+class InferencePod:
+    namespace: str
+    name: str
+    uid: str
+    node: str
+    phase: str = "Running"
+    ready: bool = True
+    gpu_request: int = 0
+    service: str = ""
+    version: str = ""
+    restarts: int = 0
+    deleting: bool = False
+    owner_kind: str = "ReplicaSet"
+    labels: Mapping[str, str] = field(default_factory=dict)
+    has_emptydir: bool = False
+    mirror: bool = False
+    # Live requests (the session signal); None when the pod exports none.
+    sessions_running: int | None = None
+    sessions_waiting: int | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def terminated(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+    @property
+    def live_sessions(self) -> int | None:
+        if self.sessions_running is None and self.sessions_waiting is None:
+            return None
+        return (self.sessions_running or 0) + (self.sessions_waiting or 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Rollout:
+    """The fields `kubectl rollout status` reads from a Deployment."""
+
+    generation: int = 1
+    observed_generation: int = 1
+    replicas_desired: int = 0
+    replicas: int = 0
+    updated: int = 0
+    ready: int = 0
+    available: int = 0
+    progress_deadline_exceeded: bool = False
+    revision: str = ""
+
+    @property
+    def status(self) -> str:
+        return rollout_status(self)
+
+    @property
+    def complete(self) -> bool:
+        return self.status == "rolled out"
+
+
+def rollout_status(r: Rollout) -> str:
+    """kubectl rollout status' verdict, in its order of checks."""
+    if r.generation > r.observed_generation:
+        return "waiting for spec update"
+    if r.progress_deadline_exceeded:
+        return "progress deadline exceeded"
+    if r.updated < r.replicas_desired:
+        return f"{r.updated} of {r.replicas_desired} updated"
+    if r.replicas > r.updated:
+        return f"{r.replicas - r.updated} old pending termination"
+    if r.available < r.updated:
+        return f"{r.available} of {r.updated} available"
+    return "rolled out"
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceVersion:
+    name: str
+    weight: int | None = None  # as the router holds it; None without a router
+    rollout: Rollout = field(default_factory=Rollout)
+    backend: str = ""  # the Service (or subset) the route points at
+    workload: str = ""  # Deployment / Rollout name
+
+
+@dataclass(frozen=True, slots=True)
+class InferenceService:
+    namespace: str
+    name: str
+    versions: tuple[ServiceVersion, ...]
+    router_kind: str = ""  # HTTPRoute, VirtualService, TrafficSplit, Ingress, Rollout, ""
+    router_name: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def share_pct(self, version: str) -> float | None:
+        """The version's share of new traffic, relative to the other weights."""
+        weights = [v.weight for v in self.versions if v.weight is not None]
+        total = sum(weights)
+        for v in self.versions:
+            if v.name == version:
+                if v.weight is None:
+                    return None if self.router_kind else 100.0 / len(self.versions)
+                return 100.0 * v.weight / total if total else 0.0
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """A PodDisruptionBudget and the status its controller computed."""
+
+    namespace: str
+    name: str
+    selector: Mapping[str, str]
+    min_available: str | None = None
+    max_unavailable: str | None = None
+    disruptions_allowed: int = 0
+    current_healthy: int = 0
+    desired_healthy: int = 0
+    expected_pods: int = 0
+
+    def matches(self, pod: InferencePod) -> bool:
+        return (
+            pod.namespace == self.namespace
+            and bool(self.selector)
+            and all(pod.labels.get(k) == v for k, v in self.selector.items())
+        )
+
+    def describe(self) -> str:
+        return (
+            f"{self.name}: {self.disruptions_allowed} disruptions allowed "
+            f"({self.current_healthy} healthy, {self.desired_healthy} needed)"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SourceStatus:
+    """How fresh one source (the API, the metrics) is, and why not if it is not."""
+
+    name: str
+    fetched_at: float | None = None
+    error: str | None = None
+
+    def age(self, now: float) -> float | None:
+        return None if self.fetched_at is None else max(0.0, now - self.fetched_at)
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    node: str
+    kind: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSnapshot:
+    taken_at: float
+    context: str
+    nodes: tuple[Node, ...] = ()
+    pods: tuple[InferencePod, ...] = ()
+    services: tuple[InferenceService, ...] = ()
+    budgets: tuple[Budget, ...] = ()
+    sources: tuple[SourceStatus, ...] = ()
+    simulated: bool = False
+    # Indexes built once per snapshot; every consumer shares them.
+    _allocated: Mapping[str, int] = field(init=False, repr=False, compare=False)
+    _pods_by_node: Mapping[str, tuple[InferencePod, ...]] = field(
+        init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        allocated: dict[str, int] = {}
+        by_node: dict[str, list[InferencePod]] = {}
+        for pod in self.pods:
+            if not pod.node:
+                continue
+            by_node.setdefault(pod.node, []).append(pod)
+            if not pod.terminated:
+                allocated[pod.node] = allocated.get(pod.node, 0) + pod.gpu_request
+        object.__setattr__(self, "_allocated", allocated)
+        object.__setattr__(self, "_pods_by_node", {k: tuple(v) for k, v in by_node.items()})
+
+    def node(self, name: str) -> Node | None:
+        return next((n for n in self.nodes if n.name == name), None)
+
+    def service(self, key: str) -> InferenceService | None:
+        return next((s for s in self.services if s.key == key), None)
+
+    def pods_on(self, node: str) -> tuple[InferencePod, ...]:
+        return self._pods_by_node.get(node, ())
+
+    def gpus_allocated(self, node: str) -> int:
+        return self._allocated.get(node, 0)
+
+    def source(self, name: str) -> SourceStatus | None:
+        return next((s for s in self.sources if s.name == name), None)
+
+    def pods_of(self, service: InferenceService, version: str | None = None) -> list[InferencePod]:
+        return [
+            p
+            for p in self.pods
+            if p.namespace == service.namespace
+            and p.service == service.name
+            and (version is None or p.version == version)
+        ]
+
+    def sessions_of(self, service: InferenceService, version: str | None = None) -> int | None:
+        counts = [p.live_sessions for p in self.pods_of(service, version) if not p.terminated]
+        known = [c for c in counts if c is not None]
+        return sum(known) if known else None
+
+    def budget_for(self, pod: InferencePod) -> list[Budget]:
+        return [b for b in self.budgets if b.matches(pod)]
+
+    @property
+    def majority_driver(self) -> str:
+        return majority_driver(self.nodes)
+
+    @property
+    def gpus_total(self) -> int:
+        return sum(n.gpu_allocatable for n in self.nodes)
+
+    @property
+    def gpus_in_use(self) -> int:
+        return sum(min(self.gpus_allocated(n.name), n.gpu_allocatable) for n in self.nodes)
+
+    @property
+    def mean_util(self) -> float | None:
+        return _mean(g.util_pct for n in self.nodes for g in n.gpus)
+
+    def alerts(self, temp_threshold: float = DEFAULT_TEMP_ALERT_C) -> list[Alert]:
+        return [a for n in self.nodes for a in node_alerts(n, temp_threshold)]
+
+
+def majority_driver(nodes: Iterable[Node]) -> str:
+    """The driver version most GPU nodes run; ties go to the newest string."""
+    counts = Counter(n.driver_version for n in nodes if n.driver_version)
+    if not counts:
+        return ""
+    return max(counts.items(), key=lambda kv: (kv[1], _version_key(kv[0])))[0]
+
+
+def has_driver_drift(node: Node, majority: str) -> bool:
+    return bool(majority and node.driver_version and node.driver_version != majority)
+
+
+def node_alerts(node: Node, temp_threshold: float = DEFAULT_TEMP_ALERT_C) -> list[Alert]:
+    """Everything about a node an on-call engineer should look at, most severe first."""
+    alerts: list[Alert] = []
+    if not node.ready:
+        alerts.append(Alert(node.name, "NotReady", "node is NotReady"))
+    for gpu in node.gpus:
+        if gpu.xid:
+            alerts.append(Alert(node.name, "XID", f"GPU {gpu.index}: XID {gpu.xid}"))
+        if gpu.health in (Health.WARN, Health.FAIL):
+            alerts.append(Alert(node.name, "Health", f"GPU {gpu.index}: health {gpu.health.value}"))
+        if gpu.temp_c is not None and gpu.temp_c >= temp_threshold:
+            alerts.append(Alert(node.name, "Temp", f"GPU {gpu.index}: {gpu.temp_c:.0f}°C"))
+    for cond in node.problem_conditions:
+        detail = f": {cond.reason}" if cond.reason else ""
+        alerts.append(Alert(node.name, "Condition", f"{cond.type}{detail}"))
+    if node.upgrade_state == UPGRADE_FAILED:
+        alerts.append(Alert(node.name, "Upgrade", "driver upgrade failed"))
+    return alerts
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    parts = []
+    for piece in version.split("."):
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def _sum(values: Iterable[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None

@@ -1,0 +1,60 @@
+"""Every write, appended to a JSONL log before and after it happens."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+from gputui.paths import state_dir
+
+_LOCK = threading.Lock()
+
+
+def default_audit_path() -> Path:
+    return state_dir() / "audit.jsonl"
+
+
+class AuditLog:
+    def __init__(self, path: Path | None, identity: str, context: str) -> None:
+        self.path = path
+        self.identity = identity
+        self.context = context
+
+    def record(
+        self, action: str, target: str, result: str, params: Mapping[str, Any] | None = None
+    ) -> None:
+        if self.path is None:
+            return
+        entry = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "action": action,
+            "target": target,
+            "identity": self.identity,
+            "context": self.context,
+            "params": dict(params or {}),
+            "result": result,
+        }
+        line = json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n"
+        with _LOCK:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # One write() per line with O_APPEND: lines from two gputuis never interleave.
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, line.encode())
+            finally:
+                os.close(fd)
+
+    def entries(self, limit: int = 200) -> list[dict[str, Any]]:
+        if self.path is None or not self.path.exists():
+            return []
+        out = []
+        for line in self.path.read_text(encoding="utf-8", errors="replace").splitlines()[-limit:]:
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+        return out

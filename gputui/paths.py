@@ -1,0 +1,19 @@
+"""Where gputui keeps its files, the XDG way."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def _xdg(var: str, fallback: str) -> Path:
+    value = os.environ.get(var)
+    return Path(value) if value else Path.home() / fallback
+
+
+def config_dir() -> Path:
+    return _xdg("XDG_CONFIG_HOME", ".config") / "gputui"
+
+
+def state_dir() -> Path:
+    return _xdg("XDG_STATE_HOME", ".local/state") / "gputui"

@@ -1,0 +1,139 @@
+"""Turning model facts into short, styled cells (Rich Text), shared by the TUI and headless output.
+
+Every string that came from the cluster goes into a `Text` as data, never as
+markup, so a label value like `[/]` is shown as it is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+
+from gputui.model import Node, NodeState
+
+BLOCKS = " ▏▎▍▌▋▊▉█"
+SPARKS = "▁▂▃▄▅▆▇█"
+
+
+@dataclass(frozen=True, slots=True)
+class Palette:
+    """gputui's own colours; themes set them (Rich colour names or #rrggbb)."""
+
+    heat_low: str = "#4caf50"
+    heat_mid: str = "#e5c07b"
+    heat_high: str = "#e06c75"
+    ok: str = "#4caf50"
+    cordoned: str = "#e5c07b"
+    draining: str = "#c678dd"
+    upgrading: str = "#61afef"
+    alert: str = "#e06c75"
+    drift: str = "#d19a66"
+    stale: str = "#e06c75"
+    muted: str = "#7f848e"
+
+    def heat(self, pct: float | None) -> str:
+        if pct is None:
+            return self.muted
+        if pct >= 85:
+            return self.heat_high
+        if pct >= 50:
+            return self.heat_mid
+        return self.heat_low
+
+    def state(self, state: NodeState) -> str:
+        return {
+            NodeState.READY: self.ok,
+            NodeState.NOT_READY: self.alert,
+            NodeState.CORDONED: self.cordoned,
+            NodeState.DRAINING: self.draining,
+            NodeState.UPGRADING: self.upgrading,
+        }[state]
+
+
+MONO = Palette(*([""] * 11))  # no colour: NO_COLOR, pipes
+
+
+def bar(pct: float | None, width: int, style: str = "") -> Text:
+    """A horizontal bar in eighths of a cell; a dim track where it is empty."""
+    if width <= 0:
+        return Text()
+    if pct is None:
+        return Text("·" * width, style="dim")
+    eighths = round(max(0.0, min(100.0, pct)) / 100.0 * width * 8)
+    full, part = divmod(eighths, 8)
+    filled = "█" * full + (BLOCKS[part] if part else "")
+    text = Text(filled, style=style)
+    text.append("·" * (width - len(filled)), style="dim")
+    return text
+
+
+def pct(value: float | None) -> str:
+    return "  –" if value is None else f"{value:3.0f}%"
+
+
+def gib(mib: float | None) -> str:
+    if mib is None:
+        return "–"
+    g = mib / 1024
+    return f"{g:.0f}" if g >= 10 else f"{g:.1f}"
+
+
+def mem_used_total(used: float | None, total: float | None) -> str:
+    if used is None and total is None:
+        return "–"
+    return f"{gib(used)}/{gib(total)}G"
+
+
+def temp(c: float | None) -> str:
+    return "–" if c is None else f"{c:.0f}°C"
+
+
+def power(w: float | None) -> str:
+    if w is None:
+        return "–"
+    return f"{w / 1000:.1f}kW" if w >= 1000 else f"{w:.0f}W"
+
+
+def short_model(product: str) -> str:
+    """'NVIDIA-H100-80GB-HBM3' -> 'H100 80GB HBM3'."""
+    name = product.removeprefix("NVIDIA-").removeprefix("NVIDIA ").replace("-", " ")
+    return name or "?"
+
+
+def sparkline(values: list[float], width: int, top: float = 100.0) -> str:
+    """The last `width` samples, each as one of eight block heights."""
+    if width <= 0:
+        return ""
+    if not values:
+        return " " * width
+    if len(values) > width:  # average buckets so a spike is not lost in between
+        size = len(values) / width
+        values = [
+            max(values[int(i * size) : max(int((i + 1) * size), int(i * size) + 1)])
+            for i in range(width)
+        ]
+    chars = [SPARKS[min(7, max(0, int(v / top * 7.999)))] for v in values]
+    return "".join(chars).rjust(width)
+
+
+def ago(seconds: float | None) -> str:
+    if seconds is None:
+        return "never"
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds / 3600:.1f}h"
+
+
+def node_state_text(node: Node, palette: Palette) -> Text:
+    return Text(node.state.value, style=palette.state(node.state))
+
+
+def elide_middle(name: str, width: int) -> str:
+    """Keep both ends: pod names differ in their last characters."""
+    if len(name) <= width or width < 5:
+        return name
+    head = (width - 1) // 2
+    return name[:head] + "…" + name[len(name) - (width - 1 - head):]

@@ -1,0 +1,133 @@
+"""One frozen Settings object: defaults <- config file <- environment <- flags.
+
+Every layer is validated the same way, and a bad value is one clear line
+(SettingsError), never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from gputui.paths import config_dir
+
+
+class SettingsError(ValueError):
+    """A bad setting, worded for the user in one line."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    demo: bool = False
+    seed: int = 7
+    refresh: float = 2.0
+    theme: str = "gputui-dark"
+    keymap: str = "default"
+    read_only: bool = False
+    wallboard: bool = False
+    kubeconfig: str | None = None
+    context: str | None = None
+    namespace: str | None = None
+    prometheus: str | None = None
+    temp_threshold: float = 85.0
+    audit_log: str | None = None
+    # Label that joins DCGM series to nodes; both spellings are tried when unset.
+    host_label: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+_ENV = {
+    "GPUTUI_REFRESH": "refresh",
+    "GPUTUI_THEME": "theme",
+    "GPUTUI_KEYMAP": "keymap",
+    "GPUTUI_READ_ONLY": "read_only",
+    "GPUTUI_PROMETHEUS": "prometheus",
+    "GPUTUI_TEMP_THRESHOLD": "temp_threshold",
+    "GPUTUI_AUDIT_LOG": "audit_log",
+}
+_NAMES = {f.name for f in fields(Settings)} - {"extra"}
+
+
+def default_config_path() -> Path:
+    return Path(os.environ.get("GPUTUI_CONFIG") or config_dir() / "config.yaml")
+
+
+def _coerce(name: str, value: Any, origin: str) -> Any:
+    default = getattr(Settings(), name)
+    try:
+        if isinstance(default, bool):
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text in ("1", "true", "yes", "on"):
+                return True
+            if text in ("0", "false", "no", "off", ""):
+                return False
+            raise ValueError
+        if isinstance(default, int):
+            return int(value)
+        if isinstance(default, float):
+            return float(value)
+        return None if value is None else str(value)
+    except (TypeError, ValueError):
+        raise SettingsError(f"{origin}: {name}: {value!r} is not a valid value") from None
+
+
+def _check(s: Settings) -> Settings:
+    if not (s.refresh > 0):
+        raise SettingsError(f"refresh must be a positive number of seconds, got {s.refresh:g}")
+    if s.refresh > 3600:
+        raise SettingsError(f"refresh {s.refresh:g}s is over an hour; give seconds")
+    if not (0 < s.temp_threshold < 200):
+        raise SettingsError(f"temp_threshold must be between 0 and 200 °C, got {s.temp_threshold:g}")
+    return s
+
+
+def _apply(base: Settings, values: Mapping[str, Any], origin: str) -> Settings:
+    changes = {}
+    for key, value in values.items():
+        name = key.replace("-", "_")
+        if name not in _NAMES:
+            raise SettingsError(f"{origin}: unknown setting {key!r}")
+        changes[name] = _coerce(name, value, origin)
+    return replace(base, **changes)
+
+
+def load_config_file(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"{path}: cannot read: {exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise SettingsError(f"{path}:{where} is not valid YAML") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise SettingsError(f"{path}: expected a mapping of settings")
+    return data
+
+
+def load_settings(
+    flags: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    config_path: Path | None = None,
+) -> Settings:
+    """Defaults, then the config file, then GPUTUI_* variables, then flags given."""
+    env = os.environ if env is None else env
+    path = config_path or default_config_path()
+    settings = _apply(Settings(), load_config_file(path), str(path))
+    from_env = {name: env[var] for var, name in _ENV.items() if env.get(var)}
+    settings = _apply(settings, from_env, "environment")
+    given = {k: v for k, v in (flags or {}).items() if v is not None}
+    settings = _apply(settings, given, "flag")
+    if settings.wallboard:
+        settings = replace(settings, read_only=True)
+    return _check(settings)

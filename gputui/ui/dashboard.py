@@ -1,0 +1,251 @@
+"""The main screen: GPU nodes above, inference services below."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.events import Resize
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Static
+
+from gputui.model import node_alerts
+from gputui.ops.cordon import plan_cordon, run_cordon
+from gputui.ui.columns import (
+    NODE_COLUMNS,
+    fit_service_columns,
+    NodeColumn,
+    RowContext,
+    fit_columns,
+    service_rows,
+)
+from gputui.ui.confirm import ConfirmScreen
+from gputui.ui.header import HeaderBar
+from gputui.ui.table_sync import sync_rows
+
+WRITE_ACTIONS = frozenset({"cordon", "uncordon"})
+
+
+class DashboardScreen(Screen):
+    BINDINGS = [
+        Binding("enter", "open_node", "Open", id="open-node"),
+        Binding("c", "cordon", "Cordon", id="cordon", tooltip="Cordon the selected node"),
+        Binding("u", "uncordon", "Uncordon", id="uncordon", tooltip="Uncordon the selected node"),
+        Binding("slash", "filter", "Filter", id="filter"),
+        Binding("s", "sort", "Sort", id="sort", tooltip="Sort by the next column"),
+        Binding("S", "reverse_sort", "Reverse", id="reverse-sort", show=False),
+        Binding("tab", "app.focus_next", "Panel", id="next-panel", show=False),
+        Binding("escape", "clear_filter", "Clear filter", id="clear-filter", show=False),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sort_index = 0
+        self.sort_reverse = False
+        self.filter_text = ""
+        self._columns: tuple[NodeColumn, ...] = ()
+        self._service_columns: tuple = ()
+
+    def compose(self) -> ComposeResult:
+        yield HeaderBar()
+        yield Static(id="nodes-title", classes="panel-title")
+        yield DataTable(id="nodes", cursor_type="row", zebra_stripes=False)
+        yield Static(id="services-title", classes="panel-title")
+        yield DataTable(id="services", cursor_type="row")
+        yield Input(placeholder="filter nodes: name, model, state, driver, alert", id="filter")
+        yield Footer()
+
+    @property
+    def nodes_table(self) -> DataTable:
+        return self.query_one("#nodes", DataTable)
+
+    @property
+    def services_table(self) -> DataTable:
+        return self.query_one("#services", DataTable)
+
+    def on_mount(self) -> None:
+        self._layout_columns(self.app.size.width)
+        self.nodes_table.focus()
+        self.show_snapshot()
+
+    def on_screen_resume(self) -> None:
+        self.show_snapshot()
+
+    def on_resize(self, event: Resize) -> None:
+        self._layout_columns(event.size.width)
+        self.show_snapshot()
+
+    def _layout_columns(self, width: int) -> None:
+        services = fit_service_columns(width - 2)
+        if services != self._service_columns:
+            self.services_table.clear(columns=True)
+            for key, label, col_width, _ in services:
+                self.services_table.add_column(label, width=col_width, key=key)
+            self._service_columns = services
+        columns = fit_columns(NODE_COLUMNS, width - 2)
+        if columns == self._columns:
+            return
+        table = self.nodes_table
+        selected = self.selected_node()
+        table.clear(columns=True)
+        for col in columns:
+            table.add_column(col.label, width=col.width, key=col.key)
+        self._columns = columns
+        if selected:
+            self.show_snapshot()
+            self._move_cursor_to(selected)
+
+    # ----- rendering ----------------------------------------------------------
+
+    def show_snapshot(self) -> None:
+        snap = self.app.snapshot
+        self.query_one(HeaderBar).refresh_text()
+        if snap is None or not self._columns:
+            self.query_one("#nodes-title", Static).update(Text(" Nodes", style="bold"))
+            return
+        ctx = RowContext(snap, self.app.palette, self.app.settings.temp_threshold, snap.majority_driver)
+        sort_col = NODE_COLUMNS[self.sort_index]
+        nodes = [n for n in snap.nodes if self._matches(n, ctx)]
+        rows = {
+            n.name: tuple(col.cell(n, ctx, col.width) for col in self._columns) for n in nodes
+        }
+        sort_values = {n.name: sort_col.sort(n, ctx) for n in nodes}
+        with self.app.batch_update():
+            changed = sync_rows(self.nodes_table, rows)
+            if changed or self._sort_dirty:
+                self.nodes_table.sort(
+                    "name", key=lambda cell: sort_values.get(cell.plain, 0), reverse=self.sort_reverse
+                )
+                self._sort_dirty = False
+            sync_rows(
+                self.services_table, service_rows(snap, self.app.palette, self._service_columns)
+            )
+            self._titles(len(nodes), len(snap.nodes), len(snap.services))
+
+    _sort_dirty = True
+
+    def _titles(self, shown: int, total: int, services: int) -> None:
+        col = NODE_COLUMNS[self.sort_index]
+        title = Text(" Nodes ", style="bold")
+        title.append(f"{shown}/{total}" if shown != total else str(total))
+        title.append(f"  sort {col.label.lower()} {'↑' if self.sort_reverse else '↓'}", style="dim")
+        if self.filter_text:
+            title.append("  filter: ", style="dim")
+            title.append(self.filter_text, style="bold")
+        self.query_one("#nodes-title", Static).update(title)
+        self.query_one("#services-title", Static).update(
+            Text(" Inference services ", style="bold") + Text(str(services))
+        )
+
+    def _matches(self, node, ctx: RowContext) -> bool:
+        if not self.filter_text:
+            return True
+        needle = self.filter_text.lower()
+        haystack = " ".join(
+            [node.name, node.state.value, node.gpu_product, node.driver_version]
+            + [a.kind for a in node_alerts(node, ctx.temp_threshold)]
+        ).lower()
+        return needle in haystack
+
+    # ----- selection -------------------------------------------------------------
+
+    def selected_node(self) -> str | None:
+        table = self.nodes_table
+        if table.row_count == 0:
+            return None
+        try:
+            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
+        except Exception:
+            return None
+        return key.value
+
+    def _move_cursor_to(self, name: str) -> None:
+        try:
+            self.nodes_table.move_cursor(row=self.nodes_table.get_row_index(name))
+        except Exception:
+            pass
+
+    # ----- actions ---------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in WRITE_ACTIONS and self.app.read_only:
+            return None  # shown dimmed: unavailable, not hidden
+        return True
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.data_table.id == "nodes":
+            self.action_open_node()
+
+    def action_open_node(self) -> None:
+        name = self.selected_node()
+        if name:
+            from gputui.ui.node_detail import NodeDetailScreen
+
+            self.app.push_screen(NodeDetailScreen(name))
+
+    def action_cordon(self) -> None:
+        self._cordon(True)
+
+    def action_uncordon(self) -> None:
+        self._cordon(False)
+
+    def _cordon(self, cordon: bool) -> None:
+        ask_cordon(self.app, self.selected_node(), cordon)
+
+    def action_sort(self) -> None:
+        self.sort_index = (self.sort_index + 1) % len(NODE_COLUMNS)
+        self.sort_reverse = self.sort_index != 0  # numbers read best largest first
+        self._sort_dirty = True
+        self.show_snapshot()
+
+    def action_reverse_sort(self) -> None:
+        self.sort_reverse = not self.sort_reverse
+        self._sort_dirty = True
+        self.show_snapshot()
+
+    def action_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.add_class("shown")
+        box.value = self.filter_text
+        box.focus()
+
+    def action_clear_filter(self) -> None:
+        self.query_one("#filter", Input).value = ""
+        self._close_filter()
+
+    def _close_filter(self) -> None:
+        self.query_one("#filter", Input).remove_class("shown")
+        self.nodes_table.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "filter":
+            self.filter_text = event.value.strip()
+            self._sort_dirty = True
+            self.show_snapshot()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "filter":
+            self._close_filter()
+
+
+def ask_cordon(app, node: str | None, cordon: bool) -> None:
+    """Plan, confirm, then cordon or uncordon through the app's writer (shared by screens)."""
+    if app.read_only:
+        app.notify("read-only mode: cordon and uncordon are unavailable", severity="warning")
+        return
+    if node is None or app.snapshot is None:
+        return
+    try:
+        plan = plan_cordon(app.snapshot, node, cordon)
+    except Exception as exc:
+        app.notify(str(exc), severity="error")
+        return
+    if plan.already:
+        app.notify(plan.describe())
+        return
+
+    def confirmed(yes: bool | None) -> None:
+        if yes:
+            app.run_write(plan.verb.capitalize(), lambda: run_cordon(plan, app.backend.writer, app.audit))
+
+    app.push_screen(ConfirmScreen(plan.verb.capitalize() + "?", plan.describe()), confirmed)

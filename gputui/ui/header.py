@@ -1,0 +1,73 @@
+"""The one-line summary at the top of every screen: where, how big, how busy, how fresh."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from gputui import render
+
+
+def _sep(text: Text) -> None:
+    text.append(" │ ", style="dim")
+
+
+class HeaderBar(Static):
+    DEFAULT_CSS = """
+    HeaderBar { height: 1; background: $panel; color: $foreground; }
+    """
+
+    def on_mount(self) -> None:
+        self.refresh_text()
+
+    def refresh_text(self) -> None:
+        self.update(self.summary())
+
+    def summary(self) -> Text:
+        app = self.app
+        snap = app.snapshot
+        palette = app.palette
+        text = Text(" gputui ", style="bold")
+        context = snap.context if snap else app.backend.context
+        text.append(Text(context, style="bold"))
+        if app.backend.simulated:
+            text.append(" SIMULATED", style=f"bold {palette.draining}")
+        if app.read_only:
+            text.append(" READ-ONLY", style=f"bold {palette.cordoned}")
+        if snap is None:
+            _sep(text)
+            if app.poll_error:
+                text.append(app.poll_error, style=palette.alert)
+            else:
+                text.append("loading…", style="dim")
+            return text
+        _sep(text)
+        text.append(f"{len(snap.nodes)} nodes")
+        _sep(text)
+        text.append(f"GPUs {snap.gpus_in_use}/{snap.gpus_total}")
+        _sep(text)
+        util = snap.mean_util
+        text.append("util ")
+        text.append(render.pct(util).strip(), style=palette.heat(util))
+        alerts = len(snap.alerts(app.settings.temp_threshold))
+        _sep(text)
+        text.append(
+            f"{alerts} alert{'s' if alerts != 1 else ''}",
+            style=f"bold {palette.alert}" if alerts else palette.ok,
+        )
+        _sep(text)
+        now = app.clock()
+        age = now - snap.taken_at
+        stale = age > 3 * app.settings.refresh
+        text.append(
+            f"{'STALE ' if stale else ''}{render.ago(age)}",
+            style=f"bold reverse {palette.stale}" if stale else "dim",
+        )
+        for source in snap.sources:
+            if source.error:
+                _sep(text)
+                text.append(f"{source.name}: {source.error}", style=palette.alert)
+        if app.poll_error:
+            _sep(text)
+            text.append(app.poll_error, style=palette.alert)
+        return text

@@ -1,0 +1,47 @@
+"""The keys in force on the screen beneath, read from its live bindings."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Static
+
+
+def key_label(app, key: str) -> str:
+    return app.get_key_display(Binding(key, ""))
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss_help", "Close", id="close-help")]
+
+    def __init__(self, beneath: Screen) -> None:
+        super().__init__()
+        self._beneath = beneath
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help"):
+            yield Static(self._table(), id="help-keys")
+
+    def _table(self) -> Table:
+        table = Table(title="gputui keys", expand=True, show_edge=False, box=None, padding=(0, 1))
+        table.add_column("Key", style="bold", no_wrap=True)
+        table.add_column("Does")
+        table.add_column("", style="dim", no_wrap=True)
+        for key, active in self._beneath.active_bindings.items():
+            binding = active.binding
+            if not binding.description:
+                continue
+            note = "" if active.enabled else "unavailable (read-only)"
+            table.add_row(key_label(self.app, key), Text(binding.tooltip or binding.description), note)
+        table.add_row("", "", "")
+        table.add_row("", Text("Node states: Ready, NotReady, Cordoned, Draining, Upgrading (GPU Operator driver upgrade)."), "")
+        table.add_row("", Text("≠ before a driver version: it differs from the fleet's majority."), "")
+        table.add_row("", Text("GPUs 7/7(8): allocated / allocatable, (capacity) when a GPU was taken out."), "")
+        return table
+
+    def action_dismiss_help(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,173 @@
+"""One node: a row per GPU with history, and the pods on it with their live sessions."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from gputui import render
+from gputui.model import Node, has_driver_drift, node_alerts
+from gputui.ui.dashboard import WRITE_ACTIONS, ask_cordon
+from gputui.ui.header import HeaderBar
+from gputui.ui.table_sync import sync_rows
+
+HISTORY_MINUTES = 5
+# (key, label, width); width None takes what the terminal has left.
+GPU_COLUMNS = (
+    ("gpu", "GPU", 3), ("util", "Util", 14), ("mem", "Memory", 18), ("temp", "Temp", 5),
+    ("power", "Power", 6), ("health", "Health", 7), ("history", f"Util, last {HISTORY_MINUTES} min", None),
+)
+POD_COLUMNS = (
+    ("pod", "Pod", None), ("workload", "Service / version", 20), ("gpus", "GPUs", 4),
+    ("status", "Status", 11), ("sessions", "Sessions", 8),
+)
+
+
+def _widths(columns, total: int, minimum: int = 12, maximum: int = 60) -> list[tuple[str, str, int]]:
+    """Give the flexible column the room the fixed ones leave (2 cells of padding each)."""
+    fixed = sum(w + 2 for _, _, w in columns if w is not None)
+    flex = max(minimum, min(maximum, total - fixed - 4))
+    return [(k, label, flex if w is None else w) for k, label, w in columns]
+
+
+class NodeDetailScreen(Screen):
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back", id="back"),
+        Binding("c", "cordon", "Cordon", id="cordon"),
+        Binding("u", "uncordon", "Uncordon", id="uncordon"),
+    ]
+
+    def __init__(self, node: str) -> None:
+        super().__init__()
+        self.node_name = node
+        self.history: dict[int, list[float]] = {}
+        self.spark_width = 30
+        self.pod_width = 30
+
+    def compose(self) -> ComposeResult:
+        yield HeaderBar()
+        yield Static(id="node-info")
+        yield DataTable(id="gpus", cursor_type="row")
+        yield Static(Text(" Pods on this node", style="bold"), classes="panel-title")
+        yield DataTable(id="pods", cursor_type="row")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._layout(self.app.size.width)
+
+    def on_resize(self, event) -> None:
+        self._layout(event.size.width)
+
+    def _layout(self, width: int) -> None:
+        if width == getattr(self, "_laid_out_for", None):
+            return
+        self._laid_out_for = width
+        for table_id, columns in (("#gpus", GPU_COLUMNS), ("#pods", POD_COLUMNS)):
+            table = self.query_one(table_id, DataTable)
+            table.clear(columns=True)
+            for key, label, col_width in _widths(columns, width):
+                table.add_column(label, width=col_width, key=key)
+        self.spark_width = _widths(GPU_COLUMNS, width)[-1][2]
+        self.pod_width = _widths(POD_COLUMNS, width)[0][2]
+        self.show_snapshot()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in WRITE_ACTIONS and self.app.read_only:
+            return None
+        return True
+
+    def action_cordon(self) -> None:
+        ask_cordon(self.app, self.node_name, True)
+
+    def action_uncordon(self) -> None:
+        ask_cordon(self.app, self.node_name, False)
+
+    def show_snapshot(self) -> None:
+        self.query_one(HeaderBar).refresh_text()
+        snap = self.app.snapshot
+        node = snap.node(self.node_name) if snap else None
+        info = self.query_one("#node-info", Static)
+        if node is None:
+            info.update(Text(f" {self.node_name}: no longer in the cluster", style="bold"))
+            return
+        info.update(self._info(node, snap))
+        palette = self.app.palette
+        gpu_rows = {}
+        for gpu in node.gpus:
+            health = Text(gpu.health.value if not gpu.xid else f"XID {gpu.xid}")
+            if gpu.xid or gpu.health.value in ("warn", "fail"):
+                health.stylize(f"bold {palette.alert}")
+            util_cell = render.bar(gpu.util_pct, 9, palette.heat(gpu.util_pct))
+            util_cell.append(" " + render.pct(gpu.util_pct))
+            mem_cell = render.bar(gpu.mem_pct, 8, palette.heat(gpu.mem_pct))
+            mem_cell.append(" " + render.mem_used_total(gpu.mem_used_mib, gpu.mem_total_mib).rjust(9))
+            temp_style = f"bold {palette.alert}" if gpu.temp_c is not None and gpu.temp_c >= self.app.settings.temp_threshold else ""
+            gpu_rows[str(gpu.index)] = (
+                Text(str(gpu.index)), util_cell, mem_cell, Text(render.temp(gpu.temp_c), style=temp_style),
+                Text(render.power(gpu.power_w)), health,
+                Text(render.sparkline(self.history.get(gpu.index, []), self.spark_width), style=palette.heat(gpu.util_pct)),
+            )
+        pod_rows = {}
+        for pod in sorted(snap.pods_on(node.name), key=lambda p: (p.namespace, p.name)):
+            status = "Terminating" if pod.deleting else pod.phase
+            if pod.phase == "Running" and not pod.ready and not pod.deleting:
+                status = "NotReady"
+            sessions = pod.live_sessions
+            pod_rows[pod.key] = (
+                Text(render.elide_middle(pod.name, self.pod_width)),
+                Text(f"{pod.service} {pod.version}".strip() or pod.owner_kind, style="" if pod.service else "dim"),
+                Text(str(pod.gpu_request) if pod.gpu_request else "–"),
+                Text(status, style="" if status == "Running" else palette.cordoned),
+                Text("–" if sessions is None else str(sessions).rjust(8), style="bold" if sessions else ""),
+            )
+        with self.app.batch_update():
+            sync_rows(self.query_one("#gpus", DataTable), gpu_rows)
+            sync_rows(self.query_one("#pods", DataTable), pod_rows)
+        self._fetch_history()
+
+    def _info(self, node: Node, snap) -> Text:
+        palette = self.app.palette
+        text = Text(" ")
+        text.append(node.name, style="bold")
+        text.append("  ")
+        text.append_text(render.node_state_text(node, palette))
+        text.append(f"  {render.short_model(node.gpu_product)} ×{node.gpu_capacity}")
+        text.append(f"  GPUs {snap.gpus_allocated(node.name)}/{node.gpu_allocatable} allocated")
+        text.append("  driver ")
+        drift = has_driver_drift(node, snap.majority_driver)
+        text.append(node.driver_version or "–", style=f"bold {palette.drift}" if drift else "")
+        if drift:
+            text.append(f" (fleet {snap.majority_driver})", style=palette.drift)
+        if node.cuda_version:
+            text.append(f"  CUDA {node.cuda_version}")
+        if node.upgrade_state:
+            text.append(f"  upgrade: {node.upgrade_state}", style=palette.upgrading)
+        for alert in node_alerts(node, self.app.settings.temp_threshold):
+            text.append("\n ▲ ", style=f"bold {palette.alert}")
+            text.append(alert.message, style=palette.alert)
+        return text
+
+    @work(thread=True, exclusive=True, group="history", exit_on_error=False)
+    def _fetch_history(self) -> None:
+        try:
+            history = self.app.backend.reader.gpu_history(self.node_name, HISTORY_MINUTES)
+        except Exception:
+            return  # the sparkline keeps its last samples; the header shows source errors
+        self.app.call_from_thread(self._set_history, history)
+
+    def _set_history(self, history: dict[int, list[float]]) -> None:
+        if history != self.history:
+            self.history = history
+            self.show_snapshot_cells()
+
+    def show_snapshot_cells(self) -> None:
+        table = self.query_one("#gpus", DataTable)
+        for index, values in self.history.items():
+            key = str(index)
+            if key in {k.value for k in table.rows}:
+                gpu = table.get_row(key)
+                table.update_cell(key, "history", Text(render.sparkline(values, self.spark_width), style=gpu[6].style))

@@ -1,0 +1,50 @@
+"""Keep a DataTable in step with fresh rows by key: never clear and refill.
+
+Clearing resets the cursor and the scroll position under the operator's
+fingers; diffing keeps both and touches only the cells that changed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from rich.text import Text
+from textual.widgets import DataTable
+from textual.widgets.data_table import RowDoesNotExist
+
+Cells = Sequence[Any]
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, Text) and isinstance(b, Text):
+        return a.plain == b.plain and a.spans == b.spans and a.style == b.style
+    return a == b
+
+
+def sync_rows(
+    table: DataTable,
+    rows: dict[str, Cells],
+    sort_key: Callable[[str], Any] | None = None,
+    reverse: bool = False,
+) -> bool:
+    """Make the table hold exactly `rows` (key -> cells in column order). True if anything changed."""
+    changed = False
+    columns = list(table.columns)
+    for key in [k.value for k in table.rows if k.value not in rows]:
+        table.remove_row(key)
+        changed = True
+    for key, cells in rows.items():
+        try:
+            current = table.get_row(key)
+        except RowDoesNotExist:
+            table.add_row(*cells, key=key)
+            changed = True
+            continue
+        for column, old, new in zip(columns, current, cells):
+            if not _same(old, new):
+                table.update_cell(key, column, new)
+                changed = True
+    if sort_key is not None and changed:
+        first = columns[0]
+        table.sort(first, key=lambda cell: sort_key(cell.plain if isinstance(cell, Text) else str(cell)), reverse=reverse)
+    return changed

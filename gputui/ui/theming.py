@@ -1,0 +1,135 @@
+"""Themes: YAML files (bundled in themes/, the user's in the config dir) -> Textual Themes.
+
+Each file is validated whole: unknown keys and bad colours are reported with
+the file's name, and a bad file never replaces a good theme.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from textual.color import Color, ColorParseError
+from textual.theme import BUILTIN_THEMES, Theme
+
+from gputui.paths import config_dir
+from gputui.render import Palette
+
+COLOR_KEYS = (
+    "primary", "secondary", "accent", "warning", "error", "success",
+    "foreground", "background", "surface", "panel", "boost",
+)
+ALLOWED_KEYS = {"name", "dark", "variables", *COLOR_KEYS}
+PALETTE_VARS = tuple(f.name.replace("_", "-") for f in fields(Palette))
+
+
+@dataclass(frozen=True, slots=True)
+class ThemeProblem:
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
+def bundled_theme_dir() -> Path:
+    return Path(str(resources.files("gputui.themes")))
+
+
+def user_theme_dir() -> Path:
+    return config_dir() / "themes"
+
+
+def theme_files() -> list[Path]:
+    """Bundled first, so a user's file of the same name overrides it."""
+    out: list[Path] = []
+    for folder in (bundled_theme_dir(), user_theme_dir()):
+        if folder.is_dir():
+            out += sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml"))
+    return out
+
+
+def _color(value: Any) -> str:
+    Color.parse(str(value))  # raises ColorParseError
+    return str(value)
+
+
+def parse_theme(path: Path) -> Theme:
+    """One theme file -> Theme, or ValueError naming everything wrong with it."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ValueError(f"not readable YAML ({type(exc).__name__})") from None
+    if not isinstance(data, dict):
+        raise ValueError("expected a mapping")
+    errors: list[str] = []
+    unknown = sorted(set(map(str, data)) - ALLOWED_KEYS)
+    if unknown:
+        errors.append("unknown keys " + ", ".join(unknown))
+    name = data.get("name")
+    if not isinstance(name, str) or not name.strip():
+        errors.append("name is missing")
+    colors: dict[str, str] = {}
+    for key in COLOR_KEYS:
+        if key in data:
+            try:
+                colors[key] = _color(data[key])
+            except ColorParseError:
+                errors.append(f"{key}: bad colour {data[key]!r}")
+    if "primary" not in data:
+        errors.append("primary is missing")
+    variables = data.get("variables") or {}
+    if not isinstance(variables, dict):
+        errors.append("variables must be a mapping")
+        variables = {}
+    clean_vars: dict[str, str] = {}
+    for key, value in variables.items():
+        if key not in PALETTE_VARS:
+            errors.append(f"unknown variable {key}")
+            continue
+        try:
+            clean_vars[f"gputui-{key}"] = _color(value)
+        except ColorParseError:
+            errors.append(f"variables.{key}: bad colour {value!r}")
+    dark = data.get("dark", True)
+    if not isinstance(dark, bool):
+        errors.append("dark must be true or false")
+    if errors:
+        raise ValueError("; ".join(errors))
+    return Theme(name=name.strip(), dark=dark, variables=clean_vars, **colors)
+
+
+def load_themes() -> tuple[dict[str, Theme], list[ThemeProblem]]:
+    themes: dict[str, Theme] = {}
+    problems: list[ThemeProblem] = []
+    for path in theme_files():
+        try:
+            theme = parse_theme(path)
+        except ValueError as exc:
+            problems.append(ThemeProblem(str(path), str(exc)))
+            continue
+        themes[theme.name] = theme
+    return themes, problems
+
+
+def available_theme_names() -> list[str]:
+    themes, _ = load_themes()
+    return sorted(set(themes) | set(BUILTIN_THEMES))
+
+
+def palette_defaults() -> dict[str, str]:
+    """Defaults for gputui's variables, so Textual's built-in themes work too."""
+    default = Palette()
+    return {f"gputui-{f.name.replace('_', '-')}": getattr(default, f.name) for f in fields(Palette)}
+
+
+def palette_from(variables: dict[str, str]) -> Palette:
+    values = {}
+    for f in fields(Palette):
+        value = variables.get(f"gputui-{f.name.replace('_', '-')}")
+        if value:
+            values[f.name] = Color.parse(value).hex
+    return Palette(**values)

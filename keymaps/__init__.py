@@ -1,0 +1,1 @@
+"""Bundled keymaps (YAML), shipped inside the wheel as gputui.keymaps."""

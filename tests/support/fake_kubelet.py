@@ -1,0 +1,593 @@
+"""A fake kubelet for GPU nodes (the behaviour kwok gives), for a real apiserver.
+
+It owns a configurable set of Node objects and, through watches:
+
+* creates each node with GPU Feature Discovery / GPU Operator labels and
+  ``nvidia.com/gpu`` capacity and allocatable, plus cpu, memory and pods;
+* keeps the nodes Ready: status heartbeats and a Lease in ``kube-node-lease``
+  renewed every ``heartbeat_interval`` seconds;
+* moves pods bound to its nodes to Running and Ready (podIP, hostIP,
+  containerStatuses, conditions, startTime);
+* completes graceful deletions: once a pod's ``deletionTimestamp`` (request
+  time + grace period) has passed it deletes the pod with grace 0, as a
+  kubelet does when the containers have stopped.
+
+Everything runs in daemon threads using its own kubeconfig (give it a user of
+its own so the audit log can tell its traffic from the app's). It survives
+apiserver restarts: watches re-list and heartbeats retry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import itertools
+import json
+import logging
+import queue
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+
+log = logging.getLogger("gputui.tests.fake_kubelet")
+
+GPU_RESOURCE = "nvidia.com/gpu"
+#: The taint GPU pools usually carry; pods need a toleration for it.
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+DEFAULT_PRODUCT = "NVIDIA-H100-80GB-HBM3"
+DEFAULT_DRIVER = "550.54.15"
+DEFAULT_MEMORY_MIB = 81559
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _now_micro() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _parse_time(s: str) -> float:
+    return datetime.strptime(s.replace("Z", "+0000"), "%Y-%m-%dT%H:%M:%S%z").timestamp()
+
+
+def gpu_node_labels(name: str, gpus: int, product: str, driver: str, memory_mib: int) -> dict[str, str]:
+    """The labels GPU Feature Discovery and the GPU Operator put on a node."""
+    labels = {
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+    }
+    if gpus <= 0:
+        return labels
+    major, _, rest = driver.partition(".")
+    minor, _, revision = rest.partition(".")
+    labels.update({
+        "nvidia.com/gpu.present": "true",
+        "nvidia.com/gpu.product": product.replace(" ", "-"),
+        "nvidia.com/gpu.memory": str(memory_mib),
+        "nvidia.com/gpu.count": str(gpus),
+        "nvidia.com/gpu.replicas": "1",
+        "nvidia.com/gpu.sharing-strategy": "none",
+        "nvidia.com/gpu.family": "hopper" if "H100" in product or "H200" in product else "ampere",
+        "nvidia.com/gpu.machine": "fake-gpu-machine",
+        "nvidia.com/cuda.driver-version.full": driver,
+        "nvidia.com/cuda.driver-version.major": major,
+        "nvidia.com/cuda.driver-version.minor": minor,
+        "nvidia.com/cuda.driver-version.revision": revision or "0",
+        "nvidia.com/cuda.runtime-version.full": "12.4",
+        "nvidia.com/mig.capable": "true",
+        "nvidia.com/mig.strategy": "single",
+    })
+    return labels
+
+
+@dataclass
+class FakeNode:
+    name: str
+    index: int
+    gpus: int
+    product: str
+    driver: str
+    memory_mib: int
+    labels: dict[str, str]
+    taints: list[dict[str, str]]
+    capacity: dict[str, str]
+    allocatable: dict[str, str]
+    ip: str
+    conditions: dict[str, dict[str, str]] = field(default_factory=dict)
+    uid: str | None = None
+    heartbeats: bool = True
+    pod_ips: itertools.count = field(default_factory=lambda: itertools.count(2))
+
+    def status(self, heartbeat: str) -> dict[str, Any]:
+        conds = []
+        for c in self.conditions.values():
+            c = dict(c)
+            c["lastHeartbeatTime"] = heartbeat
+            conds.append(c)
+        return {
+            "capacity": self.capacity,
+            "allocatable": self.allocatable,
+            "conditions": conds,
+            "addresses": [{"type": "InternalIP", "address": self.ip}, {"type": "Hostname", "address": self.name}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+            "nodeInfo": {
+                "machineID": hashlib.md5(self.name.encode()).hexdigest(),
+                "systemUUID": str(uuid.uuid5(uuid.NAMESPACE_DNS, self.name)),
+                "bootID": str(uuid.uuid5(uuid.NAMESPACE_URL, self.name)),
+                "kernelVersion": "6.8.0-fake",
+                "osImage": "Ubuntu 22.04.4 LTS",
+                "containerRuntimeVersion": "containerd://1.7.20",
+                "kubeletVersion": _kubelet_version(),
+                "kubeProxyVersion": "",
+                "operatingSystem": "linux",
+                "architecture": "amd64",
+            },
+        }
+
+
+def _kubelet_version() -> str:
+    from tests.support.control_plane import K8S_VERSION
+
+    return K8S_VERSION
+
+
+def _condition(ctype: str, status: str, reason: str, message: str) -> dict[str, str]:
+    now = _now()
+    return {"type": ctype, "status": status, "reason": reason, "message": message,
+            "lastHeartbeatTime": now, "lastTransitionTime": now}
+
+
+def _healthy_conditions() -> dict[str, dict[str, str]]:
+    return {
+        "MemoryPressure": _condition("MemoryPressure", "False", "KubeletHasSufficientMemory",
+                                     "kubelet has sufficient memory available"),
+        "DiskPressure": _condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+        "PIDPressure": _condition("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+        "Ready": _condition("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+    }
+
+
+class FakeKubelet:
+    """Fake kubelet for any number of GPU nodes. Use :meth:`start`/:meth:`stop`."""
+
+    def __init__(self, kubeconfig: Path | str, *, heartbeat_interval: float = 10.0, lease_duration: int = 40,
+                 pod_start_delay: float = 0.0):
+        self.kubeconfig = str(kubeconfig)
+        self.heartbeat_interval = heartbeat_interval
+        self.lease_duration = lease_duration
+        self.pod_start_delay = pod_start_delay
+        self._nodes: dict[str, FakeNode] = {}
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._work: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self._timers: list[tuple[float, int, str, Any]] = []
+        self._seq = itertools.count()
+        self._node_index = itertools.count(1)
+        self._watch_resp: Any = None
+        self._pinned_ready: dict[str, bool] = {}  # pod uid -> readiness forced by a test
+        self._apis = threading.local()
+        self.errors: list[str] = []  # unexpected API errors, for diagnostics
+        self.pods_started = 0
+        self.pods_finalized = 0
+        self.synced = threading.Event()  # first pod list done
+
+    # --- API clients, one per thread ---------------------------------------
+    def _core(self) -> k8s.CoreV1Api:
+        api = getattr(self._apis, "core", None)
+        if api is None:
+            api_client = k8s_config.new_client_from_config(config_file=self.kubeconfig)
+            api = self._apis.core = k8s.CoreV1Api(api_client)
+            self._apis.coord = k8s.CoordinationV1Api(api_client)
+        return api
+
+    def _coord(self) -> k8s.CoordinationV1Api:
+        self._core()
+        return self._apis.coord
+
+    # --- lifecycle ----------------------------------------------------------
+    def start(self) -> "FakeKubelet":
+        for target, name in ((self._pod_watch_loop, "pods"), (self._worker_loop, "worker"),
+                             (self._heartbeat_loop, "heartbeat")):
+            t = threading.Thread(target=target, name=f"fake-kubelet-{name}", daemon=True)
+            t.start()
+            self._threads.append(t)
+        return self
+
+    def stop(self, delete_nodes: bool = False) -> None:
+        self._stop.set()
+        self._work.put(("wake", None))
+        resp = self._watch_resp
+        if resp is not None:
+            try:
+                resp.shutdown()
+            except Exception:  # noqa: BLE001
+                pass
+        for t in self._threads:
+            t.join(timeout=10)
+        if delete_nodes:
+            for name in list(self._nodes):
+                self.remove_node(name)
+
+    # --- nodes ----------------------------------------------------------------
+    @property
+    def nodes(self) -> list[str]:
+        with self._lock:
+            return list(self._nodes)
+
+    def add_node(
+        self,
+        name: str,
+        gpus: int = 8,
+        product: str = DEFAULT_PRODUCT,
+        driver: str = DEFAULT_DRIVER,
+        memory_mib: int = DEFAULT_MEMORY_MIB,
+        *,
+        cpu: str = "96",
+        memory: str = "1536Gi",
+        pods: int = 110,
+        labels: dict[str, str] | None = None,
+        taints: list[dict[str, str]] | None = None,
+        gpu_taint: bool = False,
+        allocatable_gpus: int | None = None,
+        extra_resources: dict[str, str] | None = None,
+        ready: bool = True,
+    ) -> dict[str, Any]:
+        """Create (or adopt) a GPU node and keep it alive. Returns the Node as a dict.
+
+        ``gpus=0`` makes a plain CPU node. ``gpu_taint=True`` adds the usual
+        ``nvidia.com/gpu:NoSchedule`` taint (pods then need
+        :data:`GPU_TOLERATION`).
+        """
+        index = next(self._node_index)
+        all_labels = gpu_node_labels(name, gpus, product, driver, memory_mib)
+        all_labels.update(labels or {})
+        all_taints = list(taints or [])
+        if gpu_taint:
+            all_taints.append(dict(GPU_TAINT))
+        capacity = {"cpu": cpu, "memory": memory, "pods": str(pods), "ephemeral-storage": "1Ti"}
+        if gpus > 0:
+            capacity[GPU_RESOURCE] = str(gpus)
+        capacity.update(extra_resources or {})
+        allocatable = dict(capacity)
+        if gpus > 0 and allocatable_gpus is not None:
+            allocatable[GPU_RESOURCE] = str(allocatable_gpus)
+        node = FakeNode(
+            name=name, index=index, gpus=gpus, product=product, driver=driver, memory_mib=memory_mib,
+            labels=all_labels, taints=all_taints, capacity=capacity, allocatable=allocatable,
+            ip=f"10.10.{index // 250}.{index % 250 + 1}", conditions=_healthy_conditions(),
+        )
+        if not ready:
+            node.conditions["Ready"] = _condition("Ready", "False", "KubeletNotReady", "fake kubelet: not ready")
+        body = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": all_labels,
+                         "annotations": {"node.alpha.kubernetes.io/ttl": "0",
+                                         "gputui.test/fake-kubelet": "true"}},
+            "spec": {"taints": all_taints, "podCIDR": f"10.244.{index}.0/24", "podCIDRs": [f"10.244.{index}.0/24"]},
+        }
+        core = self._core()
+        try:
+            created = json.loads(core.create_node(body, _preload_content=False).data)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+            created = json.loads(core.read_node(name, _preload_content=False).data)
+        node.uid = created["metadata"]["uid"]
+        with self._lock:
+            self._nodes[name] = node
+        self._post_status(node)
+        self._renew_lease(node)
+        # Pods may already be bound to a node of that name (adopted node).
+        self._work.put(("resync", None))
+        return json.loads(core.read_node(name, _preload_content=False).data)
+
+    def remove_node(self, name: str, *, delete: bool = True) -> None:
+        """Stop serving ``name``; delete the Node object too unless ``delete=False``."""
+        with self._lock:
+            node = self._nodes.pop(name, None)
+        if node is None or not delete:
+            return
+        try:
+            self._core().delete_node(name)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+    def node(self, name: str) -> FakeNode:
+        with self._lock:
+            return self._nodes[name]
+
+    def set_ready(self, name: str, ready: bool, *, reason: str | None = None, message: str = "") -> None:
+        """Flip the node's Ready condition (heartbeats keep reporting that state)."""
+        status = "True" if ready else "False"
+        self.set_condition(name, "Ready", status, reason or ("KubeletReady" if ready else "KubeletNotReady"),
+                           message or ("kubelet is posting ready status" if ready else "fake kubelet: not ready"))
+
+    def set_condition(self, name: str, ctype: str, status: str, reason: str = "", message: str = "") -> None:
+        """Set any node condition, e.g. ``GpuThermalWatch``/``True`` from a health agent."""
+        with self._lock:
+            node = self._nodes[name]
+            old = node.conditions.get(ctype)
+            cond = _condition(ctype, status, reason or ctype, message)
+            if old is not None and old["status"] == status:
+                cond["lastTransitionTime"] = old["lastTransitionTime"]
+            node.conditions[ctype] = cond
+        self._post_status(node)
+
+    def set_allocatable(self, name: str, resource: str, value: str) -> None:
+        """E.g. lower ``nvidia.com/gpu`` allocatable as the device plugin does after an XID."""
+        with self._lock:
+            node = self._nodes[name]
+            node.allocatable[resource] = value
+        self._post_status(node)
+
+    def pause_heartbeats(self, name: str, paused: bool = True) -> None:
+        """Stop (or resume) status heartbeats and lease renewal for ``name``."""
+        with self._lock:
+            self._nodes[name].heartbeats = not paused
+
+    def set_pod_ready(self, namespace: str, name: str, ready: bool) -> None:
+        """Force a running pod's readiness (sticks until called again)."""
+        pod = json.loads(self._core().read_namespaced_pod(name, namespace, _preload_content=False).data)
+        with self._lock:
+            self._pinned_ready[pod["metadata"]["uid"]] = ready
+        self._start_pod(pod, force=True)
+
+    # --- heartbeats -------------------------------------------------------------
+    def _post_status(self, node: FakeNode) -> None:
+        try:
+            self._core().patch_node_status(node.name, {"status": node.status(_now())})
+        except ApiException as exc:
+            if exc.status != 404:
+                self._error(f"node status {node.name}: {exc.status} {exc.reason}")
+        except Exception as exc:  # noqa: BLE001 - apiserver down: next heartbeat retries
+            log.debug("node status %s: %r", node.name, exc)
+
+    def _renew_lease(self, node: FakeNode) -> None:
+        coord = self._coord()
+        body = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": node.name, "namespace": "kube-node-lease",
+                         "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": node.name,
+                                              "uid": node.uid}] if node.uid else []},
+            "spec": {"holderIdentity": node.name, "leaseDurationSeconds": self.lease_duration,
+                     "renewTime": _now_micro()},
+        }
+        try:
+            coord.patch_namespaced_lease(node.name, "kube-node-lease",
+                                         {"spec": {"holderIdentity": node.name, "renewTime": _now_micro(),
+                                                   "leaseDurationSeconds": self.lease_duration}})
+        except ApiException as exc:
+            if exc.status != 404:
+                self._error(f"lease {node.name}: {exc.status} {exc.reason}")
+                return
+            try:
+                coord.create_namespaced_lease("kube-node-lease", body)
+            except ApiException as exc2:
+                if exc2.status != 409:
+                    self._error(f"lease create {node.name}: {exc2.status} {exc2.reason}")
+        except Exception as exc:  # noqa: BLE001
+            log.debug("lease %s: %r", node.name, exc)
+
+    def _heartbeat_loop(self) -> None:
+        while not self._stop.wait(self.heartbeat_interval):
+            with self._lock:
+                nodes = [n for n in self._nodes.values() if n.heartbeats]
+            for node in nodes:
+                if self._stop.is_set():
+                    return
+                self._post_status(node)
+                self._renew_lease(node)
+
+    # --- pods -------------------------------------------------------------------
+    def _pod_watch_loop(self) -> None:
+        backoff = 0.2
+        rv: str | None = None
+        while not self._stop.is_set():
+            try:
+                if rv is None:
+                    rv = self._list_pods()
+                    self.synced.set()
+                rv = self._watch_pods(rv)
+                backoff = 0.2
+            except ApiException as exc:
+                if exc.status == 410:  # resourceVersion too old: re-list
+                    rv = None
+                    continue
+                log.debug("pod watch: %r", exc)
+                rv = None
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, 2.0)
+            except Exception as exc:  # noqa: BLE001 - apiserver restarting, connection reset...
+                if self._stop.is_set():
+                    return
+                log.debug("pod watch: %r", exc)
+                rv = None
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, 2.0)
+
+    def _list_pods(self) -> str:
+        resp = self._core().list_pod_for_all_namespaces(field_selector="spec.nodeName!=", _preload_content=False,
+                                                        _request_timeout=30)
+        data = json.loads(resp.data)
+        for pod in data.get("items", []):
+            self._consider(pod)
+        return data["metadata"]["resourceVersion"]
+
+    def _watch_pods(self, rv: str) -> str:
+        resp = self._core().list_pod_for_all_namespaces(
+            field_selector="spec.nodeName!=", watch=True, resource_version=rv, allow_watch_bookmarks=True,
+            timeout_seconds=60, _preload_content=False, _request_timeout=(10, 90))
+        self._watch_resp = resp
+        buf = b""
+        try:
+            for chunk in resp.stream(amt=None, decode_content=True):
+                if self._stop.is_set():
+                    break
+                buf += chunk
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    if not line.strip():
+                        continue
+                    ev = json.loads(line)
+                    obj = ev.get("object") or {}
+                    if ev.get("type") == "ERROR":
+                        if obj.get("code") == 410:
+                            raise ApiException(status=410, reason="Gone")
+                        raise ApiException(status=obj.get("code", 500), reason=obj.get("message"))
+                    rv = (obj.get("metadata") or {}).get("resourceVersion", rv)
+                    if ev.get("type") in ("ADDED", "MODIFIED"):
+                        self._consider(obj)
+                    elif ev.get("type") == "DELETED":
+                        with self._lock:
+                            self._pinned_ready.pop(obj["metadata"]["uid"], None)
+        finally:
+            self._watch_resp = None
+            resp.release_conn()
+        return rv
+
+    def _consider(self, pod: dict[str, Any]) -> None:
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        with self._lock:
+            if node_name not in self._nodes:
+                return
+        meta = pod["metadata"]
+        if meta.get("deletionTimestamp"):
+            due = _parse_time(meta["deletionTimestamp"])
+            self._work.put(("finalize", (due, meta["namespace"], meta["name"], meta["uid"])))
+            return
+        status = pod.get("status") or {}
+        if status.get("phase") in ("Succeeded", "Failed"):
+            return
+        if self._is_started(pod):
+            return
+        self._work.put(("start", pod))
+
+    def _is_started(self, pod: dict[str, Any]) -> bool:
+        status = pod.get("status") or {}
+        if status.get("phase") != "Running" or not status.get("podIP"):
+            return False
+        want = self._pinned_ready.get(pod["metadata"]["uid"], True)
+        ready = any(c.get("type") == "Ready" and c.get("status") == ("True" if want else "False")
+                    for c in status.get("conditions") or [])
+        return ready
+
+    def _worker_loop(self) -> None:
+        while not self._stop.is_set():
+            timeout = None
+            if self._timers:
+                timeout = max(0.0, self._timers[0][0] - time.time())
+            try:
+                kind, item = self._work.get(timeout=timeout)
+            except queue.Empty:
+                kind, item = "tick", None
+            if kind == "start" and self.pod_start_delay:
+                heapq.heappush(self._timers, (time.time() + self.pod_start_delay, next(self._seq), "start", item))
+            elif kind == "finalize":
+                due, ns, name, uid = item
+                heapq.heappush(self._timers, (due, next(self._seq), "finalize", (ns, name, uid)))
+            elif kind in ("start", "resync"):
+                self._do(kind, item)
+            now = time.time()
+            while self._timers and self._timers[0][0] <= now and not self._stop.is_set():
+                _, _, tkind, titem = heapq.heappop(self._timers)
+                self._do(tkind, titem)
+
+    def _do(self, kind: str, item: Any) -> None:
+        try:
+            if kind == "start":
+                self._start_pod(item)
+            elif kind == "finalize":
+                self._finalize_pod(*item)
+            elif kind == "resync":
+                self._list_pods()
+        except Exception as exc:  # noqa: BLE001 - e.g. apiserver restarting: retry shortly
+            if self._stop.is_set():
+                return
+            log.debug("worker %s: %r", kind, exc)
+            heapq.heappush(self._timers, (time.time() + 1.0, next(self._seq), kind, item))
+
+    def _start_pod(self, pod: dict[str, Any], force: bool = False) -> None:
+        meta, spec = pod["metadata"], pod["spec"]
+        with self._lock:
+            node = self._nodes.get(spec.get("nodeName"))
+            ready_flag = self._pinned_ready.get(meta["uid"], True)
+        if node is None or meta.get("deletionTimestamp"):
+            return
+        if not force and self._is_started(pod):
+            return
+        status = pod.get("status") or {}
+        now = _now()
+        pod_ip = status.get("podIP") or f"10.244.{node.index}.{next(node.pod_ips) % 254 + 1}"
+        start_time = status.get("startTime") or now
+        ready = "True" if ready_flag else "False"
+
+        def cstatus(c: dict[str, Any], init: bool) -> dict[str, Any]:
+            cid = hashlib.sha256(f"{meta['uid']}/{c['name']}".encode()).hexdigest()
+            st: dict[str, Any] = {
+                "name": c["name"],
+                "image": c.get("image", ""),
+                "imageID": f"fake.local/{c.get('image', '')}@sha256:{cid}",
+                "containerID": f"containerd://{cid}",
+                "restartCount": 0,
+            }
+            if init:
+                st.update(ready=True, started=False,
+                          state={"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": start_time,
+                                                "finishedAt": start_time, "containerID": st["containerID"]}})
+            else:
+                st.update(ready=ready_flag, started=True, state={"running": {"startedAt": start_time}})
+            return st
+
+        body = {"status": {
+            "phase": "Running",
+            "hostIP": node.ip,
+            "hostIPs": [{"ip": node.ip}],
+            "podIP": pod_ip,
+            "podIPs": [{"ip": pod_ip}],
+            "startTime": start_time,
+            "conditions": [
+                {"type": "PodReadyToStartContainers", "status": "True", "lastTransitionTime": now},
+                {"type": "Initialized", "status": "True", "lastTransitionTime": now},
+                {"type": "ContainersReady", "status": ready, "lastTransitionTime": now},
+                {"type": "Ready", "status": ready, "lastTransitionTime": now},
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": now},
+            ],
+            "containerStatuses": [cstatus(c, False) for c in spec.get("containers", [])],
+        }}
+        if spec.get("initContainers"):
+            body["status"]["initContainerStatuses"] = [cstatus(c, True) for c in spec["initContainers"]]
+        try:
+            self._core().patch_namespaced_pod_status(meta["name"], meta["namespace"], body)
+            self.pods_started += 1
+        except ApiException as exc:
+            if exc.status not in (404, 409):
+                self._error(f"pod status {meta['namespace']}/{meta['name']}: {exc.status} {exc.reason}")
+
+    def _finalize_pod(self, namespace: str, name: str, uid: str) -> None:
+        opts = {"gracePeriodSeconds": 0, "preconditions": {"uid": uid}}
+        try:
+            self._core().delete_namespaced_pod(name, namespace, body=opts, grace_period_seconds=0)
+            self.pods_finalized += 1
+        except ApiException as exc:
+            if exc.status not in (404, 409):
+                self._error(f"pod delete {namespace}/{name}: {exc.status} {exc.reason}")
+
+    def _error(self, msg: str) -> None:
+        log.warning("fake kubelet: %s", msg)
+        self.errors.append(msg)

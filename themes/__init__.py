@@ -1,0 +1,1 @@
+"""Bundled themes (YAML), shipped inside the wheel as gputui.themes."""

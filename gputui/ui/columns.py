@@ -90,7 +90,7 @@ NODE_COLUMNS: tuple[NodeColumn, ...] = (
         "model", "Model", 14, 4, lambda n, c, w: Text(render.short_model(n.gpu_product)[:w]),
         lambda n, c: n.gpu_product,
     ),
-    NodeColumn("gpus", "GPUs", 5, 0, _gpus, lambda n, c: c.snapshot.gpus_allocated(n.name)),
+    NodeColumn("gpus", "GPUs", 7, 0, _gpus, lambda n, c: c.snapshot.gpus_allocated(n.name)),
     NodeColumn("util", "Util", 12, 0, _util, lambda n, c: _neg(n.mean_util)),
     NodeColumn("mem", "Memory", 17, 2, _mem, lambda n, c: _neg(n.mem_used_mib)),
     NodeColumn("temp", "Temp", 5, 1, _temp, lambda n, c: _neg(n.max_temp)),

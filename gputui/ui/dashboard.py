@@ -33,8 +33,8 @@ class DashboardScreen(Screen):
         Binding("u", "uncordon", "Uncordon", id="uncordon", tooltip="Uncordon the selected node"),
         Binding("slash", "filter", "Filter", id="filter"),
         Binding("s", "sort", "Sort", id="sort", tooltip="Sort by the next column"),
-        Binding("S", "reverse_sort", "Reverse", id="reverse-sort", show=False),
-        Binding("tab", "app.focus_next", "Panel", id="next-panel", show=False),
+        Binding("S", "reverse_sort", "Reverse sort", id="reverse-sort", show=False),
+        Binding("tab", "app.focus_next", "Next panel", id="next-panel", show=False),
         Binding("escape", "clear_filter", "Clear filter", id="clear-filter", show=False),
     ]
 

@@ -33,10 +33,13 @@ class HelpScreen(ModalScreen[None]):
         table.add_column("", style="dim", no_wrap=True)
         for key, active in self._beneath.active_bindings.items():
             binding = active.binding
-            if not binding.description:
-                continue
+            if not binding.description or not binding.id:
+                continue  # widget plumbing (cursor, copy): listed once below, not one by one
             note = "" if active.enabled else "unavailable (read-only)"
             table.add_row(key_label(self.app, key), Text(binding.tooltip or binding.description), note)
+        table.add_row("↑ ↓ pgup pgdn", Text("Move in a table (home/end: first/last)"), "")
+        if hasattr(self._beneath, "action_open_node"):
+            table.add_row("enter", Text("Open the selected node"), "")
         table.add_row("", "", "")
         table.add_row("", Text("Node states: Ready, NotReady, Cordoned, Draining, Upgrading (GPU Operator driver upgrade)."), "")
         table.add_row("", Text("≠ before a driver version: it differs from the fleet's majority."), "")

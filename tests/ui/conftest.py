@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+import pytest
+
+from gputui.backends.demo import demo_backend
+from gputui.ops.audit import AuditLog
+from gputui.settings import Settings
+from gputui.ui.app import GputuiApp
+from tests.demo_clock import ManualClock
+
+
+def make_app(tmp_path=None, read_only: bool = False, seed: int = 7, **settings) -> GputuiApp:
+    clock = ManualClock()
+    backend = demo_backend(seed=seed, clock=clock, read_only=read_only)
+    audit = AuditLog(tmp_path / "audit.jsonl" if tmp_path else None, "tester", "demo")
+    app = GputuiApp(Settings(demo=True, seed=seed, read_only=read_only, **settings), backend, clock=clock, audit=audit)
+    app.test_clock = clock
+    return app
+
+
+@pytest.fixture
+def app_factory(tmp_path):
+    def factory(**kw) -> GputuiApp:
+        return make_app(tmp_path, **kw)
+
+    return factory
+
+
+async def wait_for(pilot, predicate, timeout: float = 5.0) -> None:
+    """Let the app work until the predicate holds; fail loudly when it never does."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError("condition never became true")
+        await pilot.pause(0.05)

@@ -1,0 +1,189 @@
+import json
+
+from rich.text import Text
+from textual.widgets import DataTable
+
+from gputui.model import ClusterSnapshot, Condition, Node, SourceStatus
+from gputui.backends.base import Backend
+from gputui.settings import Settings
+from gputui.ui.app import GputuiApp
+from gputui.ui.confirm import ConfirmScreen
+from gputui.ui.help import HelpScreen
+from gputui.ui.node_detail import NodeDetailScreen
+from tests.ui.conftest import wait_for
+
+
+def rows(app, table_id="#nodes") -> list[str]:
+    table = app.screen.query_one(table_id, DataTable)
+    return [table.get_row_at(i)[0].plain for i in range(table.row_count)]
+
+
+async def loaded(pilot) -> None:
+    await wait_for(pilot, lambda: pilot.app.snapshot is not None and pilot.app.screen.query_one("#nodes", DataTable).row_count > 0)
+
+
+async def test_dashboard_lists_every_node_and_service(app_factory):
+    app = app_factory()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        assert len(rows(app)) == len(app.snapshot.nodes)
+        services = app.screen.query_one("#services", DataTable)
+        assert services.row_count == sum(len(s.versions) for s in app.snapshot.services)
+
+
+async def test_sort_cycles_columns_and_reverses(app_factory):
+    app = app_factory()
+    async with app.run_test(size=(160, 40)) as pilot:
+        await loaded(pilot)
+        assert rows(app) == sorted(rows(app))
+        await pilot.press("s")  # state
+        await pilot.press("s")  # model
+        await pilot.press("s")  # gpus
+        await pilot.press("s")  # util, largest first
+        await pilot.pause()
+        utils = {n.name: n.mean_util or -1 for n in app.snapshot.nodes}
+        order = rows(app)
+        assert [utils[n] for n in order] == sorted(utils.values(), reverse=True)
+        await pilot.press("S")
+        await pilot.pause()
+        assert [utils[n] for n in rows(app)] == sorted(utils.values())
+
+
+async def test_filter_narrows_and_escape_clears(app_factory):
+    app = app_factory()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        await pilot.press("slash", "l", "4", "0", "s")
+        await pilot.pause()
+        assert rows(app) and all("l40s" in r for r in rows(app))
+        await pilot.press("enter")  # keep the filter, back to the table
+        assert app.screen.query_one("#nodes", DataTable).has_focus
+        assert all("l40s" in r for r in rows(app))
+        await pilot.press("escape")
+        await pilot.pause()
+        assert len(rows(app)) == len(app.snapshot.nodes)
+
+
+async def test_filter_matches_alert_kinds(app_factory):
+    app = app_factory()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        await pilot.press("slash", *"xid", "enter")
+        await pilot.pause()
+        assert rows(app) == ["gpu-h100-07"]
+
+
+async def test_enter_opens_node_detail_and_escape_returns(app_factory):
+    app = app_factory()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        first = rows(app)[0]
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, NodeDetailScreen))
+        gpus = app.screen.query_one("#gpus", DataTable)
+        await wait_for(pilot, lambda: gpus.row_count == app.snapshot.node(first).gpu_capacity)
+        pods = app.screen.query_one("#pods", DataTable)
+        assert pods.row_count == len(app.snapshot.pods_on(first))
+        await wait_for(pilot, lambda: app.screen.history)  # sparklines arrive off the UI thread
+        await pilot.press("escape")
+        assert not isinstance(app.screen, NodeDetailScreen)
+
+
+async def test_cordon_confirm_then_visible_and_audited(app_factory, tmp_path):
+    app = app_factory()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        target = rows(app)[0]
+        await pilot.press("c")
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("n")  # cancel: nothing happens
+        await pilot.pause()
+        assert not app.snapshot.node(target).unschedulable
+        await pilot.press("c")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: app.snapshot.node(target).unschedulable)
+        state = app.screen.query_one("#nodes", DataTable).get_row(target)[1]
+        assert state.plain == "Cordoned"
+        await pilot.press("u", "y")
+        await wait_for(pilot, lambda: not app.snapshot.node(target).unschedulable)
+    entries = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    assert [(e["action"], e["target"], e["result"]) for e in entries] == [
+        ("cordon", f"node/{target}", "ok"), ("uncordon", f"node/{target}", "ok")]
+
+
+async def test_read_only_refuses_cordon(app_factory, tmp_path):
+    app = app_factory(read_only=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        target = rows(app)[0]
+        assert app.screen.check_action("cordon", ()) is None
+        assert app.screen.check_action("uncordon", ()) is None
+        await pilot.press("c")
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert not app.snapshot.node(target).unschedulable
+    assert not (tmp_path / "audit.jsonl").exists()
+
+
+async def test_help_lists_keys_in_force(app_factory):
+    app = app_factory(read_only=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        from rich.console import Console
+
+        console = Console(width=120, record=True)
+        console.print(app.screen._table())
+        plain = console.export_text()
+        assert "Cordon the selected node" in plain and "unavailable (read-only)" in plain
+        assert "Filter" in plain and "Quit" in plain
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+class _StaticReader:
+    def __init__(self, snapshot):
+        self._snapshot = snapshot
+
+    def snapshot(self):
+        return self._snapshot
+
+    def gpu_history(self, node, minutes=5):
+        return {}
+
+    def close(self):
+        pass
+
+
+async def test_markup_in_cluster_strings_is_shown_literally():
+    hostile = Node(
+        name="node-a", ready=True, unschedulable=False, gpu_product="[bold]H100[/]", gpu_capacity=8,
+        gpu_allocatable=8, driver_version="[/]550", conditions=(Condition("GpuXidWatch", "True", "[red]boom[/red]"),),
+    )
+    snap = ClusterSnapshot(taken_at=0.0, context="[/]ctx", nodes=(hostile,), sources=(SourceStatus("api", 0.0),))
+    app = GputuiApp(Settings(), Backend(_StaticReader(snap), None, "[/]ctx"), clock=lambda: 0.0)
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: app.screen.query_one("#nodes", DataTable).row_count == 1)
+        row = app.screen.query_one("#nodes", DataTable).get_row("node-a")
+        cells = [c.plain if isinstance(c, Text) else str(c) for c in row]
+        assert "[bold]H100[/]" in cells
+        assert "≠[/]550" not in cells and "[/]550" in cells
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, NodeDetailScreen))
+        await pilot.pause()
+        info = app.screen.query_one("#node-info").render()
+        assert "[red]boom[/red]" in str(info)
+
+
+async def test_backend_failure_shows_error_not_traceback():
+    class Broken(_StaticReader):
+        def snapshot(self):
+            raise ConnectionError("connection refused\nsecond line")
+
+    app = GputuiApp(Settings(), Backend(Broken(None), None, "prod"), clock=lambda: 0.0)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_for(pilot, lambda: app.poll_error is not None)
+        assert app.poll_error == "ConnectionError: connection refused"
+        header = str(app.screen.query_one("HeaderBar").render())
+        assert "connection refused" in header

@@ -1,0 +1,83 @@
+"""The gputui command as a user runs it: exit codes, one-line errors, JSON shape."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def run(*args: str, env: dict | None = None, home: Path | None = None) -> subprocess.CompletedProcess:
+    environ = dict(os.environ)
+    if home is not None:
+        environ.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), XDG_STATE_HOME=str(home / ".state"))
+    environ.pop("KUBECONFIG", None)
+    environ.update(env or {})
+    return subprocess.run([sys.executable, "-m", "gputui", *args], capture_output=True, text=True, env=environ, timeout=60)
+
+
+def test_version():
+    out = run("--version")
+    assert out.returncode == 0
+    assert out.stdout.startswith("gputui ")
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["--bogus"], "unrecognized arguments: --bogus"),
+        (["--refresh", "0"], "positive"),
+        (["--refresh", "-2"], "positive"),
+        (["--refresh", "abc"], "not a number"),
+        (["--demo", "--theme", "no-such-theme"], "unknown theme 'no-such-theme'"),
+        (["nodes", "--demo", "-o", "yaml"], "invalid choice"),
+        (["--config", "/nonexistent/gputui.yaml"], "does not exist"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(tmp_path, args, fragment):
+    out = run(*args, home=tmp_path)
+    assert out.returncode == 2, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    assert lines[0].startswith("gputui: error:")
+    assert fragment in lines[0]
+    assert "Traceback" not in out.stderr
+
+
+def test_bad_config_file_is_one_line(tmp_path):
+    cfg = tmp_path / ".config" / "gputui"
+    cfg.mkdir(parents=True)
+    (cfg / "config.yaml").write_text("refresh: [\n")
+    out = run("nodes", "--demo", home=tmp_path)
+    assert out.returncode == 2
+    assert "not valid YAML" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_nodes_json_shape(tmp_path):
+    out = run("nodes", "--demo", "--seed", "7", "-o", "json", home=tmp_path)
+    assert out.returncode == 0, out.stderr
+    nodes = json.loads(out.stdout)
+    assert isinstance(nodes, list) and len(nodes) >= 24
+    for node in nodes:
+        assert {"name", "state", "gpu_model", "gpus_allocated", "gpus_total", "driver_version", "alerts", "gpus"} <= set(node)
+        assert isinstance(node["alerts"], list)
+        for gpu in node["gpus"]:
+            assert set(gpu) == {"index", "uuid", "util_pct", "mem_used_mib", "mem_total_mib", "temp_c", "power_w"}
+    xid = next(n for n in nodes if n["name"] == "gpu-h100-07")
+    assert any("XID" in a for a in xid["alerts"])
+    assert xid["gpus_total"] == 7
+
+
+def test_nodes_table_and_global_flags_before_subcommand(tmp_path):
+    out = run("--demo", "nodes", home=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "gpu-h100-01" in out.stdout and "simulated" in out.stdout
+    assert "≠535.183.01" in out.stdout  # drift marked without colour
+
+
+def test_without_kubeconfig_nodes_fall_back_to_demo(tmp_path):
+    out = run("nodes", "-o", "json", home=tmp_path)
+    assert out.returncode == 0
+    assert len(json.loads(out.stdout)) >= 24

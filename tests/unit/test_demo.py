@@ -1,0 +1,115 @@
+from gputui.backends.base import EvictionOutcome
+from gputui.backends.demo import DemoCluster, demo_backend
+from gputui.model import NodeState
+from tests.demo_clock import ManualClock
+
+
+def test_same_seed_same_cluster_different_seed_different_cluster():
+    a = DemoCluster(seed=1, clock=ManualClock()).snapshot()
+    b = DemoCluster(seed=1, clock=ManualClock()).snapshot()
+    c = DemoCluster(seed=2, clock=ManualClock()).snapshot()
+    assert a == b
+    assert a != c
+
+
+def test_fixed_clock_rereads_are_identical():
+    cluster = DemoCluster(seed=3, clock=ManualClock())
+    assert cluster.snapshot() == cluster.snapshot()
+
+
+def test_fleet_has_the_promised_shape():
+    snap = DemoCluster(seed=7, clock=ManualClock()).snapshot()
+    assert len(snap.nodes) >= 24
+    assert len({n.gpu_product for n in snap.nodes}) >= 3
+    states = {n.state for n in snap.nodes}
+    assert {NodeState.READY, NodeState.CORDONED, NodeState.NOT_READY, NodeState.UPGRADING} <= states
+    drifted = [n for n in snap.nodes if n.driver_version != snap.majority_driver]
+    assert len(drifted) == 1
+    assert any(g.xid for n in snap.nodes for g in n.gpus)
+    for n in snap.nodes:
+        assert n.labels["nvidia.com/gpu.product"] == n.gpu_product
+        assert n.labels["nvidia.com/cuda.driver-version.full"] == n.driver_version
+    routers = {s.router_kind for s in snap.services}
+    assert {"HTTPRoute", "VirtualService", ""} <= routers
+    canary = next(s for s in snap.services if s.router_kind == "HTTPRoute")
+    assert [v.weight for v in canary.versions] == [90, 10]
+
+
+def test_sessions_arrive_and_end_over_time():
+    clock = ManualClock()
+    cluster = DemoCluster(seed=7, clock=clock)
+    before = {p.key: p.sessions_running for p in cluster.snapshot().pods}
+    clock.advance(120)
+    after = {p.key: p.sessions_running for p in cluster.snapshot().pods}
+    assert sum(v or 0 for v in after.values()) > 0
+    assert before != after
+
+
+def test_weights_steer_new_sessions():
+    clock = ManualClock()
+    cluster = DemoCluster(seed=7, clock=clock)
+    cluster.set_weights("llm", "llama-3-70b-instruct", {"v1": 0, "v2": 100})
+    clock.advance(400)  # longer than sessions last
+    snap = cluster.snapshot()
+    svc = snap.service("llm/llama-3-70b-instruct")
+    assert snap.sessions_of(svc, "v1") == 0
+    assert snap.sessions_of(svc, "v2") > 0
+
+
+def test_cordon_and_uncordon():
+    clock = ManualClock()
+    cluster = DemoCluster(seed=7, clock=clock)
+    cluster.set_unschedulable("gpu-h100-01", True)
+    assert cluster.snapshot().node("gpu-h100-01").state is NodeState.CORDONED
+    cluster.set_unschedulable("gpu-h100-01", False)
+    assert cluster.snapshot().node("gpu-h100-01").state is NodeState.READY
+
+
+def test_pdb_blocks_eviction_and_evicting_a_pod_with_sessions_loses_them():
+    clock = ManualClock()
+    cluster = DemoCluster(seed=7, clock=clock)
+    snap = cluster.snapshot()
+    pods = [p for p in snap.pods if p.service == "llama-3-70b-instruct" and p.version == "v1"]
+    first, second = pods[0], pods[1]
+    held = first.live_sessions
+    assert held > 0
+    result = cluster.evict_pod(first.namespace, first.name)
+    assert result.outcome is EvictionOutcome.EVICTED
+    assert cluster.lost_sessions == held
+    # maxUnavailable 1: the replacement is still loading, so the next eviction is refused.
+    blocked = cluster.evict_pod(second.namespace, second.name)
+    assert blocked.outcome is EvictionOutcome.BLOCKED
+    assert "llama-3-70b-instruct-pdb" in blocked.reason
+    assert cluster.lost_sessions == held
+    # The replacement loads, the evicted pod finishes its grace period: headroom is back.
+    clock.advance(60)
+    assert cluster.pod_uid(first.namespace, first.name) is None
+    assert cluster.evict_pod(second.namespace, second.name).outcome is EvictionOutcome.EVICTED
+
+
+def test_evicting_a_missing_pod_is_gone():
+    cluster = DemoCluster(seed=7, clock=ManualClock())
+    assert cluster.evict_pod("llm", "nope").outcome is EvictionOutcome.GONE
+
+
+def test_replacement_avoids_cordoned_nodes():
+    clock = ManualClock()
+    cluster = DemoCluster(seed=7, clock=clock)
+    snap = cluster.snapshot()
+    victim = next(p for p in snap.pods if p.service == "bge-large")
+    for n in snap.nodes:
+        if n.gpu_product == "NVIDIA-L40S" and n.name != "gpu-l40s-05":
+            cluster.set_unschedulable(n.name, True)
+    cluster.evict_pod(victim.namespace, victim.name)
+    clock.advance(60)
+    replacements = [p for p in cluster.snapshot().pods if p.service == "bge-large" and p.node == "gpu-l40s-05"]
+    assert len(replacements) == 1
+
+
+def test_read_only_backend_has_no_writer_at_all():
+    backend = demo_backend(seed=7, clock=ManualClock(), read_only=True)
+    assert backend.writer is None
+    assert backend.read_only
+    assert not hasattr(backend.reader, "set_unschedulable")
+    assert not hasattr(backend.reader, "evict_pod")
+    assert backend.reader.snapshot().nodes

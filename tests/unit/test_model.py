@@ -1,0 +1,134 @@
+from gputui.model import (
+    Budget,
+    ClusterSnapshot,
+    Condition,
+    Gpu,
+    Health,
+    InferencePod,
+    InferenceService,
+    Node,
+    NodeState,
+    Rollout,
+    ServiceVersion,
+    has_driver_drift,
+    majority_driver,
+    node_alerts,
+)
+
+
+def node(name="n1", **kw) -> Node:
+    base = dict(name=name, ready=True, unschedulable=False, gpu_product="NVIDIA-H100-80GB-HBM3",
+                gpu_capacity=8, gpu_allocatable=8, driver_version="550.127.05")
+    base.update(kw)
+    return Node(**base)
+
+
+def pod(name, node_name, gpus, phase="Running", **kw) -> InferencePod:
+    return InferencePod(namespace="llm", name=name, uid=name + "-uid", node=node_name,
+                        phase=phase, gpu_request=gpus, **kw)
+
+
+def test_allocation_counts_only_non_terminated_pods_bound_to_the_node():
+    snap = ClusterSnapshot(
+        taken_at=0, context="t", nodes=(node("a"), node("b")),
+        pods=(pod("p1", "a", 4), pod("p2", "a", 2), pod("done", "a", 8, phase="Succeeded"),
+              pod("failed", "a", 1, phase="Failed"), pod("pending", "", 8, phase="Pending"),
+              pod("p3", "b", 1)),
+    )
+    assert snap.gpus_allocated("a") == 6
+    assert snap.gpus_allocated("b") == 1
+    assert snap.gpus_allocated("nowhere") == 0
+    assert snap.gpus_in_use == 7
+    assert snap.gpus_total == 16
+
+
+def test_majority_driver_and_drift():
+    nodes = [node("a"), node("b"), node("c", driver_version="535.183.01"), node("d", driver_version="")]
+    majority = majority_driver(nodes)
+    assert majority == "550.127.05"
+    assert has_driver_drift(nodes[2], majority)
+    assert not has_driver_drift(nodes[0], majority)
+    assert not has_driver_drift(nodes[3], majority)  # unknown is not drift
+
+
+def test_majority_driver_tie_goes_to_the_newest_version():
+    assert majority_driver([node("a", driver_version="550.9.1"), node("b", driver_version="550.10.1")]) == "550.10.1"
+
+
+def test_alerts_cover_every_signal():
+    hot = node(
+        "hot",
+        ready=False,
+        gpus=(
+            Gpu(0, "u0", temp_c=85.0),
+            Gpu(1, "u1", temp_c=84.9),
+            Gpu(2, "u2", xid=79),
+            Gpu(3, "u3", health=Health.WARN),
+            Gpu(4, "u4", health=Health.PASS),
+        ),
+        conditions=(
+            Condition("Ready", "False"),
+            Condition("GpuThermalWatch", "True", "Hot"),
+            Condition("GpuMemWatch", "False"),
+            Condition("MemoryPressure", "True"),  # standard: the kubelet's, not a GPU problem
+        ),
+        upgrade_state="upgrade-failed",
+    )
+    kinds = [a.kind for a in node_alerts(hot, 85.0)]
+    assert kinds == ["NotReady", "Temp", "XID", "Health", "Condition", "Upgrade"]
+    assert [a.kind for a in node_alerts(hot, 90.0)].count("Temp") == 0
+    assert node_alerts(node("fine", gpus=(Gpu(0, "u", temp_c=40.0, health=Health.PASS),)), 85.0) == []
+
+
+def test_node_state_precedence():
+    assert node().state is NodeState.READY
+    assert node(unschedulable=True).state is NodeState.CORDONED
+    assert node(unschedulable=True, upgrade_state="drain-required").state is NodeState.UPGRADING
+    assert node(upgrade_state="upgrade-done").state is NodeState.READY
+    assert node(unschedulable=True, annotations={"gputui.io/drain-phase": "waiting"}).state is NodeState.DRAINING
+    assert node(unschedulable=True, annotations={"gputui.io/drain-phase": "done"}).state is NodeState.CORDONED
+    assert node(ready=False, unschedulable=True).state is NodeState.NOT_READY
+
+
+def test_node_aggregates_ignore_missing_metrics():
+    n = node(gpus=(Gpu(0, "a", util_pct=50, mem_used_mib=10, mem_total_mib=100, power_w=100, temp_c=60),
+                   Gpu(1, "b", util_pct=None), Gpu(2, "c", util_pct=100, temp_c=70, power_w=50)))
+    assert n.mean_util == 75
+    assert n.max_temp == 70
+    assert n.power_w == 150
+    assert node(gpus=()).mean_util is None
+    assert node(gpus=(), gpu_memory_mib=1000).mem_total_mib == 8000
+
+
+def test_rollout_status_follows_kubectl_order():
+    assert Rollout(generation=2, observed_generation=1).status == "waiting for spec update"
+    assert Rollout(progress_deadline_exceeded=True, replicas_desired=3).status == "progress deadline exceeded"
+    assert Rollout(replicas_desired=3, updated=1, replicas=3).status == "1 of 3 updated"
+    assert Rollout(replicas_desired=3, updated=3, replicas=4).status == "1 old pending termination"
+    assert Rollout(replicas_desired=3, updated=3, replicas=3, available=2).status == "2 of 3 available"
+    done = Rollout(replicas_desired=3, updated=3, replicas=3, available=3)
+    assert done.status == "rolled out" and done.complete
+
+
+def test_traffic_share_is_relative_to_the_weights():
+    svc = InferenceService("llm", "m", (ServiceVersion("v1", 3), ServiceVersion("v2", 1)), "HTTPRoute", "m")
+    assert svc.share_pct("v1") == 75
+    assert svc.share_pct("v2") == 25
+    assert svc.share_pct("v9") is None
+    zero = InferenceService("llm", "z", (ServiceVersion("v1", 0),), "HTTPRoute", "z")
+    assert zero.share_pct("v1") == 0
+    unrouted = InferenceService("llm", "u", (ServiceVersion("v1"),))
+    assert unrouted.share_pct("v1") == 100
+
+
+def test_budget_matches_by_namespace_and_labels():
+    b = Budget("llm", "pdb", {"app": "x"}, disruptions_allowed=0)
+    assert b.matches(pod("p", "n", 1, labels={"app": "x", "other": "y"}))
+    assert not b.matches(pod("p", "n", 1, labels={"app": "y"}))
+    assert not Budget("other", "pdb", {"app": "x"}).matches(pod("p", "n", 1, labels={"app": "x"}))
+    assert not Budget("llm", "empty", {}).matches(pod("p", "n", 1))
+
+
+def test_live_sessions_none_without_a_signal():
+    assert pod("p", "n", 1).live_sessions is None
+    assert pod("p", "n", 1, sessions_running=3, sessions_waiting=2).live_sessions == 5

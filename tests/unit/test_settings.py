@@ -1,0 +1,59 @@
+from pathlib import Path
+
+import pytest
+from hypothesis import given, strategies as st
+
+from gputui.settings import Settings, SettingsError, load_settings
+
+
+def test_layers_override_in_order(tmp_path: Path):
+    config = tmp_path / "config.yaml"
+    config.write_text("refresh: 5\ntheme: file-theme\ntemp_threshold: 80\n")
+    s = load_settings({}, env={}, config_path=config)
+    assert (s.refresh, s.theme, s.temp_threshold) == (5.0, "file-theme", 80.0)
+    s = load_settings({}, env={"GPUTUI_REFRESH": "3"}, config_path=config)
+    assert s.refresh == 3.0 and s.theme == "file-theme"
+    s = load_settings({"refresh": 1.5}, env={"GPUTUI_REFRESH": "3"}, config_path=config)
+    assert s.refresh == 1.5
+
+
+def test_missing_config_file_is_defaults(tmp_path: Path):
+    assert load_settings({}, env={}, config_path=tmp_path / "none.yaml") == Settings()
+
+
+def test_wallboard_is_read_only(tmp_path: Path):
+    assert load_settings({"wallboard": True}, env={}, config_path=tmp_path / "x").read_only
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("refresh: 0\n", "positive"),
+        ("refresh: -1\n", "positive"),
+        ("refresh: soon\n", "not a valid value"),
+        ("colour: blue\n", "unknown setting 'colour'"),
+        ("- a\n- b\n", "mapping"),
+        ("refresh: [1\n", "not valid YAML"),
+    ],
+)
+def test_bad_config_is_one_clear_line(tmp_path: Path, text: str, fragment: str):
+    config = tmp_path / "config.yaml"
+    config.write_text(text)
+    with pytest.raises(SettingsError) as err:
+        load_settings({}, env={}, config_path=config)
+    assert fragment in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+@given(st.dictionaries(st.text(min_size=1, max_size=12), st.one_of(st.text(max_size=8), st.integers(), st.floats(allow_nan=True), st.none(), st.booleans()), max_size=4))
+def test_any_config_mapping_loads_or_fails_cleanly(tmp_path_factory, data):
+    import yaml
+
+    config = tmp_path_factory.mktemp("cfg") / "config.yaml"
+    config.write_text(yaml.safe_dump(data))
+    try:
+        s = load_settings({}, env={}, config_path=config)
+    except SettingsError as exc:
+        assert "\n" not in str(exc)
+    else:
+        assert s.refresh > 0

@@ -35,6 +35,7 @@ from gputui.model import (
 
 STEP_S = 1.0  # simulation tick
 HISTORY_S = 600  # sparkline history kept per GPU
+SAMPLE_EVERY_S = 3  # GPU sampling period while catching up
 MAX_CATCH_UP_STEPS = 900  # after a long pause, skip ahead instead of replaying
 WARM_UP_S = 180  # history and sessions exist from the first frame
 POD_START_S = 40.0  # model load time of a replacement pod
@@ -74,7 +75,7 @@ class _SimNode:
     conditions: list[Condition] = field(default_factory=list)
     annotations: dict[str, str] = field(default_factory=dict)
     uuids: list[str] = field(default_factory=list)
-    history: dict[int, deque[float]] = field(default_factory=dict)
+    history: dict[int, deque[tuple[float, float]]] = field(default_factory=dict)  # (time, util %)
     holders: dict[int, tuple[str, bool]] = field(default_factory=dict)  # GPU -> (pod uid, ready)
 
     @property
@@ -193,7 +194,7 @@ class DemoCluster:
             node.uuids = [self._uuid() for _ in range(node.product.count)]
             node.history = {i: deque(maxlen=int(HISTORY_S / STEP_S)) for i in range(node.product.count)}
         self._place_initial_workloads()
-        self._advance(start)
+        # The warm-up runs on the first read, in the caller's thread (the UI's poll worker).
 
     # ----- simulation -------------------------------------------------------------
 
@@ -273,11 +274,12 @@ class DemoCluster:
         if steps > MAX_CATCH_UP_STEPS:
             self._t = now - MAX_CATCH_UP_STEPS * STEP_S
             steps = MAX_CATCH_UP_STEPS
-        for _ in range(steps):
+        for step in range(steps):
             self._t += STEP_S
-            self._tick()
+            # Catching up, GPUs are sampled every few ticks; the newest tick always.
+            self._tick(sample=step == steps - 1 or int(self._t) % SAMPLE_EVERY_S == 0)
 
-    def _tick(self) -> None:
+    def _tick(self, sample: bool = True) -> None:
         t = self._t
         for key, pod in list(self._pods.items()):
             if pod.deleting_at is not None and t >= pod.deleting_at + pod.grace_s:
@@ -295,8 +297,9 @@ class DemoCluster:
             by_node.setdefault(pod.node, []).append(pod)
         for key, svc in self._services.items():
             self._arrivals(svc, by_service.get(key, []), t)
-        for node in self._nodes.values():
-            self._sample_gpus(node, by_node.get(node.name, []), t)
+        if sample:
+            for node in self._nodes.values():
+                self._sample_gpus(node, by_node.get(node.name, []), t)
 
     def _poisson(self, lam: float) -> int:
         # Knuth's method; fine for the small rates simulated here.
@@ -354,7 +357,7 @@ class DemoCluster:
                     util = 4.0 + abs(noise)
             else:
                 util = 0.0
-            node.history[i].append(round(max(0.0, min(100.0, util)), 1))
+            node.history[i].append((t, round(max(0.0, min(100.0, util)), 1)))
         node.holders = {i: (pod.uid, pod.ready(t)) for i, (pod, _) in holders.items()}
 
     def _gpu_model(self, node: _SimNode, i: int) -> Gpu:
@@ -362,7 +365,7 @@ class DemoCluster:
         p = node.product
         if not node.ready:
             return Gpu(i, node.uuids[i])
-        util = node.history[i][-1] if node.history[i] else 0.0
+        util = node.history[i][-1][1] if node.history[i] else 0.0
         mem_total = float(p.mem_mib)
         health, xid = Health.PASS, 0
         if i in node.bad_gpus:
@@ -413,8 +416,8 @@ class DemoCluster:
             sim = self._nodes.get(node)
             if sim is None:
                 return {}
-            keep = int(minutes * 60 / STEP_S)
-            return {i: list(h)[-keep:] for i, h in sim.history.items()}
+            since = self._t - minutes * 60
+            return {i: [u for t, u in h if t > since] for i, h in sim.history.items()}
 
     def close(self) -> None:
         pass

@@ -49,7 +49,9 @@ def test_weights_steer_new_sessions():
     clock = ManualClock()
     cluster = DemoCluster(seed=7, clock=clock)
     cluster.set_weights("llm", "llama-3-70b-instruct", {"v1": 0, "v2": 100})
-    clock.advance(400)  # longer than sessions last
+    for _ in range(3):  # far longer than sessions last (exponential, mean 70 s)
+        clock.advance(600)
+        cluster.snapshot()
     snap = cluster.snapshot()
     svc = snap.service("llm/llama-3-70b-instruct")
     assert snap.sessions_of(svc, "v1") == 0

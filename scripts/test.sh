@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh machine: Python deps, Debian's Prometheus,
+# the control-plane binaries (built once into a cache outside the checkout),
+# then pytest. Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== python dependencies"
+python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e '.[test]'
+echo "== prometheus"
+bash scripts/install-prometheus.sh
+echo "== control plane"
+bash scripts/build-control-plane.sh
+
+echo "== pytest"
+set +e
+python3 -m pytest "$@"
+rc=$?
+set -e
+if [ "$rc" -eq 5 ]; then
+  echo "pytest collected no tests: that is a failure" >&2
+  exit 1
+fi
+exit "$rc"

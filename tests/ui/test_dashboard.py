@@ -187,3 +187,17 @@ async def test_backend_failure_shows_error_not_traceback():
         assert app.poll_error == "ConnectionError: connection refused"
         header = str(app.screen.query_one("HeaderBar").render())
         assert "connection refused" in header
+
+
+async def test_stale_data_is_marked():
+    from gputui.model import ClusterSnapshot
+
+    now = {"t": 100.0}
+    snap = ClusterSnapshot(taken_at=100.0, context="prod", sources=(SourceStatus("api", 100.0),))
+    app = GputuiApp(Settings(refresh=2.0), Backend(_StaticReader(snap), None, "prod"), clock=lambda: now["t"])
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        header = app.screen.query_one("HeaderBar")
+        assert "STALE" not in str(header.summary())
+        now["t"] = 107.0  # more than three refreshes without fresh data
+        assert "STALE 7s" in str(header.summary())

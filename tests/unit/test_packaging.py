@@ -1,0 +1,21 @@
+"""A plain, non-editable install must carry the bundled themes and keymaps."""
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_wheel_ships_themes_keymaps_and_stylesheet(tmp_path):
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],
+        check=True, capture_output=True, timeout=300,
+    )
+    wheel = next(tmp_path.glob("gputui-*.whl"))
+    names = set(zipfile.ZipFile(wheel).namelist())
+    bundled = {p.name for p in (ROOT / "themes").glob("*.yaml")}
+    assert bundled and {f"gputui/themes/{n}" for n in bundled} <= names
+    assert "gputui/ui/gputui.tcss" in names
+    assert any(n.startswith("gputui-") and n.endswith("entry_points.txt") for n in names)

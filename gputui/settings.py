@@ -37,7 +37,9 @@ class Settings:
     audit_log: str | None = None
     # Label that joins DCGM series to nodes; both spellings are tried when unset.
     host_label: str | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    prometheus_ca_file: str | None = None
+    prometheus_insecure: bool = False
+    prometheus_headers: Mapping[str, str] = field(default_factory=dict)  # e.g. X-Scope-OrgID
 
 
 _ENV = {
@@ -49,7 +51,7 @@ _ENV = {
     "GPUTUI_TEMP_THRESHOLD": "temp_threshold",
     "GPUTUI_AUDIT_LOG": "audit_log",
 }
-_NAMES = {f.name for f in fields(Settings)} - {"extra"}
+_NAMES = {f.name for f in fields(Settings)}
 
 
 def default_config_path() -> Path:
@@ -58,6 +60,10 @@ def default_config_path() -> Path:
 
 def _coerce(name: str, value: Any, origin: str) -> Any:
     default = getattr(Settings(), name)
+    if isinstance(default, dict):
+        if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+            raise SettingsError(f"{origin}: {name}: expected a mapping of strings")
+        return dict(value)
     try:
         if isinstance(default, bool):
             if isinstance(value, bool):

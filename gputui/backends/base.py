@@ -7,7 +7,7 @@ enforced below the UI and below the ops.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Mapping, Protocol
 
@@ -67,10 +67,15 @@ class Backend:
     writer: Writer | None  # None: read-only, at every layer
     context: str
     simulated: bool = False
+    # What the identity may do (SelfSubjectAccessReview); an action not listed is allowed.
+    permissions: Mapping[str, bool] = field(default_factory=dict)
 
     @property
     def read_only(self) -> bool:
         return self.writer is None
+
+    def may(self, action: str) -> bool:
+        return self.writer is not None and self.permissions.get(action, True)
 
     def close(self) -> None:
         self.reader.close()

@@ -168,8 +168,8 @@ class DashboardScreen(Screen):
     # ----- actions ---------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in WRITE_ACTIONS and self.app.read_only:
-            return None  # shown dimmed: unavailable, not hidden
+        if action in WRITE_ACTIONS and not self.app.backend.may("cordon"):
+            return None  # read-only, or RBAC says no: shown dimmed, not hidden
         return True
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
@@ -230,8 +230,9 @@ class DashboardScreen(Screen):
 
 def ask_cordon(app, node: str | None, cordon: bool) -> None:
     """Plan, confirm, then cordon or uncordon through the app's writer (shared by screens)."""
-    if app.read_only:
-        app.notify("read-only mode: cordon and uncordon are unavailable", severity="warning")
+    if not app.backend.may("cordon"):
+        why = "read-only mode" if app.read_only else "your identity may not patch nodes"
+        app.notify(f"{why}: cordon and uncordon are unavailable", severity="warning")
         return
     if node is None or app.snapshot is None:
         return

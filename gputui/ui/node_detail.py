@@ -76,8 +76,8 @@ class NodeDetailScreen(Screen):
         self.show_snapshot()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in WRITE_ACTIONS and self.app.read_only:
-            return None
+        if action in WRITE_ACTIONS and not self.app.backend.may("cordon"):
+            return None  # read-only, or RBAC says no: shown unavailable
         return True
 
     def action_cordon(self) -> None:

@@ -1,0 +1,261 @@
+"""The live backend: Kubernetes caches + Prometheus, joined into snapshots; writes via the API."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable, Mapping
+
+from gputui.backends.base import Backend, BackendError, EvictionOutcome, EvictionResult
+from gputui.backends.join import KubeState, Metrics, join
+from gputui.backends.kube_cache import ListWatchCache
+from gputui.backends.kube_http import ApiError, Connection, connect, path_of
+from gputui.backends import kube_objects as ko
+from gputui.backends.prom import PromConfig, PromSource
+from gputui.model import ClusterSnapshot, SourceStatus
+from gputui.settings import Settings
+
+FIRST_SYNC_TIMEOUT_S = 10.0
+PROBE_TIMEOUT_S = 3.0
+
+# Route kinds gputui understands, by API group; which exist is discovered, never assumed.
+ROUTE_KINDS = {
+    "gateway.networking.k8s.io": ("httproutes", ko.httproute_record),
+    "networking.istio.io": ("virtualservices", ko.virtualservice_record),
+    "split.smi-spec.io": ("trafficsplits", ko.trafficsplit_record),
+}
+ROLLOUT_GROUP = "argoproj.io"
+
+# What the UI may offer, and the access review that decides it.
+PERMISSIONS = {
+    "cordon": {"verb": "patch", "resource": "nodes"},
+    "evict": {"verb": "create", "resource": "pods", "subresource": "eviction"},
+}
+
+
+def discover(conn: Connection) -> dict[str, tuple[str, str]]:
+    """Served API groups gputui cares about -> (preferred version, plural)."""
+    found: dict[str, tuple[str, str]] = {}
+    groups = conn.request("GET", "/apis", timeout=PROBE_TIMEOUT_S * 2).get("groups") or []
+    for group in groups:
+        name = group.get("name")
+        wanted = ROUTE_KINDS.get(name, ("rollouts", None) if name == ROLLOUT_GROUP else None)
+        if not wanted:
+            continue
+        version = (group.get("preferredVersion") or {}).get("version")
+        if not version:
+            continue
+        resources = conn.request("GET", f"/apis/{name}/{version}", timeout=PROBE_TIMEOUT_S * 2).get("resources") or []
+        if any(r.get("name") == wanted[0] for r in resources):
+            found[name] = (version, wanted[0])
+    return found
+
+
+class KubeReader:
+    def __init__(
+        self,
+        conn: Connection,
+        prom: PromSource | None,
+        *,
+        namespace: str | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.conn = conn
+        self.prom = prom
+        self.clock = clock
+        self._changed = threading.Event()
+        ns = namespace
+        try:
+            routes = discover(conn)
+        except BackendError:
+            routes = {}  # discovery failing is an API error the caches will report too
+        self.route_kinds = routes
+
+        def cache(path: str, transform) -> ListWatchCache:
+            return ListWatchCache(conn, path, transform, on_change=self._changed.set, clock=clock)
+
+        self.caches: dict[str, ListWatchCache] = {
+            # Nodes and pods stay cluster-wide: allocation counts every pod on a node.
+            "nodes": cache("/api/v1/nodes", ko.node_record),
+            "pods": cache("/api/v1/pods", ko.pod_record),
+            "deployments": cache(path_of("apps", "v1", "deployments", ns), ko.deployment_record),
+            "pdbs": cache(path_of("policy", "v1", "poddisruptionbudgets", ns), ko.pdb_record),
+            "services": cache(path_of("", "v1", "services", ns), ko.service_record),
+        }
+        for group, (version, plural) in routes.items():
+            transform = ROUTE_KINDS[group][1] if group in ROUTE_KINDS else ko.deployment_record
+            self.caches[plural] = cache(path_of(group, version, plural, ns), transform)
+        for c in self.caches.values():
+            c.start()
+        self._metrics: Metrics | None = None
+        self._metrics_at: float | None = None
+        self._metrics_error: str | None = None
+        self._probe_error: str | None = None
+        self._probe_at: float | None = None
+        self._first = True
+
+    def _probe(self) -> None:
+        """A cheap request each refresh: a hung apiserver shows as stale within one refresh."""
+        try:
+            self.conn.request("GET", "/version", timeout=PROBE_TIMEOUT_S)
+        except BackendError as exc:
+            self._probe_error = str(exc)
+        else:
+            self._probe_error = None
+            self._probe_at = self.clock()
+
+    def _wait_first_sync(self) -> None:
+        deadline = time.monotonic() + FIRST_SYNC_TIMEOUT_S
+        for c in self.caches.values():
+            while not c.synced.wait(0.1):
+                if c.error and (c.error.startswith("forbidden") or "401" in c.error):
+                    raise BackendError(c.error)
+                if time.monotonic() > deadline:
+                    raise BackendError(c.error or f"no answer from {self.conn.host} within {FIRST_SYNC_TIMEOUT_S:.0f}s")
+
+    def snapshot(self) -> ClusterSnapshot:
+        if self._first:
+            self._wait_first_sync()
+            self._first = False
+        self._probe()
+        errors = [c.error for c in self.caches.values() if c.error]
+        api_error = self._probe_error or (errors[0] if errors else None)
+        state = KubeState(
+            nodes=tuple(self.caches["nodes"].items()),
+            pods=tuple(self.caches["pods"].items()),
+            workloads=tuple(self.caches["deployments"].items()) + tuple(
+                self.caches["rollouts"].items() if "rollouts" in self.caches else ()),
+            budgets=tuple(self.caches["pdbs"].items()),
+            services=tuple(self.caches["services"].items()),
+            routes=tuple(r for plural in ("httproutes", "virtualservices", "trafficsplits")
+                         if plural in self.caches for r in self.caches[plural].items()),
+        )
+        now = self.clock()
+        if self.prom is not None:
+            try:
+                self._metrics = self.prom.fetch({n.name for n in state.nodes})
+                self._metrics_at, self._metrics_error = now, None
+            except BackendError as exc:
+                self._metrics_error = f"unavailable: {exc}"
+        api_at = now if api_error is None else self._probe_at
+        sources = (
+            SourceStatus("API", api_at, api_error),
+            SourceStatus("metrics", self._metrics_at,
+                         self._metrics_error if self.prom is not None else "not configured (--prometheus)"),
+        )
+        return join(state, self._metrics, now=now, context=self.conn.context, sources=sources)
+
+    def gpu_history(self, node: str, minutes: int = 5) -> dict[int, list[float]]:
+        if self.prom is None:
+            return {}
+        return self.prom.gpu_history(node, minutes)
+
+    def close(self) -> None:
+        for c in self.caches.values():
+            c.stop()
+        if self.prom is not None:
+            self.prom.close()
+
+
+class KubeWriter:
+    def __init__(self, conn: Connection, identity: str) -> None:
+        self.conn = conn
+        self.identity = identity
+
+    def set_unschedulable(self, node: str, unschedulable: bool) -> None:
+        body = {"spec": {"unschedulable": True if unschedulable else None}}
+        self.conn.request("PATCH", path_of("", "v1", "nodes", name=node), body=body,
+                          content_type="application/strategic-merge-patch+json")
+
+    def annotate_node(self, node: str, annotations: Mapping[str, str | None]) -> None:
+        self.conn.request("PATCH", path_of("", "v1", "nodes", name=node),
+                          body={"metadata": {"annotations": dict(annotations)}},
+                          content_type="application/merge-patch+json")
+
+    def evict_pod(self, namespace: str, name: str, grace_seconds: int | None = None) -> EvictionResult:
+        body: dict[str, Any] = {"apiVersion": "policy/v1", "kind": "Eviction",
+                                "metadata": {"name": name, "namespace": namespace}}
+        if grace_seconds is not None:  # absent: the pod's own grace period (never 0 by accident)
+            body["deleteOptions"] = {"gracePeriodSeconds": grace_seconds}
+        try:
+            self.conn.request("POST", path_of("", "v1", "pods", namespace, name) + "/eviction", body=body)
+        except ApiError as exc:
+            if exc.status == 404:
+                return EvictionResult(EvictionOutcome.GONE)
+            if exc.status == 429:
+                return EvictionResult(EvictionOutcome.BLOCKED, str(exc.body.get("message", exc)))
+            if exc.status == 403 and any(c.get("reason") == "NamespaceTerminating" for c in exc.causes):
+                return EvictionResult(EvictionOutcome.BLOCKED, "namespace is terminating")
+            return EvictionResult(EvictionOutcome.FAILED, str(exc.body.get("message", exc)))
+        return EvictionResult(EvictionOutcome.EVICTED)
+
+    def delete_pod(self, namespace: str, name: str, grace_seconds: int | None = None) -> None:
+        query = {"gracePeriodSeconds": grace_seconds} if grace_seconds is not None else None
+        try:
+            self.conn.request("DELETE", path_of("", "v1", "pods", namespace, name), query)
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+
+    def pod_uid(self, namespace: str, name: str) -> str | None:
+        try:
+            body = self.conn.request("GET", path_of("", "v1", "pods", namespace, name))
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return (body.get("metadata") or {}).get("uid")
+
+
+def whoami(conn: Connection) -> str:
+    """The acting identity, from a SelfSubjectReview (falls back to the kubeconfig user)."""
+    try:
+        body = conn.request("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                            body={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+                            timeout=PROBE_TIMEOUT_S)
+        return ((body.get("status") or {}).get("userInfo") or {}).get("username") or conn.user
+    except BackendError:
+        return conn.user or "unknown"
+
+
+def allowed(conn: Connection, verb: str, resource: str, subresource: str = "", group: str = "") -> bool:
+    body = {
+        "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": {"verb": verb, "resource": resource, "subresource": subresource, "group": group}},
+    }
+    try:
+        answer = conn.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body=body,
+                              timeout=PROBE_TIMEOUT_S)
+    except BackendError:
+        return False
+    return bool((answer.get("status") or {}).get("allowed"))
+
+
+def prom_config(settings: Settings) -> PromConfig | None:
+    if not settings.prometheus:
+        return None
+    import os
+
+    basic = os.environ.get("GPUTUI_PROMETHEUS_BASIC_AUTH")  # user:password, never in argv
+    return PromConfig(
+        url=settings.prometheus,
+        bearer_token=os.environ.get("GPUTUI_PROMETHEUS_TOKEN") or None,
+        basic_auth=tuple(basic.split(":", 1)) if basic and ":" in basic else None,  # type: ignore[arg-type]
+        headers=dict(settings.prometheus_headers),
+        ca_file=settings.prometheus_ca_file,
+        verify_tls=not settings.prometheus_insecure,
+        host_label=settings.host_label,
+    )
+
+
+def live_backend(settings: Settings, clock: Callable[[], float] = time.time) -> Backend:
+    conn = connect(settings.kubeconfig, settings.context, settings.namespace)
+    cfg = prom_config(settings)
+    prom = PromSource(cfg) if cfg else None
+    reader = KubeReader(conn, prom, namespace=settings.namespace, clock=clock)
+    if settings.read_only:
+        # No identity or access reviews either: read-only sends no POST at all.
+        return Backend(reader=reader, writer=None, context=conn.context, permissions={})
+    permissions = {action: allowed(conn, **attrs) for action, attrs in PERMISSIONS.items()}
+    writer = KubeWriter(conn, whoami(conn))
+    return Backend(reader=reader, writer=writer, context=conn.context, permissions=permissions)

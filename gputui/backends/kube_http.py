@@ -1,0 +1,206 @@
+"""Talking to the apiserver as kubectl would configure it, reading raw JSON.
+
+The official client loads kubeconfig (several files in KUBECONFIG, contexts,
+exec credential plugins, in-cluster config); requests go through its own
+urllib3 pool, but responses are parsed as plain JSON, never into the client's
+model classes (that deserialisation is the slow part at scale).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping
+from urllib.parse import quote, urlencode
+
+import urllib3
+
+from gputui.backends.base import BackendError
+
+CONNECT_TIMEOUT_S = 5.0
+READ_TIMEOUT_S = 10.0
+
+
+class ApiError(BackendError):
+    def __init__(self, status: int, message: str, body: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = dict(body or {})
+
+    @property
+    def reason(self) -> str:
+        return str(self.body.get("reason", ""))
+
+    @property
+    def causes(self) -> list[dict[str, Any]]:
+        return list((self.body.get("details") or {}).get("causes") or [])
+
+
+@dataclass
+class Connection:
+    """Everything a request needs: where, how to authenticate, which context."""
+
+    host: str
+    context: str
+    user: str
+    namespace: str | None
+    pool: urllib3.PoolManager
+    configuration: Any  # kubernetes.client.Configuration
+
+    def headers(self) -> dict[str, str]:
+        # auth_settings() runs the client's refresh hook: exec plugins and expiring tokens.
+        headers = {"Accept": "application/json", "User-Agent": "gputui"}
+        for auth in self.configuration.auth_settings().values():
+            if auth.get("in") == "header" and auth.get("value"):
+                headers[auth["key"]] = auth["value"]
+        return headers
+
+    def url(self, path: str, query: Mapping[str, Any] | None = None) -> str:
+        q = {k: v for k, v in (query or {}).items() if v is not None}
+        return self.host.rstrip("/") + path + (("?" + urlencode(q)) if q else "")
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float = READ_TIMEOUT_S,
+    ) -> dict[str, Any]:
+        headers = self.headers()
+        data = None
+        if body is not None:
+            headers["Content-Type"] = content_type
+            data = json.dumps(body).encode()
+        try:
+            resp = self.pool.request(
+                method, self.url(path, query), body=data, headers=headers,
+                timeout=urllib3.Timeout(connect=min(CONNECT_TIMEOUT_S, timeout), read=timeout),
+                retries=False, preload_content=True,
+            )
+        except urllib3.exceptions.HTTPError as exc:
+            raise BackendError(f"cannot reach {self.host}: {_reason(exc)}") from None
+        return _decode(resp.status, resp.data, self.host)
+
+    def stream(self, path: str, query: Mapping[str, Any], timeout: float) -> Iterator[dict[str, Any]]:
+        """A watch: one JSON event per line, until the server or the read timeout ends it."""
+        try:
+            resp = self.pool.request(
+                "GET", self.url(path, query), headers=self.headers(),
+                timeout=urllib3.Timeout(connect=CONNECT_TIMEOUT_S, read=timeout),
+                retries=False, preload_content=False,
+            )
+        except urllib3.exceptions.HTTPError as exc:
+            raise BackendError(f"cannot reach {self.host}: {_reason(exc)}") from None
+        try:
+            if resp.status != 200:
+                _decode(resp.status, resp.read(), self.host)
+            buffer = b""
+            for chunk in resp.stream(64 * 1024):
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if line.strip():
+                        yield json.loads(line)
+        except urllib3.exceptions.HTTPError as exc:
+            raise BackendError(f"watch on {path} broke: {_reason(exc)}") from None
+        finally:
+            resp.release_conn()
+
+
+def _reason(exc: Exception) -> str:
+    reason = getattr(exc, "reason", None) or exc
+    text = str(reason)
+    for marker in ("Connection refused", "timed out", "Name or service not known", "certificate verify failed"):
+        if marker in text:
+            return marker.lower()
+    return text.splitlines()[0][:160] if text else type(exc).__name__
+
+
+def _decode(status: int, data: bytes, host: str) -> dict[str, Any]:
+    try:
+        body = json.loads(data) if data else {}
+    except ValueError:
+        body = {}
+    if 200 <= status < 300:
+        return body
+    message = body.get("message") if isinstance(body, dict) else None
+    if status == 401:
+        raise ApiError(status, f"{host} rejected the credentials (401 Unauthorized)", body)
+    if status == 403:
+        raise ApiError(status, f"forbidden: {message or 'not allowed'}", body)
+    raise ApiError(status, f"{status}: {message or 'request failed'}", body if isinstance(body, dict) else {})
+
+
+def path_of(group: str, version: str, plural: str, namespace: str | None = None, name: str | None = None) -> str:
+    base = f"/api/{version}" if not group else f"/apis/{group}/{version}"
+    if namespace:
+        base += f"/namespaces/{quote(namespace)}"
+    base += f"/{plural}"
+    if name:
+        base += f"/{quote(name)}"
+    return base
+
+
+def connect(
+    kubeconfig: str | None = None, context: str | None = None, namespace: str | None = None
+) -> Connection:
+    """Load configuration exactly as kubectl resolves it; one clear line when it is bad."""
+    from kubernetes import client, config
+    from kubernetes.config.config_exception import ConfigException
+
+    configuration = client.Configuration()
+    user = ""
+    default_ns = "default"
+    if kubeconfig is None and not os.environ.get("KUBECONFIG") and os.environ.get("KUBERNETES_SERVICE_HOST") \
+            and not os.path.exists(os.path.expanduser("~/.kube/config")):
+        try:
+            config.load_incluster_config(client_configuration=configuration)
+        except ConfigException as exc:
+            raise BackendError(f"in-cluster config: {exc}") from None
+        ctx_name = "in-cluster"
+        try:
+            with open("/var/run/secrets/kubernetes.io/serviceaccount/namespace") as f:
+                default_ns = f.read().strip() or default_ns
+        except OSError:
+            pass
+    else:
+        files = kubeconfig or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+        missing = [p for p in files.split(os.pathsep) if p and not os.path.exists(os.path.expanduser(p))]
+        if kubeconfig and missing:
+            raise BackendError(f"kubeconfig {kubeconfig} does not exist")
+        try:
+            contexts, current = config.list_kube_config_contexts(files)
+            if context is not None:
+                current = next((c for c in contexts if c.get("name") == context), None)
+                if current is None:
+                    raise BackendError(f'context "{context}" is not in the kubeconfig')
+            config.load_kube_config(
+                config_file=files, context=context, client_configuration=configuration,
+                persist_config=False,
+            )
+        except ConfigException as exc:
+            raise BackendError(_config_error(str(exc), context)) from None
+        except BackendError:
+            raise
+        except Exception as exc:  # malformed YAML, wrong types
+            raise BackendError(f"kubeconfig is not valid: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
+        current = current or {}
+        ctx_name = current.get("name", context or "")
+        ctx = current.get("context") or {}
+        user = ctx.get("user", "")
+        default_ns = ctx.get("namespace") or default_ns
+    pool = client.ApiClient(configuration).rest_client.pool_manager
+    return Connection(
+        host=configuration.host, context=ctx_name, user=user,
+        namespace=namespace, pool=pool, configuration=configuration,
+    )
+
+
+def _config_error(text: str, context: str | None) -> str:
+    first = text.strip().splitlines()[0] if text.strip() else "invalid kubeconfig"
+    if context and "context" in first.lower():
+        return f'context "{context}" is not in the kubeconfig'
+    return f"kubeconfig: {first}"

@@ -1,0 +1,284 @@
+"""Raw Kubernetes JSON -> small, immutable records (what the join needs and no more).
+
+Kept small on purpose: at 10,000 nodes the caches hold every pod, and the full
+objects would cost gigabytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from gputui.model import GPU_RESOURCE, Budget, Condition, Rollout
+
+# Labels that name a node's GPUs (GPU Feature Discovery); older spellings as fallbacks.
+PRODUCT_LABEL = "nvidia.com/gpu.product"
+MEMORY_LABEL = "nvidia.com/gpu.memory"
+DRIVER_LABELS = ("nvidia.com/cuda.driver-version.full",)
+CUDA_LABELS = ("nvidia.com/cuda.runtime-version.full",)
+UPGRADE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
+
+
+def _quantity(value: Any) -> int:
+    try:
+        return int(str(value))
+    except (TypeError, ValueError):
+        return 0
+
+
+def _driver(labels: Mapping[str, str]) -> str:
+    for key in DRIVER_LABELS:
+        if labels.get(key):
+            return labels[key]
+    parts = [labels.get(f"nvidia.com/cuda.driver.{p}") for p in ("major", "minor", "rev")]
+    return ".".join(p for p in parts if p) if parts[0] else ""
+
+
+def _cuda(labels: Mapping[str, str]) -> str:
+    for key in CUDA_LABELS:
+        if labels.get(key):
+            return labels[key]
+    major, minor = labels.get("nvidia.com/cuda.runtime.major"), labels.get("nvidia.com/cuda.runtime.minor")
+    return f"{major}.{minor}" if major and minor else ""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRecord:
+    name: str
+    uid: str
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    unschedulable: bool
+    ready: bool
+    conditions: tuple[Condition, ...]
+    gpu_capacity: int
+    gpu_allocatable: int
+    gpu_product: str
+    gpu_memory_mib: int
+    driver_version: str
+    cuda_version: str
+    upgrade_state: str
+
+    @property
+    def is_gpu_node(self) -> bool:
+        return self.gpu_capacity > 0 or self.labels.get("nvidia.com/gpu.present") == "true"
+
+
+def node_record(obj: dict[str, Any]) -> NodeRecord:
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    labels = dict(meta.get("labels") or {})
+    conditions = tuple(
+        Condition(str(c.get("type", "")), str(c.get("status", "")), str(c.get("reason", "") or ""),
+                  str(c.get("message", "") or "")[:200])
+        for c in status.get("conditions") or []
+    )
+    ready = any(c.type == "Ready" and c.status == "True" for c in conditions)
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k.startswith("gputui.io/")}
+    return NodeRecord(
+        name=meta.get("name", ""), uid=meta.get("uid", ""), labels=labels, annotations=annotations,
+        unschedulable=bool(spec.get("unschedulable")), ready=ready, conditions=conditions,
+        gpu_capacity=_quantity((status.get("capacity") or {}).get(GPU_RESOURCE)),
+        gpu_allocatable=_quantity((status.get("allocatable") or {}).get(GPU_RESOURCE)),
+        gpu_product=labels.get(PRODUCT_LABEL, ""), gpu_memory_mib=_quantity(labels.get(MEMORY_LABEL)),
+        driver_version=_driver(labels), cuda_version=_cuda(labels),
+        upgrade_state=labels.get(UPGRADE_LABEL, ""),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class PodRecord:
+    namespace: str
+    name: str
+    uid: str
+    node: str
+    phase: str
+    ready: bool
+    gpu_request: int
+    labels: Mapping[str, str]
+    owner_kind: str
+    owner_name: str
+    deleting: bool
+    restarts: int
+    has_emptydir: bool
+    mirror: bool
+    grace_seconds: int | None
+    pending_reason: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def _gpu_request(spec: dict[str, Any]) -> int:
+    """Effective request as the scheduler sees it: max(sum of containers, any init container)."""
+
+    def of(container: dict[str, Any]) -> int:
+        res = container.get("resources") or {}
+        return _quantity((res.get("requests") or {}).get(GPU_RESOURCE) or (res.get("limits") or {}).get(GPU_RESOURCE))
+
+    main = sum(of(c) for c in spec.get("containers") or [])
+    init = max((of(c) for c in spec.get("initContainers") or []), default=0)
+    return max(main, init)
+
+
+def pod_record(obj: dict[str, Any]) -> PodRecord:
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    owner = next((o for o in meta.get("ownerReferences") or [] if o.get("controller")), None) or {}
+    conditions = status.get("conditions") or []
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    pending = next(
+        (c.get("message") or c.get("reason") or "" for c in conditions
+         if c.get("type") == "PodScheduled" and c.get("status") == "False"), "",
+    )
+    return PodRecord(
+        namespace=meta.get("namespace", ""), name=meta.get("name", ""), uid=meta.get("uid", ""),
+        node=spec.get("nodeName") or "", phase=status.get("phase") or "Pending", ready=ready,
+        gpu_request=_gpu_request(spec), labels=dict(meta.get("labels") or {}),
+        owner_kind=owner.get("kind", ""), owner_name=owner.get("name", ""),
+        deleting=bool(meta.get("deletionTimestamp")),
+        restarts=sum(int(c.get("restartCount") or 0) for c in status.get("containerStatuses") or []),
+        has_emptydir=any("emptyDir" in v for v in spec.get("volumes") or []),
+        mirror="kubernetes.io/config.mirror" in (meta.get("annotations") or {}),
+        grace_seconds=spec.get("terminationGracePeriodSeconds"),
+        pending_reason=str(pending)[:200],
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadRecord:
+    """A Deployment (or Argo Rollout): its template's labels and rollout status."""
+
+    kind: str
+    namespace: str
+    name: str
+    labels: Mapping[str, str]
+    template_labels: Mapping[str, str]
+    gpu_request: int
+    rollout: Rollout
+    canary_weights: Mapping[str, int] = field(default_factory=dict)  # Argo: stable/canary
+
+
+def deployment_record(obj: dict[str, Any]) -> WorkloadRecord:
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    template = spec.get("template") or {}
+    progressing = next((c for c in status.get("conditions") or [] if c.get("type") == "Progressing"), {})
+    rollout = Rollout(
+        generation=int(meta.get("generation") or 0),
+        observed_generation=int(status.get("observedGeneration") or 0),
+        replicas_desired=int(spec.get("replicas", 1) or 0),
+        replicas=int(status.get("replicas") or 0),
+        updated=int(status.get("updatedReplicas") or 0),
+        ready=int(status.get("readyReplicas") or 0),
+        available=int(status.get("availableReplicas") or 0),
+        progress_deadline_exceeded=progressing.get("reason") == "ProgressDeadlineExceeded",
+        revision=(meta.get("annotations") or {}).get("deployment.kubernetes.io/revision", ""),
+    )
+    weights: dict[str, int] = {}
+    if obj.get("kind") == "Rollout":
+        canary = (status.get("canary") or {}).get("weights") or {}
+        for role in ("stable", "canary"):
+            if isinstance(canary.get(role), dict) and "weight" in canary[role]:
+                weights[role] = int(canary[role]["weight"])
+    return WorkloadRecord(
+        kind=obj.get("kind") or "Deployment", namespace=meta.get("namespace", ""), name=meta.get("name", ""),
+        labels=dict(meta.get("labels") or {}),
+        template_labels=dict((template.get("metadata") or {}).get("labels") or {}),
+        gpu_request=_gpu_request(template.get("spec") or {}), rollout=rollout, canary_weights=weights,
+    )
+
+
+def replicaset_record(obj: dict[str, Any]) -> tuple[str, str, str]:
+    """(namespace, replicaset, owning deployment or '')."""
+    meta = obj.get("metadata") or {}
+    owner = next((o for o in meta.get("ownerReferences") or [] if o.get("controller")), None) or {}
+    return (meta.get("namespace", ""), meta.get("name", ""), owner.get("name", "") if owner.get("kind") == "Deployment" else "")
+
+
+def pdb_record(obj: dict[str, Any]) -> Budget:
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    selector = spec.get("selector") or {}
+    # matchExpressions are not evaluated: such a PDB matches nothing here rather than too much.
+    match = dict(selector.get("matchLabels") or {}) if not selector.get("matchExpressions") else {}
+    fresh = int(status.get("observedGeneration") or 0) >= int(meta.get("generation") or 0)
+    return Budget(
+        namespace=meta.get("namespace", ""), name=meta.get("name", ""), selector=match,
+        min_available=None if spec.get("minAvailable") is None else str(spec["minAvailable"]),
+        max_unavailable=None if spec.get("maxUnavailable") is None else str(spec["maxUnavailable"]),
+        disruptions_allowed=int(status.get("disruptionsAllowed") or 0) if fresh else 0,
+        current_healthy=int(status.get("currentHealthy") or 0),
+        desired_healthy=int(status.get("desiredHealthy") or 0),
+        expected_pods=int(status.get("expectedPods") or 0),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceRecord:
+    namespace: str
+    name: str
+    selector: Mapping[str, str]
+
+
+def service_record(obj: dict[str, Any]) -> ServiceRecord:
+    meta = obj.get("metadata") or {}
+    return ServiceRecord(meta.get("namespace", ""), meta.get("name", ""), dict((obj.get("spec") or {}).get("selector") or {}))
+
+
+@dataclass(frozen=True, slots=True)
+class RouteBackend:
+    service: str  # Service name (or VirtualService host / subset)
+    weight: int | None
+    subset: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RouteRecord:
+    kind: str
+    namespace: str
+    name: str
+    backends: tuple[RouteBackend, ...]
+
+
+def httproute_record(obj: dict[str, Any]) -> RouteRecord:
+    meta = obj.get("metadata") or {}
+    backends: list[RouteBackend] = []
+    for rule in (obj.get("spec") or {}).get("rules") or []:
+        refs = rule.get("backendRefs") or []
+        if len(refs) > len(backends):  # the rule that splits traffic is the widest one
+            backends = [RouteBackend(r.get("name", ""), int(r.get("weight", 1))) for r in refs]
+    return RouteRecord("HTTPRoute", meta.get("namespace", ""), meta.get("name", ""), tuple(backends))
+
+
+def virtualservice_record(obj: dict[str, Any]) -> RouteRecord:
+    meta = obj.get("metadata") or {}
+    backends: list[RouteBackend] = []
+    for http in (obj.get("spec") or {}).get("http") or []:
+        routes = http.get("route") or []
+        if len(routes) > len(backends):
+            backends = [
+                RouteBackend(
+                    str((r.get("destination") or {}).get("host", "")).split(".")[0],
+                    int(r["weight"]) if r.get("weight") is not None else None,
+                    str((r.get("destination") or {}).get("subset", "") or ""),
+                )
+                for r in routes
+            ]
+    if len(backends) == 1 and backends[0].weight is None:
+        backends = [RouteBackend(backends[0].service, 100, backends[0].subset)]
+    return RouteRecord("VirtualService", meta.get("namespace", ""), meta.get("name", ""), tuple(backends))
+
+
+def trafficsplit_record(obj: dict[str, Any]) -> RouteRecord:
+    meta = obj.get("metadata") or {}
+    backends = tuple(
+        RouteBackend(b.get("service", ""), _quantity(b.get("weight")))
+        for b in (obj.get("spec") or {}).get("backends") or []
+    )
+    return RouteRecord("TrafficSplit", meta.get("namespace", ""), meta.get("name", ""), backends)

@@ -1,0 +1,175 @@
+"""DCGM and inference-session metrics from Prometheus (prometheus-api-client).
+
+A refresh costs a fixed number of queries whatever the cluster's size: one
+for every DCGM field at once, one for every session signal at once, and
+kube_pod_info only when the exporter's host label holds pod names. Every call
+has a timeout and no retry: a dead Prometheus must never stall the screen.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+import requests
+from urllib3.util import Retry
+
+from gputui.backends.base import BackendError
+from gputui.backends.join import GpuSample, Metrics
+
+DCGM_FIELDS = {
+    "DCGM_FI_DEV_GPU_UTIL": "util",
+    "DCGM_FI_DEV_FB_USED": "fb_used",
+    "DCGM_FI_DEV_FB_FREE": "fb_free",
+    "DCGM_FI_DEV_FB_RESERVED": "fb_reserved",
+    "DCGM_FI_DEV_GPU_TEMP": "temp",
+    "DCGM_FI_DEV_POWER_USAGE": "power",
+    "DCGM_FI_DEV_XID_ERRORS": "xid",
+    "DCGM_EXP_GPU_HEALTH_STATUS": "health",
+}
+# Live requests per inference pod (gpu-signals.md); running vs queued.
+RUNNING_METRICS = ("vllm:num_requests_running", "sglang:num_running_reqs", "trtllm_num_requests_running", "tgi_batch_current_size")
+WAITING_METRICS = ("vllm:num_requests_waiting", "sglang:num_queue_reqs", "trtllm_num_requests_waiting", "tgi_queue_size", "nv_inference_pending_request_count")
+HOST_LABELS = ("Hostname", "hostname")
+DEFAULT_TIMEOUT_S = 3.0
+
+
+@dataclass(frozen=True, slots=True)
+class PromConfig:
+    url: str
+    timeout: float = DEFAULT_TIMEOUT_S
+    bearer_token: str | None = None
+    basic_auth: tuple[str, str] | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)  # e.g. X-Scope-OrgID
+    verify_tls: bool = True
+    ca_file: str | None = None
+    host_label: str | None = None  # None: accept both spellings
+
+
+def _names_regex(names: Iterable[str]) -> str:
+    return "|".join(n.replace(".", "\\\\.") for n in names)
+
+
+def _one_line(exc: Exception) -> str:
+    text = str(exc)
+    for marker in ("Connection refused", "timed out", "Read timed out", "Name or service not known"):
+        if marker in text:
+            return marker.lower()
+    if isinstance(exc, requests.HTTPError) or "HTTP Status Code" in text:
+        return text.splitlines()[0][:120]
+    return f"{type(exc).__name__}: {text.splitlines()[0][:120] if text else ''}"
+
+
+class PromSource:
+    def __init__(self, cfg: PromConfig) -> None:
+        from prometheus_api_client import PrometheusConnect
+
+        self.cfg = cfg
+        session = requests.Session()
+        session.verify = cfg.ca_file or cfg.verify_tls
+        headers = dict(cfg.headers)
+        if cfg.bearer_token:
+            headers["Authorization"] = f"Bearer {cfg.bearer_token}"
+        self._prom = PrometheusConnect(
+            url=cfg.url, headers=headers or None, retry=Retry(total=0), session=session,
+            auth=cfg.basic_auth, timeout=cfg.timeout, method="POST",
+        )
+        self.queries = 0  # for the benchmark: queries sent so far
+
+    def _query(self, promql: str) -> list[dict[str, Any]]:
+        self.queries += 1
+        try:
+            return self._prom.custom_query(promql, timeout=self.cfg.timeout)
+        except Exception as exc:  # requests errors and PrometheusApiClientException alike
+            raise BackendError(_one_line(exc)) from None
+
+    def _host(self, labels: Mapping[str, str]) -> str:
+        if self.cfg.host_label:
+            return labels.get(self.cfg.host_label, "")
+        return next((labels[k] for k in HOST_LABELS if labels.get(k)), "")
+
+    def fetch(self, node_names: set[str]) -> Metrics:
+        dcgm = self._query('{__name__=~"%s"}' % _names_regex(DCGM_FIELDS))
+        values: dict[tuple[str, int], dict[str, Any]] = {}
+        for series in dcgm:
+            labels = series.get("metric", {})
+            try:
+                index = int(labels.get("gpu", ""))
+                value = float(series["value"][1])
+            except (KeyError, ValueError, TypeError, IndexError):
+                continue
+            fieldname = DCGM_FIELDS.get(labels.get("__name__", ""))
+            host = self._host(labels)
+            if not fieldname or not host:
+                continue
+            slot = values.setdefault((host, index), {"uuid": labels.get("UUID", "")})
+            if fieldname == "health":  # one series per health watch: keep the worst
+                slot["health"] = max(slot.get("health", 0), int(value))
+            elif fieldname == "xid":
+                slot["xid"] = int(value)
+            else:
+                slot[fieldname] = value
+        unknown = {host for host, _ in values if host not in node_names}
+        if unknown:
+            rename = self._hosts_via_pod_info(unknown)
+            values = {(rename.get(h, h), i): v for (h, i), v in values.items()}
+        gpus = {key: GpuSample(host=key[0], index=key[1], **slot) for key, slot in values.items()}
+
+        sessions: dict[tuple[str, str], list[int | None]] = {}
+        series = self._query('{__name__=~"%s"}' % _names_regex(RUNNING_METRICS + WAITING_METRICS))
+        for s in series:
+            labels = s.get("metric", {})
+            pod = labels.get("pod") or labels.get("exported_pod") or labels.get("pod_name")
+            ns = labels.get("namespace") or labels.get("exported_namespace") or labels.get("pod_namespace")
+            if not pod or not ns:
+                continue
+            try:
+                value = int(float(s["value"][1]))
+            except (KeyError, ValueError, TypeError, IndexError):
+                continue
+            slot = sessions.setdefault((ns, pod), [None, None])
+            i = 0 if labels.get("__name__") in RUNNING_METRICS else 1
+            slot[i] = (slot[i] or 0) + value
+        return Metrics(gpus=gpus, sessions={k: (v[0], v[1]) for k, v in sessions.items()})
+
+    def _hosts_via_pod_info(self, hosts: set[str]) -> dict[str, str]:
+        """When the host label holds the exporter pod's name, kube_pod_info knows its node."""
+        pods = "|".join(sorted(h.replace(".", "\\\\.") for h in hosts)[:500])
+        out = {}
+        for s in self._query('kube_pod_info{pod=~"%s"}' % pods):
+            labels = s.get("metric", {})
+            if labels.get("pod") and labels.get("node"):
+                out[labels["pod"]] = labels["node"]
+        return out
+
+    def gpu_history(self, node: str, minutes: int) -> dict[int, list[float]]:
+        end = time.time()
+        escaped = node.replace("\\", "\\\\").replace('"', '\\"')
+        labels = [self.cfg.host_label] if self.cfg.host_label else list(HOST_LABELS)
+        promql = " or ".join(f'DCGM_FI_DEV_GPU_UTIL{{{label}="{escaped}"}}' for label in labels)
+        self.queries += 1
+        try:
+            result = self._prom.custom_query_range(
+                promql, start_time=_dt(end - minutes * 60), end_time=_dt(end), step="10s",
+                params={"timeout": f"{self.cfg.timeout}s"},
+            )
+        except Exception as exc:
+            raise BackendError(_one_line(exc)) from None
+        out: dict[int, list[float]] = {}
+        for s in result:
+            try:
+                index = int(s["metric"].get("gpu", ""))
+            except ValueError:
+                continue
+            out[index] = [float(v) for _, v in s.get("values", [])]
+        return out
+
+    def close(self) -> None:
+        self._prom._session.close()
+
+
+def _dt(ts: float):
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(ts, tz=timezone.utc)

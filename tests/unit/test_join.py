@@ -1,0 +1,116 @@
+"""The pure join: raw Kubernetes JSON + metric samples -> snapshot."""
+
+from gputui.backends import kube_objects as ko
+from gputui.backends.join import GpuSample, KubeState, Metrics, join
+from gputui.model import Health, NodeState
+
+
+def node_json(name, gpus=8, alloc=None, driver="550.127.05", unschedulable=False, ready=True, labels=None, conditions=()):
+    return {
+        "metadata": {"name": name, "uid": name, "labels": {
+            "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.memory": "81559",
+            "nvidia.com/cuda.driver-version.full": driver, **(labels or {})},
+            "annotations": {"gputui.io/drain-phase": "waiting", "other": "x"}},
+        "spec": {"unschedulable": unschedulable} if unschedulable else {},
+        "status": {
+            "capacity": {"nvidia.com/gpu": str(gpus)}, "allocatable": {"nvidia.com/gpu": str(gpus if alloc is None else alloc)},
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}, *conditions],
+        },
+    }
+
+
+def pod_json(name, node, gpus=1, labels=None, phase="Running", ns="llm", owner="ReplicaSet"):
+    return {
+        "metadata": {"name": name, "namespace": ns, "uid": name + "-uid", "labels": labels or {},
+                     "ownerReferences": [{"kind": owner, "name": "rs", "controller": True}]},
+        "spec": {"nodeName": node, "containers": [{"resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}, {}],
+                 "volumes": [{"name": "cache", "emptyDir": {}}]},
+        "status": {"phase": phase, "conditions": [{"type": "Ready", "status": "True"}],
+                   "containerStatuses": [{"restartCount": 2}, {"restartCount": 1}]},
+    }
+
+
+def deployment_json(name, version, replicas=2, available=2, gpus=1, service="llama"):
+    return {
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "llm", "generation": 3, "annotations": {"deployment.kubernetes.io/revision": "4"}},
+        "spec": {"replicas": replicas, "template": {
+            "metadata": {"labels": {"app.kubernetes.io/name": service, "app.kubernetes.io/version": version}},
+            "spec": {"containers": [{"resources": {"requests": {"nvidia.com/gpu": str(gpus)}}}]}}},
+        "status": {"observedGeneration": 3, "replicas": replicas, "updatedReplicas": replicas,
+                   "readyReplicas": available, "availableReplicas": available},
+    }
+
+
+def test_nodes_pods_and_routed_service_join():
+    route = ko.httproute_record({
+        "metadata": {"name": "llama", "namespace": "llm"},
+        "spec": {"rules": [{"backendRefs": [{"name": "llama-v1", "weight": 90}, {"name": "llama-v2", "weight": 10}]}]},
+    })
+    services = (
+        ko.service_record({"metadata": {"name": "llama-v1", "namespace": "llm"}, "spec": {"selector": {"app.kubernetes.io/name": "llama", "app.kubernetes.io/version": "v1"}}}),
+        ko.service_record({"metadata": {"name": "llama-v2", "namespace": "llm"}, "spec": {"selector": {"app.kubernetes.io/name": "llama", "app.kubernetes.io/version": "v2"}}}),
+    )
+    state = KubeState(
+        nodes=(ko.node_record(node_json("gpu-1")), ko.node_record(node_json("gpu-2", driver="535.1", alloc=7)),
+               ko.node_record({"metadata": {"name": "cpu-1"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}})),
+        pods=(ko.pod_record(pod_json("llama-v1-a", "gpu-1", 4, {"app.kubernetes.io/name": "llama", "app.kubernetes.io/version": "v1"})),
+              ko.pod_record(pod_json("llama-v2-a", "gpu-2", 4, {"app.kubernetes.io/name": "llama", "app.kubernetes.io/version": "v2"})),
+              ko.pod_record(pod_json("web", "cpu-1", 0)),
+              ko.pod_record(pod_json("waiting", "", 8, phase="Pending"))),
+        workloads=(ko.deployment_record(deployment_json("llama-v1", "v1", 3, 3)), ko.deployment_record(deployment_json("llama-v2", "v2", 1, 0))),
+        services=services, routes=(route,),
+    )
+    metrics = Metrics(
+        gpus={("gpu-1", 0): GpuSample("gpu-1", 0, "GPU-a", util=50.0, fb_used=1000.0, fb_free=3000.0, fb_reserved=96.0, temp=60.0, power=300.0, health=20),
+              ("gpu-1", 1): GpuSample("gpu-1", 1, "GPU-b", util=100.0, xid=79)},
+        sessions={("llm", "llama-v1-a"): (5, 2)},
+    )
+    snap = join(state, metrics, now=10.0, context="prod", sources=())
+    assert [n.name for n in snap.nodes] == ["gpu-1", "gpu-2"]  # CPU nodes are not shown
+    n1 = snap.node("gpu-1")
+    assert n1.state is NodeState.DRAINING  # the gputui annotation travels
+    assert "other" not in n1.annotations
+    assert n1.gpus[0].mem_total_mib == 4096.0
+    assert n1.gpus[0].health is Health.FAIL
+    assert n1.gpus[1].xid == 79 and n1.mean_util == 75.0
+    assert snap.node("gpu-2").gpus == ()  # no series for it: blanks, not zeros
+    assert snap.node("gpu-2").gpu_allocatable == 7
+    assert snap.gpus_allocated("gpu-1") == 4
+    assert {p.name for p in snap.pods} == {"llama-v1-a", "llama-v2-a", "waiting"}
+    pod = next(p for p in snap.pods if p.name == "llama-v1-a")
+    assert (pod.service, pod.version, pod.live_sessions, pod.restarts, pod.has_emptydir) == ("llama", "v1", 7, 3, True)
+    svc = snap.service("llm/llama")
+    assert svc.router_kind == "HTTPRoute"
+    assert [(v.name, v.weight, v.workload) for v in svc.versions] == [("v1", 90, "llama-v1"), ("v2", 10, "llama-v2")]
+    assert svc.versions[1].rollout.status == "0 of 1 available"
+    assert len(snap.services) == 1  # the routed deployments are not listed again
+    assert snap.majority_driver in ("550.127.05", "535.1")
+
+
+def test_unrouted_gpu_deployments_group_by_service_label():
+    state = KubeState(
+        nodes=(ko.node_record(node_json("gpu-1")),),
+        workloads=(ko.deployment_record(deployment_json("bge", "v1.5", service="bge")),
+                   ko.deployment_record(deployment_json("cpu-thing", "v1", gpus=0, service="web"))),
+    )
+    snap = join(state, None, now=0.0, context="c", sources=())
+    assert [(s.name, [v.name for v in s.versions], s.router_kind) for s in snap.services] == [("bge", ["v1.5"], "")]
+
+
+def test_hostile_label_values_are_kept_as_data():
+    raw = node_json("gpu-x", driver="[/]", labels={"nvidia.com/gpu.product": "[bold]X"})
+    rec = ko.node_record(raw)
+    assert rec.driver_version == "[/]" and rec.gpu_product == "[bold]X"
+
+
+def test_virtualservice_and_pdb_records():
+    vs = ko.virtualservice_record({"metadata": {"name": "m", "namespace": "llm"}, "spec": {"http": [{"route": [
+        {"destination": {"host": "m.llm.svc.cluster.local", "subset": "stable"}, "weight": 80},
+        {"destination": {"host": "m.llm.svc.cluster.local", "subset": "canary"}, "weight": 20}]}]}})
+    assert [(b.service, b.subset, b.weight) for b in vs.backends] == [("m", "stable", 80), ("m", "canary", 20)]
+    stale = ko.pdb_record({"metadata": {"name": "p", "namespace": "llm", "generation": 2},
+                           "spec": {"minAvailable": 1, "selector": {"matchLabels": {"a": "b"}}},
+                           "status": {"observedGeneration": 1, "disruptionsAllowed": 3}})
+    assert stale.disruptions_allowed == 0  # not yet processed: the apiserver answers 429 too
+    assert stale.min_available == "1" and stale.selector == {"a": "b"}

@@ -167,6 +167,7 @@ class InferencePod:
     # Live requests (the session signal); None when the pod exports none.
     sessions_running: int | None = None
     sessions_waiting: int | None = None
+    pending_reason: str = ""  # the scheduler's word while it cannot place the pod
 
     @property
     def key(self) -> str:

@@ -222,6 +222,11 @@ class DemoCluster:
             self._t, {"job-name": "finetune-llama-lora"}, owner_kind="Job", has_emptydir=True,
             signal=False,
         ), A100)
+        # A job asking for more GPUs than any node has: Pending, with the scheduler's reason.
+        self._add_pod(_SimPod(
+            "research", "pretrain-moe-16x-4kq9z", self._uid(), "", "", "", 16, [], self._t,
+            {"job-name": "pretrain-moe-16x"}, owner_kind="Job", signal=False,
+        ), H100)
         for node in self._nodes.values():
             if node.ready:
                 pod = _SimPod(
@@ -407,7 +412,7 @@ class DemoCluster:
             return ClusterSnapshot(
                 taken_at=now, context="demo", nodes=nodes, pods=pods, services=services,
                 budgets=budgets,
-                sources=(SourceStatus("api", now), SourceStatus("metrics", now)),
+                sources=(SourceStatus("API", now), SourceStatus("metrics", now)),
                 simulated=True,
             )
 
@@ -455,7 +460,12 @@ class DemoCluster:
             version=p.version, deleting=p.deleting_at is not None, owner_kind=p.owner_kind,
             labels=dict(p.labels), has_emptydir=p.has_emptydir,
             sessions_running=running, sessions_waiting=p.waiting if p.signal else None,
+            pending_reason=self._pending_reason(p) if p.phase == "Pending" else "",
         )
+
+    def _pending_reason(self, p: _SimPod) -> str:
+        n = len(self._nodes)
+        return f"0/{n} nodes are available: {n} Insufficient nvidia.com/gpu. preemption: not helpful."
 
     def _version_pods(self, svc: _SimService, version: str) -> list[_SimPod]:
         return [

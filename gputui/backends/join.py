@@ -181,6 +181,7 @@ def join(
             gpu_request=p.gpu_request, service=service, version=version, restarts=p.restarts,
             deleting=p.deleting, owner_kind=p.owner_kind, labels=p.labels, has_emptydir=p.has_emptydir,
             mirror=p.mirror, sessions_running=running, sessions_waiting=waiting,
+            pending_reason=p.pending_reason,
         ))
 
     nodes = tuple(

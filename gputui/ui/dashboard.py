@@ -32,6 +32,7 @@ class DashboardScreen(Screen):
         Binding("c", "cordon", "Cordon", id="cordon", tooltip="Cordon the selected node"),
         Binding("u", "uncordon", "Uncordon", id="uncordon", tooltip="Uncordon the selected node"),
         Binding("slash", "filter", "Filter", id="filter"),
+        Binding("d", "diagnostics", "Diagnose", id="diagnostics", tooltip="Pending GPU pods, lost GPUs, drift, silent exporters"),
         Binding("s", "sort", "Sort", id="sort", tooltip="Sort by the next column"),
         Binding("S", "reverse_sort", "Reverse sort", id="reverse-sort", show=False),
         Binding("tab", "app.focus_next", "Next panel", id="next-panel", show=False),
@@ -182,6 +183,11 @@ class DashboardScreen(Screen):
             from gputui.ui.node_detail import NodeDetailScreen
 
             self.app.push_screen(NodeDetailScreen(name))
+
+    def action_diagnostics(self) -> None:
+        from gputui.ui.diagnostics_screen import DiagnosticsScreen
+
+        self.app.push_screen(DiagnosticsScreen())
 
     def action_cordon(self) -> None:
         self._cordon(True)

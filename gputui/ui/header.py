@@ -64,9 +64,13 @@ class HeaderBar(Static):
             style=f"bold reverse {palette.stale}" if stale else "dim",
         )
         for source in snap.sources:
+            source_age = source.age(now)
             if source.error:
                 _sep(text)
-                text.append(f"{source.name}: {source.error}", style=palette.alert)
+                text.append(f"{source.name} {source.error}", style=palette.alert)
+            if source_age is not None and source_age > 3 * app.settings.refresh:
+                _sep(text)
+                text.append(f"{source.name} stale {render.ago(source_age)}", style=f"bold {palette.stale}")
         if app.poll_error:
             _sep(text)
             text.append(app.poll_error, style=palette.alert)

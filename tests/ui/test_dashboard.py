@@ -161,7 +161,7 @@ async def test_markup_in_cluster_strings_is_shown_literally():
         name="node-a", ready=True, unschedulable=False, gpu_product="[bold]H100[/]", gpu_capacity=8,
         gpu_allocatable=8, driver_version="[/]550", conditions=(Condition("GpuXidWatch", "True", "[red]boom[/red]"),),
     )
-    snap = ClusterSnapshot(taken_at=0.0, context="[/]ctx", nodes=(hostile,), sources=(SourceStatus("api", 0.0),))
+    snap = ClusterSnapshot(taken_at=0.0, context="[/]ctx", nodes=(hostile,), sources=(SourceStatus("API", 0.0),))
     app = GputuiApp(Settings(), Backend(_StaticReader(snap), None, "[/]ctx"), clock=lambda: 0.0)
     async with app.run_test(size=(160, 30)) as pilot:
         await wait_for(pilot, lambda: app.screen.query_one("#nodes", DataTable).row_count == 1)
@@ -193,7 +193,7 @@ async def test_stale_data_is_marked():
     from gputui.model import ClusterSnapshot
 
     now = {"t": 100.0}
-    snap = ClusterSnapshot(taken_at=100.0, context="prod", sources=(SourceStatus("api", 100.0),))
+    snap = ClusterSnapshot(taken_at=100.0, context="prod", sources=(SourceStatus("API", 100.0),))
     app = GputuiApp(Settings(refresh=2.0), Backend(_StaticReader(snap), None, "prod"), clock=lambda: now["t"])
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
@@ -201,3 +201,30 @@ async def test_stale_data_is_marked():
         assert "STALE" not in str(header.summary())
         now["t"] = 107.0  # more than three refreshes without fresh data
         assert "STALE 7s" in str(header.summary())
+
+
+async def test_diagnostics_screen_lists_findings(app_factory):
+    from gputui.ui.diagnostics_screen import DiagnosticsScreen
+
+    app = app_factory()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        await pilot.press("d")
+        assert isinstance(app.screen, DiagnosticsScreen)
+        await wait_for(pilot, lambda: app.screen.findings)
+        kinds = {f.kind for f in app.screen.findings}
+        assert {"Pending", "GpuLost", "Drift"} <= kinds
+        await pilot.press("escape")
+        assert not isinstance(app.screen, DiagnosticsScreen)
+
+
+async def test_source_error_and_staleness_in_header():
+    now = {"t": 50.0}
+    snap = ClusterSnapshot(taken_at=50.0, context="prod", sources=(
+        SourceStatus("API", 40.0), SourceStatus("metrics", None, "unavailable: connection refused")))
+    app = GputuiApp(Settings(refresh=2.0), Backend(_StaticReader(snap), None, "prod"), clock=lambda: now["t"])
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        header = str(app.screen.query_one("HeaderBar").summary())
+        assert "API stale 10s" in header
+        assert "metrics unavailable: connection refused" in header

@@ -50,3 +50,12 @@ def test_cordon_confirmation(snap_compare):
         await pilot.pause()
 
     assert snap_compare(make_app(), terminal_size=(80, 24), run_before=ask)
+
+
+def test_diagnostics(snap_compare):
+    async def open_diag(pilot):
+        await _loaded(pilot)
+        await pilot.press("d")
+        await pilot.pause()
+
+    assert snap_compare(make_app(), terminal_size=(80, 24), run_before=open_diag)

@@ -22,6 +22,9 @@ def kubeconfig_paths(settings: Settings) -> list[Path]:
 
 
 def have_cluster_config(settings: Settings) -> bool:
+    """True when a cluster was asked for: explicitly (flag, KUBECONFIG, context), in-cluster, or ~/.kube/config."""
+    if settings.kubeconfig or settings.context or os.environ.get("KUBECONFIG"):
+        return True  # asked for by name: a missing file is an error, never a silent demo
     if os.environ.get("KUBERNETES_SERVICE_HOST"):
         return True  # in-cluster
     return any(p.exists() for p in kubeconfig_paths(settings))

@@ -108,7 +108,8 @@ class KubeReader:
         deadline = time.monotonic() + FIRST_SYNC_TIMEOUT_S
         for c in self.caches.values():
             while not c.synced.wait(0.1):
-                if c.error and (c.error.startswith("forbidden") or "401" in c.error):
+                # Refused, forbidden or unauthorised will not get better by waiting.
+                if c.error and (c.error.startswith(("forbidden", "cannot reach")) or "401" in c.error):
                     raise BackendError(c.error)
                 if time.monotonic() > deadline:
                     raise BackendError(c.error or f"no answer from {self.conn.host} within {FIRST_SYNC_TIMEOUT_S:.0f}s")

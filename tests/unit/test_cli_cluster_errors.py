@@ -1,0 +1,66 @@
+"""Headless commands against clusters that cannot answer: one line, exit 2, quickly."""
+
+import socket
+import time
+
+import yaml
+
+from tests.unit.test_cli import run
+
+
+def kubeconfig(path, server: str, contexts=("main",)) -> str:
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": contexts[0],
+        "clusters": [{"name": "c", "cluster": {"server": server, "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "u", "user": {"token": "s3cret-token-value"}}],
+        "contexts": [{"name": c, "context": {"cluster": "c", "user": "u"}} for c in contexts],
+    }))
+    return str(path)
+
+
+def closed_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def assert_one_line_error(out, fragment: str) -> None:
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gputui: error:"), out.stderr
+    assert fragment in lines[0], lines[0]
+    assert "Traceback" not in out.stderr
+    assert "s3cret-token-value" not in out.stderr + out.stdout  # secrets are never printed
+
+
+def test_missing_kubeconfig_flag(tmp_path):
+    assert_one_line_error(run("nodes", "--kubeconfig", str(tmp_path / "nope"), home=tmp_path), "does not exist")
+
+
+def test_malformed_kubeconfig(tmp_path):
+    bad = tmp_path / "kc"
+    bad.write_text("clusters: [\n")
+    assert_one_line_error(run("nodes", "--kubeconfig", str(bad), home=tmp_path), "kubeconfig")
+
+
+def test_unknown_context(tmp_path):
+    kc = kubeconfig(tmp_path / "kc", "https://127.0.0.1:1")
+    assert_one_line_error(run("nodes", "--kubeconfig", kc, "--context", "elsewhere", home=tmp_path), 'context "elsewhere"')
+
+
+def test_unreachable_server_fails_within_ten_seconds(tmp_path):
+    kc = kubeconfig(tmp_path / "kc", f"https://127.0.0.1:{closed_port()}")
+    start = time.monotonic()
+    out = run("nodes", "--kubeconfig", kc, home=tmp_path)
+    assert time.monotonic() - start < 12  # 10 s budget plus interpreter start
+    assert_one_line_error(out, "connection refused")
+
+
+def test_kubeconfig_env_with_several_files_is_merged(tmp_path):
+    first = kubeconfig(tmp_path / "a", f"https://127.0.0.1:{closed_port()}", contexts=("alpha",))
+    second = tmp_path / "b"
+    second.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "contexts": [{"name": "beta", "context": {"cluster": "c", "user": "u"}}]}))
+    out = run("nodes", "--context", "beta", env={"KUBECONFIG": f"{first}:{second}"}, home=tmp_path)
+    assert_one_line_error(out, "connection refused")  # beta was found in the second file

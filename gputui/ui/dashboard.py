@@ -22,6 +22,7 @@ from gputui.ui.columns import (
 from gputui.ui.confirm import ConfirmScreen
 from gputui.ui.header import HeaderBar
 from gputui.ui.table_sync import sync_rows
+from gputui.ui.virtual_table import VirtualTable
 
 WRITE_ACTIONS = frozenset({"cordon", "uncordon"})
 
@@ -50,15 +51,15 @@ class DashboardScreen(Screen):
     def compose(self) -> ComposeResult:
         yield HeaderBar()
         yield Static(id="nodes-title", classes="panel-title")
-        yield DataTable(id="nodes", cursor_type="row", zebra_stripes=False)
+        yield VirtualTable(id="nodes")
         yield Static(id="services-title", classes="panel-title")
         yield DataTable(id="services", cursor_type="row")
         yield Input(placeholder="filter nodes: name, model, state, driver, alert", id="filter")
         yield Footer()
 
     @property
-    def nodes_table(self) -> DataTable:
-        return self.query_one("#nodes", DataTable)
+    def nodes_table(self) -> VirtualTable:
+        return self.query_one("#nodes", VirtualTable)
 
     @property
     def services_table(self) -> DataTable:
@@ -86,15 +87,8 @@ class DashboardScreen(Screen):
         columns = fit_columns(NODE_COLUMNS, width - 2)
         if columns == self._columns:
             return
-        table = self.nodes_table
-        selected = self.selected_node()
-        table.clear(columns=True)
-        for col in columns:
-            table.add_column(col.label, width=col.width, key=col.key)
         self._columns = columns
-        if selected:
-            self.show_snapshot()
-            self._move_cursor_to(selected)
+        self.nodes_table.set_columns([(c.key, c.label, c.width) for c in columns])
 
     # ----- rendering ----------------------------------------------------------
 
@@ -106,24 +100,20 @@ class DashboardScreen(Screen):
             return
         ctx = RowContext(snap, self.app.palette, self.app.settings.temp_threshold, snap.majority_driver)
         sort_col = NODE_COLUMNS[self.sort_index]
-        nodes = [n for n in snap.nodes if self._matches(n, ctx)]
-        rows = {
-            n.name: tuple(col.cell(n, ctx, col.width) for col in self._columns) for n in nodes
-        }
-        sort_values = {n.name: sort_col.sort(n, ctx) for n in nodes}
+        nodes = {n.name: n for n in snap.nodes if self._matches(n, ctx)}
+        order = sorted(nodes, key=lambda name: (sort_col.sort(nodes[name], ctx), name), reverse=self.sort_reverse)
+        columns = self._columns
+
+        def render_row(name: str) -> tuple[Text, ...]:
+            node = nodes[name]
+            return tuple(col.cell(node, ctx, col.width) for col in columns)
+
         with self.app.batch_update():
-            changed = sync_rows(self.nodes_table, rows)
-            if changed or self._sort_dirty:
-                self.nodes_table.sort(
-                    "name", key=lambda cell: sort_values.get(cell.plain, 0), reverse=self.sort_reverse
-                )
-                self._sort_dirty = False
+            self.nodes_table.set_rows(order, render_row)
             sync_rows(
                 self.services_table, service_rows(snap, self.app.palette, self._service_columns)
             )
             self._titles(len(nodes), len(snap.nodes), len(snap.services))
-
-    _sort_dirty = True
 
     def _titles(self, shown: int, total: int, services: int) -> None:
         col = NODE_COLUMNS[self.sort_index]
@@ -151,20 +141,7 @@ class DashboardScreen(Screen):
     # ----- selection -------------------------------------------------------------
 
     def selected_node(self) -> str | None:
-        table = self.nodes_table
-        if table.row_count == 0:
-            return None
-        try:
-            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
-        except Exception:
-            return None
-        return key.value
-
-    def _move_cursor_to(self, name: str) -> None:
-        try:
-            self.nodes_table.move_cursor(row=self.nodes_table.get_row_index(name))
-        except Exception:
-            pass
+        return self.nodes_table.selected_key
 
     # ----- actions ---------------------------------------------------------------
 
@@ -173,9 +150,8 @@ class DashboardScreen(Screen):
             return None  # read-only, or RBAC says no: shown dimmed, not hidden
         return True
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        if event.data_table.id == "nodes":
-            self.action_open_node()
+    def on_virtual_table_row_selected(self, event: VirtualTable.RowSelected) -> None:
+        self.action_open_node()
 
     def action_open_node(self) -> None:
         name = self.selected_node()
@@ -201,12 +177,10 @@ class DashboardScreen(Screen):
     def action_sort(self) -> None:
         self.sort_index = (self.sort_index + 1) % len(NODE_COLUMNS)
         self.sort_reverse = self.sort_index != 0  # numbers read best largest first
-        self._sort_dirty = True
         self.show_snapshot()
 
     def action_reverse_sort(self) -> None:
         self.sort_reverse = not self.sort_reverse
-        self._sort_dirty = True
         self.show_snapshot()
 
     def action_filter(self) -> None:
@@ -226,7 +200,6 @@ class DashboardScreen(Screen):
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "filter":
             self.filter_text = event.value.strip()
-            self._sort_dirty = True
             self.show_snapshot()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:

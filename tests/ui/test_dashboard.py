@@ -10,16 +10,16 @@ from gputui.ui.app import GputuiApp
 from gputui.ui.confirm import ConfirmScreen
 from gputui.ui.help import HelpScreen
 from gputui.ui.node_detail import NodeDetailScreen
+from gputui.ui.virtual_table import VirtualTable
 from tests.ui.conftest import wait_for
 
 
-def rows(app, table_id="#nodes") -> list[str]:
-    table = app.screen.query_one(table_id, DataTable)
-    return [table.get_row_at(i)[0].plain for i in range(table.row_count)]
+def rows(app) -> list[str]:
+    return list(app.screen.query_one("#nodes", VirtualTable).keys)
 
 
 async def loaded(pilot) -> None:
-    await wait_for(pilot, lambda: pilot.app.snapshot is not None and pilot.app.screen.query_one("#nodes", DataTable).row_count > 0)
+    await wait_for(pilot, lambda: pilot.app.snapshot is not None and pilot.app.screen.query_one("#nodes").row_count > 0)
 
 
 async def test_dashboard_lists_every_node_and_service(app_factory):
@@ -57,7 +57,7 @@ async def test_filter_narrows_and_escape_clears(app_factory):
         await pilot.pause()
         assert rows(app) and all("l40s" in r for r in rows(app))
         await pilot.press("enter")  # keep the filter, back to the table
-        assert app.screen.query_one("#nodes", DataTable).has_focus
+        assert app.screen.query_one("#nodes").has_focus
         assert all("l40s" in r for r in rows(app))
         await pilot.press("escape")
         await pilot.pause()
@@ -102,7 +102,7 @@ async def test_cordon_confirm_then_visible_and_audited(app_factory, tmp_path):
         await pilot.press("c")
         await pilot.press("y")
         await wait_for(pilot, lambda: app.snapshot.node(target).unschedulable)
-        state = app.screen.query_one("#nodes", DataTable).get_row(target)[1]
+        state = app.screen.query_one("#nodes", VirtualTable).cells(target)[1]
         assert state.plain == "Cordoned"
         await pilot.press("u", "y")
         await wait_for(pilot, lambda: not app.snapshot.node(target).unschedulable)
@@ -164,8 +164,8 @@ async def test_markup_in_cluster_strings_is_shown_literally():
     snap = ClusterSnapshot(taken_at=0.0, context="[/]ctx", nodes=(hostile,), sources=(SourceStatus("API", 0.0),))
     app = GputuiApp(Settings(), Backend(_StaticReader(snap), None, "[/]ctx"), clock=lambda: 0.0)
     async with app.run_test(size=(160, 30)) as pilot:
-        await wait_for(pilot, lambda: app.screen.query_one("#nodes", DataTable).row_count == 1)
-        row = app.screen.query_one("#nodes", DataTable).get_row("node-a")
+        await wait_for(pilot, lambda: app.screen.query_one("#nodes").row_count == 1)
+        row = app.screen.query_one("#nodes", VirtualTable).cells("node-a")
         cells = [c.plain if isinstance(c, Text) else str(c) for c in row]
         assert "[bold]H100[/]" in cells
         assert "≠[/]550" not in cells and "[/]550" in cells

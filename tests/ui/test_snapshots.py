@@ -1,7 +1,6 @@
 """SVG snapshots of every screen on the seeded demo with a fixed clock, at 80x24 and 200x50."""
 
 import pytest
-from textual.widgets import DataTable
 
 from tests.ui.conftest import make_app, wait_for
 
@@ -9,7 +8,7 @@ SIZES = [(80, 24), (200, 50)]
 
 
 async def _loaded(pilot) -> None:
-    await wait_for(pilot, lambda: pilot.app.snapshot is not None and pilot.app.screen.query_one("#nodes", DataTable).row_count > 0)
+    await wait_for(pilot, lambda: pilot.app.snapshot is not None and pilot.app.screen.query_one("#nodes").row_count > 0)
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")

@@ -1,0 +1,224 @@
+"""gputui's Kubernetes + Prometheus backends against the real apiserver, controllers and Prometheus."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+from kubernetes import client
+
+from gputui.backends.kube_backend import live_backend
+from gputui.settings import Settings
+from tests.support.crds import create_custom, install_crd
+from tests.support.topology import DEFAULT_GPU_NODES
+
+NS = "t-backend"
+REFRESH = 2.0
+
+
+def wait_until(fn, timeout: float = 20.0, interval: float = 0.2, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = fn()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"{what} not reached in {timeout}s (last: {last!r})")
+
+
+def deployment(name: str, service: str, version: str, replicas: int, gpus: int) -> dict:
+    labels = {"app.kubernetes.io/name": service, "app.kubernetes.io/version": version}
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
+                 "template": {"metadata": {"labels": labels}, "spec": {
+                     "terminationGracePeriodSeconds": 1,
+                     "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                     "containers": [{"name": "server", "image": "vllm/vllm-openai:v0.9.0",
+                                     "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]}}},
+    }
+
+
+def service(name: str, service_name: str, version: str) -> dict:
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": NS},
+            "spec": {"selector": {"app.kubernetes.io/name": service_name, "app.kubernetes.io/version": version},
+                     "ports": [{"port": 8000}]}}
+
+
+@pytest.fixture(scope="module")
+def workload(cluster, fake_kubelet, prometheus, dcgm_exporter, inference_exporter):
+    """A routed service (HTTPRoute 90/10 over v1/v2) with GPU pods running and session metrics."""
+    api = cluster.admin_client()
+    core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
+    install_crd(api, "httproutes")
+    core.create_namespace({"metadata": {"name": NS}})
+    apps.create_namespaced_deployment(NS, deployment("llama-v1", "llama", "v1", 2, 2))
+    apps.create_namespaced_deployment(NS, deployment("llama-v2", "llama", "v2", 1, 1))
+    core.create_namespaced_service(NS, service("llama-v1", "llama", "v1"))
+    core.create_namespaced_service(NS, service("llama-v2", "llama", "v2"))
+    create_custom(api, "httproutes", NS, {"metadata": {"name": "llama"}, "spec": {"rules": [{"backendRefs": [
+        {"name": "llama-v1", "port": 8000, "weight": 90}, {"name": "llama-v2", "port": 8000, "weight": 10}]}]}})
+
+    def running_pods():
+        pods = core.list_namespaced_pod(NS).items
+        ok = [p for p in pods if p.status.phase == "Running" and p.spec.node_name]
+        return pods if len(ok) == 3 and len(pods) == 3 else None
+
+    pods = wait_until(running_pods, 60, what="3 llama pods running")
+    sessions = {}
+    for i, p in enumerate(sorted(pods, key=lambda p: p.metadata.name)):
+        sessions[p.metadata.name] = (3 + i, i)
+        inference_exporter.add_pod(NS, p.metadata.name, running=3 + i, waiting=i)
+    prometheus.wait_until('vllm:num_requests_running{namespace="%s"}' % NS,
+                          lambda v: len(v) == 3, timeout=30)
+    yield {"pods": pods, "sessions": sessions, "api": api}
+    for name in sessions:
+        inference_exporter.remove_pod(NS, name)
+    core.delete_namespace(NS)
+
+
+def make_backend(cluster, prometheus, user: str = "admin", read_only: bool = False, **kw):
+    settings = Settings(kubeconfig=str(cluster.kubeconfigs[user]), prometheus=prometheus.url,
+                        refresh=REFRESH, read_only=read_only, **kw)
+    return live_backend(settings)
+
+
+def test_snapshot_matches_what_the_cluster_holds(cluster, prometheus, dcgm_exporter, workload):
+    dcgm_exporter.set("gpu-node-1", 0, util=73, temp=61, power=412, fb_used=20000)
+    prometheus.wait_until('DCGM_FI_DEV_GPU_UTIL{Hostname="gpu-node-1",gpu="0"}', lambda v: 73.0 in v.values(), timeout=15)
+    backend = make_backend(cluster, prometheus)
+    try:
+        snap = backend.reader.snapshot()
+        expected = {s.name: s for s in DEFAULT_GPU_NODES}
+        assert {n.name for n in snap.nodes} == set(expected)  # the CPU node is not a GPU node
+        for node in snap.nodes:
+            spec = expected[node.name]
+            assert node.driver_version == spec.driver
+            assert node.gpu_capacity == spec.gpus and node.gpu_product == spec.product
+            assert [g.index for g in node.gpus] == list(range(spec.gpus))
+        g0 = snap.node("gpu-node-1").gpus[0]
+        assert (g0.util_pct, g0.temp_c, g0.power_w, g0.mem_used_mib) == (73.0, 61.0, 412.0, 20000.0)
+        pods = {p.name: p for p in workload["pods"]}
+        allocated: dict[str, int] = {}
+        for p in pods.values():
+            gpus = int(p.spec.containers[0].resources.limits["nvidia.com/gpu"])
+            allocated[p.spec.node_name] = allocated.get(p.spec.node_name, 0) + gpus
+        for node, count in allocated.items():
+            assert snap.gpus_allocated(node) >= count  # other tests' pods may share the node
+        svc = snap.service(f"{NS}/llama")
+        assert svc is not None and svc.router_kind == "HTTPRoute"
+        assert [(v.name, v.weight) for v in svc.versions] == [("v1", 90), ("v2", 10)]
+        assert svc.versions[0].rollout.status == "rolled out"
+        for name, (running, waiting) in workload["sessions"].items():
+            pod = next(p for p in snap.pods if p.name == name)
+            assert (pod.service, pod.sessions_running, pod.sessions_waiting) == ("llama", running, waiting)
+        assert snap.sessions_of(svc) == sum(r + w for r, w in workload["sessions"].values())
+        history = backend.reader.gpu_history("gpu-node-1", 5)
+        assert len(history) == 8 and all(len(v) >= 10 for v in history.values())
+    finally:
+        backend.close()
+
+
+def test_changes_by_another_client_show_within_one_refresh(cluster, fake_kubelet, prometheus, workload):
+    backend = make_backend(cluster, prometheus)
+    core = client.CoreV1Api(workload["api"])
+    try:
+        backend.reader.snapshot()
+        fake_kubelet.add_node("gpu-node-late", gpus=4)
+        core.patch_node("gpu-node-2", {"spec": {"unschedulable": True}})
+        started = time.monotonic()
+        wait_until(lambda: (s := backend.reader.snapshot()).node("gpu-node-late") is not None
+                   and s.node("gpu-node-2").unschedulable, REFRESH, 0.1, "new node and cordon visible")
+        assert time.monotonic() - started <= REFRESH
+        fake_kubelet.remove_node("gpu-node-late")
+        wait_until(lambda: backend.reader.snapshot().node("gpu-node-late") is None, REFRESH, 0.1, "node gone")
+    finally:
+        core.patch_node("gpu-node-2", {"spec": {"unschedulable": None}})
+        backend.close()
+
+
+def test_prometheus_down_marks_metrics_and_kubernetes_keeps_updating(cluster, prometheus, workload):
+    backend = make_backend(cluster, prometheus)
+    core = client.CoreV1Api(workload["api"])
+    try:
+        assert backend.reader.snapshot().source("metrics").error is None
+        prometheus.stop()
+        snap = backend.reader.snapshot()
+        metrics = snap.source("metrics")
+        assert metrics.error and "connection refused" in metrics.error
+        core.patch_node("gpu-node-3", {"metadata": {"labels": {"gputui.test/marker": "while-prom-down"}}})
+        wait_until(lambda: backend.reader.snapshot().node("gpu-node-3").labels.get("gputui.test/marker") == "while-prom-down",
+                   REFRESH, 0.1, "Kubernetes change while Prometheus is down")
+        assert backend.reader.snapshot().source("API").error is None
+        prometheus.start(ready="DCGM_FI_DEV_GPU_UTIL")
+        wait_until(lambda: backend.reader.snapshot().source("metrics").error is None, 10, 0.5, "metrics back")
+    finally:
+        if not prometheus.running():
+            prometheus.start(ready="DCGM_FI_DEV_GPU_UTIL")
+        backend.close()
+
+
+def test_unprivileged_identity_sees_actions_unavailable_and_read_only_sends_no_write(cluster, prometheus, workload):
+    rbac_limited = make_backend(cluster, prometheus, user="readonly")
+    try:
+        assert rbac_limited.writer is not None
+        assert rbac_limited.may("cordon") is False and rbac_limited.may("evict") is False
+    finally:
+        rbac_limited.close()
+    mark = cluster.audit_mark()
+    backend = make_backend(cluster, prometheus, user="readonly", read_only=True)
+    try:
+        assert backend.writer is None and not backend.may("cordon")
+        for _ in range(3):
+            assert backend.reader.snapshot().nodes
+            time.sleep(0.5)
+        cluster.wait_for_audit("readonly", since=mark, verb="list", resource="nodes")
+        assert cluster.write_requests("readonly", since=mark) == []
+    finally:
+        backend.close()
+
+
+def _gputui(*args: str, home) -> subprocess.CompletedProcess:
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "XDG_CONFIG_HOME": str(home / "c"), "XDG_STATE_HOME": str(home / "s")}
+    return subprocess.run([sys.executable, "-m", "gputui", *args], capture_output=True, text=True, env=env, timeout=60)
+
+
+def test_headless_nodes_against_the_cluster_and_a_rejected_token(cluster, prometheus, workload, tmp_path):
+    out = _gputui("nodes", "-o", "json", "--kubeconfig", str(cluster.admin_kubeconfig), "--prometheus", prometheus.url, home=tmp_path)
+    assert out.returncode == 0, out.stderr
+    names = {n["name"] for n in json.loads(out.stdout)}
+    assert {s.name for s in DEFAULT_GPU_NODES} <= names
+    config = yaml.safe_load(cluster.admin_kubeconfig.read_text())
+    for user in config["users"]:
+        user["user"] = {"token": "not-a-valid-token"}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(config))
+    out = _gputui("nodes", "--kubeconfig", str(bad), home=tmp_path)
+    assert out.returncode == 2
+    assert out.stderr.strip().count("\n") == 0 and "rejected the credentials" in out.stderr
+    assert "not-a-valid-token" not in out.stderr
+
+
+def test_apiserver_killed_then_back_recovers_to_exactly_the_api_nodes(cluster, fake_kubelet, prometheus, workload):
+    backend = make_backend(cluster, prometheus)
+    try:
+        assert backend.reader.snapshot().source("API").error is None
+        cluster.kill_apiserver()
+        snap = backend.reader.snapshot()
+        assert snap.source("API").error  # the probe fails at once: stale is shown
+        assert snap.nodes  # the last known nodes stay on screen
+        cluster.start_apiserver()
+        wait_until(lambda: backend.reader.snapshot().source("API").error is None, 40, 0.5, "API back")
+        core = client.CoreV1Api(cluster.admin_client())
+        api_nodes = {n.metadata.name for n in core.list_node().items
+                     if int((n.status.capacity or {}).get("nvidia.com/gpu", 0)) > 0 or
+                     (n.metadata.labels or {}).get("nvidia.com/gpu.present") == "true"}
+        wait_until(lambda: {n.name for n in backend.reader.snapshot().nodes} == api_nodes, 20, 0.5, "same node set")
+    finally:
+        backend.close()

@@ -1,0 +1,97 @@
+"""Drain planning, table-driven from kubectl's filter rules (pkg/drain/filters.go)."""
+
+import pytest
+
+from gputui.backends.demo import DemoCluster
+from gputui.model import Budget, ClusterSnapshot, InferencePod, Node
+from gputui.ops.drain_plan import DrainOptions, Step, classify, plan_drain, plan_json
+from tests.demo_clock import ManualClock
+
+
+def pod(**kw) -> InferencePod:
+    base = dict(namespace="ns", name="p", uid="u", node="n1", owner_kind="ReplicaSet")
+    base.update(kw)
+    return InferencePod(**base)
+
+
+DEFAULT = DrainOptions()
+ALL = DrainOptions(ignore_daemonsets=True, delete_emptydir_data=True, force=True)
+
+
+@pytest.mark.parametrize("the_pod, options, step, note", [
+    (pod(), DEFAULT, Step.EVICT, ""),
+    (pod(sessions_running=3), DEFAULT, Step.WAIT_SESSIONS, ""),
+    (pod(sessions_running=0, sessions_waiting=0), DEFAULT, Step.WAIT_SESSIONS, ""),
+    (pod(owner_kind="DaemonSet"), DEFAULT, Step.SKIP, "ignoring DaemonSet-managed pod"),
+    (pod(owner_kind="DaemonSet"), DrainOptions(ignore_daemonsets=False), Step.ERROR, "DaemonSet-managed pod"),
+    (pod(mirror=True, owner_kind="Node"), DEFAULT, Step.SKIP, "mirror pod"),
+    (pod(has_emptydir=True), DEFAULT, Step.ERROR, "emptyDir"),
+    (pod(has_emptydir=True), ALL, Step.EVICT, "deleting emptyDir data"),
+    (pod(owner_kind=""), DEFAULT, Step.ERROR, "not managed by a controller"),
+    (pod(owner_kind=""), ALL, Step.EVICT, "not managed by a controller"),
+    # Finished pods pass the checks even with emptyDir and no controller.
+    (pod(owner_kind="", has_emptydir=True, phase="Succeeded"), DEFAULT, Step.EVICT, ""),
+    (pod(owner_kind="", phase="Failed"), DEFAULT, Step.EVICT, ""),
+    # DaemonSet comes before mirror and emptyDir in kubectl's order.
+    (pod(owner_kind="DaemonSet", has_emptydir=True), DEFAULT, Step.SKIP, "ignoring DaemonSet-managed pod"),
+    (pod(owner_kind="", has_emptydir=True), DrainOptions(delete_emptydir_data=True), Step.ERROR, "not managed"),
+])
+def test_kubectl_filters(the_pod, options, step, note):
+    got_step, got_note = classify(the_pod, options)
+    assert got_step is step
+    assert note in got_note
+
+
+def snapshot_with(pods, budgets=(), nodes=None) -> ClusterSnapshot:
+    nodes = nodes or (Node("n1", True, False, "H100", 8, 8), Node("n2", True, False, "H100", 8, 8),
+                      Node("n3", True, True, "H100", 8, 8), Node("n4", True, False, "A100", 8, 8))
+    return ClusterSnapshot(0.0, "t", nodes=nodes, pods=tuple(pods), budgets=tuple(budgets))
+
+
+def test_plan_names_budgets_sessions_and_errors():
+    pods = [
+        pod(name="a", labels={"app": "llm"}, gpu_request=4, sessions_running=5, sessions_waiting=1),
+        pod(name="b", labels={"app": "llm"}, gpu_request=2),
+        pod(name="local", has_emptydir=True),
+        pod(name="ds", owner_kind="DaemonSet"),
+        pod(name="elsewhere", node="n2", gpu_request=6),
+    ]
+    budgets = [Budget("ns", "llm-pdb", {"app": "llm"}, disruptions_allowed=0, current_healthy=3, desired_healthy=3)]
+    plan = plan_drain(snapshot_with(pods, budgets), "n1")
+    by = {p.pod.name: p for p in plan.pods}
+    assert set(by) == {"a", "b", "local", "ds"}
+    assert by["a"].step is Step.WAIT_SESSIONS and plan.live_sessions == 6
+    assert by["a"].pdb_blocks_now and "llm-pdb: 0 disruptions allowed" in by["a"].budget_note
+    assert plan.blocked and plan.errors == ["ns/local: has local storage (emptyDir); use delete-emptydir-data"]
+    # n2 has 2 free (6 used), n3 is cordoned, n4 is another model: 4+2 GPUs do not fit.
+    assert plan.capacity.free_by_node == {"n2": 2}
+    assert not plan.capacity.fits
+    data = plan_json(plan)
+    assert data["pods"][0]["budgets"][0]["name"] == "llm-pdb"
+
+
+def test_selector_and_multiple_budgets():
+    pods = [pod(name="a", labels={"app": "x", "tier": "gpu"}), pod(name="b", labels={"app": "y"})]
+    budgets = [Budget("ns", "one", {"app": "x"}, 1), Budget("ns", "two", {"tier": "gpu"}, 1)]
+    plan = plan_drain(snapshot_with(pods, budgets), "n1", DrainOptions(pod_selector={"app": "x"}))
+    assert [p.pod.name for p in plan.pods] == ["a"]
+    assert "more than one PodDisruptionBudget" in plan.pods[0].budget_note
+
+
+def test_capacity_is_whole_pods_per_node():
+    nodes = (Node("n1", True, False, "H100", 8, 8), Node("n2", True, False, "H100", 8, 8), Node("n3", True, False, "H100", 8, 8))
+    busy = [pod(name="x2", node="n2", gpu_request=5), pod(name="x3", node="n3", gpu_request=5)]
+    plan = plan_drain(snapshot_with([pod(name="big", gpu_request=4), *busy], nodes=nodes), "n1")
+    assert plan.capacity.free_total == 6 and not plan.capacity.fits  # 3+3 free, but no node has 4
+    plan = plan_drain(snapshot_with([pod(name="small", gpu_request=3), *busy], nodes=nodes), "n1")
+    assert plan.capacity.fits
+
+
+def test_demo_node_plan():
+    snap = DemoCluster(seed=7, clock=ManualClock()).snapshot()
+    plan = plan_drain(snap, "gpu-h100-01")
+    assert not plan.blocked
+    assert {p.step for p in plan.pods} == {Step.WAIT_SESSIONS, Step.SKIP}
+    assert plan.capacity.fits  # three idle H100 nodes
+    job = plan_drain(snap, next(n for n in snap.nodes if any(p.owner_kind == "Job" for p in snap.pods_on(n.name))).name)
+    assert job.blocked and "emptyDir" in job.errors[0]

@@ -20,6 +20,7 @@ from typing import Callable, Mapping
 
 from gputui.backends.base import Backend, EvictionOutcome, EvictionResult, WriteError
 from gputui.model import (
+    DRAIN_PHASE_ANNOTATION,
     Budget,
     ClusterSnapshot,
     Condition,
@@ -300,8 +301,13 @@ class DemoCluster:
                     pod.ready_at = t + POD_START_S
             by_service.setdefault(f"{pod.namespace}/{pod.service}", []).append(pod)
             by_node.setdefault(pod.node, []).append(pod)
+        # Like an inference gateway's endpoint picker, the demo's router sends no new
+        # sessions to pods on a node being drained: their sessions can run down.
+        draining = {n.name for n in self._nodes.values()
+                    if n.annotations.get(DRAIN_PHASE_ANNOTATION) in ("cordoned", "waiting", "evicting")}
         for key, svc in self._services.items():
-            self._arrivals(svc, by_service.get(key, []), t)
+            pods = [p for p in by_service.get(key, []) if p.node not in draining] if draining else by_service.get(key, [])
+            self._arrivals(svc, pods, t)
         if sample:
             for node in self._nodes.values():
                 self._sample_gpus(node, by_node.get(node.name, []), t)

@@ -1,0 +1,161 @@
+"""Session-aware drains on the demo cluster, with a hand-moved clock."""
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from gputui.backends.demo import DemoCluster
+from gputui.model import DRAIN_PHASE_ANNOTATION, NodeState
+from gputui.ops.audit import AuditLog
+from gputui.ops.drain_plan import DrainOptions, plan_drain
+from gputui.ops.drain_run import DrainControl, options_from_node, resumable, run_drain
+from tests.demo_clock import ManualClock
+
+
+def drive(cluster, clock, plan, control=None, on_event=None, max_steps=5000, **kw):
+    """Run a drain to the end; the fake sleep moves the demo's clock."""
+    events = []
+    gen = run_drain(plan, cluster, cluster, AuditLog(None, "t", "demo"), control,
+                    clock=clock, sleep=clock.advance, poll_s=2.0, **kw)
+    try:
+        for _ in range(max_steps):
+            event = next(gen)
+            events.append(event)
+            if on_event:
+                on_event(event, control)
+        raise AssertionError("drain did not finish")
+    except StopIteration as stop:
+        return stop.value, events
+
+
+def busy_node(snap):
+    return max((n for n in snap.nodes if n.ready and not n.unschedulable),
+               key=lambda n: sum(p.live_sessions or 0 for p in snap.pods_on(n.name)))
+
+
+def test_sessions_run_down_then_pods_are_evicted_without_losing_any():
+    clock = ManualClock()
+    cluster = DemoCluster(seed=7, clock=clock)
+    snap = cluster.snapshot()
+    node = busy_node(snap).name
+    plan = plan_drain(snap, node)
+    assert plan.live_sessions > 0
+    report, events = drive(cluster, clock, plan)
+    assert report.evicted == len(plan.to_evict) and not report.failed
+    assert report.cut_sessions == 0 and cluster.lost_sessions == 0
+    waits = [e.sessions for e in events if e.kind == "waiting"]
+    assert waits and min(waits) >= 1  # it really waited on live sessions
+    after = cluster.snapshot()
+    assert not [p for p in after.pods_on(node) if p.owner_kind != "DaemonSet" and not p.deleting]
+    assert after.node(node).state is NodeState.CORDONED
+    assert after.node(node).annotations[DRAIN_PHASE_ANNOTATION] == "done"
+
+
+def test_evict_now_cuts_sessions_and_says_so():
+    clock = ManualClock()
+    cluster = DemoCluster(seed=7, clock=clock)
+    snap = cluster.snapshot()
+    plan = plan_drain(snap, busy_node(snap).name)
+    target = next(p.pod.key for p in plan.to_evict if p.pod.live_sessions)
+    control = DrainControl()
+    control.evict_now(target)
+    report, events = drive(cluster, clock, plan, control)
+    cut = [e for e in events if e.kind == "sessions-cut"]
+    assert [e.pod for e in cut] == [target] and "evict now" in cut[0].message
+    assert cluster.lost_sessions == report.cut_sessions == cut[0].sessions > 0
+
+
+def test_deadline_expires_then_evicts():
+    clock = ManualClock()
+    cluster = DemoCluster(seed=7, clock=clock)
+    snap = cluster.snapshot()
+    plan = plan_drain(snap, busy_node(snap).name, DrainOptions(session_deadline_s=4))
+    report, events = drive(cluster, clock, plan)
+    assert any("deadline expired" in e.message for e in events if e.kind == "sessions-cut")
+    assert cluster.lost_sessions == report.cut_sessions > 0
+
+
+def test_abort_leaves_node_cordoned_or_uncordons():
+    for uncordon in (False, True):
+        clock = ManualClock()
+        cluster = DemoCluster(seed=7, clock=clock)
+        snap = cluster.snapshot()
+        node = busy_node(snap).name
+        control = DrainControl()
+
+        def abort_when_waiting(event, control):
+            if event.kind == "waiting":
+                control.abort(uncordon=uncordon)
+
+        report, events = drive(cluster, clock, plan_drain(snap, node), control, abort_when_waiting)
+        assert report.aborted and events[-1].kind == "aborted"
+        state = cluster.snapshot().node(node)
+        assert state.unschedulable is (not uncordon)
+        assert state.annotations[DRAIN_PHASE_ANNOTATION] == "aborted"
+        assert cluster.lost_sessions == 0
+
+
+def test_pdb_blocks_until_headroom_and_names_the_budget():
+    clock = ManualClock()
+    cluster = DemoCluster(seed=7, clock=clock)
+    snap = cluster.snapshot()
+    # gpu-h100-01 and -02 hold several llama pods; maxUnavailable 1 means one at a time.
+    node = next(n.name for n in snap.nodes if sum(p.service == "llama-3-70b-instruct" for p in snap.pods_on(n.name)) >= 2)
+    report, events = drive(cluster, clock, plan_drain(snap, node, DrainOptions(session_threshold=10**6)))
+    blocked = [e for e in events if e.kind == "blocked"]
+    assert blocked and "llama-3-70b-instruct-pdb" in blocked[0].message
+    assert report.evicted >= 2 and not report.failed
+
+
+def test_interrupted_drain_is_visible_and_resumes_to_the_same_end():
+    clock = ManualClock()
+    cluster = DemoCluster(seed=7, clock=clock)
+    snap = cluster.snapshot()
+    node = busy_node(snap).name
+    started = clock.now
+    gen = run_drain(plan_drain(snap, node, DrainOptions(session_deadline_s=1234)), cluster, cluster,
+                    AuditLog(None, "t", "demo"), clock=clock, sleep=clock.advance, poll_s=2.0)
+    for event in gen:
+        if event.kind == "waiting":
+            break  # the process dies here: the generator is simply dropped
+    del gen
+    snap = cluster.snapshot()
+    assert resumable(snap) == [node]
+    assert snap.node(node).state is NodeState.DRAINING
+    options, deadline = options_from_node(snap, node)
+    assert options.session_deadline_s == 1234
+    assert abs(deadline - (started + 1234)) <= 1  # the original deadline, not a fresh one
+    report, _ = drive(cluster, clock, plan_drain(snap, node, options), deadline=deadline)
+    assert not report.failed and resumable(cluster.snapshot()) == []
+    assert cluster.lost_sessions == 0
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), node_index=st.integers(0, 23), threshold=st.sampled_from([0, 0, 3]),
+       evict_now_at=st.one_of(st.none(), st.integers(1, 20)), deadline_s=st.sampled_from([5, 60, 900]))
+def test_no_session_is_lost_unless_chosen_and_no_budget_is_violated(seed, node_index, threshold, evict_now_at, deadline_s):
+    clock = ManualClock()
+    cluster = DemoCluster(seed=seed, clock=clock)
+    snap = cluster.snapshot()
+    node = snap.nodes[node_index]
+    plan = plan_drain(snap, node.name, DrainOptions(session_threshold=threshold, session_deadline_s=deadline_s))
+    if plan.blocked or not node.ready:
+        return
+    control = DrainControl()
+    steps = {"n": 0}
+    budgets_seen = []
+
+    def watch(event, control):
+        steps["n"] += 1
+        if evict_now_at is not None and steps["n"] == evict_now_at and plan.to_evict:
+            control.evict_now(plan.to_evict[0].pod.key)
+        budgets_seen.append(cluster.snapshot().budgets)
+
+    report, events = drive(cluster, clock, plan, control, watch)
+    cut_shown = sum(e.sessions or 0 for e in events if e.kind == "sessions-cut")
+    assert cluster.lost_sessions <= cut_shown + threshold * len(plan.to_evict)
+    if evict_now_at is None and deadline_s >= 900 and threshold == 0:
+        assert cluster.lost_sessions == 0
+    held = {b.name for b in snap.budgets if b.current_healthy >= b.desired_healthy}
+    for budgets in budgets_seen:  # an eviction never takes a service below what its PDB keeps
+        for b in budgets:
+            if b.name in held:
+                assert b.current_healthy >= b.desired_healthy, b

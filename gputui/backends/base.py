@@ -60,6 +60,15 @@ class Writer(Protocol):
         """The UID of the pod now under that name, or None when there is none."""
         ...
 
+    def get_object(self, group: str, version: str, plural: str, namespace: str, name: str) -> dict: ...
+
+    def patch_object(
+        self, group: str, version: str, plural: str, namespace: str, name: str,
+        patch: dict | list, patch_type: str = "merge", subresource: str = "",
+    ) -> dict:
+        """PATCH a namespaced object. patch_type: merge (RFC 7386), json (RFC 6902) or strategic."""
+        ...
+
 
 @dataclass(slots=True)
 class Backend:

@@ -198,6 +198,21 @@ class KubeWriter:
             if exc.status != 404:
                 raise
 
+    def get_object(self, group: str, version: str, plural: str, namespace: str, name: str) -> dict:
+        return self.conn.request("GET", path_of(group, version, plural, namespace, name))
+
+    def patch_object(
+        self, group: str, version: str, plural: str, namespace: str, name: str,
+        patch: dict | list, patch_type: str = "merge", subresource: str = "",
+    ) -> dict:
+        content_type = {
+            "merge": "application/merge-patch+json",
+            "json": "application/json-patch+json",
+            "strategic": "application/strategic-merge-patch+json",
+        }[patch_type]
+        path = path_of(group, version, plural, namespace, name) + (f"/{subresource}" if subresource else "")
+        return self.conn.request("PATCH", path, body=patch, content_type=content_type)
+
     def pod_uid(self, namespace: str, name: str) -> str | None:
         try:
             body = self.conn.request("GET", path_of("", "v1", "pods", namespace, name))

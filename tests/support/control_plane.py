@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import tempfile
@@ -38,6 +39,7 @@ from tests.support.procs import (
     HarnessError,
     ManagedProcess,
     free_port,
+    http,
     port_is_free,
     run,
     wait_for,
@@ -139,7 +141,11 @@ class ControlPlane:
     ``bin_dir``, ``version``.
     """
 
-    def __init__(self, bin_dir: Path | None = None, workdir: Path | None = None, *, keep_workdir: bool = False):
+    def __init__(self, bin_dir: Path | None = None, workdir: Path | None = None, *, keep_workdir: bool = False,
+                 extra_args: dict[str, list[str]] | None = None):
+        """``extra_args``: more flags per component, keyed "etcd", "kube-apiserver",
+        "kube-controller-manager" or "kube-scheduler" (later flags win)."""
+        self.extra_args = {k: list(v) for k, v in (extra_args or {}).items()}
         self.bin_dir = Path(bin_dir) if bin_dir else find_binaries()
         self.version = K8S_VERSION
         self._own_workdir = workdir is None
@@ -153,7 +159,10 @@ class ControlPlane:
         self.scheduler_port = free_port()
         self.api_url = f"https://{LOOPBACK}:{self.api_port}"
         self.cert_dir = self.workdir / "certs"
-        self.ca_file = self.cert_dir / "apiserver.crt"
+        # kube-apiserver self-signs into --cert-dir: apiserver.crt holds the
+        # serving cert followed by the CA that signed it; ca.crt is that CA alone.
+        self.serving_cert_file = self.cert_dir / "apiserver.crt"
+        self.ca_file = self.workdir / "ca.crt"
         self.logs_dir = self.workdir / "logs"
         self.audit_log_path = self.workdir / "audit" / "audit.log"
         self.kubeconfigs: dict[str, Path] = {k: self.workdir / "kubeconfig" / f"{k}.yaml" for k in self.users}
@@ -279,10 +288,11 @@ class ControlPlane:
             "--listen-metrics-urls", f"http://{LOOPBACK}:{free_port()}",
             "--unsafe-no-fsync",
             "--log-level", "warn",
+            *self.extra_args.get("etcd", []),
         ], self.logs_dir / "etcd.log").start()
 
         def healthy() -> bool:
-            r = requests.get(f"{client}/health", timeout=2)
+            r = http().get(f"{client}/health", timeout=2)
             return r.status_code == 200 and r.json().get("health") == "true"
 
         self.etcd.wait_ready(healthy, timeout=30, what="GET /health")
@@ -310,15 +320,33 @@ class ControlPlane:
             "--audit-log-mode=blocking",
             "--audit-log-format=json",
             "--audit-log-maxbackup=0",
+            "--audit-log-maxsize=100000",  # MB: never rotate (AuditMark offsets must stay valid)
+            # Close open watches on SIGTERM instead of waiting for them (HTTP/2
+            # watches would hold a graceful shutdown for up to a minute).
+            "--shutdown-watch-termination-grace-period=2s",
             "--profiling=false",
             "--v=1",
+            *self.extra_args.get("kube-apiserver", []),
         ]
 
     def _session(self, key: str = "harness") -> requests.Session:
-        s = requests.Session()
+        s = http()  # ignores REQUESTS_CA_BUNDLE, which would replace s.verify
         s.headers["Authorization"] = f"Bearer {self.token(key)}"
-        s.verify = str(self.ca_file)
+        s.verify = str(self.ca_file if self.ca_file.exists() else self.serving_cert_file)
         return s
+
+    def _extract_ca(self) -> None:
+        """Write the CA certificate (CA:TRUE) of apiserver.crt to ca.crt."""
+        if self.ca_file.exists():
+            return
+        text = self.serving_cert_file.read_text()
+        blocks = re.findall(r"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----\n?", text, re.S)
+        for block in blocks:
+            out = run(["openssl", "x509", "-noout", "-ext", "basicConstraints"], input=block.encode()).stdout
+            if b"CA:TRUE" in out:
+                self.ca_file.write_text(block if block.endswith("\n") else block + "\n")
+                return
+        raise HarnessError(f"no CA certificate in {self.serving_cert_file} ({len(blocks)} certificates)")
 
     def start_apiserver(self, timeout: float = 60) -> None:
         """Start kube-apiserver (same port, certs, etcd) and wait for /readyz 200."""
@@ -331,12 +359,13 @@ class ControlPlane:
         self.apiserver.start()
 
         def ready() -> bool:
-            if not self.ca_file.exists():
+            if not self.serving_cert_file.exists():
                 return False
             r = self._session().get(f"{self.api_url}/readyz", timeout=3)
             return r.status_code == 200
 
         self.apiserver.wait_ready(ready, timeout=timeout, what="GET /readyz == 200")
+        self._extract_ca()
 
     def stop_apiserver(self) -> None:
         """Stop kube-apiserver (SIGTERM, then SIGKILL) and wait for it to exit."""
@@ -411,6 +440,7 @@ class ControlPlane:
             "--service-cluster-ip-range=10.0.0.0/24",
             "--profiling=false",
             "--v=1",
+            *self.extra_args.get("kube-controller-manager", []),
         ], self.logs_dir / "kube-controller-manager.log").start()
 
     def _start_scheduler(self) -> None:
@@ -426,12 +456,13 @@ class ControlPlane:
             f"--cert-dir={self.workdir / 'scheduler-certs'}",
             "--profiling=false",
             "--v=1",
+            *self.extra_args.get("kube-scheduler", []),
         ], self.logs_dir / "kube-scheduler.log").start()
 
     def _wait_controllers_ready(self, timeout: float = 60) -> None:
         def healthz(port: int) -> bool:
             # Their serving certs are self-signed at startup: no CA to verify with.
-            r = requests.get(f"https://{LOOPBACK}:{port}/healthz", verify=False, timeout=3)
+            r = http().get(f"https://{LOOPBACK}:{port}/healthz", verify=False, timeout=3)
             return r.status_code == 200
 
         with _no_insecure_warning():

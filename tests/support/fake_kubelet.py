@@ -43,6 +43,7 @@ GPU_RESOURCE = "nvidia.com/gpu"
 #: The taint GPU pools usually carry; pods need a toleration for it.
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+NOT_READY_TAINT = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
 
 DEFAULT_PRODUCT = "NVIDIA-H100-80GB-HBM3"
 DEFAULT_DRIVER = "550.54.15"
@@ -290,6 +291,7 @@ class FakeKubelet:
         with self._lock:
             self._nodes[name] = node
         self._post_status(node)
+        self._sync_condition_taints(node)
         self._renew_lease(node)
         # Pods may already be bound to a node of that name (adopted node).
         self._work.put(("resync", None))
@@ -327,6 +329,8 @@ class FakeKubelet:
                 cond["lastTransitionTime"] = old["lastTransitionTime"]
             node.conditions[ctype] = cond
         self._post_status(node)
+        if ctype == "Ready":
+            self._sync_condition_taints(node)
 
     def set_allocatable(self, name: str, resource: str, value: str) -> None:
         """E.g. lower ``nvidia.com/gpu`` allocatable as the device plugin does after an XID."""
@@ -356,6 +360,32 @@ class FakeKubelet:
                 self._error(f"node status {node.name}: {exc.status} {exc.reason}")
         except Exception as exc:  # noqa: BLE001 - apiserver down: next heartbeat retries
             log.debug("node status %s: %r", node.name, exc)
+
+    def _sync_condition_taints(self, node: FakeNode) -> None:
+        """Do what the node-lifecycle controller (disabled in the harness) does
+        for readiness: the apiserver's TaintNodesByCondition admission puts
+        ``node.kubernetes.io/not-ready:NoSchedule`` on every new node; remove
+        it while the node is Ready, put it back when it is not."""
+        ready = node.conditions.get("Ready", {}).get("status") == "True"
+        core = self._core()
+        for _ in range(10):
+            obj = json.loads(core.read_node(node.name, _preload_content=False).data)
+            taints = obj["spec"].get("taints") or []
+            has = any(t["key"] == NOT_READY_TAINT["key"] and t["effect"] == "NoSchedule" for t in taints)
+            if ready == (not has):
+                return
+            if ready:
+                new = [t for t in taints if not (t["key"] == NOT_READY_TAINT["key"] and t["effect"] == "NoSchedule")]
+            else:
+                new = [*taints, {**NOT_READY_TAINT, "timeAdded": _now()}]
+            obj["spec"]["taints"] = new
+            try:
+                core.replace_node(node.name, obj)
+                return
+            except ApiException as exc:
+                if exc.status != 409:  # conflict: someone else changed the node; re-read
+                    raise
+        raise RuntimeError(f"could not update taints of {node.name}: too many conflicts")
 
     def _renew_lease(self, node: FakeNode) -> None:
         coord = self._coord()

@@ -29,6 +29,16 @@ class HarnessError(RuntimeError):
     """A test server failed to start or misbehaved (message has the log tail)."""
 
 
+def http() -> "requests.Session":
+    """A requests session for loopback servers that ignores the environment
+    (REQUESTS_CA_BUNDLE would override ``verify``; proxies have no business here)."""
+    import requests
+
+    s = requests.Session()
+    s.trust_env = False
+    return s
+
+
 def free_port() -> int:
     """A TCP port that is free on 127.0.0.1 right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:

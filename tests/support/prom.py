@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import requests
 import yaml
 
 from tests.support.exporters import DcgmExporter, format_labels, format_value
@@ -29,6 +28,7 @@ from tests.support.procs import (
     HarnessError,
     ManagedProcess,
     free_port,
+    http,
     port_is_free,
     run,
     wait_for,
@@ -118,8 +118,11 @@ class PrometheusServer:
         self.scrape_interval = scrape_interval
         self.scrape_configs = scrape_configs
         self.proc: ManagedProcess | None = None
+        self._http = http()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.last_start_seconds: float | None = None
+        #: (first, last) sample time of everything backfilled so far
+        self.history_window: tuple[float, float] | None = None
         self.write_config()
 
     # --- config / data -------------------------------------------------------------
@@ -139,7 +142,17 @@ class PrometheusServer:
         """
         if self.running():
             raise HarnessError("backfill needs Prometheus stopped (call stop() first)")
-        text = series if isinstance(series, str) else openmetrics_text(series)
+        if isinstance(series, str):
+            text = series
+        else:
+            series = list(series)
+            times = [t for s in series for t, _ in s.samples]
+            if times:
+                lo, hi = min(times), max(times)
+                if self.history_window:
+                    lo, hi = min(lo, self.history_window[0]), max(hi, self.history_window[1])
+                self.history_window = (lo, hi)
+            text = openmetrics_text(series)
         src = self.workdir / f"backfill-{time.time_ns()}.om"
         src.write_text(text)
         run([self.promtool_bin, "tsdb", "create-blocks-from", "openmetrics", src, self.data_dir], timeout=120)
@@ -169,7 +182,7 @@ class PrometheusServer:
             "--web.enable-lifecycle",
             "--log.level=info",
         ], self.log_path, cwd=self.workdir).start()
-        self.proc.wait_ready(lambda: requests.get(f"{self.url}/-/ready", timeout=2).status_code == 200,
+        self.proc.wait_ready(lambda: self._http.get(f"{self.url}/-/ready", timeout=2).status_code == 200,
                              timeout=timeout, what="GET /-/ready == 200")
         started_at = time.time()
         extra: Callable[[], Any] | None = None
@@ -192,7 +205,7 @@ class PrometheusServer:
         return self
 
     def targets(self) -> list[dict[str, Any]]:
-        r = requests.get(f"{self.url}/api/v1/targets", params={"state": "active"}, timeout=3)
+        r = self._http.get(f"{self.url}/api/v1/targets", params={"state": "active"}, timeout=3)
         return r.json()["data"]["activeTargets"]
 
     def _all_targets_scraped_since(self, since: float) -> bool:
@@ -224,7 +237,7 @@ class PrometheusServer:
 
     def reload(self) -> None:
         """Re-read the config (after changing ``scrape_configs`` and :meth:`write_config`)."""
-        r = requests.post(f"{self.url}/-/reload", timeout=10)
+        r = self._http.post(f"{self.url}/-/reload", timeout=10)
         if r.status_code != 200:
             raise HarnessError(f"Prometheus reload failed: {r.status_code} {r.text}")
 
@@ -239,7 +252,7 @@ class PrometheusServer:
 
     # --- queries --------------------------------------------------------------------
     def _api(self, path: str, params: dict[str, Any]) -> Any:
-        r = requests.get(f"{self.url}{path}", params=params, timeout=10)
+        r = self._http.get(f"{self.url}{path}", params=params, timeout=10)
         body = r.json()
         if r.status_code != 200 or body.get("status") != "success":
             raise HarnessError(f"Prometheus {path} {params}: {r.status_code} {body}")

@@ -27,6 +27,7 @@ import pytest
 from tests.support.control_plane import ControlPlane, find_binaries
 from tests.support.exporters import DcgmExporter, InferenceExporter
 from tests.support.fake_kubelet import FakeKubelet
+from tests.support.procs import HarnessError
 from tests.support.prom import (
     DCGM_JOB,
     PrometheusServer,
@@ -70,7 +71,8 @@ def fake_kubelet(cluster: ControlPlane) -> Iterator[FakeKubelet]:
                              memory_mib=spec.memory_mib)
         for name in DEFAULT_CPU_NODES:
             kubelet.add_node(name, gpus=0, cpu="32", memory="128Gi")
-        kubelet.synced.wait(30)
+        if not kubelet.synced.wait(30):
+            raise HarnessError(f"fake kubelet never listed pods; errors: {kubelet.errors}\n{cluster.describe()}")
         yield kubelet
     finally:
         kubelet.stop()

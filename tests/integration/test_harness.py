@@ -108,12 +108,30 @@ def test_gpu_nodes_are_ready_with_gpu_labels_and_leases(cluster: ControlPlane, f
     assert GPU_NODE_NAMES <= set(renewed)
 
 
-def test_heartbeats_advance(cluster: ControlPlane, fake_kubelet: FakeKubelet):
+def test_heartbeats_renew_the_lease_and_status(cluster: ControlPlane):
+    # A kubelet of its own with a fast heartbeat, so the loop itself is tested.
+    kubelet = FakeKubelet(cluster.kubeconfigs["kubelet"], heartbeat_interval=0.5).start()
     coord = k8s.CoordinationV1Api(cluster.harness_client())
-    before = coord.read_namespaced_lease("gpu-node-1", "kube-node-lease").spec.renew_time
-    fake_kubelet._renew_lease(fake_kubelet.node("gpu-node-1"))  # what the heartbeat loop does
-    after = coord.read_namespaced_lease("gpu-node-1", "kube-node-lease").spec.renew_time
-    assert after > before
+    core = k8s.CoreV1Api(cluster.harness_client())
+    try:
+        kubelet.add_node("hb-node", gpus=2)
+        first = coord.read_namespaced_lease("hb-node", "kube-node-lease").spec.renew_time
+        beat = core.read_node("hb-node").status.conditions
+        first_beat = {c.type: c.last_heartbeat_time for c in beat}["Ready"]
+        wait_for(lambda: coord.read_namespaced_lease("hb-node", "kube-node-lease").spec.renew_time > first,
+                 timeout=10, what="lease renewal")
+        wait_for(lambda: {c.type: c.last_heartbeat_time for c in core.read_node("hb-node").status.conditions}
+                 ["Ready"] > first_beat, timeout=10, what="Ready heartbeat")
+        # Not Ready: condition and the not-ready NoSchedule taint, as the node-lifecycle controller would
+        kubelet.set_ready("hb-node", False)
+        node = core.read_node("hb-node")
+        assert {c.type: c.status for c in node.status.conditions}["Ready"] == "False"
+        assert any(t.key == "node.kubernetes.io/not-ready" for t in node.spec.taints or [])
+        kubelet.set_ready("hb-node", True)
+        assert not any(t.key == "node.kubernetes.io/not-ready" for t in core.read_node("hb-node").spec.taints or [])
+    finally:
+        kubelet.stop()
+        core.delete_node("hb-node")
 
 
 @pytest.fixture(scope="module")

@@ -576,8 +576,15 @@ class ControlPlane:
         return wait_for(find, timeout=timeout, interval=0.1, what=f"audit event of {user} matching {match}")
 
     # --- diagnostics ------------------------------------------------------
-    def describe(self) -> str:
-        return "\n".join(p.describe_failure(20) for p in self.processes())
+    def describe(self, lines: int = 15) -> str:
+        """What a failing test wants to see: nodes and pods, then log tails."""
+        parts = []
+        if self.apiserver_running():
+            res = self.kubectl("get", "nodes,pods", "-A", "-o", "wide", check=False, timeout=15)
+            parts.append("--- kubectl get nodes,pods -A -o wide:\n" + res.stdout.decode(errors="replace")
+                         + res.stderr.decode(errors="replace"))
+        parts.extend(p.describe_failure(lines) for p in self.processes())
+        return "\n".join(parts)
 
 
 class _no_insecure_warning:

@@ -344,6 +344,14 @@ class FakeKubelet:
         with self._lock:
             self._nodes[name].heartbeats = not paused
 
+    def heartbeat(self, name: str | None = None) -> None:
+        """Post status and renew the Lease now (for ``name`` or every node)."""
+        with self._lock:
+            nodes = [self._nodes[name]] if name else list(self._nodes.values())
+        for node in nodes:
+            self._post_status(node)
+            self._renew_lease(node)
+
     def set_pod_ready(self, namespace: str, name: str, ready: bool) -> None:
         """Force a running pod's readiness (sticks until called again)."""
         pod = json.loads(self._core().read_namespaced_pod(name, namespace, _preload_content=False).data)

@@ -75,6 +75,12 @@ if [[ "${GPUTUI_FORCE_REBUILD:-0}" != 1 ]] && cache_complete; then
   exit 0
 fi
 
+# Holding the lock, any leftover work dir is from a build that was killed.
+for stale in "$cache_root/k8s"/.build-*; do
+  [[ -d "$stale" ]] || continue
+  log "removing leftover work dir of an interrupted build: $stale"
+  rm -rf "$stale"
+done
 work="$(mktemp -d "$cache_root/k8s/.build-$K8S_VERSION.XXXXXX")"
 cleanup() { rm -rf "$work"; }
 trap cleanup EXIT

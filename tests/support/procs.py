@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import atexit
 import ctypes
-import os
 import signal
 import socket
 import subprocess

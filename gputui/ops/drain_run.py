@@ -32,7 +32,7 @@ RETRY_BLOCKED_S = 5.0  # kubectl's retry period while a PDB says 429
 @dataclass(frozen=True, slots=True)
 class DrainEvent:
     node: str
-    kind: str  # started, blocked, evicted, waiting, sessions-cut, gone, failed, aborted, done, info
+    kind: str  # started, blocked, evicted, waiting, sessions-cut, gone, failed, aborted, done, info, tick
     pod: str = ""
     message: str = ""
     sessions: int | None = None
@@ -256,6 +256,7 @@ def run_drain(
                 yield DrainEvent(node, "failed", prog.key, reason)
         if all(p.finished for p in pods.values()):
             break
+        yield DrainEvent(node, "tick")  # lets a batch driver interleave several drains
         sleep(poll_s)
     annotate("done")
     yield DrainEvent(node, "done", message=report.describe())

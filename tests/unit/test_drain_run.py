@@ -159,3 +159,29 @@ def test_no_session_is_lost_unless_chosen_and_no_budget_is_violated(seed, node_i
         for b in budgets:
             if b.name in held:
                 assert b.current_healthy >= b.desired_healthy, b
+
+
+def test_batch_parallelism_and_capacity_guard():
+    from gputui.ops.drain_batch import run_batch
+
+    clock = ManualClock()
+    cluster = DemoCluster(seed=7, clock=clock)
+    snap = cluster.snapshot()
+    l40s = [n.name for n in snap.nodes if n.gpu_product == "NVIDIA-L40S" and n.ready and not n.unschedulable]
+    # bge-large's pods (1 GPU each) live on the first L40S node; the others are idle.
+    gen = run_batch(l40s, cluster, cluster, AuditLog(None, "t", "demo"), parallel=2,
+                    clock=clock, sleep=clock.advance, poll_s=2.0)
+    events = []
+    try:
+        while True:
+            events.append(next(gen))
+    except StopIteration as stop:
+        reports = stop.value
+    guard = [e for e in events if "capacity guard" in e.message]
+    assert guard, "draining every L40S node must hit the capacity guard"
+    drained = [n for n, r in reports.items() if not r.failed]
+    assert drained and len(drained) < len(l40s)
+    # Parallelism 2: the first two nodes started before either finished.
+    starts = [e.node for e in events if e.kind == "started"]
+    assert starts[:2] == l40s[:2]
+    assert cluster.lost_sessions == 0

@@ -62,6 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
     nodes = sub.add_parser("nodes", help="print the GPU nodes (table or JSON) and exit")
     _common(nodes)
     nodes.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    from gputui import headless_drain
+
+    headless_drain.add_parser(sub, _common)
     return parser
 
 
@@ -89,6 +92,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = _settings(args)
         if args.command == "nodes":
             return _nodes(settings, args.output)
+        if args.command == "drain":
+            from gputui import headless_drain
+
+            return headless_drain.run(settings, args, _backend)
         return _tui(settings)
     except UsageError as exc:
         return _fail(str(exc))

@@ -18,7 +18,7 @@ from gputui.backends.kube_http import ApiError, Connection
 PAGE_SIZE = 500
 WATCH_TIMEOUT_S = 240  # the server ends the watch; we re-watch from the last version
 BACKOFF_MIN_S = 0.5
-BACKOFF_MAX_S = 30.0
+BACKOFF_MAX_S = 5.0  # a dashboard must come back quickly once the apiserver does
 
 Transform = Callable[[dict[str, Any]], Any]
 

@@ -74,11 +74,14 @@ class Connection:
         if body is not None:
             headers["Content-Type"] = content_type
             data = json.dumps(body).encode()
+        # A GET may be retried once when a pooled connection died with a restarted apiserver;
+        # writes are never retried here (the ops decide).
+        retries = urllib3.Retry(total=1, read=0, status=0, redirect=0) if method == "GET" else False
         try:
             resp = self.pool.request(
                 method, self.url(path, query), body=data, headers=headers,
                 timeout=urllib3.Timeout(connect=min(CONNECT_TIMEOUT_S, timeout), read=timeout),
-                retries=False, preload_content=True,
+                retries=retries, preload_content=True,
             )
         except urllib3.exceptions.HTTPError as exc:
             raise BackendError(f"cannot reach {self.host}: {_reason(exc)}") from None

@@ -104,7 +104,7 @@ def test_snapshot_matches_what_the_cluster_holds(cluster, prometheus, dcgm_expor
             assert [g.index for g in node.gpus] == list(range(spec.gpus))
         g0 = snap.node("gpu-node-1").gpus[0]
         assert (g0.util_pct, g0.temp_c, g0.power_w, g0.mem_used_mib) == (73.0, 61.0, 412.0, 20000.0)
-        pods = {p.name: p for p in workload["pods"]}
+        pods = {p.metadata.name: p for p in workload["pods"]}
         allocated: dict[str, int] = {}
         for p in pods.values():
             gpus = int(p.spec.containers[0].resources.limits["nvidia.com/gpu"])

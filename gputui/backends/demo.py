@@ -10,15 +10,18 @@ pods are replaced by their controller on a node with free GPUs of the model.
 
 from __future__ import annotations
 
+import copy
 import math
 import random
 import threading
 import time
+import uuid
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 from gputui.backends.base import Backend, EvictionOutcome, EvictionResult, WriteError
+from gputui.backends.kube_objects import RouteBackend, httproute_record, virtualservice_record
 from gputui.model import (
     DRAIN_PHASE_ANNOTATION,
     Budget,
@@ -45,6 +48,23 @@ DEFAULT_GRACE_S = 30
 DRIVER = "550.127.05"
 OLD_DRIVER = "535.183.01"
 CUDA = "12.4"
+
+# The route kinds the demo serves, as a cluster with Gateway API and Istio installed would:
+# kind -> (group, plural, served versions, preferred first).
+ROUTE_APIS = {
+    "HTTPRoute": ("gateway.networking.k8s.io", "httproutes", ("v1", "v1beta1")),
+    "VirtualService": ("networking.istio.io", "virtualservices", ("v1", "v1beta1", "v1alpha3")),
+}
+HTTPROUTE_MAX_WEIGHT = 1_000_000  # the CRD schema's maximum
+BACKEND_PORT = 8000
+
+
+class DemoApiError(WriteError):
+    """What the apiserver would answer, with its HTTP status (as kube_http.ApiError has)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"{status}: {message}")
+        self.status = status
 
 
 @dataclass(frozen=True)
@@ -88,7 +108,7 @@ class _SimNode:
 class _SimVersion:
     name: str
     replicas: int
-    weight: int | None
+    weight: int | None  # the route's weight at start; afterwards the route object holds it
 
 
 @dataclass
@@ -187,6 +207,13 @@ class DemoCluster:
         self.identity = "demo-operator"
         self._nodes = {n.name: n for n in _fleet()}
         self._services = {f"{s.namespace}/{s.name}": s for s in _services()}
+        # One real-format route object per routed service: the writer patches these exactly as
+        # the apiserver would, and the simulated router reads its weights from them.
+        self._routes: dict[str, dict[str, Any]] = {
+            key: _route_object(s) for key, s in self._services.items() if s.router_kind
+        }
+        self._weights_cache: dict[str, tuple[str, dict[str, int | None]]] = {}
+        self._resource_version = 1000
         self._pods: dict[str, _SimPod] = {}
         self._serial = 0
         start = clock()
@@ -325,8 +352,9 @@ class DemoCluster:
         # Load follows a slow wave so the fleet looks alive rather than flat.
         wave = 1.0 + 0.25 * math.sin(t / 97.0)
         n = self._poisson(svc.arrivals_per_s * wave * STEP_S)
-        versions = [v for v in svc.versions if v.weight is None or v.weight > 0]
-        weights = [v.weight if v.weight is not None else 1 for v in versions]
+        route_weights = self._route_weights(svc)
+        versions = [v for v in svc.versions if route_weights.get(v.name, 0 if svc.router_kind else None) != 0]
+        weights = [route_weights.get(v.name) or 1 for v in versions]  # unrouted: even split
         if not versions or sum(weights) == 0:
             return
         for _ in range(n):
@@ -479,19 +507,47 @@ class DemoCluster:
             if p.namespace == svc.namespace and p.service == svc.name and p.version == version
         ]
 
+    def _route_backends(self, s: _SimService) -> dict[str, RouteBackend]:
+        """version -> its backend in the route, parsed by the same code the live backend uses."""
+        route = self._routes.get(f"{s.namespace}/{s.name}")
+        if route is None:
+            return {}
+        record = (httproute_record if s.router_kind == "HTTPRoute" else virtualservice_record)(route)
+        found: dict[str, RouteBackend] = {}
+        for b in record.backends:
+            for v in s.versions:
+                if (b.subset == v.name) if b.subset else (b.service == _backend_name(s, v.name)):
+                    found.setdefault(v.name, b)
+        return found
+
+    def _route_weights(self, s: _SimService) -> dict[str, int | None]:
+        key = f"{s.namespace}/{s.name}"
+        route = self._routes.get(key)
+        if route is None:
+            return {}
+        version = route["metadata"]["resourceVersion"]
+        cached = self._weights_cache.get(key)
+        if cached is None or cached[0] != version:
+            cached = (version, {name: b.weight for name, b in self._route_backends(s).items()})
+            self._weights_cache[key] = cached
+        return cached[1]
+
     def _service_model(self, s: _SimService) -> InferenceService:
         versions = []
+        backends = self._route_backends(s)
         for v in s.versions:
             pods = self._version_pods(s, v.name)
             live = [p for p in pods if p.deleting_at is None]
             ready = sum(p.ready(self._t) for p in live)
+            routed = backends.get(v.name)
             versions.append(ServiceVersion(
-                name=v.name, weight=v.weight,
+                name=v.name, weight=routed.weight if routed else None,
                 rollout=Rollout(
                     replicas_desired=v.replicas, replicas=len(live), updated=len(live),
                     ready=ready, available=ready,
                 ),
-                backend=f"{s.name}-{v.name}", workload=f"{s.name}-{v.name}",
+                backend=routed.service if routed else f"{s.name}-{v.name}",
+                workload=f"{s.name}-{v.name}",
             ))
         router = s.name if s.router_kind else ""
         return InferenceService(s.namespace, s.name, tuple(versions), s.router_kind, router)
@@ -583,13 +639,300 @@ class DemoCluster:
             return pod.uid if pod else None
 
     def set_weights(self, namespace: str, service: str, weights: Mapping[str, int]) -> None:
+        """A shortcut for tests: set weights in the service's route object (its splitting rule)."""
         with self._lock:
-            svc = self._services.get(f"{namespace}/{service}")
+            key = f"{namespace}/{service}"
+            svc = self._services.get(key)
             if svc is None:
-                raise WriteError(f'service "{namespace}/{service}" not found')
-            for v in svc.versions:
-                if v.name in weights:
-                    v.weight = weights[v.name]
+                raise WriteError(f'service "{key}" not found')
+            route = self._routes.get(key)
+            if route is None:
+                raise WriteError(f'service "{key}" has no route')
+            self._advance(self._clock())
+            updated = copy.deepcopy(route)
+            rules = updated["spec"]["rules" if svc.router_kind == "HTTPRoute" else "http"]
+            split = max(rules, key=lambda r: len(r.get("backendRefs") or r.get("route") or []))
+            for entry in split.get("backendRefs") or split.get("route") or []:
+                dest = entry.get("destination") or {}
+                for v in svc.versions:
+                    mine = dest.get("subset") == v.name if dest else entry.get("name") == _backend_name(svc, v.name)
+                    if mine and v.name in weights:
+                        entry["weight"] = int(weights[v.name])
+            self._store(namespace, service, route, updated)
+
+    # ----- custom resources: GET and PATCH as the apiserver serves them -------------------
+
+    def _find(self, group: str, version: str, plural: str, namespace: str, name: str) -> tuple[str, dict[str, Any]]:
+        kind = next((k for k, (g, p, _) in ROUTE_APIS.items() if g == group and p == plural), None)
+        if kind is None or version not in ROUTE_APIS[kind][2]:
+            raise DemoApiError(404, "the server could not find the requested resource")
+        route = self._routes.get(f"{namespace}/{name}")
+        if route is None or route.get("kind") != kind:
+            raise DemoApiError(404, f'{plural}.{group} "{name}" not found')
+        return kind, route
+
+    def get_object(self, group: str, version: str, plural: str, namespace: str, name: str) -> dict:
+        with self._lock:
+            _, route = self._find(group, version, plural, namespace, name)
+            out = copy.deepcopy(route)
+            out["apiVersion"] = f"{group}/{version}"
+            return out
+
+    def patch_object(
+        self, group: str, version: str, plural: str, namespace: str, name: str,
+        patch: dict | list, patch_type: str = "merge", subresource: str = "",
+    ) -> dict:
+        with self._lock:
+            kind, route = self._find(group, version, plural, namespace, name)
+            if subresource not in ("", "status"):
+                raise DemoApiError(404, "the server could not find the requested resource")
+            if patch_type == "merge":
+                if not isinstance(patch, dict):
+                    raise DemoApiError(400, "json: cannot unmarshal array into Go value of type map[string]interface {}")
+                updated = merge_patch(copy.deepcopy(route), patch)
+            elif patch_type == "json":
+                if not isinstance(patch, list):
+                    raise DemoApiError(400, "json: cannot unmarshal object into Go value of type jsonpatch.Patch")
+                updated = json_patch(copy.deepcopy(route), patch)
+            else:  # custom resources take no strategic merge patch
+                raise DemoApiError(
+                    415, "the body of the request was in an unknown format - accepted media types include: "
+                    "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+                )
+            if not isinstance(updated, dict):
+                raise DemoApiError(400, "the patch does not leave an object")
+            meta, old_meta = updated.get("metadata") or {}, route["metadata"]
+            if meta.get("name") != name or meta.get("namespace", namespace) != namespace:
+                raise DemoApiError(400, f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})")
+            if meta.get("resourceVersion", old_meta["resourceVersion"]) != old_meta["resourceVersion"]:
+                # A resourceVersion in the patch is a precondition, as the apiserver reads it.
+                raise DemoApiError(
+                    409, f'Operation cannot be fulfilled on {plural}.{group} "{name}": the object has been '
+                    "modified; please apply your changes to the latest version and try again",
+                )
+            # The status subresource changes status only; the main resource never changes status.
+            if subresource == "status":
+                status = updated.get("status")
+                updated = copy.deepcopy(route)
+                updated["status"] = status
+            else:
+                updated["status"] = copy.deepcopy(route.get("status"))
+                keep = ("uid", "generation", "creationTimestamp", "resourceVersion")
+                updated["metadata"] = {**meta, **{k: old_meta[k] for k in keep}}
+            problems = _validate_route(kind, updated)
+            if problems:
+                raise DemoApiError(422, f'{kind}.{group} "{name}" is invalid: ' + ", ".join(problems))
+            self._advance(self._clock())  # sessions so far arrived under the old weights
+            self._store(namespace, name, route, updated)
+            out = copy.deepcopy(self._routes[f"{namespace}/{name}"])
+            out["apiVersion"] = f"{group}/{version}"
+            return out
+
+    def _store(self, namespace: str, name: str, old: dict[str, Any], new: dict[str, Any]) -> None:
+        new["apiVersion"] = old["apiVersion"]
+        if new == old:
+            return  # the apiserver writes nothing for a no-op patch
+        self._resource_version += 1
+        meta = new["metadata"]
+        meta["resourceVersion"] = str(self._resource_version)
+        if new.get("spec") != old.get("spec"):
+            meta["generation"] = int(old["metadata"].get("generation", 1)) + 1
+        self._routes[f"{namespace}/{name}"] = new
+
+
+def _backend_name(svc: _SimService, version: str) -> str:
+    return f"{svc.name}-{version}"
+
+
+def _route_object(svc: _SimService) -> dict[str, Any]:
+    """The route a real cluster would hold for this service (no randomness: the seed is untouched)."""
+    api = ROUTE_APIS[svc.router_kind]
+    meta = {
+        "name": svc.name, "namespace": svc.namespace,
+        "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"demo/{svc.router_kind}/{svc.namespace}/{svc.name}")),
+        "resourceVersion": "1000", "generation": 1, "creationTimestamp": "2026-11-02T09:00:00Z",
+        "labels": {"app.kubernetes.io/name": svc.name},
+    }
+    if svc.router_kind == "HTTPRoute":
+        canary = svc.versions[-1]
+        spec = {
+            "parentRefs": [{"group": "gateway.networking.k8s.io", "kind": "Gateway",
+                            "name": "inference-gateway", "namespace": "gateway-system"}],
+            "rules": [
+                # Testers reach the canary by header, whatever the split says.
+                {"matches": [{"headers": [{"type": "Exact", "name": "x-model-version", "value": canary.name}],
+                              "path": {"type": "PathPrefix", "value": "/"}}],
+                 "backendRefs": [{"group": "", "kind": "Service", "name": _backend_name(svc, canary.name),
+                                  "port": BACKEND_PORT, "weight": 1}]},
+                {"matches": [{"path": {"type": "PathPrefix", "value": "/"}}],
+                 "backendRefs": [{"group": "", "kind": "Service", "name": _backend_name(svc, v.name),
+                                  "port": BACKEND_PORT, "weight": v.weight} for v in svc.versions]},
+            ],
+        }
+        status: dict[str, Any] = {"parents": [{
+            "parentRef": {"group": "gateway.networking.k8s.io", "kind": "Gateway",
+                          "name": "inference-gateway", "namespace": "gateway-system"},
+            "controllerName": "demo.gputui.io/gateway-controller",
+            "conditions": [{"type": "Accepted", "status": "True", "reason": "Accepted",
+                            "observedGeneration": 1, "lastTransitionTime": "2026-11-02T09:00:00Z",
+                            "message": ""}],
+        }]}
+    else:
+        host = f"{svc.name}.{svc.namespace}.svc.cluster.local"
+        spec = {
+            "hosts": [host],
+            "http": [{"name": "primary", "route": [
+                {"destination": {"host": host, "subset": v.name, "port": {"number": BACKEND_PORT}}, "weight": v.weight}
+                for v in svc.versions
+            ]}],
+        }
+        status = {}
+    return {"apiVersion": f"{api[0]}/{api[2][0]}", "kind": svc.router_kind, "metadata": meta,
+            "spec": spec, "status": status}
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _validate_route(kind: str, obj: dict[str, Any]) -> list[str]:
+    """The checks the CRD schema (HTTPRoute) or Istio's validating webhook (VirtualService) make."""
+    problems: list[str] = []
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return ["spec: Required value"]
+    if kind == "HTTPRoute":
+        for i, rule in enumerate(spec.get("rules") or []):
+            for j, ref in enumerate(rule.get("backendRefs") or []):
+                where = f"spec.rules[{i}].backendRefs[{j}]"
+                if not ref.get("name"):
+                    problems.append(f"{where}.name: Required value")
+                weight = ref.get("weight", 1)
+                if not _is_int(weight):
+                    problems.append(f'{where}.weight: Invalid value: "{weight}": {where}.weight in body must be of type integer')
+                elif weight < 0:
+                    problems.append(f"{where}.weight: Invalid value: {weight}: {where}.weight in body should be greater than or equal to 0")
+                elif weight > HTTPROUTE_MAX_WEIGHT:
+                    problems.append(f"{where}.weight: Invalid value: {weight}: {where}.weight in body should be less than or equal to {HTTPROUTE_MAX_WEIGHT}")
+    else:
+        for http in spec.get("http") or []:
+            routes = http.get("route") or []
+            total = 0
+            for r in routes:
+                weight = r.get("weight", 0)
+                if not _is_int(weight):
+                    problems.append(f"weight {weight!r} is not an integer")
+                elif weight < 0:
+                    problems.append(f"weight {weight} < 0")
+                else:
+                    total += weight
+                if not (r.get("destination") or {}).get("host"):
+                    problems.append("destination.host is required")
+            if len(routes) > 1 and total == 0 and not problems:
+                problems.append("total destination weight = 0")
+        if problems:  # Istio's webhook words it so
+            problems = ['admission webhook "validation.istio.io" denied the request: configuration is invalid: '
+                        + "; ".join(problems)]
+    return problems
+
+
+# ----- RFC 7386 JSON merge patch and RFC 6902 JSON patch, as the apiserver applies them -----
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)  # a list or a scalar replaces whatever was there
+    result = target if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    """JSON equality: 1 == 1.0, but true is not 1."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+def _pointer(path: Any) -> list[str]:
+    if not isinstance(path, str) or (path and not path.startswith("/")):
+        raise DemoApiError(400, f"invalid JSON pointer {path!r}")
+    return [p.replace("~1", "/").replace("~0", "~") for p in path.split("/")[1:]] if path else []
+
+
+def _index(container: list, token: str, path: str, op: str, allow_end: bool) -> int:
+    if token == "-" and allow_end:
+        return len(container)
+    if not token.isdigit() or (len(token) > 1 and token[0] == "0"):
+        raise DemoApiError(422, f"{op} operation does not apply: doc is missing path: {path}: invalid index")
+    i = int(token)
+    if i > len(container) or (i == len(container) and not allow_end):
+        raise DemoApiError(422, f"{op} operation does not apply: doc is missing path: {path}: index out of range")
+    return i
+
+
+def json_patch(doc: Any, ops: list) -> Any:
+    """add, remove, replace and test (what gputui sends); the whole patch or nothing."""
+    for op in ops:
+        if not isinstance(op, dict) or "op" not in op or "path" not in op:
+            raise DemoApiError(400, "each JSON patch operation needs op and path")
+        kind, path = op["op"], op["path"]
+        if kind not in ("add", "remove", "replace", "test"):
+            raise DemoApiError(400, f'the demo cluster does not implement JSON patch op "{kind}"')
+        if kind != "remove" and "value" not in op:
+            raise DemoApiError(400, f"{kind} operation: missing value")
+        tokens = _pointer(path)
+        if not tokens:
+            if kind == "test":
+                if not _json_equal(doc, op["value"]):
+                    raise DemoApiError(422, f"testing value {path} failed: test failed")
+                continue
+            doc = copy.deepcopy(op["value"])
+            continue
+        parent = doc
+        for token in tokens[:-1]:
+            if isinstance(parent, dict) and token in parent:
+                parent = parent[token]
+            elif isinstance(parent, list):
+                parent = parent[_index(parent, token, path, kind, False)]
+            else:
+                raise DemoApiError(422, f"{kind} operation does not apply: doc is missing path: {path}: missing value")
+        last = tokens[-1]
+        if isinstance(parent, dict):
+            present = last in parent
+            if kind == "add":
+                parent[last] = copy.deepcopy(op["value"])
+            elif not present:
+                raise DemoApiError(422, f"{kind} operation does not apply: doc is missing key: {path}: missing value")
+            elif kind == "remove":
+                del parent[last]
+            elif kind == "replace":
+                parent[last] = copy.deepcopy(op["value"])
+            elif not _json_equal(parent[last], op["value"]):
+                raise DemoApiError(422, f"testing value {path} failed: test failed")
+        elif isinstance(parent, list):
+            i = _index(parent, last, path, kind, kind == "add")
+            if kind == "add":
+                parent.insert(i, copy.deepcopy(op["value"]))
+            elif kind == "remove":
+                del parent[i]
+            elif kind == "replace":
+                parent[i] = copy.deepcopy(op["value"])
+            elif not _json_equal(parent[i], op["value"]):
+                raise DemoApiError(422, f"testing value {path} failed: test failed")
+        else:
+            raise DemoApiError(422, f"{kind} operation does not apply: doc is missing path: {path}: missing value")
+    return doc
 
 
 class _ReadOnlyView:

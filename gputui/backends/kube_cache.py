@@ -136,7 +136,7 @@ class ListWatchCache:
             "timeoutSeconds": WATCH_TIMEOUT_S,
             "labelSelector": self.label_selector,
         }
-        for event in self.conn.stream(self.path, query, timeout=WATCH_TIMEOUT_S + 30):
+        for event in self.conn.stream(self.path, query, timeout=WATCH_TIMEOUT_S + 30, on_open=self._ok):
             if self._stop.is_set():
                 return
             kind = event.get("type")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 from urllib.parse import quote, urlencode
 
 import urllib3
@@ -87,8 +87,14 @@ class Connection:
             raise BackendError(f"cannot reach {self.host}: {_reason(exc)}") from None
         return _decode(resp.status, resp.data, self.host)
 
-    def stream(self, path: str, query: Mapping[str, Any], timeout: float) -> Iterator[dict[str, Any]]:
-        """A watch: one JSON event per line, until the server or the read timeout ends it."""
+    def stream(
+        self, path: str, query: Mapping[str, Any], timeout: float, on_open: Callable[[], None] = lambda: None,
+    ) -> Iterator[dict[str, Any]]:
+        """A watch: one JSON event per line, until the server or the read timeout ends it.
+
+        on_open runs once the server accepted the watch: a quiet cluster sends no events,
+        and an open watch is fresh data all the same.
+        """
         try:
             resp = self.pool.request(
                 "GET", self.url(path, query), headers=self.headers(),
@@ -100,6 +106,7 @@ class Connection:
         try:
             if resp.status != 200:
                 _decode(resp.status, resp.read(), self.host)
+            on_open()
             buffer = b""
             for chunk in resp.stream(64 * 1024):
                 buffer += chunk

@@ -152,7 +152,7 @@ class PromSource:
         try:
             result = self._prom.custom_query_range(
                 promql, start_time=_dt(end - minutes * 60), end_time=_dt(end), step="10s",
-                params={"timeout": f"{self.cfg.timeout}s"},
+                params={"timeout": f"{max(1, round(self.cfg.timeout))}s"},  # Prometheus takes no decimals
             )
         except Exception as exc:
             raise BackendError(_one_line(exc)) from None

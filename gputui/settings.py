@@ -34,6 +34,8 @@ class Settings:
     namespace: str | None = None
     prometheus: str | None = None
     temp_threshold: float = 85.0
+    drain_parallel: int = 1  # nodes drained at once in a maintenance batch
+    session_deadline: float = 900.0  # seconds a drain waits on an inference pod's sessions
     audit_log: str | None = None
     # Label that joins DCGM series to nodes; both spellings are tried when unset.
     host_label: str | None = None
@@ -88,6 +90,10 @@ def _check(s: Settings) -> Settings:
         raise SettingsError(f"refresh must be a positive number of seconds, got {s.refresh:g}")
     if s.refresh > 3600:
         raise SettingsError(f"refresh {s.refresh:g}s is over an hour; give seconds")
+    if s.drain_parallel < 1:
+        raise SettingsError(f"drain_parallel must be at least 1, got {s.drain_parallel}")
+    if s.session_deadline <= 0:
+        raise SettingsError(f"session_deadline must be positive seconds, got {s.session_deadline:g}")
     if not (0 < s.temp_threshold < 200):
         raise SettingsError(f"temp_threshold must be between 0 and 200 °C, got {s.temp_threshold:g}")
     return s

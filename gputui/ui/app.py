@@ -69,6 +69,8 @@ class GputuiApp(App[None]):
         self._no_color = no_color
         self._poll_timer: Timer | None = None
         self._notice = notice
+        self.drain_session = None  # the maintenance batch running now, if any
+        self.drain_poll_s = 1.0  # how often a running drain re-reads sessions
 
     @property
     def read_only(self) -> bool:
@@ -148,6 +150,23 @@ class GputuiApp(App[None]):
             self.call_from_thread(self.poll_now)
 
         self.run_worker(job, thread=True, group="write", exit_on_error=False)
+
+    async def action_quit(self) -> None:
+        session = self.drain_session
+        if session is None or session.finished:
+            self.exit()
+            return
+        from gputui.ui.confirm import ConfirmScreen
+
+        def answer(yes: bool | None) -> None:
+            if yes:
+                self.exit()
+
+        self.push_screen(ConfirmScreen(
+            "Quit while draining?",
+            f"A drain of {', '.join(session.nodes)} is running. Quitting interrupts it; the nodes stay "
+            "cordoned and the drain can be resumed with R from the next gputui.",
+        ), answer)
 
     def action_help(self) -> None:
         from gputui.ui.help import HelpScreen

@@ -24,7 +24,7 @@ from gputui.ui.header import HeaderBar
 from gputui.ui.table_sync import sync_rows
 from gputui.ui.virtual_table import VirtualTable
 
-WRITE_ACTIONS = frozenset({"cordon", "uncordon"})
+WRITE_ACTIONS = frozenset({"cordon", "uncordon", "drain", "resume_drains"})
 
 
 class DashboardScreen(Screen):
@@ -32,6 +32,10 @@ class DashboardScreen(Screen):
         Binding("enter", "open_node", "Open", id="open-node"),
         Binding("c", "cordon", "Cordon", id="cordon", tooltip="Cordon the selected node"),
         Binding("u", "uncordon", "Uncordon", id="uncordon", tooltip="Uncordon the selected node"),
+        Binding("r", "drain", "Drain", id="drain", tooltip="Drain the marked nodes, or the selected one"),
+        Binding("space", "mark", "Mark", id="mark", show=False, tooltip="Mark a node for a maintenance batch"),
+        Binding("p", "drain_progress", "Progress", id="drain-progress", show=False, tooltip="The running drain's board"),
+        Binding("R", "resume_drains", "Resume", id="resume-drains", show=False, tooltip="Resume interrupted drains"),
         Binding("slash", "filter", "Filter", id="filter"),
         Binding("d", "diagnostics", "Diagnose", id="diagnostics", tooltip="Pending GPU pods, lost GPUs, drift, silent exporters"),
         Binding("s", "sort", "Sort", id="sort", tooltip="Sort by the next column"),
@@ -46,6 +50,8 @@ class DashboardScreen(Screen):
         self.sort_reverse = False
         self.filter_text = ""
         self._columns: tuple[NodeColumn, ...] = ()
+        self.marked: set[str] = set()
+        self._told_resumable: set[str] = set()
         self._service_columns: tuple = ()
 
     def compose(self) -> ComposeResult:
@@ -104,9 +110,14 @@ class DashboardScreen(Screen):
         order = sorted(nodes, key=lambda name: (sort_col.sort(nodes[name], ctx), name), reverse=self.sort_reverse)
         columns = self._columns
 
+        marked = self.marked
+
         def render_row(name: str) -> tuple[Text, ...]:
             node = nodes[name]
-            return tuple(col.cell(node, ctx, col.width) for col in columns)
+            cells = [col.cell(node, ctx, col.width) for col in columns]
+            if name in marked:
+                cells[0] = Text("● ", style=f"bold {ctx.palette.draining}") + cells[0]
+            return tuple(cells)
 
         with self.app.batch_update():
             self.nodes_table.set_rows(order, render_row)
@@ -114,6 +125,19 @@ class DashboardScreen(Screen):
                 self.services_table, service_rows(snap, self.app.palette, self._service_columns)
             )
             self._titles(len(nodes), len(snap.nodes), len(snap.services))
+        self._offer_resume(snap)
+
+    def _offer_resume(self, snap) -> None:
+        from gputui.ops.drain_run import resumable
+
+        if self.app.drain_session is not None and not self.app.drain_session.finished:
+            return
+        new = [n for n in resumable(snap) if n not in self._told_resumable]
+        if new:
+            self._told_resumable.update(new)
+            who = {n: snap.node(n).annotations.get("gputui.io/drain-by", "someone") for n in new}
+            text = ", ".join(f"{n} (by {who[n]})" for n in new)
+            self.app.notify(f"Interrupted drain on {text}. Press R to resume it.", title="Drain", timeout=20)
 
     def _titles(self, shown: int, total: int, services: int) -> None:
         col = NODE_COLUMNS[self.sort_index]
@@ -146,7 +170,8 @@ class DashboardScreen(Screen):
     # ----- actions ---------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in WRITE_ACTIONS and not self.app.backend.may("cordon"):
+        if action in WRITE_ACTIONS and not (self.app.backend.may("cordon") and
+                                            (action in ("cordon", "uncordon") or self.app.backend.may("evict"))):
             return None  # read-only, or RBAC says no: shown dimmed, not hidden
         return True
 
@@ -159,6 +184,57 @@ class DashboardScreen(Screen):
             from gputui.ui.node_detail import NodeDetailScreen
 
             self.app.push_screen(NodeDetailScreen(name))
+
+    def action_mark(self) -> None:
+        name = self.selected_node()
+        if name:
+            self.marked.symmetric_difference_update({name})
+            self.nodes_table.action_cursor(1)
+            self.show_snapshot()
+
+    def action_drain(self) -> None:
+        nodes = sorted(self.marked) or ([self.selected_node()] if self.selected_node() else [])
+        if not nodes or self.app.snapshot is None:
+            return
+        if self.app.drain_session is not None and not self.app.drain_session.finished:
+            self.app.notify("A drain is running: see it with p, or abort it first.", severity="warning")
+            return
+        from gputui.ops.drain_plan import DrainOptions
+        from gputui.ui.drain_screens import DrainPlanScreen
+
+        def chosen(options) -> None:
+            if options is not None:
+                self.marked.clear()
+                self._start(nodes, options)
+
+        options = DrainOptions(session_deadline_s=self.app.settings.session_deadline)
+        self.app.push_screen(DrainPlanScreen(nodes, options), chosen)
+
+    def _start(self, nodes, options, deadlines=None) -> None:
+        from gputui.ui.drain_screens import DrainProgressScreen, start_drain
+
+        session = start_drain(self.app, nodes, options, deadlines)
+        self.app.push_screen(DrainProgressScreen(session))
+
+    def action_drain_progress(self) -> None:
+        from gputui.ui.drain_screens import DrainProgressScreen
+
+        if self.app.drain_session is None:
+            self.app.notify("No drain has run in this session.")
+            return
+        self.app.push_screen(DrainProgressScreen(self.app.drain_session))
+
+    def action_resume_drains(self) -> None:
+        from gputui.ops.drain_run import options_from_node, resumable
+
+        snap = self.app.snapshot
+        nodes = resumable(snap) if snap else []
+        if not nodes:
+            self.app.notify("No interrupted drain to resume.")
+            return
+        options, _ = options_from_node(snap, nodes[0])
+        deadlines = {n: d for n in nodes if (d := options_from_node(snap, n)[1])}
+        self._start(nodes, options, deadlines)
 
     def action_diagnostics(self) -> None:
         from gputui.ui.diagnostics_screen import DiagnosticsScreen

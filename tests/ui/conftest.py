@@ -15,6 +15,7 @@ def make_app(tmp_path=None, read_only: bool = False, seed: int = 7, **settings) 
     audit = AuditLog(tmp_path / "audit.jsonl" if tmp_path else None, "tester", "demo")
     app = GputuiApp(Settings(demo=True, seed=seed, read_only=read_only, **settings), backend, clock=clock, audit=audit)
     app.test_clock = clock
+    app.drain_poll_s = 0.02  # the tests move the clock by hand; poll often in real time
     return app
 
 

@@ -183,8 +183,10 @@ class KubeWriter:
         except ApiError as exc:
             if exc.status == 404:
                 return EvictionResult(EvictionOutcome.GONE)
-            if exc.status == 429:
-                return EvictionResult(EvictionOutcome.BLOCKED, str(exc.body.get("message", exc)))
+            if exc.status == 429:  # the causes name the budget and its numbers
+                causes = "; ".join(c.get("message", "") for c in exc.causes if c.get("message"))
+                message = str(exc.body.get("message", exc))
+                return EvictionResult(EvictionOutcome.BLOCKED, f"{message} {causes}".strip())
             if exc.status == 403 and any(c.get("reason") == "NamespaceTerminating" for c in exc.causes):
                 return EvictionResult(EvictionOutcome.BLOCKED, "namespace is terminating")
             return EvictionResult(EvictionOutcome.FAILED, str(exc.body.get("message", exc)))

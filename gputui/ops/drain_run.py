@@ -248,6 +248,9 @@ def run_drain(
                 prog.state = "gone"
                 yield DrainEvent(node, "gone", prog.key, "already gone")
             elif outcome is EvictionOutcome.BLOCKED:
+                budgets = snap.budget_for(current) if current else []
+                if budgets and budgets[0].name not in reason:  # name the budget and its numbers
+                    reason = f"{reason} ({'; '.join(b.describe() for b in budgets)})"
                 prog.state, prog.message, prog.next_try = "blocked", reason, now + RETRY_BLOCKED_S
                 yield DrainEvent(node, "blocked", prog.key, reason)
             else:

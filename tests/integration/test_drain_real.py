@@ -1,0 +1,180 @@
+"""Session-aware drains on the real apiserver: real evictions, real PDBs, real UIDs, real Prometheus."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from kubernetes import client
+
+from gputui.backends.kube_backend import live_backend
+from gputui.model import DRAIN_PHASE_ANNOTATION
+from gputui.ops.audit import AuditLog
+from gputui.ops.drain_plan import DrainOptions, Step, plan_drain
+from gputui.ops.drain_run import run_drain
+from gputui.settings import Settings
+from tests.integration.test_kube_backend import wait_until
+
+
+def pool(fake_kubelet, core, name: str) -> tuple[str, str]:
+    """Two fresh GPU nodes labelled for this test; pods land on the first (the second is cordoned)."""
+    a, b = f"{name}-a", f"{name}-b"
+    for node in (a, b):
+        fake_kubelet.add_node(node, gpus=4, labels={"gputui.test/pool": name})
+    core.patch_node(b, {"spec": {"unschedulable": True}})
+    return a, b
+
+
+def workload(kind: str, name: str, ns: str, pool_name: str, replicas: int) -> dict:
+    labels = {"app": name}
+    template = {"metadata": {"labels": labels}, "spec": {
+        "nodeSelector": {"gputui.test/pool": pool_name}, "terminationGracePeriodSeconds": 2,
+        "containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.9.0",
+                        "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+    spec = {"replicas": replicas, "selector": {"matchLabels": labels}, "template": template}
+    if kind == "StatefulSet":
+        spec["serviceName"] = name
+    return {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+def running(core, ns: str, n: int, node: str):
+    def check():
+        pods = [p for p in core.list_namespaced_pod(ns).items if not p.metadata.deletion_timestamp]
+        ok = [p for p in pods if p.status.phase == "Running" and p.spec.node_name == node]
+        return ok if len(ok) == n else None
+    return wait_until(check, 60, what=f"{n} pods running on {node}")
+
+
+def backend_for(cluster, prometheus):
+    return live_backend(Settings(kubeconfig=str(cluster.admin_kubeconfig), prometheus=prometheus.url))
+
+
+def test_sessions_gate_eviction_and_a_real_pdb_blocks_until_headroom(cluster, fake_kubelet, prometheus, inference_exporter, tmp_path):
+    ns = "t-drain-pdb"
+    api = cluster.harness_client()
+    core, apps, policy = client.CoreV1Api(api), client.AppsV1Api(api), client.PolicyV1Api(api)
+    core.create_namespace({"metadata": {"name": ns}})
+    a, b = pool(fake_kubelet, core, "dpdb")
+    apps.create_namespaced_deployment(ns, workload("Deployment", "chat", ns, "dpdb", 2))
+    policy.create_namespaced_pod_disruption_budget(ns, {"metadata": {"name": "chat-pdb"},
+                                                        "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "chat"}}}})
+    pods = running(core, ns, 2, a)
+    names = sorted(p.metadata.name for p in pods)
+    for name in names:
+        inference_exporter.add_pod(ns, name, running=3)
+    prometheus.wait_until('vllm:num_requests_running{namespace="%s"}' % ns, lambda v: len(v) == 2, timeout=30)
+    core.patch_node(b, {"spec": {"unschedulable": None}})
+    backend = backend_for(cluster, prometheus)
+    events, result = [], {}
+    try:
+        def sessions_visible():
+            s = backend.reader.snapshot()
+            mine = [p for p in s.pods_on(a) if p.namespace == ns]
+            return s if len(mine) == 2 and all(p.live_sessions == 3 for p in mine) else None
+
+        snap = wait_until(sessions_visible, 20, what="sessions visible")
+        plan = plan_drain(snap, a, DrainOptions(session_deadline_s=600))
+        assert [p.step for p in plan.pods if p.pod.namespace == ns] == [Step.WAIT_SESSIONS, Step.WAIT_SESSIONS]
+        mark = cluster.audit_mark()
+        audit = AuditLog(tmp_path / "audit.jsonl", backend.writer.identity, backend.context)
+
+        def drive():
+            gen = run_drain(plan, backend.reader, backend.writer, audit, poll_s=0.3)
+            try:
+                while True:
+                    events.append(next(gen))
+            except StopIteration as stop:
+                result["report"] = stop.value
+
+        thread = threading.Thread(target=drive, daemon=True)
+        thread.start()
+        wait_until(lambda: any(e.kind == "waiting" and e.sessions == 3 for e in events), 15, what="waiting on sessions")
+        time.sleep(2)
+        assert not cluster.audit_events("admin", since=mark, resource="pods", verbs={"create"}), "evicted while sessions were live"
+        for name in names:
+            inference_exporter.set(ns, name, running=0)
+        blocked = wait_until(lambda: [e for e in events if e.kind == "blocked"], 30, what="a PDB 429")
+        assert "chat-pdb" in blocked[0].message
+        cluster.wait_for_audit("admin", since=mark, verb="create", resource="pods", code=429)
+        policy.patch_namespaced_pod_disruption_budget("chat-pdb", ns, {"spec": {"minAvailable": 1}})
+        thread.join(120)
+        assert not thread.is_alive(), [e for e in events if e.kind != "waiting"][-5:]
+        report = result["report"]
+        assert report.evicted == 2 and not report.failed and report.cut_sessions == 0
+        evictions = cluster.audit_events("admin", since=mark, resource="pods", verbs={"create"})
+        assert {e["objectRef"]["subresource"] for e in evictions} == {"eviction"}
+        assert not cluster.audit_events("admin", since=mark, resource="pods", verbs={"delete"})  # never a delete
+        node = core.read_node(a)
+        assert node.spec.unschedulable and node.metadata.annotations[DRAIN_PHASE_ANNOTATION] == "done"
+        assert not [p for p in core.list_namespaced_pod(ns).items if p.spec.node_name == a and not p.metadata.deletion_timestamp]
+    finally:
+        backend.close()
+        for name in names:
+            inference_exporter.remove_pod(ns, name)
+        core.delete_namespace(ns)
+
+
+def _gputui(cluster, prometheus, *args: str, home) -> subprocess.Popen:
+    env = dict(os.environ, HOME=str(home), XDG_STATE_HOME=str(home / "s"), XDG_CONFIG_HOME=str(home / "c"))
+    return subprocess.Popen([sys.executable, "-u", "-m", "gputui", "drain", "--kubeconfig", str(cluster.admin_kubeconfig),
+                             "--prometheus", prometheus.url, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env=env)
+
+
+def test_kill_9_mid_drain_then_resume_waits_for_the_recreated_pods_uid(cluster, fake_kubelet, prometheus, inference_exporter, tmp_path):
+    ns = "t-drain-resume"
+    api = cluster.harness_client()
+    core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
+    core.create_namespace({"metadata": {"name": ns}})
+    a, b = pool(fake_kubelet, core, "dres")
+    apps.create_namespaced_stateful_set(ns, workload("StatefulSet", "kv", ns, "dres", 1))
+    old = running(core, ns, 1, a)[0]
+    assert old.metadata.name == "kv-0"
+    inference_exporter.add_pod(ns, "kv-0", running=2)
+    prometheus.wait_until('vllm:num_requests_running{namespace="%s"}' % ns, timeout=30)
+    core.patch_node(b, {"spec": {"unschedulable": None}})
+    try:
+        proc = _gputui(cluster, prometheus, a, "--session-deadline", "10m", home=tmp_path)
+        lines = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            lines.append(line)
+            if " waiting " in line and "kv-0" in line:
+                break
+        else:
+            raise AssertionError("".join(lines))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        node = core.read_node(a)
+        assert node.spec.unschedulable and node.metadata.annotations[DRAIN_PHASE_ANNOTATION] == "waiting"
+        assert core.read_namespaced_pod("kv-0", ns).metadata.uid == old.metadata.uid  # nothing evicted yet
+        inference_exporter.set(ns, "kv-0", running=0)
+        time.sleep(3)  # a scrape or two
+        proc = _gputui(cluster, prometheus, "--resume", home=tmp_path)
+        out, _ = proc.communicate(timeout=120)
+        assert proc.returncode == 0, out
+        assert "drained, 1 pods evicted" in out
+        def recreated_on_b():
+            pod = core.read_namespaced_pod("kv-0", ns)
+            return pod if pod.spec.node_name == b else None
+
+        new = wait_until(recreated_on_b, 60, what="kv-0 recreated on the other node")
+        assert new.metadata.uid != old.metadata.uid
+        assert core.read_node(a).metadata.annotations[DRAIN_PHASE_ANNOTATION] == "done"
+    finally:
+        inference_exporter.remove_pod(ns, "kv-0")
+        core.delete_namespace(ns)
+
+
+def test_read_only_drain_refuses_and_writes_nothing(cluster, prometheus, tmp_path):
+    mark = cluster.audit_mark()
+    env = dict(os.environ, HOME=str(tmp_path))
+    out = subprocess.run([sys.executable, "-m", "gputui", "drain", "gpu-node-1", "--read-only",
+                          "--kubeconfig", str(cluster.readonly_kubeconfig)], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 2 and "read-only" in out.stderr
+    assert cluster.write_requests("readonly", since=mark) == []

@@ -71,6 +71,7 @@ class GputuiApp(App[None]):
         self._notice = notice
         self.drain_session = None  # the maintenance batch running now, if any
         self.drain_poll_s = 1.0  # how often a running drain re-reads sessions
+        self.polls = 0  # refreshes done (benchmarks count queries per refresh)
 
     @property
     def read_only(self) -> bool:
@@ -117,6 +118,7 @@ class GputuiApp(App[None]):
             self.post_message(SnapshotReady(snapshot, error))
 
     def on_snapshot_ready(self, message: SnapshotReady) -> None:
+        self.polls += 1
         if message.snapshot is not None:
             self.snapshot = message.snapshot
         self.poll_error = message.error

@@ -36,6 +36,7 @@ class DashboardScreen(Screen):
         Binding("space", "mark", "Mark", id="mark", show=False, tooltip="Mark a node for a maintenance batch"),
         Binding("p", "drain_progress", "Progress", id="drain-progress", show=False, tooltip="The running drain's board"),
         Binding("R", "resume_drains", "Resume", id="resume-drains", show=False, tooltip="Resume interrupted drains"),
+        Binding("L", "audit", "Audit log", id="audit-log", show=False, tooltip="Every write gputui made"),
         Binding("slash", "filter", "Filter", id="filter"),
         Binding("d", "diagnostics", "Diagnose", id="diagnostics", tooltip="Pending GPU pods, lost GPUs, drift, silent exporters"),
         Binding("s", "sort", "Sort", id="sort", tooltip="Sort by the next column"),
@@ -235,6 +236,11 @@ class DashboardScreen(Screen):
         options, _ = options_from_node(snap, nodes[0])
         deadlines = {n: d for n in nodes if (d := options_from_node(snap, n)[1])}
         self._start(nodes, options, deadlines)
+
+    def action_audit(self) -> None:
+        from gputui.ui.audit_screen import AuditScreen
+
+        self.app.push_screen(AuditScreen())
 
     def action_diagnostics(self) -> None:
         from gputui.ui.diagnostics_screen import DiagnosticsScreen

@@ -228,3 +228,22 @@ async def test_source_error_and_staleness_in_header():
         header = str(app.screen.query_one("HeaderBar").summary())
         assert "API stale 10s" in header
         assert "metrics unavailable: connection refused" in header
+
+
+async def test_audit_log_screen_shows_writes(app_factory):
+    from gputui.ui.audit_screen import AuditScreen
+
+    app = app_factory()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        target = rows(app)[0]
+        await pilot.press("c", "y")
+        await wait_for(pilot, lambda: app.snapshot.node(target).unschedulable)
+        await pilot.press("L")
+        assert isinstance(app.screen, AuditScreen)
+        from rich.console import Console
+
+        console = Console(width=120, record=True)
+        console.print(app.screen.table)
+        text = console.export_text()
+        assert "cordon" in text and f"node/{target}" in text and "tester@demo" in text

@@ -1,7 +1,8 @@
 """DCGM and inference-session metrics from Prometheus (prometheus-api-client).
 
 A refresh costs a fixed number of queries whatever the cluster's size: one
-for every DCGM field at once, one for every session signal at once, and
+per DCGM field for the whole fleet (labels trimmed with `max by`, so 10,000
+nodes stay a few MB), one for running and one for queued sessions, and
 kube_pod_info only when the exporter's host label holds pod names. Every call
 has a timeout and no retry: a dead Prometheus must never stall the screen.
 """
@@ -9,6 +10,7 @@ has a timeout and no retry: a dead Prometheus must never stall the screen.
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
@@ -18,16 +20,6 @@ from urllib3.util import Retry
 from gputui.backends.base import BackendError
 from gputui.backends.join import GpuSample, Metrics
 
-DCGM_FIELDS = {
-    "DCGM_FI_DEV_GPU_UTIL": "util",
-    "DCGM_FI_DEV_FB_USED": "fb_used",
-    "DCGM_FI_DEV_FB_FREE": "fb_free",
-    "DCGM_FI_DEV_FB_RESERVED": "fb_reserved",
-    "DCGM_FI_DEV_GPU_TEMP": "temp",
-    "DCGM_FI_DEV_POWER_USAGE": "power",
-    "DCGM_FI_DEV_XID_ERRORS": "xid",
-    "DCGM_EXP_GPU_HEALTH_STATUS": "health",
-}
 # Live requests per inference pod (gpu-signals.md); running vs queued.
 RUNNING_METRICS = ("vllm:num_requests_running", "sglang:num_running_reqs", "trtllm_num_requests_running", "tgi_batch_current_size")
 WAITING_METRICS = ("vllm:num_requests_waiting", "sglang:num_queue_reqs", "trtllm_num_requests_waiting", "tgi_queue_size", "nv_inference_pending_request_count")
@@ -89,27 +81,50 @@ class PromSource:
             return labels.get(self.cfg.host_label, "")
         return next((labels[k] for k in HOST_LABELS if labels.get(k)), "")
 
+    def _by(self) -> str:
+        labels = [self.cfg.host_label] if self.cfg.host_label else list(HOST_LABELS)
+        return ", ".join(labels + ["gpu"])
+
     def fetch(self, node_names: set[str]) -> Metrics:
-        dcgm = self._query('{__name__=~"%s"}' % _names_regex(DCGM_FIELDS))
+        """One query per field for the whole fleet, in parallel, labels trimmed to what the join needs."""
+        by = self._by()
+        queries = {
+            "util": f"max by ({by}, UUID) (DCGM_FI_DEV_GPU_UTIL)",
+            "fb_used": f"max by ({by}) (DCGM_FI_DEV_FB_USED)",
+            "fb_free": f"max by ({by}) (DCGM_FI_DEV_FB_FREE)",
+            "fb_reserved": f"max by ({by}) (DCGM_FI_DEV_FB_RESERVED)",
+            "temp": f"max by ({by}) (DCGM_FI_DEV_GPU_TEMP)",
+            "power": f"max by ({by}) (DCGM_FI_DEV_POWER_USAGE)",
+            # Only the GPUs with something to say: XIDs and failed health are rare.
+            "xid": f"max by ({by}) (DCGM_FI_DEV_XID_ERRORS) != 0",
+            "health": f"max by ({by}) (DCGM_EXP_GPU_HEALTH_STATUS) > 0",
+            "running": 'sum by (namespace, pod, exported_namespace, exported_pod) ({__name__=~"%s"})'
+                       % _names_regex(RUNNING_METRICS),
+            "waiting": 'sum by (namespace, pod, exported_namespace, exported_pod) ({__name__=~"%s"})'
+                       % _names_regex(WAITING_METRICS),
+        }
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            futures = {name: pool.submit(self._query, q) for name, q in queries.items()}
+            results = {name: f.result() for name, f in futures.items()}  # the first error is raised
+
         values: dict[tuple[str, int], dict[str, Any]] = {}
-        for series in dcgm:
-            labels = series.get("metric", {})
-            try:
-                index = int(labels.get("gpu", ""))
-                value = float(series["value"][1])
-            except (KeyError, ValueError, TypeError, IndexError):
-                continue
-            fieldname = DCGM_FIELDS.get(labels.get("__name__", ""))
-            host = self._host(labels)
-            if not fieldname or not host:
-                continue
-            slot = values.setdefault((host, index), {"uuid": labels.get("UUID", "")})
-            if fieldname == "health":  # one series per health watch: keep the worst
-                slot["health"] = max(slot.get("health", 0), int(value))
-            elif fieldname == "xid":
-                slot["xid"] = int(value)
-            else:
-                slot[fieldname] = value
+        for fieldname in ("util", "fb_used", "fb_free", "fb_reserved", "temp", "power", "xid", "health"):
+            for series in results[fieldname]:
+                labels = series.get("metric", {})
+                try:
+                    index = int(labels.get("gpu", ""))
+                    value = float(series["value"][1])
+                except (KeyError, ValueError, TypeError, IndexError):
+                    continue
+                host = self._host(labels)
+                if not host:
+                    continue
+                slot = values.setdefault((host, index), {})
+                if fieldname == "util" and labels.get("UUID"):
+                    slot["uuid"] = labels["UUID"]
+                slot[fieldname] = int(value) if fieldname in ("xid", "health") else value
+        for slot in values.values():
+            slot.setdefault("health", 0 if "util" in slot else None)
         unknown = {host for host, _ in values if host not in node_names}
         if unknown:
             rename = self._hosts_via_pod_info(unknown)
@@ -117,20 +132,19 @@ class PromSource:
         gpus = {key: GpuSample(host=key[0], index=key[1], **slot) for key, slot in values.items()}
 
         sessions: dict[tuple[str, str], list[int | None]] = {}
-        series = self._query('{__name__=~"%s"}' % _names_regex(RUNNING_METRICS + WAITING_METRICS))
-        for s in series:
-            labels = s.get("metric", {})
-            pod = labels.get("pod") or labels.get("exported_pod") or labels.get("pod_name")
-            ns = labels.get("namespace") or labels.get("exported_namespace") or labels.get("pod_namespace")
-            if not pod or not ns:
-                continue
-            try:
-                value = int(float(s["value"][1]))
-            except (KeyError, ValueError, TypeError, IndexError):
-                continue
-            slot = sessions.setdefault((ns, pod), [None, None])
-            i = 0 if labels.get("__name__") in RUNNING_METRICS else 1
-            slot[i] = (slot[i] or 0) + value
+        for i, name in enumerate(("running", "waiting")):
+            for s in results[name]:
+                labels = s.get("metric", {})
+                pod = labels.get("pod") or labels.get("exported_pod")
+                ns = labels.get("namespace") or labels.get("exported_namespace")
+                if not pod or not ns:
+                    continue
+                try:
+                    value = int(float(s["value"][1]))
+                except (KeyError, ValueError, TypeError, IndexError):
+                    continue
+                slot = sessions.setdefault((ns, pod), [None, None])
+                slot[i] = (slot[i] or 0) + value
         return Metrics(gpus=gpus, sessions={k: (v[0], v[1]) for k, v in sessions.items()})
 
     def _hosts_via_pod_info(self, hosts: set[str]) -> dict[str, str]:

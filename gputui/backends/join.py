@@ -79,11 +79,12 @@ def _gpus(node: NodeRecord, metrics: Metrics | None, by_host: Mapping[str, list[
         return ()
     out = []
     for s in sorted(by_host.get(node.name, ()), key=lambda s: s.index):
+        # The node label is the card's size; used + free misses the driver's reserve.
         total = None
-        if s.fb_used is not None and s.fb_free is not None:
-            total = s.fb_used + s.fb_free + (s.fb_reserved or 0.0)
-        elif node.gpu_memory_mib:
+        if node.gpu_memory_mib:
             total = float(node.gpu_memory_mib)
+        elif s.fb_used is not None and s.fb_free is not None:
+            total = s.fb_used + s.fb_free + (s.fb_reserved or 0.0)
         out.append(Gpu(
             index=s.index, uuid=s.uuid, util_pct=s.util, mem_used_mib=s.fb_used, mem_total_mib=total,
             temp_c=s.temp, power_w=s.power, xid=s.xid,

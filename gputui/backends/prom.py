@@ -92,7 +92,6 @@ class PromSource:
             "util": f"max by ({by}, UUID) (DCGM_FI_DEV_GPU_UTIL)",
             "fb_used": f"max by ({by}) (DCGM_FI_DEV_FB_USED)",
             "fb_free": f"max by ({by}) (DCGM_FI_DEV_FB_FREE)",
-            "fb_reserved": f"max by ({by}) (DCGM_FI_DEV_FB_RESERVED)",
             "temp": f"max by ({by}) (DCGM_FI_DEV_GPU_TEMP)",
             "power": f"max by ({by}) (DCGM_FI_DEV_POWER_USAGE)",
             # Only the GPUs with something to say: XIDs and failed health are rare.
@@ -108,7 +107,7 @@ class PromSource:
             results = {name: f.result() for name, f in futures.items()}  # the first error is raised
 
         values: dict[tuple[str, int], dict[str, Any]] = {}
-        for fieldname in ("util", "fb_used", "fb_free", "fb_reserved", "temp", "power", "xid", "health"):
+        for fieldname in ("util", "fb_used", "fb_free", "temp", "power", "xid", "health"):
             for series in results[fieldname]:
                 labels = series.get("metric", {})
                 try:

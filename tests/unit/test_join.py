@@ -71,7 +71,7 @@ def test_nodes_pods_and_routed_service_join():
     n1 = snap.node("gpu-1")
     assert n1.state is NodeState.DRAINING  # the gputui annotation travels
     assert "other" not in n1.annotations
-    assert n1.gpus[0].mem_total_mib == 4096.0
+    assert n1.gpus[0].mem_total_mib == 81559.0  # the card size from the node label
     assert n1.gpus[0].health is Health.FAIL
     assert n1.gpus[1].xid == 79 and n1.mean_util == 75.0
     assert snap.node("gpu-2").gpus == ()  # no series for it: blanks, not zeros

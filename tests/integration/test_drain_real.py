@@ -116,6 +116,8 @@ def test_sessions_gate_eviction_and_a_real_pdb_blocks_until_headroom(cluster, fa
         for name in names:
             inference_exporter.remove_pod(ns, name)
         core.delete_namespace(ns)
+        for node in (a, b):  # session fixtures are shared: leave the fleet as it was
+            fake_kubelet.remove_node(node)
 
 
 def _gputui(cluster, prometheus, *args: str, home) -> subprocess.Popen:
@@ -169,6 +171,8 @@ def test_kill_9_mid_drain_then_resume_waits_for_the_recreated_pods_uid(cluster, 
     finally:
         inference_exporter.remove_pod(ns, "kv-0")
         core.delete_namespace(ns)
+        for node in (a, b):
+            fake_kubelet.remove_node(node)
 
 
 def test_read_only_drain_refuses_and_writes_nothing(cluster, prometheus, tmp_path):

@@ -23,7 +23,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 from gputui.ops.drain_batch import run_batch
 from gputui.ops.drain_plan import DrainOptions, DrainPlan, Step, plan_drain
 from gputui.ops.drain_run import DrainControl, DrainEvent
-from gputui.render import ago
+from gputui.render import ago, elide_middle
 from gputui.ui.header import HeaderBar
 from gputui.ui.table_sync import sync_rows
 
@@ -259,6 +259,7 @@ class DrainProgressScreen(Screen):
     def compose(self) -> ComposeResult:
         yield HeaderBar()
         yield Static(id="drain-summary", classes="panel-title")
+        yield Static(id="drain-nodes")
         yield DataTable(id="drain-pods", cursor_type="row")
         yield Static(id="drain-log")
         yield Footer()
@@ -266,7 +267,7 @@ class DrainProgressScreen(Screen):
     def on_mount(self) -> None:
         table = self.query_one("#drain-pods", DataTable)
         for key, label, width in (("node", "Node", 12), ("pod", "Pod", 34), ("state", "State", 12),
-                                  ("sessions", "Sessions", 8), ("message", "Detail", 60)):
+                                  ("sessions", "Sessions", 8), ("message", "Detail", 40)):
             table.add_column(label, width=width, key=key)
         self.set_interval(0.5, self.show_snapshot)
         self.show_snapshot()
@@ -277,7 +278,7 @@ class DrainProgressScreen(Screen):
         palette = self.app.palette
         with s.lock:
             rows = {
-                key: (Text(r.node), Text(key), Text(r.state, style={
+                key: (Text(r.node), Text(elide_middle(key, 34)), Text(r.state, style={
                     "waiting": palette.draining, "blocked": palette.cordoned, "failed": f"bold {palette.alert}",
                     "gone": palette.ok, "evicted": palette.ok}.get(r.state, "")),
                       Text("–" if r.sessions is None else str(r.sessions).rjust(8)), Text(r.message))
@@ -286,11 +287,31 @@ class DrainProgressScreen(Screen):
             log = list(s.log[-6:])
             done = sum(1 for st in s.node_state.values() if st in ("done", "aborted", "failed"))
         sync_rows(self.query_one("#drain-pods", DataTable), rows)
+        self.query_one("#drain-nodes", Static).update(self._node_bars(palette))
         summary = Text(" Drain ", style="bold")
         summary.append(f"{done}/{len(s.nodes)} nodes finished" if not s.finished else "finished")
         summary.append(f"   running {ago(self.app.clock() - s.started)}", style="dim")
         self.query_one("#drain-summary", Static).update(summary)
         self.query_one("#drain-log", Static).update(Text("\n".join(log), style="dim"))
+
+    def _node_bars(self, palette) -> Text:
+        """One bar per node: pods moved off it out of pods to move."""
+        from gputui.render import bar
+
+        s = self.session
+        out = Text()
+        with s.lock:
+            for node in s.nodes:
+                mine = [r for r in s.pods.values() if r.node == node]
+                moved = sum(r.state in ("gone", "evicted") for r in mine)
+                state = s.node_state.get(node, "queued")
+                pct = 100.0 * moved / len(mine) if mine else (100.0 if state == "done" else 0.0)
+                out.append(f" {node:<14.14} ")
+                out.append_text(bar(pct, 20, palette.ok if state == "done" else palette.draining))
+                live = sum(r.sessions or 0 for r in mine if r.state == "waiting")
+                out.append(f" {moved}/{len(mine)} pods  {state}" + (f"  {live} sessions left" if live else "") + "\n")
+        out.rstrip()
+        return out
 
     def _selected(self) -> tuple[str, str] | None:
         table = self.query_one("#drain-pods", DataTable)

@@ -1,0 +1,142 @@
+"""`gputui shift SERVICE --to VERSION=PCT ...`: the traffic shift of the TUI, for scripts and runbooks.
+
+Exit codes: 0 done (or a clean dry run); 1 refused by validation or failed
+writing; 2 usage: bad arguments, unknown service, read-only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable, TextIO
+
+from gputui.backends.base import Backend, BackendError
+from gputui.ops.traffic import (
+    ShiftError,
+    ShiftPlan,
+    apply_shift,
+    find_service,
+    fmt_pct,
+    needs_route,
+    plan_shift,
+    read_route,
+    served_api_versions,
+)
+from gputui.settings import Settings
+
+EXIT_REFUSED = 1
+EXIT_USAGE = 2
+
+
+def _target(text: str) -> tuple[str, str]:
+    version, sep, pct = text.partition("=")
+    if not sep or not version.strip() or not pct.strip():
+        raise argparse.ArgumentTypeError(f"expected VERSION=PERCENT, got {text!r}")
+    return version.strip(), pct.strip()
+
+
+def add_parser(subparsers: Any, common: Callable[[argparse.ArgumentParser], None]) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "shift", help="shift traffic between a service's versions (plan, preview, apply)",
+        description="Shift new traffic between the versions of an inference service through its router "
+                    "(HTTPRoute, VirtualService, TrafficSplit, ingress-nginx canary, Argo Rollout). "
+                    "Versions not named share the rest in their current proportions.",
+    )
+    common(parser)
+    parser.add_argument("service", metavar="SERVICE", help="namespace/name, or name when only one namespace has it")
+    parser.add_argument("--to", dest="targets", action="append", type=_target, required=True,
+                        metavar="VERSION=PCT", help="target share of new traffic, e.g. --to v2=20 (repeatable)")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan and the exact patch; write nothing")
+    parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    parser.add_argument("--force", action="store_true",
+                        help="shift even to a version with no ready replicas")
+    return parser
+
+
+def _err(message: str, code: int) -> int:
+    print(f"gputui: error: {message}", file=sys.stderr)
+    return code
+
+
+def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[[Settings], Backend]) -> int:
+    if settings.read_only:
+        return _err("read-only: shift is not allowed", EXIT_USAGE)
+    targets = dict(args.targets)
+    backend = backend_factory(settings)
+    try:
+        writer = backend.writer
+        if writer is None:
+            return _err("read-only: shift is not allowed", EXIT_USAGE)
+        if not backend.may("shift"):
+            return _err("your identity may not patch this service's router", EXIT_REFUSED)
+        snapshot = backend.reader.snapshot()
+        try:
+            service = find_service(snapshot, args.service)
+        except ShiftError as exc:
+            return _err(str(exc), EXIT_USAGE)
+        api = served_api_versions(backend)
+        plan = plan_shift(snapshot, service.key, targets, api_versions=api)
+        if needs_route(plan):  # the exact patch is built on the route as it is now
+            plan = plan_shift(snapshot, service.key, targets, route=read_route(plan, writer), api_versions=api)
+        problems = list(plan.errors) + ([] if args.force else [b + " (--force to shift anyway)" for b in plan.blockers])
+        if args.dry_run:
+            _print_plan(plan, args.output, sys.stdout, simulated=snapshot.simulated)
+            return _err("; ".join(problems), EXIT_REFUSED) if problems else 0
+        if problems:
+            return _err("; ".join(problems), EXIT_REFUSED)
+        from gputui.ops.audit import AuditLog, default_audit_path
+
+        audit = AuditLog(Path(settings.audit_log or default_audit_path()),
+                         getattr(writer, "identity", "unknown"), backend.context)
+        line = apply_shift(plan, writer, audit, force=args.force)
+        for warning in plan.warnings:  # stdout stays the one result line
+            print(f"gputui: warning: {warning}", file=sys.stderr)
+    except BackendError as exc:
+        return _err(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__, EXIT_REFUSED)
+    finally:
+        backend.close()
+    if args.output == "json":
+        json.dump({**plan.to_dict(), "applied": True, "simulated": snapshot.simulated, "result": line},
+                  sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        print(line)
+    return 0
+
+
+def _print_plan(plan: ShiftPlan, output: str, out: TextIO, simulated: bool) -> None:
+    if output == "json":
+        json.dump({**plan.to_dict(), "dry_run": True, "simulated": simulated}, out, indent=2, ensure_ascii=False)
+        out.write("\n")
+        return
+    if simulated:
+        out.write("# demo cluster (simulated)\n")
+    out.write(f"{plan.kind} {plan.service.namespace}/{plan.object_name}  "
+              f"({plan.group}/{plan.api_version} {plan.plural})\n")
+    if plan.action != "shift":
+        out.write(f"action: {plan.action}\n")
+    rows = [("VERSION", "NOW", "TARGET", "WEIGHT", "READY", "SESSIONS")]
+    for v in plan.versions:
+        weight = "–" if v.target_weight is None else (
+            f"{v.current_weight} → {v.target_weight}" if v.changes else str(v.target_weight))
+        rows.append((v.name, fmt_pct(v.current_pct), fmt_pct(v.target_pct), weight,
+                     f"{v.ready}/{v.desired}", "–" if v.sessions is None else str(v.sessions)))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        out.write("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() + "\n")
+    if plan.scale != 100:
+        out.write(f"weights out of {plan.scale:,}\n")
+    for e in plan.errors:
+        out.write(f"error: {e}\n")
+    for b in plan.blockers:
+        out.write(f"blocked: {b}\n")
+    for w in plan.warnings:
+        out.write(f"warning: {w}\n")
+    for n in plan.notes:
+        out.write(f"note: {n}\n")
+    if plan.patch is not None:
+        out.write(plan.patch.render() + "\n")
+    elif plan.ok and not plan.changes:
+        out.write("no change: nothing would be sent\n")

@@ -1,0 +1,770 @@
+"""Traffic shifts: percentages to weights, each router's exact patch and rules, apply, the demo's API, headless."""
+
+import argparse
+import copy
+import json
+
+import pytest
+
+from gputui import headless_shift
+from gputui.backends.base import Backend
+from gputui.backends.demo import DemoApiError, DemoCluster, demo_backend, json_patch, merge_patch
+from gputui.model import ClusterSnapshot, InferencePod, InferenceService, Rollout, ServiceVersion
+from gputui.ops.audit import AuditLog
+from gputui.ops.cordon import ReadOnlyError
+from gputui.ops.traffic import (
+    ADAPTERS,
+    ShiftError,
+    Step,
+    apply_shift,
+    apportion,
+    find_service,
+    plan_rollout,
+    plan_shift,
+    read_route,
+    resolve_targets,
+    route_scale,
+)
+from gputui.settings import Settings
+from tests.demo_clock import ManualClock
+
+# ----- synthetic services ----------------------------------------------------------------
+
+
+def service(kind, versions, name="m", ns="llm", router_name=None):
+    """versions: (name, weight, backend, ready replicas, desired replicas)."""
+    return InferenceService(ns, name, tuple(
+        ServiceVersion(v, w, Rollout(replicas_desired=d, replicas=d, updated=d, ready=r, available=r), backend=b,
+                       workload=f"{name}-rollout" if kind == "Rollout" else f"{b}-deploy")
+        for v, w, b, r, d in versions
+    ), kind, router_name if router_name is not None else (name if kind else ""))
+
+
+def snapshot(svc, sessions=None):
+    pods = tuple(
+        InferencePod(svc.namespace, f"{svc.name}-{v}-pod", f"uid-{v}", "node-1", service=svc.name, version=v,
+                     sessions_running=n, sessions_waiting=0)
+        for v, n in (sessions or {}).items()
+    )
+    return ClusterSnapshot(taken_at=0.0, context="test", pods=pods, services=(svc,))
+
+
+def two(kind, w1=90, w2=10, ready2=1, b1="m-v1", b2="m-v2", n1="v1", n2="v2"):
+    return service(kind, [(n1, w1, b1, 3, 3), (n2, w2, b2, ready2, 1)])
+
+
+def httproute(rules, name="m", ns="llm", **meta):
+    return {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+            "metadata": {"name": name, "namespace": ns, "resourceVersion": "7", **meta}, "spec": {"rules": rules}}
+
+
+def virtualservice(http, name="m", ns="llm"):
+    return {"apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
+            "metadata": {"name": name, "namespace": ns}, "spec": {"hosts": ["m"], "http": http}}
+
+
+def trafficsplit(backends, name="m", ns="llm"):
+    return {"apiVersion": "split.smi-spec.io/v1alpha2", "kind": "TrafficSplit",
+            "metadata": {"name": name, "namespace": ns}, "spec": {"service": "m", "backends": backends}}
+
+
+def canary_ingress(annotations, backend="m-v2", name="m", ns="llm"):
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": name, "namespace": ns, "annotations": annotations},
+            "spec": {"rules": [{"host": "m.example", "http": {"paths": [
+                {"path": "/", "pathType": "Prefix", "backend": {"service": {"name": backend, "port": {"number": 80}}}}]}}]}}
+
+
+def ref(name, weight=None, **extra):
+    out = {"name": name, "port": 8000, **extra}
+    if weight is not None:
+        out["weight"] = weight
+    return out
+
+
+def dest(host, subset=None, weight=None):
+    out = {"destination": {"host": host, **({"subset": subset} if subset else {})}}
+    if weight is not None:
+        out["weight"] = weight
+    return out
+
+
+# ----- percentages -> weights ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("pcts, scale, expected", [
+    ({"a": 80, "b": 20}, 100, {"a": 80, "b": 20}),
+    ({"a": 80, "b": 20}, 1000, {"a": 800, "b": 200}),
+    ({"a": 100 / 3, "b": 100 / 3, "c": 100 / 3}, 100, {"a": 34, "b": 33, "c": 33}),
+    ({"a": 12.5, "b": 87.5}, 100, {"a": 13, "b": 87}),  # ties go to the first
+    ({"a": 43.75, "b": 26.25, "c": 30}, 100, {"a": 44, "b": 26, "c": 30}),
+    ({"a": 0.4, "b": 0.4, "c": 99.2}, 100, {"a": 1, "b": 0, "c": 99}),  # largest remainders, ties to the first
+    ({"a": 0, "b": 100}, 1_000_000, {"a": 0, "b": 1_000_000}),
+])
+def test_apportion_sums_exactly_to_the_scale(pcts, scale, expected):
+    weights = apportion(pcts, scale)
+    assert weights == expected
+    assert sum(weights.values()) == scale
+
+
+@pytest.mark.parametrize("total, scale", [(100, 100), (1000, 1000), (4, 100), (150, 100), (1_000_000, 1_000_000), (0, 100)])
+def test_scale_is_the_routes_own_when_a_multiple_of_100(total, scale):
+    assert route_scale(total) == scale
+
+
+@pytest.mark.parametrize("current, targets, expected, error", [
+    ({"v1": 90, "v2": 10}, Step("v2", 10), {"v1": 80, "v2": 20}, None),
+    ({"v1": 90, "v2": 10}, Step("v2", -10), {"v1": 100, "v2": 0}, None),
+    ({"v1": 95, "v2": 5}, Step("v2", 100), {"v1": 0, "v2": 100}, None),  # clamped
+    ({"a": 50, "b": 30, "c": 20}, Step("c", 10), {"a": 43.75, "b": 26.25, "c": 30}, None),
+    ({"a": 0, "b": 0, "c": 100}, Step("c", -10), {"a": 5, "b": 5, "c": 90}, None),  # the rest evenly
+    ({"v1": 90, "v2": 10}, {"v2": 20}, {"v1": 80, "v2": 20}, None),
+    ({"v1": 90, "v2": 10}, {"v2": "25%"}, {"v1": 75, "v2": 25}, None),
+    ({"v1": 90, "v2": 10}, {"v1": 30, "v2": 70}, {"v1": 30, "v2": 70}, None),
+    ({"v1": 90, "v2": 10}, {"v1": 30, "v2": 60}, None, "add up to 90%, not 100%"),
+    ({"v1": 90, "v2": 10}, {"v3": 20}, None, 'no version "v3"'),
+    ({"v1": 90, "v2": 10}, {"v2": 120}, None, "outside 0..100%"),
+    ({"v1": 90, "v2": 10}, {"v2": -5}, None, "outside 0..100%"),
+    ({"v1": 90, "v2": 10}, {"v2": "lots"}, None, "not a percentage"),
+    ({"a": 50, "b": 30, "c": 20}, {"a": 60, "b": 50}, None, "more than 100%"),
+    ({"v1": 90, "v2": 10}, Step("v9", 10), None, 'no version "v9"'),
+])
+def test_resolve_targets(current, targets, expected, error):
+    pcts, errors = resolve_targets({k: float(v) for k, v in current.items()}, targets)
+    if error:
+        assert errors and error in errors[0]
+    else:
+        assert errors == []
+        assert pcts == pytest.approx(expected)
+        assert sum(pcts.values()) == pytest.approx(100)
+
+
+# ----- each adapter's exact patch ----------------------------------------------------------
+
+HEADER_RULE = {"matches": [{"headers": [{"name": "x-version", "value": "v2"}]}], "backendRefs": [ref("m-v2")]}
+
+PATCH_CASES = [
+    pytest.param(
+        two("HTTPRoute"), httproute([HEADER_RULE, {"backendRefs": [ref("m-v1", 90), ref("m-v2", 10)]}]),
+        {"v2": 20},
+        ("gateway.networking.k8s.io", "v1", "httproutes"),
+        [
+            {"op": "test", "path": "/spec/rules/1/backendRefs/0/name", "value": "m-v1"},
+            {"op": "test", "path": "/spec/rules/1/backendRefs/0/weight", "value": 90},
+            {"op": "replace", "path": "/spec/rules/1/backendRefs/0/weight", "value": 80},
+            {"op": "test", "path": "/spec/rules/1/backendRefs/1/name", "value": "m-v2"},
+            {"op": "test", "path": "/spec/rules/1/backendRefs/1/weight", "value": 10},
+            {"op": "replace", "path": "/spec/rules/1/backendRefs/1/weight", "value": 20},
+        ],
+        id="httproute: the splitting rule only, tests on names and old weights",
+    ),
+    pytest.param(
+        two("HTTPRoute", 900, 100), httproute([{"backendRefs": [ref("m-v1", 900), ref("m-v2", 100)]}]),
+        {"v2": 25},
+        ("gateway.networking.k8s.io", "v1", "httproutes"),
+        [
+            {"op": "test", "path": "/spec/rules/0/backendRefs/0/name", "value": "m-v1"},
+            {"op": "test", "path": "/spec/rules/0/backendRefs/0/weight", "value": 900},
+            {"op": "replace", "path": "/spec/rules/0/backendRefs/0/weight", "value": 750},
+            {"op": "test", "path": "/spec/rules/0/backendRefs/1/name", "value": "m-v2"},
+            {"op": "test", "path": "/spec/rules/0/backendRefs/1/weight", "value": 100},
+            {"op": "replace", "path": "/spec/rules/0/backendRefs/1/weight", "value": 250},
+        ],
+        id="httproute: keeps the route's own scale (1000)",
+    ),
+    pytest.param(
+        two("HTTPRoute", 1, 1), httproute([{"backendRefs": [ref("m-v1"), ref("m-v2")]}]),
+        {"v2": 100},
+        ("gateway.networking.k8s.io", "v1", "httproutes"),
+        [
+            {"op": "test", "path": "/spec/rules/0/backendRefs/0/name", "value": "m-v1"},
+            {"op": "add", "path": "/spec/rules/0/backendRefs/0/weight", "value": 0},
+            {"op": "test", "path": "/spec/rules/0/backendRefs/1/name", "value": "m-v2"},
+            {"op": "add", "path": "/spec/rules/0/backendRefs/1/weight", "value": 100},
+        ],
+        id="httproute: absent weights (1 each) are added",
+    ),
+    pytest.param(
+        two("HTTPRoute"),
+        httproute([{"backendRefs": [ref("m-v1", 90), ref("m-v2", 10)]},
+                   {"matches": [{"path": {"value": "/v1/chat"}}], "backendRefs": [ref("m-v2", 10), ref("m-v1", 90)]}]),
+        {"v1": 50, "v2": 50},
+        ("gateway.networking.k8s.io", "v1", "httproutes"),
+        [
+            {"op": "test", "path": "/spec/rules/0/backendRefs/0/name", "value": "m-v1"},
+            {"op": "test", "path": "/spec/rules/0/backendRefs/0/weight", "value": 90},
+            {"op": "replace", "path": "/spec/rules/0/backendRefs/0/weight", "value": 50},
+            {"op": "test", "path": "/spec/rules/0/backendRefs/1/name", "value": "m-v2"},
+            {"op": "test", "path": "/spec/rules/0/backendRefs/1/weight", "value": 10},
+            {"op": "replace", "path": "/spec/rules/0/backendRefs/1/weight", "value": 50},
+            {"op": "test", "path": "/spec/rules/1/backendRefs/0/name", "value": "m-v2"},
+            {"op": "test", "path": "/spec/rules/1/backendRefs/0/weight", "value": 10},
+            {"op": "replace", "path": "/spec/rules/1/backendRefs/0/weight", "value": 50},
+            {"op": "test", "path": "/spec/rules/1/backendRefs/1/name", "value": "m-v1"},
+            {"op": "test", "path": "/spec/rules/1/backendRefs/1/weight", "value": 90},
+            {"op": "replace", "path": "/spec/rules/1/backendRefs/1/weight", "value": 50},
+        ],
+        id="httproute: every rule that splits between the versions",
+    ),
+    pytest.param(
+        two("VirtualService", 80, 20, b1="m", b2="m", n1="stable", n2="canary"),
+        virtualservice([{"route": [dest("m.llm.svc.cluster.local", "stable", 80),
+                                   dest("m.llm.svc.cluster.local", "canary", 20)]}]),
+        {"canary": 50},
+        ("networking.istio.io", "v1", "virtualservices"),
+        [
+            {"op": "test", "path": "/spec/http/0/route/0/destination",
+             "value": {"host": "m.llm.svc.cluster.local", "subset": "stable"}},
+            {"op": "test", "path": "/spec/http/0/route/0/weight", "value": 80},
+            {"op": "replace", "path": "/spec/http/0/route/0/weight", "value": 50},
+            {"op": "test", "path": "/spec/http/0/route/1/destination",
+             "value": {"host": "m.llm.svc.cluster.local", "subset": "canary"}},
+            {"op": "test", "path": "/spec/http/0/route/1/weight", "value": 20},
+            {"op": "replace", "path": "/spec/http/0/route/1/weight", "value": 50},
+        ],
+        id="virtualservice: by subset",
+    ),
+    pytest.param(
+        two("VirtualService", 100, 0, b1="m-v1", b2="m-v2"),
+        virtualservice([{"route": [dest("m-v1", weight=100), dest("m-v2.llm.svc.cluster.local", weight=0)]}]),
+        {"v2": 10},
+        ("networking.istio.io", "v1", "virtualservices"),
+        [
+            {"op": "test", "path": "/spec/http/0/route/0/destination", "value": {"host": "m-v1"}},
+            {"op": "test", "path": "/spec/http/0/route/0/weight", "value": 100},
+            {"op": "replace", "path": "/spec/http/0/route/0/weight", "value": 90},
+            {"op": "test", "path": "/spec/http/0/route/1/destination", "value": {"host": "m-v2.llm.svc.cluster.local"}},
+            {"op": "test", "path": "/spec/http/0/route/1/weight", "value": 0},
+            {"op": "replace", "path": "/spec/http/0/route/1/weight", "value": 10},
+        ],
+        id="virtualservice: by host",
+    ),
+    pytest.param(
+        two("TrafficSplit", 900, 100),
+        trafficsplit([{"service": "m-v1", "weight": 900}, {"service": "m-v2", "weight": 100}]),
+        {"v2": 100},
+        ("split.smi-spec.io", "v1alpha2", "trafficsplits"),
+        [
+            {"op": "test", "path": "/spec/backends/0/service", "value": "m-v1"},
+            {"op": "test", "path": "/spec/backends/0/weight", "value": 900},
+            {"op": "replace", "path": "/spec/backends/0/weight", "value": 0},
+            {"op": "test", "path": "/spec/backends/1/service", "value": "m-v2"},
+            {"op": "test", "path": "/spec/backends/1/weight", "value": 100},
+            {"op": "replace", "path": "/spec/backends/1/weight", "value": 1000},
+        ],
+        id="trafficsplit",
+    ),
+    pytest.param(
+        two("Ingress", 90, 10),
+        canary_ingress({"nginx.ingress.kubernetes.io/canary": "true", "nginx.ingress.kubernetes.io/canary-weight": "10"}),
+        {"v2": 30},
+        ("networking.k8s.io", "v1", "ingresses"),
+        [
+            {"op": "test", "path": "/metadata/annotations/nginx.ingress.kubernetes.io~1canary-weight", "value": "10"},
+            {"op": "replace", "path": "/metadata/annotations/nginx.ingress.kubernetes.io~1canary-weight", "value": "30"},
+        ],
+        id="ingress-nginx canary: the annotation, a string, ~1-escaped",
+    ),
+    pytest.param(
+        two("Ingress", 100, 0),
+        canary_ingress({"nginx.ingress.kubernetes.io/canary": "true",
+                        "nginx.ingress.kubernetes.io/canary-weight-total": "1000"}),
+        {"v2": 5},
+        ("networking.k8s.io", "v1", "ingresses"),
+        [{"op": "add", "path": "/metadata/annotations/nginx.ingress.kubernetes.io~1canary-weight", "value": "50"}],
+        id="ingress-nginx canary: out of canary-weight-total, added when absent",
+    ),
+]
+
+
+@pytest.mark.parametrize("svc, route, targets, api, body", PATCH_CASES)
+def test_each_router_gets_its_exact_patch(svc, route, targets, api, body):
+    plan = plan_shift(snapshot(svc), svc.key, targets, route=route)
+    assert plan.errors == () and plan.blockers == ()
+    p = plan.patch
+    assert (p.group, p.version, p.plural, p.namespace, p.name) == (*api, "llm", "m")
+    assert p.patch_type == "json" and p.subresource == ""
+    assert p.body == body
+    # Applied to the route it was read from, the patch sets the targets and nothing else.
+    patched = json_patch(copy.deepcopy(route), p.body)
+    assert _strip_weights(patched) == _strip_weights(route)
+    reread = plan_shift(snapshot(svc), svc.key, targets, route=patched)
+    assert not reread.changes and reread.patch is None
+
+
+def _strip_weights(obj):
+    if isinstance(obj, dict):
+        return {k: _strip_weights(v) for k, v in obj.items()
+                if k not in ("weight", "nginx.ingress.kubernetes.io/canary-weight")}
+    if isinstance(obj, list):
+        return [_strip_weights(v) for v in obj]
+    return obj
+
+
+def test_the_patch_refuses_a_route_changed_after_it_was_read():
+    svc = two("HTTPRoute")
+    route = httproute([{"backendRefs": [ref("m-v1", 90), ref("m-v2", 10)]}])
+    plan = plan_shift(snapshot(svc), svc.key, {"v2": 20}, route=route)
+    edited = copy.deepcopy(route)
+    edited["spec"]["rules"][0]["backendRefs"][1]["weight"] = 50  # someone else's shift
+    with pytest.raises(DemoApiError) as err:
+        json_patch(edited, plan.patch.body)
+    assert err.value.status == 422 and "test failed" in str(err.value)
+    reordered = copy.deepcopy(route)
+    reordered["spec"]["rules"][0]["backendRefs"].reverse()
+    with pytest.raises(DemoApiError):
+        json_patch(reordered, plan.patch.body)
+
+
+# ----- Argo Rollouts: promote and abort, never set-weight ---------------------------------------
+
+
+def rollout_service():
+    return service("Rollout", [("stable", 80, "", 4, 4), ("canary", 20, "", 4, 4)], name="m")
+
+
+@pytest.mark.parametrize("targets, action, body, sub", [
+    ({"canary": 100}, "promote-full", {"status": {"promoteFull": True}}, "status"),
+    ({"stable": 100}, "abort", {"status": {"abort": True}}, "status"),
+    ({"canary": 0}, "abort", {"status": {"abort": True}}, "status"),
+])
+def test_rollout_targets_map_to_promote_full_and_abort(targets, action, body, sub):
+    svc = rollout_service()
+    plan = plan_shift(snapshot(svc), svc.key, targets)
+    assert plan.errors == ()
+    assert plan.action == action
+    assert (plan.patch.group, plan.patch.version, plan.patch.plural, plan.patch.name) == \
+        ("argoproj.io", "v1alpha1", "rollouts", "m-rollout")
+    assert (plan.patch.patch_type, plan.patch.body, plan.patch.subresource) == ("merge", body, sub)
+    assert any("never" in w or "owns the routes" in w for w in plan.warnings)
+
+
+def test_rollout_has_no_set_weight():
+    svc = rollout_service()
+    plan = plan_shift(snapshot(svc), svc.key, {"canary": 50})
+    assert plan.patch is None
+    assert "no set-weight" in plan.errors[0]
+
+
+@pytest.mark.parametrize("action, body, sub", [
+    ("promote", {"spec": {"paused": False}}, ""),
+    ("promote-full", {"status": {"promoteFull": True}}, "status"),
+    ("abort", {"status": {"abort": True}}, "status"),
+    ("retry", {"status": {"abort": False}}, "status"),
+])
+def test_rollout_actions(action, body, sub):
+    svc = rollout_service()
+    plan = plan_rollout(snapshot(svc), svc.key, action)
+    assert plan.errors == ()
+    assert (plan.patch.body, plan.patch.subresource) == (body, sub)
+
+
+def test_a_route_managed_by_argo_rollouts_is_refused():
+    svc = two("HTTPRoute")
+    route = httproute([{"backendRefs": [ref("m-v1", 90), ref("m-v2", 10)]}],
+                      managedFields=[{"manager": "rollouts-controller", "operation": "Update"}])
+    plan = plan_shift(snapshot(svc), svc.key, {"v2": 20}, route=route)
+    assert plan.patch is None
+    assert "Argo Rollouts" in plan.errors[0]
+
+
+# ----- validation -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind, weights, fragment", [
+    ("HTTPRoute", {"a": 1_000_001, "b": 0}, "maximum 1,000,000"),
+    ("HTTPRoute", {"a": -1, "b": 1}, "negative"),
+    ("HTTPRoute", {"a": 0, "b": 0}, "500"),
+    ("VirtualService", {"a": -1, "b": 2}, "negative"),
+    ("VirtualService", {"a": 0, "b": 0}, "Istio rejects"),
+    ("TrafficSplit", {"a": 0, "b": 0}, "no backend"),
+    ("Ingress", {"a": -5, "b": 105}, "negative"),
+])
+def test_router_weight_rules(kind, weights, fragment):
+    errors = ADAPTERS[kind].validate(weights)
+    assert errors and fragment in " ".join(errors)
+
+
+@pytest.mark.parametrize("kind, weights", [
+    ("HTTPRoute", {"a": 1_000_000, "b": 0}),
+    ("VirtualService", {"a": 0, "b": 100}),
+    ("TrafficSplit", {"a": 1, "b": 3}),
+    ("Ingress", {"a": 0, "b": 100}),
+])
+def test_router_weight_rules_accept(kind, weights):
+    assert ADAPTERS[kind].validate(weights) == []
+
+
+def test_a_version_with_no_ready_replicas_blocks_unless_lowered():
+    svc = two("HTTPRoute", ready2=0)
+    route = httproute([{"backendRefs": [ref("m-v1", 90), ref("m-v2", 10)]}])
+    up = plan_shift(snapshot(svc), svc.key, {"v2": 20}, route=route)
+    assert up.ok and up.patch is not None
+    assert up.blockers and "v2 has no ready replicas (0/1)" in up.blockers[0]
+    down = plan_shift(snapshot(svc), svc.key, {"v2": 5}, route=route)
+    assert down.blockers == ()
+    assert any("no ready replicas" in w for w in down.warnings)
+    off = plan_shift(snapshot(svc), svc.key, {"v2": 0}, route=route)
+    assert off.blockers == () and not any("ready" in w for w in off.warnings)
+
+
+def test_sessions_continue_when_a_version_goes_to_zero():
+    svc = two("HTTPRoute")
+    plan = plan_shift(snapshot(svc, {"v1": 12, "v2": 3}), svc.key, {"v1": 0, "v2": 100})
+    (warning,) = plan.warnings
+    assert warning.startswith("v1 goes to 0%: its 12 live sessions continue")
+    assert "only new sessions move" in warning
+    quiet = plan_shift(snapshot(svc, {"v1": 0, "v2": 3}), svc.key, {"v1": 0})
+    assert quiet.warnings == ()
+
+
+@pytest.mark.parametrize("svc, route, fragment", [
+    (service("", [("v1", None, "m", 3, 3)]), None, "no traffic router"),
+    (service("HTTPRoute", [("v1", 100, "m-v1", 3, 3)]), None, "one version"),
+    (two("HTTPRoute"), httproute([{"backendRefs": [ref("other", 1)]}]), "no rule that splits"),
+    (two("VirtualService"), virtualservice([{"route": [dest("m-v1", weight=100), dest("x", weight=0)]}]), "no rule that splits"),
+    (two("Ingress"), canary_ingress({}), "not an ingress-nginx canary"),
+    (two("Ingress"), canary_ingress({"nginx.ingress.kubernetes.io/canary": "true"}, backend="elsewhere"), "none of the service's versions"),
+])
+def test_what_cannot_be_shifted(svc, route, fragment):
+    plan = plan_shift(snapshot(svc), svc.key, {"v1": 50}, route=route)
+    assert plan.patch is None
+    assert fragment in plan.errors[0]
+
+
+def test_find_service_by_name_when_unique():
+    a, b = two("HTTPRoute"), service("HTTPRoute", [("v1", 1, "x", 1, 1), ("v2", 1, "y", 1, 1)], ns="other")
+    snap = ClusterSnapshot(taken_at=0, context="t", services=(a, b, service("", [("v", None, "z", 1, 1)], name="solo")))
+    assert find_service(snap, "solo").key == "llm/solo"
+    assert find_service(snap, "other/m") is b
+    with pytest.raises(ShiftError, match="several namespaces"):
+        find_service(snap, "m")
+    with pytest.raises(ShiftError, match="not found"):
+        find_service(snap, "nope")
+
+
+def test_discovered_api_versions_are_used():
+    svc = two("VirtualService", 80, 20, b1="m", b2="m", n1="stable", n2="canary")
+    route = virtualservice([{"route": [dest("m", "stable", 80), dest("m", "canary", 20)]}])
+    plan = plan_shift(snapshot(svc), svc.key, {"canary": 30}, route=route, api_versions={"networking.istio.io": "v1beta1"})
+    assert plan.patch.version == "v1beta1"
+    assert plan.patch.path == "/apis/networking.istio.io/v1beta1/namespaces/llm/virtualservices/m"
+
+
+# ----- apply, through the demo cluster's API ---------------------------------------------------
+
+LLAMA = "llm/llama-3-70b-instruct"
+MISTRAL = "llm/mistral-7b"
+
+
+@pytest.fixture
+def demo():
+    clock = ManualClock()
+    backend = demo_backend(clock=clock)
+    return backend, clock
+
+
+def audit_of(tmp_path):
+    return AuditLog(tmp_path / "audit.jsonl", "tester", "demo")
+
+
+def audit_lines(tmp_path):
+    path = tmp_path / "audit.jsonl"
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+
+
+def demo_weights(backend, key):
+    return {v.name: v.weight for v in backend.reader.snapshot().service(key).versions}
+
+
+def test_apply_patches_the_demo_route_and_audits(demo, tmp_path):
+    backend, _ = demo
+    snap = backend.reader.snapshot()
+    plan = plan_shift(snap, LLAMA, Step("v2", 10))
+    plan = plan_shift(snap, LLAMA, Step("v2", 10), route=read_route(plan, backend.writer))
+    line = apply_shift(plan, backend.writer, audit_of(tmp_path))
+    assert line == "httproute/llm/llama-3-70b-instruct: v1 90% → 80%, v2 10% → 20%"
+    assert demo_weights(backend, LLAMA) == {"v1": 80, "v2": 20}
+    (entry,) = audit_lines(tmp_path)
+    assert entry["action"] == "shift" and entry["result"] == "ok"
+    assert entry["target"] == "httproute/llm/llama-3-70b-instruct"
+    assert entry["params"]["from"] == {"v1": 90, "v2": 10} and entry["params"]["to"] == {"v1": 80, "v2": 20}
+    assert entry["params"]["patch"] == plan.patch.body
+
+
+def test_apply_reads_the_route_when_planned_from_the_snapshot(demo, tmp_path):
+    backend, _ = demo
+    plan = plan_shift(backend.reader.snapshot(), MISTRAL, {"canary": 35})
+    assert plan.patch is None
+    apply_shift(plan, backend.writer, audit_of(tmp_path))
+    assert demo_weights(backend, MISTRAL) == {"stable": 65, "canary": 35}
+
+
+def test_apply_refuses_when_the_route_moved_since_the_plan(demo, tmp_path):
+    backend, _ = demo
+    plan = plan_shift(backend.reader.snapshot(), MISTRAL, {"canary": 35})
+    backend.writer.set_weights("llm", "mistral-7b", {"stable": 50, "canary": 50})
+    with pytest.raises(ShiftError, match="changed since the plan"):
+        apply_shift(plan, backend.writer, audit_of(tmp_path))
+    assert demo_weights(backend, MISTRAL) == {"stable": 50, "canary": 50}
+
+
+def test_a_concurrent_edit_makes_the_patch_fail_whole_and_is_audited(demo, tmp_path):
+    backend, _ = demo
+    snap = backend.reader.snapshot()
+    plan = plan_shift(snap, LLAMA, {"v2": 20}, route=backend.writer.get_object(
+        "gateway.networking.k8s.io", "v1", "httproutes", "llm", "llama-3-70b-instruct"))
+    backend.writer.set_weights("llm", "llama-3-70b-instruct", {"v1": 70, "v2": 30})  # someone else
+    with pytest.raises(ShiftError, match="changed since it was read"):
+        apply_shift(plan, backend.writer, audit_of(tmp_path))
+    assert demo_weights(backend, LLAMA) == {"v1": 70, "v2": 30}
+    (entry,) = audit_lines(tmp_path)
+    assert entry["result"].startswith("error: 422")
+
+
+def test_apply_refuses_read_only_errors_and_unforced_blockers(demo, tmp_path):
+    backend, _ = demo
+    snap = backend.reader.snapshot()
+    plan = plan_shift(snap, LLAMA, {"v2": 20})
+    with pytest.raises(ReadOnlyError):
+        apply_shift(plan, None, audit_of(tmp_path))
+    bad = plan_shift(snap, LLAMA, {"v2": 150})
+    with pytest.raises(ShiftError, match="outside"):
+        apply_shift(bad, backend.writer, audit_of(tmp_path))
+    svc = snap.service(LLAMA)
+    blocked = plan_shift(snapshot(InferenceService(svc.namespace, svc.name, tuple(
+        ServiceVersion(v.name, v.weight, Rollout(1, 1, 1, 1, 1, 0, 0), v.backend, v.workload) for v in svc.versions
+    ), svc.router_kind, svc.router_name)), LLAMA, {"v2": 20})
+    with pytest.raises(ShiftError, match="no ready replicas"):
+        apply_shift(blocked, backend.writer, audit_of(tmp_path))
+    assert audit_lines(tmp_path) == []
+    assert demo_weights(backend, LLAMA) == {"v1": 90, "v2": 10}
+    apply_shift(blocked, backend.writer, audit_of(tmp_path), force=True)
+    assert demo_weights(backend, LLAMA) == {"v1": 80, "v2": 20}
+    assert audit_lines(tmp_path)[0]["params"]["force"] is True
+
+
+def test_no_change_sends_nothing(demo, tmp_path):
+    backend, _ = demo
+    plan = plan_shift(backend.reader.snapshot(), LLAMA, {"v1": 90, "v2": 10})
+    assert not plan.changes
+    assert "already at" in apply_shift(plan, backend.writer, audit_of(tmp_path))
+    assert audit_lines(tmp_path) == []
+
+
+class RecordingWriter:
+    identity = "rec"
+
+    def __init__(self):
+        self.calls = []
+
+    def patch_object(self, *args, **kw):
+        self.calls.append((args, kw))
+        return {}
+
+
+def test_rollout_apply_sends_a_status_patch(tmp_path):
+    svc = rollout_service()
+    writer = RecordingWriter()
+    line = apply_shift(plan_shift(snapshot(svc), svc.key, {"canary": 100}), writer, audit_of(tmp_path))
+    assert writer.calls == [(("argoproj.io", "v1alpha1", "rollouts", "llm", "m-rollout", {"status": {"promoteFull": True}}),
+                             {"patch_type": "merge", "subresource": "status"})]
+    assert line == "rollout/llm/m-rollout: promote-full sent"
+    assert audit_lines(tmp_path)[0]["action"] == "rollout-promote-full"
+
+
+def test_weights_from_the_route_steer_the_demos_sessions(demo, tmp_path):
+    backend, clock = demo
+    snap = backend.reader.snapshot()
+    apply_shift(plan_shift(snap, LLAMA, {"v1": 0}), backend.writer, audit_of(tmp_path))
+    for _ in range(3):  # far longer than sessions last (mean 70 s)
+        clock.advance(600)
+        backend.reader.snapshot()
+    snap = backend.reader.snapshot()
+    svc = snap.service(LLAMA)
+    assert snap.sessions_of(svc, "v1") == 0 and snap.sessions_of(svc, "v2") > 0
+
+
+# ----- the demo's API answers as the apiserver would ---------------------------------------------
+
+HR = ("gateway.networking.k8s.io", "v1", "httproutes", "llm", "llama-3-70b-instruct")
+
+
+def test_demo_merge_patch_replaces_whole_lists():
+    cluster = DemoCluster(clock=ManualClock())
+    route = cluster.get_object(*HR)
+    rules = copy.deepcopy(route["spec"]["rules"])
+    rules[1]["backendRefs"][0]["weight"] = 60
+    rules[1]["backendRefs"][1]["weight"] = 40
+    out = cluster.patch_object(*HR, {"spec": {"rules": [rules[1]]}}, patch_type="merge")
+    assert len(out["spec"]["rules"]) == 1  # RFC 7386: the list was replaced, not merged
+    assert int(out["metadata"]["resourceVersion"]) > int(route["metadata"]["resourceVersion"])
+    assert out["metadata"]["generation"] == route["metadata"]["generation"] + 1
+    assert {v.name: v.weight for v in cluster.snapshot().service(LLAMA).versions} == {"v1": 60, "v2": 40}
+
+
+@pytest.mark.parametrize("patch, patch_type, status, fragment", [
+    ([{"op": "replace", "path": "/spec/rules/1/backendRefs/0/weight", "value": -5}], "json", 422,
+     "should be greater than or equal to 0"),
+    ([{"op": "replace", "path": "/spec/rules/1/backendRefs/0/weight", "value": 2_000_000}], "json", 422,
+     "less than or equal to 1000000"),
+    ([{"op": "test", "path": "/spec/rules/1/backendRefs/0/weight", "value": 91},
+      {"op": "replace", "path": "/spec/rules/1/backendRefs/0/weight", "value": 0}], "json", 422, "test failed"),
+    ([{"op": "replace", "path": "/spec/rules/9/backendRefs/0/weight", "value": 1}], "json", 422, "does not apply"),
+    ({"metadata": {"resourceVersion": "1"}, "spec": {"rules": []}}, "merge", 409, "has been modified"),
+    ({"spec": {"rules": []}}, "strategic", 415, "unknown format"),
+    ({"spec": {}}, "json", 400, "cannot unmarshal"),
+])
+def test_demo_rejects_what_the_apiserver_rejects_and_changes_nothing(patch, patch_type, status, fragment):
+    cluster = DemoCluster(clock=ManualClock())
+    before = cluster.get_object(*HR)
+    with pytest.raises(DemoApiError) as err:
+        cluster.patch_object(*HR, patch, patch_type=patch_type)
+    assert err.value.status == status and fragment in str(err.value)
+    assert cluster.get_object(*HR) == before
+
+
+def test_demo_istio_validation_and_served_versions():
+    cluster = DemoCluster(clock=ManualClock())
+    vs = ("networking.istio.io", "v1beta1", "virtualservices", "llm", "mistral-7b")
+    assert cluster.get_object(*vs)["apiVersion"] == "networking.istio.io/v1beta1"
+    with pytest.raises(DemoApiError, match="total destination weight = 0"):
+        cluster.patch_object(*vs, [{"op": "replace", "path": "/spec/http/0/route/0/weight", "value": 0},
+                                   {"op": "replace", "path": "/spec/http/0/route/1/weight", "value": 0}], patch_type="json")
+    with pytest.raises(DemoApiError) as err:
+        cluster.get_object("networking.istio.io", "v2", "virtualservices", "llm", "mistral-7b")
+    assert err.value.status == 404
+    with pytest.raises(DemoApiError, match="not found"):
+        cluster.get_object(*HR[:4], "nope")
+
+
+def test_demo_status_subresource_changes_status_only():
+    cluster = DemoCluster(clock=ManualClock())
+    before = cluster.get_object(*HR)
+    out = cluster.patch_object(*HR, {"spec": {"rules": []}, "status": {"parents": []}}, subresource="status")
+    assert out["spec"] == before["spec"] and out["status"] == {"parents": []}
+    assert out["metadata"]["generation"] == before["metadata"]["generation"]
+    out = cluster.patch_object(*HR, {"status": {"parents": ["x"]}})  # the main resource ignores status
+    assert out["status"] == {"parents": []}
+
+
+@pytest.mark.parametrize("doc, patch, expected", [
+    ({"a": {"b": 1, "c": [1, 2]}}, {"a": {"b": None, "c": [3]}}, {"a": {"c": [3]}}),
+    ({"a": 1}, {"b": {"c": 2}}, {"a": 1, "b": {"c": 2}}),
+    ({"a": [1]}, {"a": {"x": 1}}, {"a": {"x": 1}}),
+])
+def test_merge_patch_rfc7386(doc, patch, expected):
+    assert merge_patch(doc, patch) == expected
+
+
+@pytest.mark.parametrize("doc, ops, expected", [
+    ({"a": [1, 2]}, [{"op": "add", "path": "/a/1", "value": 9}], {"a": [1, 9, 2]}),
+    ({"a": [1, 2]}, [{"op": "add", "path": "/a/-", "value": 9}], {"a": [1, 2, 9]}),
+    ({"a/b": {"~": 1}}, [{"op": "replace", "path": "/a~1b/~0", "value": 2}], {"a/b": {"~": 2}}),
+    ({"a": 1}, [{"op": "test", "path": "/a", "value": 1.0}, {"op": "remove", "path": "/a"}], {}),
+])
+def test_json_patch_rfc6902(doc, ops, expected):
+    assert json_patch(doc, ops) == expected
+
+
+@pytest.mark.parametrize("doc, ops", [
+    ({"a": True}, [{"op": "test", "path": "/a", "value": 1}]),  # true is not 1
+    ({"a": [1]}, [{"op": "replace", "path": "/a/01", "value": 1}]),
+    ({"a": {}}, [{"op": "replace", "path": "/a/b", "value": 1}]),
+])
+def test_json_patch_rfc6902_failures(doc, ops):
+    with pytest.raises(DemoApiError):
+        json_patch(doc, ops)
+
+
+# ----- headless: run() with a demo backend -----------------------------------------------------
+
+
+def parse(*argv):
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="command")
+    headless_shift.add_parser(sub, lambda p: None)
+    return parser.parse_args(["shift", *argv])
+
+
+def run(tmp_path, *argv, read_only=False, backend=None):
+    backend = backend or demo_backend(clock=ManualClock(), read_only=read_only)
+    settings = Settings(demo=True, read_only=read_only, audit_log=str(tmp_path / "audit.jsonl"))
+    return headless_shift.run(settings, parse(*argv), lambda s: backend), backend
+
+
+def test_headless_dry_run_prints_the_plan_and_exact_patch(tmp_path, capsys):
+    code, backend = run(tmp_path, "llama-3-70b-instruct", "--to", "v2=25", "--dry-run")
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "PATCH /apis/gateway.networking.k8s.io/v1/namespaces/llm/httproutes/llama-3-70b-instruct" in out
+    assert "Content-Type: application/json-patch+json" in out
+    assert '{"op": "replace", "path": "/spec/rules/1/backendRefs/1/weight", "value": 25}' in out
+    assert demo_weights(backend, LLAMA) == {"v1": 90, "v2": 10}
+    assert audit_lines(tmp_path) == []
+
+
+def test_headless_dry_run_json(tmp_path, capsys):
+    code, _ = run(tmp_path, "llm/mistral-7b", "--to", "canary=40", "--dry-run", "-o", "json")
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and doc["dry_run"] is True and doc["simulated"] is True
+    assert {v["name"]: v["target_weight"] for v in doc["versions"]} == {"stable": 60, "canary": 40}
+    assert doc["patch"]["patch_type"] == "json" and doc["patch"]["plural"] == "virtualservices"
+
+
+def test_headless_apply_prints_one_line(tmp_path, capsys):
+    code, backend = run(tmp_path, "llm/llama-3-70b-instruct", "--to", "v1=70", "--to", "v2=30")
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.splitlines() == ["httproute/llm/llama-3-70b-instruct: v1 90% → 70%, v2 10% → 30%"]
+    assert demo_weights(backend, LLAMA) == {"v1": 70, "v2": 30}
+    assert audit_lines(tmp_path)[0]["result"] == "ok"
+
+
+@pytest.mark.parametrize("argv, code, fragment", [
+    (["llama-3-70b-instruct", "--to", "v2=120"], 1, "outside 0..100%"),
+    (["llama-3-70b-instruct", "--to", "v1=50", "--to", "v2=20"], 1, "not 100%"),
+    (["llama-3-70b-instruct", "--to", "v9=20"], 1, 'no version "v9"'),
+    (["qwen2-72b", "--to", "v3=50"], 1, "no traffic router"),
+    (["no-such-model", "--to", "v1=50"], 2, 'service "no-such-model" not found'),
+])
+def test_headless_refusals_are_one_line(tmp_path, capsys, argv, code, fragment):
+    got, backend = run(tmp_path, *argv)
+    err = capsys.readouterr().err
+    assert got == code
+    assert len(err.strip().splitlines()) == 1 and fragment in err
+    assert demo_weights(backend, LLAMA) == {"v1": 90, "v2": 10}
+    assert audit_lines(tmp_path) == []
+
+
+def test_headless_read_only_refuses_with_exit_2(tmp_path, capsys):
+    code, _ = run(tmp_path, "llama-3-70b-instruct", "--to", "v2=20", read_only=True)
+    assert code == 2
+    assert capsys.readouterr().err.strip() == "gputui: error: read-only: shift is not allowed"
+    code, _ = run(tmp_path, "llama-3-70b-instruct", "--to", "v2=20", "--dry-run", read_only=True)
+    assert code == 2
+
+
+def test_headless_blocker_needs_force(tmp_path, capsys):
+    backend = demo_backend(clock=ManualClock())
+    cluster = backend.writer
+    snap = backend.reader.snapshot()
+    for pod in snap.pods_of(snap.service(LLAMA), "v2"):
+        cluster.delete_pod(pod.namespace, pod.name)
+    code, _ = run(tmp_path, "llama-3-70b-instruct", "--to", "v2=20", backend=backend)
+    assert code == 1 and "--force" in capsys.readouterr().err
+    code, _ = run(tmp_path, "llama-3-70b-instruct", "--to", "v2=20", "--force", backend=backend)
+    assert code == 0
+    assert demo_weights(backend, LLAMA) == {"v1": 80, "v2": 20}
+
+
+def test_headless_bad_target_syntax_is_a_usage_error():
+    with pytest.raises(SystemExit):
+        parse("m", "--to", "20")
+
+
+def test_headless_rbac_refusal(tmp_path, capsys):
+    backend = demo_backend(clock=ManualClock())
+    refused = Backend(backend.reader, backend.writer, "demo", True, permissions={"shift": False})
+    code, _ = run(tmp_path, "llama-3-70b-instruct", "--to", "v2=20", backend=refused)
+    assert code == 1 and "may not patch" in capsys.readouterr().err

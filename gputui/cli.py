@@ -65,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     from gputui import headless_drain
 
     headless_drain.add_parser(sub, _common)
+    from gputui import headless_shift
+
+    headless_shift.add_parser(sub, _common)
     return parser
 
 
@@ -92,6 +95,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = _settings(args)
         if args.command == "nodes":
             return _nodes(settings, args.output)
+        if args.command == "shift":
+            from gputui import headless_shift
+
+            return headless_shift.run(settings, args, _backend)
         if args.command == "drain":
             from gputui import headless_drain
 

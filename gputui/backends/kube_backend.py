@@ -275,5 +275,8 @@ def live_backend(settings: Settings, clock: Callable[[], float] = time.time) -> 
         # No identity or access reviews either: read-only sends no POST at all.
         return Backend(reader=reader, writer=None, context=conn.context, permissions={})
     permissions = {action: allowed(conn, **attrs) for action, attrs in PERMISSIONS.items()}
+    # Shifting traffic means patching the route kinds this cluster serves.
+    route_checks = [allowed(conn, "patch", plural, group=group) for group, (_v, plural) in reader.route_kinds.items()]
+    permissions["shift"] = bool(route_checks) and all(route_checks)
     writer = KubeWriter(conn, whoami(conn))
     return Backend(reader=reader, writer=writer, context=conn.context, permissions=permissions)

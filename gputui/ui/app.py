@@ -148,7 +148,8 @@ class GputuiApp(App[None]):
                 message, severity = one_line(exc), "error"
             except Exception as exc:
                 message, severity = one_line(exc), "error"
-            self.call_from_thread(self.notify, message, title=title, severity=severity)
+            # Messages carry cluster text: never markup.
+            self.call_from_thread(self.notify, message, title=title, severity=severity, markup=False)
             self.call_from_thread(self.poll_now)
 
         self.run_worker(job, thread=True, group="write", exit_on_error=False)

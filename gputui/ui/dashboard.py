@@ -24,7 +24,7 @@ from gputui.ui.header import HeaderBar
 from gputui.ui.table_sync import sync_rows
 from gputui.ui.virtual_table import VirtualTable
 
-WRITE_ACTIONS = frozenset({"cordon", "uncordon", "drain", "resume_drains"})
+WRITE_ACTIONS = frozenset({"cordon", "uncordon", "drain", "resume_drains", "shift"})
 
 
 class DashboardScreen(Screen):
@@ -37,6 +37,7 @@ class DashboardScreen(Screen):
         Binding("p", "drain_progress", "Progress", id="drain-progress", show=False, tooltip="The running drain's board"),
         Binding("R", "resume_drains", "Resume", id="resume-drains", show=False, tooltip="Resume interrupted drains"),
         Binding("L", "audit", "Audit log", id="audit-log", show=False, tooltip="Every write gputui made"),
+        Binding("w", "shift", "Weights", id="shift", tooltip="Shift traffic between the selected service's versions"),
         Binding("slash", "filter", "Filter", id="filter"),
         Binding("d", "diagnostics", "Diagnose", id="diagnostics", tooltip="Pending GPU pods, lost GPUs, drift, silent exporters"),
         Binding("s", "sort", "Sort", id="sort", tooltip="Sort by the next column"),
@@ -171,6 +172,8 @@ class DashboardScreen(Screen):
     # ----- actions ---------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "shift":
+            return True if self.app.backend.may("shift") else None
         if action in WRITE_ACTIONS and not (self.app.backend.may("cordon") and
                                             (action in ("cordon", "uncordon") or self.app.backend.may("evict"))):
             return None  # read-only, or RBAC says no: shown dimmed, not hidden
@@ -236,6 +239,15 @@ class DashboardScreen(Screen):
         options, _ = options_from_node(snap, nodes[0])
         deadlines = {n: d for n in nodes if (d := options_from_node(snap, n)[1])}
         self._start(nodes, options, deadlines)
+
+    def action_shift(self) -> None:
+        from gputui.ui.traffic_screen import TrafficShiftScreen
+
+        table = self.services_table
+        if table.row_count == 0:
+            return
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        self.app.push_screen(TrafficShiftScreen(key))
 
     def action_audit(self) -> None:
         from gputui.ui.audit_screen import AuditScreen

@@ -27,13 +27,14 @@ class HeaderBar(Static):
         app = self.app
         snap = app.snapshot
         palette = app.palette
-        text = Text(" gputui ", style="bold")
+        narrow = self.size.width and self.size.width < 100
+        text = Text("" if narrow else " gputui ", style="bold")
         context = snap.context if snap else app.backend.context
         text.append(Text(context, style="bold"))
         if app.backend.simulated:
-            text.append(" SIMULATED", style=f"bold {palette.draining}")
+            text.append(" SIM" if narrow else " SIMULATED", style=f"bold {palette.draining}")
         if app.read_only:
-            text.append(" READ-ONLY", style=f"bold {palette.cordoned}")
+            text.append(" RO" if narrow else " READ-ONLY", style=f"bold {palette.cordoned}")
         if snap is None:
             _sep(text)
             if app.poll_error:
@@ -41,6 +42,14 @@ class HeaderBar(Static):
             else:
                 text.append("loading…", style="dim")
             return text
+        _sep(text)
+        now = app.clock()
+        age = now - snap.taken_at
+        stale = age > 3 * app.settings.refresh
+        text.append(
+            f"{'STALE ' if stale else ''}{render.ago(age)}",
+            style=f"bold reverse {palette.stale}" if stale else "dim",
+        )
         _sep(text)
         text.append(f"{len(snap.nodes)} nodes")
         _sep(text)
@@ -54,14 +63,6 @@ class HeaderBar(Static):
         text.append(
             f"{alerts} alert{'s' if alerts != 1 else ''}",
             style=f"bold {palette.alert}" if alerts else palette.ok,
-        )
-        _sep(text)
-        now = app.clock()
-        age = now - snap.taken_at
-        stale = age > 3 * app.settings.refresh
-        text.append(
-            f"{'STALE ' if stale else ''}{render.ago(age)}",
-            style=f"bold reverse {palette.stale}" if stale else "dim",
         )
         for source in snap.sources:
             source_age = source.age(now)

@@ -1,0 +1,121 @@
+"""Traffic shifts patch real HTTPRoute and VirtualService objects on the real apiserver."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes import client
+
+from gputui.backends.kube_backend import live_backend
+from gputui.ops.audit import AuditLog
+from gputui.ops.traffic import apply_shift, plan_shift, read_route, served_api_versions
+from gputui.settings import Settings
+from tests.integration.test_kube_backend import deployment, wait_until
+from tests.support.crds import create_custom, get_custom, install_crd
+
+TNS = "t-traffic"
+
+
+def _deployment(name, service, version, label_key="app.kubernetes.io/version"):
+    body = deployment(name, service, version, 1, 1)
+    body["metadata"]["namespace"] = TNS
+    if label_key != "app.kubernetes.io/version":
+        for labels in (body["spec"]["selector"]["matchLabels"], body["spec"]["template"]["metadata"]["labels"]):
+            labels[label_key] = version
+    return body
+
+
+@pytest.fixture(scope="module")
+def routes(cluster, fake_kubelet):
+    api = cluster.harness_client()
+    core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
+    install_crd(api, "httproutes")
+    install_crd(api, "virtualservices")
+    core.create_namespace({"metadata": {"name": TNS}})
+    for version in ("v1", "v2"):
+        apps.create_namespaced_deployment(TNS, _deployment(f"chat-{version}", "chat", version))
+        core.create_namespaced_service(TNS, {"metadata": {"name": f"chat-{version}"}, "spec": {
+            "selector": {"app.kubernetes.io/name": "chat", "app.kubernetes.io/version": version}, "ports": [{"port": 80}]}})
+    create_custom(api, "httproutes", TNS, {"metadata": {"name": "chat"}, "spec": {"rules": [
+        {"matches": [{"headers": [{"name": "x-canary", "value": "1"}]}], "backendRefs": [{"name": "chat-v2", "port": 80}]},
+        {"backendRefs": [{"name": "chat-v1", "port": 80, "weight": 90}, {"name": "chat-v2", "port": 80, "weight": 10}]}]}})
+    for subset in ("stable", "canary"):
+        apps.create_namespaced_deployment(TNS, _deployment(f"embed-{subset}", "embed", subset, label_key="version"))
+    core.create_namespaced_service(TNS, {"metadata": {"name": "embed"}, "spec": {
+        "selector": {"app.kubernetes.io/name": "embed"}, "ports": [{"port": 80}]}})
+    create_custom(api, "virtualservices", TNS, {"metadata": {"name": "embed"}, "spec": {"hosts": ["embed"], "http": [{"route": [
+        {"destination": {"host": "embed", "subset": "stable"}, "weight": 80},
+        {"destination": {"host": "embed", "subset": "canary"}, "weight": 20}]}]}})
+
+    def ready():
+        deps = apps.list_namespaced_deployment(TNS).items
+        return len(deps) == 4 and all((d.status.ready_replicas or 0) == 1 for d in deps)
+
+    wait_until(ready, 60, what="route backends ready")
+    yield api
+    core.delete_namespace(TNS)
+
+
+def _backend(cluster):
+    return live_backend(Settings(kubeconfig=str(cluster.admin_kubeconfig)))
+
+
+def _shift(backend, key, targets, tmp_path):
+    snap = backend.reader.snapshot()
+    plan = plan_shift(snap, key, targets, api_versions=served_api_versions(backend))
+    route = read_route(plan, backend.writer)
+    plan = plan_shift(snap, key, targets, route=route, api_versions=served_api_versions(backend))
+    return apply_shift(plan, backend.writer, AuditLog(tmp_path / "audit.jsonl", backend.writer.identity, backend.context))
+
+
+def test_httproute_weights_patched_and_only_the_split_rule(cluster, routes, tmp_path):
+    backend = _backend(cluster)
+    try:
+        assert backend.may("shift")
+        svc = wait_until(lambda: backend.reader.snapshot().service(f"{TNS}/chat"), 10, what="service")
+        assert [(v.name, v.weight) for v in svc.versions] == [("v1", 90), ("v2", 10)]
+        mark = cluster.audit_mark()
+        _shift(backend, f"{TNS}/chat", {"v1": 30, "v2": 70}, tmp_path)
+        route = get_custom(routes, "httproutes", TNS, "chat")
+        assert [b.get("weight") for b in route["spec"]["rules"][1]["backendRefs"]] == [30, 70]
+        assert "weight" not in route["spec"]["rules"][0]["backendRefs"][0]  # the header rule is untouched
+        patches = cluster.wait_for_audit("admin", since=mark, verb="patch", resource="httproutes", code=200)
+        assert len(patches) == 1
+        wait_until(lambda: [v.weight for v in backend.reader.snapshot().service(f"{TNS}/chat").versions] == [30, 70],
+                   5, what="new weights in the snapshot")
+        assert '"action": "shift"' in (tmp_path / "audit.jsonl").read_text()
+    finally:
+        backend.close()
+
+
+def test_virtualservice_weights_patched(cluster, routes, tmp_path):
+    backend = _backend(cluster)
+    try:
+        svc = wait_until(lambda: backend.reader.snapshot().service(f"{TNS}/embed"), 10, what="service")
+        assert [(v.name, v.weight) for v in svc.versions] == [("stable", 80), ("canary", 20)]
+        _shift(backend, f"{TNS}/embed", {"canary": 50}, tmp_path)
+        vs = get_custom(routes, "virtualservices", TNS, "embed")
+        assert [r["weight"] for r in vs["spec"]["http"][0]["route"]] == [50, 50]
+    finally:
+        backend.close()
+
+
+def test_concurrent_edit_makes_the_patch_fail_whole(cluster, routes, tmp_path):
+    backend = _backend(cluster)
+    try:
+        wait_until(lambda: backend.reader.snapshot().service(f"{TNS}/chat"), 10, what="service")
+        snap = backend.reader.snapshot()
+        plan = plan_shift(snap, f"{TNS}/chat", {"v2": 100}, api_versions=served_api_versions(backend))
+        route = read_route(plan, backend.writer)
+        plan = plan_shift(snap, f"{TNS}/chat", {"v2": 100}, route=route, api_versions=served_api_versions(backend))
+        # Someone else moves the weights after we read them.
+        other = _backend(cluster)
+        other.writer.patch_object("gateway.networking.k8s.io", "v1", "httproutes", TNS, "chat",
+                                  [{"op": "replace", "path": "/spec/rules/1/backendRefs/0/weight", "value": 55}], "json")
+        other.close()
+        with pytest.raises(Exception) as err:
+            apply_shift(plan, backend.writer, AuditLog(None, "t", "c"))
+        assert "changed since it was read" in str(err.value) or "422" in str(err.value), str(err.value)
+        route = get_custom(routes, "httproutes", TNS, "chat")
+        assert route["spec"]["rules"][1]["backendRefs"][0]["weight"] == 55  # nothing of ours was applied
+    finally:
+        backend.close()

@@ -27,7 +27,7 @@ class HeaderBar(Static):
         app = self.app
         snap = app.snapshot
         palette = app.palette
-        narrow = self.size.width and self.size.width < 100
+        narrow = self.app.size.width < 100  # the app knows its width before this widget is laid out
         text = Text("" if narrow else " gputui ", style="bold")
         context = snap.context if snap else app.backend.context
         text.append(Text(context, style="bold"))

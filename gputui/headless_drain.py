@@ -122,10 +122,13 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
                          backend.writer.identity, backend.context)
         gen = run_batch(nodes, backend.reader, backend.writer, audit, options, parallel=args.parallel,
                         deadlines=deadlines)
+        last_waiting: dict[str, int | None] = {}  # print a waiting pod again only when its count moves
         try:
             while True:
                 event = next(gen)
-                if event.kind != "waiting" or _first_or_changed(event):
+                key = f"{event.node}/{event.pod}"
+                if event.kind != "waiting" or last_waiting.get(key, -1) != event.sessions:
+                    last_waiting[key] = event.sessions
                     stamp = time.strftime("%H:%M:%S")
                     print(f"{stamp} {event.node} {event.kind:12s} {event.pod} {event.message}".rstrip(), flush=True)
         except StopIteration as stop:
@@ -135,18 +138,6 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
         return EXIT_OK if reports and all(not r.failed and not r.aborted for r in reports.values()) else EXIT_FAILED
     finally:
         backend.close()
-
-
-_last_waiting: dict[str, int | None] = {}
-
-
-def _first_or_changed(event) -> bool:
-    """Print a waiting pod's line when its session count changes, not every second."""
-    key = f"{event.node}/{event.pod}"
-    if _last_waiting.get(key, -1) == event.sessions:
-        return False
-    _last_waiting[key] = event.sessions
-    return True
 
 
 def _print_plan(plan) -> None:

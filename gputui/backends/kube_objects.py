@@ -193,13 +193,6 @@ def deployment_record(obj: dict[str, Any]) -> WorkloadRecord:
     )
 
 
-def replicaset_record(obj: dict[str, Any]) -> tuple[str, str, str]:
-    """(namespace, replicaset, owning deployment or '')."""
-    meta = obj.get("metadata") or {}
-    owner = next((o for o in meta.get("ownerReferences") or [] if o.get("controller")), None) or {}
-    return (meta.get("namespace", ""), meta.get("name", ""), owner.get("name", "") if owner.get("kind") == "Deployment" else "")
-
-
 def pdb_record(obj: dict[str, Any]) -> Budget:
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}

@@ -19,7 +19,7 @@ from gputui.backends.base import EvictionOutcome, Reader, Writer
 from gputui.model import DRAIN_ANNOTATION_PREFIX, DRAIN_PHASE_ANNOTATION, ClusterSnapshot
 from gputui.ops.audit import AuditLog
 from gputui.ops.cordon import ReadOnlyError
-from gputui.ops.drain_plan import DrainOptions, DrainPlan, Step, plan_drain
+from gputui.ops.drain_plan import DrainOptions, DrainPlan, Step
 
 BY = DRAIN_ANNOTATION_PREFIX + "by"
 STARTED = DRAIN_ANNOTATION_PREFIX + "started"
@@ -264,11 +264,3 @@ def run_drain(
     annotate("done")
     yield DrainEvent(node, "done", message=report.describe())
     return report
-
-
-def drain_node(
-    snapshot: ClusterSnapshot, node: str, options: DrainOptions, reader: Reader, writer: Writer | None,
-    audit: AuditLog, control: DrainControl | None = None, **kw,
-) -> Iterator[DrainEvent]:
-    """Plan and run in one go (headless and batch use)."""
-    return run_drain(plan_drain(snapshot, node, options), reader, writer, audit, control, **kw)

@@ -55,7 +55,6 @@ class DrainSession:
     pods: dict[str, PodRow] = field(default_factory=dict)
     node_state: dict[str, str] = field(default_factory=dict)
     log: list[str] = field(default_factory=list)
-    deadline_extra: dict[str, float] = field(default_factory=dict)
     finished: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 

@@ -6,7 +6,7 @@ fingers; diffing keeps both and touches only the cells that changed.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from rich.text import Text
 from textual.widgets import DataTable
@@ -21,12 +21,7 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
-def sync_rows(
-    table: DataTable,
-    rows: dict[str, Cells],
-    sort_key: Callable[[str], Any] | None = None,
-    reverse: bool = False,
-) -> bool:
+def sync_rows(table: DataTable, rows: dict[str, Cells]) -> bool:
     """Make the table hold exactly `rows` (key -> cells in column order). True if anything changed."""
     changed = False
     columns = list(table.columns)
@@ -44,7 +39,4 @@ def sync_rows(
             if not _same(old, new):
                 table.update_cell(key, column, new)
                 changed = True
-    if sort_key is not None and changed:
-        first = columns[0]
-        table.sort(first, key=lambda cell: sort_key(cell.plain if isinstance(cell, Text) else str(cell)), reverse=reverse)
     return changed

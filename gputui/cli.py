@@ -115,10 +115,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
-def _backend(settings: Settings) -> Backend:
+def _backend(settings: Settings, per_gpu: bool = False) -> Backend:
     from gputui.backends.factory import build_backend
 
-    return build_backend(settings)
+    return build_backend(settings, per_gpu=per_gpu)
 
 
 def _tui(settings: Settings) -> int:
@@ -176,7 +176,7 @@ def node_record(snapshot, node) -> dict[str, Any]:
 
 
 def _nodes(settings: Settings, output: str) -> int:
-    backend = _backend(settings)
+    backend = _backend(settings, per_gpu=True)  # the JSON lists every GPU
     try:
         snapshot = backend.reader.snapshot()
     finally:

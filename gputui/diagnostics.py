@@ -36,7 +36,7 @@ def diagnose(snap: ClusterSnapshot) -> list[Finding]:
     metrics = snap.source("metrics")
     if metrics is not None and metrics.error is None and metrics.fetched_at is not None:
         for node in snap.nodes:
-            if node.ready and node.gpu_capacity and not node.gpus:
+            if node.ready and node.gpu_capacity and not node.has_metrics:
                 out.append(Finding("NoMetrics", node.name, "no DCGM series for this node (is the exporter running?)"))
     majority = snap.majority_driver
     cuda = Counter(n.cuda_version for n in snap.nodes if n.cuda_version).most_common(1)

@@ -75,6 +75,18 @@ class Gpu:
 
 
 @dataclass(frozen=True, slots=True)
+class GpuSummary:
+    """A node's GPUs in aggregate, as Prometheus computes them for a large fleet."""
+
+    count: int
+    util_mean: float | None = None
+    mem_used_mib: float | None = None
+    mem_total_mib: float | None = None
+    temp_max: float | None = None
+    power_w: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Condition:
     type: str
     status: str
@@ -95,9 +107,10 @@ class Node:
     upgrade_state: str = ""
     gpu_memory_mib: int = 0
     conditions: tuple[Condition, ...] = ()
-    gpus: tuple[Gpu, ...] = ()
+    gpus: tuple[Gpu, ...] = ()  # every GPU, or with a summary only the GPUs reporting a problem
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
+    summary: GpuSummary | None = None
 
     @property
     def drain_phase(self) -> str:
@@ -121,30 +134,42 @@ class Node:
             c for c in self.conditions if c.type not in STANDARD_CONDITIONS and c.status == "True"
         )
 
-    # Fleet-level aggregates of the node's GPUs; None when no metrics arrived.
+    # Aggregates of the node's GPUs (from the summary when there is one); None without metrics.
     @property
     def mean_util(self) -> float | None:
+        if self.summary is not None:
+            return self.summary.util_mean
         return _mean(g.util_pct for g in self.gpus)
 
     @property
     def mem_used_mib(self) -> float | None:
+        if self.summary is not None:
+            return self.summary.mem_used_mib
         return _sum(g.mem_used_mib for g in self.gpus)
 
     @property
     def mem_total_mib(self) -> float | None:
-        total = _sum(g.mem_total_mib for g in self.gpus)
+        total = self.summary.mem_total_mib if self.summary is not None else _sum(g.mem_total_mib for g in self.gpus)
         if total is None and self.gpu_memory_mib and self.gpu_capacity:
             return float(self.gpu_memory_mib * self.gpu_capacity)
         return total
 
     @property
     def max_temp(self) -> float | None:
+        if self.summary is not None:
+            return self.summary.temp_max
         temps = [g.temp_c for g in self.gpus if g.temp_c is not None]
         return max(temps) if temps else None
 
     @property
     def power_w(self) -> float | None:
+        if self.summary is not None:
+            return self.summary.power_w
         return _sum(g.power_w for g in self.gpus)
+
+    @property
+    def has_metrics(self) -> bool:
+        return self.summary is not None or bool(self.gpus)
 
 
 @dataclass(frozen=True, slots=True)
@@ -376,7 +401,19 @@ class ClusterSnapshot:
 
     @property
     def mean_util(self) -> float | None:
-        return _mean(g.util_pct for n in self.nodes for g in n.gpus)
+        """Mean over every GPU reporting, whether a node came per GPU or summarised."""
+        total, count = 0.0, 0
+        for n in self.nodes:
+            if n.summary is not None:
+                if n.summary.util_mean is not None and n.summary.count:
+                    total += n.summary.util_mean * n.summary.count
+                    count += n.summary.count
+            else:
+                for g in n.gpus:
+                    if g.util_pct is not None:
+                        total += g.util_pct
+                        count += 1
+        return total / count if count else None
 
     def alerts(self, temp_threshold: float = DEFAULT_TEMP_ALERT_C) -> list[Alert]:
         return [a for n in self.nodes for a in node_alerts(n, temp_threshold)]
@@ -406,6 +443,10 @@ def node_alerts(node: Node, temp_threshold: float = DEFAULT_TEMP_ALERT_C) -> lis
             alerts.append(Alert(node.name, "Health", f"GPU {gpu.index}: health {gpu.health.value}"))
         if gpu.temp_c is not None and gpu.temp_c >= temp_threshold:
             alerts.append(Alert(node.name, "Temp", f"GPU {gpu.index}: {gpu.temp_c:.0f}°C"))
+    summary = node.summary
+    if summary is not None and summary.temp_max is not None and summary.temp_max >= temp_threshold \
+            and not any(g.temp_c is not None for g in node.gpus):
+        alerts.append(Alert(node.name, "Temp", f"hottest GPU {summary.temp_max:.0f}°C"))
     for cond in node.problem_conditions:
         detail = f": {cond.reason}" if cond.reason else ""
         alerts.append(Alert(node.name, "Condition", f"{cond.type}{detail}"))

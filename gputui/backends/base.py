@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Mapping, Protocol
 
-from gputui.model import ClusterSnapshot
+from gputui.model import ClusterSnapshot, Gpu
 
 
 class BackendError(Exception):
@@ -40,6 +40,10 @@ class Reader(Protocol):
 
     def gpu_history(self, node: str, minutes: int = 5) -> dict[int, list[float]]:
         """Utilisation samples per GPU index, oldest first (for sparklines)."""
+        ...
+
+    def node_gpus(self, node: str) -> "tuple[Gpu, ...] | None":
+        """Every GPU of one node when the snapshot holds only aggregates; None: use the snapshot."""
         ...
 
     def close(self) -> None: ...

@@ -458,6 +458,9 @@ class DemoCluster:
             since = self._t - minutes * 60
             return {i: [u for t, u in h if t > since] for i, h in sim.history.items()}
 
+    def node_gpus(self, node: str) -> None:
+        return None  # the demo's snapshot already holds every GPU
+
     def close(self) -> None:
         pass
 
@@ -941,6 +944,7 @@ class _ReadOnlyView:
     def __init__(self, cluster: DemoCluster) -> None:
         self.snapshot = cluster.snapshot
         self.gpu_history = cluster.gpu_history
+        self.node_gpus = cluster.node_gpus
         self.close = cluster.close
 
 

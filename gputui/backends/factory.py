@@ -30,7 +30,7 @@ def have_cluster_config(settings: Settings) -> bool:
     return any(p.exists() for p in kubeconfig_paths(settings))
 
 
-def build_backend(settings: Settings, clock: Callable[[], float] = time.time) -> Backend:
+def build_backend(settings: Settings, clock: Callable[[], float] = time.time, per_gpu: bool = False) -> Backend:
     """The demo cluster when asked for or when no cluster is configured; else the real one."""
     if settings.demo or not have_cluster_config(settings):
         from gputui.backends.demo import demo_backend
@@ -42,4 +42,4 @@ def build_backend(settings: Settings, clock: Callable[[], float] = time.time) ->
         raise BackendError(
             "the live Kubernetes backend is not part of this build yet; run with --demo"
         ) from None
-    return live_backend(settings)
+    return live_backend(settings, per_gpu=per_gpu)

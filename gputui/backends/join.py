@@ -15,6 +15,7 @@ from gputui.model import (
     Budget,
     ClusterSnapshot,
     Gpu,
+    GpuSummary,
     Health,
     InferencePod,
     InferenceService,
@@ -47,6 +48,8 @@ class GpuSample:
 @dataclass(frozen=True, slots=True)
 class Metrics:
     gpus: Mapping[tuple[str, int], GpuSample] = field(default_factory=dict)
+    # Fleet mode: per-node aggregates from Prometheus; `gpus` then holds only GPUs with a problem.
+    nodes: Mapping[str, GpuSummary] = field(default_factory=dict)
     sessions: Mapping[tuple[str, str], tuple[int | None, int | None]] = field(default_factory=dict)
 
 
@@ -91,6 +94,24 @@ def _gpus(node: NodeRecord, metrics: Metrics | None, by_host: Mapping[str, list[
             health=_health(s.health) if s.health is not None else (Health.PASS if s.util is not None else Health.UNKNOWN),
         ))
     return tuple(out)
+
+
+def join_gpus(node: NodeRecord, metrics: Metrics) -> tuple[Gpu, ...]:
+    """One node's GPUs from a per-GPU fetch (the detail screen of a summarised fleet)."""
+    by_host: dict[str, list[GpuSample]] = {}
+    for sample in metrics.gpus.values():
+        by_host.setdefault(sample.host, []).append(sample)
+    return _gpus(node, metrics, by_host)
+
+
+def _summary(node: NodeRecord, metrics: Metrics | None) -> GpuSummary | None:
+    summary = metrics.nodes.get(node.name) if metrics is not None else None
+    if summary is None or summary.mem_total_mib is not None or not node.gpu_memory_mib:
+        return summary
+    # As per GPU: the card size from the node label beats used + free.
+    from dataclasses import replace
+
+    return replace(summary, mem_total_mib=float(node.gpu_memory_mib * summary.count))
 
 
 def _versions_for_route(
@@ -191,6 +212,7 @@ def join(
             gpu_capacity=n.gpu_capacity, gpu_allocatable=n.gpu_allocatable, driver_version=n.driver_version,
             cuda_version=n.cuda_version, upgrade_state=n.upgrade_state, gpu_memory_mib=n.gpu_memory_mib,
             conditions=n.conditions, gpus=_gpus(n, metrics, by_host), labels=n.labels, annotations=n.annotations,
+            summary=_summary(n, metrics),
         )
         for n in sorted(gpu_nodes, key=lambda n: n.name)
     )

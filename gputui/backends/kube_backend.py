@@ -7,12 +7,12 @@ import time
 from typing import Any, Callable, Mapping
 
 from gputui.backends.base import Backend, BackendError, EvictionOutcome, EvictionResult
-from gputui.backends.join import KubeState, Metrics, join
+from gputui.backends.join import KubeState, Metrics, join, join_gpus
 from gputui.backends.kube_cache import ListWatchCache
 from gputui.backends.kube_http import ApiError, Connection, connect, path_of
 from gputui.backends import kube_objects as ko
-from gputui.backends.prom import PromConfig, PromSource
-from gputui.model import ClusterSnapshot, SourceStatus
+from gputui.backends.prom import HOST_LABELS, PromConfig, PromSource
+from gputui.model import ClusterSnapshot, Gpu, SourceStatus
 from gputui.settings import Settings
 
 FIRST_SYNC_TIMEOUT_S = 10.0
@@ -59,9 +59,11 @@ class KubeReader:
         *,
         namespace: str | None = None,
         clock: Callable[[], float] = time.time,
+        per_gpu: bool = False,
     ) -> None:
         self.conn = conn
         self.prom = prom
+        self.per_gpu = per_gpu  # False: per-node aggregates for the fleet; per GPU on demand
         self.clock = clock
         self._changed = threading.Event()
         ns = namespace
@@ -134,7 +136,7 @@ class KubeReader:
         now = self.clock()
         if self.prom is not None:
             try:
-                self._metrics = self.prom.fetch({n.name for n in state.nodes})
+                self._metrics = self.prom.fetch({n.name for n in state.nodes}, per_gpu=self.per_gpu)
                 self._metrics_at, self._metrics_error = now, None
             except BackendError as exc:
                 self._metrics_error = f"unavailable: {exc}"
@@ -150,6 +152,20 @@ class KubeReader:
         if self.prom is None:
             return {}
         return self.prom.gpu_history(node, minutes)
+
+    def node_gpus(self, node: str) -> tuple[Gpu, ...] | None:
+        """Every GPU of one node, for the detail screen (the fleet view keeps aggregates)."""
+        if self.prom is None:
+            return None
+        record = next((n for n in self.caches["nodes"].items() if n.name == node), None)
+        if record is None:
+            return None
+        labels = [self.prom.cfg.host_label] if self.prom.cfg.host_label else list(HOST_LABELS)
+        for label in labels:
+            metrics = self.prom.fetch({node}, per_gpu=True, host=node, host_label=label)
+            if metrics.gpus:
+                return join_gpus(record, metrics)
+        return ()
 
     def close(self) -> None:
         for c in self.caches.values():
@@ -266,11 +282,11 @@ def prom_config(settings: Settings) -> PromConfig | None:
     )
 
 
-def live_backend(settings: Settings, clock: Callable[[], float] = time.time) -> Backend:
+def live_backend(settings: Settings, clock: Callable[[], float] = time.time, per_gpu: bool = False) -> Backend:
     conn = connect(settings.kubeconfig, settings.context, settings.namespace)
     cfg = prom_config(settings)
     prom = PromSource(cfg) if cfg else None
-    reader = KubeReader(conn, prom, namespace=settings.namespace, clock=clock)
+    reader = KubeReader(conn, prom, namespace=settings.namespace, clock=clock, per_gpu=per_gpu)
     if settings.read_only:
         # No identity or access reviews either: read-only sends no POST at all.
         return Backend(reader=reader, writer=None, context=conn.context, permissions={})

@@ -19,6 +19,7 @@ from urllib3.util import Retry
 
 from gputui.backends.base import BackendError
 from gputui.backends.join import GpuSample, Metrics
+from gputui.model import GpuSummary
 
 # Live requests per inference pod (gpu-signals.md); running vs queued.
 RUNNING_METRICS = ("vllm:num_requests_running", "sglang:num_running_reqs", "trtllm_num_requests_running", "tgi_batch_current_size")
@@ -85,18 +86,27 @@ class PromSource:
         labels = [self.cfg.host_label] if self.cfg.host_label else list(HOST_LABELS)
         return ", ".join(labels + ["gpu"])
 
-    def fetch(self, node_names: set[str]) -> Metrics:
-        """One query per field for the whole fleet, in parallel, labels trimmed to what the join needs."""
+    def fetch(self, node_names: set[str], per_gpu: bool = True, host: str | None = None,
+              host_label: str | None = None) -> Metrics:
+        """One query per field for the whole fleet, in parallel, labels trimmed to what the join needs.
+
+        per_gpu=False (the dashboard of a large fleet): Prometheus aggregates per node, so a
+        refresh moves one series per node and field, not one per GPU; GPUs with an XID or
+        failed health still come one by one. host limits every query to one node.
+        """
+        if not per_gpu:
+            return self._fetch_fleet(node_names)
         by = self._by()
+        sel = self._host_selector(host, host_label)
         queries = {
-            "util": f"max by ({by}, UUID) (DCGM_FI_DEV_GPU_UTIL)",
-            "fb_used": f"max by ({by}) (DCGM_FI_DEV_FB_USED)",
-            "fb_free": f"max by ({by}) (DCGM_FI_DEV_FB_FREE)",
-            "temp": f"max by ({by}) (DCGM_FI_DEV_GPU_TEMP)",
-            "power": f"max by ({by}) (DCGM_FI_DEV_POWER_USAGE)",
+            "util": f"max by ({by}, UUID) (DCGM_FI_DEV_GPU_UTIL{sel})",
+            "fb_used": f"max by ({by}) (DCGM_FI_DEV_FB_USED{sel})",
+            "fb_free": f"max by ({by}) (DCGM_FI_DEV_FB_FREE{sel})",
+            "temp": f"max by ({by}) (DCGM_FI_DEV_GPU_TEMP{sel})",
+            "power": f"max by ({by}) (DCGM_FI_DEV_POWER_USAGE{sel})",
             # Only the GPUs with something to say: XIDs and failed health are rare.
-            "xid": f"max by ({by}) (DCGM_FI_DEV_XID_ERRORS) != 0",
-            "health": f"max by ({by}) (DCGM_EXP_GPU_HEALTH_STATUS) > 0",
+            "xid": f"max by ({by}) (DCGM_FI_DEV_XID_ERRORS{sel}) != 0",
+            "health": f"max by ({by}) (DCGM_EXP_GPU_HEALTH_STATUS{sel}) > 0",
             "running": 'sum by (namespace, pod, exported_namespace, exported_pod) ({__name__=~"%s"})'
                        % _names_regex(RUNNING_METRICS),
             "waiting": 'sum by (namespace, pod, exported_namespace, exported_pod) ({__name__=~"%s"})'
@@ -130,6 +140,72 @@ class PromSource:
             values = {(rename.get(h, h), i): v for (h, i), v in values.items()}
         gpus = {key: GpuSample(host=key[0], index=key[1], **slot) for key, slot in values.items()}
 
+        return Metrics(gpus=gpus, sessions=self._sessions(results))
+
+    def _host_selector(self, host: str | None, host_label: str | None = None) -> str:
+        if host is None:
+            return ""
+        escaped = host.replace("\\", "\\\\").replace('"', '\\"')
+        label = host_label or self.cfg.host_label or "Hostname"
+        return f'{{{label}="{escaped}"}}'
+
+    def _fetch_fleet(self, node_names: set[str]) -> Metrics:
+        hosts = [self.cfg.host_label] if self.cfg.host_label else list(HOST_LABELS)
+        by_host = ", ".join(hosts)
+        by_gpu = self._by()
+        queries = {
+            "util": f"avg by ({by_host}) (DCGM_FI_DEV_GPU_UTIL)",
+            "count": f"count by ({by_host}) (DCGM_FI_DEV_GPU_UTIL)",
+            "fb_used": f"sum by ({by_host}) (DCGM_FI_DEV_FB_USED)",
+            "temp": f"max by ({by_host}) (DCGM_FI_DEV_GPU_TEMP)",
+            "power": f"sum by ({by_host}) (DCGM_FI_DEV_POWER_USAGE)",
+            "xid": f"max by ({by_gpu}) (DCGM_FI_DEV_XID_ERRORS) != 0",
+            "health": f"max by ({by_gpu}) (DCGM_EXP_GPU_HEALTH_STATUS) > 0",
+            "running": 'sum by (namespace, pod, exported_namespace, exported_pod) ({__name__=~"%s"})'
+                       % _names_regex(RUNNING_METRICS),
+            "waiting": 'sum by (namespace, pod, exported_namespace, exported_pod) ({__name__=~"%s"})'
+                       % _names_regex(WAITING_METRICS),
+        }
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            futures = {name: pool.submit(self._query, q) for name, q in queries.items()}
+            results = {name: f.result() for name, f in futures.items()}
+        per_node: dict[str, dict[str, float]] = {}
+        for fieldname in ("util", "count", "fb_used", "temp", "power"):
+            for series in results[fieldname]:
+                host = self._host(series.get("metric", {}))
+                try:
+                    value = float(series["value"][1])
+                except (KeyError, ValueError, TypeError, IndexError):
+                    continue
+                if host:
+                    per_node.setdefault(host, {})[fieldname] = value
+        problems: dict[tuple[str, int], dict[str, Any]] = {}
+        for fieldname in ("xid", "health"):
+            for series in results[fieldname]:
+                labels = series.get("metric", {})
+                try:
+                    index, value = int(labels.get("gpu", "")), int(float(series["value"][1]))
+                except (KeyError, ValueError, TypeError, IndexError):
+                    continue
+                host = self._host(labels)
+                if host:
+                    problems.setdefault((host, index), {})[fieldname] = value
+        unknown = {h for h in per_node if h not in node_names}
+        rename = self._hosts_via_pod_info(unknown) if unknown else {}
+        nodes = {
+            rename.get(h, h): GpuSummary(
+                count=int(v.get("count", 0)), util_mean=v.get("util"), mem_used_mib=v.get("fb_used"),
+                temp_max=v.get("temp"), power_w=v.get("power"),
+            )
+            for h, v in per_node.items()
+        }
+        gpus = {
+            (rename.get(h, h), i): GpuSample(host=rename.get(h, h), index=i, xid=p.get("xid", 0), health=p.get("health"))
+            for (h, i), p in problems.items()
+        }
+        return Metrics(gpus=gpus, nodes=nodes, sessions=self._sessions(results))
+
+    def _sessions(self, results: Mapping[str, list]) -> dict[tuple[str, str], tuple[int | None, int | None]]:
         sessions: dict[tuple[str, str], list[int | None]] = {}
         for i, name in enumerate(("running", "waiting")):
             for s in results[name]:
@@ -144,7 +220,7 @@ class PromSource:
                     continue
                 slot = sessions.setdefault((ns, pod), [None, None])
                 slot[i] = (slot[i] or 0) + value
-        return Metrics(gpus=gpus, sessions={k: (v[0], v[1]) for k, v in sessions.items()})
+        return {k: (v[0], v[1]) for k, v in sessions.items()}
 
     def _hosts_via_pod_info(self, hosts: set[str]) -> dict[str, str]:
         """When the host label holds the exporter pod's name, kube_pod_info knows its node."""

@@ -45,6 +45,7 @@ class NodeDetailScreen(Screen):
         super().__init__()
         self.node_name = node
         self.history: dict[int, list[float]] = {}
+        self.full_gpus = None  # every GPU, fetched when the snapshot holds aggregates only
         self.spark_width = 30
         self.pod_width = 30
 
@@ -87,6 +88,11 @@ class NodeDetailScreen(Screen):
         ask_cordon(self.app, self.node_name, False)
 
     def show_snapshot(self) -> None:
+        """A new snapshot: draw it, then fetch what it does not hold (full GPU rows, history)."""
+        self._render()
+        self._fetch_history()
+
+    def _render(self) -> None:
         self.query_one(HeaderBar).refresh_text()
         snap = self.app.snapshot
         node = snap.node(self.node_name) if snap else None
@@ -97,7 +103,8 @@ class NodeDetailScreen(Screen):
         info.update(self._info(node, snap))
         palette = self.app.palette
         gpu_rows = {}
-        for gpu in node.gpus:
+        gpus = self.full_gpus if node.summary is not None and self.full_gpus is not None else node.gpus
+        for gpu in gpus:
             health = Text(gpu.health.value if not gpu.xid else f"XID {gpu.xid}")
             if gpu.xid or gpu.health.value in ("warn", "fail"):
                 health.stylize(f"bold {palette.alert}")
@@ -127,7 +134,6 @@ class NodeDetailScreen(Screen):
         with self.app.batch_update():
             sync_rows(self.query_one("#gpus", DataTable), gpu_rows)
             sync_rows(self.query_one("#pods", DataTable), pod_rows)
-        self._fetch_history()
 
     def _info(self, node: Node, snap) -> Text:
         palette = self.app.palette
@@ -153,10 +159,15 @@ class NodeDetailScreen(Screen):
 
     @work(thread=True, exclusive=True, group="history", exit_on_error=False)
     def _fetch_history(self) -> None:
+        reader = self.app.backend.reader
         try:
-            history = self.app.backend.reader.gpu_history(self.node_name, HISTORY_MINUTES)
+            gpus = reader.node_gpus(self.node_name) if hasattr(reader, "node_gpus") else None
+            history = reader.gpu_history(self.node_name, HISTORY_MINUTES)
         except Exception:
-            return  # the sparkline keeps its last samples; the header shows source errors
+            return  # the rows keep their last values; the header shows source errors
+        if gpus is not None and gpus != self.full_gpus:
+            self.full_gpus = gpus
+            self.app.call_from_thread(self._render)
         self.app.call_from_thread(self._set_history, history)
 
     def _set_history(self, history: dict[int, list[float]]) -> None:

@@ -101,8 +101,14 @@ def test_snapshot_matches_what_the_cluster_holds(cluster, prometheus, dcgm_expor
             spec = expected[node.name]
             assert node.driver_version == spec.driver
             assert node.gpu_capacity == spec.gpus and node.gpu_product == spec.product
-            assert [g.index for g in node.gpus] == list(range(spec.gpus))
-        g0 = snap.node("gpu-node-1").gpus[0]
+            # The fleet view carries per-node aggregates computed by Prometheus.
+            assert node.summary is not None and node.summary.count == spec.gpus
+            utils = [dcgm_exporter.get(node.name, g, "util") for g in range(spec.gpus)]
+            assert node.mean_util == pytest.approx(sum(utils) / len(utils))
+            assert node.max_temp == max(dcgm_exporter.get(node.name, g, "temp") for g in range(spec.gpus))
+        gpus = backend.reader.node_gpus("gpu-node-1")  # the detail screen's per-GPU rows
+        assert [g.index for g in gpus] == list(range(8))
+        g0 = gpus[0]
         assert (g0.util_pct, g0.temp_c, g0.power_w, g0.mem_used_mib) == (73.0, 61.0, 412.0, 20000.0)
         pods = {p.metadata.name: p for p in workload["pods"]}
         allocated: dict[str, int] = {}
@@ -222,3 +228,17 @@ def test_apiserver_killed_then_back_recovers_to_exactly_the_api_nodes(cluster, f
         wait_until(lambda: {n.name for n in backend.reader.snapshot().nodes} == api_nodes, 20, 0.5, "same node set")
     finally:
         backend.close()
+
+
+def test_fleet_view_still_names_the_gpu_with_an_xid(cluster, prometheus, dcgm_exporter, workload):
+    dcgm_exporter.set("gpu-node-2", 3, xid=79)
+    try:
+        prometheus.wait_until('DCGM_FI_DEV_XID_ERRORS{Hostname="gpu-node-2",gpu="3"} == 79', timeout=15)
+        backend = make_backend(cluster, prometheus)
+        try:
+            alerts = [(a.kind, a.message) for a in backend.reader.snapshot().alerts() if a.node == "gpu-node-2"]
+            assert ("XID", "GPU 3: XID 79") in alerts
+        finally:
+            backend.close()
+    finally:
+        dcgm_exporter.set("gpu-node-2", 3, xid=0)

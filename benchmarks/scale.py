@@ -92,7 +92,7 @@ def measure_gputui(kubeconfig: str, prom_url: str, n: int, steady_s: float) -> d
     snap = backend.reader.snapshot()
     first_snapshot = time.monotonic() - t0
     assert len(snap.nodes) >= n, len(snap.nodes)
-    assert sum(len(node.gpus) for node in snap.nodes) >= 8 * n * 0.99
+    assert sum(node.summary.count for node in snap.nodes if node.summary) >= 8 * n * 0.99
     backend.close()
 
     result: dict = {"first_snapshot_s": first_snapshot}

@@ -89,10 +89,10 @@ class NodeDetailScreen(Screen):
 
     def show_snapshot(self) -> None:
         """A new snapshot: draw it, then fetch what it does not hold (full GPU rows, history)."""
-        self._render()
+        self._draw()
         self._fetch_history()
 
-    def _render(self) -> None:
+    def _draw(self) -> None:
         self.query_one(HeaderBar).refresh_text()
         snap = self.app.snapshot
         node = snap.node(self.node_name) if snap else None
@@ -167,7 +167,7 @@ class NodeDetailScreen(Screen):
             return  # the rows keep their last values; the header shows source errors
         if gpus is not None and gpus != self.full_gpus:
             self.full_gpus = gpus
-            self.app.call_from_thread(self._render)
+            self.app.call_from_thread(self._draw)
         self.app.call_from_thread(self._set_history, history)
 
     def _set_history(self, history: dict[int, list[float]]) -> None:

@@ -44,6 +44,13 @@ def _names_regex(names: Iterable[str]) -> str:
     return "|".join(n.replace(".", "\\\\.") for n in names)
 
 
+_BY_POD = "sum by (namespace, pod, exported_namespace, exported_pod)"
+SESSION_QUERIES = {
+    "running": f'{_BY_POD} ({{__name__=~"{_names_regex(RUNNING_METRICS)}"}})',
+    "waiting": f'{_BY_POD} ({{__name__=~"{_names_regex(WAITING_METRICS)}"}})',
+}
+
+
 def _one_line(exc: Exception) -> str:
     text = str(exc)
     for marker in ("Connection refused", "timed out", "Read timed out", "Name or service not known"):
@@ -77,6 +84,12 @@ class PromSource:
         except Exception as exc:  # requests errors and PrometheusApiClientException alike
             raise BackendError(_one_line(exc)) from None
 
+    def _run(self, queries: Mapping[str, str]) -> dict[str, list[dict[str, Any]]]:
+        """All queries of a refresh in parallel; the first error is raised."""
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            futures = {name: pool.submit(self._query, q) for name, q in queries.items()}
+            return {name: f.result() for name, f in futures.items()}
+
     def _host(self, labels: Mapping[str, str]) -> str:
         if self.cfg.host_label:
             return labels.get(self.cfg.host_label, "")
@@ -107,14 +120,9 @@ class PromSource:
             # Only the GPUs with something to say: XIDs and failed health are rare.
             "xid": f"max by ({by}) (DCGM_FI_DEV_XID_ERRORS{sel}) != 0",
             "health": f"max by ({by}) (DCGM_EXP_GPU_HEALTH_STATUS{sel}) > 0",
-            "running": 'sum by (namespace, pod, exported_namespace, exported_pod) ({__name__=~"%s"})'
-                       % _names_regex(RUNNING_METRICS),
-            "waiting": 'sum by (namespace, pod, exported_namespace, exported_pod) ({__name__=~"%s"})'
-                       % _names_regex(WAITING_METRICS),
+            **SESSION_QUERIES,
         }
-        with ThreadPoolExecutor(max_workers=4) as pool:
-            futures = {name: pool.submit(self._query, q) for name, q in queries.items()}
-            results = {name: f.result() for name, f in futures.items()}  # the first error is raised
+        results = self._run(queries)
 
         values: dict[tuple[str, int], dict[str, Any]] = {}
         for fieldname in ("util", "fb_used", "fb_free", "temp", "power", "xid", "health"):
@@ -161,14 +169,9 @@ class PromSource:
             "power": f"sum by ({by_host}) (DCGM_FI_DEV_POWER_USAGE)",
             "xid": f"max by ({by_gpu}) (DCGM_FI_DEV_XID_ERRORS) != 0",
             "health": f"max by ({by_gpu}) (DCGM_EXP_GPU_HEALTH_STATUS) > 0",
-            "running": 'sum by (namespace, pod, exported_namespace, exported_pod) ({__name__=~"%s"})'
-                       % _names_regex(RUNNING_METRICS),
-            "waiting": 'sum by (namespace, pod, exported_namespace, exported_pod) ({__name__=~"%s"})'
-                       % _names_regex(WAITING_METRICS),
+            **SESSION_QUERIES,
         }
-        with ThreadPoolExecutor(max_workers=4) as pool:
-            futures = {name: pool.submit(self._query, q) for name, q in queries.items()}
-            results = {name: f.result() for name, f in futures.items()}
+        results = self._run(queries)
         per_node: dict[str, dict[str, float]] = {}
         for fieldname in ("util", "count", "fb_used", "temp", "power"):
             for series in results[fieldname]:

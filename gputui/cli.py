@@ -57,7 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
     _common(parser)
     ui = parser.add_argument_group("screen")
     ui.add_argument("--refresh", type=_positive_float, default=argparse.SUPPRESS, metavar="SECONDS", help="seconds between refreshes (default 2)")
-    ui.add_argument("--theme", default=argparse.SUPPRESS, help="theme name")
+    ui.add_argument("--theme", default=argparse.SUPPRESS, help="theme name (see :theme in the app)")
+    ui.add_argument("--keymap", default=argparse.SUPPRESS, help="keymap: default, vim, k9s or one of yours")
+    ui.add_argument("--wallboard", action="store_true", default=argparse.SUPPRESS, help="read-only wallboard with rotating pages")
+    ui.add_argument("--rotate", dest="wallboard_rotate", type=_positive_float, default=argparse.SUPPRESS, metavar="SECONDS", help="seconds per wallboard page (default 15)")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     nodes = sub.add_parser("nodes", help="print the GPU nodes (table or JSON) and exit")
     _common(nodes)
@@ -76,7 +79,8 @@ def _settings(args: argparse.Namespace) -> Settings:
 
     flags = {
         k: v for k, v in vars(args).items()
-        if k in ("demo", "seed", "kubeconfig", "context", "namespace", "prometheus", "read_only", "refresh", "theme")
+        if k in ("demo", "seed", "kubeconfig", "context", "namespace", "prometheus", "read_only", "refresh", "theme",
+                 "keymap", "wallboard", "wallboard_rotate")
     }
     config = getattr(args, "config", None)
     if config and not Path(config).exists():

@@ -29,6 +29,8 @@ class Settings:
     keymap: str = "default"
     read_only: bool = False
     wallboard: bool = False
+    wallboard_rotate: float = 15.0  # seconds each wallboard page stays up
+    wallboard_heat: str = "util"  # what the heat map colours: util or temp
     kubeconfig: str | None = None
     context: str | None = None
     namespace: str | None = None
@@ -52,6 +54,7 @@ _ENV = {
     "GPUTUI_PROMETHEUS": "prometheus",
     "GPUTUI_TEMP_THRESHOLD": "temp_threshold",
     "GPUTUI_AUDIT_LOG": "audit_log",
+    "GPUTUI_WALLBOARD_ROTATE": "wallboard_rotate",
 }
 _NAMES = {f.name for f in fields(Settings)}
 
@@ -96,6 +99,10 @@ def _check(s: Settings) -> Settings:
         raise SettingsError(f"session_deadline must be positive seconds, got {s.session_deadline:g}")
     if not (0 < s.temp_threshold < 200):
         raise SettingsError(f"temp_threshold must be between 0 and 200 °C, got {s.temp_threshold:g}")
+    if not (s.wallboard_rotate >= 1):
+        raise SettingsError(f"wallboard_rotate must be at least 1 second, got {s.wallboard_rotate:g}")
+    if s.wallboard_heat not in ("util", "temp"):
+        raise SettingsError(f"wallboard_heat must be util or temp, got {s.wallboard_heat!r}")
     return s
 
 

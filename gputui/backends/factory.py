@@ -43,3 +43,17 @@ def build_backend(settings: Settings, clock: Callable[[], float] = time.time, pe
             "the live Kubernetes backend is not part of this build yet; run with --demo"
         ) from None
     return live_backend(settings, per_gpu=per_gpu)
+
+
+def context_names(settings: Settings) -> list[str]:
+    """The kubeconfig's contexts, for completion; empty when it cannot be read (connecting says why)."""
+    files = os.pathsep.join(str(p) for p in kubeconfig_paths(settings) if p.exists())
+    if not files:
+        return []
+    try:
+        from kubernetes import config
+
+        contexts, _ = config.list_kube_config_contexts(files)
+    except Exception:  # a bad kubeconfig is reported when it is used, not while typing
+        return []
+    return sorted(str(c.get("name")) for c in contexts if c.get("name"))

@@ -126,15 +126,24 @@ def _backend(settings: Settings, per_gpu: bool = False) -> Backend:
 
 
 def _tui(settings: Settings) -> int:
+    from dataclasses import replace
+
     from gputui.backends.factory import have_cluster_config
     from gputui.ops.audit import AuditLog, default_audit_path
+    from gputui.ui.keymaps import available_keymap_names
     from gputui.ui.theming import available_theme_names
 
+    no_color = bool(os.environ.get("NO_COLOR"))
+    if no_color and settings.theme == Settings().theme:
+        settings = replace(settings, theme="gputui-mono")  # NO_COLOR: no theme asked for, so none in colour
     themes = available_theme_names()
     if settings.theme not in themes:
         raise SettingsError(f"unknown theme {settings.theme!r}; available: {', '.join(themes)}")
+    keymaps = available_keymap_names()
+    if settings.keymap not in keymaps:
+        raise SettingsError(f"unknown keymap {settings.keymap!r}; available: {', '.join(keymaps)}")
     fallback = not settings.demo and not have_cluster_config(settings)
-    backend = _backend(settings)
+    backend = _backend(settings, per_gpu=settings.wallboard)  # the heat map draws every GPU
     audit_path = settings.audit_log or default_audit_path()
     from pathlib import Path
 
@@ -143,7 +152,7 @@ def _tui(settings: Settings) -> int:
     audit = AuditLog(Path(audit_path), getattr(backend.writer, "identity", "unknown"), backend.context)
     notice = "No kubeconfig found: showing the embedded demo cluster (a simulation)." if fallback else None
     app = GputuiApp(
-        settings, backend, audit=audit, no_color=bool(os.environ.get("NO_COLOR")), notice=notice
+        settings, backend, audit=audit, no_color=no_color, notice=notice
     )
     try:
         app.run()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Callable
 
@@ -17,6 +18,7 @@ from gputui.model import ClusterSnapshot
 from gputui.ops.audit import AuditLog
 from gputui.render import MONO, Palette
 from gputui.settings import Settings
+from gputui.ui.keymaps import load_keymaps, resolve, watched_dirs
 from gputui.ui.theming import load_themes, palette_defaults, palette_from
 
 
@@ -46,6 +48,8 @@ class GputuiApp(App[None]):
     BINDINGS = [
         Binding("q", "quit", "Quit", id="quit"),
         Binding("question_mark", "help", "Help", id="help"),
+        Binding("colon", "command", "Command", id="command", tooltip="Command mode: :nodes, :drain NODE, :theme NAME…"),
+        Binding("t", "themes", "Theme", id="themes", show=False, tooltip="Pick a theme (previews as you move)"),
     ]
 
     def __init__(
@@ -72,6 +76,11 @@ class GputuiApp(App[None]):
         self.drain_session = None  # the maintenance batch running now, if any
         self.drain_poll_s = 1.0  # how often a running drain re-reads sessions
         self.polls = 0  # refreshes done (benchmarks count queries per refresh)
+        self.keymap_name = settings.keymap
+        self.keymaps: dict = {}
+        self.namespace_view: str | None = None  # :ns: which namespace's services are listed
+        self._told_problems: list = []
+        self._stop_watching = asyncio.Event()
 
     @property
     def read_only(self) -> bool:
@@ -81,24 +90,77 @@ class GputuiApp(App[None]):
         return palette_defaults()
 
     def on_mount(self) -> None:
-        themes, problems = load_themes()
-        for theme in themes.values():
-            self.register_theme(theme)
-        if problems:
-            self.notify("\n".join(map(str, problems)), title="Bad theme files", severity="warning")
+        self.reload_looks()
         self.theme = self.settings.theme
-        from gputui.ui.dashboard import DashboardScreen
+        if self.settings.wallboard:
+            from gputui.ui.wallboard import WallboardScreen
 
-        self.push_screen(DashboardScreen())
+            self.push_screen(WallboardScreen())
+        else:
+            from gputui.ui.dashboard import DashboardScreen
+
+            self.push_screen(DashboardScreen())
         if self._notice:
             self.notify(self._notice, title="Simulation", timeout=15)
         self.set_interval(1.0, self._tick_age)
         self.poll_now()
+        self._watch_looks()
+
+    def on_unmount(self) -> None:
+        self._stop_watching.set()  # lets the file watcher's thread end at once
 
     def watch_theme(self, theme: str) -> None:
         if not self._no_color:
             self.palette = palette_from(self.get_css_variables())
         self._show_snapshot()
+
+    # ----- themes and keymaps: loaded at start and again whenever their files change ----
+
+    def reload_looks(self) -> None:
+        """(Re)load theme and keymap files; a bad file is reported and the last good one stays."""
+        themes, problems = load_themes()
+        for theme in themes.values():
+            self.register_theme(theme)
+        keymaps, keymap_problems = load_keymaps()
+        self.keymaps = keymaps
+        problems += keymap_problems
+        if problems != self._told_problems:  # say it once per change, not on every reload
+            self._told_problems = problems
+            if problems:
+                lines = [f"{p.path}: {p.reason}" for p in problems]
+                self.notify("\n".join(lines), title="Bad theme or keymap files (ignored)",
+                            severity="warning", timeout=20, markup=False)
+        if self.is_mounted and self.theme in themes:
+            self._invalidate_css()  # the file of the theme in force may have changed: apply it again
+            self.refresh_css(animate=False)
+            self.watch_theme(self.theme)
+        self.use_keymap(self.keymap_name, quiet=True)
+
+    def use_keymap(self, name: str, quiet: bool = False) -> bool:
+        try:
+            changes = resolve(name, self.keymaps)
+        except (KeyError, ValueError):
+            if not quiet:
+                self.notify(f"no usable keymap {name!r}; keeping {self.keymap_name}", severity="warning")
+            return False
+        self.keymap_name = name
+        self.set_keymap(changes)
+        return True
+
+    @work(exclusive=True, group="watch-looks", exit_on_error=False)
+    async def _watch_looks(self) -> None:
+        import watchfiles
+
+        dirs = [str(d) for d in watched_dirs() if d.is_dir()]
+        if not dirs:
+            return
+
+        def yaml_only(change: watchfiles.Change, path: str) -> bool:
+            return path.endswith((".yaml", ".yml"))
+
+        async for _ in watchfiles.awatch(*dirs, watch_filter=yaml_only, debounce=200, step=50,
+                                         stop_event=self._stop_watching, recursive=True):
+            self.reload_looks()
 
     # ----- the poll loop: one poll at a time, re-armed when it finishes ----------
 
@@ -135,6 +197,111 @@ class GputuiApp(App[None]):
         # The age keeps counting while a poll hangs, so stale data is never shown as fresh.
         for header in self.query("HeaderBar"):
             header.refresh_text()
+
+    # ----- command mode and the theme picker ----------------------------------------
+
+    def action_command(self) -> None:
+        from gputui.ui.command_screen import CommandScreen
+
+        if not isinstance(self.screen, CommandScreen):
+            self.push_screen(CommandScreen(self.command_choices), self.run_command)
+
+    def command_choices(self) -> dict[str, list[str]]:
+        snap = self.snapshot
+        namespaces = sorted({s.namespace for s in snap.services} | {p.namespace for p in snap.pods}) if snap else []
+        return {
+            "node": [n.name for n in snap.nodes] if snap else [],
+            "service": [s.key for s in snap.services] if snap else [],
+            "namespace": ["all", *namespaces],
+            "theme": sorted(self.available_themes),
+            "keymap": sorted({"default", *self.keymaps}),
+            "context": self.contexts(),
+        }
+
+    def contexts(self) -> list[str]:
+        if self.backend.simulated:
+            return [self.backend.context]
+        from gputui.backends.factory import context_names
+
+        return context_names(self.settings)
+
+    def run_command(self, command) -> None:
+        from gputui.commands import ALL_NAMESPACES
+
+        if command is None:
+            return
+        name, arg = command.name, command.arg
+        if name == "quit":
+            self.call_later(self.action_quit)
+        elif name == "help":
+            self.action_help()
+        elif name == "theme":
+            if arg is None:
+                self.action_themes()
+            else:
+                self.theme = arg
+        elif name == "keymap":
+            if self.use_keymap(arg):
+                self.notify(f"keymap {arg}: see ? for the keys in force")
+        elif name == "ns":
+            self.namespace_view = None if arg == ALL_NAMESPACES else arg
+            self._show_snapshot()
+        elif name == "ctx":
+            self.switch_context(arg)
+        else:
+            dashboard = self._dashboard()
+            if dashboard is None:
+                self.notify(f":{name} is not available on the wallboard", severity="warning")
+                return
+            dashboard.run_command(name, arg)
+
+    def _dashboard(self):
+        from gputui.ui.dashboard import DashboardScreen
+
+        while len(self.screen_stack) > 1 and not isinstance(self.screen, DashboardScreen):
+            self.pop_screen()
+        return self.screen if isinstance(self.screen, DashboardScreen) else None
+
+    def action_themes(self) -> None:
+        from gputui.ui.theme_picker import ThemePickerScreen
+
+        if not isinstance(self.screen, ThemePickerScreen):
+            self.push_screen(ThemePickerScreen(sorted(self.available_themes), self.theme))
+
+    def switch_context(self, context: str) -> None:
+        """Connect to another context off the UI thread; the old one stays until the new one answers."""
+        if context == self.backend.context:
+            self.notify(f"already on {context}")
+            return
+        if self.backend.simulated:
+            self.notify("the demo cluster has a single context", severity="warning")
+            return
+        from dataclasses import replace
+
+        settings = replace(self.settings, context=context)
+        self.notify(f"connecting to {context}…", timeout=5)
+
+        def connect() -> None:
+            from gputui.backends.factory import build_backend
+
+            try:
+                backend = build_backend(settings)
+            except Exception as exc:
+                self.call_from_thread(self.notify, f"{context}: {one_line(exc)}", severity="error", markup=False)
+                return
+            self.call_from_thread(self._use_backend, settings, backend)
+
+        self.run_worker(connect, thread=True, group="connect", exclusive=True, exit_on_error=False)
+
+    def _use_backend(self, settings: Settings, backend: Backend) -> None:
+        old = self.backend
+        self.settings, self.backend = settings, backend
+        self.audit = AuditLog(self.audit.path, getattr(backend.writer, "identity", "unknown"), backend.context)
+        self.snapshot, self.poll_error = None, None
+        old.close()
+        self.notify(f"now on {backend.context}")
+        self._show_snapshot()
+        self.poll_now()
 
     # ----- writes ---------------------------------------------------------------
 

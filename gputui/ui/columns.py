@@ -114,10 +114,14 @@ def fit_columns(columns: tuple[NodeColumn, ...], width: int, padding: int = 2) -
     return tuple(chosen)
 
 
-def service_rows(snapshot: ClusterSnapshot, palette: Palette, columns) -> dict[str, tuple[Any, ...]]:
+def service_rows(
+    snapshot: ClusterSnapshot, palette: Palette, columns, namespace: str | None = None
+) -> dict[str, tuple[Any, ...]]:
     """One row per service version: service, version, share, ready/desired, rollout, sessions."""
     rows: dict[str, tuple[Any, ...]] = {}
     for svc in snapshot.services:
+        if namespace is not None and svc.namespace != namespace:
+            continue
         for i, ver in enumerate(svc.versions):
             rows[f"{svc.key}@{ver.name}"] = _service_cells(snapshot, svc, ver, i == 0, palette, columns)
     return rows

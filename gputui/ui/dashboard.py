@@ -11,6 +11,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 
 from gputui.model import node_alerts
 from gputui.ops.cordon import plan_cordon, run_cordon
+from gputui.ui.key_table import KeyTable
 from gputui.ui.columns import (
     NODE_COLUMNS,
     fit_service_columns,
@@ -44,6 +45,8 @@ class DashboardScreen(Screen):
         Binding("S", "reverse_sort", "Reverse sort", id="reverse-sort", show=False),
         Binding("tab", "app.focus_next", "Next panel", id="next-panel", show=False),
         Binding("escape", "clear_filter", "Clear filter", id="clear-filter", show=False),
+        Binding("n", "match(1)", "Next match", id="next-match", show=False, tooltip="Next node matching the filter"),
+        Binding("N", "match(-1)", "Previous match", id="prev-match", show=False, tooltip="Previous node matching the filter"),
     ]
 
     def __init__(self) -> None:
@@ -61,7 +64,7 @@ class DashboardScreen(Screen):
         yield Static(id="nodes-title", classes="panel-title")
         yield VirtualTable(id="nodes")
         yield Static(id="services-title", classes="panel-title")
-        yield DataTable(id="services", cursor_type="row")
+        yield KeyTable(id="services", cursor_type="row")
         yield Input(placeholder="filter nodes: name, model, state, driver, alert", id="filter")
         yield Footer()
 
@@ -123,10 +126,12 @@ class DashboardScreen(Screen):
 
         with self.app.batch_update():
             self.nodes_table.set_rows(order, render_row)
+            namespace = self.app.namespace_view
             sync_rows(
-                self.services_table, service_rows(snap, self.app.palette, self._service_columns)
+                self.services_table, service_rows(snap, self.app.palette, self._service_columns, namespace)
             )
-            self._titles(len(nodes), len(snap.nodes), len(snap.services))
+            services = sum(1 for s in snap.services if namespace in (None, s.namespace))
+            self._titles(len(nodes), len(snap.nodes), services)
         self._offer_resume(snap)
 
     def _offer_resume(self, snap) -> None:
@@ -150,9 +155,11 @@ class DashboardScreen(Screen):
             title.append("  filter: ", style="dim")
             title.append(self.filter_text, style="bold")
         self.query_one("#nodes-title", Static).update(title)
-        self.query_one("#services-title", Static).update(
-            Text(" Inference services ", style="bold") + Text(str(services))
-        )
+        title = Text(" Inference services ", style="bold") + Text(str(services))
+        if self.app.namespace_view:
+            title.append("  namespace: ", style="dim")
+            title.append(self.app.namespace_view, style="bold")
+        self.query_one("#services-title", Static).update(title)
 
     def _matches(self, node, ctx: RowContext) -> bool:
         if not self.filter_text:
@@ -181,6 +188,41 @@ class DashboardScreen(Screen):
 
     def on_virtual_table_row_selected(self, event: VirtualTable.RowSelected) -> None:
         self.action_open_node()
+
+    def action_match(self, step: int) -> None:
+        """n/N: the next node matching the filter, wrapping (the table shows only matches)."""
+        table = self.nodes_table
+        if table.row_count:
+            table.cursor_row = (table.cursor_row + step) % table.row_count
+
+    def run_command(self, name: str, arg: str | None) -> None:
+        """Commands from `:` that act on this screen (the app handles the rest)."""
+        if name == "nodes":
+            self.nodes_table.focus()
+        elif name == "services":
+            self.services_table.focus()
+        elif name == "diag":
+            self.action_diagnostics()
+        elif name == "audit":
+            self.action_audit()
+        elif name in ("drain", "cordon", "uncordon") and arg:
+            self.nodes_table.move_to(arg)
+            if self.selected_node() != arg:  # hidden by the filter: clear it so the row exists
+                self.action_clear_filter()
+                self.show_snapshot()
+                self.nodes_table.move_to(arg)
+            if name == "drain":
+                self.marked.clear()
+                self.action_drain()
+            else:
+                ask_cordon(self.app, arg, name == "cordon")
+        elif name == "shift" and arg:
+            from gputui.ui.traffic_screen import TrafficShiftScreen
+
+            if not self.app.backend.may("shift"):
+                self.app.notify("shifting traffic is unavailable (read-only or not permitted)", severity="warning")
+                return
+            self.app.push_screen(TrafficShiftScreen(arg))
 
     def action_open_node(self) -> None:
         name = self.selected_node()

@@ -24,6 +24,7 @@ from gputui.ops.drain_batch import run_batch
 from gputui.ops.drain_plan import DrainOptions, DrainPlan, Step, plan_drain
 from gputui.ops.drain_run import DrainControl, DrainEvent
 from gputui.render import ago, elide_middle
+from gputui.ui.key_table import KeyTable
 from gputui.ui.header import HeaderBar
 from gputui.ui.table_sync import sync_rows
 
@@ -259,7 +260,7 @@ class DrainProgressScreen(Screen):
         yield HeaderBar()
         yield Static(id="drain-summary", classes="panel-title")
         yield Static(id="drain-nodes")
-        yield DataTable(id="drain-pods", cursor_type="row")
+        yield KeyTable(id="drain-pods", cursor_type="row")
         yield Static(id="drain-log")
         yield Footer()
 

@@ -27,19 +27,23 @@ class HelpScreen(ModalScreen[None]):
             yield Static(self._table(), id="help-keys")
 
     def _table(self) -> Table:
-        table = Table(title="gputui keys", expand=True, show_edge=False, box=None, padding=(0, 1))
+        app = self.app
+        table = Table(title=f"gputui keys  ·  keymap {app.keymap_name}", expand=True, show_edge=False,
+                      box=None, padding=(0, 1))
         table.add_column("Key", style="bold", no_wrap=True)
         table.add_column("Does")
         table.add_column("", style="dim", no_wrap=True)
+        # The live bindings of the screen beneath (focused widget, screen, app), so a keymap's
+        # keys are what is listed; one row per action, its keys together.
+        rows: dict[str, tuple[list[str], str, bool]] = {}
         for key, active in self._beneath.active_bindings.items():
             binding = active.binding
             if not binding.description or not binding.id:
-                continue  # widget plumbing (cursor, copy): listed once below, not one by one
-            note = "" if active.enabled else "unavailable (read-only)"
-            table.add_row(key_label(self.app, key), Text(binding.tooltip or binding.description), note)
-        table.add_row("↑ ↓ pgup pgdn", Text("Move in a table (home/end: first/last)"), "")
-        if hasattr(self._beneath, "action_open_node"):
-            table.add_row("enter", Text("Open the selected node"), "")
+                continue  # widget plumbing (copy, focus)
+            keys, _, enabled = rows.setdefault(binding.id, ([], binding.tooltip or binding.description, active.enabled))
+            keys.append(key_label(app, key))
+        for keys, does, enabled in rows.values():
+            table.add_row(" ".join(keys), Text(does), "" if enabled else "unavailable (read-only)")
         table.add_row("", "", "")
         table.add_row("", Text("Node states: Ready, NotReady, Cordoned, Draining, Upgrading (GPU Operator driver upgrade)."), "")
         table.add_row("", Text("≠ before a driver version: it differs from the fleet's majority."), "")

@@ -11,6 +11,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from gputui import render
 from gputui.model import Node, has_driver_drift, node_alerts
+from gputui.ui.key_table import KeyTable
 from gputui.ui.dashboard import WRITE_ACTIONS, ask_cordon
 from gputui.ui.header import HeaderBar
 from gputui.ui.table_sync import sync_rows
@@ -52,9 +53,9 @@ class NodeDetailScreen(Screen):
     def compose(self) -> ComposeResult:
         yield HeaderBar()
         yield Static(id="node-info")
-        yield DataTable(id="gpus", cursor_type="row")
+        yield KeyTable(id="gpus", cursor_type="row")
         yield Static(Text(" Pods on this node", style="bold"), classes="panel-title")
-        yield DataTable(id="pods", cursor_type="row")
+        yield KeyTable(id="pods", cursor_type="row")
         yield Footer()
 
     def on_mount(self) -> None:

@@ -11,11 +11,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
 from textual.color import Color, ColorParseError
 from textual.theme import BUILTIN_THEMES, Theme
 
 from gputui.paths import config_dir
+from gputui.yaml_file import load_mapping
 from gputui.render import Palette
 
 COLOR_KEYS = (
@@ -27,7 +27,7 @@ PALETTE_VARS = tuple(f.name.replace("_", "-") for f in fields(Palette))
 
 
 @dataclass(frozen=True, slots=True)
-class ThemeProblem:
+class FileProblem:
     path: str
     reason: str
 
@@ -59,12 +59,7 @@ def _color(value: Any) -> str:
 
 def parse_theme(path: Path) -> Theme:
     """One theme file -> Theme, or ValueError naming everything wrong with it."""
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ValueError(f"not readable YAML ({type(exc).__name__})") from None
-    if not isinstance(data, dict):
-        raise ValueError("expected a mapping")
+    data = load_mapping(path)
     errors: list[str] = []
     unknown = sorted(set(map(str, data)) - ALLOWED_KEYS)
     if unknown:
@@ -102,14 +97,14 @@ def parse_theme(path: Path) -> Theme:
     return Theme(name=name.strip(), dark=dark, variables=clean_vars, **colors)
 
 
-def load_themes() -> tuple[dict[str, Theme], list[ThemeProblem]]:
+def load_themes() -> tuple[dict[str, Theme], list[FileProblem]]:
     themes: dict[str, Theme] = {}
-    problems: list[ThemeProblem] = []
+    problems: list[FileProblem] = []
     for path in theme_files():
         try:
             theme = parse_theme(path)
         except ValueError as exc:
-            problems.append(ThemeProblem(str(path), str(exc)))
+            problems.append(FileProblem(str(path), str(exc)))
             continue
         themes[theme.name] = theme
     return themes, problems

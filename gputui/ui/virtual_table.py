@@ -33,12 +33,13 @@ class VirtualTable(ScrollView, can_focus=True):
     """
     COMPONENT_CLASSES = {"virtual-table--header", "virtual-table--cursor"}
     BINDINGS = [
-        Binding("up,k", "cursor(-1)", "Up", show=False),
-        Binding("down,j", "cursor(1)", "Down", show=False),
-        Binding("pageup", "page(-1)", "Page up", show=False),
-        Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("home", "edge(0)", "First", show=False),
-        Binding("end", "edge(1)", "Last", show=False),
+        # The ids are KeyTable's too: one keymap entry moves the cursor in every table.
+        Binding("up,k", "cursor(-1)", "Up", id="cursor-up", show=False),
+        Binding("down,j", "cursor(1)", "Down", id="cursor-down", show=False),
+        Binding("pageup", "page(-1)", "Page up", id="page-up", show=False),
+        Binding("pagedown", "page(1)", "Page down", id="page-down", show=False),
+        Binding("home", "edge(0)", "First", id="first", show=False),
+        Binding("end", "edge(1)", "Last", id="last", show=False),
         Binding("enter", "select", "Select", show=False),
     ]
 

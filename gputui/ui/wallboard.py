@@ -1,0 +1,191 @@
+"""The wallboard: read-only, no cursor, big figures, problems first, pages that rotate on their own."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Digits, Static
+
+from gputui import render
+from gputui.diagnostics import diagnose
+from gputui.ui.columns import fit_service_columns, service_rows
+from gputui.ui.header import HeaderBar
+from gputui.wallboard_view import figures, heat_map, legend
+
+PAGES = ("heat", "services", "alerts")
+TITLES = {"heat": "Fleet heat map", "services": "Services and rollouts", "alerts": "Alerts and findings"}
+FIGURES = ("gpus", "util", "alerts", "drains", "canaries")
+
+
+class Figure(Vertical):
+    """A label above a number drawn in large digits."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(id=f"fig-{key}", classes="figure")
+
+    def compose(self) -> ComposeResult:
+        yield Static(classes="figure-label")
+        yield Digits(classes="figure-value")
+
+    def show(self, label: str, value: str, style: str) -> None:
+        self.query_one(".figure-label", Static).update(Text(label, style="bold"))
+        digits = self.query_one(Digits)
+        digits.update(value)
+        digits.styles.color = style or None
+
+
+class WallboardScreen(Screen):
+    DEFAULT_CSS = """
+    WallboardScreen { layout: vertical; }
+    #stale-banner { display: none; height: 3; content-align: center middle; text-style: bold reverse; }
+    #stale-banner.shown { display: block; }
+    #figures { height: 4; }
+    .figure { width: 1fr; height: 4; padding: 0 1; }
+    .figure-label { height: 1; }
+    #wall-alerts { height: auto; max-height: 3; padding: 0 1; }
+    #page-title { height: 1; background: $surface; }
+    #page { height: 1fr; padding: 0 1; }
+    """
+    BINDINGS = [
+        Binding("right,n,space", "page(1)", "Next page", id="wall-next"),
+        Binding("left,p", "page(-1)", "Previous page", id="wall-previous"),
+        Binding("m", "metric", "Utilisation/temperature", id="wall-metric"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.page = 0
+        self.metric = self.app.settings.wallboard_heat if self.is_attached else "util"
+
+    def compose(self) -> ComposeResult:
+        yield HeaderBar()
+        yield Static(id="stale-banner")
+        with Horizontal(id="figures"):
+            for key in FIGURES:
+                yield Figure(key)
+        yield Static(id="wall-alerts")
+        yield Static(id="page-title")
+        yield Static(id="page")
+
+    def on_mount(self) -> None:
+        self.metric = self.app.settings.wallboard_heat
+        self.set_interval(self.app.settings.wallboard_rotate, lambda: self.action_page(1))
+        self.show_snapshot()
+
+    def on_resize(self) -> None:
+        self.show_snapshot()
+
+    def action_page(self, step: int) -> None:
+        self.page = (self.page + step) % len(PAGES)
+        self.show_snapshot()
+
+    def action_metric(self) -> None:
+        self.metric = "temp" if self.metric == "util" else "util"
+        self.show_snapshot()
+
+    # ----- drawing ----------------------------------------------------------------
+
+    def show_snapshot(self) -> None:
+        app = self.app
+        self.query_one(HeaderBar).refresh_text()
+        self._banner()
+        snap = app.snapshot
+        if snap is None:
+            return
+        palette = app.palette
+        threshold = app.settings.temp_threshold
+        f = figures(snap, threshold)
+        util = f.mean_util
+        shown = {
+            "gpus": ("GPUs in use", str(f.gpus_in_use), ""),
+            "util": ("Mean util %", "–" if util is None else f"{util:.0f}", palette.heat(util)),
+            "alerts": ("Alerts", str(f.alerts), palette.alert if f.alerts else palette.ok),
+            "drains": ("Drains", str(f.drains), palette.draining if f.drains else ""),
+            "canaries": ("Canaries", str(f.canaries), palette.upgrading if f.canaries else ""),
+        }
+        for key, (label, value, style) in shown.items():
+            self.query_one(f"#fig-{key}", Figure).show(label, value, style)
+        self._alert_strip(snap, threshold)
+        page = PAGES[self.page]
+        title = Text(f" {TITLES[page]}", style="bold")
+        if page == "heat":
+            title.append(f" ({'utilisation' if self.metric == 'util' else 'temperature'})")
+        title.append(f"   page {self.page + 1}/{len(PAGES)} · every {app.settings.wallboard_rotate:g}s", style="dim")
+        self.query_one("#page-title", Static).update(title)
+        self.query_one("#page", Static).update(getattr(self, f"_page_{page}")(snap))
+
+    def _banner(self) -> None:
+        """Unmissable when the data is older than three refreshes: the board must never lie quietly."""
+        app = self.app
+        banner = self.query_one("#stale-banner", Static)
+        snap = app.snapshot
+        age = None if snap is None else app.clock() - snap.taken_at
+        stale = age is not None and age > 3 * app.settings.refresh
+        failing = snap is None and app.poll_error
+        if stale or failing:
+            why = f": {app.poll_error}" if app.poll_error else ""
+            what = f"DATA STALE: last update {render.ago(age)} ago" if stale else "NO DATA"
+            banner.update(Text(f"⚠  {what}{why}  ⚠", style=f"bold reverse {app.palette.stale}"))
+            banner.styles.color = app.palette.stale or None
+            banner.add_class("shown")
+        else:
+            banner.remove_class("shown")
+
+    def _alert_strip(self, snap, threshold: float) -> None:
+        """The worst first, one line per node and kind, so a hot node does not fill the strip alone."""
+        grouped: dict[tuple[str, str], list] = {}
+        for alert in snap.alerts(threshold):
+            grouped.setdefault((alert.node, alert.kind), []).append(alert)
+        strip = Text()
+        for i, ((node, kind), alerts) in enumerate(list(grouped.items())[:3]):
+            if i:
+                strip.append("\n")
+            strip.append(f"▲ {node} ", style=f"bold {self.app.palette.alert}")
+            count = f" ×{len(alerts)}" if len(alerts) > 1 else ""
+            strip.append(Text(f"{kind}{count}: {alerts[0].message}"))
+            if i == 2 and len(grouped) > 3:
+                strip.append(f"  (+{len(grouped) - 3} more on the alerts page)", style="dim")
+        self.query_one("#wall-alerts", Static).update(strip)
+
+    def _page_size(self) -> tuple[int, int]:
+        page = self.query_one("#page", Static)
+        width = page.content_region.width or self.app.size.width - 2
+        height = page.content_region.height or max(1, self.app.size.height - 10)
+        return width, height
+
+    def _page_heat(self, snap) -> Text:
+        width, height = self._page_size()
+        settings = self.app.settings
+        lines = heat_map(snap, width, height - 1, self.metric, settings.temp_threshold, self.app.palette)
+        return Text("\n").join([legend(self.metric, settings.temp_threshold, self.app.palette), *lines])
+
+    def _page_services(self, snap) -> Table:
+        width, _ = self._page_size()
+        columns = fit_service_columns(width)
+        table = Table(box=None, expand=True, padding=(0, 1), show_edge=False)
+        for _, label, col_width, _ in columns:
+            table.add_column(label, width=col_width, no_wrap=True, header_style="bold")
+        for cells in service_rows(snap, self.app.palette, columns).values():
+            table.add_row(*cells)
+        return table
+
+    def _page_alerts(self, snap) -> Table | Text:
+        settings = self.app.settings
+        alerts = snap.alerts(settings.temp_threshold)
+        findings = diagnose(snap)
+        if not alerts and not findings:
+            return Text("No alerts, no findings.", style=self.app.palette.ok)
+        table = Table(box=None, expand=True, padding=(0, 1), show_edge=False)
+        width, _ = self._page_size()
+        table.add_column("WHERE", no_wrap=True, header_style="bold", overflow="ellipsis", max_width=max(12, width // 3))
+        table.add_column("WHAT", no_wrap=True, header_style="bold", min_width=7)
+        table.add_column("DETAIL", header_style="bold", overflow="ellipsis", no_wrap=True, ratio=1)
+        for alert in alerts:
+            table.add_row(Text(alert.node), Text(alert.kind, style=f"bold {self.app.palette.alert}"), Text(alert.message))
+        for finding in findings:
+            table.add_row(Text(finding.subject), Text(finding.kind), Text(finding.detail))
+        return table

@@ -1,0 +1,191 @@
+"""What the wallboard shows, computed from a snapshot (no UI): the big figures and the heat map.
+
+The heat map draws one cell per GPU. Level is carried twice, by colour and by
+glyph (░ ▒ █), so it reads in monochrome and without telling red from green.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+
+from gputui.model import ClusterSnapshot, InferenceService, Node, NodeState, node_alerts, rollout_status
+from gputui.render import Palette, pct
+
+GLYPHS = ("░", "▒", "█")  # low, mid, high
+NO_DATA = "·"
+
+
+@dataclass(frozen=True, slots=True)
+class Figures:
+    gpus_in_use: int
+    gpus_total: int
+    mean_util: float | None
+    alerts: int
+    drains: int
+    canaries: int
+
+
+def canary_in_flight(svc: InferenceService) -> bool:
+    """Traffic split between versions, or a version still rolling out."""
+    shares = [svc.share_pct(v.name) or 0.0 for v in svc.versions]
+    split = sum(1 for s in shares if 0.0 < s < 100.0) >= 2
+    return split or any(rollout_status(v.rollout) != "rolled out" for v in svc.versions)
+
+
+def figures(snap: ClusterSnapshot, temp_threshold: float) -> Figures:
+    return Figures(
+        gpus_in_use=snap.gpus_in_use,
+        gpus_total=snap.gpus_total,
+        mean_util=snap.mean_util,
+        alerts=len(snap.alerts(temp_threshold)),
+        drains=sum(1 for n in snap.nodes if n.state is NodeState.DRAINING),
+        canaries=sum(1 for s in snap.services if canary_in_flight(s)),
+    )
+
+
+def level(value: float | None, metric: str, temp_threshold: float) -> int | None:
+    """0 low, 1 mid, 2 high; None without data. Temperature bands end at the alert threshold."""
+    if value is None:
+        return None
+    if metric == "temp":
+        return 2 if value >= temp_threshold else 1 if value >= temp_threshold - 20 else 0
+    return 2 if value >= 85 else 1 if value >= 50 else 0
+
+
+def gpu_values(node: Node, metric: str) -> list[float | None]:
+    """One value per GPU; a node known only by its summary repeats its mean (or max temperature)."""
+    if node.gpus:
+        return [g.util_pct if metric == "util" else g.temp_c for g in node.gpus]
+    summary = node.summary
+    if summary is None:
+        return [None] * node.gpu_capacity
+    value = summary.util_mean if metric == "util" else summary.temp_max
+    return [value] * (summary.count or node.gpu_capacity)
+
+
+def problems_first(snap: ClusterSnapshot, temp_threshold: float) -> list[Node]:
+    """Nodes with alerts, then not Ready, then the rest; by name within each."""
+    def rank(n: Node) -> tuple[int, str]:
+        if node_alerts(n, temp_threshold):
+            return (0, n.name)
+        return (1 if n.state is not NodeState.READY else 2, n.name)
+
+    return sorted(snap.nodes, key=rank)
+
+
+def _cells(values: list[float | None], metric: str, temp_threshold: float, palette: Palette) -> Text:
+    text = Text()
+    colours = (palette.heat_low, palette.heat_mid, palette.heat_high)
+    for value in values:
+        lvl = level(value, metric, temp_threshold)
+        if lvl is None:
+            text.append(NO_DATA, style=palette.muted)
+        else:
+            text.append(GLYPHS[lvl], style=colours[lvl])
+    return text
+
+
+def heat_map(snap: ClusterSnapshot, width: int, height: int, metric: str, temp_threshold: float,
+             palette: Palette) -> list[Text]:
+    """Lines of the heat map for a width x height area, problems first.
+
+    One node per line with its name when the fleet fits; otherwise nodes flow
+    as blocks of cells, and what does not fit is counted, never silently cut.
+    """
+    nodes = problems_first(snap, temp_threshold)
+    if width <= 0 or height <= 0:
+        return []
+    blocks = [(n, gpu_values(n, metric)) for n in nodes]
+    widest = max((len(v) for _, v in blocks), default=0)
+    name_w = min(max((len(n.name) for n in nodes), default=0), max(8, width // 3))
+    if len(nodes) <= height and name_w + 2 + widest + 12 <= width:
+        return [_named_line(n, v, name_w, metric, temp_threshold, palette) for n, v in blocks]
+    column_w = name_w + 1 + widest + 3
+    per_line = max(1, width // column_w)
+    if -(-len(nodes) // per_line) <= height and per_line > 1:
+        rows = -(-len(nodes) // per_line)
+        return _named_grid(blocks, rows, name_w, column_w, metric, temp_threshold, palette)
+    lines: list[Text] = []
+    line = Text()
+    shown = 0
+    for node, values in blocks:
+        block = _cells(values, metric, temp_threshold, palette)
+        if node.state is not NodeState.READY:
+            block.stylize("underline")  # cordoned, draining, not ready: marked without colour too
+        need = len(block) + (1 if len(line) else 0)
+        if len(line) + need > width:
+            if len(lines) == height - 1:
+                break
+            lines.append(line)
+            line = Text()
+        if len(line):
+            line.append(" ")
+        line.append_text(block)
+        shown += 1
+    lines.append(line)
+    if shown < len(nodes):
+        more = Text(f"+{len(nodes) - shown} nodes not shown: enlarge the window", style=f"bold {palette.alert}")
+        lines = lines[: height - 1] + [more]
+    return lines
+
+
+def _named_grid(blocks: list[tuple[Node, list[float | None]]], rows: int, name_w: int, column_w: int,
+                metric: str, temp_threshold: float, palette: Palette) -> list[Text]:
+    """Names and cells in columns, read downwards, so the problems listed first share column one."""
+    lines = [Text() for _ in range(rows)]
+    for i, (node, values) in enumerate(blocks):
+        line = lines[i % rows]
+        name = node.name if len(node.name) <= name_w else node.name[: name_w - 1] + "…"
+        cell = Text(name.ljust(name_w) + " ", style=_name_style(node, temp_threshold, palette))
+        cell.append_text(_cells(values, metric, temp_threshold, palette))
+        cell.pad_right(column_w - len(cell))
+        line.append_text(cell)
+    for line in lines:
+        line.rstrip()
+    return lines
+
+
+def _name_style(node: Node, temp_threshold: float, palette: Palette) -> str:
+    if node_alerts(node, temp_threshold):
+        return f"bold {palette.alert}"
+    return palette.state(node.state) if node.state is not NodeState.READY else ""
+
+
+def _named_line(node: Node, values: list[float | None], name_w: int, metric: str, temp_threshold: float,
+                palette: Palette) -> Text:
+    name = node.name if len(node.name) <= name_w else node.name[: name_w - 1] + "…"
+    line = Text(name.ljust(name_w), style=palette.state(node.state) if node.state is not NodeState.READY else "")
+    line.append("  ")
+    line.append_text(_cells(values, metric, temp_threshold, palette))
+    line.append("  ")
+    known = [v for v in values if v is not None]
+    if metric == "util":
+        mean = sum(known) / len(known) if known else None
+        line.append(pct(mean).strip(), style=palette.heat(mean))
+    else:
+        hottest = max(known) if known else None
+        line.append("–" if hottest is None else f"{hottest:.0f}°C")
+    if node.state is not NodeState.READY:
+        line.append(f" {node.state.value}", style=palette.state(node.state))
+    alerts = node_alerts(node, temp_threshold)
+    if alerts:
+        line.append(" " + ", ".join(dict.fromkeys(a.kind for a in alerts)), style=f"bold {palette.alert}")
+    return line
+
+
+def legend(metric: str, temp_threshold: float, palette: Palette) -> Text:
+    colours = (palette.heat_low, palette.heat_mid, palette.heat_high)
+    if metric == "util":
+        bands = ("<50%", "50–85%", "≥85%")
+    else:
+        low = temp_threshold - 20
+        bands = (f"<{low:.0f}°C", f"{low:.0f}–{temp_threshold:.0f}°C", f"≥{temp_threshold:.0f}°C")
+    text = Text()
+    for glyph, band, colour in zip(GLYPHS, bands, colours):
+        text.append(glyph * 2, style=colour)
+        text.append(f" {band}  ")
+    text.append(NO_DATA * 2, style=palette.muted)
+    text.append(" no data")
+    return text

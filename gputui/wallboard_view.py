@@ -75,15 +75,18 @@ def problems_first(snap: ClusterSnapshot, temp_threshold: float) -> list[Node]:
     return sorted(snap.nodes, key=rank)
 
 
-def _cells(values: list[float | None], metric: str, temp_threshold: float, palette: Palette) -> Text:
+def _cells(values: list[float | None], metric: str, temp_threshold: float, palette: Palette,
+           cell_w: int = 1) -> Text:
     text = Text()
     colours = (palette.heat_low, palette.heat_mid, palette.heat_high)
-    for value in values:
+    for i, value in enumerate(values):
+        if i and cell_w > 1:
+            text.append(" ")
         lvl = level(value, metric, temp_threshold)
         if lvl is None:
-            text.append(NO_DATA, style=palette.muted)
+            text.append(NO_DATA * cell_w, style=palette.muted)
         else:
-            text.append(GLYPHS[lvl], style=colours[lvl])
+            text.append(GLYPHS[lvl] * cell_w, style=colours[lvl])
     return text
 
 
@@ -101,33 +104,38 @@ def heat_map(snap: ClusterSnapshot, width: int, height: int, metric: str, temp_t
     widest = max((len(v) for _, v in blocks), default=0)
     name_w = min(max((len(n.name) for n in nodes), default=0), max(8, width // 3))
     if len(nodes) <= height and name_w + 2 + widest + 12 <= width:
-        return [_named_line(n, v, name_w, metric, temp_threshold, palette) for n, v in blocks]
+        # Room to spare: wider cells, so the board reads from across the room.
+        cell_w = max(1, min(3, (width - name_w - 40) // max(1, widest)))
+        return [_named_line(n, v, name_w, cell_w, metric, temp_threshold, palette) for n, v in blocks]
     column_w = name_w + 1 + widest + 3
     per_line = max(1, width // column_w)
     if -(-len(nodes) // per_line) <= height and per_line > 1:
         rows = -(-len(nodes) // per_line)
         return _named_grid(blocks, rows, name_w, column_w, metric, temp_threshold, palette)
     lines: list[Text] = []
-    line = Text()
-    shown = 0
+    counts: list[int] = []  # nodes on each line
+    line, count = Text(), 0
     for node, values in blocks:
         block = _cells(values, metric, temp_threshold, palette)
         if node.state is not NodeState.READY:
             block.stylize("underline")  # cordoned, draining, not ready: marked without colour too
-        need = len(block) + (1 if len(line) else 0)
-        if len(line) + need > width:
-            if len(lines) == height - 1:
-                break
+        if len(line) and len(line) + 1 + len(block) > width:
             lines.append(line)
-            line = Text()
+            counts.append(count)
+            line, count = Text(), 0
         if len(line):
             line.append(" ")
         line.append_text(block)
-        shown += 1
+        count += 1
     lines.append(line)
-    if shown < len(nodes):
-        more = Text(f"+{len(nodes) - shown} nodes not shown: enlarge the window", style=f"bold {palette.alert}")
+    counts.append(count)
+    if len(lines) > height:
+        hidden = len(nodes) - sum(counts[: height - 1])
+        words = f"+{hidden} nodes not shown: enlarge the window"
+        more = Text(words if len(words) <= width else f"+{hidden} more"[:width], style=f"bold {palette.alert}")
         lines = lines[: height - 1] + [more]
+    for line in lines:
+        line.truncate(width)  # a node with more GPUs than the width: cut at the edge, not wrapped
     return lines
 
 
@@ -153,12 +161,12 @@ def _name_style(node: Node, temp_threshold: float, palette: Palette) -> str:
     return palette.state(node.state) if node.state is not NodeState.READY else ""
 
 
-def _named_line(node: Node, values: list[float | None], name_w: int, metric: str, temp_threshold: float,
-                palette: Palette) -> Text:
+def _named_line(node: Node, values: list[float | None], name_w: int, cell_w: int, metric: str,
+                temp_threshold: float, palette: Palette) -> Text:
     name = node.name if len(node.name) <= name_w else node.name[: name_w - 1] + "…"
     line = Text(name.ljust(name_w), style=palette.state(node.state) if node.state is not NodeState.READY else "")
     line.append("  ")
-    line.append_text(_cells(values, metric, temp_threshold, palette))
+    line.append_text(_cells(values, metric, temp_threshold, palette, cell_w))
     line.append("  ")
     known = [v for v in values if v is not None]
     if metric == "util":
@@ -167,9 +175,9 @@ def _named_line(node: Node, values: list[float | None], name_w: int, metric: str
     else:
         hottest = max(known) if known else None
         line.append("–" if hottest is None else f"{hottest:.0f}°C")
-    if node.state is not NodeState.READY:
-        line.append(f" {node.state.value}", style=palette.state(node.state))
     alerts = node_alerts(node, temp_threshold)
+    if node.state is not NodeState.READY and all(a.kind != node.state.value for a in alerts):
+        line.append(f" {node.state.value}", style=palette.state(node.state))
     if alerts:
         line.append(" " + ", ".join(dict.fromkeys(a.kind for a in alerts)), style=f"bold {palette.alert}")
     return line

@@ -197,6 +197,9 @@ class GputuiApp(App[None]):
         # The age keeps counting while a poll hangs, so stale data is never shown as fresh.
         for header in self.query("HeaderBar"):
             header.refresh_text()
+        refresh_age = getattr(self.screen, "refresh_age", None)
+        if refresh_age is not None:
+            refresh_age()
 
     # ----- command mode and the theme picker ----------------------------------------
 
@@ -258,6 +261,8 @@ class GputuiApp(App[None]):
     def _dashboard(self):
         from gputui.ui.dashboard import DashboardScreen
 
+        if self.settings.wallboard:
+            return None
         while len(self.screen_stack) > 1 and not isinstance(self.screen, DashboardScreen):
             self.pop_screen()
         return self.screen if isinstance(self.screen, DashboardScreen) else None
@@ -266,7 +271,8 @@ class GputuiApp(App[None]):
         from gputui.ui.theme_picker import ThemePickerScreen
 
         if not isinstance(self.screen, ThemePickerScreen):
-            self.push_screen(ThemePickerScreen(sorted(self.available_themes), self.theme))
+            names = sorted(self.available_themes, key=lambda n: (not n.startswith("gputui-"), n))  # ours first
+            self.push_screen(ThemePickerScreen(names, self.theme))
 
     def switch_context(self, context: str) -> None:
         """Connect to another context off the UI thread; the old one stays until the new one answers."""

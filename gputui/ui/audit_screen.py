@@ -8,8 +8,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
+from gputui.ui.footer import KeyFooter
 from gputui.ui.header import HeaderBar
 
 
@@ -21,7 +22,7 @@ class AuditScreen(Screen):
         yield Static(id="audit-title", classes="panel-title")
         with VerticalScroll():
             yield Static(id="audit-log")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.show_snapshot()

@@ -7,10 +7,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.events import Resize
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from gputui.model import node_alerts
 from gputui.ops.cordon import plan_cordon, run_cordon
+from gputui.ui.footer import KeyFooter
 from gputui.ui.key_table import KeyTable
 from gputui.ui.columns import (
     NODE_COLUMNS,
@@ -66,7 +67,7 @@ class DashboardScreen(Screen):
         yield Static(id="services-title", classes="panel-title")
         yield KeyTable(id="services", cursor_type="row")
         yield Input(placeholder="filter nodes: name, model, state, driver, alert", id="filter")
-        yield Footer()
+        yield KeyFooter()
 
     @property
     def nodes_table(self) -> VirtualTable:
@@ -197,6 +198,10 @@ class DashboardScreen(Screen):
 
     def run_command(self, name: str, arg: str | None) -> None:
         """Commands from `:` that act on this screen (the app handles the rest)."""
+        if name in WRITE_ACTIONS and self.check_action(name, ()) is not True:
+            why = "read-only mode" if self.app.read_only else "your identity may not do this"
+            self.app.notify(f":{name} is unavailable: {why}", severity="warning")
+            return
         if name == "nodes":
             self.nodes_table.focus()
         elif name == "services":
@@ -219,9 +224,6 @@ class DashboardScreen(Screen):
         elif name == "shift" and arg:
             from gputui.ui.traffic_screen import TrafficShiftScreen
 
-            if not self.app.backend.may("shift"):
-                self.app.notify("shifting traffic is unavailable (read-only or not permitted)", severity="warning")
-                return
             self.app.push_screen(TrafficShiftScreen(arg))
 
     def action_open_node(self) -> None:

@@ -8,9 +8,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from gputui.diagnostics import Finding, diagnose
+from gputui.ui.footer import KeyFooter
 from gputui.ui.header import HeaderBar
 
 
@@ -26,7 +27,7 @@ class DiagnosticsScreen(Screen):
         yield Static(id="diag-title", classes="panel-title")
         with VerticalScroll(id="diag-scroll"):
             yield Static(id="diagnostics")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.show_snapshot()

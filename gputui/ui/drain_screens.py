@@ -18,12 +18,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from gputui.ops.drain_batch import run_batch
 from gputui.ops.drain_plan import DrainOptions, DrainPlan, Step, plan_drain
 from gputui.ops.drain_run import DrainControl, DrainEvent
 from gputui.render import ago, elide_middle
+from gputui.ui.footer import KeyFooter
 from gputui.ui.key_table import KeyTable
 from gputui.ui.header import HeaderBar
 from gputui.ui.table_sync import sync_rows
@@ -262,7 +263,7 @@ class DrainProgressScreen(Screen):
         yield Static(id="drain-nodes")
         yield KeyTable(id="drain-pods", cursor_type="row")
         yield Static(id="drain-log")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#drain-pods", DataTable)

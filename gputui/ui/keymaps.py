@@ -227,7 +227,8 @@ def load_keymaps() -> tuple[dict[str, Keymap], list[FileProblem]]:
             problems.append(FileProblem(str(path), str(exc)))
             continue
         keymaps[keymap.name] = keymap
-    for name, keymap in list(keymaps.items()):
+    broken: list[str] = []
+    for name, keymap in keymaps.items():  # judge every keymap before dropping any
         try:
             found = clashes(resolve(name, keymaps))
         except KeyError as exc:
@@ -236,7 +237,9 @@ def load_keymaps() -> tuple[dict[str, Keymap], list[FileProblem]]:
             found = [str(exc)]
         if found:
             problems.append(FileProblem(keymap.path, "; ".join(found)))
-            del keymaps[name]
+            broken.append(name)
+    for name in broken:
+        del keymaps[name]
     return keymaps, problems
 
 

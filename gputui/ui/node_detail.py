@@ -7,10 +7,11 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from gputui import render
 from gputui.model import Node, has_driver_drift, node_alerts
+from gputui.ui.footer import KeyFooter
 from gputui.ui.key_table import KeyTable
 from gputui.ui.dashboard import WRITE_ACTIONS, ask_cordon
 from gputui.ui.header import HeaderBar
@@ -56,7 +57,7 @@ class NodeDetailScreen(Screen):
         yield KeyTable(id="gpus", cursor_type="row")
         yield Static(Text(" Pods on this node", style="bold"), classes="panel-title")
         yield KeyTable(id="pods", cursor_type="row")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._layout(self.app.size.width)

@@ -173,7 +173,8 @@ class VirtualTable(ScrollView, can_focus=True):
                 style = base + self.get_component_rich_style("virtual-table--cursor")
             segments = self._line(self.cells(self.keys[index]), style)
             if index == self.cursor_row:
-                # The cursor row's colours win over the cells' own, so it reads as one bar.
-                segments = list(Segment.apply_style(segments, post_style=Style(bgcolor=style.bgcolor)))
+                # The cursor row's colours win over the cells' own (green on blue is unreadable),
+                # so it reads as one bar in every theme; the words still say the state.
+                segments = list(Segment.apply_style(segments, post_style=Style(color=style.color, bgcolor=style.bgcolor)))
         strip = Strip(segments).crop(scroll_x, scroll_x + width)
         return strip.extend_cell_length(width, style)

@@ -118,6 +118,9 @@ class WallboardScreen(Screen):
         self.query_one("#page-title", Static).update(title)
         self.query_one("#page", Static).update(getattr(self, f"_page_{page}")(snap))
 
+    def refresh_age(self) -> None:
+        self._banner()
+
     def _banner(self) -> None:
         """Unmissable when the data is older than three refreshes: the board must never lie quietly."""
         app = self.app

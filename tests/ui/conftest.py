@@ -37,3 +37,10 @@ async def wait_for(pilot, predicate, timeout: float = 5.0) -> None:
         if loop.time() > deadline:
             raise AssertionError("condition never became true")
         await pilot.pause(0.05)
+
+
+@pytest.fixture(autouse=True)
+def private_dirs(tmp_path, monkeypatch):
+    """The user's own themes, keymaps and audit log never leak into (or out of) a test."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))

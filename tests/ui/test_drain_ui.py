@@ -75,29 +75,3 @@ async def test_mark_nodes_for_a_batch(app_factory):
         assert app.screen.marked == {first, second}
         await pilot.press("r")
         assert isinstance(app.screen, DrainPlanScreen) and app.screen.nodes == sorted([first, second])
-
-
-def test_drain_plan_snapshot(snap_compare):
-    from tests.ui.conftest import make_app
-
-    async def open_plan(pilot):
-        await loaded(pilot)
-        await pilot.press("slash", *"h100-01", "enter", "r")
-        await pilot.pause()
-
-    assert snap_compare(make_app(), terminal_size=(80, 24), run_before=open_plan)
-
-
-def test_drain_board_snapshot(snap_compare):
-    from tests.ui.conftest import make_app
-
-    async def start_and_wait(pilot):
-        await loaded(pilot)
-        await pilot.press("slash", *"h100-01", "enter", "r", "enter")
-        await wait_for(pilot, lambda: isinstance(pilot.app.screen, DrainProgressScreen))
-        await wait_for(pilot, lambda: any(r.state == "waiting" for r in pilot.app.drain_session.pods.values()))
-        pilot.app.drain_session.log.clear()  # wall-clock stamps would make the picture change every run
-        pilot.app.drain_session.started = pilot.app.clock()
-        await pilot.pause(0.6)
-
-    assert snap_compare(make_app(), terminal_size=(100, 30), run_before=start_and_wait)

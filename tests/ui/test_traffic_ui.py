@@ -142,12 +142,3 @@ async def test_a_version_without_ready_replicas_needs_force(app_factory, tmp_pat
         await wait_for(pilot, lambda: weights(app) == {"v1": 80, "v2": 20})
         await wait_for(pilot, lambda: audit_lines(tmp_path))
         assert audit_lines(tmp_path)[0]["params"]["force"] is True
-
-
-def test_shift_dialog(snap_compare):
-    async def open_and_step(pilot):
-        await open_shift(pilot)
-        await pilot.press("plus")
-        await pilot.pause()
-
-    assert snap_compare(make_app(), terminal_size=(80, 24), run_before=open_and_step)

@@ -1,0 +1,124 @@
+"""The installed `gputui --demo`, driven in tmux the way a person over SSH drives it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+
+class Tmux:
+    def __init__(self, socket: str) -> None:
+        self.socket = socket
+
+    def __call__(self, *args: str) -> str:
+        done = subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True, timeout=10)
+        if done.returncode != 0:
+            raise AssertionError(f"tmux {' '.join(args)}: {done.stderr.strip()}")
+        return done.stdout
+
+    def screen(self) -> str:
+        return self("capture-pane", "-p", "-t", "gputui")
+
+    def keys(self, *keys: str) -> None:
+        self("send-keys", "-t", "gputui", *keys)
+
+    def wait_for(self, text: str, timeout: float = 15.0) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            screen = self.screen()
+            if text in screen:
+                return screen
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} never appeared; the screen was:\n{screen}")
+            time.sleep(0.2)
+
+    def alive(self) -> bool:
+        return subprocess.run(["tmux", "-L", self.socket, "has-session", "-t", "gputui"],
+                              capture_output=True).returncode == 0
+
+
+@pytest.fixture
+def tmux(tmp_path):
+    for tool in ("tmux", "gputui"):
+        if shutil.which(tool) is None:  # a missing tool is a failure, never a skip
+            pytest.fail(f"{tool} is not installed; scripts/test.sh installs it")
+    session = Tmux(f"gputui-e2e-{os.getpid()}")
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config"), "XDG_STATE_HOME": str(tmp_path / "state"),
+           "TERM": "xterm-256color", "KUBECONFIG": str(tmp_path / "none")}
+    flags = [arg for key, value in env.items() for arg in ("-e", f"{key}={value}")]
+    session("new-session", "-d", "-s", "gputui", "-x", "100", "-y", "30", *flags, "gputui --demo --seed 7")
+    yield session
+    subprocess.run(["tmux", "-L", session.socket, "kill-server"], capture_output=True)
+
+
+def test_filter_open_cordon_help_quit(tmux, tmp_path):
+    tmux.wait_for("Nodes 24")
+    tmux.keys("/")
+    tmux.keys("-l", "h100-07")
+    tmux.keys("Enter")
+    screen = tmux.wait_for("Nodes 1/24")
+    assert "gpu-h100-07" in screen and "gpu-h100-01" not in screen
+
+    tmux.keys("Enter")
+    screen = tmux.wait_for("Pods on this node")
+    assert "gpu-h100-07" in screen and "XID" in screen
+    tmux.keys("Escape")
+    tmux.wait_for("Nodes 1/24")
+
+    tmux.keys("c")
+    tmux.wait_for("Cordon?")
+    tmux.keys("y")
+    screen = tmux.wait_for("Cordoned")
+    row = next(line for line in screen.splitlines() if "gpu-h100-07" in line)
+    assert "Cordoned" in row
+    audit = [json.loads(line) for line in (tmp_path / "state" / "gputui" / "audit.jsonl").read_text().splitlines()]
+    assert (audit[-1]["action"], audit[-1]["target"], audit[-1]["result"]) == ("cordon", "node/gpu-h100-07", "ok")
+
+    tmux.keys("?")
+    screen = tmux.wait_for("gputui keys")
+    assert "Cordon the selected node" in screen
+    tmux.keys("Escape")
+    tmux.wait_for("Nodes 1/24")
+
+    tmux.keys("q")
+    deadline = time.monotonic() + 10
+    while tmux.alive() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not tmux.alive(), "gputui did not quit on q"
+
+
+def test_no_color_draws_in_greys_only(tmp_path):
+    """NO_COLOR: the mono theme, and no hue anywhere in what reaches the terminal."""
+    import re
+
+    session = Tmux(f"gputui-e2e-nc-{os.getpid()}")
+    env = ["-e", f"XDG_CONFIG_HOME={tmp_path}/c", "-e", f"XDG_STATE_HOME={tmp_path}/s", "-e", "NO_COLOR=1",
+           "-e", "TERM=xterm-256color"]
+    session("new-session", "-d", "-s", "gputui", "-x", "100", "-y", "30", *env, "gputui --demo --seed 7")
+    try:
+        session.wait_for("Nodes 24")
+        time.sleep(0.5)
+        styled = session("capture-pane", "-p", "-e", "-t", "gputui")
+        colours = re.findall(r"\x1b\[[0-9;]*m", styled)
+        assert colours, "no escape sequences captured at all"
+        hues = []
+        for seq in colours:
+            params = seq[2:-1].split(";")
+            for i, p in enumerate(params):
+                if p in ("38", "48") and i + 4 < len(params) and params[i + 1] == "2":
+                    r, g, b = params[i + 2: i + 5]
+                    if not (r == g == b):
+                        hues.append(seq)
+                elif p in ("38", "48") and i + 2 < len(params) and params[i + 1] == "5":
+                    n = int(params[i + 2])
+                    if 16 <= n <= 231 and len({(n - 16) // 36, (n - 16) // 6 % 6, (n - 16) % 6}) > 1:
+                        hues.append(seq)
+        assert not hues, f"coloured output under NO_COLOR: {hues[:5]}"
+    finally:
+        subprocess.run(["tmux", "-L", session.socket, "kill-server"], capture_output=True)

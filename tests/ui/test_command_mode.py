@@ -1,0 +1,111 @@
+"""Command mode in the app: completion, the commands themselves, and clear errors."""
+
+from __future__ import annotations
+
+from gputui.ui.command_screen import CommandScreen
+from gputui.ui.confirm import ConfirmScreen
+from gputui.ui.diagnostics_screen import DiagnosticsScreen
+from gputui.ui.drain_screens import DrainPlanScreen
+from gputui.ui.node_detail import NodeDetailScreen
+from gputui.ui.theme_picker import ThemePickerScreen
+from gputui.ui.traffic_screen import TrafficShiftScreen
+from textual.widgets import Input, Static
+from tests.ui.conftest import wait_for
+
+
+async def loaded(pilot) -> None:
+    await wait_for(pilot, lambda: pilot.app.snapshot is not None and pilot.app.screen.query_one("#nodes").row_count > 0)
+
+
+async def command(pilot, text: str, *then: str) -> None:
+    await pilot.press("colon")
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, CommandScreen))
+    await pilot.press(*text, *then)
+    await pilot.pause()
+
+
+async def test_tab_completes_and_enter_runs(app_factory):
+    app = app_factory()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await loaded(pilot)
+        await command(pilot, "dr", "tab")
+        box = app.screen.query_one(Input)
+        assert box.value == "drain "
+        await pilot.press(*"h100-07", "enter")  # one node contains it: taken as meant
+        await wait_for(pilot, lambda: isinstance(app.screen, DrainPlanScreen))
+        assert app.screen.nodes == ["gpu-h100-07"]
+
+
+async def test_a_bad_command_says_why_and_stays_open(app_factory):
+    app = app_factory()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await loaded(pilot)
+        await command(pilot, "drain gpu-nope-1", "enter")
+        assert isinstance(app.screen, CommandScreen)
+        assert "no node 'gpu-nope-1'" in str(app.screen.query_one("#command-menu", Static).render())
+        await pilot.press("escape")
+        assert not isinstance(app.screen, CommandScreen)
+
+
+async def test_commands_reach_their_screens(app_factory):
+    app = app_factory()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await loaded(pilot)
+        await command(pilot, "diag", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, DiagnosticsScreen))
+        await command(pilot, "nodes", "enter")  # from any screen back to the nodes
+        await wait_for(pilot, lambda: app.screen.query("#nodes") and app.screen.focused.id == "nodes")
+        await command(pilot, "shift llm/mistral-7b", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, TrafficShiftScreen))
+        assert app.screen.service_key == "llm/mistral-7b"
+        await pilot.press("escape")
+        await command(pilot, "theme gputui-light", "enter")
+        assert app.theme == "gputui-light"
+        await command(pilot, "theme", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ThemePickerScreen))
+        await pilot.press("down")
+        assert app.theme != "gputui-light"  # previewing
+        await pilot.press("escape")
+        assert app.theme == "gputui-light"  # escape puts it back
+        await command(pilot, "keymap vim", "enter")
+        assert app.keymap_name == "vim"
+
+
+async def test_namespace_view_limits_the_services_listed(app_factory):
+    app = app_factory()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await loaded(pilot)
+        every = app.screen.services_table.row_count
+        namespaces = {s.namespace for s in app.snapshot.services}
+        assert len(namespaces) > 1
+        other = sorted(namespaces)[0]
+        await command(pilot, f"ns {other}", "enter")
+        await pilot.pause()
+        shown = app.screen.services_table.row_count
+        assert 0 < shown < every
+        await command(pilot, "ns all", "enter")
+        await pilot.pause()
+        assert app.screen.services_table.row_count == every
+
+
+async def test_read_only_refuses_write_commands(app_factory):
+    app = app_factory(read_only=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await loaded(pilot)
+        for line in ("cordon gpu-h100-01", "drain gpu-h100-01"):
+            await command(pilot, line, "enter")
+            await pilot.pause()
+            assert not isinstance(app.screen, (ConfirmScreen, DrainPlanScreen))
+        assert sum("unavailable: read-only mode" in n.message for n in app._notifications) == 2
+        await command(pilot, "shift llm/mistral-7b", "enter")
+        await pilot.pause()
+        assert not isinstance(app.screen, TrafficShiftScreen)
+
+
+async def test_ctx_on_the_demo_says_there_is_one(app_factory):
+    app = app_factory()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await loaded(pilot)
+        await command(pilot, "ctx demo", "enter")
+        assert any("already on demo" in n.message for n in app._notifications)
+        assert not isinstance(app.screen, NodeDetailScreen)

@@ -1,0 +1,61 @@
+"""The wallboard's figures and heat map, computed from the seeded demo cluster."""
+
+from __future__ import annotations
+
+from gputui.backends.demo import DemoCluster
+from gputui.model import NodeState
+from gputui.render import Palette
+from gputui.wallboard_view import GLYPHS, NO_DATA, canary_in_flight, figures, heat_map, level, problems_first
+from tests.demo_clock import ManualClock
+
+PALETTE = Palette()
+
+
+def snapshot():
+    return DemoCluster(seed=7, clock=ManualClock()).snapshot()
+
+
+def test_levels_by_utilisation_and_by_temperature():
+    assert [level(v, "util", 85) for v in (None, 10, 50, 84.9, 85)] == [None, 0, 1, 1, 2]
+    assert [level(v, "temp", 85) for v in (64, 65, 84, 85)] == [0, 1, 1, 2]
+
+
+def test_figures_count_what_the_snapshot_holds():
+    snap = snapshot()
+    f = figures(snap, 85)
+    assert f.gpus_in_use == snap.gpus_in_use and f.gpus_total == snap.gpus_total
+    assert f.alerts == len(snap.alerts(85)) > 0
+    assert f.canaries == sum(canary_in_flight(s) for s in snap.services) >= 1
+    assert f.drains == sum(n.state is NodeState.DRAINING for n in snap.nodes)
+
+
+def test_problems_come_first():
+    snap = snapshot()
+    order = problems_first(snap, 85)
+    with_alerts = {a.node for a in snap.alerts(85)}
+    assert {n.name for n in order[: len(with_alerts)]} == with_alerts
+
+
+def test_one_cell_per_gpu_when_names_fit():
+    snap = snapshot()
+    lines = heat_map(snap, 200, 40, "util", 85, PALETTE)
+    assert len(lines) == len(snap.nodes)
+    for line, node in zip(lines, problems_first(snap, 85)):
+        assert line.plain.startswith(node.name)
+        cells = sum(line.plain.count(g) for g in (*GLYPHS, NO_DATA))
+        assert cells >= len(node.gpus)  # wide cells repeat the glyph; never fewer than the GPUs
+
+
+def test_dense_map_counts_what_does_not_fit():
+    snap = snapshot()
+    lines = heat_map(snap, 30, 3, "util", 85, PALETTE)
+    assert len(lines) == 3 and all(len(line) <= 30 for line in lines)
+    shown = sum(len(line.plain.split()) for line in lines[:-1])
+    assert lines[-1].plain == f"+{len(snap.nodes) - shown} more"  # counted, never silently cut
+
+
+def test_grid_of_names_when_one_line_each_does_not_fit():
+    snap = snapshot()
+    lines = heat_map(snap, 80, 12, "util", 85, PALETTE)
+    assert len(lines) <= 12 and all(len(line) <= 80 for line in lines)
+    assert sum(line.plain.count("gpu-") for line in lines) == len(snap.nodes)

@@ -164,7 +164,7 @@ def _name_style(node: Node, temp_threshold: float, palette: Palette) -> str:
 def _named_line(node: Node, values: list[float | None], name_w: int, cell_w: int, metric: str,
                 temp_threshold: float, palette: Palette) -> Text:
     name = node.name if len(node.name) <= name_w else node.name[: name_w - 1] + "…"
-    line = Text(name.ljust(name_w), style=palette.state(node.state) if node.state is not NodeState.READY else "")
+    line = Text(name.ljust(name_w), style=_name_style(node, temp_threshold, palette))
     line.append("  ")
     line.append_text(_cells(values, metric, temp_threshold, palette, cell_w))
     line.append("  ")

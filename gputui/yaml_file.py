@@ -2,10 +2,45 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import yaml
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class FileProblem:
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
+def yaml_files(*folders: Path) -> list[Path]:
+    """The YAML files of each folder in turn (so a later folder's file of the same name wins)."""
+    out: list[Path] = []
+    for folder in folders:
+        if folder.is_dir():
+            out += sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml"))
+    return out
+
+
+def parse_each(paths: list[Path], parse: Callable[[Path], T], name: Callable[[T], str]) -> tuple[dict[str, T], list[FileProblem]]:
+    """Each file parsed on its own: the good ones by name, and why each bad one is bad."""
+    good: dict[str, T] = {}
+    problems: list[FileProblem] = []
+    for path in paths:
+        try:
+            item = parse(path)
+        except ValueError as exc:
+            problems.append(FileProblem(str(path), str(exc)))
+            continue
+        good[name(item)] = item
+    return good, problems
 
 
 def load_mapping(path: Path, empty_ok: bool = False) -> dict[str, Any]:

@@ -19,8 +19,7 @@ from textual.binding import Binding
 from textual.keys import Keys, _character_to_key
 
 from gputui.paths import config_dir
-from gputui.yaml_file import load_mapping
-from gputui.ui.theming import FileProblem
+from gputui.yaml_file import FileProblem, load_mapping, parse_each, yaml_files
 
 DEFAULT = "default"
 MODIFIERS = frozenset({"ctrl", "shift", "alt", "meta", "super", "hyper"})
@@ -167,11 +166,7 @@ def parse_keymap(path: Path) -> Keymap:
 
 def keymap_files() -> list[Path]:
     """Bundled first, so a user's file of the same name replaces it."""
-    out: list[Path] = []
-    for folder in (bundled_keymap_dir(), user_keymap_dir()):
-        if folder.is_dir():
-            out += sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml"))
-    return out
+    return yaml_files(bundled_keymap_dir(), user_keymap_dir())
 
 
 def resolve(name: str, keymaps: dict[str, Keymap]) -> dict[str, str]:
@@ -218,15 +213,7 @@ def clashes(changes: dict[str, str]) -> list[str]:
 
 
 def load_keymaps() -> tuple[dict[str, Keymap], list[FileProblem]]:
-    keymaps: dict[str, Keymap] = {}
-    problems: list[FileProblem] = []
-    for path in keymap_files():
-        try:
-            keymap = parse_keymap(path)
-        except ValueError as exc:
-            problems.append(FileProblem(str(path), str(exc)))
-            continue
-        keymaps[keymap.name] = keymap
+    keymaps, problems = parse_each(keymap_files(), parse_keymap, lambda keymap: keymap.name)
     broken: list[str] = []
     for name, keymap in keymaps.items():  # judge every keymap before dropping any
         try:

@@ -6,7 +6,7 @@ the file's name, and a bad file never replaces a good theme.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -15,7 +15,7 @@ from textual.color import Color, ColorParseError
 from textual.theme import BUILTIN_THEMES, Theme
 
 from gputui.paths import config_dir
-from gputui.yaml_file import load_mapping
+from gputui.yaml_file import FileProblem, load_mapping, parse_each, yaml_files
 from gputui.render import Palette
 
 COLOR_KEYS = (
@@ -24,15 +24,6 @@ COLOR_KEYS = (
 )
 ALLOWED_KEYS = {"name", "dark", "variables", *COLOR_KEYS}
 PALETTE_VARS = tuple(f.name.replace("_", "-") for f in fields(Palette))
-
-
-@dataclass(frozen=True, slots=True)
-class FileProblem:
-    path: str
-    reason: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.reason}"
 
 
 def bundled_theme_dir() -> Path:
@@ -45,11 +36,7 @@ def user_theme_dir() -> Path:
 
 def theme_files() -> list[Path]:
     """Bundled first, so a user's file of the same name overrides it."""
-    out: list[Path] = []
-    for folder in (bundled_theme_dir(), user_theme_dir()):
-        if folder.is_dir():
-            out += sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml"))
-    return out
+    return yaml_files(bundled_theme_dir(), user_theme_dir())
 
 
 def _color(value: Any) -> str:
@@ -98,16 +85,7 @@ def parse_theme(path: Path) -> Theme:
 
 
 def load_themes() -> tuple[dict[str, Theme], list[FileProblem]]:
-    themes: dict[str, Theme] = {}
-    problems: list[FileProblem] = []
-    for path in theme_files():
-        try:
-            theme = parse_theme(path)
-        except ValueError as exc:
-            problems.append(FileProblem(str(path), str(exc)))
-            continue
-        themes[theme.name] = theme
-    return themes, problems
+    return parse_each(theme_files(), parse_theme, lambda theme: theme.name)
 
 
 def available_theme_names() -> list[str]:

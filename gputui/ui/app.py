@@ -29,6 +29,17 @@ def one_line(exc: BaseException) -> str:
     return first if isinstance(exc, BackendError) else f"{type(exc).__name__}: {first}"
 
 
+def same_content(old: ClusterSnapshot | None, new: ClusterSnapshot | None) -> bool:
+    """True when nothing a screen draws changed between two snapshots (the ages aside)."""
+    if old is None or new is None:
+        return old is new
+    def errors(snap: ClusterSnapshot) -> list[tuple[str, str | None]]:
+        return [(s.name, s.error) for s in snap.sources]  # fetch times move every poll; ages tick anyway
+
+    return (old.nodes, old.pods, old.services, old.budgets, errors(old)) == \
+        (new.nodes, new.pods, new.services, new.budgets, errors(new))
+
+
 class SnapshotReady(Message):
     """A fresh snapshot (or why there is none). A newer one replaces a queued older one."""
 
@@ -181,10 +192,15 @@ class GputuiApp(App[None]):
 
     def on_snapshot_ready(self, message: SnapshotReady) -> None:
         self.polls += 1
-        if message.snapshot is not None:
-            self.snapshot = message.snapshot
+        old, new = self.snapshot, message.snapshot
+        if new is not None:
+            self.snapshot = new
+        changed = message.error != self.poll_error or not same_content(old, new)
         self.poll_error = message.error
-        self._show_snapshot()
+        if changed:
+            self._show_snapshot()
+        else:  # a quiet cluster: only the ages move, so only the headers are redrawn
+            self._tick_age()
         self._poll_timer = self.set_timer(self.settings.refresh, self._poll)
 
     def _show_snapshot(self) -> None:

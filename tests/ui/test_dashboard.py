@@ -247,3 +247,20 @@ async def test_audit_log_screen_shows_writes(app_factory):
         console.print(app.screen.table)
         text = console.export_text()
         assert "cordon" in text and f"node/{target}" in text and "tester@demo" in text
+
+
+def test_same_content_ignores_fetch_times_but_not_data():
+    from dataclasses import replace
+
+    from gputui.backends.demo import DemoCluster
+    from gputui.model import SourceStatus
+    from gputui.ui.app import same_content
+    from tests.demo_clock import ManualClock
+
+    snap = DemoCluster(seed=7, clock=ManualClock()).snapshot()
+    later = replace(snap, taken_at=snap.taken_at + 2,
+                    sources=tuple(replace(s, fetched_at=(s.fetched_at or 0) + 2) for s in snap.sources))
+    assert same_content(snap, later)
+    assert not same_content(snap, replace(snap, nodes=snap.nodes[1:]))
+    assert not same_content(snap, replace(snap, sources=(SourceStatus("metrics", None, "connection refused"),)))
+    assert not same_content(None, snap) and same_content(None, None)

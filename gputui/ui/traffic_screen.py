@@ -55,8 +55,8 @@ class TrafficShiftScreen(ModalScreen[None]):
         Binding("f", "force", "Apply anyway", id="shift-force", show=False),
         Binding("n", "back", "Back", id="shift-back", show=False),
         Binding("backspace", "backspace", "Erase a digit", id="shift-erase", show=False),
-        Binding("pageup", "scroll_patch(-1)", show=False),
-        Binding("pagedown", "scroll_patch(1)", show=False),
+        Binding("pageup", "scroll_patch(-1)", "Scroll the patch up", id="shift-scroll-up", show=False),
+        Binding("pagedown", "scroll_patch(1)", "Scroll the patch down", id="shift-scroll-down", show=False),
         Binding("escape", "cancel", "Cancel", id="shift-cancel"),
     ] + [Binding(str(d), f"digit({d})", show=False) for d in range(10)]
 
@@ -108,7 +108,7 @@ class TrafficShiftScreen(ModalScreen[None]):
             app.notify(reason, severity="warning", markup=False)
             self.call_after_refresh(self._close)
             return
-        self.show_snapshot()
+        self.call_after_refresh(self.show_snapshot)  # once mounted: the next poll may bring nothing new
 
     def _close(self) -> None:
         self.dismiss(None)  # not awaited: called from this screen's own message loop

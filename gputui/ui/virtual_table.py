@@ -40,7 +40,7 @@ class VirtualTable(ScrollView, can_focus=True):
         Binding("pagedown", "page(1)", "Page down", id="page-down", show=False),
         Binding("home", "edge(0)", "First", id="first", show=False),
         Binding("end", "edge(1)", "Last", id="last", show=False),
-        Binding("enter", "select", "Select", show=False),
+        Binding("enter", "select", "Open", id="select", show=False, tooltip="Open the selected row"),
     ]
 
     cursor_row: reactive[int] = reactive(0, repaint=False)

@@ -59,7 +59,7 @@ class WallboardScreen(Screen):
     def __init__(self) -> None:
         super().__init__()
         self.page = 0
-        self.metric = self.app.settings.wallboard_heat if self.is_attached else "util"
+        self.metric = "util"  # the setting's choice is read on mount
 
     def compose(self) -> ComposeResult:
         yield HeaderBar()

@@ -8,8 +8,16 @@ server:
   - gputui's first full frame (node table filled), headless, 200x50
   - steady-state CPU share of gputui's process at a 2 s refresh, RSS
   - Prometheus queries per refresh
+  - RSS and thread count at each phase (after imports, first snapshot, first
+    frame, end of the steady state), to see where memory goes
 
     python benchmarks/scale.py [--nodes 2000] [--steady 30]
+    python benchmarks/scale.py --nodes 10000 --serve /tmp/fleet.json   # set up, then wait (Ctrl-C ends)
+    python benchmarks/scale.py --against /tmp/fleet.json [--tracemalloc 15]  # measure on that fleet
+
+--against reuses a fleet set up once (creating 10,000 nodes takes minutes);
+--tracemalloc prints the top allocation sites per phase (its timings are not
+valid: tracing slows Python several times).
 
 Needs the control-plane binaries (scripts/build-control-plane.sh) and Debian's prometheus.
 """
@@ -19,12 +27,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import resource
+import os
+import signal
 import statistics
-import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -34,6 +44,9 @@ from tests.support.exporters import DcgmExporter  # noqa: E402
 from tests.support.prom import PrometheusServer, dcgm_scrape_config  # noqa: E402
 
 PRODUCT = "NVIDIA-H100-80GB-HBM3"
+# Only the families gputui queries: Prometheus shares the two cores with what is measured.
+DCGM_FIELDS_QUERIED = ("util", "fb_used", "fb_free", "temp", "power", "xid")
+CREATE_THREADS = 16
 
 
 def node_body(i: int) -> dict:
@@ -58,15 +71,29 @@ def pod_body(i: int) -> dict:
 
 
 def populate(cp: ControlPlane, n: int) -> float:
-    from kubernetes import client
+    """POSTs ready-encoded JSON on pooled connections, many at once: the apiserver is the limit,
+    not the Python client's per-call serialisation."""
+    import requests
 
-    api = cp.client("harness")
-    core = client.CoreV1Api(api)
-    core.create_namespace({"metadata": {"name": "scale"}})
+    token = cp.token("harness")
+    local = threading.local()
+
+    def post(path: str, body: dict) -> None:
+        session = getattr(local, "session", None)
+        if session is None:
+            session = local.session = requests.Session()
+            session.trust_env = False
+            session.verify = str(cp.ca_file)
+            session.headers.update({"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+        r = session.post(cp.api_url + path, data=json.dumps(body), timeout=60)
+        if r.status_code not in (201, 409):
+            raise RuntimeError(f"POST {path}: {r.status_code} {r.text[:200]}")
+
     start = time.monotonic()
-    with ThreadPoolExecutor(8) as pool:
-        list(pool.map(lambda i: core.create_node(node_body(i), _preload_content=False), range(n)))
-        list(pool.map(lambda i: core.create_namespaced_pod("scale", pod_body(i), _preload_content=False), range(n)))
+    post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "scale"}})
+    with ThreadPoolExecutor(CREATE_THREADS) as pool:
+        list(pool.map(lambda i: post("/api/v1/nodes", node_body(i)), range(n)))
+        list(pool.map(lambda i: post("/api/v1/namespaces/scale/pods", pod_body(i)), range(n)))
     return time.monotonic() - start
 
 
@@ -80,86 +107,204 @@ def kubectl_seconds(cp: ControlPlane) -> float:
     return statistics.median(times)
 
 
-def measure_gputui(kubeconfig: str, prom_url: str, n: int, steady_s: float) -> dict:
+def _mem() -> dict:
+    """This process's resident memory now and at peak (MB) and its thread count, from /proc."""
+    out = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                out[key] = int(value.split()[0]) / 1024
+            elif key == "Threads":
+                out[key] = int(value)
+    return {"rss_mb": round(out["VmRSS"], 1), "peak_mb": round(out["VmHWM"], 1), "threads": out["Threads"]}
+
+
+def _top(snapshot, base, limit: int) -> list[str]:
+    stats = snapshot.compare_to(base, "lineno") if base is not None else snapshot.statistics("lineno")
+    return [str(s) for s in stats[:limit]]
+
+
+def measure_gputui(kubeconfig: str, prom_url: str, n: int, steady_s: float, trace: int = 0) -> dict:
     """Runs in a fresh child process, so CPU and RSS are gputui's alone."""
+    import gc
+
     from gputui.backends.kube_backend import live_backend
     from gputui.settings import Settings
     from gputui.ui.app import GputuiApp
+
+    phases: dict[str, dict] = {"imported": _mem()}
+    traces: dict[str, list[str]] = {}
+    tracer = None
+    if trace:
+        import tracemalloc
+
+        tracemalloc.start(1)
+        tracer = tracemalloc
+        base = tracemalloc.take_snapshot()
+
+    def phase(name: str) -> None:
+        phases[name] = _mem()
+        if tracer is not None:
+            snap_ = tracer.take_snapshot()
+            traces[name] = [f"traced now {tracer.get_traced_memory()[0] / 2**20:.0f} MB, "
+                            f"peak {tracer.get_traced_memory()[1] / 2**20:.0f} MB"] + _top(snap_, base, trace)
 
     settings = Settings(kubeconfig=kubeconfig, prometheus=prom_url, refresh=2.0)
     t0 = time.monotonic()
     backend = live_backend(settings)
     snap = backend.reader.snapshot()
     first_snapshot = time.monotonic() - t0
-    assert len(snap.nodes) >= n, len(snap.nodes)
-    assert sum(node.summary.count for node in snap.nodes if node.summary) >= 8 * n * 0.99
+    assert len(snap.nodes) >= n, f"{len(snap.nodes)} nodes; {snap.sources}"
+    gpus = sum(node.summary.count for node in snap.nodes if node.summary)
+    assert gpus >= 8 * n * 0.99, f"{gpus} GPUs with metrics; {snap.sources}"
+    phase("first_snapshot")
     backend.close()
+    del snap, backend
+    gc.collect()
+    phase("closed")
 
     result: dict = {"first_snapshot_s": first_snapshot}
 
     async def run_app() -> None:
         t1 = time.monotonic()
         backend2 = live_backend(settings)
+        polls: list[tuple[float, int]] = []  # (seconds, Prometheus queries) of each refresh
+        _count_polls(backend2.reader, polls)
         app = GputuiApp(settings, backend2)
         async with app.run_test(headless=True, size=(200, 50)) as pilot:
             while not (app.snapshot and len(app.snapshot.nodes) >= n and app.screen.query_one("#nodes").row_count >= n):
                 await pilot.pause(0.01)
             await pilot.pause()
             result["first_frame_s"] = time.monotonic() - t1
-            prom_source = backend2.reader.prom
-            q0, polls0 = prom_source.queries, _polls(app)
+            phase("first_frame")
+            done0 = len(polls)
             cpu0, wall0 = time.process_time(), time.monotonic()
             await asyncio.sleep(steady_s)
             cpu1, wall1 = time.process_time(), time.monotonic()
-            polls = _polls(app) - polls0
+            steady = polls[done0:]
             result["cpu_share"] = (cpu1 - cpu0) / (wall1 - wall0)
-            result["refreshes"] = polls
-            result["queries_per_refresh"] = (prom_source.queries - q0) / max(1, polls)
+            # The share depends on how long a refresh takes (a slow Prometheus makes it look cheap);
+            # CPU per refresh does not.
+            result["cpu_per_refresh_s"] = (cpu1 - cpu0) / max(1, len(steady))
+            result["refreshes"] = len(steady)
+            result["queries_per_refresh"] = max((q for _s, q in steady), default=0)
+            result["refresh_s"] = statistics.mean(s for s, _q in steady) if steady else float("nan")
+            phase("steady")
         backend2.close()
 
     asyncio.run(run_app())
-    result["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    result["rss_mb"] = _mem()["peak_mb"]
+    result["phases"] = phases
+    if traces:
+        result["traces"] = traces
     return result
 
 
-def _polls(app) -> int:
-    return getattr(app, "polls", 0)
+def _count_polls(reader, polls: list[tuple[float, int]]) -> None:
+    """Records each snapshot's wall time and Prometheus queries (exact per refresh, unlike a time window)."""
+    inner = reader.snapshot
+
+    def snapshot():
+        q, t = reader.prom.queries, time.monotonic()
+        try:
+            return inner()
+        finally:
+            polls.append((time.monotonic() - t, reader.prom.queries - q))
+
+    reader.snapshot = snapshot
+
+
+def build_fleet(stack: ExitStack, n: int) -> dict:
+    """Control plane, N nodes and pods, DCGM exporter and Prometheus; closed by the stack."""
+    exporter = stack.enter_context(_closing(DcgmExporter(fields=DCGM_FIELDS_QUERIED)))
+    for i in range(n):
+        exporter.add_node(f"scale-gpu-{i:05d}", gpus=8, model=PRODUCT.replace("-", " "), driver="550.54.15",
+                          fb_total_mib=81559)
+    exporter.render()  # once, before Prometheus' first scrape
+    cp = stack.enter_context(ControlPlane())
+    created = populate(cp, n)
+    print(f"created {n} nodes and {n} pods in {created:.1f}s", flush=True)
+    prom = PrometheusServer([dcgm_scrape_config(exporter)], scrape_interval="30s")
+    stack.callback(prom.close)
+    prom.start(ready="DCGM_FI_DEV_GPU_UTIL", timeout=300)
+    prom.wait_until("count(DCGM_FI_DEV_GPU_UTIL)", lambda v: sum(v.values()) >= 8 * n, timeout=300)
+    kubectl = kubectl_seconds(cp)
+    return {"nodes": n, "kubeconfig": str(cp.admin_kubeconfig), "prometheus": prom.url, "kubectl_get_s": kubectl,
+            "created_s": created}
+
+
+class _closing:
+    def __init__(self, thing) -> None:
+        self.thing = thing
+
+    def __enter__(self):
+        return self.thing
+
+    def __exit__(self, *exc) -> None:
+        self.thing.close()
+
+
+def report(fleet: dict, got: dict) -> None:
+    kubectl = fleet["kubectl_get_s"]
+    flat = {k: round(v, 3) for k, v in got.items() if isinstance(v, (int, float))}
+    print(json.dumps({"nodes": fleet["nodes"], "kubectl_get_s": round(kubectl, 3), **flat,
+                      "phases": got["phases"]}))
+    for name, lines in got.get("traces", {}).items():
+        print(f"--- tracemalloc, {name} (growth since imports) ---")
+        print("\n".join(lines))
+    print(f"kubectl get nodes,pods -A -o json: {kubectl:.2f}s")
+    print(f"gputui first complete snapshot:    {got['first_snapshot_s']:.2f}s  "
+          f"(ratio {got['first_snapshot_s'] / kubectl:.2f}x, goal <= 1.5x)")
+    print(f"gputui first full frame:           {got['first_frame_s']:.2f}s  "
+          f"(ratio {got['first_frame_s'] / kubectl:.2f}x)")
+    print(f"steady-state CPU at 2 s refresh:   {got['cpu_share'] * 100:.1f}% of one core (goal <= 15%), "
+          f"{got['cpu_per_refresh_s']:.2f}s CPU per refresh")
+    print(f"peak RSS of gputui's process:      {got['rss_mb']:.0f} MB (goal <= 400 MB at 10,000 nodes)")
+    print(f"Prometheus queries per refresh:    {got['queries_per_refresh']:.0f} at most (goal <= 10)")
+    print(f"refreshes in the steady state:     {got['refreshes']}, a snapshot taking {got['refresh_s']:.2f}s on average")
+    for name, m in got["phases"].items():
+        print(f"  {name:15s} RSS {m['rss_mb']:6.0f} MB  peak {m['peak_mb']:6.0f} MB  threads {m['threads']}")
+    if got.get("traces"):
+        print("(tracemalloc was on: the timings above are not valid)")
+
+
+def measure(fleet: dict, steady: float, trace: int) -> dict:
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(measure_gputui, (fleet["kubeconfig"], fleet["prometheus"], fleet["nodes"], steady, trace))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--nodes", type=int, default=2000)
     parser.add_argument("--steady", type=float, default=30.0, help="seconds of steady state to measure")
+    parser.add_argument("--serve", metavar="FILE", help="set the fleet up, write its address to FILE, wait")
+    parser.add_argument("--against", metavar="FILE", help="measure on a fleet --serve set up")
+    parser.add_argument("--tracemalloc", type=int, default=0, metavar="N", help="top N allocation sites per phase")
     args = parser.parse_args()
-    n = args.nodes
-    exporter = DcgmExporter()
-    for i in range(n):
-        exporter.add_node(f"scale-gpu-{i:05d}", gpus=8, model=PRODUCT.replace("-", " "), driver="550.54.15",
-                          fb_total_mib=81559)
-    with ControlPlane() as cp:
-        created = populate(cp, n)
-        print(f"created {n} nodes and {n} pods in {created:.1f}s")
-        prom = PrometheusServer([dcgm_scrape_config(exporter)], scrape_interval="5s")
-        try:
-            prom.start(ready="DCGM_FI_DEV_GPU_UTIL", timeout=120)
-            prom.wait_until("count(DCGM_FI_DEV_GPU_UTIL)", lambda v: sum(v.values()) >= 8 * n, timeout=120)
-            kubectl = kubectl_seconds(cp)
-            import multiprocessing
-
-            with multiprocessing.get_context("spawn").Pool(1) as pool:
-                got = pool.apply(measure_gputui, (str(cp.admin_kubeconfig), prom.url, n, args.steady))
-        finally:
-            prom.close()
-            exporter.close()
-    print(json.dumps({"nodes": n, "kubectl_get_s": round(kubectl, 3), **{k: round(v, 3) for k, v in got.items()}}))
-    print(f"kubectl get nodes,pods -A -o json: {kubectl:.2f}s")
-    print(f"gputui first complete snapshot:    {got['first_snapshot_s']:.2f}s  "
-          f"(ratio {got['first_snapshot_s'] / kubectl:.2f}x, goal <= 1.5x)")
-    print(f"gputui first full frame:           {got['first_frame_s']:.2f}s  "
-          f"(ratio {got['first_frame_s'] / kubectl:.2f}x)")
-    print(f"steady-state CPU at 2 s refresh:   {got['cpu_share'] * 100:.1f}% of one core (goal <= 15%)")
-    print(f"peak RSS of gputui's process:      {got['rss_mb']:.0f} MB (goal <= 400 MB at 10,000 nodes)")
-    print(f"Prometheus queries per refresh:    {got['queries_per_refresh']:.1f} (goal <= 10)")
+    if args.against:
+        fleet = json.loads(Path(args.against).read_text())
+        report(fleet, measure(fleet, args.steady, args.tracemalloc))
+        return
+    with ExitStack() as stack:
+        fleet = build_fleet(stack, args.nodes)
+        if args.serve:
+            Path(args.serve).write_text(json.dumps(fleet))
+            print(f"fleet of {args.nodes} nodes up; kubectl {fleet['kubectl_get_s']:.2f}s; "
+                  f"measure with --against {args.serve}; Ctrl-C or SIGTERM ends it", flush=True)
+            stop = threading.Event()
+            signal.signal(signal.SIGTERM, lambda *_: stop.set())
+            try:
+                while not stop.wait(1.0):
+                    pass
+            except KeyboardInterrupt:
+                pass
+            os.unlink(args.serve)
+            return
+        got = measure(fleet, args.steady, args.tracemalloc)
+    report(fleet, got)
 
 
 if __name__ == "__main__":

@@ -178,15 +178,25 @@ class DcgmExporter:
     ``host_label`` is ``"Hostname"`` (released dcgm-exporter) or
     ``"hostname"`` (newer builds). ``pod_labels`` picks the pod-mapping label
     names: ``("namespace", "pod", "container")`` or the older
-    ``("pod_namespace", "pod_name", "container_name")``.
+    ``("pod_namespace", "pod_name", "container_name")``. ``fields`` limits
+    the families served (default: all of :data:`DCGM_FIELDS`): the scale
+    benchmark serves only what gputui queries, so Prometheus' ingest on the
+    same two cores does not crowd out what is measured.
     """
 
     def __init__(self, *, host_label: str = "Hostname",
-                 pod_labels: tuple[str, str, str] = ("namespace", "pod", "container"), port: int = 0):
+                 pod_labels: tuple[str, str, str] = ("namespace", "pod", "container"), port: int = 0,
+                 fields: Iterable[str] | None = None):
         self.host_label = host_label
         self.pod_labels = pod_labels
+        self.fields = tuple(DCGM_FIELDS) if fields is None else tuple(fields)
+        unknown = [f for f in self.fields if f not in DCGM_FIELDS]
+        if unknown:
+            raise KeyError(f"unknown DCGM fields {unknown}")
         self._gpus: dict[tuple[str, int], DcgmGpu] = {}
         self._lock = threading.Lock()
+        # Rendering 80,000 GPUs takes seconds: keep the text until something changes.
+        self._rendered: str | None = None
         self._server = MetricsHTTPServer(self._handle, port)
         self.port = self._server.port
         self.address = self._server.address
@@ -205,6 +215,7 @@ class DcgmExporter:
                  **values: float) -> None:
         """Expose ``gpus`` GPUs for ``node`` (``hostname`` overrides the host label value)."""
         with self._lock:
+            self._rendered = None
             for i in range(gpus):
                 self._gpus[(node, i)] = DcgmGpu(
                     node=node, index=i, model=model.replace("-", " "), driver=driver, fb_total_mib=fb_total_mib,
@@ -215,6 +226,7 @@ class DcgmExporter:
 
     def remove_node(self, node: str) -> None:
         with self._lock:
+            self._rendered = None
             for key in [k for k in self._gpus if k[0] == node]:
                 del self._gpus[key]
 
@@ -238,11 +250,13 @@ class DcgmExporter:
                 raise KeyError(f"no GPU {gpu} on node {node!r} in the exporter")
             for g in targets:
                 g.values.update(fields)
+            self._rendered = None
 
     def assign(self, node: str, gpu: int, namespace: str | None, pod: str | None = None,
                container: str = "main") -> None:
         """Label a GPU with the pod holding it (dcgm-exporter's pod mapping); ``None`` clears it."""
         with self._lock:
+            self._rendered = None
             g = self._gpus[(node, gpu)]
             g.pod = None if namespace is None else {self.pod_labels[0]: namespace, self.pod_labels[1]: pod or "",
                                                      self.pod_labels[2]: container}
@@ -281,11 +295,14 @@ class DcgmExporter:
     # --- exposition -------------------------------------------------------------
     def render(self) -> str:
         with self._lock:
-            gpus = sorted(self._gpus.values(), key=lambda g: (g.node, g.index))
-            fams = []
-            for fld, (metric, help_, typ) in DCGM_FIELDS.items():
-                fams.append(Family(metric, help_, typ, [(self._labels(g, fld), g.value(fld)) for g in gpus]))
-        return render_text(fams)
+            if self._rendered is None:
+                gpus = sorted(self._gpus.values(), key=lambda g: (g.node, g.index))
+                fams = []
+                for fld in self.fields:
+                    metric, help_, typ = DCGM_FIELDS[fld]
+                    fams.append(Family(metric, help_, typ, [(self._labels(g, fld), g.value(fld)) for g in gpus]))
+                self._rendered = render_text(fams)
+            return self._rendered
 
     def _handle(self, path: str) -> str | None:
         return self.render() if path == self.metrics_path else None

@@ -50,6 +50,7 @@ class ListWatchCache:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._rv: str | None = None
+        self._resp: Any = None  # the open watch response, for stop()
         self.synced = threading.Event()
         self.connected = False
         self.error: str | None = None
@@ -65,7 +66,16 @@ class ListWatchCache:
         return self
 
     def stop(self) -> None:
+        """Ends the watch now (not at its timeout) and drops the records: a closed reader frees its memory."""
         self._stop.set()
+        resp, self._resp = self._resp, None
+        if resp is not None:
+            try:
+                resp.shutdown()  # unblocks the thread's read; it sees _stop and returns
+            except (OSError, ValueError, RuntimeError):
+                pass  # already finished or released
+        with self._lock:
+            self._items = {}
 
     def items(self) -> list[Any]:
         with self._lock:
@@ -120,6 +130,8 @@ class ListWatchCache:
             if not cont:
                 self._rv = meta.get("resourceVersion")
                 break
+        if self._stop.is_set():
+            return  # stopped while listing: keep nothing
         with self._lock:
             self._items = fresh
             self.generation += 1
@@ -127,6 +139,11 @@ class ListWatchCache:
         self._ok()
         self.synced.set()
         self.on_change()
+
+    def _opened(self, resp: Any) -> None:
+        self._resp = resp
+        if self._stop.is_set():  # stop() came between the request and now
+            self.stop()
 
     def _watch(self) -> None:
         query = {
@@ -136,7 +153,8 @@ class ListWatchCache:
             "timeoutSeconds": WATCH_TIMEOUT_S,
             "labelSelector": self.label_selector,
         }
-        for event in self.conn.stream(self.path, query, timeout=WATCH_TIMEOUT_S + 30, on_open=self._ok):
+        for event in self.conn.stream(self.path, query, timeout=WATCH_TIMEOUT_S + 30, on_open=self._ok,
+                                      on_response=self._opened):
             if self._stop.is_set():
                 return
             kind = event.get("type")
@@ -152,10 +170,13 @@ class ListWatchCache:
                 continue
             key = object_key(obj)
             with self._lock:
+                if self._stop.is_set():
+                    return
                 if kind == "DELETED":
                     self._items.pop(key, None)
                 else:
                     self._items[key] = self.transform(obj)
                 self.generation += 1
             self.on_change()
+        self._resp = None
         self._ok()  # the server closed a healthy watch; re-watch from _rv

@@ -89,11 +89,13 @@ class Connection:
 
     def stream(
         self, path: str, query: Mapping[str, Any], timeout: float, on_open: Callable[[], None] = lambda: None,
+        on_response: Callable[[Any], None] = lambda _resp: None,
     ) -> Iterator[dict[str, Any]]:
         """A watch: one JSON event per line, until the server or the read timeout ends it.
 
         on_open runs once the server accepted the watch: a quiet cluster sends no events,
-        and an open watch is fresh data all the same.
+        and an open watch is fresh data all the same. on_response gets the open response,
+        so another thread can end a quiet watch at once (see ListWatchCache.stop).
         """
         try:
             resp = self.pool.request(
@@ -103,6 +105,7 @@ class Connection:
             )
         except urllib3.exceptions.HTTPError as exc:
             raise BackendError(f"cannot reach {self.host}: {_reason(exc)}") from None
+        on_response(resp)
         try:
             if resp.status != 200:
                 _decode(resp.status, resp.read(), self.host)

@@ -242,3 +242,17 @@ def test_fleet_view_still_names_the_gpu_with_an_xid(cluster, prometheus, dcgm_ex
             backend.close()
     finally:
         dcgm_exporter.set("gpu-node-2", 3, xid=0)
+
+
+def test_close_ends_the_watches_and_frees_the_records(cluster, prometheus, workload):
+    import threading
+
+    backend = make_backend(cluster, prometheus)
+    backend.reader.snapshot()
+    caches = list(backend.reader.caches.values())
+    assert caches[0].items()  # the nodes
+    backend.close()
+    # The watch threads end now, not at the server's watch timeout (minutes), and drop what they held.
+    wait_until(lambda: not any(t.name.startswith("watch ") and t.is_alive() and any(t is c._thread for c in caches)
+                               for t in threading.enumerate()), 10, 0.1, "watch threads ended")
+    assert all(c.items() == [] for c in caches)

@@ -7,6 +7,7 @@ objects would cost gigabytes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from sys import intern
 from typing import Any, Mapping
 
 from gputui.model import GPU_RESOURCE, Budget, Condition, Rollout
@@ -17,6 +18,31 @@ MEMORY_LABEL = "nvidia.com/gpu.memory"
 DRIVER_LABELS = ("nvidia.com/cuda.driver-version.full",)
 CUDA_LABELS = ("nvidia.com/cuda.runtime-version.full",)
 UPGRADE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
+
+
+def _labels(raw: Any) -> dict[str, str]:
+    """Labels with their strings interned: 10,000 nodes carry the same few dozen keys and mostly
+    the same values, so each record points at one shared copy instead of its own."""
+    return {intern(str(k)): intern(str(v)) for k, v in (raw or {}).items()}
+
+
+# Nodes report the same conditions with the same words: records share them (bounded, in case they do not).
+_CONDITIONS: dict[tuple[tuple[str, str, str, str], ...], tuple[Condition, ...]] = {}
+_CONDITIONS_MAX = 4096
+
+
+def _conditions(raw: Any) -> tuple[Condition, ...]:
+    key = tuple(
+        (str(c.get("type", "")), str(c.get("status", "")), str(c.get("reason", "") or ""),
+         str(c.get("message", "") or "")[:200])
+        for c in raw or []
+    )
+    shared = _CONDITIONS.get(key)
+    if shared is None:
+        if len(_CONDITIONS) >= _CONDITIONS_MAX:
+            _CONDITIONS.clear()
+        shared = _CONDITIONS[key] = tuple(Condition(*fields) for fields in key)
+    return shared
 
 
 def _quantity(value: Any) -> int:
@@ -68,12 +94,8 @@ def node_record(obj: dict[str, Any]) -> NodeRecord:
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
-    labels = dict(meta.get("labels") or {})
-    conditions = tuple(
-        Condition(str(c.get("type", "")), str(c.get("status", "")), str(c.get("reason", "") or ""),
-                  str(c.get("message", "") or "")[:200])
-        for c in status.get("conditions") or []
-    )
+    labels = _labels(meta.get("labels"))
+    conditions = _conditions(status.get("conditions"))
     ready = any(c.type == "Ready" and c.status == "True" for c in conditions)
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k.startswith("gputui.io/")}
     return NodeRecord(
@@ -135,10 +157,10 @@ def pod_record(obj: dict[str, Any]) -> PodRecord:
          if c.get("type") == "PodScheduled" and c.get("status") == "False"), "",
     )
     return PodRecord(
-        namespace=meta.get("namespace", ""), name=meta.get("name", ""), uid=meta.get("uid", ""),
-        node=spec.get("nodeName") or "", phase=status.get("phase") or "Pending", ready=ready,
-        gpu_request=_gpu_request(spec), labels=dict(meta.get("labels") or {}),
-        owner_kind=owner.get("kind", ""), owner_name=owner.get("name", ""),
+        namespace=intern(meta.get("namespace", "")), name=meta.get("name", ""), uid=meta.get("uid", ""),
+        node=intern(spec.get("nodeName") or ""), phase=intern(status.get("phase") or "Pending"), ready=ready,
+        gpu_request=_gpu_request(spec), labels=_labels(meta.get("labels")),
+        owner_kind=intern(owner.get("kind", "")), owner_name=intern(owner.get("name", "")),
         deleting=bool(meta.get("deletionTimestamp")),
         restarts=sum(int(c.get("restartCount") or 0) for c in status.get("containerStatuses") or []),
         has_emptydir=any("emptyDir" in v for v in spec.get("volumes") or []),

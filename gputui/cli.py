@@ -125,23 +125,31 @@ def _backend(settings: Settings, per_gpu: bool = False) -> Backend:
     return build_backend(settings, per_gpu=per_gpu)
 
 
+def _check_named(kind: str, name: str, names: set[str], problems: list) -> None:
+    """A theme or keymap asked for by name exists and loads; else one line saying which file is bad."""
+    if name in names:
+        return
+    bad = next((p for p in problems if os.path.splitext(os.path.basename(p.path))[0] == name), None)
+    if bad is not None:
+        raise SettingsError(f"{kind} {name!r} cannot be used: {bad}")
+    raise SettingsError(f"unknown {kind} {name!r}; available: {', '.join(sorted(names))}")
+
+
 def _tui(settings: Settings) -> int:
     from dataclasses import replace
 
     from gputui.backends.factory import have_cluster_config
     from gputui.ops.audit import AuditLog, default_audit_path
-    from gputui.ui.keymaps import available_keymap_names
-    from gputui.ui.theming import available_theme_names
+    from gputui.ui.keymaps import DEFAULT, load_keymaps
+    from gputui.ui.theming import BUILTIN_THEMES, load_themes
 
     no_color = bool(os.environ.get("NO_COLOR"))
     if no_color and settings.theme == Settings().theme:
         settings = replace(settings, theme="gputui-mono")  # NO_COLOR: no theme asked for, so none in colour
-    themes = available_theme_names()
-    if settings.theme not in themes:
-        raise SettingsError(f"unknown theme {settings.theme!r}; available: {', '.join(themes)}")
-    keymaps = available_keymap_names()
-    if settings.keymap not in keymaps:
-        raise SettingsError(f"unknown keymap {settings.keymap!r}; available: {', '.join(keymaps)}")
+    themes, theme_problems = load_themes()
+    _check_named("theme", settings.theme, {*themes, *BUILTIN_THEMES}, theme_problems)
+    keymaps, keymap_problems = load_keymaps()
+    _check_named("keymap", settings.keymap, {*keymaps, DEFAULT}, keymap_problems)
     fallback = not settings.demo and not have_cluster_config(settings)
     backend = _backend(settings, per_gpu=settings.wallboard)  # the heat map draws every GPU
     audit_path = settings.audit_log or default_audit_path()

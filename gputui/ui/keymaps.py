@@ -228,8 +228,3 @@ def load_keymaps() -> tuple[dict[str, Keymap], list[FileProblem]]:
     for name in broken:
         del keymaps[name]
     return keymaps, problems
-
-
-def available_keymap_names() -> list[str]:
-    keymaps, _ = load_keymaps()
-    return sorted(set(keymaps) | {DEFAULT})

@@ -88,11 +88,6 @@ def load_themes() -> tuple[dict[str, Theme], list[FileProblem]]:
     return parse_each(theme_files(), parse_theme, lambda theme: theme.name)
 
 
-def available_theme_names() -> list[str]:
-    themes, _ = load_themes()
-    return sorted(set(themes) | set(BUILTIN_THEMES))
-
-
 def palette_defaults() -> dict[str, str]:
     """Defaults for gputui's variables, so Textual's built-in themes work too."""
     default = Palette()

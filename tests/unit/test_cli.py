@@ -32,6 +32,8 @@ def test_version():
         (["--refresh", "-2"], "positive"),
         (["--refresh", "abc"], "not a number"),
         (["--demo", "--theme", "no-such-theme"], "unknown theme 'no-such-theme'"),
+        (["--demo", "--keymap", "emacs"], "unknown keymap 'emacs'; available: default, k9s, vim"),
+        (["--demo", "--wallboard", "--rotate", "0"], "positive"),
         (["nodes", "--demo", "-o", "yaml"], "invalid choice"),
         (["--config", "/nonexistent/gputui.yaml"], "does not exist"),
     ],
@@ -44,6 +46,15 @@ def test_bad_input_is_one_line_exit_2(tmp_path, args, fragment):
     assert lines[0].startswith("gputui: error:")
     assert fragment in lines[0]
     assert "Traceback" not in out.stderr
+
+
+def test_a_bad_theme_file_asked_for_by_name_says_why(tmp_path):
+    themes = tmp_path / ".config" / "gputui" / "themes"
+    themes.mkdir(parents=True)
+    (themes / "mine.yaml").write_text('name: mine\nprimary: "#zzz"\n')
+    out = run("--demo", "--theme", "mine", home=tmp_path)
+    assert out.returncode == 2
+    assert out.stderr.strip() == f"gputui: error: theme 'mine' cannot be used: {themes / 'mine.yaml'}: primary: bad colour '#zzz'"
 
 
 def test_bad_config_file_is_one_line(tmp_path):

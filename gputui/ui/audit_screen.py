@@ -36,15 +36,17 @@ class AuditScreen(Screen):
             Text(" Audit log ", style="bold") + Text(f"{len(entries)} entries  {where}", style="dim"))
         table = Table(box=None, expand=True, padding=(0, 1), header_style="bold")
         for label, kw in (("Time", {"no_wrap": True}), ("Action", {"no_wrap": True}), ("Target", {"overflow": "fold", "ratio": 2}),
-                          ("Result", {"overflow": "fold", "ratio": 1}), ("Who", {"overflow": "fold", "ratio": 1})):
+                          ("Result", {"overflow": "fold", "ratio": 1}),
+                          ("Who", {"no_wrap": True, "overflow": "ellipsis", "ratio": 1})):
             table.add_column(label, **kw)
         palette = self.app.palette
+        wide = self.app.size.width >= 120  # narrower: the identity alone, elided rather than broken mid-word
         for e in entries:
             result = str(e.get("result", ""))
             ok = result in ("ok", "evicted", "gone")
             table.add_row(
                 Text(str(e.get("time", ""))[11:19]), Text(str(e.get("action", ""))), Text(str(e.get("target", ""))),
-                Text(result, style=palette.ok if ok else palette.alert), Text(f"{e.get('identity', '')}@{e.get('context', '')}"),
+                Text(result, style=palette.ok if ok else palette.alert), Text(f"{e.get('identity', '')}@{e.get('context', '')}" if wide else str(e.get("identity", ""))),
             )
         self.table = table
         self.query_one("#audit-log", Static).update(table)

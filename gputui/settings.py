@@ -20,6 +20,12 @@ class SettingsError(ValueError):
     """A bad setting, worded for the user in one line."""
 
 
+# Where a pod or workload says which service and version it is (the first label found wins):
+# the usual app labels, then KServe's and llm-d's.
+DEFAULT_SERVICE_LABELS = ("app.kubernetes.io/name", "serving.kserve.io/inferenceservice", "llm-d.ai/model", "app")
+DEFAULT_VERSION_LABELS = ("app.kubernetes.io/version", "version", "serving.kserve.io/revision")
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     demo: bool = False

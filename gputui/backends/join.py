@@ -1,8 +1,9 @@
-"""Kubernetes records + Prometheus samples -> one ClusterSnapshot. Pure: no I/O.
+"""Kubernetes records + Prometheus samples -> one ClusterSnapshot. No I/O.
 
 Services are found two ways: each traffic route is a service whose backends
 are its versions; GPU workloads no route covers are grouped by their
-service label, one version per workload.
+service label, one version per workload. A Joiner keeps its last result so
+that a refresh where only metrics moved rebuilds only what they touch.
 """
 
 from __future__ import annotations
@@ -24,10 +25,7 @@ from gputui.model import (
     ServiceVersion,
     SourceStatus,
 )
-
-# Where a pod or workload says which service and version it is (first found wins).
-SERVICE_LABELS = ("app.kubernetes.io/name", "serving.kserve.io/inferenceservice", "llm-d.ai/model", "app")
-VERSION_LABELS = ("app.kubernetes.io/version", "version", "serving.kserve.io/revision")
+from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,11 +75,9 @@ def _health(code: int | None) -> Health:
     return Health.PASS if code == 0 else Health.WARN if code < 20 else Health.FAIL
 
 
-def _gpus(node: NodeRecord, metrics: Metrics | None, by_host: Mapping[str, list[GpuSample]]) -> tuple[Gpu, ...]:
-    if metrics is None:
-        return ()
+def _gpus(node: NodeRecord, samples: Iterable[GpuSample]) -> tuple[Gpu, ...]:
     out = []
-    for s in sorted(by_host.get(node.name, ()), key=lambda s: s.index):
+    for s in samples:
         # The node label is the card's size; used + free misses the driver's reserve.
         total = None
         if node.gpu_memory_mib:
@@ -98,24 +94,20 @@ def _gpus(node: NodeRecord, metrics: Metrics | None, by_host: Mapping[str, list[
 
 def join_gpus(node: NodeRecord, metrics: Metrics) -> tuple[Gpu, ...]:
     """One node's GPUs from a per-GPU fetch (the detail screen of a summarised fleet)."""
-    by_host: dict[str, list[GpuSample]] = {}
-    for sample in metrics.gpus.values():
-        by_host.setdefault(sample.host, []).append(sample)
-    return _gpus(node, metrics, by_host)
+    return _gpus(node, sorted((s for s in metrics.gpus.values() if s.host == node.name), key=lambda s: s.index))
 
 
-def _summary(node: NodeRecord, metrics: Metrics | None) -> GpuSummary | None:
-    summary = metrics.nodes.get(node.name) if metrics is not None else None
+def _summary(node: NodeRecord, summary: GpuSummary | None) -> GpuSummary | None:
     if summary is None or summary.mem_total_mib is not None or not node.gpu_memory_mib:
         return summary
     # As per GPU: the card size from the node label beats used + free.
-    from dataclasses import replace
-
-    return replace(summary, mem_total_mib=float(node.gpu_memory_mib * summary.count))
+    return GpuSummary(summary.count, summary.util_mean, summary.mem_used_mib,
+                      float(node.gpu_memory_mib * summary.count), summary.temp_max, summary.power_w)
 
 
 def _versions_for_route(
     route: RouteRecord, services: Mapping[tuple[str, str], ServiceRecord], workloads: list[WorkloadRecord],
+    version_labels: tuple[str, ...],
 ) -> list[tuple[ServiceVersion, Mapping[str, str]]]:
     """Each backend of the route, with the pod selector that finds its pods."""
     out = []
@@ -127,7 +119,7 @@ def _versions_for_route(
         workload = next(
             (w for w in workloads if w.namespace == route.namespace and _selects(selector, w.template_labels)), None,
         )
-        name = backend.subset or (workload and _first(workload.template_labels, VERSION_LABELS)) or backend.service
+        name = backend.subset or (workload and _first(workload.template_labels, version_labels)) or backend.service
         out.append((
             ServiceVersion(
                 name=name, weight=backend.weight,
@@ -139,6 +131,191 @@ def _versions_for_route(
     return out
 
 
+class _Identities:
+    """Which service and version a pod belongs to: selectors indexed by one of their labels,
+    so a pod is checked against the few selectors that could match, not all of them."""
+
+    def __init__(self, entries: list[tuple[str, Mapping[str, str], str, str]]) -> None:
+        self.entries = entries  # namespace, selector, service, version; the first match wins
+        self.index: dict[tuple[str, str, str], list[int]] = {}
+        for i, (ns, selector, _svc, _ver) in enumerate(entries):
+            if selector:  # an empty selector selects nothing
+                key, value = next(iter(selector.items()))
+                self.index.setdefault((ns, key, value), []).append(i)
+
+    def find(self, pod: PodRecord) -> tuple[str, str] | None:
+        candidates: set[int] = set()
+        for key, value in pod.labels.items():
+            hits = self.index.get((pod.namespace, key, value))
+            if hits:
+                candidates.update(hits)
+        for i in sorted(candidates):
+            _ns, selector, service, version = self.entries[i]
+            if _selects(selector, pod.labels):
+                return service, version
+        return None
+
+
+def _same(a: tuple, b: tuple) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+
+
+class Joiner:
+    """The join, remembering its last result: a refresh rejoins only what changed.
+
+    Cache records are immutable and replaced on every change, so identity says
+    "unchanged". Services and pod identities are rebuilt only when a workload,
+    Service or route changed; a node or pod whose record and metrics are both
+    unchanged keeps its object from the previous snapshot.
+    """
+
+    def __init__(self, service_labels: Iterable[str] = DEFAULT_SERVICE_LABELS,
+                 version_labels: Iterable[str] = DEFAULT_VERSION_LABELS) -> None:
+        self.service_labels = tuple(service_labels)
+        self.version_labels = tuple(version_labels)
+        self._service_inputs: tuple[tuple, ...] | None = None
+        self._services: tuple[InferenceService, ...] = ()
+        self._identities = _Identities([])
+        # Keyed by id(record); the record is kept too, so an id is never reused while it is cached.
+        # Plain dicts of existing objects, no tuple per entry: a refresh then allocates little for the
+        # garbage collector to scan, which at 10,000 nodes costs more than the join itself.
+        self._node_records: dict[int, NodeRecord] = {}
+        self._node_metrics: dict[int, GpuSummary | None] = {}
+        self._node_samples: dict[int, tuple[GpuSample, ...]] = {}  # only nodes with per-GPU samples
+        self._nodes: dict[int, Node] = {}
+        self._pod_records: dict[int, PodRecord] = {}
+        self._pods: dict[int, InferencePod] = {}
+
+    def join(
+        self,
+        state: KubeState,
+        metrics: Metrics | None,
+        *,
+        now: float,
+        context: str,
+        sources: tuple[SourceStatus, ...],
+    ) -> ClusterSnapshot:
+        inputs = (state.workloads, state.services, state.routes)
+        if self._service_inputs is None or not all(map(_same, inputs, self._service_inputs)):
+            self._services, self._identities = self._join_services(state)
+            self._service_inputs = inputs
+            self._pod_records, self._pods = {}, {}  # pod identities depend on the services
+        gpu_nodes = sorted((n for n in state.nodes if n.is_gpu_node), key=lambda n: n.name)
+        return ClusterSnapshot(
+            taken_at=now, context=context, nodes=self._join_nodes(gpu_nodes, metrics),
+            pods=self._join_pods(state.pods, {n.name for n in gpu_nodes}, metrics),
+            services=self._services, budgets=state.budgets, sources=sources,
+        )
+
+    def _join_services(self, state: KubeState) -> tuple[tuple[InferenceService, ...], _Identities]:
+        """Services from routes, then from GPU workloads no route covers."""
+        services_by_key = {(s.namespace, s.name): s for s in state.services}
+        workloads = list(state.workloads)
+        inference: list[InferenceService] = []
+        pod_identity: list[tuple[str, Mapping[str, str], str, str]] = []  # ns, selector, service, version
+        covered: set[tuple[str, str]] = set()
+        for route in sorted(state.routes, key=lambda r: (r.namespace, r.name)):
+            versions = _versions_for_route(route, services_by_key, workloads, self.version_labels)
+            if not versions:
+                continue
+            inference.append(InferenceService(route.namespace, route.name, tuple(v for v, _ in versions),
+                                              route.kind, route.name))
+            for version, selector in versions:
+                pod_identity.append((route.namespace, selector, route.name, version.name))
+                if version.workload:
+                    covered.add((route.namespace, version.workload))
+        grouped: dict[tuple[str, str], list[ServiceVersion]] = {}
+        for w in sorted(workloads, key=lambda w: (w.namespace, w.name)):
+            if w.gpu_request <= 0 or (w.namespace, w.name) in covered:
+                continue
+            service = _first(w.template_labels, self.service_labels) or _first(w.labels, self.service_labels) \
+                or w.name
+            if w.kind == "Rollout" and w.canary_weights:
+                for role, weight in w.canary_weights.items():
+                    grouped.setdefault((w.namespace, service), []).append(
+                        ServiceVersion(role, weight, w.rollout, workload=w.name))
+                pod_identity.append((w.namespace, w.template_labels, service, ""))
+                continue
+            version = _first(w.template_labels, self.version_labels) or w.name
+            grouped.setdefault((w.namespace, service), []).append(
+                ServiceVersion(version, None, w.rollout, workload=w.name))
+            pod_identity.append((w.namespace, w.template_labels, service, version))
+        for (ns, name), versions in grouped.items():
+            kind = "Rollout" if any(v.weight is not None for v in versions) else ""
+            inference.append(InferenceService(ns, name, tuple(versions), kind, name if kind else ""))
+        return tuple(inference), _Identities(pod_identity)
+
+    def _join_nodes(self, gpu_nodes: list[NodeRecord], metrics: Metrics | None) -> tuple[Node, ...]:
+        by_host: dict[str, list[GpuSample]] = {}
+        summaries: Mapping[str, GpuSummary] = {}
+        if metrics is not None:
+            summaries = metrics.nodes
+            for sample in metrics.gpus.values():
+                by_host.setdefault(sample.host, []).append(sample)
+        old_records, old_metrics, old_samples, old_nodes = (
+            self._node_records, self._node_metrics, self._node_samples, self._nodes)
+        records: dict[int, NodeRecord] = {}
+        node_metrics: dict[int, GpuSummary | None] = {}
+        node_samples: dict[int, tuple[GpuSample, ...]] = {}
+        nodes: dict[int, Node] = {}
+        for n in gpu_nodes:
+            key = id(n)
+            summary = summaries.get(n.name)
+            group = by_host.get(n.name)  # in fleet mode only GPUs with a problem: mostly none
+            samples = tuple(sorted(group, key=lambda s: s.index)) if group else ()
+            if old_records.get(key) is n and old_metrics.get(key) == summary and old_samples.get(key, ()) == samples:
+                node = old_nodes[key]
+            else:
+                node = Node(
+                    name=n.name, ready=n.ready, unschedulable=n.unschedulable, gpu_product=n.gpu_product,
+                    gpu_capacity=n.gpu_capacity, gpu_allocatable=n.gpu_allocatable,
+                    driver_version=n.driver_version, cuda_version=n.cuda_version, upgrade_state=n.upgrade_state,
+                    gpu_memory_mib=n.gpu_memory_mib, conditions=n.conditions, gpus=_gpus(n, samples),
+                    labels=n.labels, annotations=n.annotations, summary=_summary(n, summary),
+                )
+            records[key], node_metrics[key], nodes[key] = n, summary, node
+            if samples:
+                node_samples[key] = samples
+        self._node_records, self._node_metrics, self._node_samples, self._nodes = (
+            records, node_metrics, node_samples, nodes)
+        return tuple(nodes.values())
+
+    def _join_pods(self, pods: Iterable[PodRecord], node_names: set[str], metrics: Metrics | None,
+                   ) -> tuple[InferencePod, ...]:
+        sessions = metrics.sessions if metrics is not None else {}
+        old_records, old_pods = self._pod_records, self._pods
+        records: dict[int, PodRecord] = {}
+        out: dict[int, InferencePod] = {}
+        for p in pods:
+            if p.node not in node_names and not (not p.node and p.gpu_request > 0):
+                continue  # only what runs on GPU nodes, and GPU pods still waiting for one
+            key = id(p)
+            running, waiting = sessions.get((p.namespace, p.name), (None, None))
+            if old_records.get(key) is p:
+                # Same record, same services: only the session counts may have moved.
+                pod = old_pods[key]
+                if pod.sessions_running != running or pod.sessions_waiting != waiting:
+                    pod = inference_pod(p, pod.service, pod.version, running, waiting)
+            else:
+                found = self._identities.find(p)
+                service, version = found if found else ("", "")
+                if found and not version:
+                    version = _first(p.labels, self.version_labels)
+                pod = inference_pod(p, service, version, running, waiting)
+            records[key], out[key] = p, pod
+        self._pod_records, self._pods = records, out
+        return tuple(out.values())
+
+
+def inference_pod(p: PodRecord, service: str, version: str, running: int | None, waiting: int | None) -> InferencePod:
+    return InferencePod(
+        namespace=p.namespace, name=p.name, uid=p.uid, node=p.node, phase=p.phase, ready=p.ready,
+        gpu_request=p.gpu_request, service=service, version=version, restarts=p.restarts,
+        deleting=p.deleting, owner_kind=p.owner_kind, labels=p.labels, has_emptydir=p.has_emptydir,
+        mirror=p.mirror, sessions_running=running, sessions_waiting=waiting, pending_reason=p.pending_reason,
+    )
+
+
 def join(
     state: KubeState,
     metrics: Metrics | None,
@@ -146,77 +323,8 @@ def join(
     now: float,
     context: str,
     sources: tuple[SourceStatus, ...],
+    service_labels: Iterable[str] = DEFAULT_SERVICE_LABELS,
+    version_labels: Iterable[str] = DEFAULT_VERSION_LABELS,
 ) -> ClusterSnapshot:
-    gpu_nodes = [n for n in state.nodes if n.is_gpu_node]
-    node_names = {n.name for n in gpu_nodes}
-    by_host: dict[str, list[GpuSample]] = {}
-    if metrics is not None:
-        for sample in metrics.gpus.values():
-            by_host.setdefault(sample.host, []).append(sample)
-
-    # Services from routes, then from GPU workloads no route covers.
-    services_by_key = {(s.namespace, s.name): s for s in state.services}
-    workloads = list(state.workloads)
-    inference: list[InferenceService] = []
-    pod_identity: list[tuple[str, Mapping[str, str], str, str]] = []  # ns, selector, service, version
-    covered: set[tuple[str, str]] = set()
-    for route in sorted(state.routes, key=lambda r: (r.namespace, r.name)):
-        versions = _versions_for_route(route, services_by_key, workloads)
-        if not versions:
-            continue
-        inference.append(InferenceService(route.namespace, route.name, tuple(v for v, _ in versions), route.kind, route.name))
-        for version, selector in versions:
-            pod_identity.append((route.namespace, selector, route.name, version.name))
-            if version.workload:
-                covered.add((route.namespace, version.workload))
-    grouped: dict[tuple[str, str], list[ServiceVersion]] = {}
-    for w in sorted(workloads, key=lambda w: (w.namespace, w.name)):
-        if w.gpu_request <= 0 or (w.namespace, w.name) in covered:
-            continue
-        service = _first(w.template_labels, SERVICE_LABELS) or _first(w.labels, SERVICE_LABELS) or w.name
-        if w.kind == "Rollout" and w.canary_weights:
-            for role, weight in w.canary_weights.items():
-                grouped.setdefault((w.namespace, service), []).append(
-                    ServiceVersion(role, weight, w.rollout, workload=w.name))
-            pod_identity.append((w.namespace, w.template_labels, service, ""))
-            continue
-        version = _first(w.template_labels, VERSION_LABELS) or w.name
-        grouped.setdefault((w.namespace, service), []).append(ServiceVersion(version, None, w.rollout, workload=w.name))
-        pod_identity.append((w.namespace, w.template_labels, service, version))
-    for (ns, name), versions in grouped.items():
-        kind = "Rollout" if any(v.weight is not None for v in versions) else ""
-        inference.append(InferenceService(ns, name, tuple(versions), kind, name if kind else ""))
-
-    sessions = metrics.sessions if metrics is not None else {}
-    pods = []
-    for p in state.pods:
-        if p.node not in node_names and not (not p.node and p.gpu_request > 0):
-            continue  # only what runs on GPU nodes, and GPU pods still waiting for one
-        service = version = ""
-        for ns, selector, svc_name, ver in pod_identity:
-            if ns == p.namespace and _selects(selector, p.labels):
-                service, version = svc_name, ver or _first(p.labels, VERSION_LABELS)
-                break
-        running, waiting = sessions.get((p.namespace, p.name), (None, None))
-        pods.append(InferencePod(
-            namespace=p.namespace, name=p.name, uid=p.uid, node=p.node, phase=p.phase, ready=p.ready,
-            gpu_request=p.gpu_request, service=service, version=version, restarts=p.restarts,
-            deleting=p.deleting, owner_kind=p.owner_kind, labels=p.labels, has_emptydir=p.has_emptydir,
-            mirror=p.mirror, sessions_running=running, sessions_waiting=waiting,
-            pending_reason=p.pending_reason,
-        ))
-
-    nodes = tuple(
-        Node(
-            name=n.name, ready=n.ready, unschedulable=n.unschedulable, gpu_product=n.gpu_product,
-            gpu_capacity=n.gpu_capacity, gpu_allocatable=n.gpu_allocatable, driver_version=n.driver_version,
-            cuda_version=n.cuda_version, upgrade_state=n.upgrade_state, gpu_memory_mib=n.gpu_memory_mib,
-            conditions=n.conditions, gpus=_gpus(n, metrics, by_host), labels=n.labels, annotations=n.annotations,
-            summary=_summary(n, metrics),
-        )
-        for n in sorted(gpu_nodes, key=lambda n: n.name)
-    )
-    return ClusterSnapshot(
-        taken_at=now, context=context, nodes=nodes, pods=tuple(pods), services=tuple(inference),
-        budgets=state.budgets, sources=sources,
-    )
+    """One join from scratch (a Joiner that remembers nothing)."""
+    return Joiner(service_labels, version_labels).join(state, metrics, now=now, context=context, sources=sources)

@@ -7,7 +7,8 @@ import time
 from typing import Any, Callable, Mapping
 
 from gputui.backends.base import Backend, BackendError, EvictionOutcome, EvictionResult
-from gputui.backends.join import KubeState, Metrics, join, join_gpus
+from gputui.backends.gcpause import gc_paused
+from gputui.backends.join import Joiner, KubeState, Metrics, join_gpus
 from gputui.backends.kube_cache import ListWatchCache
 from gputui.backends.kube_http import ApiError, Connection, connect, path_of
 from gputui.backends import kube_objects as ko
@@ -95,6 +96,8 @@ class KubeReader:
         self._probe_error: str | None = None
         self._probe_at: float | None = None
         self._first = True
+        self._joiner = Joiner()
+        self._join_lock = threading.Lock()  # the UI's poll and a drain may both ask for snapshots
 
     def _probe(self) -> None:
         """A cheap request each refresh: a hung apiserver shows as stale within one refresh."""
@@ -146,7 +149,8 @@ class KubeReader:
             SourceStatus("metrics", self._metrics_at,
                          self._metrics_error if self.prom is not None else "not configured (--prometheus)"),
         )
-        return join(state, self._metrics, now=now, context=self.conn.context, sources=sources)
+        with self._join_lock, gc_paused():  # a snapshot is tens of thousands of new objects, no cycles
+            return self._joiner.join(state, self._metrics, now=now, context=self.conn.context, sources=sources)
 
     def gpu_history(self, node: str, minutes: int = 5) -> dict[int, list[float]]:
         if self.prom is None:

@@ -13,6 +13,7 @@ import time
 from typing import Any, Callable
 
 from gputui.backends.base import BackendError
+from gputui.backends.gcpause import gc_paused
 from gputui.backends.kube_http import ApiError, Connection
 
 PAGE_SIZE = 500
@@ -123,8 +124,9 @@ class ListWatchCache:
                 {"limit": PAGE_SIZE, "continue": cont, "labelSelector": self.label_selector},
                 timeout=30.0,
             )
-            for obj in body.get("items") or []:
-                fresh[object_key(obj)] = self.transform(obj)
+            with gc_paused():
+                for obj in body.get("items") or []:
+                    fresh[object_key(obj)] = self.transform(obj)
             meta = body.get("metadata") or {}
             cont = meta.get("continue")
             if not cont:

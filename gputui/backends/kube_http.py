@@ -17,6 +17,7 @@ from urllib.parse import quote, urlencode
 import urllib3
 
 from gputui.backends.base import BackendError
+from gputui.backends.gcpause import gc_paused
 
 CONNECT_TIMEOUT_S = 5.0
 READ_TIMEOUT_S = 10.0
@@ -134,7 +135,8 @@ def _reason(exc: Exception) -> str:
 
 def _decode(status: int, data: bytes, host: str) -> dict[str, Any]:
     try:
-        body = json.loads(data) if data else {}
+        with gc_paused():  # a list page is hundreds of objects (see gcpause)
+            body = json.loads(data) if data else {}
     except ValueError:
         body = {}
     if 200 <= status < 300:

@@ -18,6 +18,7 @@ import requests
 from urllib3.util import Retry
 
 from gputui.backends.base import BackendError
+from gputui.backends.gcpause import gc_paused
 from gputui.backends.join import GpuSample, Metrics
 from gputui.model import GpuSummary
 
@@ -93,7 +94,23 @@ class PromSource:
     def _host(self, labels: Mapping[str, str]) -> str:
         if self.cfg.host_label:
             return labels.get(self.cfg.host_label, "")
-        return next((labels[k] for k in HOST_LABELS if labels.get(k)), "")
+        return labels.get(HOST_LABELS[0]) or labels.get(HOST_LABELS[1]) or ""
+
+    def _values_by_host(self, series_list: list[dict[str, Any]]) -> dict[str, float]:
+        """One value per host from an aggregated answer (the hot loop at 10,000 nodes: kept plain)."""
+        out: dict[str, float] = {}
+        label = self.cfg.host_label
+        first, second = HOST_LABELS
+        for series in series_list:
+            try:
+                value = float(series["value"][1])
+                labels = series["metric"]
+                host = labels.get(label) if label else labels.get(first) or labels.get(second)
+            except (KeyError, ValueError, TypeError, IndexError, AttributeError):
+                continue
+            if host:
+                out[host] = value
+        return out
 
     def _by(self) -> str:
         labels = [self.cfg.host_label] if self.cfg.host_label else list(HOST_LABELS)
@@ -107,8 +124,12 @@ class PromSource:
         refresh moves one series per node and field, not one per GPU; GPUs with an XID or
         failed health still come one by one. host limits every query to one node.
         """
-        if not per_gpu:
-            return self._fetch_fleet(node_names)
+        with gc_paused():  # tens of thousands of series decoded per refresh (see gcpause)
+            if not per_gpu:
+                return self._fetch_fleet(node_names)
+            return self._fetch_gpus(node_names, host, host_label)
+
+    def _fetch_gpus(self, node_names: set[str], host: str | None, host_label: str | None) -> Metrics:
         by = self._by()
         sel = self._host_selector(host, host_label)
         queries = {
@@ -172,16 +193,8 @@ class PromSource:
             **SESSION_QUERIES,
         }
         results = self._run(queries)
-        per_node: dict[str, dict[str, float]] = {}
-        for fieldname in ("util", "count", "fb_used", "temp", "power"):
-            for series in results[fieldname]:
-                host = self._host(series.get("metric", {}))
-                try:
-                    value = float(series["value"][1])
-                except (KeyError, ValueError, TypeError, IndexError):
-                    continue
-                if host:
-                    per_node.setdefault(host, {})[fieldname] = value
+        util, count, fb_used, temp, power = (
+            self._values_by_host(results[f]) for f in ("util", "count", "fb_used", "temp", "power"))
         problems: dict[tuple[str, int], dict[str, Any]] = {}
         for fieldname in ("xid", "health"):
             for series in results[fieldname]:
@@ -193,14 +206,13 @@ class PromSource:
                 host = self._host(labels)
                 if host:
                     problems.setdefault((host, index), {})[fieldname] = value
-        unknown = {h for h in per_node if h not in node_names}
+        hosts = util.keys() | count.keys() | fb_used.keys() | temp.keys() | power.keys()
+        unknown = hosts - node_names
         rename = self._hosts_via_pod_info(unknown) if unknown else {}
         nodes = {
-            rename.get(h, h): GpuSummary(
-                count=int(v.get("count", 0)), util_mean=v.get("util"), mem_used_mib=v.get("fb_used"),
-                temp_max=v.get("temp"), power_w=v.get("power"),
-            )
-            for h, v in per_node.items()
+            rename.get(h, h): GpuSummary(count=int(count.get(h, 0)), util_mean=util.get(h), mem_used_mib=fb_used.get(h),
+                                         temp_max=temp.get(h), power_w=power.get(h))
+            for h in hosts
         }
         gpus = {
             (rename.get(h, h), i): GpuSample(host=rename.get(h, h), index=i, xid=p.get("xid", 0), health=p.get("health"))

@@ -114,3 +114,93 @@ def test_virtualservice_and_pdb_records():
                            "status": {"observedGeneration": 1, "disruptionsAllowed": 3}})
     assert stale.disruptions_allowed == 0  # not yet processed: the apiserver answers 429 too
     assert stale.min_available == "1" and stale.selector == {"a": "b"}
+
+
+def _fleet_state(pods=None, workloads=None):
+    nodes = tuple(ko.node_record(node_json(f"gpu-{i}")) for i in range(3))
+    pods = pods if pods is not None else tuple(
+        ko.pod_record(pod_json(f"bge-{i}", f"gpu-{i}", 1, {"app.kubernetes.io/name": "bge", "app.kubernetes.io/version": "v1"}))
+        for i in range(3))
+    workloads = workloads if workloads is not None else (ko.deployment_record(deployment_json("bge", "v1", service="bge")),)
+    return KubeState(nodes=nodes, pods=pods, workloads=workloads)
+
+
+def _summaries(util):
+    from gputui.model import GpuSummary
+
+    return {f"gpu-{i}": GpuSummary(8, util_mean=util + i, temp_max=50.0) for i in range(3)}
+
+
+def test_incremental_join_matches_a_fresh_join_and_reuses_what_did_not_change():
+    from gputui.backends.join import Joiner
+
+    joiner = Joiner()
+    state = _fleet_state()
+    m1 = Metrics(nodes=_summaries(10.0), sessions={("llm", "bge-0"): (1, 0)})
+    first = joiner.join(state, m1, now=1.0, context="c", sources=())
+    assert first == join(state, m1, now=1.0, context="c", sources=())
+
+    # Same records, equal metrics in new objects (a static Prometheus): every object is reused.
+    m2 = Metrics(nodes=_summaries(10.0), sessions={("llm", "bge-0"): (1, 0)})
+    second = joiner.join(state, m2, now=2.0, context="c", sources=())
+    assert all(a is b for a, b in zip(first.nodes, second.nodes))
+    assert all(a is b for a, b in zip(first.pods, second.pods))
+
+    # Metrics moved on one node and one pod's sessions: only those are rebuilt.
+    m3 = Metrics(nodes={**_summaries(10.0), "gpu-1": _summaries(90.0)["gpu-1"]}, sessions={("llm", "bge-0"): (4, 1)})
+    third = joiner.join(state, m3, now=3.0, context="c", sources=())
+    assert third == join(state, m3, now=3.0, context="c", sources=())
+    assert [a is b for a, b in zip(second.nodes, third.nodes)] == [True, False, True]
+    assert [a is b for a, b in zip(second.pods, third.pods)] == [False, True, True]
+    assert third.pods[0].live_sessions == 5 and third.pods[0].service == "bge"
+
+
+def test_incremental_join_follows_changed_records_and_services():
+    from gputui.backends.join import Joiner
+
+    joiner = Joiner()
+    state = _fleet_state()
+    joiner.join(state, None, now=1.0, context="c", sources=())
+    # A pod replaced by the watch (new record) and a new version of the service.
+    moved = ko.pod_record(pod_json("bge-2", "gpu-2", 1, {"app.kubernetes.io/name": "bge", "app.kubernetes.io/version": "v2"}))
+    workloads = state.workloads + (ko.deployment_record(deployment_json("bge-v2", "v2", service="bge")),)
+    changed = _fleet_state(pods=state.pods[:2] + (moved,), workloads=workloads)
+    snap = joiner.join(changed, None, now=2.0, context="c", sources=())
+    assert snap == join(changed, None, now=2.0, context="c", sources=())
+    assert [(s.name, [v.name for v in s.versions]) for s in snap.services] == [("bge", ["v1", "v2"])]
+    assert [p.version for p in snap.pods] == ["v1", "v1", "v2"]
+    # The service goes away: pods lose it even though their records did not change.
+    gone = _fleet_state(pods=changed.pods, workloads=())
+    assert {p.service for p in joiner.join(gone, None, now=3.0, context="c", sources=()).pods} == {""}
+
+
+def test_service_and_version_labels_are_configurable():
+    labels = {"team.example.com/model": "ranker", "team.example.com/rev": "r7", "app.kubernetes.io/name": "ignored"}
+    raw = deployment_json("ranker-r7", "v9", service="other")
+    raw["spec"]["template"]["metadata"]["labels"] = labels
+    state = KubeState(nodes=(ko.node_record(node_json("gpu-1")),), workloads=(ko.deployment_record(raw),),
+                      pods=(ko.pod_record(pod_json("ranker-a", "gpu-1", 1, labels)),))
+    custom = join(state, None, now=0.0, context="c", sources=(),
+                  service_labels=("team.example.com/model",), version_labels=("team.example.com/rev",))
+    assert [(s.name, [v.name for v in s.versions]) for s in custom.services] == [("ranker", ["r7"])]
+    assert (custom.pods[0].service, custom.pods[0].version) == ("ranker", "r7")
+    default = join(state, None, now=0.0, context="c", sources=())
+    assert [s.name for s in default.services] == ["ignored"]  # app.kubernetes.io/name comes first by default
+    assert default.services[0].versions[0].name == "ranker-r7"  # no default version label: the workload's name
+
+
+def test_first_matching_selector_wins_among_many_services():
+    # The index must keep the scan's order: the route's version, not the catch-all workload, names the pod.
+    route = ko.httproute_record({"metadata": {"name": "llama", "namespace": "llm"},
+                                 "spec": {"rules": [{"backendRefs": [{"name": "llama-v1", "weight": 100}]}]}})
+    svc = ko.service_record({"metadata": {"name": "llama-v1", "namespace": "llm"},
+                             "spec": {"selector": {"app.kubernetes.io/version": "v1", "app.kubernetes.io/name": "llama"}}})
+    many = tuple(ko.deployment_record(deployment_json(f"other-{i}", "v1", service=f"other-{i}")) for i in range(50))
+    state = KubeState(nodes=(ko.node_record(node_json("gpu-1")),), services=(svc,), routes=(route,),
+                      workloads=many + (ko.deployment_record(deployment_json("llama-v1", "v1")),),
+                      pods=(ko.pod_record(pod_json("llama-a", "gpu-1", 1, {"app.kubernetes.io/name": "llama", "app.kubernetes.io/version": "v1"})),
+                            ko.pod_record(pod_json("other-7-a", "gpu-1", 1, {"app.kubernetes.io/name": "other-7", "app.kubernetes.io/version": "v1"})),
+                            ko.pod_record(pod_json("stray", "gpu-1", 1, {"app.kubernetes.io/version": "v1"}))))
+    snap = join(state, None, now=0.0, context="c", sources=())
+    assert [(p.name, p.service, p.version) for p in snap.pods] == [
+        ("llama-a", "llama", "v1"), ("other-7-a", "other-7", "v1"), ("stray", "", "")]

@@ -18,7 +18,7 @@ from gputui.model import ClusterSnapshot
 from gputui.ops.audit import AuditLog
 from gputui.render import MONO, Palette
 from gputui.settings import Settings
-from gputui.ui.keymaps import load_keymaps, resolve, watched_dirs
+from gputui.ui.keymaps import DEFAULT, keymap_files, load_keymaps, resolve, watched_dirs
 from gputui.ui.theming import load_themes, palette_defaults, palette_from
 
 
@@ -101,7 +101,9 @@ class GputuiApp(App[None]):
         return palette_defaults()
 
     def on_mount(self) -> None:
-        self.reload_looks()
+        # Keymaps are checked against every screen's bindings, which imports them all: skip that
+        # on the way to the first frame when only the tested, bundled default is in play.
+        self.reload_looks(keymaps=self.keymap_name != DEFAULT or bool(keymap_files(user_only=True)))
         self.theme = self.settings.theme
         if self.settings.wallboard:
             from gputui.ui.wallboard import WallboardScreen
@@ -115,7 +117,7 @@ class GputuiApp(App[None]):
             self.notify(self._notice, title="Simulation", timeout=15)
         self.set_interval(1.0, self._tick_age)
         self.poll_now()
-        self._watch_looks()
+        self.set_timer(1.0, self._watch_looks)  # off the path to the first frame
 
     def on_unmount(self) -> None:
         self._stop_watching.set()  # lets the file watcher's thread end at once
@@ -127,14 +129,14 @@ class GputuiApp(App[None]):
 
     # ----- themes and keymaps: loaded at start and again whenever their files change ----
 
-    def reload_looks(self) -> None:
+    def reload_looks(self, keymaps: bool = True) -> None:
         """(Re)load theme and keymap files; a bad file is reported and the last good one stays."""
         themes, problems = load_themes()
         for theme in themes.values():
             self.register_theme(theme)
-        keymaps, keymap_problems = load_keymaps()
-        self.keymaps = keymaps
-        problems += keymap_problems
+        if keymaps:
+            self.keymaps, keymap_problems = load_keymaps()
+            problems += keymap_problems
         if problems != self._told_problems:  # say it once per change, not on every reload
             self._told_problems = problems
             if problems:
@@ -145,11 +147,17 @@ class GputuiApp(App[None]):
             self._invalidate_css()  # the file of the theme in force may have changed: apply it again
             self.refresh_css(animate=False)
             self.watch_theme(self.theme)
-        self.use_keymap(self.keymap_name, quiet=True)
+        if keymaps:
+            self.use_keymap(self.keymap_name, quiet=True)
+
+    def loaded_keymaps(self) -> dict:
+        if not self.keymaps:  # skipped at start (see on_mount): load on first need
+            self.keymaps, _ = load_keymaps()
+        return self.keymaps
 
     def use_keymap(self, name: str, quiet: bool = False) -> bool:
         try:
-            changes = resolve(name, self.keymaps)
+            changes = resolve(name, self.loaded_keymaps())
         except (KeyError, ValueError):
             if not quiet:
                 self.notify(f"no usable keymap {name!r}; keeping {self.keymap_name}", severity="warning")
@@ -233,7 +241,7 @@ class GputuiApp(App[None]):
             "service": [s.key for s in snap.services] if snap else [],
             "namespace": ["all", *namespaces],
             "theme": sorted(self.available_themes),
-            "keymap": sorted({"default", *self.keymaps}),
+            "keymap": sorted({DEFAULT, *self.loaded_keymaps()}),
             "context": self.contexts(),
         }
 

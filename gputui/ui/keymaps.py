@@ -164,8 +164,10 @@ def parse_keymap(path: Path) -> Keymap:
     return Keymap(name.strip(), str(data.get("description") or ""), extends, clean, str(path))
 
 
-def keymap_files() -> list[Path]:
+def keymap_files(user_only: bool = False) -> list[Path]:
     """Bundled first, so a user's file of the same name replaces it."""
+    if user_only:
+        return yaml_files(user_keymap_dir())
     return yaml_files(bundled_keymap_dir(), user_keymap_dir())
 
 

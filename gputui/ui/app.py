@@ -92,6 +92,7 @@ class GputuiApp(App[None]):
         self.namespace_view: str | None = None  # :ns: which namespace's services are listed
         self._told_problems: list = []
         self._stop_watching = asyncio.Event()
+        self.watching = False
 
     @property
     def read_only(self) -> bool:
@@ -117,7 +118,7 @@ class GputuiApp(App[None]):
             self.notify(self._notice, title="Simulation", timeout=15)
         self.set_interval(1.0, self._tick_age)
         self.poll_now()
-        self.set_timer(1.0, self._watch_looks)  # off the path to the first frame
+        self.set_timer(0.5, self._watch_looks)  # off the path to the first frame
 
     def on_unmount(self) -> None:
         self._stop_watching.set()  # lets the file watcher's thread end at once
@@ -177,6 +178,7 @@ class GputuiApp(App[None]):
         def yaml_only(change: watchfiles.Change, path: str) -> bool:
             return path.endswith((".yaml", ".yml"))
 
+        self.watching = True  # tests wait for this before they write files
         async for _ in watchfiles.awatch(*dirs, watch_filter=yaml_only, debounce=200, step=50,
                                          stop_event=self._stop_watching, recursive=True):
             self.reload_looks()

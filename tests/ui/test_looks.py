@@ -33,6 +33,12 @@ async def loaded(pilot) -> None:
     await wait_for(pilot, lambda: pilot.app.snapshot is not None and pilot.app.screen.query_one("#nodes").row_count > 0)
 
 
+async def watching(pilot) -> None:
+    """The file watcher starts after the first frame; a file written before it would go unseen."""
+    await wait_for(pilot, lambda: pilot.app.watching)
+    await pilot.pause(0.3)
+
+
 async def test_vim_keymap_moves_with_g_G_and_opens_with_l(app_factory):
     app = app_factory(keymap="vim")
     async with app.run_test(size=(120, 40)) as pilot:
@@ -93,6 +99,7 @@ async def test_theme_file_hot_reload(app_factory, tmp_path):
     app = app_factory(theme="mine")
     async with app.run_test(size=(100, 30)) as pilot:
         await loaded(pilot)
+        await watching(pilot)
         assert app.palette.alert.lower() == "#aa0000"
         (themes / "mine.yaml").write_text(THEME.format(alert="#00aa00"))
         await wait_for(pilot, lambda: app.palette.alert.lower() == "#00aa00", timeout=10)
@@ -106,6 +113,7 @@ async def test_bad_theme_file_is_named_and_the_last_good_theme_stays(app_factory
     app = app_factory(theme="mine")
     async with app.run_test(size=(100, 30)) as pilot:
         await loaded(pilot)
+        await watching(pilot)
         (themes / "mine.yaml").write_text(THEME.format(alert="not-a-colour") + "sparkle: 3\n")
         await wait_for(pilot, lambda: any("mine.yaml" in m for m in notices(app)), timeout=10)
         message = next(m for m in notices(app) if "mine.yaml" in m)
@@ -141,6 +149,7 @@ async def test_keymap_file_hot_reload(app_factory, tmp_path):
         await pilot.press("z")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("escape")
+        await watching(pilot)
         (keymaps / "mine.yaml").write_text("extends: vim\nkeys:\n  cordon: Z\n")
         await wait_for(pilot, lambda: app._keymap.get("cordon") == "Z", timeout=10)
         await pilot.press("z")

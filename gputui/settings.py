@@ -7,6 +7,7 @@ Every layer is validated the same way, and a bad value is one clear line
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
@@ -24,6 +25,9 @@ class SettingsError(ValueError):
 # the usual app labels, then KServe's and llm-d's.
 DEFAULT_SERVICE_LABELS = ("app.kubernetes.io/name", "serving.kserve.io/inferenceservice", "llm-d.ai/model", "app")
 DEFAULT_VERSION_LABELS = ("app.kubernetes.io/version", "version", "serving.kserve.io/revision")
+# A Kubernetes label key: an optional DNS-subdomain prefix and "/", then a name of at most 63 characters.
+_LABEL_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
+_LABEL_PREFIX = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +54,9 @@ class Settings:
     prometheus_ca_file: str | None = None
     prometheus_insecure: bool = False
     prometheus_headers: Mapping[str, str] = field(default_factory=dict)  # e.g. X-Scope-OrgID
+    # Labels naming a pod's or workload's service and version, first found wins (a list, or "a,b" in a string).
+    service_labels: tuple[str, ...] = DEFAULT_SERVICE_LABELS
+    version_labels: tuple[str, ...] = DEFAULT_VERSION_LABELS
 
 
 _ENV = {
@@ -69,8 +76,25 @@ def default_config_path() -> Path:
     return Path(os.environ.get("GPUTUI_CONFIG") or config_dir() / "config.yaml")
 
 
+def _label_keys(name: str, value: Any, origin: str) -> tuple[str, ...]:
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)) or not all(isinstance(k, str) for k in items):
+        raise SettingsError(f"{origin}: {name}: expected a list of label names")
+    keys = tuple(k.strip() for k in items if k.strip())
+    if not keys:
+        raise SettingsError(f"{origin}: {name}: give at least one label name")
+    for key in keys:
+        prefix, slash, label = key.rpartition("/")
+        bad_prefix = slash and (len(prefix) > 253 or not _LABEL_PREFIX.fullmatch(prefix))
+        if bad_prefix or not _LABEL_NAME.fullmatch(label):
+            raise SettingsError(f"{origin}: {name}: {key!r} is not a valid label name")
+    return keys
+
+
 def _coerce(name: str, value: Any, origin: str) -> Any:
     default = getattr(Settings(), name)
+    if isinstance(default, tuple):
+        return _label_keys(name, value, origin)
     if isinstance(default, dict):
         if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
             raise SettingsError(f"{origin}: {name}: expected a mapping of strings")

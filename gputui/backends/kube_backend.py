@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from gputui.backends.base import Backend, BackendError, EvictionOutcome, EvictionResult
 from gputui.backends.gcpause import gc_paused
@@ -14,7 +14,7 @@ from gputui.backends.kube_http import ApiError, Connection, connect, path_of
 from gputui.backends import kube_objects as ko
 from gputui.backends.prom import HOST_LABELS, PromConfig, PromSource
 from gputui.model import ClusterSnapshot, Gpu, SourceStatus
-from gputui.settings import Settings
+from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS, Settings
 
 FIRST_SYNC_TIMEOUT_S = 10.0
 PROBE_TIMEOUT_S = 3.0
@@ -61,6 +61,8 @@ class KubeReader:
         namespace: str | None = None,
         clock: Callable[[], float] = time.time,
         per_gpu: bool = False,
+        service_labels: Iterable[str] = DEFAULT_SERVICE_LABELS,
+        version_labels: Iterable[str] = DEFAULT_VERSION_LABELS,
     ) -> None:
         self.conn = conn
         self.prom = prom
@@ -96,7 +98,7 @@ class KubeReader:
         self._probe_error: str | None = None
         self._probe_at: float | None = None
         self._first = True
-        self._joiner = Joiner()
+        self._joiner = Joiner(service_labels, version_labels)
         self._join_lock = threading.Lock()  # the UI's poll and a drain may both ask for snapshots
 
     def _probe(self) -> None:
@@ -290,7 +292,8 @@ def live_backend(settings: Settings, clock: Callable[[], float] = time.time, per
     conn = connect(settings.kubeconfig, settings.context, settings.namespace)
     cfg = prom_config(settings)
     prom = PromSource(cfg) if cfg else None
-    reader = KubeReader(conn, prom, namespace=settings.namespace, clock=clock, per_gpu=per_gpu)
+    reader = KubeReader(conn, prom, namespace=settings.namespace, clock=clock, per_gpu=per_gpu,
+                        service_labels=settings.service_labels, version_labels=settings.version_labels)
     if settings.read_only:
         # No identity or access reviews either: read-only sends no POST at all.
         return Backend(reader=reader, writer=None, context=conn.context, permissions={})

@@ -256,3 +256,13 @@ def test_close_ends_the_watches_and_frees_the_records(cluster, prometheus, workl
     wait_until(lambda: not any(t.name.startswith("watch ") and t.is_alive() and any(t is c._thread for c in caches)
                                for t in threading.enumerate()), 10, 0.1, "watch threads ended")
     assert all(c.items() == [] for c in caches)
+
+
+def test_version_labels_from_settings_name_the_versions(cluster, prometheus, workload):
+    backend = make_backend(cluster, prometheus, version_labels=("gputui.test/no-such-label",))
+    try:
+        svc = backend.reader.snapshot().service(f"{NS}/llama")
+        # No version label on the workloads: each version is named after the route's backend Service.
+        assert [v.name for v in svc.versions] == ["llama-v1", "llama-v2"]
+    finally:
+        backend.close()

@@ -57,3 +57,39 @@ def test_any_config_mapping_loads_or_fails_cleanly(tmp_path_factory, data):
         assert "\n" not in str(exc)
     else:
         assert s.refresh > 0
+
+
+def test_service_and_version_labels_from_the_config_file(tmp_path: Path):
+    config = tmp_path / "config.yaml"
+    config.write_text("service_labels: [team.example.com/model, app]\nversion_labels: 'team.example.com/rev, version'\n")
+    s = load_settings({}, env={}, config_path=config)
+    assert s.service_labels == ("team.example.com/model", "app")
+    assert s.version_labels == ("team.example.com/rev", "version")
+    defaults = Settings()
+    assert defaults.service_labels[0] == "app.kubernetes.io/name" and "llm-d.ai/model" in defaults.service_labels
+    assert defaults.version_labels[0] == "app.kubernetes.io/version"
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("service_labels: []\n", "service_labels: give at least one label name"),
+        ("service_labels: ''\n", "service_labels: give at least one label name"),
+        ("service_labels:\n", "service_labels: expected a list of label names"),
+        ("service_labels: {a: b}\n", "service_labels: expected a list of label names"),
+        ("version_labels: [1, 2]\n", "version_labels: expected a list of label names"),
+        ("version_labels: ['has space']\n", "version_labels: 'has space' is not a valid label name"),
+        ("version_labels: ['Example.com/x']\n", "'Example.com/x' is not a valid label name"),
+        ("version_labels: ['/x']\n", "'/x' is not a valid label name"),
+        ("version_labels: ['a/b/c']\n", "'a/b/c' is not a valid label name"),
+        (f"version_labels: ['{'x' * 64}']\n", "is not a valid label name"),
+        ('version_labels: ["bad\\nline"]\n', "is not a valid label name"),  # a real newline, still one line
+    ],
+)
+def test_bad_label_lists_are_one_clear_line(tmp_path: Path, text: str, fragment: str):
+    config = tmp_path / "config.yaml"
+    config.write_text(text)
+    with pytest.raises(SettingsError) as err:
+        load_settings({}, env={}, config_path=config)
+    assert fragment in str(err.value)
+    assert "\n" not in str(err.value)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Mapping, Protocol
+from typing import Collection, Mapping, Protocol
 
 from gputui.model import ClusterSnapshot, Gpu
 
@@ -47,6 +47,14 @@ class Reader(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class PodsReader(Protocol):
+    """A reader that re-reads a few pods cheaply (the live backend does); a running drain uses it when there."""
+
+    def pods_snapshot(self, keys: Collection[str]) -> ClusterSnapshot:
+        """A snapshot holding only these pods ("namespace/name", those that exist), fresh sessions, and the PDBs."""
+        ...
 
 
 class Writer(Protocol):

@@ -207,6 +207,11 @@ class Joiner:
             services=self._services, budgets=state.budgets, sources=sources,
         )
 
+    def identity(self, p: PodRecord) -> tuple[str, str]:
+        """The service and version the last join gave this record ("" when it has not seen it)."""
+        pod = self._pods.get(id(p)) if self._pod_records.get(id(p)) is p else None
+        return (pod.service, pod.version) if pod is not None else ("", "")
+
     def _join_services(self, state: KubeState) -> tuple[tuple[InferenceService, ...], _Identities]:
         """Services from routes, then from GPU workloads no route covers."""
         services_by_key = {(s.namespace, s.name): s for s in state.services}

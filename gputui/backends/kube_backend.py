@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Collection, Iterable, Mapping
 
 from gputui.backends.base import Backend, BackendError, EvictionOutcome, EvictionResult
 from gputui.backends.gcpause import gc_paused
-from gputui.backends.join import Joiner, KubeState, Metrics, join_gpus
+from gputui.backends.join import Joiner, KubeState, Metrics, inference_pod, join_gpus
 from gputui.backends.kube_cache import ListWatchCache
 from gputui.backends.kube_http import ApiError, Connection, connect, path_of
 from gputui.backends import kube_objects as ko
@@ -99,6 +99,7 @@ class KubeReader:
         self._probe_at: float | None = None
         self._first = True
         self._joiner = Joiner(service_labels, version_labels)
+        self._pod_sessions: dict[tuple[str, str], tuple[int | None, int | None]] = {}  # pods_snapshot's last counts
         self._join_lock = threading.Lock()  # the UI's poll and a drain may both ask for snapshots
 
     def _probe(self) -> None:
@@ -153,6 +154,35 @@ class KubeReader:
         )
         with self._join_lock, gc_paused():  # a snapshot is tens of thousands of new objects, no cycles
             return self._joiner.join(state, self._metrics, now=now, context=self.conn.context, sources=sources)
+
+    def pods_snapshot(self, keys: Collection[str]) -> ClusterSnapshot:
+        """Only these pods ("namespace/name"), from the watch caches, with their live sessions, and the PDBs:
+        what a running drain re-reads every second, without a whole refresh (no probe, no fleet metrics).
+        When Prometheus fails, the last counts known stay: a pod must never look idle because of an outage."""
+        records = self.caches["pods"].get(keys)
+        wanted = [(r.namespace, r.name) for r in records]
+        error = None
+        if self.prom is not None:
+            try:
+                fresh = self.prom.sessions_for(wanted)
+            except BackendError as exc:
+                error = f"unavailable: {exc}"
+            else:  # a pod whose series went away has no signal any more, as in a full snapshot
+                self._pod_sessions.update({key: fresh.get(key, (None, None)) for key in wanted})
+        fallback = self._metrics.sessions if self._metrics is not None else {}
+        counts = [self._pod_sessions[k] if k in self._pod_sessions else fallback.get(k, (None, None)) for k in wanted]
+        now = self.clock()
+        api_errors = [c.error for c in (self.caches["pods"], self.caches["pdbs"]) if c.error]
+        sources = (
+            SourceStatus("API", None if api_errors else now, api_errors[0] if api_errors else None),
+            SourceStatus("metrics", None if error or self.prom is None else now,
+                         error if self.prom is not None else "not configured (--prometheus)"),
+        )
+        with self._join_lock:
+            pods = tuple(inference_pod(r, *self._joiner.identity(r), running, waiting)
+                         for r, (running, waiting) in zip(records, counts))
+        return ClusterSnapshot(taken_at=now, context=self.conn.context, pods=pods,
+                               budgets=tuple(self.caches["pdbs"].items()), sources=sources)
 
     def gpu_history(self, node: str, minutes: int = 5) -> dict[int, list[float]]:
         if self.prom is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from gputui.backends.base import BackendError
 from gputui.backends.gcpause import gc_paused
@@ -81,6 +81,11 @@ class ListWatchCache:
     def items(self) -> list[Any]:
         with self._lock:
             return list(self._items.values())
+
+    def get(self, keys: Iterable[str]) -> list[Any]:
+        """The records under these keys ("namespace/name"), skipping those the cache does not hold."""
+        with self._lock:
+            return [self._items[k] for k in keys if k in self._items]
 
     # ----- the loop -------------------------------------------------------------------
 

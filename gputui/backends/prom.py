@@ -237,6 +237,23 @@ class PromSource:
                 slot[i] = (slot[i] or 0) + value
         return {k: (v[0], v[1]) for k, v in sessions.items()}
 
+    def sessions_for(self, pods: Iterable[tuple[str, str]]) -> dict[tuple[str, str], tuple[int | None, int | None]]:
+        """Live requests of a few pods (namespace, name): what a running drain polls, two small queries
+        instead of a whole refresh. Pods without a session series are absent."""
+        wanted = set(pods)
+        if not wanted:
+            return {}
+        names = _names_regex(sorted({name for _ns, name in wanted}))
+        queries = {}
+        for field_name, metrics in (("running", RUNNING_METRICS), ("waiting", WAITING_METRICS)):
+            metric = _names_regex(metrics)
+            # The pod label comes from the scrape target, or is kept as exported_pod (honor_labels off).
+            queries[field_name] = (f'{_BY_POD} ({{__name__=~"{metric}", pod=~"{names}"}} '
+                                   f'or {{__name__=~"{metric}", exported_pod=~"{names}"}})')
+        with gc_paused():
+            found = self._sessions(self._run(queries))
+        return {key: counts for key, counts in found.items() if key in wanted}  # same name, other namespace
+
     def _hosts_via_pod_info(self, hosts: set[str]) -> dict[str, str]:
         """When the host label holds the exporter pod's name, kube_pod_info knows its node."""
         pods = "|".join(sorted(h.replace(".", "\\\\.") for h in hosts)[:500])

@@ -184,6 +184,9 @@ def run_drain(
         for p in plan.to_evict
     }
     annotate("waiting")
+    # The live backend re-reads just these pods and their sessions; a whole refresh each second would
+    # repeat the UI's poll (probe, every fleet metric) for nothing.
+    pods_view = getattr(reader, "pods_snapshot", None)
 
     while True:
         if control.aborted:
@@ -194,7 +197,7 @@ def run_drain(
             report.aborted = True
             yield DrainEvent(node, "aborted", message="uncordoned" if control.uncordon_on_abort else "left cordoned")
             return report
-        snap = reader.snapshot()
+        snap = pods_view(list(pods)) if pods_view is not None else reader.snapshot()
         live = {p.key: p for p in snap.pods}
         now = clock()
         for prog in pods.values():

@@ -81,6 +81,9 @@ def test_sessions_gate_eviction_and_a_real_pdb_blocks_until_headroom(cluster, fa
         assert [p.step for p in plan.pods if p.pod.namespace == ns] == [Step.WAIT_SESSIONS, Step.WAIT_SESSIONS]
         mark = cluster.audit_mark()
         audit = AuditLog(tmp_path / "audit.jsonl", backend.writer.identity, backend.context)
+        full_refreshes = []  # the drain must re-read only its pods, never repeat the UI's whole poll
+        whole = backend.reader.snapshot
+        backend.reader.snapshot = lambda: full_refreshes.append(1) or whole()
 
         def drive():
             gen = run_drain(plan, backend.reader, backend.writer, audit, poll_s=0.3)
@@ -105,6 +108,7 @@ def test_sessions_gate_eviction_and_a_real_pdb_blocks_until_headroom(cluster, fa
         assert not thread.is_alive(), [e for e in events if e.kind != "waiting"][-5:]
         report = result["report"]
         assert report.evicted == 2 and not report.failed and report.cut_sessions == 0
+        assert full_refreshes == []
         evictions = cluster.audit_events("admin", since=mark, resource="pods", verbs={"create"})
         assert {e["objectRef"]["subresource"] for e in evictions} == {"eviction"}
         assert not cluster.audit_events("admin", since=mark, resource="pods", verbs={"delete"})  # never a delete

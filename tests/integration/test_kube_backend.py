@@ -244,6 +244,41 @@ def test_fleet_view_still_names_the_gpu_with_an_xid(cluster, prometheus, dcgm_ex
         dcgm_exporter.set("gpu-node-2", 3, xid=0)
 
 
+def test_pods_snapshot_reads_only_the_pods_asked_for_and_keeps_counts_through_an_outage(
+        cluster, prometheus, inference_exporter, workload):
+    names = sorted(workload["sessions"])[:2]
+    backend = make_backend(cluster, prometheus)
+    reader = backend.reader
+    try:
+        full = reader.snapshot()
+        keys = [f"{NS}/{n}" for n in names] + [f"{NS}/no-such-pod"]
+        before = reader.prom.queries
+        view = reader.pods_snapshot(keys)
+        assert reader.prom.queries - before == 2  # running and queued for these pods, not a whole refresh
+        assert sorted(p.name for p in view.pods) == names and view.nodes == ()
+        for pod in view.pods:
+            assert (pod.sessions_running, pod.sessions_waiting) == workload["sessions"][pod.name]
+            same = next(p for p in full.pods if p.key == pod.key)
+            assert (pod.uid, pod.node, pod.service, pod.version) == (same.uid, same.node, same.service, same.version)
+        assert view.budgets == full.budgets and view.source("metrics").error is None
+        # New counts show on the next read.
+        inference_exporter.set(NS, names[0], running=9, waiting=0)
+        prometheus.wait_until('vllm:num_requests_running{namespace="%s",pod="%s"}' % (NS, names[0]),
+                              lambda v: 9.0 in v.values(), timeout=15)
+        assert next(p for p in reader.pods_snapshot(keys).pods if p.name == names[0]).live_sessions == 9
+        # Prometheus gone: the last counts stay, so no pod looks idle (a drain would evict it).
+        prometheus.stop()
+        down = reader.pods_snapshot(keys)
+        assert "connection refused" in down.source("metrics").error
+        assert {p.name: p.live_sessions for p in down.pods}[names[0]] == 9
+    finally:
+        if not prometheus.running():
+            prometheus.start(ready="DCGM_FI_DEV_GPU_UTIL")
+        running, waiting = workload["sessions"][names[0]]
+        inference_exporter.set(NS, names[0], running=running, waiting=waiting)
+        backend.close()
+
+
 def test_close_ends_the_watches_and_frees_the_records(cluster, prometheus, workload):
     import threading
 

@@ -114,7 +114,13 @@ class DrainPlan:
         return sum(p.pod.live_sessions or 0 for p in self.pods if p.step is Step.WAIT_SESSIONS)
 
 
-def classify(pod: InferencePod, options: DrainOptions) -> tuple[Step, str]:
+def classify(pod: InferencePod, options: DrainOptions, sessions_unknown: str | None = None) -> tuple[Step, str]:
+    """kubectl drain's filters in its order, then gputui's: wait on a pod's sessions.
+
+    `sessions_unknown` says why session metrics cannot be read right now; an
+    inference pod is then not evicted blindly (that would cut its sessions
+    unseen) unless the operator chose force.
+    """
     if pod.owner_kind == "DaemonSet":
         if not options.ignore_daemonsets:
             return Step.ERROR, "DaemonSet-managed pod (use ignore-daemonsets)"
@@ -132,6 +138,10 @@ def classify(pod: InferencePod, options: DrainOptions) -> tuple[Step, str]:
         if not options.force:
             return Step.ERROR, "not managed by a controller (use force)"
         warnings.append("not managed by a controller: it will not come back")
+    if pod.live_sessions is None and pod.service and sessions_unknown:
+        if not options.force:
+            return Step.ERROR, f"live sessions unknown (metrics {sessions_unknown}); wait for metrics or use force"
+        warnings.append(f"live sessions unknown (metrics {sessions_unknown}): any will be cut")
     step = Step.WAIT_SESSIONS if pod.live_sessions is not None else Step.EVICT
     return step, "; ".join(warnings)
 
@@ -157,10 +167,12 @@ def plan_drain(
     if target is None:
         raise KeyError(node)
     plans = []
+    metrics = snapshot.source("metrics")
+    sessions_unknown = None if metrics is None else metrics.error or (None if metrics.fetched_at else "not read yet")
     for pod in sorted(snapshot.pods_on(node), key=lambda p: (p.namespace, p.name)):
         if options.pod_selector and not _selected(pod, options.pod_selector):
             continue
-        step, note = classify(pod, options)
+        step, note = classify(pod, options, sessions_unknown)
         plans.append(PodPlan(pod, step, note, tuple(snapshot.budget_for(pod))))
     needed = [p.pod.gpu_request for p in plans
               if p.step in (Step.EVICT, Step.WAIT_SESSIONS) and p.pod.gpu_request and not p.pod.terminated

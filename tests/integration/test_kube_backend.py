@@ -12,6 +12,7 @@ import yaml
 from kubernetes import client
 
 from gputui.backends.kube_backend import live_backend
+from gputui.ops.drain_plan import plan_drain
 from gputui.settings import Settings
 from tests.support.crds import create_custom, install_crd
 from tests.support.topology import DEFAULT_GPU_NODES
@@ -162,6 +163,17 @@ def test_prometheus_down_marks_metrics_and_kubernetes_keeps_updating(cluster, pr
         wait_until(lambda: backend.reader.snapshot().node("gpu-node-3").labels.get("gputui.test/marker") == "while-prom-down",
                    REFRESH, 0.1, "Kubernetes change while Prometheus is down")
         assert backend.reader.snapshot().source("API").error is None
+        # A gputui started while Prometheus is down knows no session counts: a drain must not
+        # take that for "no sessions" and evict the inference pods.
+        fresh = make_backend(cluster, prometheus)
+        try:
+            snap = fresh.reader.snapshot()
+            llama = next(p for p in snap.pods if p.namespace == NS and p.service == "llama")
+            assert llama.live_sessions is None
+            plan = plan_drain(snap, llama.node)
+            assert plan.blocked and any(llama.key in e and "live sessions unknown" in e for e in plan.errors)
+        finally:
+            fresh.close()
         prometheus.start(ready="DCGM_FI_DEV_GPU_UTIL")
         wait_until(lambda: backend.reader.snapshot().source("metrics").error is None, 10, 0.5, "metrics back")
     finally:

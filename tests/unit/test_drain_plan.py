@@ -70,6 +70,25 @@ def test_plan_names_budgets_sessions_and_errors():
     assert data["pods"][0]["budgets"][0]["name"] == "llm-pdb"
 
 
+def test_without_session_metrics_an_inference_pod_is_not_evicted_blindly():
+    from dataclasses import replace
+
+    from gputui.model import SourceStatus
+
+    pods = [pod(name="llm", service="llama", version="v1", gpu_request=4), pod(name="batch", gpu_request=1)]
+    down = replace(snapshot_with(pods), sources=(SourceStatus("metrics", 10.0, "unavailable: connection refused"),))
+    plan = plan_drain(down, "n1")
+    by = {p.pod.name: p for p in plan.pods}
+    assert by["llm"].step is Step.ERROR and "live sessions unknown (metrics unavailable: connection refused)" in by["llm"].note
+    assert by["batch"].step is Step.EVICT  # not an inference pod: kubectl's behaviour
+    assert plan.blocked
+    forced = plan_drain(down, "n1", DrainOptions(force=True))
+    llm = next(p for p in forced.pods if p.pod.name == "llm")
+    assert llm.step is Step.EVICT and "any will be cut" in llm.note and not forced.blocked
+    fine = replace(snapshot_with(pods), sources=(SourceStatus("metrics", 10.0, None),))
+    assert next(p for p in plan_drain(fine, "n1").pods if p.pod.name == "llm").step is Step.EVICT  # no signal served
+
+
 def test_selector_and_multiple_budgets():
     pods = [pod(name="a", labels={"app": "x", "tier": "gpu"}), pod(name="b", labels={"app": "y"})]
     budgets = [Budget("ns", "one", {"app": "x"}, 1), Budget("ns", "two", {"tier": "gpu"}, 1)]

@@ -17,8 +17,17 @@ class HeaderBar(Static):
     HeaderBar { height: 1; background: $panel; color: $foreground; }
     """
 
+    _counted: tuple[object, float, int] | None = None  # (snapshot, threshold, alerts); the object, not its id
+
     def on_mount(self) -> None:
         self.refresh_text()
+
+    def _alert_count(self, snap, threshold: float) -> int:
+        """Counted once per snapshot: the header redraws every second, and at 10,000 nodes
+        walking every node's alerts each time costs more than the rest of the header."""
+        if self._counted is None or self._counted[0] is not snap or self._counted[1] != threshold:
+            self._counted = (snap, threshold, len(snap.alerts(threshold)))
+        return self._counted[2]
 
     def refresh_text(self) -> None:
         self.update(self.summary())
@@ -58,7 +67,7 @@ class HeaderBar(Static):
         util = snap.mean_util
         text.append("util ")
         text.append(render.pct(util).strip(), style=palette.heat(util))
-        alerts = len(snap.alerts(app.settings.temp_threshold))
+        alerts = self._alert_count(snap, app.settings.temp_threshold)
         _sep(text)
         text.append(
             f"{alerts} alert{'s' if alerts != 1 else ''}",

@@ -113,7 +113,10 @@ class DashboardScreen(Screen):
         ctx = RowContext(snap, self.app.palette, self.app.settings.temp_threshold, snap.majority_driver)
         sort_col = NODE_COLUMNS[self.sort_index]
         nodes = {n.name: n for n in snap.nodes if self._matches(n, ctx)}
-        order = sorted(nodes, key=lambda name: (sort_col.sort(nodes[name], ctx), name), reverse=self.sort_reverse)
+        if self.sort_index == 0:  # by name: the keys themselves (a third of a refresh at 10,000 nodes)
+            order = sorted(nodes, reverse=self.sort_reverse)
+        else:
+            order = sorted(nodes, key=lambda name: (sort_col.sort(nodes[name], ctx), name), reverse=self.sort_reverse)
         columns = self._columns
 
         marked = self.marked

@@ -1,0 +1,86 @@
+"""CPU the UI spends on one refresh of a large fleet, without servers.
+
+The seeded demo's nodes are copied under new names up to N, as per-node
+summaries (what the fleet view gets from a live cluster) or with every GPU;
+every refresh moves every node's utilisation (new objects, as a live poll
+brings) and the dashboard redraws. Reported per refresh as the main thread's CPU time
+(time.thread_time): the 80x24 and 200x50 cases, sorted by name and by util.
+
+    python benchmarks/ui_refresh.py [--nodes 10000] [--refreshes 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from gputui.backends.demo import demo_backend  # noqa: E402
+from gputui.model import ClusterSnapshot, GpuSummary  # noqa: E402
+from gputui.ops.audit import AuditLog  # noqa: E402
+from gputui.settings import Settings  # noqa: E402
+from gputui.ui.app import GputuiApp, SnapshotReady  # noqa: E402
+from tests.demo_clock import ManualClock  # noqa: E402
+
+
+def fleet(base: ClusterSnapshot, n: int, step: int, per_gpu: bool) -> ClusterSnapshot:
+    """N nodes as a live poll brings them: per-node summaries (the fleet view), or every GPU (the wallboard)."""
+    nodes = []
+    for i in range(n):
+        node = base.nodes[i % len(base.nodes)]
+        gpus = tuple(replace(g, util_pct=((g.util_pct or 0) + 7 * step + i) % 100) for g in node.gpus)
+        if per_gpu:
+            nodes.append(replace(node, name=f"{node.name}-{i:05d}", gpus=gpus))
+            continue
+        temps = [g.temp_c for g in gpus if g.temp_c is not None]
+        summary = GpuSummary(len(gpus), util_mean=sum(g.util_pct for g in gpus) / len(gpus) if gpus else None,
+                             mem_used_mib=node.mem_used_mib, mem_total_mib=node.mem_total_mib,
+                             temp_max=max(temps) if temps else None, power_w=node.power_w)
+        odd = tuple(g for g in gpus if g.xid or g.health.value in ("warn", "fail"))  # named one by one, as live
+        nodes.append(replace(node, name=f"{node.name}-{i:05d}", gpus=odd, summary=summary))
+    return replace(base, nodes=tuple(nodes), taken_at=base.taken_at + step)
+
+
+async def measure(n: int, refreshes: int, size: tuple[int, int], sort_index: int, per_gpu: bool) -> float:
+    clock = ManualClock()
+    backend = demo_backend(seed=7, clock=clock)
+    app = GputuiApp(Settings(demo=True, refresh=3600.0), backend, clock=clock, audit=AuditLog(None, "bench", "demo"))
+    base = backend.reader.snapshot()
+    snaps = [fleet(base, n, step, per_gpu) for step in range(refreshes + 1)]
+    async with app.run_test(size=size) as pilot:
+        while app.snapshot is None:
+            await pilot.pause(0.05)
+        app.screen.sort_index = sort_index
+        app.post_message(SnapshotReady(snaps[0], None))
+        await pilot.pause(0.2)
+        costs = []
+        for snap in snaps[1:]:
+            t0 = time.thread_time()
+            app.on_snapshot_ready(SnapshotReady(snap, None))
+            await pilot.pause()  # let the frame be drawn (counted: it runs on this thread)
+            costs.append(time.thread_time() - t0)
+    return statistics.median(costs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--nodes", type=int, default=10000)
+    parser.add_argument("--refreshes", type=int, default=10)
+    args = parser.parse_args()
+    for per_gpu in (False, True):
+        shape = "every GPU" if per_gpu else "per-node summaries"
+        for size in ((80, 24), (200, 50)):
+            for sort_index, label in ((0, "name"), (4, "util")):
+                cost = asyncio.run(measure(args.nodes, args.refreshes, size, sort_index, per_gpu))
+                print(f"{args.nodes} nodes ({shape}), {size[0]}x{size[1]}, sorted by {label}: "
+                      f"{cost * 1000:.0f} ms CPU per refresh (median)")
+
+
+if __name__ == "__main__":
+    main()

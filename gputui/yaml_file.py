@@ -9,6 +9,8 @@ from typing import Any, Callable, TypeVar
 import yaml
 
 T = TypeVar("T")
+# libyaml's loader when PyYAML has it: ten times faster, and every theme is read at start.
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +48,7 @@ def parse_each(paths: list[Path], parse: Callable[[Path], T], name: Callable[[T]
 def load_mapping(path: Path, empty_ok: bool = False) -> dict[str, Any]:
     """The file's top-level mapping, or ValueError saying what is wrong and on which line."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=SAFE_LOADER)
     except OSError as exc:
         raise ValueError(f"cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Callable, Mapping, Sequence
 
 from rich.text import Text
@@ -45,7 +46,8 @@ class CommandScreen(ModalScreen[Command | None]):
 
     def __init__(self, choices: Choices) -> None:
         super().__init__()
-        self._choices = choices
+        # Gathered once per prompt, not per keystroke: it reads the kubeconfig and walks every pod.
+        self._choices = functools.cache(choices)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="command-box"):

@@ -125,7 +125,8 @@ def _top(snapshot, base, limit: int) -> list[str]:
     return [str(s) for s in stats[:limit]]
 
 
-def measure_gputui(kubeconfig: str, prom_url: str, n: int, steady_s: float, trace: int = 0) -> dict:
+def measure_gputui(kubeconfig: str, prom_url: str, n: int, steady_s: float, trace: int = 0,
+                   dcgm_interval: float = 15.0) -> dict:
     """Runs in a fresh child process, so CPU and RSS are gputui's alone."""
     import gc
 
@@ -150,13 +151,18 @@ def measure_gputui(kubeconfig: str, prom_url: str, n: int, steady_s: float, trac
             traces[name] = [f"traced now {tracer.get_traced_memory()[0] / 2**20:.0f} MB, "
                             f"peak {tracer.get_traced_memory()[1] / 2**20:.0f} MB"] + _top(snap_, base, trace)
 
-    settings = Settings(kubeconfig=kubeconfig, prometheus=prom_url, refresh=2.0)
+    settings = Settings(kubeconfig=kubeconfig, prometheus=prom_url, refresh=2.0, dcgm_interval=dcgm_interval)
     t0 = time.monotonic()
     backend = live_backend(settings)
-    snap = backend.reader.snapshot()
+    tries = 0
+    while True:  # complete means metrics too: a Prometheus that timed out is asked again, and that counts
+        snap = backend.reader.snapshot()
+        tries += 1
+        gpus = sum(node.summary.count for node in snap.nodes if node.summary)
+        if gpus >= 8 * n * 0.99 or time.monotonic() - t0 > 120:
+            break
     first_snapshot = time.monotonic() - t0
     assert len(snap.nodes) >= n, f"{len(snap.nodes)} nodes; {snap.sources}"
-    gpus = sum(node.summary.count for node in snap.nodes if node.summary)
     assert gpus >= 8 * n * 0.99, f"{gpus} GPUs with metrics; {snap.sources}"
     phase("first_snapshot")
     backend.close()
@@ -164,7 +170,7 @@ def measure_gputui(kubeconfig: str, prom_url: str, n: int, steady_s: float, trac
     gc.collect()
     phase("closed")
 
-    result: dict = {"first_snapshot_s": first_snapshot}
+    result: dict = {"first_snapshot_s": first_snapshot, "first_snapshot_tries": tries, "dcgm_interval": dcgm_interval}
 
     async def run_app() -> None:
         t1 = time.monotonic()
@@ -173,7 +179,10 @@ def measure_gputui(kubeconfig: str, prom_url: str, n: int, steady_s: float, trac
         _count_polls(backend2.reader, polls)
         app = GputuiApp(settings, backend2)
         async with app.run_test(headless=True, size=(200, 50)) as pilot:
+            deadline = time.monotonic() + 600
             while not (app.snapshot and len(app.snapshot.nodes) >= n and app.screen.query_one("#nodes").row_count >= n):
+                if time.monotonic() > deadline or not app.is_running:  # never wait forever on a broken app
+                    raise RuntimeError(f"no full frame: running={app.is_running}, poll error {app.poll_error!r}")
                 await pilot.pause(0.01)
             await pilot.pause()
             result["first_frame_s"] = time.monotonic() - t1
@@ -255,25 +264,27 @@ def report(fleet: dict, got: dict) -> None:
         print("\n".join(lines))
     print(f"kubectl get nodes,pods -A -o json: {kubectl:.2f}s")
     print(f"gputui first complete snapshot:    {got['first_snapshot_s']:.2f}s  "
-          f"(ratio {got['first_snapshot_s'] / kubectl:.2f}x, goal <= 1.5x)")
+          f"(ratio {got['first_snapshot_s'] / kubectl:.2f}x, goal <= 1.5x; {got['first_snapshot_tries']} read(s))")
     print(f"gputui first full frame:           {got['first_frame_s']:.2f}s  "
           f"(ratio {got['first_frame_s'] / kubectl:.2f}x)")
     print(f"steady-state CPU at 2 s refresh:   {got['cpu_share'] * 100:.1f}% of one core (goal <= 15%), "
           f"{got['cpu_per_refresh_s']:.2f}s CPU per refresh")
     print(f"peak RSS of gputui's process:      {got['rss_mb']:.0f} MB (goal <= 400 MB at 10,000 nodes)")
     print(f"Prometheus queries per refresh:    {got['queries_per_refresh']:.0f} at most (goal <= 10)")
-    print(f"refreshes in the steady state:     {got['refreshes']}, a snapshot taking {got['refresh_s']:.2f}s on average")
+    print(f"refreshes in the steady state:     {got['refreshes']}, a snapshot taking {got['refresh_s']:.2f}s on average "
+          f"(fleet-wide DCGM every {got['dcgm_interval']:g}s)")
     for name, m in got["phases"].items():
         print(f"  {name:15s} RSS {m['rss_mb']:6.0f} MB  peak {m['peak_mb']:6.0f} MB  threads {m['threads']}")
     if got.get("traces"):
         print("(tracemalloc was on: the timings above are not valid)")
 
 
-def measure(fleet: dict, steady: float, trace: int) -> dict:
+def measure(fleet: dict, steady: float, trace: int, dcgm_interval: float) -> dict:
     import multiprocessing
 
     with multiprocessing.get_context("spawn").Pool(1) as pool:
-        return pool.apply(measure_gputui, (fleet["kubeconfig"], fleet["prometheus"], fleet["nodes"], steady, trace))
+        return pool.apply(measure_gputui, (fleet["kubeconfig"], fleet["prometheus"], fleet["nodes"], steady, trace,
+                                           dcgm_interval))
 
 
 def main() -> None:
@@ -282,11 +293,13 @@ def main() -> None:
     parser.add_argument("--steady", type=float, default=30.0, help="seconds of steady state to measure")
     parser.add_argument("--serve", metavar="FILE", help="set the fleet up, write its address to FILE, wait")
     parser.add_argument("--against", metavar="FILE", help="measure on a fleet --serve set up")
+    parser.add_argument("--dcgm-interval", type=float, default=15.0, metavar="S",
+                        help="gputui's dcgm_interval (default 15, as shipped; 0: every refresh)")
     parser.add_argument("--tracemalloc", type=int, default=0, metavar="N", help="top N allocation sites per phase")
     args = parser.parse_args()
     if args.against:
         fleet = json.loads(Path(args.against).read_text())
-        report(fleet, measure(fleet, args.steady, args.tracemalloc))
+        report(fleet, measure(fleet, args.steady, args.tracemalloc, args.dcgm_interval))
         return
     with ExitStack() as stack:
         fleet = build_fleet(stack, args.nodes)
@@ -303,7 +316,7 @@ def main() -> None:
                 pass
             os.unlink(args.serve)
             return
-        got = measure(fleet, args.steady, args.tracemalloc)
+        got = measure(fleet, args.steady, args.tracemalloc, args.dcgm_interval)
     report(fleet, got)
 
 

@@ -47,6 +47,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--context", default=s, help="kubeconfig context to use")
     g.add_argument("-n", "--namespace", default=s, help="limit workloads to this namespace")
     g.add_argument("--prometheus", default=s, metavar="URL", help="Prometheus URL for DCGM and session metrics")
+    g.add_argument("--dcgm-interval", type=float, default=argparse.SUPPRESS, metavar="SECONDS",
+                   help="seconds between fleet-wide DCGM reads; sessions are read every refresh (default 15, 0: every refresh)")
     g.add_argument("--read-only", action="store_true", default=s, help="never write to the cluster")
     g.add_argument("--config", default=s, metavar="FILE", help="config file (default: $XDG_CONFIG_HOME/gputui/config.yaml)")
 
@@ -80,7 +82,7 @@ def _settings(args: argparse.Namespace) -> Settings:
     flags = {
         k: v for k, v in vars(args).items()
         if k in ("demo", "seed", "kubeconfig", "context", "namespace", "prometheus", "read_only", "refresh", "theme",
-                 "keymap", "wallboard", "wallboard_rotate")
+                 "keymap", "wallboard", "wallboard_rotate", "dcgm_interval")
     }
     config = getattr(args, "config", None)
     if config and not Path(config).exists():

@@ -315,9 +315,15 @@ class SourceStatus:
     name: str
     fetched_at: float | None = None
     error: str | None = None
+    every: float | None = None  # seconds between reads when slower than the refresh (fleet-wide DCGM)
 
     def age(self, now: float) -> float | None:
         return None if self.fetched_at is None else max(0.0, now - self.fetched_at)
+
+    def stale(self, now: float, refresh: float) -> bool:
+        """Older than three of its own reads: a refresh or two may fail before it counts as stale."""
+        age = self.age(now)
+        return age is not None and age > 3 * max(refresh, self.every or 0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,6 +331,29 @@ class Alert:
     node: str
     kind: str
     message: str
+
+
+_last_indexes: tuple[tuple, Mapping[str, int], Mapping[str, tuple]] = ((), {}, {})
+
+
+def _pod_indexes(pods: tuple[InferencePod, ...]) -> tuple[Mapping[str, int], Mapping[str, tuple[InferencePod, ...]]]:
+    """GPUs allocated and pods per node. A backend whose pods did not change hands over the same
+    tuple, and then gets the same (read-only) indexes back: at 10,000 pods a quiet refresh is free."""
+    global _last_indexes
+    last = _last_indexes
+    if last[0] is pods:
+        return last[1], last[2]
+    allocated: dict[str, int] = {}
+    by_node: dict[str, list[InferencePod]] = {}
+    for pod in pods:
+        if not pod.node:
+            continue
+        by_node.setdefault(pod.node, []).append(pod)
+        if not pod.terminated:
+            allocated[pod.node] = allocated.get(pod.node, 0) + pod.gpu_request
+    frozen = {k: tuple(v) for k, v in by_node.items()}
+    _last_indexes = (pods, allocated, frozen)
+    return allocated, frozen
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,16 +373,9 @@ class ClusterSnapshot:
     )
 
     def __post_init__(self) -> None:
-        allocated: dict[str, int] = {}
-        by_node: dict[str, list[InferencePod]] = {}
-        for pod in self.pods:
-            if not pod.node:
-                continue
-            by_node.setdefault(pod.node, []).append(pod)
-            if not pod.terminated:
-                allocated[pod.node] = allocated.get(pod.node, 0) + pod.gpu_request
+        allocated, by_node = _pod_indexes(self.pods)
         object.__setattr__(self, "_allocated", allocated)
-        object.__setattr__(self, "_pods_by_node", {k: tuple(v) for k, v in by_node.items()})
+        object.__setattr__(self, "_pods_by_node", by_node)
 
     def node(self, name: str) -> Node | None:
         return next((n for n in self.nodes if n.name == name), None)

@@ -45,6 +45,9 @@ class Settings:
     context: str | None = None
     namespace: str | None = None
     prometheus: str | None = None
+    # Seconds between fleet-wide DCGM reads (sessions are read every refresh). DCGM samples every 30 s
+    # by default and is scraped every 15-30 s: asking more often only loads Prometheus. 0: every refresh.
+    dcgm_interval: float = 15.0
     temp_threshold: float = 85.0
     drain_parallel: int = 1  # nodes drained at once in a maintenance batch
     session_deadline: float = 900.0  # seconds a drain waits on an inference pod's sessions
@@ -68,6 +71,10 @@ _ENV = {
     "GPUTUI_TEMP_THRESHOLD": "temp_threshold",
     "GPUTUI_AUDIT_LOG": "audit_log",
     "GPUTUI_WALLBOARD_ROTATE": "wallboard_rotate",
+    "GPUTUI_DCGM_INTERVAL": "dcgm_interval",
+    "GPUTUI_HOST_LABEL": "host_label",
+    "GPUTUI_SERVICE_LABELS": "service_labels",
+    "GPUTUI_VERSION_LABELS": "version_labels",
 }
 _NAMES = {f.name for f in fields(Settings)}
 
@@ -123,6 +130,8 @@ def _check(s: Settings) -> Settings:
         raise SettingsError(f"refresh must be a positive number of seconds, got {s.refresh:g}")
     if s.refresh > 3600:
         raise SettingsError(f"refresh {s.refresh:g}s is over an hour; give seconds")
+    if not (0 <= s.dcgm_interval <= 3600):
+        raise SettingsError(f"dcgm_interval must be between 0 and 3600 seconds, got {s.dcgm_interval:g}")
     if s.drain_parallel < 1:
         raise SettingsError(f"drain_parallel must be at least 1, got {s.drain_parallel}")
     if s.session_deadline <= 0:

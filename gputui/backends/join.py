@@ -185,6 +185,12 @@ class Joiner:
         self._nodes: dict[int, Node] = {}
         self._pod_records: dict[int, PodRecord] = {}
         self._pods: dict[int, InferencePod] = {}
+        # The inputs of the last node and pod joins, and their results: a quiet refresh hands over the
+        # same tuples and maps, and gets the same tuples back without a walk over the fleet.
+        self._node_inputs: tuple = ()
+        self._node_result: tuple[tuple[Node, ...], frozenset[str]] = ((), frozenset())
+        self._pod_inputs: tuple = ()
+        self._pod_result: tuple[InferencePod, ...] = ()
 
     def join(
         self,
@@ -200,10 +206,19 @@ class Joiner:
             self._services, self._identities = self._join_services(state)
             self._service_inputs = inputs
             self._pod_records, self._pods = {}, {}  # pod identities depend on the services
-        gpu_nodes = sorted((n for n in state.nodes if n.is_gpu_node), key=lambda n: n.name)
+            self._pod_inputs = ()
+        node_inputs = (state.nodes, metrics.nodes if metrics else None, metrics.gpus if metrics else None)
+        if not _same(node_inputs, self._node_inputs):
+            gpu_nodes = sorted((n for n in state.nodes if n.is_gpu_node), key=lambda n: n.name)
+            self._node_result = (self._join_nodes(gpu_nodes, metrics), frozenset(n.name for n in gpu_nodes))
+            self._node_inputs = node_inputs
+        nodes, node_names = self._node_result
+        pod_inputs = (state.pods, node_names, metrics.sessions if metrics else None)
+        if not _same(pod_inputs, self._pod_inputs):
+            self._pod_result = self._join_pods(state.pods, node_names, metrics)
+            self._pod_inputs = pod_inputs
         return ClusterSnapshot(
-            taken_at=now, context=context, nodes=self._join_nodes(gpu_nodes, metrics),
-            pods=self._join_pods(state.pods, {n.name for n in gpu_nodes}, metrics),
+            taken_at=now, context=context, nodes=nodes, pods=self._pod_result,
             services=self._services, budgets=state.budgets, sources=sources,
         )
 
@@ -285,7 +300,7 @@ class Joiner:
             records, node_metrics, node_samples, nodes)
         return tuple(nodes.values())
 
-    def _join_pods(self, pods: Iterable[PodRecord], node_names: set[str], metrics: Metrics | None,
+    def _join_pods(self, pods: Iterable[PodRecord], node_names: frozenset[str], metrics: Metrics | None,
                    ) -> tuple[InferencePod, ...]:
         sessions = metrics.sessions if metrics is not None else {}
         old_records, old_pods = self._pod_records, self._pods

@@ -61,12 +61,14 @@ class KubeReader:
         namespace: str | None = None,
         clock: Callable[[], float] = time.time,
         per_gpu: bool = False,
+        dcgm_interval: float = 0.0,
         service_labels: Iterable[str] = DEFAULT_SERVICE_LABELS,
         version_labels: Iterable[str] = DEFAULT_VERSION_LABELS,
     ) -> None:
         self.conn = conn
         self.prom = prom
         self.per_gpu = per_gpu  # False: per-node aggregates for the fleet; per GPU on demand
+        self.dcgm_interval = dcgm_interval  # fleet-wide DCGM reads at most this often; sessions every refresh
         self.clock = clock
         self._changed = threading.Event()
         ns = namespace
@@ -93,7 +95,8 @@ class KubeReader:
         for c in self.caches.values():
             c.start()
         self._metrics: Metrics | None = None
-        self._metrics_at: float | None = None
+        self._metrics_at: float | None = None  # when the DCGM gauges were last read (sessions are newer)
+        self._gauges_tried_at: float | None = None
         self._metrics_error: str | None = None
         self._probe_error: str | None = None
         self._probe_at: float | None = None
@@ -130,30 +133,55 @@ class KubeReader:
         errors = [c.error for c in self.caches.values() if c.error]
         api_error = self._probe_error or (errors[0] if errors else None)
         state = KubeState(
-            nodes=tuple(self.caches["nodes"].items()),
-            pods=tuple(self.caches["pods"].items()),
-            workloads=tuple(self.caches["deployments"].items()) + tuple(
+            nodes=self.caches["nodes"].items(),
+            pods=self.caches["pods"].items(),
+            workloads=self.caches["deployments"].items() + (
                 self.caches["rollouts"].items() if "rollouts" in self.caches else ()),
-            budgets=tuple(self.caches["pdbs"].items()),
-            services=tuple(self.caches["services"].items()),
+            budgets=self.caches["pdbs"].items(),
+            services=self.caches["services"].items(),
             routes=tuple(r for plural in ("httproutes", "virtualservices", "trafficsplits")
                          if plural in self.caches for r in self.caches[plural].items()),
         )
         now = self.clock()
         if self.prom is not None:
             try:
-                self._metrics = self.prom.fetch({n.name for n in state.nodes}, per_gpu=self.per_gpu)
-                self._metrics_at, self._metrics_error = now, None
+                self._read_metrics(state, now)
+                self._metrics_error = None
             except BackendError as exc:
                 self._metrics_error = f"unavailable: {exc}"
         api_at = now if api_error is None else self._probe_at
         sources = (
             SourceStatus("API", api_at, api_error),
             SourceStatus("metrics", self._metrics_at,
-                         self._metrics_error if self.prom is not None else "not configured (--prometheus)"),
+                         self._metrics_error if self.prom is not None else "not configured (--prometheus)",
+                         every=self.dcgm_interval or None),
         )
         with self._join_lock, gc_paused():  # a snapshot is tens of thousands of new objects, no cycles
             return self._joiner.join(state, self._metrics, now=now, context=self.conn.context, sources=sources)
+
+    def _read_metrics(self, state: KubeState, now: float) -> None:
+        """Sessions every refresh; the fleet's DCGM gauges when due, when never read, or to recover from a
+        failed read. Parts that did not change keep their identity, so the join skips them."""
+        assert self.prom is not None
+        last = self._metrics
+        # After a refused connection, try again at once (it costs nothing); after a timeout Prometheus is
+        # overloaded, and asking it for the whole fleet every refresh would keep it so.
+        retry_now = self._metrics_error is not None and "timed out" not in self._metrics_error
+        due = last is None or self._gauges_tried_at is None or retry_now \
+            or now - self._gauges_tried_at >= self.dcgm_interval
+        if due:
+            self._gauges_tried_at = now
+            fresh = self.prom.fetch({n.name for n in state.nodes}, per_gpu=self.per_gpu)
+            self._metrics_at = now
+        else:
+            fresh = Metrics(gpus=last.gpus, nodes=last.nodes, sessions=self.prom.sessions())
+        if last is not None:
+            fresh = Metrics(gpus=last.gpus if fresh.gpus == last.gpus else fresh.gpus,
+                            nodes=last.nodes if fresh.nodes == last.nodes else fresh.nodes,
+                            sessions=last.sessions if fresh.sessions == last.sessions else fresh.sessions)
+            if fresh.gpus is last.gpus and fresh.nodes is last.nodes and fresh.sessions is last.sessions:
+                fresh = last
+        self._metrics = fresh
 
     def pods_snapshot(self, keys: Collection[str]) -> ClusterSnapshot:
         """Only these pods ("namespace/name"), from the watch caches, with their live sessions, and the PDBs:
@@ -182,7 +210,7 @@ class KubeReader:
             pods = tuple(inference_pod(r, *self._joiner.identity(r), running, waiting)
                          for r, (running, waiting) in zip(records, counts))
         return ClusterSnapshot(taken_at=now, context=self.conn.context, pods=pods,
-                               budgets=tuple(self.caches["pdbs"].items()), sources=sources)
+                               budgets=self.caches["pdbs"].items(), sources=sources)
 
     def gpu_history(self, node: str, minutes: int = 5) -> dict[int, list[float]]:
         if self.prom is None:
@@ -323,6 +351,7 @@ def live_backend(settings: Settings, clock: Callable[[], float] = time.time, per
     cfg = prom_config(settings)
     prom = PromSource(cfg) if cfg else None
     reader = KubeReader(conn, prom, namespace=settings.namespace, clock=clock, per_gpu=per_gpu,
+                        dcgm_interval=settings.dcgm_interval,
                         service_labels=settings.service_labels, version_labels=settings.version_labels)
     if settings.read_only:
         # No identity or access reviews either: read-only sends no POST at all.

@@ -1,10 +1,11 @@
 """DCGM and inference-session metrics from Prometheus (prometheus-api-client).
 
-A refresh costs a fixed number of queries whatever the cluster's size: one
-per DCGM field for the whole fleet (labels trimmed with `max by`, so 10,000
-nodes stay a few MB), one for running and one for queued sessions, and
-kube_pod_info only when the exporter's host label holds pod names. Every call
-has a timeout and no retry: a dead Prometheus must never stall the screen.
+A read costs a fixed number of queries whatever the cluster's size: one per
+DCGM field for the whole fleet (labels trimmed with `max by`, so 10,000 nodes
+stay a few MB), one for running and one for queued sessions, and
+kube_pod_info only when the exporter's host label holds pod names. The reader
+decides how often the DCGM part is due (`sessions()` alone in between). Every
+call has a timeout and no retry: a dead Prometheus must never stall the screen.
 """
 
 from __future__ import annotations
@@ -138,9 +139,10 @@ class PromSource:
             "fb_free": f"max by ({by}) (DCGM_FI_DEV_FB_FREE{sel})",
             "temp": f"max by ({by}) (DCGM_FI_DEV_GPU_TEMP{sel})",
             "power": f"max by ({by}) (DCGM_FI_DEV_POWER_USAGE{sel})",
-            # Only the GPUs with something to say: XIDs and failed health are rare.
-            "xid": f"max by ({by}) (DCGM_FI_DEV_XID_ERRORS{sel}) != 0",
-            "health": f"max by ({by}) (DCGM_EXP_GPU_HEALTH_STATUS{sel}) > 0",
+            # Only the GPUs with something to say: XIDs and failed health are rare, and filtering
+            # before aggregating spares Prometheus a group per GPU of the fleet.
+            "xid": f"max by ({by}) (DCGM_FI_DEV_XID_ERRORS{sel} != 0)",
+            "health": f"max by ({by}) (DCGM_EXP_GPU_HEALTH_STATUS{sel} > 0)",
             **SESSION_QUERIES,
         }
         results = self._run(queries)
@@ -188,8 +190,8 @@ class PromSource:
             "fb_used": f"sum by ({by_host}) (DCGM_FI_DEV_FB_USED)",
             "temp": f"max by ({by_host}) (DCGM_FI_DEV_GPU_TEMP)",
             "power": f"sum by ({by_host}) (DCGM_FI_DEV_POWER_USAGE)",
-            "xid": f"max by ({by_gpu}) (DCGM_FI_DEV_XID_ERRORS) != 0",
-            "health": f"max by ({by_gpu}) (DCGM_EXP_GPU_HEALTH_STATUS) > 0",
+            "xid": f"max by ({by_gpu}) (DCGM_FI_DEV_XID_ERRORS != 0)",
+            "health": f"max by ({by_gpu}) (DCGM_EXP_GPU_HEALTH_STATUS > 0)",
             **SESSION_QUERIES,
         }
         results = self._run(queries)
@@ -236,6 +238,12 @@ class PromSource:
                 slot = sessions.setdefault((ns, pod), [None, None])
                 slot[i] = (slot[i] or 0) + value
         return {k: (v[0], v[1]) for k, v in sessions.items()}
+
+    def sessions(self) -> dict[tuple[str, str], tuple[int | None, int | None]]:
+        """Live requests of every inference pod: the part of a refresh that cannot wait for the next
+        DCGM read (two queries over a few series per pod)."""
+        with gc_paused():
+            return self._sessions(self._run(SESSION_QUERIES))
 
     def sessions_for(self, pods: Iterable[tuple[str, str]]) -> dict[tuple[str, str], tuple[int | None, int | None]]:
         """Live requests of a few pods (namespace, name): what a running drain polls, two small queries

@@ -78,7 +78,7 @@ class HeaderBar(Static):
             if source.error:
                 _sep(text)
                 text.append(f"{source.name} {source.error}", style=palette.alert)
-            if source_age is not None and source_age > 3 * app.settings.refresh:
+            if source.stale(now, app.settings.refresh):
                 _sep(text)
                 text.append(f"{source.name} stale {render.ago(source_age)}", style=f"bold {palette.stale}")
         if app.poll_error:

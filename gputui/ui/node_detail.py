@@ -61,6 +61,9 @@ class NodeDetailScreen(Screen):
 
     def on_mount(self) -> None:
         self._layout(self.app.size.width)
+        # This node's GPUs and history on every refresh, even when the fleet view (whose DCGM gauges
+        # are read less often) did not change.
+        self.set_interval(self.app.settings.refresh, self._fetch_history)
 
     def on_resize(self, event) -> None:
         self._layout(event.size.width)

@@ -302,7 +302,7 @@ def test_close_ends_the_watches_and_frees_the_records(cluster, prometheus, workl
     # The watch threads end now, not at the server's watch timeout (minutes), and drop what they held.
     wait_until(lambda: not any(t.name.startswith("watch ") and t.is_alive() and any(t is c._thread for c in caches)
                                for t in threading.enumerate()), 10, 0.1, "watch threads ended")
-    assert all(c.items() == [] for c in caches)
+    assert all(c.items() == () for c in caches)
 
 
 def test_version_labels_from_settings_name_the_versions(cluster, prometheus, workload):
@@ -312,4 +312,53 @@ def test_version_labels_from_settings_name_the_versions(cluster, prometheus, wor
         # No version label on the workloads: each version is named after the route's backend Service.
         assert [v.name for v in svc.versions] == ["llama-v1", "llama-v2"]
     finally:
+        backend.close()
+
+
+def test_sessions_every_refresh_and_fleet_dcgm_at_its_interval(
+        cluster, prometheus, dcgm_exporter, inference_exporter, workload):
+    """Sessions are what a drain and an operator watch: read on every refresh. The fleet's DCGM gauges
+    change once per scrape at most: read every dcgm_interval, which spares Prometheus a scan of every
+    GPU series per refresh."""
+    now = [1_000_000.0]
+    settings = Settings(kubeconfig=str(cluster.kubeconfigs["admin"]), prometheus=prometheus.url,
+                        refresh=REFRESH, dcgm_interval=15.0)
+    backend = live_backend(settings, clock=lambda: now[0])
+    reader = backend.reader
+    pod = sorted(workload["sessions"])[0]
+    node = next(p.spec.node_name for p in workload["pods"] if p.metadata.name == pod)
+
+    def read():
+        before = reader.prom.queries
+        snap = reader.snapshot()
+        return snap, reader.prom.queries - before
+
+    utils = {gpu: dcgm_exporter.get(n, gpu, "util") for n, gpu in dcgm_exporter.gpus(node)}
+    try:
+        first, queries = read()
+        assert queries >= 7 and first.source("metrics").fetched_at == now[0]
+        old_util = first.node(node).mean_util
+        dcgm_exporter.set(node, util=old_util + 11 if old_util < 50 else old_util - 11)
+        inference_exporter.set(NS, pod, running=17, waiting=0)
+        prometheus.wait_until('vllm:num_requests_running{namespace="%s",pod="%s"}' % (NS, pod),
+                              lambda v: 17.0 in v.values(), timeout=15)
+        prometheus.wait_until('avg(DCGM_FI_DEV_GPU_UTIL{Hostname="%s"})' % node,
+                              lambda v: any(abs(x - old_util) > 10 for x in v.values()), timeout=15)
+        now[0] += REFRESH
+        second, queries = read()
+        assert queries == 2  # running and queued sessions only
+        assert next(p for p in second.pods if p.name == pod).live_sessions == 17
+        assert second.node(node).mean_util == old_util  # the gauges wait for their interval
+        metrics = second.source("metrics")
+        assert metrics.error is None and metrics.fetched_at == now[0] - REFRESH  # their age is honest
+        assert not metrics.stale(now[0], REFRESH)  # and not stale: they are read every 15 s on purpose
+        now[0] += 14.0
+        third, queries = read()
+        assert queries >= 7 and third.node(node).mean_util != old_util
+        assert third.source("metrics").fetched_at == now[0]
+    finally:
+        for gpu, util in utils.items():
+            dcgm_exporter.set(node, gpu, util=util)
+        running, waiting = workload["sessions"][pod]
+        inference_exporter.set(NS, pod, running=running, waiting=waiting)
         backend.close()

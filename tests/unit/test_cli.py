@@ -35,6 +35,8 @@ def test_version():
         (["--demo", "--keymap", "emacs"], "unknown keymap 'emacs'; available: default, k9s, vim"),
         (["--demo", "--wallboard", "--rotate", "0"], "positive"),
         (["nodes", "--demo", "-o", "yaml"], "invalid choice"),
+        (["--demo", "--dcgm-interval", "-1"], "dcgm_interval must be between 0 and 3600"),
+        (["--demo", "--dcgm-interval", "often"], "invalid float value"),
         (["--config", "/nonexistent/gputui.yaml"], "does not exist"),
     ],
 )

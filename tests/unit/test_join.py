@@ -116,8 +116,8 @@ def test_virtualservice_and_pdb_records():
     assert stale.min_available == "1" and stale.selector == {"a": "b"}
 
 
-def _fleet_state(pods=None, workloads=None):
-    nodes = tuple(ko.node_record(node_json(f"gpu-{i}")) for i in range(3))
+def _fleet_state(pods=None, workloads=None, nodes=None):
+    nodes = nodes if nodes is not None else tuple(ko.node_record(node_json(f"gpu-{i}")) for i in range(3))
     pods = pods if pods is not None else tuple(
         ko.pod_record(pod_json(f"bge-{i}", f"gpu-{i}", 1, {"app.kubernetes.io/name": "bge", "app.kubernetes.io/version": "v1"}))
         for i in range(3))
@@ -153,6 +153,29 @@ def test_incremental_join_matches_a_fresh_join_and_reuses_what_did_not_change():
     assert [a is b for a, b in zip(second.nodes, third.nodes)] == [True, False, True]
     assert [a is b for a, b in zip(second.pods, third.pods)] == [False, True, True]
     assert third.pods[0].live_sessions == 5 and third.pods[0].service == "bge"
+
+
+def test_a_quiet_refresh_gets_the_same_tuples_back_and_a_change_still_shows():
+    from gputui.backends.join import Joiner
+
+    joiner = Joiner()
+    state = _fleet_state()
+    metrics = Metrics(nodes=_summaries(10.0), sessions={("llm", "bge-0"): (1, 0)})
+    first = joiner.join(state, metrics, now=1.0, context="c", sources=())
+    # The caches and the metrics reader hand over the very same tuples and maps when nothing moved.
+    quiet = joiner.join(state, metrics, now=2.0, context="c", sources=())
+    assert quiet.nodes is first.nodes and quiet.pods is first.pods
+    assert quiet._pods_by_node is first._pods_by_node  # the per-node indexes are not rebuilt either
+    # Only sessions moved (the gauges wait for their interval): nodes stay, pods follow.
+    sessions = Metrics(nodes=metrics.nodes, gpus=metrics.gpus, sessions={("llm", "bge-0"): (7, 0)})
+    moved = joiner.join(state, sessions, now=3.0, context="c", sources=())
+    assert moved.nodes is first.nodes and moved.pods is not first.pods
+    assert moved.pods[0].live_sessions == 7 and moved == join(state, sessions, now=3.0, context="c", sources=())
+    # A node record replaced by the watch (a new tuple from the cache) is joined again.
+    cordoned = _fleet_state(nodes=(ko.node_record(node_json("gpu-0", unschedulable=True)),) + state.nodes[1:])
+    after = joiner.join(cordoned, sessions, now=4.0, context="c", sources=())
+    assert after.nodes[0].unschedulable and after.nodes[1] is first.nodes[1]
+    assert after.gpus_allocated("gpu-0") == first.gpus_allocated("gpu-0")
 
 
 def test_incremental_join_follows_changed_records_and_services():

@@ -132,3 +132,13 @@ def test_budget_matches_by_namespace_and_labels():
 def test_live_sessions_none_without_a_signal():
     assert pod("p", "n", 1).live_sessions is None
     assert pod("p", "n", 1, sessions_running=3, sessions_waiting=2).live_sessions == 5
+
+
+def test_a_source_read_on_its_own_interval_is_stale_only_after_three_of_them():
+    from gputui.model import SourceStatus
+
+    every_refresh = SourceStatus("API", fetched_at=100.0)
+    assert not every_refresh.stale(106.0, refresh=2.0) and every_refresh.stale(106.5, refresh=2.0)
+    dcgm = SourceStatus("metrics", fetched_at=100.0, every=15.0)
+    assert not dcgm.stale(144.0, refresh=2.0) and dcgm.stale(146.0, refresh=2.0)
+    assert not SourceStatus("metrics").stale(1e9, refresh=2.0)  # never read: an error says so, not an age

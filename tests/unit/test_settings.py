@@ -17,6 +17,21 @@ def test_layers_override_in_order(tmp_path: Path):
     assert s.refresh == 1.5
 
 
+def test_dcgm_interval_and_label_settings_from_the_environment(tmp_path: Path):
+    config = tmp_path / "config.yaml"
+    config.write_text("dcgm_interval: 30\n")
+    assert load_settings({}, env={}, config_path=config).dcgm_interval == 30.0
+    s = load_settings({}, env={"GPUTUI_DCGM_INTERVAL": "0", "GPUTUI_HOST_LABEL": "node",
+                               "GPUTUI_SERVICE_LABELS": "team.example.com/model,app",
+                               "GPUTUI_VERSION_LABELS": "team.example.com/rev"}, config_path=config)
+    assert (s.dcgm_interval, s.host_label) == (0.0, "node")
+    assert s.service_labels == ("team.example.com/model", "app") and s.version_labels == ("team.example.com/rev",)
+    with pytest.raises(SettingsError, match="dcgm_interval must be between 0 and 3600"):
+        load_settings({"dcgm_interval": 7200.0}, env={}, config_path=config)
+    with pytest.raises(SettingsError, match="GPUTUI_SERVICE_LABELS|service_labels"):
+        load_settings({}, env={"GPUTUI_SERVICE_LABELS": "bad label!"}, config_path=config)
+
+
 def test_missing_config_file_is_defaults(tmp_path: Path):
     assert load_settings({}, env={}, config_path=tmp_path / "none.yaml") == Settings()
 

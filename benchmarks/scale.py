@@ -1,8 +1,10 @@
 """gputui against a large fleet on the real test apiserver and Prometheus.
 
 Creates N GPU nodes (8 GPUs each, GPU Feature Discovery labels), one 8-GPU
-pod bound to each, and DCGM series for every GPU; then measures, on the same
-server:
+vLLM pod bound to each, DCGM series for every GPU (scraped every 30 s) and
+session series for every pod whose counts change at every scrape (every 10 s,
+so the pods are re-joined and the screen redrawn every few refreshes, as in a
+busy cluster); then measures, on the same server:
   - `kubectl get nodes,pods -A -o json` wall time (median of 3)
   - gputui's time to its first complete snapshot (Kubernetes lists + Prometheus)
   - gputui's first full frame (node table filled), headless, 200x50
@@ -40,13 +42,47 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.support.control_plane import ControlPlane  # noqa: E402
-from tests.support.exporters import DcgmExporter  # noqa: E402
+from tests.support.exporters import DcgmExporter, MetricsHTTPServer  # noqa: E402
 from tests.support.prom import PrometheusServer, dcgm_scrape_config  # noqa: E402
 
 PRODUCT = "NVIDIA-H100-80GB-HBM3"
 # Only the families gputui queries: Prometheus shares the two cores with what is measured.
 DCGM_FIELDS_QUERIED = ("util", "fb_used", "fb_free", "temp", "power", "xid")
 CREATE_THREADS = 16
+
+
+SESSIONS_SCRAPE = "10s"
+
+
+class SessionsExporter:
+    """vLLM's running and waiting requests for every pod, from one target (labels honoured), with new
+    counts at every scrape: thousands of per-pod targets would load this box more than gputui does."""
+
+    def __init__(self, n: int) -> None:
+        import random
+
+        self.rng = random.Random(4)
+        self.pods = [f"llm-{i:05d}" for i in range(n)]
+        self.server = MetricsHTTPServer(self._render)
+
+    def _render(self, path: str) -> str | None:
+        if path != "/metrics":
+            return None
+        rand = self.rng.randint
+        lines = ["# TYPE vllm:num_requests_running gauge"]
+        lines += [f'vllm:num_requests_running{{namespace="scale",pod="{p}",model_name="llm"}} {rand(0, 8)}'
+                  for p in self.pods]
+        lines.append("# TYPE vllm:num_requests_waiting gauge")
+        lines += [f'vllm:num_requests_waiting{{namespace="scale",pod="{p}",model_name="llm"}} {rand(0, 3)}'
+                  for p in self.pods]
+        return "\n".join(lines) + "\n"
+
+    def scrape_config(self) -> dict:
+        return {"job_name": "sessions", "honor_labels": True, "scrape_interval": SESSIONS_SCRAPE,
+                "scrape_timeout": SESSIONS_SCRAPE, "static_configs": [{"targets": [self.server.address]}]}
+
+    def close(self) -> None:
+        self.server.close()
 
 
 def node_body(i: int) -> dict:
@@ -231,13 +267,15 @@ def build_fleet(stack: ExitStack, n: int) -> dict:
         exporter.add_node(f"scale-gpu-{i:05d}", gpus=8, model=PRODUCT.replace("-", " "), driver="550.54.15",
                           fb_total_mib=81559)
     exporter.render()  # once, before Prometheus' first scrape
+    sessions = stack.enter_context(_closing(SessionsExporter(n)))
     cp = stack.enter_context(ControlPlane())
     created = populate(cp, n)
     print(f"created {n} nodes and {n} pods in {created:.1f}s", flush=True)
-    prom = PrometheusServer([dcgm_scrape_config(exporter)], scrape_interval="30s")
+    prom = PrometheusServer([dcgm_scrape_config(exporter), sessions.scrape_config()], scrape_interval="30s")
     stack.callback(prom.close)
     prom.start(ready="DCGM_FI_DEV_GPU_UTIL", timeout=300)
     prom.wait_until("count(DCGM_FI_DEV_GPU_UTIL)", lambda v: sum(v.values()) >= 8 * n, timeout=300)
+    prom.wait_until('count({__name__="vllm:num_requests_running"})', lambda v: sum(v.values()) >= n, timeout=300)
     kubectl = kubectl_seconds(cp)
     return {"nodes": n, "kubeconfig": str(cp.admin_kubeconfig), "prometheus": prom.url, "kubectl_get_s": kubectl,
             "created_s": created}

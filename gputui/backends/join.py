@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
-from gputui.backends.kube_objects import NodeRecord, PodRecord, RouteRecord, ServiceRecord, WorkloadRecord
+from gputui.backends.kube_objects import NodeRecord, PodRecord, RouteRecord, ServiceRecord, SubsetRule, WorkloadRecord
 from gputui.model import (
     Budget,
     ClusterSnapshot,
@@ -59,6 +59,7 @@ class KubeState:
     budgets: tuple[Budget, ...] = ()
     services: tuple[ServiceRecord, ...] = ()
     routes: tuple[RouteRecord, ...] = ()
+    subset_rules: tuple[SubsetRule, ...] = ()  # Istio DestinationRules, when the cluster serves them
 
 
 def _first(labels: Mapping[str, str], keys: Iterable[str]) -> str:
@@ -107,15 +108,18 @@ def _summary(node: NodeRecord, summary: GpuSummary | None) -> GpuSummary | None:
 
 def _versions_for_route(
     route: RouteRecord, services: Mapping[tuple[str, str], ServiceRecord], workloads: list[WorkloadRecord],
-    version_labels: tuple[str, ...],
+    version_labels: tuple[str, ...], subsets: Mapping[tuple[str, str], Mapping[str, Mapping[str, str]]],
 ) -> list[tuple[ServiceVersion, Mapping[str, str]]]:
     """Each backend of the route, with the pod selector that finds its pods."""
     out = []
     for backend in route.backends:
         svc = services.get((route.namespace, backend.service))
         selector: dict[str, str] = dict(svc.selector) if svc else {}
-        if backend.subset:  # Istio subsets select by version label on top of the host's selector
-            selector.setdefault("version", backend.subset)
+        if backend.subset:
+            # An Istio subset selects the labels its DestinationRule gives it, on top of the host's
+            # selector; without a rule in sight, Istio's convention: the subset is the version label.
+            labels = subsets.get((route.namespace, backend.service), {}).get(backend.subset)
+            selector.update(labels if labels is not None else {"version": backend.subset})
         workload = next(
             (w for w in workloads if w.namespace == route.namespace and _selects(selector, w.template_labels)), None,
         )
@@ -201,7 +205,7 @@ class Joiner:
         context: str,
         sources: tuple[SourceStatus, ...],
     ) -> ClusterSnapshot:
-        inputs = (state.workloads, state.services, state.routes)
+        inputs = (state.workloads, state.services, state.routes, state.subset_rules)
         if self._service_inputs is None or not all(map(_same, inputs, self._service_inputs)):
             self._services, self._identities = self._join_services(state)
             self._service_inputs = inputs
@@ -230,12 +234,13 @@ class Joiner:
     def _join_services(self, state: KubeState) -> tuple[tuple[InferenceService, ...], _Identities]:
         """Services from routes, then from GPU workloads no route covers."""
         services_by_key = {(s.namespace, s.name): s for s in state.services}
+        subsets = {(r.namespace, r.host): r.subsets for r in state.subset_rules}
         workloads = list(state.workloads)
         inference: list[InferenceService] = []
         pod_identity: list[tuple[str, Mapping[str, str], str, str]] = []  # ns, selector, service, version
         covered: set[tuple[str, str]] = set()
         for route in sorted(state.routes, key=lambda r: (r.namespace, r.name)):
-            versions = _versions_for_route(route, services_by_key, workloads, self.version_labels)
+            versions = _versions_for_route(route, services_by_key, workloads, self.version_labels, subsets)
             if not versions:
                 continue
             inference.append(InferenceService(route.namespace, route.name, tuple(v for v, _ in versions),

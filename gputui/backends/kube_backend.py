@@ -34,9 +34,14 @@ PERMISSIONS = {
 }
 
 
-def discover(conn: Connection) -> dict[str, tuple[str, str]]:
-    """Served API groups gputui cares about -> (preferred version, plural)."""
+ISTIO_GROUP = "networking.istio.io"
+
+
+def discover(conn: Connection) -> tuple[dict[str, tuple[str, str]], str | None]:
+    """Served route and rollout groups -> (preferred version, plural); and the version serving Istio's
+    DestinationRules (what an Istio subset selects), None when the cluster has none."""
     found: dict[str, tuple[str, str]] = {}
+    subset_rules: str | None = None
     groups = conn.request("GET", "/apis", timeout=PROBE_TIMEOUT_S * 2).get("groups") or []
     for group in groups:
         name = group.get("name")
@@ -47,9 +52,12 @@ def discover(conn: Connection) -> dict[str, tuple[str, str]]:
         if not version:
             continue
         resources = conn.request("GET", f"/apis/{name}/{version}", timeout=PROBE_TIMEOUT_S * 2).get("resources") or []
-        if any(r.get("name") == wanted[0] for r in resources):
+        served = {r.get("name") for r in resources}
+        if wanted[0] in served:
             found[name] = (version, wanted[0])
-    return found
+        if name == ISTIO_GROUP and "destinationrules" in served:
+            subset_rules = version
+    return found, subset_rules
 
 
 class KubeReader:
@@ -73,9 +81,9 @@ class KubeReader:
         self._changed = threading.Event()
         ns = namespace
         try:
-            routes = discover(conn)
+            routes, subset_rules = discover(conn)
         except BackendError:
-            routes = {}  # discovery failing is an API error the caches will report too
+            routes, subset_rules = {}, None  # discovery failing is an API error the caches will report too
         self.route_kinds = routes
 
         def cache(path: str, transform) -> ListWatchCache:
@@ -92,6 +100,9 @@ class KubeReader:
         for group, (version, plural) in routes.items():
             transform = ROUTE_KINDS[group][1] if group in ROUTE_KINDS else ko.deployment_record
             self.caches[plural] = cache(path_of(group, version, plural, ns), transform)
+        if subset_rules:
+            self.caches["destinationrules"] = cache(path_of(ISTIO_GROUP, subset_rules, "destinationrules", ns),
+                                                    ko.destinationrule_record)
         for c in self.caches.values():
             c.start()
         self._metrics: Metrics | None = None
@@ -117,8 +128,13 @@ class KubeReader:
 
     def _wait_first_sync(self) -> None:
         deadline = time.monotonic() + FIRST_SYNC_TIMEOUT_S
-        for c in self.caches.values():
+        for name, c in list(self.caches.items()):
             while not c.synced.wait(0.1):
+                if name == "destinationrules" and c.error and c.error.startswith("forbidden"):
+                    # Only a refinement (subset labels); without it subsets are taken as version labels.
+                    c.stop()
+                    del self.caches[name]
+                    break
                 # Refused, forbidden or unauthorised will not get better by waiting.
                 if c.error and (c.error.startswith(("forbidden", "cannot reach")) or "401" in c.error):
                     raise BackendError(c.error)
@@ -141,6 +157,7 @@ class KubeReader:
             services=self.caches["services"].items(),
             routes=tuple(r for plural in ("httproutes", "virtualservices", "trafficsplits")
                          if plural in self.caches for r in self.caches[plural].items()),
+            subset_rules=self.caches["destinationrules"].items() if "destinationrules" in self.caches else (),
         )
         now = self.clock()
         if self.prom is not None:
@@ -232,7 +249,7 @@ class KubeReader:
         return ()
 
     def close(self) -> None:
-        for c in self.caches.values():
+        for c in list(self.caches.values()):
             c.stop()
         if self.prom is not None:
             self.prom.close()

@@ -290,6 +290,26 @@ def virtualservice_record(obj: dict[str, Any]) -> RouteRecord:
     return RouteRecord("VirtualService", meta.get("namespace", ""), meta.get("name", ""), tuple(backends))
 
 
+@dataclass(frozen=True, slots=True)
+class SubsetRule:
+    """An Istio DestinationRule: which pod labels each named subset of a host selects."""
+
+    namespace: str
+    host: str  # the Service's short name, as RouteBackend.service
+    subsets: Mapping[str, Mapping[str, str]]
+
+
+def destinationrule_record(obj: dict[str, Any]) -> SubsetRule:
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    subsets = {}
+    for subset in spec.get("subsets") or []:
+        labels = subset.get("labels") if isinstance(subset, dict) else None
+        if isinstance(subset, dict) and subset.get("name") and isinstance(labels, dict):
+            subsets[str(subset["name"])] = {str(k): str(v) for k, v in labels.items()}
+    return SubsetRule(meta.get("namespace", ""), str(spec.get("host", "")).split(".")[0], subsets)
+
+
 def trafficsplit_record(obj: dict[str, Any]) -> RouteRecord:
     meta = obj.get("metadata") or {}
     backends = tuple(

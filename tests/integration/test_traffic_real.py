@@ -119,3 +119,37 @@ def test_concurrent_edit_makes_the_patch_fail_whole(cluster, routes, tmp_path):
         assert route["spec"]["rules"][1]["backendRefs"][0]["weight"] == 55  # nothing of ours was applied
     finally:
         backend.close()
+
+
+def test_istio_subsets_find_their_pods_through_the_destinationrule(cluster, routes):
+    """Subsets named blue and green select pods by a `track` label, as their DestinationRule says: the
+    versions find their Deployments and the pods their service and version."""
+    core, apps = client.CoreV1Api(routes), client.AppsV1Api(routes)
+    install_crd(routes, "destinationrules")
+    for track in ("blue", "green"):
+        body = _deployment(f"rerank-{track}", "rerank", track, label_key="track")
+        apps.create_namespaced_deployment(TNS, body)
+    core.create_namespaced_service(TNS, {"metadata": {"name": "rerank"}, "spec": {
+        "selector": {"app.kubernetes.io/name": "rerank"}, "ports": [{"port": 80}]}})
+    create_custom(routes, "destinationrules", TNS, {"metadata": {"name": "rerank"}, "spec": {
+        "host": f"rerank.{TNS}.svc.cluster.local",
+        "subsets": [{"name": "blue", "labels": {"track": "blue"}}, {"name": "green", "labels": {"track": "green"}}]}})
+    create_custom(routes, "virtualservices", TNS, {"metadata": {"name": "rerank"}, "spec": {"hosts": ["rerank"], "http": [
+        {"route": [{"destination": {"host": "rerank", "subset": "blue"}, "weight": 70},
+                   {"destination": {"host": "rerank", "subset": "green"}, "weight": 30}]}]}})
+    backend = _backend(cluster)
+    try:
+        def joined():
+            snap = backend.reader.snapshot()
+            svc = snap.service(f"{TNS}/rerank")
+            pods = [p for p in snap.pods if p.namespace == TNS and p.name.startswith("rerank-")]
+            return (snap, svc) if svc and len(pods) == 2 and all(p.service for p in pods) else None
+
+        snap, svc = wait_until(joined, 60, what="rerank's pods joined to their subsets")
+        assert [(v.name, v.weight, v.workload) for v in svc.versions] == [
+            ("blue", 70, "rerank-blue"), ("green", 30, "rerank-green")]
+        assert sorted((p.name.rsplit("-", 2)[0], p.service, p.version) for p in snap.pods
+                      if p.namespace == TNS and p.name.startswith("rerank-")) == [
+            ("rerank-blue", "rerank", "blue"), ("rerank-green", "rerank", "green")]
+    finally:
+        backend.close()

@@ -1,4 +1,4 @@
-"""Install the route kinds' CRDs (schema-less: preserve unknown fields) and wait until served."""
+"""Install the route kinds' (and Istio DestinationRule's) CRDs (schema-less: preserve unknown fields) and wait until served."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from kubernetes.client.rest import ApiException
 ROUTE_CRDS = {
     "httproutes": ("gateway.networking.k8s.io", "v1", "HTTPRoute"),
     "virtualservices": ("networking.istio.io", "v1", "VirtualService"),
+    "destinationrules": ("networking.istio.io", "v1", "DestinationRule"),
 }
 
 

@@ -131,6 +131,37 @@ def _summaries(util):
     return {f"gpu-{i}": GpuSummary(8, util_mean=util + i, temp_max=50.0) for i in range(3)}
 
 
+def test_istio_subsets_select_the_labels_their_destinationrule_gives():
+    vs = ko.virtualservice_record({"metadata": {"name": "m", "namespace": "llm"}, "spec": {"http": [{"route": [
+        {"destination": {"host": "m.llm.svc.cluster.local", "subset": "stable"}, "weight": 80},
+        {"destination": {"host": "m.llm.svc.cluster.local", "subset": "canary"}, "weight": 20}]}]}})
+    rule = ko.destinationrule_record({"metadata": {"name": "m", "namespace": "llm"}, "spec": {
+        "host": "m.llm.svc.cluster.local", "subsets": [
+            {"name": "stable", "labels": {"track": "stable"}}, {"name": "canary", "labels": {"track": "canary"}},
+            {"name": "broken", "labels": "not a mapping"}, "hostile"]}})
+    assert rule.host == "m" and rule.subsets == {"stable": {"track": "stable"}, "canary": {"track": "canary"}}
+    svc = ko.service_record({"metadata": {"name": "m", "namespace": "llm"}, "spec": {"selector": {"app": "m"}}})
+
+    def deploy(name, track):
+        raw = deployment_json(name, "ignored", service="m")
+        raw["spec"]["template"]["metadata"]["labels"] = {"app": "m", "track": track}
+        return ko.deployment_record(raw)
+
+    workloads = (deploy("m-stable", "stable"), deploy("m-canary", "canary"))
+    pods = (ko.pod_record(pod_json("m-canary-0", "gpu-0", 1, {"app": "m", "track": "canary"})),)
+    nodes = (ko.node_record(node_json("gpu-0")),)
+    state = KubeState(nodes=nodes, pods=pods, workloads=workloads, services=(svc,), routes=(vs,), subset_rules=(rule,))
+    snap = join(state, None, now=1.0, context="c", sources=())
+    [service] = snap.services
+    assert [(v.name, v.weight, v.workload) for v in service.versions] == [
+        ("stable", 80, "m-stable"), ("canary", 20, "m-canary")]
+    assert (snap.pods[0].service, snap.pods[0].version) == ("m", "canary")
+    # No DestinationRule in sight: Istio's convention, the subset is the pod's version label.
+    bare = join(KubeState(nodes=nodes, pods=pods, workloads=workloads, services=(svc,), routes=(vs,)),
+                None, now=1.0, context="c", sources=())
+    assert [v.workload for v in bare.services[0].versions] == ["", ""]
+
+
 def test_incremental_join_matches_a_fresh_join_and_reuses_what_did_not_change():
     from gputui.backends.join import Joiner
 

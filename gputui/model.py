@@ -111,6 +111,9 @@ class Node:
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
     summary: GpuSummary | None = None
+    # node_alerts' answer (threshold, alerts): a node object outlives many refreshes when it does not change,
+    # and at 10,000 nodes the header's alert count would otherwise walk every condition of every node.
+    _alerts: tuple[float, tuple[Alert, ...]] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def drain_phase(self) -> str:
@@ -455,6 +458,9 @@ def has_driver_drift(node: Node, majority: str) -> bool:
 
 def node_alerts(node: Node, temp_threshold: float = DEFAULT_TEMP_ALERT_C) -> list[Alert]:
     """Everything about a node an on-call engineer should look at, most severe first."""
+    cached = node._alerts
+    if cached is not None and cached[0] == temp_threshold:
+        return list(cached[1])
     alerts: list[Alert] = []
     if not node.ready:
         alerts.append(Alert(node.name, "NotReady", "node is NotReady"))
@@ -474,6 +480,7 @@ def node_alerts(node: Node, temp_threshold: float = DEFAULT_TEMP_ALERT_C) -> lis
         alerts.append(Alert(node.name, "Condition", f"{cond.type}{detail}"))
     if node.upgrade_state == UPGRADE_FAILED:
         alerts.append(Alert(node.name, "Upgrade", "driver upgrade failed"))
+    object.__setattr__(node, "_alerts", (temp_threshold, tuple(alerts)))
     return alerts
 
 

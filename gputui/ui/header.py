@@ -17,17 +17,25 @@ class HeaderBar(Static):
     HeaderBar { height: 1; background: $panel; color: $foreground; }
     """
 
-    _counted: tuple[object, float, int] | None = None  # (snapshot, threshold, alerts); the object, not its id
+    # Keyed by the objects themselves, not their ids: (nodes, threshold, figures) and (snapshot, in use).
+    _node_figures: tuple[object, float, tuple[int, float | None, int]] | None = None
+    _in_use: tuple[object, int] | None = None
 
     def on_mount(self) -> None:
         self.refresh_text()
 
-    def _alert_count(self, snap, threshold: float) -> int:
-        """Counted once per snapshot: the header redraws every second, and at 10,000 nodes
-        walking every node's alerts each time costs more than the rest of the header."""
-        if self._counted is None or self._counted[0] is not snap or self._counted[1] != threshold:
-            self._counted = (snap, threshold, len(snap.alerts(threshold)))
-        return self._counted[2]
+    def figures(self, snap, threshold: float) -> tuple[int, int, float | None, int]:
+        """GPUs in use and in all, mean utilisation and alerts. The header redraws every second, and at
+        10,000 nodes each figure is a walk over every node: they are counted once per snapshot, and
+        those of the nodes alone once per nodes tuple (a refresh where only sessions moved keeps it)."""
+        cached = self._node_figures
+        if cached is None or cached[0] is not snap.nodes or cached[1] != threshold:
+            cached = self._node_figures = (snap.nodes, threshold,
+                                           (snap.gpus_total, snap.mean_util, len(snap.alerts(threshold))))
+        if self._in_use is None or self._in_use[0] is not snap:
+            self._in_use = (snap, snap.gpus_in_use)
+        total, util, alerts = cached[2]
+        return self._in_use[1], total, util, alerts
 
     def refresh_text(self) -> None:
         self.update(self.summary())
@@ -62,12 +70,11 @@ class HeaderBar(Static):
         _sep(text)
         text.append(f"{len(snap.nodes)} nodes")
         _sep(text)
-        text.append(f"GPUs {snap.gpus_in_use}/{snap.gpus_total}")
+        in_use, total, util, alerts = self.figures(snap, app.settings.temp_threshold)
+        text.append(f"GPUs {in_use}/{total}")
         _sep(text)
-        util = snap.mean_util
         text.append("util ")
         text.append(render.pct(util).strip(), style=palette.heat(util))
-        alerts = self._alert_count(snap, app.settings.temp_threshold)
         _sep(text)
         text.append(
             f"{alerts} alert{'s' if alerts != 1 else ''}",

@@ -142,3 +142,17 @@ def test_a_source_read_on_its_own_interval_is_stale_only_after_three_of_them():
     dcgm = SourceStatus("metrics", fetched_at=100.0, every=15.0)
     assert not dcgm.stale(144.0, refresh=2.0) and dcgm.stale(146.0, refresh=2.0)
     assert not SourceStatus("metrics").stale(1e9, refresh=2.0)  # never read: an error says so, not an age
+
+
+def test_a_nodes_alerts_are_remembered_per_threshold_and_not_carried_into_a_changed_copy():
+    from dataclasses import replace
+
+    warm = node("warm", gpus=(Gpu(0, "u0", temp_c=86.0),))
+    first = node_alerts(warm, 85.0)
+    assert [a.kind for a in first] == ["Temp"]
+    first.clear()  # callers get their own list: the remembered answer is not theirs to change
+    assert [a.kind for a in node_alerts(warm, 85.0)] == ["Temp"]
+    assert node_alerts(warm, 90.0) == []  # another threshold is another answer
+    assert warm == replace(warm)  # the memo is not part of what a node is
+    cooled = replace(warm, gpus=(Gpu(0, "u0", temp_c=40.0),))
+    assert node_alerts(cooled, 85.0) == [] and [a.kind for a in node_alerts(warm, 85.0)] == ["Temp"]

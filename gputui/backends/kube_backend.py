@@ -37,6 +37,11 @@ PERMISSIONS = {
 ISTIO_GROUP = "networking.istio.io"
 
 
+def _kept(new: Any, old: Any) -> Any:
+    """The old object when the new one is equal: identity then tells the join "unchanged"."""
+    return old if new is old or new == old else new
+
+
 def discover(conn: Connection) -> tuple[dict[str, tuple[str, str]], str | None]:
     """Served route and rollout groups -> (preferred version, plural); and the version serving Istio's
     DestinationRules (what an Istio subset selects), None when the cluster has none."""
@@ -184,21 +189,18 @@ class KubeReader:
         # After a refused connection, try again at once (it costs nothing); after a timeout Prometheus is
         # overloaded, and asking it for the whole fleet every refresh would keep it so.
         retry_now = self._metrics_error is not None and "timed out" not in self._metrics_error
-        due = last is None or self._gauges_tried_at is None or retry_now \
-            or now - self._gauges_tried_at >= self.dcgm_interval
-        if due:
+        if last is None or retry_now or now - (self._gauges_tried_at or 0.0) >= self.dcgm_interval:
             self._gauges_tried_at = now
             fresh = self.prom.fetch({n.name for n in state.nodes}, per_gpu=self.per_gpu)
             self._metrics_at = now
+            gpus, nodes, sessions = fresh.gpus, fresh.nodes, fresh.sessions
         else:
-            fresh = Metrics(gpus=last.gpus, nodes=last.nodes, sessions=self.prom.sessions())
+            gpus, nodes, sessions = last.gpus, last.nodes, self.prom.sessions()
         if last is not None:
-            fresh = Metrics(gpus=last.gpus if fresh.gpus == last.gpus else fresh.gpus,
-                            nodes=last.nodes if fresh.nodes == last.nodes else fresh.nodes,
-                            sessions=last.sessions if fresh.sessions == last.sessions else fresh.sessions)
-            if fresh.gpus is last.gpus and fresh.nodes is last.nodes and fresh.sessions is last.sessions:
-                fresh = last
-        self._metrics = fresh
+            gpus, nodes, sessions = _kept(gpus, last.gpus), _kept(nodes, last.nodes), _kept(sessions, last.sessions)
+            if gpus is last.gpus and nodes is last.nodes and sessions is last.sessions:
+                return
+        self._metrics = Metrics(gpus=gpus, nodes=nodes, sessions=sessions)
 
     def pods_snapshot(self, keys: Collection[str]) -> ClusterSnapshot:
         """Only these pods ("namespace/name"), from the watch caches, with their live sessions, and the PDBs:

@@ -99,6 +99,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         settings = _settings(args)
+        if args.command is not None:
+            _require_cluster(settings)
         if args.command == "nodes":
             return _nodes(settings, args.output)
         if args.command == "shift":
@@ -121,6 +123,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
+def _require_cluster(settings: Settings) -> None:
+    """A headless command acts on the cluster it was pointed at, never on a simulation by surprise: with
+    no kubeconfig it stops with one line (the TUI, where the header says SIMULATED, falls back instead)."""
+    from gputui.backends.factory import have_cluster_config, kubeconfig_paths
+
+    if not settings.demo and not have_cluster_config(settings):
+        looked = ", ".join(str(p) for p in kubeconfig_paths(settings))
+        raise UsageError(f"no kubeconfig found (looked for {looked}); give --kubeconfig or --context, "
+                         f"or --demo for the simulated demo cluster")
+
+
 def _backend(settings: Settings, per_gpu: bool = False) -> Backend:
     from gputui.backends.factory import build_backend
 
@@ -141,7 +154,7 @@ def _tui(settings: Settings) -> int:
     from dataclasses import replace
 
     from gputui.backends.factory import have_cluster_config
-    from gputui.ops.audit import AuditLog, default_audit_path
+    from gputui.ops.audit import audit_for
     from gputui.ui.keymaps import DEFAULT, load_keymaps
     from gputui.ui.theming import BUILTIN_THEMES, load_themes
 
@@ -154,12 +167,9 @@ def _tui(settings: Settings) -> int:
     _check_named("keymap", settings.keymap, {*keymaps, DEFAULT}, keymap_problems)
     fallback = not settings.demo and not have_cluster_config(settings)
     backend = _backend(settings, per_gpu=settings.wallboard)  # the heat map draws every GPU
-    audit_path = settings.audit_log or default_audit_path()
-    from pathlib import Path
-
     from gputui.ui.app import GputuiApp
 
-    audit = AuditLog(Path(audit_path), getattr(backend.writer, "identity", "unknown"), backend.context)
+    audit = audit_for(settings.audit_log, backend)
     notice = "No kubeconfig found: showing the embedded demo cluster (a simulation)." if fallback else None
     app = GputuiApp(
         settings, backend, audit=audit, no_color=no_color, notice=notice
@@ -176,6 +186,7 @@ def node_record(snapshot, node) -> dict[str, Any]:
 
     return {
         "name": node.name,
+        "simulated": snapshot.simulated,  # true: the demo cluster, nothing here is real
         "state": node.state.value,
         "gpu_model": node.gpu_product,
         "gpus_allocated": snapshot.gpus_allocated(node.name),
@@ -230,7 +241,7 @@ def _nodes(settings: Settings, output: str) -> int:
         )
     console = Console(no_color=bool(os.environ.get("NO_COLOR")), width=200 if not sys.stdout.isatty() else None)
     if snapshot.simulated:
-        console.print(Text("# demo cluster (simulated)", style="dim"))
+        console.print(Text("# SIMULATED: the demo cluster, nothing here is real", style="dim"))
     console.print(table)
     return 0
 

@@ -10,13 +10,13 @@ import time
 from typing import Callable
 
 from gputui.backends.base import Backend
-from gputui.ops.audit import AuditLog
-from gputui.ops.drain_batch import run_batch
-from gputui.ops.drain_plan import DrainOptions, Step, plan_drain, plan_json
-from gputui.ops.drain_run import options_from_node, resumable
+from gputui.ops.audit import audit_for
+from gputui.ops.drain.batch import run_batch
+from gputui.ops.drain.events import EventKind
+from gputui.ops.drain.options import DrainOptions, DrainRecordError, resumable, saved_drain
+from gputui.ops.drain.plan import DrainPlan, Step, batch_json, plan_batch, sessions_text
+from gputui.ops.drain.report import EXIT_NOT_DRAINED, EXIT_OK, EXIT_USAGE, DrainReport, Outcome, exit_code
 from gputui.settings import Settings
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def duration(text: str) -> float:
@@ -55,6 +55,11 @@ def add_parser(sub, common: Callable[[argparse.ArgumentParser], None]) -> None:
     p.add_argument("--disable-eviction", action="store_true", help="DELETE pods, bypassing PodDisruptionBudgets")
     p.add_argument("--confirm-delete", default="", metavar="NODES",
                    help="with --disable-eviction: the node names again, comma-separated, to confirm")
+    p.add_argument("--evict-unknown-at-deadline", action="store_true",
+                   help="evict an inference pod whose session count is unknown when its deadline comes "
+                        "(default: leave it in place and report the node unfinished)")
+    p.add_argument("--take-over", action="store_true",
+                   help="take over a drain whose gputui stopped renewing its lease (another operator's)")
 
 
 def _options(args: argparse.Namespace) -> DrainOptions:
@@ -63,7 +68,7 @@ def _options(args: argparse.Namespace) -> DrainOptions:
         force=args.force, pod_selector=args.selector,
         grace_seconds=None if args.grace_period < 0 else args.grace_period,
         session_threshold=args.session_threshold, session_deadline_s=args.session_deadline,
-        disable_eviction=args.disable_eviction,
+        disable_eviction=args.disable_eviction, evict_unknown_at_deadline=args.evict_unknown_at_deadline,
     )
 
 
@@ -72,9 +77,14 @@ def _err(message: str, code: int) -> int:
     return code
 
 
+SIMULATED = "SIMULATED: the demo cluster; nothing real was drained"
+
+
 def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[[Settings], Backend]) -> int:
     if args.parallel < 1:
         return _err("--parallel must be at least 1", EXIT_USAGE)
+    if args.session_threshold < 0:
+        return _err("--session-threshold must be 0 or more", EXIT_USAGE)
     if args.disable_eviction and not args.dry_run:
         if not args.force:
             return _err("--disable-eviction deletes pods past their PodDisruptionBudgets: it needs --force too", EXIT_USAGE)
@@ -93,59 +103,84 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
         missing = [n for n in nodes if snap.node(n) is None]
         if missing:
             return _err(f"no such GPU node: {', '.join(missing)}", EXIT_USAGE)
-        options = _options(args)
-        deadlines = {}
-        if args.resume:
+        given = _options(args)
+        options: dict[str, DrainOptions] = {n: given for n in nodes}
+        deadlines: dict[str, float] = {}
+        if args.resume:  # each interrupted node to the end it was started for, with its own options
             for n in resumable(snap):
-                options, deadline = options_from_node(snap, n)
+                options[n], deadline = saved_drain(snap.node(n))  # type: ignore[arg-type]
                 if deadline:
                     deadlines[n] = deadline
-        plans = [plan_drain(snap, n, options, batch=set(nodes)) for n in nodes]
+        batch = plan_batch(snap, nodes, options)
         if args.dry_run:
             if args.output == "json":
-                json.dump([plan_json(p) for p in plans], sys.stdout, indent=2)
+                json.dump({**batch_json(batch), "simulated": snap.simulated}, sys.stdout, indent=2)
                 print()
             else:
-                for plan in plans:
+                if snap.simulated:
+                    print(f"# {SIMULATED}")
+                for plan in batch.plans:
                     _print_plan(plan)
-            return EXIT_FAILED if any(p.blocked for p in plans) else EXIT_OK
+                for line in batch.describe():
+                    print(line)
+            return EXIT_NOT_DRAINED if any(p.blocked for p in batch.plans) or not batch.fits else EXIT_OK
         if backend.writer is None:
             return _err("read-only: drain is not allowed", EXIT_USAGE)
         if not backend.may("evict") or not backend.may("cordon"):
             return _err("your identity may not cordon nodes or evict pods here", EXIT_USAGE)
-        audit_path = settings.audit_log
-        from pathlib import Path
-
-        from gputui.ops.audit import default_audit_path
-
-        audit = AuditLog(Path(audit_path) if audit_path else default_audit_path(),
-                         backend.writer.identity, backend.context)
-        gen = run_batch(nodes, backend.reader, backend.writer, audit, options, parallel=args.parallel,
-                        deadlines=deadlines)
-        last_waiting: dict[str, int | None] = {}  # print a waiting pod again only when its count moves
-        try:
-            while True:
-                event = next(gen)
-                key = f"{event.node}/{event.pod}"
-                if event.kind != "waiting" or last_waiting.get(key, -1) != event.sessions:
-                    last_waiting[key] = event.sessions
-                    stamp = time.strftime("%H:%M:%S")
-                    print(f"{stamp} {event.node} {event.kind:12s} {event.pod} {event.message}".rstrip(), flush=True)
-        except StopIteration as stop:
-            reports = stop.value or {}
-        for report in reports.values():
-            print(report.describe())
-        return EXIT_OK if reports and all(not r.failed and not r.aborted for r in reports.values()) else EXIT_FAILED
+        if snap.simulated:
+            print(f"# {SIMULATED}", flush=True)
+        for line in batch.describe():
+            print(f"# {line}", flush=True)
+        gen = run_batch(nodes, backend.reader, backend.writer, audit_for(settings.audit_log, backend), options,
+                        parallel=args.parallel, deadlines=deadlines, take_over=args.take_over)
+        reports = _follow(gen)
+        for node in nodes:
+            report = reports.get(node)
+            print(report.describe() if report else f"{node}: not started")
+        if snap.simulated:
+            print(f"# {SIMULATED}")
+        return exit_code(reports.get(n) or DrainReport(n, Outcome.NOT_STARTED) for n in nodes)
+    except DrainRecordError as exc:
+        return _err(str(exc), EXIT_USAGE)
     finally:
         backend.close()
 
 
-def _print_plan(plan) -> None:
+def _follow(gen) -> dict[str, DrainReport]:
+    """Print the batch's events as they come: a waiting pod again only when its count moves, a PDB retry
+    only at the first 429 and every twelfth (a minute at kubectl's 5 s), with the count."""
+    last: dict[str, tuple] = {}
+    try:
+        while True:
+            event = next(gen)
+            key = f"{event.node}/{event.pod}"
+            if event.kind is EventKind.WAITING:
+                if last.get(key) == ("waiting", event.sessions):
+                    continue
+                last[key] = ("waiting", event.sessions)
+            elif event.kind is EventKind.BLOCKED:
+                if event.count != 1 and event.count % 12:
+                    continue
+            elif event.kind is EventKind.PAUSED:
+                if last.get(event.node) == ("paused", event.message.split(";")[0]):
+                    continue
+                last[event.node] = ("paused", event.message.split(";")[0])
+            message = event.message + (f" (try {event.count})" if event.kind is EventKind.BLOCKED else "")
+            stamp = time.strftime("%H:%M:%S")
+            print(f"{stamp} {event.node} {event.kind.value:12s} {event.pod} {message}".rstrip(), flush=True)
+    except StopIteration as stop:
+        return stop.value or {}
+
+
+def _print_plan(plan: DrainPlan) -> None:
     head = f"node/{plan.node}: " + ("BLOCKED" if plan.blocked else "ready to drain")
     print(head + ("" if not plan.already_cordoned else " (already cordoned)"))
     for p in plan.pods:
-        sessions = "" if p.pod.live_sessions is None else f" sessions={p.pod.live_sessions}"
+        sessions = "" if p.step is Step.SKIP else f" sessions={sessions_text(p.pod)}"
         budget = f" [{p.budget_note}]" if p.budget_note and p.step is not Step.SKIP else ""
         note = f" ({p.note})" if p.note else ""
         print(f"  {p.step.value:6s} {p.pod.key} gpus={p.pod.gpu_request}{sessions}{budget}{note}")
+    for warning in plan.warnings:
+        print(f"  warning: {warning}")
     print(f"  capacity: {plan.capacity.describe()}")

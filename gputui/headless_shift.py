@@ -86,10 +86,9 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
             return _err("; ".join(problems), EXIT_REFUSED) if problems else 0
         if problems:
             return _err("; ".join(problems), EXIT_REFUSED)
-        from gputui.ops.audit import AuditLog, default_audit_path
+        from gputui.ops.audit import audit_for
 
-        audit = AuditLog(Path(settings.audit_log or default_audit_path()),
-                         getattr(writer, "identity", "unknown"), backend.context)
+        audit = audit_for(settings.audit_log, backend)
         line = apply_shift(plan, writer, audit, force=args.force)
         for warning in plan.warnings:  # stdout stays the one result line
             print(f"gputui: warning: {warning}", file=sys.stderr)
@@ -102,7 +101,7 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
                   sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
     else:
-        print(line)
+        print(f"{line} [SIMULATED: demo cluster]" if snapshot.simulated else line)
     return 0
 
 

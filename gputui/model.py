@@ -39,6 +39,23 @@ STANDARD_CONDITIONS = frozenset(
 DRAIN_ANNOTATION_PREFIX = "gputui.io/drain-"
 DRAIN_PHASE_ANNOTATION = DRAIN_ANNOTATION_PREFIX + "phase"
 
+# A pod label that says whether the pod exports a session count, overriding what gputui infers:
+# "true" for an inference pod outside any service gputui finds, "false" for a GPU pod that serves
+# no sessions (a batch job grouped with a service by its labels).
+SESSION_SIGNAL_LABEL = "gputui.io/session-signal"
+
+# A session gauge that answered NaN or +-Inf: the series is there but says nothing (counts are never
+# negative, so this cannot be mistaken for one).
+UNREADABLE = -1
+
+
+class SessionState(str, Enum):
+    """The three states of a pod's live session count. Unknown is never zero."""
+
+    KNOWN = "known"  # a number, read now
+    UNKNOWN = "unknown"  # an inference pod whose count cannot be read now (series gone, NaN, Prometheus down)
+    NONE = "none"  # no session signal: not an inference pod
+
 
 class NodeState(str, Enum):
     READY = "Ready"
@@ -123,7 +140,7 @@ class Node:
     def state(self) -> NodeState:
         if not self.ready:
             return NodeState.NOT_READY
-        if self.drain_phase and self.drain_phase not in ("done", "aborted"):
+        if self.drain_phase and self.drain_phase not in ("done", "aborted", "stopped"):
             return NodeState.DRAINING
         if self.upgrade_state in UPGRADE_IN_PROGRESS:
             return NodeState.UPGRADING
@@ -192,9 +209,12 @@ class InferencePod:
     labels: Mapping[str, str] = field(default_factory=dict)
     has_emptydir: bool = False
     mirror: bool = False
-    # Live requests (the session signal); None when the pod exports none.
+    # Live requests (the session signal): None when not read, UNREADABLE for NaN.
     sessions_running: int | None = None
     sessions_waiting: int | None = None
+    # An inference pod: it belongs to an inference service, had a session series, or is labelled so.
+    # Such a pod without a readable count is UNKNOWN, never idle.
+    session_signal: bool = False
     pending_reason: str = ""  # the scheduler's word while it cannot place the pod
 
     @property
@@ -206,8 +226,18 @@ class InferencePod:
         return self.phase in ("Succeeded", "Failed")
 
     @property
+    def session_state(self) -> SessionState:
+        running, waiting = self.sessions_running, self.sessions_waiting
+        if running is None and waiting is None:
+            return SessionState.UNKNOWN if self.session_signal else SessionState.NONE
+        if (running or 0) < 0 or (waiting or 0) < 0:
+            return SessionState.UNKNOWN
+        return SessionState.KNOWN
+
+    @property
     def live_sessions(self) -> int | None:
-        if self.sessions_running is None and self.sessions_waiting is None:
+        """The known count; None when unknown or when the pod has no session signal (see session_state)."""
+        if self.session_state is not SessionState.KNOWN:
             return None
         return (self.sessions_running or 0) + (self.sessions_waiting or 0)
 
@@ -296,6 +326,7 @@ class Budget:
     current_healthy: int = 0
     desired_healthy: int = 0
     expected_pods: int = 0
+    unhealthy_pod_eviction_policy: str = "IfHealthyBudget"  # the API's default when unset
 
     def matches(self, pod: InferencePod) -> bool:
         return (
@@ -309,6 +340,22 @@ class Budget:
             f"{self.name}: {self.disruptions_allowed} disruptions allowed "
             f"({self.current_healthy} healthy, {self.desired_healthy} needed)"
         )
+
+    def deadlock(self) -> str:
+        """Why no eviction this budget covers can ever pass, with the remedy; "" when one can."""
+        zero = ("0", "0%")
+        if self.max_unavailable in zero:
+            return f"{self.name}: maxUnavailable {self.max_unavailable} never allows an eviction (raise it)"
+        if self.min_available == "100%" or (
+                self.min_available is not None and self.min_available.isdigit() and self.expected_pods
+                and int(self.min_available) >= self.expected_pods):
+            return (f"{self.name}: minAvailable {self.min_available} with {self.expected_pods} pods never allows "
+                    f"an eviction (scale the workload up or lower minAvailable)")
+        unhealthy = self.expected_pods - self.current_healthy
+        if unhealthy > 0 and self.disruptions_allowed <= 0 and self.unhealthy_pod_eviction_policy != "AlwaysAllow":
+            return (f"{self.name}: {unhealthy} unhealthy pods hold its budget at 0 under IfHealthyBudget "
+                    f"(set unhealthyPodEvictionPolicy: AlwaysAllow, or fix the pods)")
+        return ""
 
 
 @dataclass(frozen=True, slots=True)

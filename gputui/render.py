@@ -7,6 +7,8 @@ markup, so a label value like `[/]` is shown as it is.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import isfinite
+from typing import Sequence
 
 from rich.text import Text
 
@@ -14,6 +16,7 @@ from gputui.model import Node, NodeState
 
 BLOCKS = " ▏▎▍▌▋▊▉█"
 SPARKS = "▁▂▃▄▅▆▇█"
+UNKNOWN_SPARK = "·"  # a sample that could not be read
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,10 +57,16 @@ class Palette:
 MONO = Palette(*([""] * 11))  # no colour: NO_COLOR, pipes
 
 
+def known(value: float | None) -> float | None:
+    """The value, or None when it is NaN or +-Inf: unknown is drawn as unknown, never as 0 or a full bar."""
+    return value if value is not None and isfinite(value) else None
+
+
 def bar(pct: float | None, width: int, style: str = "") -> Text:
     """A horizontal bar in eighths of a cell; a dim track where it is empty."""
     if width <= 0:
         return Text()
+    pct = known(pct)
     if pct is None:
         return Text("·" * width, style="dim")
     eighths = round(max(0.0, min(100.0, pct)) / 100.0 * width * 8)
@@ -69,10 +78,12 @@ def bar(pct: float | None, width: int, style: str = "") -> Text:
 
 
 def pct(value: float | None) -> str:
+    value = known(value)
     return "  –" if value is None else f"{value:3.0f}%"
 
 
 def gib(mib: float | None) -> str:
+    mib = known(mib)
     if mib is None:
         return "–"
     g = mib / 1024
@@ -80,16 +91,18 @@ def gib(mib: float | None) -> str:
 
 
 def mem_used_total(used: float | None, total: float | None) -> str:
-    if used is None and total is None:
+    if known(used) is None and known(total) is None:
         return "–"
     return f"{gib(used)}/{gib(total)}G"
 
 
 def temp(c: float | None) -> str:
+    c = known(c)
     return "–" if c is None else f"{c:.0f}°C"
 
 
 def power(w: float | None) -> str:
+    w = known(w)
     if w is None:
         return "–"
     return f"{w / 1000:.1f}kW" if w >= 1000 else f"{w:.0f}W"
@@ -101,19 +114,19 @@ def short_model(product: str) -> str:
     return name or "?"
 
 
-def sparkline(values: list[float], width: int, top: float = 100.0) -> str:
-    """The last `width` samples, each as one of eight block heights."""
+def sparkline(values: Sequence[float | None], width: int, top: float = 100.0) -> str:
+    """The last `width` samples, each as one of eight block heights; an unknown sample (None, NaN) as a
+    gap mark, never as the lowest block that would read as 0%."""
     if width <= 0:
         return ""
     if not values:
         return " " * width
-    if len(values) > width:  # average buckets so a spike is not lost in between
-        size = len(values) / width
-        values = [
-            max(values[int(i * size) : max(int((i + 1) * size), int(i * size) + 1)])
-            for i in range(width)
-        ]
-    chars = [SPARKS[min(7, max(0, int(v / top * 7.999)))] for v in values]
+    known = [v if v is not None and isfinite(v) else None for v in values]
+    if len(known) > width:  # the highest of each bucket, so a spike is not lost in between
+        size = len(known) / width
+        buckets = [known[int(i * size): max(int((i + 1) * size), int(i * size) + 1)] for i in range(width)]
+        known = [max((v for v in b if v is not None), default=None) for b in buckets]
+    chars = [UNKNOWN_SPARK if v is None else SPARKS[min(7, max(0, int(v / top * 7.999)))] for v in known]
     return "".join(chars).rjust(width)
 
 

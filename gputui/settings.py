@@ -60,6 +60,9 @@ class Settings:
     # Labels naming a pod's or workload's service and version, first found wins (a list, or "a,b" in a string).
     service_labels: tuple[str, ...] = DEFAULT_SERVICE_LABELS
     version_labels: tuple[str, ...] = DEFAULT_VERSION_LABELS
+    # Inference engines' session series on top of the built-in table (vllm, sglang, tgi, trtllm, triton):
+    # {engine: {running: [selector, ...], waiting: [selector, ...]}}; an engine named again is replaced.
+    session_metrics: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
 
 
 _ENV = {
@@ -98,7 +101,32 @@ def _label_keys(name: str, value: Any, origin: str) -> tuple[str, ...]:
     return keys
 
 
+def _session_metrics(value: Any, origin: str) -> dict[str, dict[str, tuple[str, ...]]]:
+    from gputui.backends.session_metrics import check_selector
+
+    where = f"{origin}: session_metrics"
+    if not isinstance(value, dict):
+        raise SettingsError(f"{where}: expected a mapping of engine names to running/waiting lists")
+    out: dict[str, dict[str, tuple[str, ...]]] = {}
+    for engine, spec in value.items():
+        if not isinstance(engine, str) or not isinstance(spec, dict) or set(spec) - {"running", "waiting"}:
+            raise SettingsError(f"{where}: {engine!r}: expected running: [...] and waiting: [...]")
+        lists = {}
+        for key, items in spec.items():
+            items = [items] if isinstance(items, str) else items
+            if not isinstance(items, list):
+                raise SettingsError(f"{where}: {engine}.{key}: expected a list of series selectors")
+            try:
+                lists[key] = tuple(check_selector(i) for i in items)
+            except ValueError as exc:
+                raise SettingsError(f"{where}: {engine}.{key}: {exc}") from None
+        out[engine] = lists
+    return out
+
+
 def _coerce(name: str, value: Any, origin: str) -> Any:
+    if name == "session_metrics":
+        return _session_metrics(value, origin)
     default = getattr(Settings(), name)
     if isinstance(default, tuple):
         return _label_keys(name, value, origin)

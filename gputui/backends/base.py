@@ -22,6 +22,10 @@ class WriteError(BackendError):
     pass
 
 
+class ConflictError(WriteError):
+    """The object changed since it was read (409 on a resourceVersion precondition): read it again."""
+
+
 class EvictionOutcome(str, Enum):
     EVICTED = "evicted"
     GONE = "gone"  # 404: nothing left to evict
@@ -62,7 +66,15 @@ class Writer(Protocol):
 
     def set_unschedulable(self, node: str, unschedulable: bool) -> None: ...
 
-    def annotate_node(self, node: str, annotations: Mapping[str, str | None]) -> None: ...
+    def annotate_node(self, node: str, annotations: Mapping[str, str | None],
+                      resource_version: str | None = None) -> None:
+        """Merge these annotations (None removes one); with resource_version, only if the node is still at
+        that version (ConflictError otherwise)."""
+        ...
+
+    def node_annotations(self, node: str) -> tuple[dict[str, str], str]:
+        """The node's annotations and resourceVersion, read from the API now (not from a cache)."""
+        ...
 
     def evict_pod(self, namespace: str, name: str, grace_seconds: int | None = None) -> EvictionResult: ...
 

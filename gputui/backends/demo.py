@@ -20,7 +20,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from gputui.backends.base import Backend, EvictionOutcome, EvictionResult, WriteError
+from gputui.backends.base import Backend, ConflictError, EvictionOutcome, EvictionResult, WriteError
 from gputui.backends.kube_objects import RouteBackend, httproute_record, virtualservice_record
 from gputui.model import (
     DRAIN_PHASE_ANNOTATION,
@@ -98,6 +98,7 @@ class _SimNode:
     uuids: list[str] = field(default_factory=list)
     history: dict[int, deque[tuple[float, float]]] = field(default_factory=dict)  # (time, util %)
     holders: dict[int, tuple[str, bool]] = field(default_factory=dict)  # GPU -> (pod uid, ready)
+    version: int = 1  # as a resourceVersion: bumped by every annotation write (the drain lease's precondition)
 
     @property
     def allocatable(self) -> int:
@@ -496,7 +497,7 @@ class DemoCluster:
             ready=p.ready(self._t), gpu_request=p.gpu_request, service=p.service,
             version=p.version, deleting=p.deleting_at is not None, owner_kind=p.owner_kind,
             labels=dict(p.labels), has_emptydir=p.has_emptydir,
-            sessions_running=running, sessions_waiting=p.waiting if p.signal else None,
+            sessions_running=running, sessions_waiting=p.waiting if p.signal else None, session_signal=p.signal,
             pending_reason=self._pending_reason(p) if p.phase == "Pending" else "",
         )
 
@@ -578,14 +579,24 @@ class DemoCluster:
         with self._lock:
             self._node(node).unschedulable = unschedulable
 
-    def annotate_node(self, node: str, annotations: Mapping[str, str | None]) -> None:
+    def annotate_node(self, node: str, annotations: Mapping[str, str | None],
+                      resource_version: str | None = None) -> None:
         with self._lock:
-            target = self._node(node).annotations
+            sim = self._node(node)
+            if resource_version is not None and resource_version != str(sim.version):
+                raise ConflictError(f"node {node} changed since it was read")
+            sim.version += 1
+            target = sim.annotations
             for key, value in annotations.items():
                 if value is None:
                     target.pop(key, None)
                 else:
                     target[key] = value
+
+    def node_annotations(self, node: str) -> tuple[dict[str, str], str]:
+        with self._lock:
+            sim = self._node(node)
+            return dict(sim.annotations), str(sim.version)
 
     def evict_pod(self, namespace: str, name: str, grace_seconds: int | None = None) -> EvictionResult:
         with self._lock:

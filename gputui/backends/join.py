@@ -21,6 +21,7 @@ from gputui.model import (
     InferencePod,
     InferenceService,
     Node,
+    SESSION_SIGNAL_LABEL,
     Rollout,
     ServiceVersion,
     SourceStatus,
@@ -48,6 +49,9 @@ class Metrics:
     gpus: Mapping[tuple[str, int], GpuSample] = field(default_factory=dict)
     # Fleet mode: per-node aggregates from Prometheus; `gpus` then holds only GPUs with a problem.
     nodes: Mapping[str, GpuSummary] = field(default_factory=dict)
+    # Live requests per (namespace, pod): (running, waiting), either None when that gauge is absent,
+    # UNREADABLE when NaN. A key with (None, None) is a pod whose series vanished or could not be read:
+    # it had a session signal, so its count is unknown, never zero.
     sessions: Mapping[tuple[str, str], tuple[int | None, int | None]] = field(default_factory=dict)
 
 
@@ -315,29 +319,43 @@ class Joiner:
             if p.node not in node_names and not (not p.node and p.gpu_request > 0):
                 continue  # only what runs on GPU nodes, and GPU pods still waiting for one
             key = id(p)
-            running, waiting = sessions.get((p.namespace, p.name), (None, None))
+            counts = sessions.get((p.namespace, p.name))
+            running, waiting = counts if counts is not None else (None, None)
             if old_records.get(key) is p:
                 # Same record, same services: only the session counts may have moved.
                 pod = old_pods[key]
-                if pod.sessions_running != running or pod.sessions_waiting != waiting:
-                    pod = inference_pod(p, pod.service, pod.version, running, waiting)
+                if pod.sessions_running != running or pod.sessions_waiting != waiting \
+                        or (counts is not None and not pod.session_signal):
+                    pod = inference_pod(p, pod.service, pod.version, running, waiting, counts is not None)
             else:
                 found = self._identities.find(p)
                 service, version = found if found else ("", "")
                 if found and not version:
                     version = _first(p.labels, self.version_labels)
-                pod = inference_pod(p, service, version, running, waiting)
+                pod = inference_pod(p, service, version, running, waiting, counts is not None)
             records[key], out[key] = p, pod
         self._pod_records, self._pods = records, out
         return tuple(out.values())
 
 
-def inference_pod(p: PodRecord, service: str, version: str, running: int | None, waiting: int | None) -> InferencePod:
+def session_signal(labels: Mapping[str, str], service: str, has_series: bool) -> bool:
+    """Whether a pod is an inference pod, whose missing session count is *unknown* rather than absent:
+    its label says so, or it belongs to an inference service, or a session series names it (or named
+    it earlier: the reader keeps a vanished series' key with no counts)."""
+    override = labels.get(SESSION_SIGNAL_LABEL, "").strip().lower()
+    if override in ("true", "false"):
+        return override == "true"
+    return bool(service) or has_series
+
+
+def inference_pod(p: PodRecord, service: str, version: str, running: int | None, waiting: int | None,
+                  has_series: bool = False) -> InferencePod:
     return InferencePod(
         namespace=p.namespace, name=p.name, uid=p.uid, node=p.node, phase=p.phase, ready=p.ready,
         gpu_request=p.gpu_request, service=service, version=version, restarts=p.restarts,
         deleting=p.deleting, owner_kind=p.owner_kind, labels=p.labels, has_emptydir=p.has_emptydir,
-        mirror=p.mirror, sessions_running=running, sessions_waiting=waiting, pending_reason=p.pending_reason,
+        mirror=p.mirror, sessions_running=running, sessions_waiting=waiting,
+        session_signal=session_signal(p.labels, service, has_series), pending_reason=p.pending_reason,
     )
 
 

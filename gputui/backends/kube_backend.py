@@ -6,13 +6,15 @@ import threading
 import time
 from typing import Any, Callable, Collection, Iterable, Mapping
 
-from gputui.backends.base import Backend, BackendError, EvictionOutcome, EvictionResult
+from gputui.backends.base import Backend, BackendError, ConflictError, EvictionOutcome, EvictionResult
 from gputui.backends.gcpause import gc_paused
 from gputui.backends.join import Joiner, KubeState, Metrics, inference_pod, join_gpus
 from gputui.backends.kube_cache import ListWatchCache
 from gputui.backends.kube_http import ApiError, Connection, connect, path_of
+from gputui.backends.kube_objects import PodRecord
 from gputui.backends import kube_objects as ko
 from gputui.backends.prom import HOST_LABELS, PromConfig, PromSource
+from gputui.backends.session_metrics import engines
 from gputui.model import ClusterSnapshot, Gpu, SourceStatus
 from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS, Settings
 
@@ -40,6 +42,26 @@ ISTIO_GROUP = "networking.istio.io"
 def _kept(new: Any, old: Any) -> Any:
     """The old object when the new one is equal: identity then tells the join "unchanged"."""
     return old if new is old or new == old else new
+
+
+def unknown_sessions(sessions: Mapping[tuple[str, str], tuple[int | None, int | None]]) -> dict:
+    """Every pod that had a session series, with no count: after a failed read they are unknown."""
+    return dict.fromkeys(sessions, (None, None))
+
+
+def with_vanished(fresh: Mapping[tuple[str, str], tuple[int | None, int | None]],
+                  last: Mapping[tuple[str, str], tuple[int | None, int | None]],
+                  pods: Iterable[PodRecord]) -> Mapping:
+    """The fresh counts, plus every pod whose series was there last time and is gone now (scrape failed,
+    target down, series stale) with no count: it was an inference pod, so its count is unknown, not absent.
+    Such a key stays while its pod exists."""
+    vanished = last.keys() - fresh.keys()
+    if not vanished:
+        return fresh
+    alive = {(p.namespace, p.name) for p in pods}
+    out = dict(fresh)
+    out.update(dict.fromkeys((k for k in vanished if k in alive), (None, None)))
+    return out
 
 
 def discover(conn: Connection) -> tuple[dict[str, tuple[str, str]], str | None]:
@@ -118,7 +140,7 @@ class KubeReader:
         self._probe_at: float | None = None
         self._first = True
         self._joiner = Joiner(service_labels, version_labels)
-        self._pod_sessions: dict[tuple[str, str], tuple[int | None, int | None]] = {}  # pods_snapshot's last counts
+        self._closed = False
         self._join_lock = threading.Lock()  # the UI's poll and a drain may both ask for snapshots
 
     def _probe(self) -> None:
@@ -183,20 +205,28 @@ class KubeReader:
 
     def _read_metrics(self, state: KubeState, now: float) -> None:
         """Sessions every refresh; the fleet's DCGM gauges when due, when never read, or to recover from a
-        failed read. Parts that did not change keep their identity, so the join skips them."""
+        failed read. Parts that did not change keep their identity, so the join skips them. A failed read
+        leaves the gauges as they were (shown stale, with their age) but makes every session count
+        unknown: a count from before an outage must not pass for the count now."""
         assert self.prom is not None
         last = self._metrics
         # After a refused connection, try again at once (it costs nothing); after a timeout Prometheus is
         # overloaded, and asking it for the whole fleet every refresh would keep it so.
         retry_now = self._metrics_error is not None and "timed out" not in self._metrics_error
-        if last is None or retry_now or now - (self._gauges_tried_at or 0.0) >= self.dcgm_interval:
-            self._gauges_tried_at = now
-            fresh = self.prom.fetch({n.name for n in state.nodes}, per_gpu=self.per_gpu)
-            self._metrics_at = now
-            gpus, nodes, sessions = fresh.gpus, fresh.nodes, fresh.sessions
-        else:
-            gpus, nodes, sessions = last.gpus, last.nodes, self.prom.sessions()
+        try:
+            if last is None or retry_now or now - (self._gauges_tried_at or 0.0) >= self.dcgm_interval:
+                self._gauges_tried_at = now
+                fresh = self.prom.fetch({n.name for n in state.nodes}, per_gpu=self.per_gpu)
+                self._metrics_at = now
+                gpus, nodes, sessions = fresh.gpus, fresh.nodes, fresh.sessions
+            else:
+                gpus, nodes, sessions = last.gpus, last.nodes, self.prom.sessions()
+        except BackendError:
+            if last is not None:
+                self._metrics = Metrics(gpus=last.gpus, nodes=last.nodes, sessions=unknown_sessions(last.sessions))
+            raise
         if last is not None:
+            sessions = with_vanished(sessions, last.sessions, state.pods)
             gpus, nodes, sessions = _kept(gpus, last.gpus), _kept(nodes, last.nodes), _kept(sessions, last.sessions)
             if gpus is last.gpus and nodes is last.nodes and sessions is last.sessions:
                 return
@@ -205,7 +235,10 @@ class KubeReader:
     def pods_snapshot(self, keys: Collection[str]) -> ClusterSnapshot:
         """Only these pods ("namespace/name"), from the watch caches, with their live sessions, and the PDBs:
         what a running drain re-reads every second, without a whole refresh (no probe, no fleet metrics).
-        When Prometheus fails, the last counts known stay: a pod must never look idle because of an outage."""
+        When Prometheus fails, every count is unknown (never the last one seen: it may have grown).
+        A closed reader raises: an empty answer from it would look like every pod gone."""
+        if self._closed:
+            raise BackendError("the cluster connection was closed (context switched or quitting)")
         records = self.caches["pods"].get(keys)
         wanted = [(r.namespace, r.name) for r in records]
         error = None
@@ -214,10 +247,11 @@ class KubeReader:
                 fresh = self.prom.sessions_for(wanted)
             except BackendError as exc:
                 error = f"unavailable: {exc}"
-            else:  # a pod whose series went away has no signal any more, as in a full snapshot
-                self._pod_sessions.update({key: fresh.get(key, (None, None)) for key in wanted})
-        fallback = self._metrics.sessions if self._metrics is not None else {}
-        counts = [self._pod_sessions[k] if k in self._pod_sessions else fallback.get(k, (None, None)) for k in wanted]
+                fresh = {}
+        else:
+            fresh = {}
+        counts = [fresh.get(k, (None, None)) for k in wanted]
+        seen = self._metrics.sessions if self._metrics is not None else {}
         now = self.clock()
         api_errors = [c.error for c in (self.caches["pods"], self.caches["pdbs"]) if c.error]
         sources = (
@@ -226,7 +260,7 @@ class KubeReader:
                          error if self.prom is not None else "not configured (--prometheus)"),
         )
         with self._join_lock:
-            pods = tuple(inference_pod(r, *self._joiner.identity(r), running, waiting)
+            pods = tuple(inference_pod(r, *self._joiner.identity(r), running, waiting, (r.namespace, r.name) in fresh or (r.namespace, r.name) in seen)
                          for r, (running, waiting) in zip(records, counts))
         return ClusterSnapshot(taken_at=now, context=self.conn.context, pods=pods,
                                budgets=self.caches["pdbs"].items(), sources=sources)
@@ -251,6 +285,7 @@ class KubeReader:
         return ()
 
     def close(self) -> None:
+        self._closed = True
         for c in list(self.caches.values()):
             c.stop()
         if self.prom is not None:
@@ -267,10 +302,22 @@ class KubeWriter:
         self.conn.request("PATCH", path_of("", "v1", "nodes", name=node), body=body,
                           content_type="application/strategic-merge-patch+json")
 
-    def annotate_node(self, node: str, annotations: Mapping[str, str | None]) -> None:
-        self.conn.request("PATCH", path_of("", "v1", "nodes", name=node),
-                          body={"metadata": {"annotations": dict(annotations)}},
-                          content_type="application/merge-patch+json")
+    def annotate_node(self, node: str, annotations: Mapping[str, str | None],
+                      resource_version: str | None = None) -> None:
+        metadata: dict[str, Any] = {"annotations": dict(annotations)}
+        if resource_version is not None:
+            metadata["resourceVersion"] = resource_version  # a precondition: 409 if the node moved on
+        try:
+            self.conn.request("PATCH", path_of("", "v1", "nodes", name=node), body={"metadata": metadata},
+                              content_type="application/merge-patch+json")
+        except ApiError as exc:
+            if exc.status == 409:
+                raise ConflictError(f"node {node} changed since it was read") from None
+            raise
+
+    def node_annotations(self, node: str) -> tuple[dict[str, str], str]:
+        meta = self.conn.request("GET", path_of("", "v1", "nodes", name=node)).get("metadata") or {}
+        return dict(meta.get("annotations") or {}), str(meta.get("resourceVersion") or "")
 
     def evict_pod(self, namespace: str, name: str, grace_seconds: int | None = None) -> EvictionResult:
         body: dict[str, Any] = {"apiVersion": "policy/v1", "kind": "Eviction",
@@ -288,6 +335,8 @@ class KubeWriter:
                 return EvictionResult(EvictionOutcome.BLOCKED, f"{message} {causes}".strip())
             if exc.status == 403 and any(c.get("reason") == "NamespaceTerminating" for c in exc.causes):
                 return EvictionResult(EvictionOutcome.BLOCKED, "namespace is terminating")
+            if exc.status == 401 or exc.status >= 502 or (exc.status == 500 and "more than one" not in str(exc)):
+                raise  # expired credentials or an apiserver in trouble: the drain pauses and tries again
             return EvictionResult(EvictionOutcome.FAILED, str(exc.body.get("message", exc)))
         return EvictionResult(EvictionOutcome.EVICTED)
 
@@ -362,6 +411,7 @@ def prom_config(settings: Settings) -> PromConfig | None:
         ca_file=settings.prometheus_ca_file,
         verify_tls=not settings.prometheus_insecure,
         host_label=settings.host_label,
+        engines=engines(settings.session_metrics),
     )
 
 

@@ -231,6 +231,7 @@ def pdb_record(obj: dict[str, Any]) -> Budget:
         current_healthy=int(status.get("currentHealthy") or 0),
         desired_healthy=int(status.get("desiredHealthy") or 0),
         expected_pods=int(status.get("expectedPods") or 0),
+        unhealthy_pod_eviction_policy=str(spec.get("unhealthyPodEvictionPolicy") or "IfHealthyBudget"),
     )
 
 

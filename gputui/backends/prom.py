@@ -11,6 +11,7 @@ call has a timeout and no retry: a dead Prometheus must never stall the screen.
 from __future__ import annotations
 
 import time
+from math import isfinite
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
@@ -21,11 +22,9 @@ from urllib3.util import Retry
 from gputui.backends.base import BackendError
 from gputui.backends.gcpause import gc_paused
 from gputui.backends.join import GpuSample, Metrics
-from gputui.model import GpuSummary
+from gputui.backends.session_metrics import BUILTIN_ENGINES, Engine, queries as session_queries
+from gputui.model import UNREADABLE, GpuSummary
 
-# Live requests per inference pod (gpu-signals.md); running vs queued.
-RUNNING_METRICS = ("vllm:num_requests_running", "sglang:num_running_reqs", "trtllm_num_requests_running", "tgi_batch_current_size")
-WAITING_METRICS = ("vllm:num_requests_waiting", "sglang:num_queue_reqs", "trtllm_num_requests_waiting", "tgi_queue_size", "nv_inference_pending_request_count")
 HOST_LABELS = ("Hostname", "hostname")
 DEFAULT_TIMEOUT_S = 3.0
 
@@ -40,17 +39,7 @@ class PromConfig:
     verify_tls: bool = True
     ca_file: str | None = None
     host_label: str | None = None  # None: accept both spellings
-
-
-def _names_regex(names: Iterable[str]) -> str:
-    return "|".join(n.replace(".", "\\\\.") for n in names)
-
-
-_BY_POD = "sum by (namespace, pod, exported_namespace, exported_pod)"
-SESSION_QUERIES = {
-    "running": f'{_BY_POD} ({{__name__=~"{_names_regex(RUNNING_METRICS)}"}})',
-    "waiting": f'{_BY_POD} ({{__name__=~"{_names_regex(WAITING_METRICS)}"}})',
-}
+    engines: tuple[Engine, ...] = BUILTIN_ENGINES  # which series carry each engine's live requests
 
 
 def _one_line(exc: Exception) -> str:
@@ -78,6 +67,7 @@ class PromSource:
             auth=cfg.basic_auth, timeout=cfg.timeout, method="POST",
         )
         self.queries = 0  # for the benchmark: queries sent so far
+        self.session_queries = session_queries(cfg.engines)
 
     def _query(self, promql: str) -> list[dict[str, Any]]:
         self.queries += 1
@@ -109,7 +99,7 @@ class PromSource:
                 host = labels.get(label) if label else labels.get(first) or labels.get(second)
             except (KeyError, ValueError, TypeError, IndexError, AttributeError):
                 continue
-            if host:
+            if host and isfinite(value):  # NaN or Inf says nothing: the field stays unknown
                 out[host] = value
         return out
 
@@ -143,7 +133,7 @@ class PromSource:
             # before aggregating spares Prometheus a group per GPU of the fleet.
             "xid": f"max by ({by}) (DCGM_FI_DEV_XID_ERRORS{sel} != 0)",
             "health": f"max by ({by}) (DCGM_EXP_GPU_HEALTH_STATUS{sel} > 0)",
-            **SESSION_QUERIES,
+            **self.session_queries,
         }
         results = self._run(queries)
 
@@ -156,6 +146,8 @@ class PromSource:
                     value = float(series["value"][1])
                 except (KeyError, ValueError, TypeError, IndexError):
                     continue
+                if not isfinite(value):
+                    continue  # NaN or Inf says nothing: the field stays unknown
                 host = self._host(labels)
                 if not host:
                     continue
@@ -192,7 +184,7 @@ class PromSource:
             "power": f"sum by ({by_host}) (DCGM_FI_DEV_POWER_USAGE)",
             "xid": f"max by ({by_gpu}) (DCGM_FI_DEV_XID_ERRORS != 0)",
             "health": f"max by ({by_gpu}) (DCGM_EXP_GPU_HEALTH_STATUS > 0)",
-            **SESSION_QUERIES,
+            **self.session_queries,
         }
         results = self._run(queries)
         util, count, fb_used, temp, power = (
@@ -203,7 +195,7 @@ class PromSource:
                 labels = series.get("metric", {})
                 try:
                     index, value = int(labels.get("gpu", "")), int(float(series["value"][1]))
-                except (KeyError, ValueError, TypeError, IndexError):
+                except (KeyError, ValueError, TypeError, IndexError, OverflowError):
                     continue
                 host = self._host(labels)
                 if host:
@@ -230,7 +222,7 @@ class PromSource:
         """Live requests of every inference pod: the part of a refresh that cannot wait for the next
         DCGM read (two queries over a few series per pod)."""
         with gc_paused():
-            return self._sessions(self._run(SESSION_QUERIES))
+            return self._sessions(self._run(self.session_queries))
 
     def sessions_for(self, pods: Iterable[tuple[str, str]]) -> dict[tuple[str, str], tuple[int | None, int | None]]:
         """Live requests of a few pods (namespace, name): what a running drain polls, two small queries
@@ -238,13 +230,7 @@ class PromSource:
         wanted = set(pods)
         if not wanted:
             return {}
-        names = _names_regex(sorted({name for _ns, name in wanted}))
-        queries = {}
-        for field_name, metrics in (("running", RUNNING_METRICS), ("waiting", WAITING_METRICS)):
-            metric = _names_regex(metrics)
-            # The pod label comes from the scrape target, or is kept as exported_pod (honor_labels off).
-            queries[field_name] = (f'{_BY_POD} ({{__name__=~"{metric}", pod=~"{names}"}} '
-                                   f'or {{__name__=~"{metric}", exported_pod=~"{names}"}})')
+        queries = session_queries(self.cfg.engines, (name for _ns, name in wanted))
         with gc_paused():
             found = self._sessions(self._run(queries))
         return {key: counts for key, counts in found.items() if key in wanted}  # same name, other namespace
@@ -278,7 +264,7 @@ class PromSource:
                 index = int(s["metric"].get("gpu", ""))
             except ValueError:
                 continue
-            out[index] = [float(v) for _, v in s.get("values", [])]
+            out[index] = [_finite(v) for _, v in s.get("values", [])]
         return out
 
     def close(self) -> None:
@@ -286,8 +272,9 @@ class PromSource:
 
 
 def _counts_by_pod(series_list: list[dict[str, Any]]) -> dict[tuple[str, str], int]:
-    """Requests per (namespace, pod), summed over a pod's series. Runs on every refresh over every
-    inference pod of the fleet: kept plain."""
+    """Requests per (namespace, pod), summed over a pod's series; UNREADABLE where a value is NaN, +-Inf,
+    negative or not a number (the series is there but says nothing: never read as 0). Runs on every refresh
+    over every inference pod of the fleet: kept plain."""
     out: dict[tuple[str, str], int] = {}
     get = out.get
     for series in series_list:
@@ -295,15 +282,29 @@ def _counts_by_pod(series_list: list[dict[str, Any]]) -> dict[tuple[str, str], i
             labels = series["metric"]
             key = (labels.get("namespace") or labels["exported_namespace"], labels.get("pod") or labels["exported_pod"])
             text = series["value"][1]
+        except (KeyError, TypeError, IndexError, AttributeError):
+            continue  # no pod to name
+        if not (key[0] and key[1]):
+            continue
+        try:
+            value = int(text)  # Prometheus writes whole numbers without a point; int() is 6x faster
+        except (ValueError, TypeError):
             try:
-                value = int(text)  # Prometheus writes whole numbers without a point; int() is 6x faster
-            except ValueError:
-                value = int(float(text))
-        except (KeyError, ValueError, TypeError, IndexError, AttributeError, OverflowError):
-            continue  # no pod to name, or not a number
-        if key[0] and key[1]:
-            out[key] = get(key, 0) + value
+                value = int(float(text))  # NaN raises ValueError, Inf OverflowError
+            except (ValueError, TypeError, OverflowError):
+                value = UNREADABLE
+        before = get(key, 0)
+        out[key] = UNREADABLE if value < 0 or before == UNREADABLE else before + value
     return out
+
+
+def _finite(text: Any) -> float | None:
+    """A sample as a number, None when it is NaN, +-Inf or not a number (drawn as unknown, not as 0)."""
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        return None
+    return value if isfinite(value) else None
 
 
 def _dt(ts: float):

@@ -18,6 +18,19 @@ def default_audit_path() -> Path:
     return state_dir() / "audit.jsonl"
 
 
+def audit_path(configured: str | None, simulated: bool) -> Path:
+    """Where writes are logged: the configured file or the default; the demo cluster's simulated writes
+    go to a file of their own beside it, so they never mix with a real cluster's record."""
+    path = Path(configured) if configured else default_audit_path()
+    return path.with_name(f"{path.stem}-demo{path.suffix}") if simulated else path
+
+
+def audit_for(configured: str | None, backend: Any) -> "AuditLog":
+    """The one way every front end (TUI, drain, shift) builds its audit log for a backend."""
+    identity = getattr(backend.writer, "identity", "unknown")
+    return AuditLog(audit_path(configured, backend.simulated), identity, backend.context)
+
+
 class AuditLog:
     def __init__(self, path: Path | None, identity: str, context: str) -> None:
         self.path = path

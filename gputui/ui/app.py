@@ -330,8 +330,15 @@ class GputuiApp(App[None]):
         self.settings, self.backend = settings, backend
         self.audit = AuditLog(self.audit.path, getattr(backend.writer, "identity", "unknown"), backend.context)
         self.snapshot, self.poll_error = None, None
-        old.close()
-        self.notify(f"now on {backend.context}")
+        session = self.drain_session
+        if session is not None and not session.finished and session.backend is old:
+            # The running drain keeps its own connection (and closes it when it ends): closing it now
+            # would make every pod look gone.
+            self.notify(f"now on {backend.context}; the drain of {', '.join(session.nodes)} goes on on {old.context}",
+                        markup=False)
+        else:
+            old.close()
+            self.notify(f"now on {backend.context}")
         self._show_snapshot()
         self.poll_now()
 

@@ -139,7 +139,7 @@ class DashboardScreen(Screen):
         self._offer_resume(snap)
 
     def _offer_resume(self, snap) -> None:
-        from gputui.ops.drain_run import resumable
+        from gputui.ops.drain.options import resumable
 
         if self.app.drain_session is not None and not self.app.drain_session.finished:
             return
@@ -250,7 +250,7 @@ class DashboardScreen(Screen):
         if self.app.drain_session is not None and not self.app.drain_session.finished:
             self.app.notify("A drain is running: see it with p, or abort it first.", severity="warning")
             return
-        from gputui.ops.drain_plan import DrainOptions
+        from gputui.ops.drain.options import DrainOptions
         from gputui.ui.drain_screens import DrainPlanScreen
 
         def chosen(options) -> None:
@@ -276,15 +276,22 @@ class DashboardScreen(Screen):
         self.app.push_screen(DrainProgressScreen(self.app.drain_session))
 
     def action_resume_drains(self) -> None:
-        from gputui.ops.drain_run import options_from_node, resumable
+        from gputui.ops.drain.options import DrainRecordError, resumable, saved_drain
 
         snap = self.app.snapshot
         nodes = resumable(snap) if snap else []
         if not nodes:
             self.app.notify("No interrupted drain to resume.")
             return
-        options, _ = options_from_node(snap, nodes[0])
-        deadlines = {n: d for n in nodes if (d := options_from_node(snap, n)[1])}
+        options, deadlines = {}, {}
+        for n in nodes:  # each node to the end it was started for, with its own options
+            try:
+                options[n], deadline = saved_drain(snap.node(n))
+            except DrainRecordError as exc:
+                self.app.notify(str(exc), severity="error", markup=False)
+                return
+            if deadline:
+                deadlines[n] = deadline
         self._start(nodes, options, deadlines)
 
     def action_shift(self) -> None:

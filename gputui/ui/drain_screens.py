@@ -20,9 +20,10 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Input, Static
 
-from gputui.ops.drain_batch import run_batch
-from gputui.ops.drain_plan import DrainOptions, DrainPlan, Step, plan_drain
-from gputui.ops.drain_run import DrainControl, DrainEvent
+from gputui.ops.drain.batch import run_batch
+from gputui.ops.drain.events import FINAL, DrainControl, DrainEvent, EventKind as K
+from gputui.ops.drain.options import DrainOptions
+from gputui.ops.drain.plan import BatchPlan, DrainPlan, Step, plan_batch, sessions_text
 from gputui.render import ago, elide_middle
 from gputui.ui.footer import KeyFooter
 from gputui.ui.key_table import KeyTable
@@ -44,6 +45,9 @@ class PodRow:
     state: str = "pending"
     sessions: int | None = None
     message: str = ""
+    deadline: float | None = None  # when the wait ends (epoch seconds)
+    tries: int = 0  # PDB 429s so far
+    last_try: float | None = None
 
 
 @dataclass
@@ -58,28 +62,35 @@ class DrainSession:
     node_state: dict[str, str] = field(default_factory=dict)
     log: list[str] = field(default_factory=list)
     finished: bool = False
+    aborted: bool = False
+    backend: object = None  # the backend the drain runs on (kept open by it across a context switch)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def apply(self, event: DrainEvent, now: float) -> None:
         with self.lock:
             if event.pod:
                 row = self.pods.setdefault(event.pod, PodRow(event.node, event.pod))
-                row.state = {"sessions-cut": row.state, "info": row.state}.get(event.kind, event.kind)
-                if event.sessions is not None and event.kind == "waiting":
-                    row.sessions = event.sessions
-                if event.kind != "waiting":
+                if event.kind not in (K.SESSIONS_CUT, K.INFO):
+                    row.state = event.kind.value
+                if event.kind is K.WAITING:
+                    row.sessions, row.deadline = event.sessions, event.deadline
+                else:
                     row.message = event.message
+                if event.kind is K.BLOCKED:
+                    row.tries, row.last_try = event.count, now
+                    if event.count > 1:
+                        return  # one line per blocked pod, with its count: not one log line per retry
             else:
-                self.node_state[event.node] = event.kind
-            if event.kind not in ("waiting", "tick"):
+                self.node_state[event.node] = event.kind.value
+            if event.kind not in (K.WAITING, K.TICK):
                 stamp = time.strftime("%H:%M:%S", time.localtime(now))
-                self.log.append(f"{stamp} {event.node} {event.kind} {event.pod} {event.message}".rstrip())
+                self.log.append(f"{stamp} {event.node} {event.kind.value} {event.pod} {event.message}".rstrip())
                 del self.log[:-200]
 
 
-def render_plan(plans: list[DrainPlan], palette) -> Group:
+def render_plan(batch: BatchPlan, palette) -> Group:
     parts = []
-    for plan in plans:
+    for plan in batch.plans:
         title = Text(f"node/{plan.node}", style="bold")
         if plan.already_cordoned:
             title.append("  already cordoned", style="dim")
@@ -98,7 +109,7 @@ def render_plan(plans: list[DrainPlan], palette) -> Group:
                 note = (note + "; " if note else "") + p.budget_note
             table.add_row(
                 Text(p.step.value, style=style), Text(p.pod.key), str(p.pod.gpu_request or "–"),
-                "–" if p.pod.live_sessions is None else str(p.pod.live_sessions),
+                "–" if p.step is Step.SKIP else sessions_text(p.pod),
                 Text(note, style=palette.alert if p.pdb_blocks_now or p.step is Step.ERROR else ""),
             )
         parts.append(table)
@@ -107,7 +118,12 @@ def render_plan(plans: list[DrainPlan], palette) -> Group:
         parts.append(cap)
         for error in plan.errors:
             parts.append(Text("blocked: " + error, style=f"bold {palette.alert}"))
+        for warning in plan.warnings:
+            parts.append(Text("warning: " + warning, style=palette.cordoned))
         parts.append(Text(""))
+    if len(batch.plans) > 1:
+        for line in batch.describe():
+            parts.append(Text(line, style=palette.ok if batch.fits else f"bold {palette.alert}"))
     return Group(*parts)
 
 
@@ -119,6 +135,7 @@ class DrainPlanScreen(ModalScreen[DrainOptions | None]):
         Binding("escape,n", "cancel", "Cancel", id="drain-cancel"),
         Binding("e", "toggle('delete_emptydir_data')", "emptyDir", id="drain-emptydir"),
         Binding("f", "toggle('force')", "Force", id="drain-force"),
+        Binding("u", "toggle('evict_unknown_at_deadline')", "Unknown: evict at deadline", id="drain-evict-unknown"),
         Binding("plus,equals_sign", "deadline(1)", "+5m", id="drain-deadline-up"),
         Binding("minus", "deadline(-1)", "-5m", id="drain-deadline-down"),
         Binding("D", "delete_mode", "Delete w/o eviction", id="drain-delete-mode", show=False),
@@ -142,21 +159,29 @@ class DrainPlanScreen(ModalScreen[DrainOptions | None]):
         self.query_one("#drain-confirm-delete").display = False
         self.refresh_plan()
 
-    def plans(self) -> list[DrainPlan]:
+    def batch(self) -> BatchPlan:
         snap = self.app.snapshot
-        return [plan_drain(snap, n, self.options, batch=set(self.nodes)) for n in self.nodes if snap.node(n)]
+        return plan_batch(snap, [n for n in self.nodes if snap.node(n)], self.options)
+
+    def plans(self) -> list[DrainPlan]:
+        return list(self.batch().plans)
 
     def refresh_plan(self) -> None:
-        plans = self.plans()
+        batch = self.batch()
+        plans = list(batch.plans)
         palette = self.app.palette
         sessions = sum(p.live_sessions for p in plans)
+        unknown = sum(len(p.unknown_pods) for p in plans)
         title = Text(f"Drain {self.nodes[0]}" if len(self.nodes) == 1 else f"Drain {len(self.nodes)} nodes", style="bold")
         title.append(f"   {sessions} live sessions will be waited for", style=palette.draining)
+        if unknown:
+            title.append(f"; {unknown} pods with sessions unknown", style=f"bold {palette.alert}")
         self.query_one("#drain-title", Static).update(title)
-        self.query_one("#drain-plan", Static).update(render_plan(plans, palette))
+        self.query_one("#drain-plan", Static).update(render_plan(batch, palette))
         o = self.options
         opts = Text()
-        for key, label, on in (("e", "delete emptyDir data", o.delete_emptydir_data), ("f", "force", o.force)):
+        for key, label, on in (("e", "delete emptyDir data", o.delete_emptydir_data), ("f", "force", o.force),
+                               ("u", "sessions unknown at deadline: evict", o.evict_unknown_at_deadline)):
             opts.append(f"[{key}] ", style="bold")
             opts.append(f"{label}: {'on' if on else 'off'}   ", style=palette.cordoned if on else "")
         opts.append("[+/-] ", style="bold")
@@ -207,9 +232,13 @@ class DrainPlanScreen(ModalScreen[DrainOptions | None]):
         self.dismiss(None)
 
 
-def start_drain(app, nodes: list[str], options: DrainOptions, deadlines: dict[str, float] | None = None) -> DrainSession:
-    """Run the batch in an app-level thread; the session object carries its state."""
-    session = DrainSession(nodes, options, app.clock(), {n: DrainControl() for n in nodes})
+def start_drain(app, nodes: list[str], options: DrainOptions | dict[str, DrainOptions],
+                deadlines: dict[str, float] | None = None, take_over: bool = False) -> DrainSession:
+    """Run the batch in an app-level thread; the session object carries its state. The drain keeps the
+    backend it started on: a context switch meanwhile leaves it open until the drain ends."""
+    shown = options if isinstance(options, DrainOptions) else next(iter(options.values()), DrainOptions())
+    backend = app.backend
+    session = DrainSession(nodes, shown, app.clock(), {n: DrainControl() for n in nodes}, backend=backend)
     app.drain_session = session
 
     def work() -> None:
@@ -225,23 +254,30 @@ def start_drain(app, nodes: list[str], options: DrainOptions, deadlines: dict[st
                     raise _Interrupted
                 time.sleep(min(0.1, max(0.0, end - time.monotonic())))
 
-        gen = run_batch(nodes, app.backend.reader, app.backend.writer, app.audit, options,
+        gen = run_batch(nodes, backend.reader, backend.writer, app.audit, options,
                         parallel=app.settings.drain_parallel, controls=session.controls,
-                        deadlines=deadlines, clock=app.clock, sleep=nap, poll_s=app.drain_poll_s)
+                        deadlines=deadlines, clock=app.clock, sleep=nap, poll_s=app.drain_poll_s,
+                        take_over=take_over)
         try:
             for event in gen:
                 session.apply(event, app.clock())
         except _Interrupted:
-            session.apply(DrainEvent(",".join(nodes), "info", message="interrupted by quitting"), app.clock())
+            session.apply(DrainEvent(",".join(nodes), K.INFO, message="interrupted by quitting"), app.clock())
         except Exception as exc:  # shown, never a traceback
-            session.apply(DrainEvent(",".join(nodes), "failed", message=str(exc)), app.clock())
+            session.apply(DrainEvent(",".join(nodes), K.FAILED, message=str(exc)), app.clock())
         finally:
+            session.aborted = any(c.aborted for c in session.controls.values())
             session.finished = True
+            if backend is not app.backend:  # the app moved to another context meanwhile
+                backend.close()
             if not worker.is_cancelled:
                 app.call_from_thread(app.poll_now)
 
     app.run_worker(work, thread=True, group="drain", exit_on_error=False)
     return session
+
+
+ACTIONS = ("evict_now", "extend", "abort")
 
 
 class DrainProgressScreen(Screen):
@@ -256,6 +292,7 @@ class DrainProgressScreen(Screen):
     def __init__(self, session: DrainSession) -> None:
         super().__init__()
         self.session = session
+        self._timer = None
 
     def compose(self) -> ComposeResult:
         yield HeaderBar()
@@ -267,31 +304,73 @@ class DrainProgressScreen(Screen):
 
     def on_mount(self) -> None:
         table = self.query_one("#drain-pods", DataTable)
-        for key, label, width in (("node", "Node", 12), ("pod", "Pod", 34), ("state", "State", 12),
-                                  ("sessions", "Sessions", 8), ("message", "Detail", 40)):
+        # At 80 columns every column still shows: the deadline is what an operator watches.
+        narrow = self.app.size.width < 120
+        self._pod_width = 20 if narrow else 30
+        for key, label, width in (("node", "Node", 11 if narrow else 12), ("pod", "Pod", self._pod_width),
+                                  ("state", "State", 9 if narrow else 11), ("sessions", "Sessions", 8),
+                                  ("deadline", "Deadline", 12 if narrow else 15), ("message", "Detail / next", 60)):
             table.add_column(label, width=width, key=key)
-        self.set_interval(0.5, self.show_snapshot)
+        self._timer = self.set_interval(0.5, self.show_snapshot)
         self.show_snapshot()
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        """A finished or aborted drain has nothing left to act on: its keys are gone from the footer."""
+        if action in ACTIONS and (self.session.finished or self.session.aborted):
+            return False
+        return True
+
+    def _deadline_text(self, row: PodRow, now: float) -> Text:
+        if row.state != "waiting" or row.deadline is None:
+            return Text("")
+        left = row.deadline - now
+        clock = time.strftime("%H:%M", time.localtime(row.deadline))
+        return Text(f"{clock} in {ago(max(0.0, left))}" if left > 0 else f"{clock} now")
+
+    def _next_text(self, row: PodRow, now: float) -> str:
+        """What happens next to this pod, in words."""
+        o = self.session.options
+        if row.state == "waiting":
+            if row.sessions is None:
+                then = "evicted (chosen)" if o.evict_unknown_at_deadline else "left in place"
+                return f"sessions unknown; at the deadline: {then}"
+            return f"evicted at <= {o.session_threshold} sessions, or at the deadline (cutting what is left)"
+        if row.state == "blocked":
+            when = time.strftime("%H:%M:%S", time.localtime(row.last_try)) if row.last_try else "?"
+            return f"PDB: {row.tries} tries, last {when}; evicted when the PDB allows. {row.message}"
+        return row.message
 
     def show_snapshot(self) -> None:
         self.query_one(HeaderBar).refresh_text()
         s = self.session
         palette = self.app.palette
+        now = self.app.clock()
         with s.lock:
             rows = {
-                key: (Text(r.node), Text(elide_middle(key, 34)), Text(r.state, style={
+                key: (Text(r.node), Text(elide_middle(key, self._pod_width)), Text(r.state, style={
                     "waiting": palette.draining, "blocked": palette.cordoned, "failed": f"bold {palette.alert}",
+                    "held": f"bold {palette.alert}", "paused": palette.cordoned,
                     "gone": palette.ok, "evicted": palette.ok}.get(r.state, "")),
-                      Text("–" if r.sessions is None else str(r.sessions).rjust(8)), Text(r.message))
+                      Text(("unknown" if r.sessions is None and r.state == "waiting" else
+                            "–" if r.sessions is None else str(r.sessions)).rjust(8)),
+                      self._deadline_text(r, now), Text(self._next_text(r, now)))
                 for key, r in s.pods.items()
             }
             log = list(s.log[-6:])
-            done = sum(1 for st in s.node_state.values() if st in ("done", "aborted", "failed"))
+            done = sum(1 for st in s.node_state.values() if st in {k.value for k in FINAL})
         sync_rows(self.query_one("#drain-pods", DataTable), rows)
         self.query_one("#drain-nodes", Static).update(self._node_bars(palette))
         summary = Text(" Drain ", style="bold")
-        summary.append(f"{done}/{len(s.nodes)} nodes finished" if not s.finished else "finished")
-        summary.append(f"   running {ago(self.app.clock() - s.started)}", style="dim")
+        if s.finished:
+            summary.append("ABORTED" if s.aborted else "FINISHED", style=f"bold {palette.alert if s.aborted else palette.ok}")
+            summary.append(f"   {done}/{len(s.nodes)} nodes ended; actions are off", style="dim")
+            if self._timer is not None:  # nothing moves any more: stop redrawing
+                self._timer.stop()
+                self._timer = None
+                self.refresh_bindings()
+        else:
+            summary.append(f"{done}/{len(s.nodes)} nodes finished")
+            summary.append(f"   running {ago(now - s.started)}", style="dim")
         self.query_one("#drain-summary", Static).update(summary)
         self.query_one("#drain-log", Static).update(Text("\n".join(log), style="dim"))
 
@@ -310,7 +389,9 @@ class DrainProgressScreen(Screen):
                 out.append(f" {node:<14.14} ")
                 out.append_text(bar(pct, 20, palette.ok if state == "done" else palette.draining))
                 live = sum(r.sessions or 0 for r in mine if r.state == "waiting")
-                out.append(f" {moved}/{len(mine)} pods  {state}" + (f"  {live} sessions left" if live else "") + "\n")
+                unknown = sum(1 for r in mine if r.state == "waiting" and r.sessions is None)
+                out.append(f" {moved}/{len(mine)} pods  {state}" + (f"  {live} sessions left" if live else "")
+                           + (f"  {unknown} unknown" if unknown else "") + "\n")
         out.rstrip()
         return out
 
@@ -321,21 +402,48 @@ class DrainProgressScreen(Screen):
         key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
         return self.session.pods[key].node, key
 
+    def _confirm(self, title: str, body: str, then) -> None:
+        from gputui.ui.confirm import ConfirmScreen
+
+        self.app.push_screen(ConfirmScreen(title, body), lambda yes: then() if yes else None)
+
     def action_evict_now(self) -> None:
         sel = self._selected()
-        if sel:
-            node, pod = sel
+        if not sel or self.session.finished:
+            return
+        node, pod = sel
+        row = self.session.pods[pod]
+        if row.state in ("gone", "evicted", "terminating", "failed", "held"):
+            self.notify(f"{pod} is {row.state}: nothing to evict", markup=False)
+            return
+        cut = "its sessions are UNKNOWN: any it holds will be cut" if row.sessions is None and row.state == "waiting" \
+            else f"{row.sessions or 0} live sessions will be cut"
+
+        def go() -> None:
             self.session.controls[node].evict_now(pod)
-            self.notify(f"{pod}: evicting now; its live sessions will be cut", severity="warning")
+            self.notify(f"{pod}: evicting now", severity="warning", markup=False)
+
+        self._confirm(f"Evict {pod} now?", f"{cut}. The Eviction API still honours its PodDisruptionBudget.", go)
 
     def action_extend(self) -> None:
         sel = self._selected()
-        if sel:
+        if sel and not self.session.finished:
             node, pod = sel
             self.session.controls[node].extend(pod, EXTEND_S)
-            self.notify(f"{pod}: deadline +5m")
+            self.notify(f"{pod}: deadline +5m", markup=False)
 
     def action_abort(self, uncordon: bool) -> None:
-        for control in self.session.controls.values():
-            control.abort(uncordon)
-        self.notify("Aborting: " + ("nodes will be uncordoned" if uncordon else "nodes stay cordoned"))
+        if self.session.finished:
+            return
+        with self.session.lock:
+            waiting = [r for r in self.session.pods.values() if r.state == "waiting"]
+        live = sum(r.sessions or 0 for r in waiting)
+        then = "uncordoned" if uncordon else "left cordoned"
+
+        def go() -> None:
+            for control in self.session.controls.values():
+                control.abort(uncordon)
+            self.notify("Aborting: " + ("nodes will be uncordoned" if uncordon else "nodes stay cordoned"))
+
+        self._confirm("Abort the drain?", f"No session is cut: the {len(waiting)} pods still waiting ({live} live "
+                      f"sessions) stay where they are. The nodes will be {then}; pods already evicted do not come back.", go)

@@ -78,7 +78,7 @@ def test_filter_open_cordon_help_quit(tmux, tmp_path):
     screen = tmux.wait_for("Cordoned")
     row = next(line for line in screen.splitlines() if "gpu-h100-07" in line)
     assert "Cordoned" in row
-    audit = [json.loads(line) for line in (tmp_path / "state" / "gputui" / "audit.jsonl").read_text().splitlines()]
+    audit = [json.loads(line) for line in (tmp_path / "state" / "gputui" / "audit-demo.jsonl").read_text().splitlines()]
     assert (audit[-1]["action"], audit[-1]["target"], audit[-1]["result"]) == ("cordon", "node/gpu-h100-07", "ok")
 
     tmux.keys("?")

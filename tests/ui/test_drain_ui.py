@@ -31,7 +31,7 @@ async def test_drain_plan_then_progress_then_done(app_factory, tmp_path):
         await wait_for(pilot, lambda: app.snapshot.node(node).annotations.get(DRAIN_PHASE_ANNOTATION) == "done")
         assert not [p for p in app.snapshot.pods_on(node) if p.owner_kind != "DaemonSet" and not p.deleting]
     actions = [json.loads(l)["action"] for l in (tmp_path / "audit.jsonl").read_text().splitlines()]
-    assert actions[0] == "cordon" and "evict" in actions
+    assert actions[:2] == ["lease", "cordon"] and "evict" in actions
 
 
 async def test_drain_blocked_plan_cannot_start(app_factory):

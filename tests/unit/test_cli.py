@@ -86,11 +86,30 @@ def test_nodes_json_shape(tmp_path):
 def test_nodes_table_and_global_flags_before_subcommand(tmp_path):
     out = run("--demo", "nodes", home=tmp_path)
     assert out.returncode == 0, out.stderr
-    assert "gpu-h100-01" in out.stdout and "simulated" in out.stdout
+    assert "gpu-h100-01" in out.stdout and "SIMULATED" in out.stdout
     assert "≠535.183.01" in out.stdout  # drift marked without colour
 
 
-def test_without_kubeconfig_nodes_fall_back_to_demo(tmp_path):
-    out = run("nodes", "-o", "json", home=tmp_path)
-    assert out.returncode == 0
-    assert len(json.loads(out.stdout)) >= 24
+def test_headless_never_falls_back_to_the_demo(tmp_path):
+    """The bug: with no kubeconfig, `gputui drain NODE` drained the simulated cluster, said "drained" and
+    exited 0. A headless command now stops with one line unless --demo was given."""
+    for args in (("nodes", "-o", "json"), ("drain", "gpu-h100-01"), ("drain", "gpu-h100-01", "--dry-run"),
+                 ("shift", "llm/llama-3-70b-instruct", "--to", "v1=50", "--to", "v2=50")):
+        out = run(*args, home=tmp_path)
+        assert out.returncode == 2, (args, out.stdout)
+        assert out.stderr.count("\n") == 1 and "no kubeconfig found" in out.stderr and "--demo" in out.stderr
+        assert "Traceback" not in out.stderr and out.stdout == ""
+
+
+def test_demo_output_always_says_simulated(tmp_path):
+    nodes = json.loads(run("--demo", "nodes", "-o", "json", home=tmp_path).stdout)
+    assert len(nodes) >= 24 and all(n["simulated"] is True for n in nodes)
+    plan = json.loads(run("--demo", "drain", "gpu-l40s-01", "--dry-run", "-o", "json", home=tmp_path).stdout)
+    assert plan["simulated"] is True
+    text = run("--demo", "drain", "gpu-l40s-01", "--dry-run", home=tmp_path).stdout
+    assert text.startswith("# SIMULATED")
+    done = run("--demo", "drain", "gpu-l40s-05", "--session-deadline", "1s", home=tmp_path)
+    assert "SIMULATED" in done.stdout.splitlines()[0] and "SIMULATED" in done.stdout.splitlines()[-1]
+    # Its writes went to the demo's own audit file, never the real one.
+    state = tmp_path / ".state" / "gputui"
+    assert (state / "audit-demo.jsonl").exists() and not (state / "audit.jsonl").exists()

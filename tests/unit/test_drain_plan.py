@@ -4,7 +4,7 @@ import pytest
 
 from gputui.backends.demo import DemoCluster
 from gputui.model import Budget, ClusterSnapshot, InferencePod, Node
-from gputui.ops.drain_plan import DrainOptions, Step, classify, plan_drain, plan_json
+from gputui.ops.drain.plan import DrainOptions, Step, classify, plan_drain, plan_json
 from tests.demo_clock import ManualClock
 
 
@@ -70,23 +70,32 @@ def test_plan_names_budgets_sessions_and_errors():
     assert data["pods"][0]["budgets"][0]["name"] == "llm-pdb"
 
 
-def test_without_session_metrics_an_inference_pod_is_not_evicted_blindly():
+def test_an_unknown_session_count_is_waited_on_never_read_as_zero():
+    """The bug this replaces: with Prometheus up but a serving pod's series gone, the plan said
+    "0 live sessions" and evicted it at once."""
     from dataclasses import replace
 
-    from gputui.model import SourceStatus
+    from gputui.model import SessionState, SourceStatus
 
-    pods = [pod(name="llm", service="llama", version="v1", gpu_request=4), pod(name="batch", gpu_request=1)]
-    down = replace(snapshot_with(pods), sources=(SourceStatus("metrics", 10.0, "unavailable: connection refused"),))
-    plan = plan_drain(down, "n1")
-    by = {p.pod.name: p for p in plan.pods}
-    assert by["llm"].step is Step.ERROR and "live sessions unknown (metrics unavailable: connection refused)" in by["llm"].note
-    assert by["batch"].step is Step.EVICT  # not an inference pod: kubectl's behaviour
-    assert plan.blocked
-    forced = plan_drain(down, "n1", DrainOptions(force=True))
-    llm = next(p for p in forced.pods if p.pod.name == "llm")
-    assert llm.step is Step.EVICT and "any will be cut" in llm.note and not forced.blocked
-    fine = replace(snapshot_with(pods), sources=(SourceStatus("metrics", 10.0, None),))
-    assert next(p for p in plan_drain(fine, "n1").pods if p.pod.name == "llm").step is Step.EVICT  # no signal served
+    pods = [pod(name="llm", service="llama", version="v1", gpu_request=4, session_signal=True),
+            pod(name="nan", service="llama", sessions_running=-1, sessions_waiting=2, session_signal=True),
+            pod(name="batch", gpu_request=1)]
+    for source in (SourceStatus("metrics", 10.0, "unavailable: connection refused"), SourceStatus("metrics", 10.0)):
+        snap = replace(snapshot_with(pods), sources=(source,))
+        plan = plan_drain(snap, "n1")
+        by = {p.pod.name: p for p in plan.pods}
+        for name in ("llm", "nan"):
+            assert by[name].pod.session_state is SessionState.UNKNOWN and by[name].pod.live_sessions is None
+            assert by[name].step is Step.WAIT_SESSIONS and "sessions unknown" in by[name].note
+            assert "left in place at its deadline" in by[name].note
+        assert by["batch"].step is Step.EVICT  # no session signal: kubectl's behaviour
+        assert not plan.blocked and plan.live_sessions == 0 and len(plan.unknown_pods) == 2
+        assert "2 pods with sessions unknown" in plan.describe_sessions()
+        assert plan_json(plan)["pods"][1]["session_state"] == "unknown"
+    down = plan_drain(replace(snapshot_with(pods), sources=(SourceStatus("metrics", 10.0, "unavailable: x"),)), "n1")
+    assert "metrics unavailable: x" in down.pods[1].note
+    chosen = plan_drain(snapshot_with(pods), "n1", DrainOptions(evict_unknown_at_deadline=True))
+    assert "possibly cut (chosen)" in chosen.pods[1].note
 
 
 def test_selector_and_multiple_budgets():

@@ -5,8 +5,11 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from gputui.backends.demo import DemoCluster
 from gputui.model import DRAIN_PHASE_ANNOTATION, NodeState
 from gputui.ops.audit import AuditLog
-from gputui.ops.drain_plan import DrainOptions, plan_drain
-from gputui.ops.drain_run import DrainControl, options_from_node, resumable, run_drain
+from gputui.ops.drain.plan import DrainOptions, plan_batch, plan_drain
+from gputui.ops.drain.events import DrainControl
+from gputui.ops.drain.options import resumable, saved_drain
+from gputui.ops.drain.report import Outcome
+from gputui.ops.drain.run import run_drain
 from tests.demo_clock import ManualClock
 
 
@@ -86,7 +89,7 @@ def test_abort_leaves_node_cordoned_or_uncordons():
                 control.abort(uncordon=uncordon)
 
         report, events = drive(cluster, clock, plan_drain(snap, node), control, abort_when_waiting)
-        assert report.aborted and events[-1].kind == "aborted"
+        assert report.outcome is Outcome.ABORTED and events[-1].kind == "aborted"
         state = cluster.snapshot().node(node)
         assert state.unschedulable is (not uncordon)
         assert state.annotations[DRAIN_PHASE_ANNOTATION] == "aborted"
@@ -120,7 +123,7 @@ def test_interrupted_drain_is_visible_and_resumes_to_the_same_end():
     snap = cluster.snapshot()
     assert resumable(snap) == [node]
     assert snap.node(node).state is NodeState.DRAINING
-    options, deadline = options_from_node(snap, node)
+    options, deadline = saved_drain(snap.node(node))
     assert options.session_deadline_s == 1234
     assert abs(deadline - (started + 1234)) <= 1  # the original deadline, not a fresh one
     report, _ = drive(cluster, clock, plan_drain(snap, node, options), deadline=deadline)
@@ -162,14 +165,19 @@ def test_no_session_is_lost_unless_chosen_and_no_budget_is_violated(seed, node_i
 
 
 def test_batch_parallelism_and_capacity_guard():
-    from gputui.ops.drain_batch import run_batch
+    from gputui.ops.drain.batch import run_batch
 
     clock = ManualClock()
     cluster = DemoCluster(seed=7, clock=clock)
     snap = cluster.snapshot()
     l40s = [n.name for n in snap.nodes if n.gpu_product == "NVIDIA-L40S" and n.ready and not n.unschedulable]
-    # bge-large's pods (1 GPU each) live on the first L40S node; the others are idle.
-    gen = run_batch(l40s, cluster, cluster, AuditLog(None, "t", "demo"), parallel=2,
+    # bge-large's 4 pods (1 GPU each) live on gpu-l40s-01; the other schedulable L40S nodes are idle. Drained
+    # last, 01's pods need room outside the batch, and there is none (03 is cordoned, 06 NotReady).
+    order = sorted(l40s, key=lambda n: n == "gpu-l40s-01")
+    batch = plan_batch(snap, order, DrainOptions())
+    assert batch.stop_before == "gpu-l40s-01"
+    assert "this batch needs 4 NVIDIA-L40S GPUs (4 pods); 0 are free outside it: does NOT fit" in batch.describe()[0]
+    gen = run_batch(order, cluster, cluster, AuditLog(None, "t", "demo"), parallel=2,
                     clock=clock, sleep=clock.advance, poll_s=2.0)
     events = []
     try:
@@ -178,10 +186,12 @@ def test_batch_parallelism_and_capacity_guard():
     except StopIteration as stop:
         reports = stop.value
     guard = [e for e in events if "capacity guard" in e.message]
-    assert guard, "draining every L40S node must hit the capacity guard"
-    drained = [n for n, r in reports.items() if not r.failed]
-    assert drained and len(drained) < len(l40s)
+    assert guard and "before gpu-l40s-01" in guard[0].message
+    # The run stops where the plan said, and every node named has a truthful report.
+    assert [n for n in order if reports[n].outcome is Outcome.DRAINED] == order[:-1]
+    assert reports["gpu-l40s-01"].outcome is Outcome.NOT_STARTED
+    assert "not started" in reports["gpu-l40s-01"].describe() and "drained" not in reports["gpu-l40s-01"].describe()
     # Parallelism 2: the first two nodes started before either finished.
     starts = [e.node for e in events if e.kind == "started"]
-    assert starts[:2] == l40s[:2]
+    assert starts[:2] == order[:2]
     assert cluster.lost_sessions == 0

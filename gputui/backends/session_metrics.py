@@ -1,0 +1,100 @@
+"""Which series carry each inference engine's live requests, and the PromQL that reads them.
+
+Names checked against each engine's own documentation (../shared/reference/gpu-signals.md):
+running requests are in the batch now, waiting ones are queued; a pod's live
+sessions are the sum of both. None of the engines labels its series with the
+pod: `pod`/`namespace` come from the scrape target (`exported_pod`/
+`exported_namespace` with honor_labels off).
+
+An engine whose names are wrong here or in the config exports nothing we read:
+its pods then show as *unknown*, never as idle (see model.SessionState).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+
+@dataclass(frozen=True, slots=True)
+class Engine:
+    name: str
+    running: tuple[str, ...]  # series selectors: a metric name, optionally with label matchers
+    waiting: tuple[str, ...]
+
+
+BUILTIN_ENGINES: tuple[Engine, ...] = (
+    Engine("vllm", ("vllm:num_requests_running",), ("vllm:num_requests_waiting",)),
+    Engine("sglang", ("sglang:num_running_reqs",), ("sglang:num_queue_reqs",)),
+    Engine("tgi", ("tgi_batch_current_size",), ("tgi_queue_size",)),
+    Engine("trtllm", ("trtllm_num_requests_running",), ("trtllm_num_requests_waiting",)),
+    # Triton: its own gauge counts only requests queued in its scheduler; with the TensorRT-LLM backend
+    # the batch manager's gauges add what is in flight. `active` counts every request the batch manager
+    # holds (`scheduled`, what the inference gateway's picker reads, only this iteration's): for a drain,
+    # over-counting waits a little longer, under-counting cuts a conversation.
+    Engine("triton", ('nv_trt_llm_request_metrics{request_type="active"}',),
+           ('nv_trt_llm_request_metrics{request_type="waiting"}', "nv_inference_pending_request_count")),
+)
+
+# A PromQL series selector as the config may give one: a metric name and optional plain label matchers.
+SELECTOR = re.compile(r'[a-zA-Z_:][a-zA-Z0-9_:]*(\{\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(=|!=|=~|!~)\s*"[^"\\]*"'
+                      r'(\s*,\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(=|!=|=~|!~)\s*"[^"\\]*")*\s*\})?')
+
+
+def check_selector(text: str) -> str:
+    """The selector, or ValueError with why (one line)."""
+    if not isinstance(text, str) or not SELECTOR.fullmatch(text.strip()):
+        raise ValueError(f"{text!r} is not a series selector (metric_name or metric_name{{label=\"value\"}})")
+    return text.strip()
+
+
+def engines(overrides: Mapping[str, Mapping[str, Sequence[str]]] | None = None) -> tuple[Engine, ...]:
+    """The built-in table with the config's engines on top (same name: replaced; new name: added)."""
+    table = {e.name: e for e in BUILTIN_ENGINES}
+    for name, spec in (overrides or {}).items():
+        table[name] = Engine(name, tuple(map(check_selector, spec.get("running", ()))),
+                             tuple(map(check_selector, spec.get("waiting", ()))))
+    return tuple(table.values())
+
+
+def _regex(names: Iterable[str]) -> str:
+    return "|".join(n.replace(".", "\\\\.") for n in names)
+
+
+def union(selectors: Iterable[str], extra: str = "") -> str:
+    """One vector of every series the selectors name, narrowed by `extra` matchers (e.g. pod=~"a|b").
+
+    Plain names share one `__name__=~` selector; selectors with matchers are joined with `or`,
+    which cannot drop a series here: each selector's series carry labels the others lack.
+    """
+    plain, labelled = [], []
+    for s in selectors:
+        (labelled if "{" in s else plain).append(s)
+    parts = []
+    tail = f", {extra}" if extra else ""
+    if plain:
+        parts.append(f'{{__name__=~"{_regex(plain)}"{tail}}}')
+    for s in labelled:
+        name, inner = s.split("{", 1)
+        parts.append(f"{name}{{{inner.rstrip().rstrip('}')}{tail}}}")
+    # No selector at all (a config that empties an engine's lists): a selector no series matches.
+    return " or ".join(parts) if parts else '{__name__="gputui_no_session_metric_configured"}'
+
+
+BY_POD = "sum by (namespace, pod, exported_namespace, exported_pod)"
+
+
+def queries(table: Sequence[Engine], pod_names: Iterable[str] | None = None) -> dict[str, str]:
+    """The running and waiting queries, per pod, for every pod or for the pods named."""
+    out = {}
+    for field in ("running", "waiting"):
+        selectors = [s for e in table for s in getattr(e, field)]
+        if pod_names is None:
+            out[field] = f"{BY_POD} ({union(selectors)})"
+        else:
+            names = _regex(sorted(set(pod_names)))
+            # The pod label comes from the scrape target, or is kept as exported_pod (honor_labels off).
+            by_pod, by_exported = f'pod=~"{names}"', f'exported_pod=~"{names}"'
+            out[field] = f"{BY_POD} ({union(selectors, by_pod)} or {union(selectors, by_exported)})"
+    return out

@@ -1,0 +1,95 @@
+"""Draining several nodes: at most N at once, and a capacity guard that stops before GPUs run out.
+
+Runs interleave in one thread (each drain yields a tick per poll), so the order of writes is
+deterministic and a batch needs no locks. Each node runs with its own options (a resumed batch
+restores them from each node). The guard counts capacity outside the whole batch, as the plan does
+(plan_batch), so the plan's prediction and the run agree.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Iterator, Mapping
+
+from gputui.backends.base import BackendError, Reader, Writer
+from gputui.ops.audit import AuditLog
+from gputui.ops.drain.events import DrainControl, DrainEvent, EventKind
+from gputui.ops.drain.options import DrainOptions
+from gputui.ops.drain.plan import capacity_after, plan_drain
+from gputui.ops.drain.report import DrainReport, Outcome
+from gputui.ops.drain.run import run_drain
+
+
+def run_batch(
+    nodes: list[str],
+    reader: Reader,
+    writer: Writer | None,
+    audit: AuditLog,
+    options: DrainOptions | Mapping[str, DrainOptions] = DrainOptions(),
+    *,
+    parallel: int = 1,
+    controls: Mapping[str, DrainControl] | None = None,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+    poll_s: float = 1.0,
+    deadlines: Mapping[str, float] | None = None,
+    take_over: bool = False,
+) -> Iterator[DrainEvent]:
+    """Yields every run's events (ticks dropped); returns {node: DrainReport} for every node named."""
+    per_node = options if isinstance(options, Mapping) else {n: options for n in nodes}
+    members = set(nodes)
+    pending = list(nodes)
+    active: dict[str, Iterator[DrainEvent]] = {}
+    reports: dict[str, DrainReport] = {}
+    controls = controls or {}
+    while pending or active:
+        while pending and len(active) < max(1, parallel):
+            node = pending[0]
+            try:
+                snap = reader.snapshot()
+            except BackendError as exc:
+                yield DrainEvent(node, EventKind.PAUSED, message=f"cannot read the cluster to start {node}: {exc}")
+                sleep(poll_s)
+                break
+            guard = _guard(snap, set(active) | {node}, members, per_node)
+            if guard is not None:
+                for skipped in pending:
+                    reports[skipped] = DrainReport(skipped, Outcome.NOT_STARTED,
+                                                   reason=f"capacity guard: {guard}")
+                yield DrainEvent(node, EventKind.FAILED, message=f"capacity guard stopped the batch before {node}: "
+                                                                  f"{guard}; not started: {', '.join(pending)}")
+                pending.clear()
+                break
+            pending.pop(0)
+            active[node] = run_drain(
+                plan_drain(snap, node, per_node[node], batch=members), reader, writer, audit, controls.get(node),
+                clock=clock, sleep=lambda _s: None, poll_s=poll_s, deadline=(deadlines or {}).get(node),
+                take_over=take_over,
+            )
+        for node, run in list(active.items()):
+            try:
+                while (event := next(run)).kind is not EventKind.TICK:
+                    yield event
+            except StopIteration as stop:
+                reports[node] = stop.value
+                del active[node]
+        if active:
+            sleep(poll_s)
+    return {n: reports[n] for n in nodes if n in reports}
+
+
+def _guard(snap, draining: set[str], members: set[str], options: Mapping[str, DrainOptions]) -> str | None:
+    """Every GPU pod still on a node being drained (this one included) must fit outside the batch,
+    model by model: None when they do, else what does not fit."""
+    needed: dict[str, list[int]] = {}
+    for name in sorted(draining):
+        node = snap.node(name)
+        if node is None:
+            continue
+        needed.setdefault(node.gpu_product, []).extend(
+            p.pod.gpu_request for p in plan_drain(snap, name, options[name]).pods if p.moves)
+    for product, gpus in sorted(needed.items()):
+        check = capacity_after(snap, members, product, gpus)
+        if not check.fits:
+            return check.describe()
+    return None

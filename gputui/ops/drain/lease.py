@@ -1,0 +1,124 @@
+"""One owner per running drain: a lease written on the node itself.
+
+The lease is one annotation (`gputui.io/drain-lease`: who, host, pid, a token, when renewed), taken
+and renewed with the node's resourceVersion as a precondition, so two gputuis racing for a node
+cannot both win: the apiserver answers 409 to the slower one, which reads again. Kept on the node
+(not a separate Lease object) because every operator already reads nodes and may patch them to
+cordon: the holder shows in `kubectl describe node` and needs no extra RBAC.
+
+A holder that stopped renewing for LEASE_S has expired; it is taken over only by an explicit choice
+(`--take-over`, or the resume key), except a holder on this very host whose process is gone (a
+killed gputui resumed by its operator).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+from gputui.backends.base import BackendError, ConflictError, Writer
+from gputui.model import DRAIN_ANNOTATION_PREFIX
+
+LEASE = DRAIN_ANNOTATION_PREFIX + "lease"
+LEASE_S = 60.0  # a holder silent this long has expired
+RENEW_S = 15.0  # how often a running drain renews
+CAS_TRIES = 8  # 409s in a row (kubelet heartbeats also bump the node's resourceVersion)
+
+
+class LeaseHeld(BackendError):
+    """Someone else owns this node's drain."""
+
+
+@dataclass(frozen=True, slots=True)
+class Holder:
+    who: str
+    host: str
+    pid: int
+    token: str
+    renewed: float = 0.0
+
+    @classmethod
+    def me(cls, identity: str) -> "Holder":
+        return cls(identity, socket.gethostname(), os.getpid(), uuid.uuid4().hex[:12])
+
+    def describe(self, now: float) -> str:
+        return f"{self.who} (host {self.host}, pid {self.pid}), renewed {max(0.0, now - self.renewed):.0f}s ago"
+
+    def dead_here(self) -> bool:
+        """A holder on this host whose drain no longer runs: its process is gone (killed, SSH closed), or it is
+        this very process, whose earlier run was dropped (one process runs one batch at a time)."""
+        if self.host != socket.gethostname():
+            return False
+        if self.pid == os.getpid():
+            return True
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return True
+        except OSError:
+            return False
+        return False
+
+
+def holder_of(annotations: dict) -> Holder | None:
+    raw = annotations.get(LEASE)
+    if not raw:
+        return None
+    try:
+        data = json.loads(raw)
+        return Holder(str(data["who"]), str(data["host"]), int(data["pid"]), str(data["token"]),
+                      float(data["renewed"]))
+    except (ValueError, KeyError, TypeError):
+        # Unreadable: treat as held by "someone" whose lease expired long ago (takeover needs a choice).
+        return Holder("unknown (unreadable lease)", "?", 0, "?", 0.0)
+
+
+def _cas(writer: Writer, node: str, decide: Callable[[Holder | None], dict[str, str | None] | None]) -> None:
+    """Read the node, let `decide` look at the current holder and return the annotations to write
+    (None: write nothing), then write them only if the node has not changed since."""
+    for _ in range(CAS_TRIES):
+        annotations, version = writer.node_annotations(node)
+        values = decide(holder_of(annotations))
+        if values is None:
+            return
+        try:
+            writer.annotate_node(node, values, resource_version=version)
+            return
+        except ConflictError:
+            continue  # changed in between (a heartbeat, or another gputui): read again
+    raise BackendError(f"node {node}: could not update its drain lease: it kept changing ({CAS_TRIES} tries)")
+
+
+def acquire(writer: Writer, node: str, me: Holder, *, take_over: bool = False,
+            clock: Callable[[], float] = time.time) -> Holder:
+    """Take the node's drain lease; LeaseHeld names the holder when someone else has it."""
+    now = clock()
+    mine = Holder(me.who, me.host, me.pid, me.token, now)
+
+    def decide(current: Holder | None) -> dict[str, str | None]:
+        if current is not None and current.token != me.token:
+            expired = now - current.renewed > LEASE_S
+            if not expired and not current.dead_here():
+                raise LeaseHeld(f"node {node} is being drained by {current.describe(now)}")
+            if expired and not take_over and not current.dead_here():
+                raise LeaseHeld(f"node {node}: a drain by {current.describe(now)} stopped renewing its lease; "
+                                f"take it over explicitly (--take-over, or R and confirm)")
+        return {LEASE: json.dumps(asdict(mine), sort_keys=True)}
+
+    _cas(writer, node, decide)
+    return mine
+
+
+def renew(writer: Writer, node: str, me: Holder, clock: Callable[[], float] = time.time) -> Holder:
+    """Renew a lease we hold; LeaseHeld when someone took it over meanwhile (the drain must stop)."""
+    return acquire(writer, node, me, take_over=False, clock=clock)
+
+
+def release(writer: Writer, node: str, me: Holder) -> None:
+    """Drop the lease if it is still ours (a drain that ended, however it ended)."""
+    _cas(writer, node, lambda current: {LEASE: None} if current is not None and current.token == me.token else None)

@@ -1,0 +1,110 @@
+"""A drain's options, and the record a running drain keeps on its node.
+
+Each node carries its own options (selector, eviction mode, threshold, deadline, grace period, force,
+emptyDir, what to do with unknown counts at the deadline), so an interrupted batch resumes every node
+to the end it was started for, whoever resumes it. A record gputui cannot read is one clear line
+(DrainRecordError), never a traceback and never a silent default.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field, fields
+from typing import Any, Mapping
+
+from gputui.backends.base import BackendError
+from gputui.model import DRAIN_ANNOTATION_PREFIX, DRAIN_PHASE_ANNOTATION, ClusterSnapshot, Node
+
+DEFAULT_SESSION_DEADLINE_S = 15 * 60
+
+BY = DRAIN_ANNOTATION_PREFIX + "by"
+STARTED = DRAIN_ANNOTATION_PREFIX + "started"
+DEADLINE = DRAIN_ANNOTATION_PREFIX + "deadline"
+OPTIONS = DRAIN_ANNOTATION_PREFIX + "options"
+PHASE = DRAIN_PHASE_ANNOTATION
+IN_PROGRESS = ("cordoned", "waiting", "evicting", "paused")
+
+
+class DrainRecordError(BackendError):
+    """A node's drain record that cannot be read back (hand-edited, truncated, from another tool)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DrainOptions:
+    ignore_daemonsets: bool = True
+    delete_emptydir_data: bool = False
+    force: bool = False
+    pod_selector: Mapping[str, str] = field(default_factory=dict)
+    grace_seconds: int | None = None  # None: each pod's own terminationGracePeriodSeconds
+    session_threshold: int = 0  # evict an inference pod once its live sessions are at or below this
+    session_deadline_s: float = DEFAULT_SESSION_DEADLINE_S
+    disable_eviction: bool = False  # delete instead of evict: bypasses PDBs (force + typed confirm only)
+    # An inference pod whose count is unknown at its deadline: evicted only when chosen here, before the
+    # drain starts; otherwise it stays and the node's drain ends unfinished, saying why.
+    evict_unknown_at_deadline: bool = False
+
+    def to_json(self) -> str:
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["pod_selector"] = dict(self.pod_selector)
+        return json.dumps(data, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "DrainOptions":
+        """The options written by to_json; DrainRecordError naming what is wrong."""
+        try:
+            data = json.loads(text)
+        except ValueError:
+            raise DrainRecordError("its options are not JSON") from None
+        if not isinstance(data, dict):
+            raise DrainRecordError("its options are not a JSON object")
+        defaults = cls()
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name not in data:
+                continue
+            value, default = data[f.name], getattr(defaults, f.name)
+            if f.name == "pod_selector":
+                ok = isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+            elif f.name == "grace_seconds":
+                ok = value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0)
+            elif isinstance(default, bool):
+                ok = isinstance(value, bool)
+            elif isinstance(default, int):
+                ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+            else:
+                ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+            if not ok:
+                raise DrainRecordError(f"its option {f.name} is {str(value)[:40]!r}")
+            values[f.name] = float(value) if f.name == "session_deadline_s" else value
+        return cls(**values)
+
+
+def record_values(options: DrainOptions, identity: str, started: float, deadline: float) -> dict[str, str]:
+    """The annotations a drain writes when it starts on a node."""
+    return {
+        BY: identity, STARTED: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        DEADLINE: f"{deadline:.0f}", OPTIONS: options.to_json(),
+    }
+
+
+def resumable(snapshot: ClusterSnapshot) -> list[str]:
+    """Nodes whose drain was interrupted (process killed, SSH closed): their annotations say so."""
+    return [n.name for n in snapshot.nodes if n.annotations.get(PHASE) in IN_PROGRESS]
+
+
+def saved_drain(node: Node) -> tuple[DrainOptions, float | None]:
+    """The options and deadline this node's interrupted drain was started with."""
+    raw = node.annotations.get(OPTIONS)
+    if not raw:
+        raise DrainRecordError(f"node {node.name}: its drain record has no options ({OPTIONS})")
+    try:
+        options = DrainOptions.from_json(raw)
+    except DrainRecordError as exc:
+        raise DrainRecordError(f"node {node.name}: cannot resume its drain: {exc}") from None
+    text = node.annotations.get(DEADLINE, "")
+    try:
+        deadline = float(text) if text else None
+    except ValueError:
+        raise DrainRecordError(f"node {node.name}: cannot resume its drain: its deadline is {text[:40]!r}") from None
+    return options, deadline

@@ -1,0 +1,292 @@
+"""What a drain would do, before it does anything: kubectl's filters plus session awareness. Pure.
+
+kubectl's pod filters, in its order (the first that says "keep" wins):
+DaemonSet-managed (error unless ignore-daemonsets, then skipped with a
+warning), mirror pods (skipped silently), emptyDir volumes (error unless
+delete-emptydir-data, then a warning), no controller (error unless force,
+then a warning). Finished pods pass the checks. Any error stops the drain of
+that node before its first eviction.
+
+Then gputui's rule, by the pod's session state (model.SessionState): a known
+count is waited on; an unknown one is waited on too (never read as zero), and
+at the deadline evicted only if the options say so; no signal is evicted at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Iterable, Mapping
+
+from gputui.model import Budget, ClusterSnapshot, InferencePod, SessionState
+from gputui.ops.drain.options import DEFAULT_SESSION_DEADLINE_S, DrainOptions
+
+__all__ = ["DEFAULT_SESSION_DEADLINE_S", "DrainOptions", "Step", "PodPlan", "CapacityCheck", "DrainPlan",
+           "BatchPlan", "classify", "plan_drain", "plan_batch", "plan_json", "sessions_text"]
+
+
+class Step(str, Enum):
+    EVICT = "evict"  # no session signal: evict now (retrying while a PDB blocks)
+    WAIT_SESSIONS = "wait"  # inference pod: wait for its sessions (known or unknown), then evict
+    SKIP = "skip"  # left alone (DaemonSet, mirror pod, finished)
+    ERROR = "error"  # blocks the whole node's drain
+
+
+def sessions_text(pod: InferencePod) -> str:
+    """A pod's session count as every output writes it: a number, "unknown", or "–" (no signal)."""
+    state = pod.session_state
+    if state is SessionState.KNOWN:
+        return str(pod.live_sessions)
+    return "unknown" if state is SessionState.UNKNOWN else "–"
+
+
+@dataclass(frozen=True, slots=True)
+class PodPlan:
+    pod: InferencePod
+    step: Step
+    note: str = ""  # warning or error, in kubectl's words where kubectl has them
+    budgets: tuple[Budget, ...] = ()
+
+    @property
+    def budget_note(self) -> str:
+        if not self.budgets:
+            return ""
+        if len(self.budgets) > 1:
+            return "more than one PodDisruptionBudget: the eviction will fail"
+        return self.budgets[0].describe()
+
+    @property
+    def pdb_blocks_now(self) -> bool:
+        return len(self.budgets) == 1 and self.budgets[0].disruptions_allowed <= 0 and self.pod.phase == "Running"
+
+    @property
+    def moves(self) -> bool:
+        """Its GPUs need a new home: evicted, running, and recreated by a controller elsewhere."""
+        p = self.pod
+        return self.step in (Step.EVICT, Step.WAIT_SESSIONS) and p.gpu_request > 0 and not p.terminated \
+            and not p.deleting and bool(p.owner_kind)
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityCheck:
+    product: str
+    needed: tuple[int, ...]  # GPU requests of the pods that must be placed elsewhere
+    free_by_node: Mapping[str, int]
+
+    @property
+    def fits(self) -> bool:
+        """First-fit decreasing, as a scheduler would have to place them: whole pods per node."""
+        free = sorted(self.free_by_node.values(), reverse=True)
+        for need in sorted(self.needed, reverse=True):
+            for i, room in enumerate(free):
+                if room >= need:
+                    free[i] -= need
+                    break
+            else:
+                return False
+        return True
+
+    @property
+    def free_total(self) -> int:
+        return sum(self.free_by_node.values())
+
+    def describe(self) -> str:
+        if not self.needed:
+            return "no GPU pods to place elsewhere"
+        verdict = "fits" if self.fits else "does NOT fit"
+        return (f"{sum(self.needed)} {self.product or 'GPUs'} GPUs in {len(self.needed)} pods need a new home; "
+                f"{self.free_total} free on other schedulable nodes: {verdict}")
+
+
+@dataclass(frozen=True, slots=True)
+class DrainPlan:
+    node: str
+    options: DrainOptions
+    pods: tuple[PodPlan, ...]
+    capacity: CapacityCheck
+    already_cordoned: bool
+    warnings: tuple[str, ...] = ()  # lint: PDBs that can never allow an eviction
+
+    @property
+    def errors(self) -> list[str]:
+        return [f"{p.pod.key}: {p.note}" for p in self.pods if p.step is Step.ERROR]
+
+    @property
+    def blocked(self) -> bool:
+        return bool(self.errors)
+
+    @property
+    def to_evict(self) -> list[PodPlan]:
+        return [p for p in self.pods if p.step in (Step.EVICT, Step.WAIT_SESSIONS)]
+
+    @property
+    def live_sessions(self) -> int:
+        """Known live sessions to wait for (unknown ones are counted apart: unknown_pods)."""
+        return sum(p.pod.live_sessions or 0 for p in self.pods if p.step is Step.WAIT_SESSIONS)
+
+    @property
+    def unknown_pods(self) -> list[PodPlan]:
+        return [p for p in self.pods if p.step is Step.WAIT_SESSIONS and p.pod.session_state is SessionState.UNKNOWN]
+
+    def describe_sessions(self) -> str:
+        text = f"{self.live_sessions} live sessions to wait for"
+        unknown = len(self.unknown_pods)
+        if unknown:
+            text += f", {unknown} pods with sessions unknown"
+        return text
+
+
+def classify(pod: InferencePod, options: DrainOptions, why_unknown: str = "") -> tuple[Step, str]:
+    """kubectl drain's filters in its order, then gputui's: wait on a pod's sessions, known or unknown."""
+    if pod.owner_kind == "DaemonSet":
+        if not options.ignore_daemonsets:
+            return Step.ERROR, "DaemonSet-managed pod (use ignore-daemonsets)"
+        return Step.SKIP, "ignoring DaemonSet-managed pod"
+    if pod.mirror:
+        return Step.SKIP, "mirror pod"
+    if pod.terminated:
+        return Step.EVICT, ""  # finished pods pass the checks; the apiserver deletes them at once
+    warnings = []
+    if pod.has_emptydir:
+        if not options.delete_emptydir_data:
+            return Step.ERROR, "has local storage (emptyDir); use delete-emptydir-data"
+        warnings.append("deleting emptyDir data")
+    if not pod.owner_kind:
+        if not options.force:
+            return Step.ERROR, "not managed by a controller (use force)"
+        warnings.append("not managed by a controller: it will not come back")
+    state = pod.session_state
+    if state is SessionState.UNKNOWN:
+        at_deadline = ("evicted at its deadline, its sessions possibly cut (chosen)"
+                       if options.evict_unknown_at_deadline else "left in place at its deadline")
+        warnings.append(f"sessions unknown ({why_unknown or 'no readable session series'}): waits for a count; "
+                        f"{at_deadline}")
+    step = Step.EVICT if state is SessionState.NONE else Step.WAIT_SESSIONS
+    return step, "; ".join(warnings)
+
+
+def why_unknown(snapshot: ClusterSnapshot) -> str:
+    """Why session counts may be unreadable right now, for the plan's notes."""
+    metrics = snapshot.source("metrics")
+    if metrics is None:
+        return ""
+    if metrics.error:
+        return f"metrics {metrics.error}"
+    return "" if metrics.fetched_at else "metrics not read yet"
+
+
+def selected(pod: InferencePod, selector: Mapping[str, str]) -> bool:
+    return all(pod.labels.get(k) == v for k, v in selector.items())
+
+
+def _free_outside(snapshot: ClusterSnapshot, nodes: Iterable[str], product: str) -> dict[str, int]:
+    """Free GPUs of one model on Ready, schedulable nodes outside the given set."""
+    excluded = set(nodes)
+    return {
+        n.name: max(0, n.gpu_allocatable - snapshot.gpus_allocated(n.name))
+        for n in snapshot.nodes
+        if n.name not in excluded and n.gpu_product == product and n.ready and not n.unschedulable
+    }
+
+
+def capacity_after(snapshot: ClusterSnapshot, nodes: set[str], product: str, needed: list[int]) -> CapacityCheck:
+    return CapacityCheck(product, tuple(needed), _free_outside(snapshot, nodes, product))
+
+
+def plan_drain(
+    snapshot: ClusterSnapshot, node: str, options: DrainOptions = DrainOptions(), batch: set[str] | None = None,
+) -> DrainPlan:
+    target = snapshot.node(node)
+    if target is None:
+        raise KeyError(node)
+    reason = why_unknown(snapshot)
+    plans = []
+    for pod in sorted(snapshot.pods_on(node), key=lambda p: (p.namespace, p.name)):
+        if options.pod_selector and not selected(pod, options.pod_selector):
+            continue
+        step, note = classify(pod, options, reason)
+        plans.append(PodPlan(pod, step, note, tuple(snapshot.budget_for(pod))))
+    needed = [p.pod.gpu_request for p in plans if p.moves]
+    capacity = capacity_after(snapshot, (batch or set()) | {node}, target.gpu_product, needed)
+    warnings = tuple(dict.fromkeys(
+        f"{p.pod.key}: {d}" for p in plans if p.step is not Step.SKIP and len(p.budgets) == 1
+        and (d := p.budgets[0].deadlock())))
+    return DrainPlan(node, options, tuple(plans), capacity, target.unschedulable, warnings)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchPlan:
+    """The batch as a whole: per GPU model, everything it moves against what is free outside it, and
+    where the capacity guard would stop a run that drains the nodes in this order."""
+
+    plans: tuple[DrainPlan, ...]
+    capacity: tuple[CapacityCheck, ...]  # one per GPU model, the whole batch's pods
+    stop_before: str | None  # the first node the guard would not start; None: all of them
+
+    @property
+    def fits(self) -> bool:
+        return self.stop_before is None
+
+    def describe(self) -> list[str]:
+        lines = [f"this batch needs {sum(c.needed)} {c.product or 'GPUs'} GPUs ({len(c.needed)} pods); "
+                 f"{c.free_total} are free outside it: {'fits' if c.fits else 'does NOT fit'}"
+                 for c in self.capacity if c.needed]
+        if self.stop_before is not None:
+            done = [p.node for p in self.plans][: [p.node for p in self.plans].index(self.stop_before)]
+            lines.append(f"the capacity guard would stop before {self.stop_before}: "
+                         f"{len(done)} of {len(self.plans)} nodes drained" + (f" ({', '.join(done)})" if done else ""))
+        return lines
+
+
+def plan_batch(snapshot: ClusterSnapshot, nodes: list[str], options: Mapping[str, DrainOptions] | DrainOptions,
+               ) -> BatchPlan:
+    """Every node's plan, the batch's capacity per GPU model, and the guard's predicted stop. Capacity
+    outside the batch only: a pod moved onto a node the batch drains later would have to move again."""
+    members = set(nodes)
+    per_node = options if isinstance(options, Mapping) else {n: options for n in nodes}
+    plans = tuple(plan_drain(snapshot, n, per_node[n], batch=members) for n in nodes)
+    needed: dict[str, list[int]] = {}
+    stop_before = None
+    for plan in plans:
+        product = snapshot.node(plan.node).gpu_product  # type: ignore[union-attr]
+        needed.setdefault(product, []).extend(p.pod.gpu_request for p in plan.pods if p.moves)
+        if stop_before is None and not capacity_after(snapshot, members, product, needed[product]).fits:
+            stop_before = plan.node
+    checks = tuple(capacity_after(snapshot, members, product, gpus) for product, gpus in sorted(needed.items()))
+    return BatchPlan(plans, checks, stop_before)
+
+
+def plan_json(plan: DrainPlan) -> dict:
+    return {
+        "node": plan.node,
+        "blocked": plan.blocked,
+        "errors": plan.errors,
+        "warnings": list(plan.warnings),
+        "already_cordoned": plan.already_cordoned,
+        "live_sessions": plan.live_sessions,
+        "pods_with_sessions_unknown": len(plan.unknown_pods),
+        "options": {"selector": dict(plan.options.pod_selector), "disable_eviction": plan.options.disable_eviction,
+                    "session_threshold": plan.options.session_threshold,
+                    "session_deadline_s": plan.options.session_deadline_s,
+                    "evict_unknown_at_deadline": plan.options.evict_unknown_at_deadline},
+        "capacity": {"product": plan.capacity.product, "needed_gpus": list(plan.capacity.needed),
+                     "free_gpus": plan.capacity.free_total, "fits": plan.capacity.fits},
+        "pods": [
+            {"namespace": p.pod.namespace, "name": p.pod.name, "step": p.step.value, "note": p.note,
+             "gpus": p.pod.gpu_request, "service": p.pod.service, "version": p.pod.version,
+             "session_state": p.pod.session_state.value, "live_sessions": p.pod.live_sessions,
+             "budgets": [{"name": b.name, "disruptions_allowed": b.disruptions_allowed,
+                          "current_healthy": b.current_healthy, "desired_healthy": b.desired_healthy}
+                         for b in p.budgets]}
+            for p in plan.pods
+        ],
+    }
+
+
+def batch_json(batch: BatchPlan) -> dict:
+    return {
+        "nodes": [plan_json(p) for p in batch.plans],
+        "capacity": [{"product": c.product, "needed_gpus": sum(c.needed), "pods": len(c.needed),
+                      "free_gpus": c.free_total, "fits": c.fits} for c in batch.capacity],
+        "guard_stops_before": batch.stop_before,
+    }

@@ -1,0 +1,244 @@
+"""Running one node's drain: lease, cordon, evict what holds no sessions, wait on what does, then evict it.
+
+The run is a generator of events, so the TUI, the headless command and the tests drive the same code.
+It reads fresh pod views for live session counts, writes only through the writer (evictions; deletes
+only when the plan says so), records its progress and options on the node so an interrupted drain can
+be seen and resumed, holds the node's lease while it runs, and audits each state change once.
+
+Fail closed: a pod is gone only when the API says so (404, or another UID under its name); a failed
+read (API down, reader closed, token expired) pauses the drain with the reason and retries with
+backoff; an unknown session count is waited on, never read as zero.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from enum import Enum
+from typing import Callable, Iterator
+
+from gputui.backends.base import BackendError, EvictionOutcome, Reader, Writer
+from gputui.model import SessionState
+from gputui.ops.audit import AuditLog
+from gputui.ops.cordon import ReadOnlyError
+from gputui.ops.drain import lease
+from gputui.ops.drain.events import DrainControl, DrainEvent, EventKind as K
+from gputui.ops.drain.options import PHASE, record_values
+from gputui.ops.drain.plan import DrainPlan, Step
+from gputui.ops.drain.report import DrainReport, Outcome
+
+RETRY_BLOCKED_S = 5.0  # kubectl's retry period while a PDB says 429
+PAUSE_MAX_S = 30.0  # longest wait between tries while the API or a reader is failing
+
+
+class PodState(str, Enum):
+    PENDING = "pending"
+    WAITING = "waiting"
+    BLOCKED = "blocked"
+    TERMINATING = "terminating"
+    GONE = "gone"
+    HELD = "held"  # left in place (unknown sessions at the deadline)
+    FAILED = "failed"
+
+
+@dataclass
+class PodProgress:
+    key: str
+    uid: str
+    step: Step
+    gpus: int
+    deadline: float
+    state: PodState = PodState.PENDING
+    sessions: int | None = None
+    message: str = ""
+    next_try: float = 0.0
+    tries: int = 0  # 429s so far
+    last_audit: str = ""  # the last eviction result written to the audit log (one entry per change)
+
+    @property
+    def finished(self) -> bool:
+        return self.state in (PodState.GONE, PodState.FAILED, PodState.HELD)
+
+
+def run_drain(
+    plan: DrainPlan,
+    reader: Reader,
+    writer: Writer | None,
+    audit: AuditLog,
+    control: DrainControl | None = None,
+    *,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+    poll_s: float = 1.0,
+    deadline: float | None = None,
+    holder: lease.Holder | None = None,
+    take_over: bool = False,
+) -> Iterator[DrainEvent]:
+    """Drain one node by its plan. Yields events; returns (StopIteration.value) a DrainReport."""
+    if writer is None:
+        raise ReadOnlyError("drain")
+    control = control or DrainControl()
+    node, opts = plan.node, plan.options
+    report = DrainReport(node)
+    if plan.blocked:
+        for error in plan.errors:
+            yield DrainEvent(node, K.FAILED, message=error)
+        report.failed, report.reason = plan.errors, "plan blocked"
+        return report
+    try:  # the lease first: a node another gputui drains is not touched at all
+        me = lease.acquire(writer, node, holder or lease.Holder.me(writer.identity), take_over=take_over, clock=clock)
+    except BackendError as exc:
+        yield DrainEvent(node, K.FAILED, message=str(exc))
+        report.reason = str(exc)
+        return report
+    audit.record("lease", f"node/{node}", "ok", {"holder": f"{me.who}@{me.host}:{me.pid}"})
+    start = clock()
+    deadline = deadline if deadline is not None else start + opts.session_deadline_s
+
+    def phase(name: str, extra: dict[str, str] | None = None) -> None:
+        writer.annotate_node(node, {PHASE: name, **(extra or {})})
+        audit.record("annotate", f"node/{node}", "ok", {"phase": name})
+
+    try:
+        if not plan.already_cordoned:
+            writer.set_unschedulable(node, True)
+            audit.record("cordon", f"node/{node}", "ok", {"reason": "drain"})
+        phase("cordoned", record_values(opts, writer.identity, start, deadline))
+    except BackendError as exc:  # nothing evicted yet: say so and leave
+        yield DrainEvent(node, K.FAILED, message=f"could not start: {exc}")
+        report.reason = f"could not start: {exc}"
+        return report
+    yield DrainEvent(node, K.STARTED, message=f"cordoned; {len(plan.to_evict)} pods to move, {plan.describe_sessions()}")
+    pods = {p.pod.key: PodProgress(p.pod.key, p.pod.uid, p.step, p.pod.gpu_request, deadline,
+                                   sessions=p.pod.live_sessions) for p in plan.to_evict}
+    # The live backend re-reads just these pods and their sessions; a whole refresh each second would
+    # repeat the UI's poll (probe, every fleet metric) for nothing.
+    pods_view = getattr(reader, "pods_snapshot", None)
+    renewed, backoff, paused, waiting_written = clock(), 0.0, "", False
+
+    while True:
+        try:
+            if not waiting_written:
+                phase("waiting")
+                waiting_written = True
+            if control.aborted:
+                phase("aborted")
+                if control.uncordon_on_abort:
+                    writer.set_unschedulable(node, False)
+                    audit.record("uncordon", f"node/{node}", "ok", {"reason": "drain aborted"})
+                lease.release(writer, node, me)
+                report.outcome = Outcome.ABORTED
+                yield DrainEvent(node, K.ABORTED, message="uncordoned" if control.uncordon_on_abort else "left cordoned")
+                return report
+            if clock() - renewed >= lease.RENEW_S:
+                me, renewed = lease.renew(writer, node, me, clock), clock()
+            snap = pods_view(list(pods)) if pods_view is not None else reader.snapshot()
+            if paused:
+                yield DrainEvent(node, K.RESUMED, message=f"resumed after: {paused}")
+                audit.record("drain-resumed", f"node/{node}", "ok", {"after": paused})
+                paused, backoff = "", 0.0
+            yield from _poll(pods, snap, writer, audit, control, report, plan, clock())
+            if all(p.finished for p in pods.values()):
+                report.held = [f"{p.key}: {p.message}" for p in pods.values() if p.state is PodState.HELD]
+                drained = not report.failed and not report.held
+                phase("done" if drained else "stopped")
+                lease.release(writer, node, me)
+                report.outcome = Outcome.DRAINED if drained else Outcome.UNFINISHED
+                yield DrainEvent(node, K.DONE if drained else K.FAILED, message=report.describe())
+                return report
+        except lease.LeaseHeld as exc:  # someone took the node over: stop without another write
+            yield DrainEvent(node, K.FAILED, message=str(exc))
+            report.reason = str(exc)
+            return report
+        except BackendError as exc:
+            backoff = min(PAUSE_MAX_S, backoff * 2 if backoff else poll_s)
+            if str(exc) != paused:
+                paused = str(exc)
+                report.pauses += 1
+                audit.record("drain-paused", f"node/{node}", "paused", {"reason": paused})
+            yield DrainEvent(node, K.PAUSED, message=f"{paused}; trying again in {backoff:.0f}s")
+            yield DrainEvent(node, K.TICK)
+            sleep(backoff)
+            continue
+        yield DrainEvent(node, K.TICK)  # lets a batch driver interleave several drains
+        sleep(poll_s)
+
+
+def _poll(pods: dict[str, PodProgress], snap, writer: Writer, audit: AuditLog, control: DrainControl,
+          report: DrainReport, plan: DrainPlan, now: float) -> Iterator[DrainEvent]:
+    """One look at every pod still to go. Raises BackendError (the drain pauses) on any failed read."""
+    node, opts = plan.node, plan.options
+    live = {p.key: p for p in snap.pods}
+    for prog in pods.values():
+        if prog.finished:
+            continue
+        namespace, name = prog.key.split("/", 1)
+        current = live.get(prog.key)
+        if current is None or current.uid != prog.uid or prog.state is PodState.TERMINATING:
+            # The view says it may be gone (or we evicted it): only the API itself may say it is.
+            if writer.pod_uid(namespace, name) != prog.uid:
+                prog.state, prog.message = PodState.GONE, "deleted"
+                yield DrainEvent(node, K.GONE, prog.key, "gone (confirmed by the API)")
+                continue
+            if prog.state is PodState.TERMINATING or current is None or current.uid != prog.uid:
+                continue  # still terminating, or the view lags behind the API: look again next poll
+        now_please, extra = control.take(prog.key)
+        if extra:
+            prog.deadline += extra
+            yield DrainEvent(node, K.INFO, prog.key, f"deadline extended by {extra:.0f}s")
+        state = current.session_state
+        prog.sessions = current.live_sessions
+        known = state is SessionState.KNOWN
+        quiet = known and (prog.sessions or 0) <= opts.session_threshold
+        expired = now >= prog.deadline
+        if prog.step is Step.WAIT_SESSIONS and not (quiet or expired or now_please):
+            prog.state = PodState.WAITING
+            text = f"{prog.sessions} live sessions" if known else "sessions unknown: waiting for a count"
+            yield DrainEvent(node, K.WAITING, prog.key, text, prog.sessions, prog.deadline)
+            continue
+        if prog.step is Step.WAIT_SESSIONS and not known and not now_please and not opts.evict_unknown_at_deadline:
+            prog.state = PodState.HELD
+            prog.message = "sessions unknown at its deadline; left in place (eviction not chosen)"
+            audit.record("evict", f"pod/{prog.key}", "held", {"node": node, "why": "sessions unknown at deadline"})
+            yield DrainEvent(node, K.HELD, prog.key, prog.message)
+            continue
+        if now < prog.next_try and not now_please:
+            continue
+        cut = (prog.sessions or 0) if known and not quiet else 0
+        unknown_cut = prog.step is Step.WAIT_SESSIONS and not known
+        why = "evict now" if now_please else "deadline expired" if expired and not quiet else "quiet"
+        if opts.disable_eviction:
+            writer.delete_pod(namespace, name, opts.grace_seconds)
+            outcome, reason = EvictionOutcome.EVICTED, "deleted (eviction disabled by force)"
+        else:
+            result = writer.evict_pod(namespace, name, opts.grace_seconds)
+            outcome, reason = result.outcome, result.reason
+        if outcome.value != prog.last_audit:  # one entry per state change, not one per 429 retry
+            prog.last_audit = outcome.value
+            audit.record("delete" if opts.disable_eviction else "evict", f"pod/{prog.key}", outcome.value,
+                         {"node": node, "sessions": prog.sessions if known else state.value, "why": why,
+                          "reason": reason})
+        if outcome is EvictionOutcome.EVICTED:
+            prog.state = PodState.TERMINATING
+            report.evicted += 1
+            if cut:
+                report.cut_sessions += cut
+                yield DrainEvent(node, K.SESSIONS_CUT, prog.key, f"{why}: {cut} live sessions cut", cut)
+            elif unknown_cut:
+                report.unknown_cut_pods += 1
+                yield DrainEvent(node, K.SESSIONS_CUT, prog.key, f"{why}: sessions unknown, possibly cut")
+            yield DrainEvent(node, K.EVICTED, prog.key, reason or "evicted")
+        elif outcome is EvictionOutcome.GONE:
+            prog.state = PodState.GONE
+            yield DrainEvent(node, K.GONE, prog.key, "already gone")
+        elif outcome is EvictionOutcome.BLOCKED:
+            budgets = snap.budget_for(current)
+            if budgets and budgets[0].name not in reason:  # name the budget and its numbers
+                reason = f"{reason} ({'; '.join(b.describe() for b in budgets)})"
+            prog.tries += 1
+            prog.state, prog.message, prog.next_try = PodState.BLOCKED, reason, now + RETRY_BLOCKED_S
+            yield DrainEvent(node, K.BLOCKED, prog.key, reason, count=prog.tries)
+        else:
+            prog.state, prog.message = PodState.FAILED, reason
+            report.failed.append(f"{prog.key}: {reason}")
+            yield DrainEvent(node, K.FAILED, prog.key, reason)

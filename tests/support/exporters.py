@@ -330,6 +330,10 @@ INFERENCE_METRICS: dict[str, tuple[str | None, str, str | None]] = {
     "sglang": ("sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:token_usage"),
     "trtllm": ("trtllm_num_requests_running", "trtllm_num_requests_waiting", "trtllm_kv_cache_utilization"),
     "tgi": ("tgi_batch_current_size", "tgi_queue_size", None),
+    # Triton with the TensorRT-LLM backend: rendered by render_pod from request_type labels (below).
+    "triton": ("nv_trt_llm_request_metrics", "nv_inference_pending_request_count", None),
+    # An engine gputui has no names for: its pods must show as unknown, never as idle.
+    "unlisted": ("myengine_inflight_requests", "myengine_queued_requests", None),
 }
 
 
@@ -343,6 +347,7 @@ class InferencePod:
     waiting: float = 0
     kv_cache: float = 0.0
     target_labels: dict[str, str] = field(default_factory=dict)
+    broken: bool = False  # its endpoint answers 404: the scrape fails, Prometheus marks its series stale
 
     @property
     def path(self) -> str:
@@ -398,6 +403,11 @@ class InferenceExporter:
             if kv_cache is not None:
                 p.kv_cache = kv_cache
 
+    def break_scrape(self, namespace: str, pod: str, broken: bool = True) -> None:
+        """Make the pod's scrape fail (or work again): its target goes down, its series go stale."""
+        with self._lock:
+            self._pods[(namespace, pod)].broken = broken
+
     def pods(self) -> list[tuple[str, str]]:
         with self._lock:
             return sorted(self._pods)
@@ -418,6 +428,15 @@ class InferenceExporter:
         os.replace(tmp, self.sd_file)
 
     def render_pod(self, p: InferencePod) -> str:
+        if p.server == "triton":  # the batch manager's gauges by request_type, and Triton's own queue
+            model = {"model": "tensorrt_llm", "version": "1"}
+            per_type = {"active": p.running, "scheduled": p.running, "context": 0, "waiting": p.waiting, "max": 256}
+            return render_text([
+                Family("nv_trt_llm_request_metrics", "TRT LLM request metrics", "gauge",
+                       [({**model, "request_type": t}, v) for t, v in per_type.items()]),
+                Family("nv_inference_pending_request_count", "Instantaneous number of pending requests.", "gauge",
+                       [({"model": "ensemble", "version": "1"}, 0)]),
+            ])
         running_m, waiting_m, kv_m = INFERENCE_METRICS[p.server]
         labels = {"model_name": p.model, "engine": "0"} if p.server == "vllm" else {"model_name": p.model}
         fams = []
@@ -433,5 +452,5 @@ class InferenceExporter:
         with self._lock:
             for p in self._pods.values():
                 if p.path == path:
-                    return self.render_pod(p)
+                    return None if p.broken else self.render_pod(p)
         return None

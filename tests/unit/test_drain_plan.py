@@ -123,3 +123,19 @@ def test_demo_node_plan():
     assert plan.capacity.fits  # three idle H100 nodes
     job = plan_drain(snap, next(n for n in snap.nodes if any(p.owner_kind == "Job" for p in snap.pods_on(n.name))).name)
     assert job.blocked and "emptyDir" in job.errors[0]
+
+
+def test_options_round_trip_through_the_node_and_bad_records_are_one_line():
+    from gputui.model import Node
+    from gputui.ops.drain.options import OPTIONS, DrainRecordError, saved_drain
+
+    chosen = DrainOptions(pod_selector={"app": "x"}, disable_eviction=True, force=True, session_threshold=2,
+                          session_deadline_s=600.0, grace_seconds=30, evict_unknown_at_deadline=True)
+    node = Node("n1", True, True, "H100", 8, 8, annotations={OPTIONS: chosen.to_json(), "gputui.io/drain-deadline": "99"})
+    assert saved_drain(node) == (chosen, 99.0)
+    for bad in ("{", "[]", '{"session_deadline_s": "soon"}', '{"pod_selector": ["a"]}', '{"force": "yes"}',
+                '{"grace_seconds": -3}'):
+        node = Node("n1", True, True, "H100", 8, 8, annotations={OPTIONS: bad})
+        with pytest.raises(DrainRecordError) as err:
+            saved_drain(node)
+        assert str(err.value).startswith("node n1: cannot resume its drain:") and "\n" not in str(err.value)

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 from gputui.backends.base import BackendError
 from gputui.model import DRAIN_ANNOTATION_PREFIX, DRAIN_PHASE_ANNOTATION, ClusterSnapshot, Node
 
-DEFAULT_SESSION_DEADLINE_S = 15 * 60
+DEFAULT_SESSION_DEADLINE_S = 15 * 60.0
 
 BY = DRAIN_ANNOTATION_PREFIX + "by"
 STARTED = DRAIN_ANNOTATION_PREFIX + "started"

@@ -16,6 +16,7 @@ from gputui.ops.drain.events import EventKind
 from gputui.ops.drain.options import DrainOptions, DrainRecordError, resumable, saved_drain
 from gputui.ops.drain.plan import DrainPlan, Step, batch_json, plan_batch, sessions_text
 from gputui.ops.drain.report import EXIT_NOT_DRAINED, EXIT_OK, EXIT_USAGE, DrainReport, Outcome, exit_code
+from gputui.render import ago
 from gputui.settings import Settings
 
 
@@ -62,8 +63,9 @@ def add_parser(sub, common: Callable[[argparse.ArgumentParser], None]) -> None:
                    help="take over a drain whose gputui stopped renewing its lease (another operator's)")
 
 
-def _options(args: argparse.Namespace) -> DrainOptions:
+def _options(args: argparse.Namespace, settings: Settings) -> DrainOptions:
     return DrainOptions(
+        engine_shutdown_s=settings.engine_shutdown,
         ignore_daemonsets=args.ignore_daemonsets, delete_emptydir_data=args.delete_emptydir_data,
         force=args.force, pod_selector=args.selector,
         grace_seconds=None if args.grace_period < 0 else args.grace_period,
@@ -103,7 +105,7 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
         missing = [n for n in nodes if snap.node(n) is None]
         if missing:
             return _err(f"no such GPU node: {', '.join(missing)}", EXIT_USAGE)
-        given = _options(args)
+        given = _options(args, settings)
         options: dict[str, DrainOptions] = {n: given for n in nodes}
         deadlines: dict[str, float] = {}
         if args.resume:  # each interrupted node to the end it was started for, with its own options
@@ -180,7 +182,8 @@ def _print_plan(plan: DrainPlan) -> None:
         sessions = "" if p.step is Step.SKIP else f" sessions={sessions_text(p.pod)}"
         budget = f" [{p.budget_note}]" if p.budget_note and p.step is not Step.SKIP else ""
         note = f" ({p.note})" if p.note else ""
-        print(f"  {p.step.value:6s} {p.pod.key} gpus={p.pod.gpu_request}{sessions}{budget}{note}")
+        most = "" if p.step in (Step.SKIP, Step.ERROR) else f" at-most={ago(p.max_seconds(plan.options))}"
+        print(f"  {p.step.value:6s} {p.pod.key} gpus={p.pod.gpu_request}{sessions}{most}{budget}{note}")
     for warning in plan.warnings:
         print(f"  warning: {warning}")
     print(f"  capacity: {plan.capacity.describe()}")

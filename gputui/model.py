@@ -216,6 +216,8 @@ class InferencePod:
     # Such a pod without a readable count is UNKNOWN, never idle.
     session_signal: bool = False
     pending_reason: str = ""  # the scheduler's word while it cannot place the pod
+    termination_grace_s: int | None = None  # terminationGracePeriodSeconds (None: not read)
+    prestop_sleep_s: int = 0  # its preStop hook's sleep before SIGTERM
 
     @property
     def key(self) -> str:

@@ -51,6 +51,9 @@ class Settings:
     temp_threshold: float = 85.0
     drain_parallel: int = 1  # nodes drained at once in a maintenance batch
     session_deadline: float = 900.0  # seconds a drain waits on an inference pod's sessions
+    # Seconds your inference engines take to stop after SIGTERM: drain plans warn about grace periods shorter
+    # than a pod's preStop sleep plus this (engines' own shutdown timeouts vary by version and flags).
+    engine_shutdown: float = 0.0
     audit_log: str | None = None
     # Label that joins DCGM series to nodes; both spellings are tried when unset.
     host_label: str | None = None
@@ -162,6 +165,8 @@ def _check(s: Settings) -> Settings:
         raise SettingsError(f"dcgm_interval must be between 0 and 3600 seconds, got {s.dcgm_interval:g}")
     if s.drain_parallel < 1:
         raise SettingsError(f"drain_parallel must be at least 1, got {s.drain_parallel}")
+    if s.engine_shutdown < 0:
+        raise SettingsError(f"engine_shutdown must be 0 or more seconds, got {s.engine_shutdown:g}")
     if s.session_deadline <= 0:
         raise SettingsError(f"session_deadline must be positive seconds, got {s.session_deadline:g}")
     if not (0 < s.temp_threshold < 200):

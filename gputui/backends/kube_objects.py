@@ -6,6 +6,8 @@ objects would cost gigabytes.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from sys import intern
 from typing import Any, Mapping
@@ -127,6 +129,7 @@ class PodRecord:
     mirror: bool
     grace_seconds: int | None
     pending_reason: str = ""
+    prestop_sleep_s: int = 0  # the longest preStop sleep of its containers (sleep action or `sleep N`)
 
     @property
     def key(self) -> str:
@@ -143,6 +146,26 @@ def _gpu_request(spec: dict[str, Any]) -> int:
     main = sum(of(c) for c in spec.get("containers") or [])
     init = max((of(c) for c in spec.get("initContainers") or []), default=0)
     return max(main, init)
+
+
+_SLEEP = re.compile(r"\bsleep\s+(\d{1,6})\b")
+
+
+def _prestop_sleep(spec: dict[str, Any]) -> int:
+    """Seconds a container's preStop hook sleeps before SIGTERM (Kubernetes' sleep action, or an exec of
+    `sleep N`, the usual way to let endpoints catch up); the longest over the containers."""
+    longest = 0
+    for c in spec.get("containers") or []:
+        hook = ((c.get("lifecycle") or {}).get("preStop")) or {}
+        seconds = (hook.get("sleep") or {}).get("seconds")
+        if seconds is None:
+            m = _SLEEP.search(" ".join(str(a) for a in (hook.get("exec") or {}).get("command") or []))
+            seconds = int(m.group(1)) if m else 0
+        try:
+            longest = max(longest, int(seconds))
+        except (TypeError, ValueError):
+            continue
+    return longest
 
 
 def pod_record(obj: dict[str, Any]) -> PodRecord:
@@ -166,7 +189,7 @@ def pod_record(obj: dict[str, Any]) -> PodRecord:
         has_emptydir=any("emptyDir" in v for v in spec.get("volumes") or []),
         mirror="kubernetes.io/config.mirror" in (meta.get("annotations") or {}),
         grace_seconds=spec.get("terminationGracePeriodSeconds"),
-        pending_reason=str(pending)[:200],
+        pending_reason=str(pending)[:200], prestop_sleep_s=_prestop_sleep(spec),
     )
 
 

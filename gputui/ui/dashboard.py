@@ -258,13 +258,14 @@ class DashboardScreen(Screen):
                 self.marked.clear()
                 self._start(nodes, options)
 
-        options = DrainOptions(session_deadline_s=self.app.settings.session_deadline)
+        options = DrainOptions(session_deadline_s=self.app.settings.session_deadline,
+                               engine_shutdown_s=self.app.settings.engine_shutdown)
         self.app.push_screen(DrainPlanScreen(nodes, options), chosen)
 
-    def _start(self, nodes, options, deadlines=None) -> None:
+    def _start(self, nodes, options, deadlines=None, take_over: bool = False) -> None:
         from gputui.ui.drain_screens import DrainProgressScreen, start_drain
 
-        session = start_drain(self.app, nodes, options, deadlines)
+        session = start_drain(self.app, nodes, options, deadlines, take_over=take_over)
         self.app.push_screen(DrainProgressScreen(session))
 
     def action_drain_progress(self) -> None:
@@ -292,7 +293,18 @@ class DashboardScreen(Screen):
                 return
             if deadline:
                 deadlines[n] = deadline
-        self._start(nodes, options, deadlines)
+        # A drain another gputui stopped renewing is taken over only when the operator says so.
+        from gputui.ops.drain.lease import foreign_holders
+
+        others = foreign_holders(snap, nodes, self.app.clock())
+        if not others:
+            self._start(nodes, options, deadlines)
+            return
+        from gputui.ui.confirm import ConfirmScreen
+
+        self.app.push_screen(ConfirmScreen(
+            "Take over these drains?", "\n".join(others) + "\nTheir gputui stopped renewing its lease. Take them over?"),
+            lambda yes: self._start(nodes, options, deadlines, take_over=True) if yes else None)
 
     def action_shift(self) -> None:
         from gputui.ui.traffic_screen import TrafficShiftScreen

@@ -75,3 +75,64 @@ async def test_mark_nodes_for_a_batch(app_factory):
         assert app.screen.marked == {first, second}
         await pilot.press("r")
         assert isinstance(app.screen, DrainPlanScreen) and app.screen.nodes == sorted([first, second])
+
+
+async def _board(app, pilot, node_filter: str = "h100-01"):
+    await loaded(pilot)
+    await pilot.press("slash", *node_filter, "enter")
+    await pilot.press("r", "enter")
+    await wait_for(pilot, lambda: isinstance(app.screen, DrainProgressScreen))
+    session = app.drain_session
+    await wait_for(pilot, lambda: any(r.state == "waiting" for r in session.pods.values()))
+    return session
+
+
+async def test_board_keys_that_cut_or_stop_ask_first_and_say_how_many(app_factory):
+    """The bug: on the board `e` evicted a pod holding dozens of live sessions at once, and `a`/`U` acted
+    without a word, while on the plan screen just before `e` was a harmless toggle."""
+    from gputui.ui.confirm import ConfirmScreen
+
+    app = app_factory()
+    async with app.run_test(size=(140, 45)) as pilot:
+        session = await _board(app, pilot)
+        board = app.screen
+        key = next(k for k, r in session.pods.items() if r.state == "waiting")
+        board.query_one("#drain-pods").move_cursor(row=list(session.pods).index(key))
+        sessions = session.pods[key].sessions
+        await pilot.press("e")
+        assert isinstance(app.screen, ConfirmScreen)
+        assert f"{sessions} live sessions will be cut" in str(app.screen._body)
+        await pilot.press("n")  # no: nothing happens
+        await pilot.pause()
+        assert not session.controls[session.pods[key].node]._evict_now
+        for key_name, uncordon in (("a", False), ("U", True)):
+            await pilot.press(key_name)
+            assert isinstance(app.screen, ConfirmScreen) and "No session is cut" in str(app.screen._body)
+            await pilot.press("escape")
+            await pilot.pause()
+            assert not any(c.aborted for c in session.controls.values())
+        await pilot.press("a", "y")
+        for _ in range(100):
+            app.test_clock.advance(1)
+            await pilot.pause(0.05)
+            if session.finished:
+                break
+        assert session.finished and session.aborted
+        await wait_for(pilot, lambda: "ABORTED" in str(board.query_one("#drain-summary").render()))
+        # A finished board stops its timer and its actions: they are gone, not toasts about nothing.
+        assert board._timer is None
+        for action in ("evict_now", "extend", "abort"):
+            assert board.check_action(action, ()) is False
+
+
+async def test_board_shows_each_waiting_pods_deadline_and_what_comes_next(app_factory):
+    app = app_factory()
+    async with app.run_test(size=(140, 45)) as pilot:
+        session = await _board(app, pilot)
+        await pilot.pause(0.6)
+        table = app.screen.query_one("#drain-pods")
+        row = table.get_row_at(0)
+        deadline, detail = str(row[4]), str(row[5])
+        assert " in 15m" in deadline  # a clock time and a countdown
+        assert "evicted at <= 0 sessions, or at the deadline" in detail
+        app.drain_session.controls[next(iter(session.controls))].abort()

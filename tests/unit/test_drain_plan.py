@@ -139,3 +139,43 @@ def test_options_round_trip_through_the_node_and_bad_records_are_one_line():
         with pytest.raises(DrainRecordError) as err:
             saved_drain(node)
         assert str(err.value).startswith("node n1: cannot resume its drain:") and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("budget, says", [
+    (Budget("ns", "b", {"app": "x"}, max_unavailable="0", expected_pods=3, current_healthy=3), "maxUnavailable 0"),
+    (Budget("ns", "b", {"app": "x"}, min_available="2", expected_pods=2, current_healthy=2), "scale the workload up"),
+    (Budget("ns", "b", {"app": "x"}, min_available="100%", expected_pods=4, current_healthy=4), "never allows"),
+    (Budget("ns", "b", {"app": "x"}, min_available="2", expected_pods=3, current_healthy=1, disruptions_allowed=0),
+     "unhealthyPodEvictionPolicy: AlwaysAllow"),
+    (Budget("ns", "b", {"app": "x"}, min_available="2", expected_pods=3, current_healthy=3, disruptions_allowed=1), ""),
+    (Budget("ns", "b", {"app": "x"}, min_available="2", expected_pods=3, current_healthy=1,
+            unhealthy_pod_eviction_policy="AlwaysAllow"), ""),
+])
+def test_plan_lint_names_pdb_deadlocks_and_their_remedy_before_anything_is_written(budget, says):
+    plan = plan_drain(snapshot_with([pod(name="a", labels={"app": "x"})], [budget]), "n1")
+    if says:
+        assert len(plan.warnings) == 1 and says in plan.warnings[0] and plan.warnings[0].startswith("ns/a: b:")
+        assert plan_json(plan)["warnings"] == list(plan.warnings)
+    else:
+        assert plan.warnings == ()
+
+
+def test_plan_warns_when_the_grace_period_is_shorter_than_prestop_plus_engine_shutdown():
+    from gputui.backends.kube_objects import pod_record
+
+    def record(lifecycle, grace):
+        return pod_record({"metadata": {"name": "p", "namespace": "ns", "uid": "u"},
+                           "spec": {"nodeName": "n1", "terminationGracePeriodSeconds": grace,
+                                    "containers": [{"name": "a"}, {"name": "vllm", "lifecycle": {"preStop": lifecycle}}]}})
+
+    assert record({"sleep": {"seconds": 45}}, 30).prestop_sleep_s == 45
+    assert record({"exec": {"command": ["/bin/sh", "-c", "sleep 20 && kill -TERM 1"]}}, 30).prestop_sleep_s == 20
+    assert record({"httpGet": {"path": "/drain"}}, 30).prestop_sleep_s == 0
+    short = pod(name="llm", service="s", sessions_running=1, termination_grace_s=30, prestop_sleep_s=45)
+    plan = plan_drain(snapshot_with([short]), "n1", DrainOptions(session_deadline_s=600, engine_shutdown_s=10))
+    assert any("terminationGracePeriodSeconds 30 is shorter than its preStop sleep 45s + engine shutdown 10s" in w
+               for w in plan.warnings)
+    assert plan.pods[0].max_seconds(plan.options) == 630  # the session wait, then the grace period
+    assert plan_json(plan)["pods"][0]["max_seconds"] == 630
+    ample = pod(name="llm", service="s", sessions_running=1, termination_grace_s=120, prestop_sleep_s=45)
+    assert plan_drain(snapshot_with([ample]), "n1", DrainOptions(engine_shutdown_s=10)).warnings == ()

@@ -78,6 +78,17 @@ def holder_of(annotations: dict) -> Holder | None:
         return Holder("unknown (unreadable lease)", "?", 0, "?", 0.0)
 
 
+def foreign_holders(snapshot, nodes: list[str], now: float) -> list[str]:
+    """For each node whose lease is held by another gputui that is not running here: who, in one line."""
+    out = []
+    for name in nodes:
+        node = snapshot.node(name)
+        current = holder_of(dict(node.annotations)) if node is not None else None
+        if current is not None and not current.dead_here():
+            out.append(f"{name}: {current.describe(now)}")
+    return out
+
+
 def _cas(writer: Writer, node: str, decide: Callable[[Holder | None], dict[str, str | None] | None]) -> None:
     """Read the node, let `decide` look at the current holder and return the annotations to write
     (None: write nothing), then write them only if the node has not changed since."""

@@ -43,6 +43,9 @@ class DrainOptions:
     # An inference pod whose count is unknown at its deadline: evicted only when chosen here, before the
     # drain starts; otherwise it stays and the node's drain ends unfinished, saying why.
     evict_unknown_at_deadline: bool = False
+    # Seconds an engine takes to stop after SIGTERM (finishing its batch): the plan warns when a pod's
+    # terminationGracePeriodSeconds is shorter than its preStop sleep plus this.
+    engine_shutdown_s: float = 0.0
 
     def to_json(self) -> str:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -72,6 +75,8 @@ class DrainOptions:
                 ok = isinstance(value, bool)
             elif isinstance(default, int):
                 ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+            elif f.name == "engine_shutdown_s":
+                ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
             else:
                 ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
             if not ok:

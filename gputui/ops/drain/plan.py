@@ -59,6 +59,24 @@ class PodPlan:
     def pdb_blocks_now(self) -> bool:
         return len(self.budgets) == 1 and self.budgets[0].disruptions_allowed <= 0 and self.pod.phase == "Running"
 
+    def max_seconds(self, options: DrainOptions) -> float:
+        """The longest this pod can take to go: its session wait (to the deadline), then its preStop sleep
+        and grace period (the API's default 30 s when unset)."""
+        wait = options.session_deadline_s if self.step is Step.WAIT_SESSIONS else 0.0
+        grace = self.pod.termination_grace_s if self.pod.termination_grace_s is not None else 30
+        if options.grace_seconds is not None:
+            grace = options.grace_seconds
+        return wait + grace
+
+    def grace_warning(self, options: DrainOptions) -> str:
+        """A grace period too short for the pod to stop cleanly: the kubelet kills it mid-shutdown."""
+        grace = options.grace_seconds if options.grace_seconds is not None else self.pod.termination_grace_s
+        needed = self.pod.prestop_sleep_s + options.engine_shutdown_s
+        if self.step is not Step.WAIT_SESSIONS or grace is None or not needed or grace >= needed:
+            return ""
+        return (f"terminationGracePeriodSeconds {grace} is shorter than its preStop sleep {self.pod.prestop_sleep_s}s "
+                f"+ engine shutdown {options.engine_shutdown_s:g}s: it is killed before it stops cleanly")
+
     @property
     def moves(self) -> bool:
         """Its GPUs need a new home: evicted, running, and recreated by a controller elsewhere."""
@@ -209,8 +227,9 @@ def plan_drain(
     needed = [p.pod.gpu_request for p in plans if p.moves]
     capacity = capacity_after(snapshot, (batch or set()) | {node}, target.gpu_product, needed)
     warnings = tuple(dict.fromkeys(
-        f"{p.pod.key}: {d}" for p in plans if p.step is not Step.SKIP and len(p.budgets) == 1
-        and (d := p.budgets[0].deadlock())))
+        [f"{p.pod.key}: {d}" for p in plans if p.step is not Step.SKIP and len(p.budgets) == 1
+         and (d := p.budgets[0].deadlock())]
+        + [f"{p.pod.key}: {w}" for p in plans if (w := p.grace_warning(options))]))
     return DrainPlan(node, options, tuple(plans), capacity, target.unschedulable, warnings)
 
 
@@ -275,6 +294,7 @@ def plan_json(plan: DrainPlan) -> dict:
             {"namespace": p.pod.namespace, "name": p.pod.name, "step": p.step.value, "note": p.note,
              "gpus": p.pod.gpu_request, "service": p.pod.service, "version": p.pod.version,
              "session_state": p.pod.session_state.value, "live_sessions": p.pod.live_sessions,
+             "max_seconds": None if p.step in (Step.SKIP, Step.ERROR) else p.max_seconds(plan.options),
              "budgets": [{"name": b.name, "disruptions_allowed": b.disruptions_allowed,
                           "current_healthy": b.current_healthy, "desired_healthy": b.desired_healthy}
                          for b in p.budgets]}

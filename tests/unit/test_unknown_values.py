@@ -1,0 +1,56 @@
+"""Prometheus oddities (NaN, +Inf, missing) are unknown: drawn as unknown, never as 0, idle or full."""
+
+import math
+
+from gputui import render
+from gputui.backends.prom import PromConfig, PromSource, _counts_by_pod
+from gputui.model import UNREADABLE, InferencePod, SessionState
+
+
+def series(value, **labels):
+    return {"metric": labels, "value": [0, value]}
+
+
+def test_nan_and_inf_gauges_render_as_unknown_not_nan_or_a_full_bar():
+    for bad in (math.nan, math.inf, -math.inf):
+        assert render.pct(bad) == "  –" and render.temp(bad) == "–" and render.power(bad) == "–"
+        assert render.gib(bad) == "–" and render.mem_used_total(bad, bad) == "–"
+        assert str(render.bar(bad, 6)) == "······"
+    assert "nan" not in render.pct(math.nan).lower()
+
+
+def test_a_sparkline_draws_unknown_samples_as_gaps_and_never_crashes():
+    assert render.sparkline([0.0, math.nan, None, 100.0], 4) == "▁··█"
+    assert render.sparkline([math.nan] * 40, 10) == "·" * 10  # the old code raised ValueError here
+    assert render.sparkline([math.inf, 50.0], 2) == "·▄"
+
+
+def test_dcgm_values_that_are_not_finite_are_dropped_at_the_source():
+    source = PromSource(PromConfig("http://127.0.0.1:1"))
+    got = source._values_by_host([series("NaN", Hostname="a"), series("+Inf", Hostname="b"), series("42", Hostname="c")])
+    assert got == {"c": 42.0}
+
+
+def test_session_values_that_are_not_numbers_are_unreadable_never_zero():
+    got = _counts_by_pod([series("NaN", namespace="n", pod="a"), series("3", namespace="n", pod="a"),
+                          series("+Inf", namespace="n", pod="b"), series("2", namespace="n", pod="c"),
+                          series("1", namespace="n", pod="c"), series("-1", namespace="n", pod="d")])
+    assert got == {("n", "a"): UNREADABLE, ("n", "b"): UNREADABLE, ("n", "c"): 3, ("n", "d"): UNREADABLE}
+    pod = InferencePod("n", "a", "u", "node", sessions_running=UNREADABLE, sessions_waiting=3, session_signal=True)
+    assert pod.session_state is SessionState.UNKNOWN and pod.live_sessions is None
+    assert InferencePod("n", "b", "u", "node").session_state is SessionState.NONE
+    assert InferencePod("n", "c", "u", "node", session_signal=True).session_state is SessionState.UNKNOWN
+    assert InferencePod("n", "c", "u", "node", sessions_waiting=0).live_sessions == 0
+
+
+def test_a_vanished_session_series_stays_unknown_while_its_pod_exists():
+    from types import SimpleNamespace
+
+    from gputui.backends.kube_backend import unknown_sessions, with_vanished
+
+    last = {("n", "a"): (3, 0), ("n", "b"): (1, 1)}
+    alive = [SimpleNamespace(namespace="n", name="a")]  # b's pod is gone
+    fresh = {("n", "c"): (0, 0)}
+    assert with_vanished(fresh, last, alive) == {("n", "c"): (0, 0), ("n", "a"): (None, None)}
+    assert with_vanished(last, last, alive) is last  # nothing vanished: the same mapping back
+    assert unknown_sessions(last) == {("n", "a"): (None, None), ("n", "b"): (None, None)}

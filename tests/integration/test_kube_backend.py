@@ -12,7 +12,8 @@ import yaml
 from kubernetes import client
 
 from gputui.backends.kube_backend import live_backend
-from gputui.ops.drain_plan import plan_drain
+from gputui.model import SessionState
+from gputui.ops.drain.plan import Step, plan_drain
 from gputui.settings import Settings
 from tests.support.crds import create_custom, install_crd
 from tests.support.topology import DEFAULT_GPU_NODES
@@ -169,9 +170,11 @@ def test_prometheus_down_marks_metrics_and_kubernetes_keeps_updating(cluster, pr
         try:
             snap = fresh.reader.snapshot()
             llama = next(p for p in snap.pods if p.namespace == NS and p.service == "llama")
-            assert llama.live_sessions is None
+            assert llama.live_sessions is None and llama.session_state is SessionState.UNKNOWN
             plan = plan_drain(snap, llama.node)
-            assert plan.blocked and any(llama.key in e and "live sessions unknown" in e for e in plan.errors)
+            mine = next(p for p in plan.pods if p.pod.key == llama.key)
+            assert mine.step is Step.WAIT_SESSIONS  # waits for a count; never evicted as idle
+            assert "sessions unknown (metrics unavailable: connection refused)" in mine.note
         finally:
             fresh.close()
         prometheus.start(ready="DCGM_FI_DEV_GPU_UTIL")
@@ -278,11 +281,13 @@ def test_pods_snapshot_reads_only_the_pods_asked_for_and_keeps_counts_through_an
         prometheus.wait_until('vllm:num_requests_running{namespace="%s",pod="%s"}' % (NS, names[0]),
                               lambda v: 9.0 in v.values(), timeout=15)
         assert next(p for p in reader.pods_snapshot(keys).pods if p.name == names[0]).live_sessions == 9
-        # Prometheus gone: the last counts stay, so no pod looks idle (a drain would evict it).
+        # Prometheus gone: every count is unknown. Not the last one seen (it may have grown since), and not
+        # zero (a drain would evict the pod): the drain waits.
         prometheus.stop()
         down = reader.pods_snapshot(keys)
         assert "connection refused" in down.source("metrics").error
-        assert {p.name: p.live_sessions for p in down.pods}[names[0]] == 9
+        busy = next(p for p in down.pods if p.name == names[0])
+        assert busy.live_sessions is None and busy.session_state is SessionState.UNKNOWN
     finally:
         if not prometheus.running():
             prometheus.start(ready="DCGM_FI_DEV_GPU_UTIL")

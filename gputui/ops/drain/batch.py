@@ -40,6 +40,7 @@ def run_batch(
     members = set(nodes)
     pending = list(nodes)
     active: dict[str, Iterator[DrainEvent]] = {}
+    wake: dict[str, float] = {}  # when each run asked to be polled again (a paused one backs off)
     reports: dict[str, DrainReport] = {}
     controls = controls or {}
     while pending or active:
@@ -67,14 +68,17 @@ def run_batch(
                 take_over=take_over,
             )
         for node, run in list(active.items()):
+            if clock() < wake.get(node, 0.0):
+                continue
             try:
                 while (event := next(run)).kind is not EventKind.TICK:
                     yield event
+                wake[node] = event.deadline or 0.0
             except StopIteration as stop:
                 reports[node] = stop.value
                 del active[node]
         if active:
-            sleep(poll_s)
+            sleep(max(0.0, min(poll_s, min(wake.get(n, 0.0) for n in active) - clock())) or poll_s)
     return {n: reports[n] for n in nodes if n in reports}
 
 

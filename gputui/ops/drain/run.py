@@ -157,10 +157,11 @@ def run_drain(
                 report.pauses += 1
                 audit.record("drain-paused", f"node/{node}", "paused", {"reason": paused})
             yield DrainEvent(node, K.PAUSED, message=f"{paused}; trying again in {backoff:.0f}s")
-            yield DrainEvent(node, K.TICK)
+            yield DrainEvent(node, K.TICK, deadline=clock() + backoff)
             sleep(backoff)
             continue
-        yield DrainEvent(node, K.TICK)  # lets a batch driver interleave several drains
+        # A tick lets a batch driver interleave several drains; it says when this one wants to look again.
+        yield DrainEvent(node, K.TICK, deadline=clock() + poll_s)
         sleep(poll_s)
 
 

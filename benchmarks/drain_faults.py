@@ -82,6 +82,7 @@ class Harness:
         self.exporter = InferenceExporter(workdir / "targets.json")
         stack.callback(self.exporter.close)
         self.prom = PrometheusServer([inference_scrape_config(self.exporter.sd_file)])
+        self.exporter.add_pod("campaign", "warm-up", running=0)  # Prometheus is ready once a target is up
         self.prom.start()
         stack.callback(self.prom.close)
         api = self.cp.harness_client()

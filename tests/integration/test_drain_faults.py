@@ -21,7 +21,7 @@ from gputui.ops.drain.events import DrainControl, EventKind
 from gputui.ops.drain.plan import DrainOptions, Step, plan_drain
 from gputui.ops.drain.report import Outcome
 from gputui.ops.drain.run import run_drain
-from tests.integration.test_drain_real import _gputui, backend_for, pool, running, workload
+from tests.integration.test_drain_real import _gputui, backend_for, pool, read_until, running, workload
 from tests.integration.test_kube_backend import wait_until
 
 
@@ -68,6 +68,12 @@ def setup(cluster, fake_kubelet, prometheus, inference_exporter, ns: str, pool_n
     prometheus.wait_until('vllm:num_requests_running{namespace="%s"}' % ns, lambda v: len(v) == replicas, timeout=30)
     core.patch_node(b, {"spec": {"unschedulable": None}})
     return core, a, b, names
+
+
+def sessions_visible(backend, ns: str, node: str, count: int = 5):
+    """The first full snapshot in which the namespace's pod on the node shows `count` live sessions."""
+    return wait_until(lambda: (s := backend.reader.snapshot()) and any(
+        p.namespace == ns and p.live_sessions == count for p in s.pods_on(node)) and s, 20, what="sessions visible")
 
 
 def teardown(core, fake_kubelet, inference_exporter, ns: str, nodes, names) -> None:
@@ -119,8 +125,7 @@ def test_a_vanished_session_series_is_waited_on_never_evicted_as_idle(cluster, f
     core, a, b, names = setup(cluster, fake_kubelet, prometheus, inference_exporter, ns, "dvan")
     backend = backend_for(cluster, prometheus)
     try:
-        snap = wait_until(lambda: (s := backend.reader.snapshot()) and any(
-            p.namespace == ns and p.live_sessions == 5 for p in s.pods_on(a)) and s, 20, what="sessions visible")
+        snap = sessions_visible(backend, ns, a)
         plan = plan_drain(snap, a, DrainOptions(session_deadline_s=600))
         assert [p.step for p in plan.pods if p.pod.namespace == ns] == [Step.WAIT_SESSIONS]
         mark = cluster.audit_mark()
@@ -185,8 +190,7 @@ def test_a_closed_reader_pauses_the_drain_and_marks_nothing_done(cluster, fake_k
     backend = backend_for(cluster, prometheus)
     other = backend_for(cluster, prometheus)
     try:
-        snap = wait_until(lambda: (s := backend.reader.snapshot()) and any(
-            p.namespace == ns and p.live_sessions == 5 for p in s.pods_on(a)) and s, 20, what="sessions visible")
+        snap = sessions_visible(backend, ns, a)
         control = DrainControl()
         run = Driver(run_drain(plan_drain(snap, a, DrainOptions(session_deadline_s=600)), backend.reader, backend.writer,
                                AuditLog(tmp_path / "a.jsonl", "t", "x"), control, poll_s=0.3))
@@ -211,8 +215,7 @@ def test_an_apiserver_restart_pauses_the_drain_which_then_finishes(cluster, fake
     core, a, b, names = setup(cluster, fake_kubelet, prometheus, inference_exporter, ns, "dblip")
     backend = backend_for(cluster, prometheus)
     try:
-        snap = wait_until(lambda: (s := backend.reader.snapshot()) and any(
-            p.namespace == ns and p.live_sessions == 5 for p in s.pods_on(a)) and s, 20, what="sessions visible")
+        snap = sessions_visible(backend, ns, a)
         run = Driver(run_drain(plan_drain(snap, a, DrainOptions(session_deadline_s=600)), backend.reader,
                                backend.writer, AuditLog(tmp_path / "a.jsonl", "t", "x"), poll_s=0.3))
         run.wait(lambda r: r.kinds(EventKind.WAITING), 15, "waiting")
@@ -237,8 +240,7 @@ def test_a_second_drainer_sees_the_holder_and_cannot_start(cluster, fake_kubelet
     core, a, b, names = setup(cluster, fake_kubelet, prometheus, inference_exporter, ns, "dlease")
     backend = backend_for(cluster, prometheus)
     try:
-        snap = wait_until(lambda: (s := backend.reader.snapshot()) and any(
-            p.namespace == ns and p.live_sessions == 5 for p in s.pods_on(a)) and s, 20, what="sessions visible")
+        snap = sessions_visible(backend, ns, a)
         # The first drainer: another live process on this host (our parent stands in for it).
         first = lease.Holder("alice", lease.socket.gethostname(), os.getppid(), "first-token")
         control = DrainControl()
@@ -281,15 +283,7 @@ def test_kill_9_then_resume_keeps_the_selector(cluster, fake_kubelet, prometheus
     core.patch_node(b, {"spec": {"unschedulable": None}})
     try:
         proc = _gputui(cluster, prometheus, a, "-l", "app=chat", "--session-deadline", "10m", home=tmp_path)
-        lines = []
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            lines.append(line)
-            if " waiting " in line and chat in line:
-                break
-        else:
-            raise AssertionError("".join(lines))
+        read_until(proc, lambda line: " waiting " in line and chat in line)
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
         for name in names:

@@ -14,8 +14,8 @@ from kubernetes import client
 from gputui.backends.kube_backend import live_backend
 from gputui.model import DRAIN_PHASE_ANNOTATION
 from gputui.ops.audit import AuditLog
-from gputui.ops.drain_plan import DrainOptions, Step, plan_drain
-from gputui.ops.drain_run import run_drain
+from gputui.ops.drain.plan import DrainOptions, Step, plan_drain
+from gputui.ops.drain.run import run_drain
 from gputui.settings import Settings
 from tests.integration.test_kube_backend import wait_until
 
@@ -131,6 +131,20 @@ def _gputui(cluster, prometheus, *args: str, home) -> subprocess.Popen:
                             text=True, env=env)
 
 
+def read_until(proc: subprocess.Popen, found, timeout: float = 60) -> list[str]:
+    """The process's lines up to the first that `found` accepts; fails with them all when none does."""
+    lines = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        lines.append(line)
+        if found(line):
+            return lines
+        if not line and proc.poll() is not None:
+            break
+    raise AssertionError("".join(lines))
+
+
 def test_kill_9_mid_drain_then_resume_waits_for_the_recreated_pods_uid(cluster, fake_kubelet, prometheus, inference_exporter, tmp_path):
     ns = "t-drain-resume"
     api = cluster.harness_client()
@@ -145,15 +159,7 @@ def test_kill_9_mid_drain_then_resume_waits_for_the_recreated_pods_uid(cluster, 
     core.patch_node(b, {"spec": {"unschedulable": None}})
     try:
         proc = _gputui(cluster, prometheus, a, "--session-deadline", "10m", home=tmp_path)
-        lines = []
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            lines.append(line)
-            if " waiting " in line and "kv-0" in line:
-                break
-        else:
-            raise AssertionError("".join(lines))
+        read_until(proc, lambda line: " waiting " in line and "kv-0" in line)
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
         node = core.read_node(a)

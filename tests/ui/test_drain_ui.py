@@ -84,6 +84,7 @@ async def _board(app, pilot, node_filter: str = "h100-01"):
     await wait_for(pilot, lambda: isinstance(app.screen, DrainProgressScreen))
     session = app.drain_session
     await wait_for(pilot, lambda: any(r.state == "waiting" for r in session.pods.values()))
+    await wait_for(pilot, lambda: app.screen.query_one("#drain-pods").row_count == len(session.pods))
     return session
 
 
@@ -136,3 +137,29 @@ async def test_board_shows_each_waiting_pods_deadline_and_what_comes_next(app_fa
         assert " in 15m" in deadline  # a clock time and a countdown
         assert "evicted at <= 0 sessions, or at the deadline" in detail
         app.drain_session.controls[next(iter(session.controls))].abort()
+
+
+async def test_a_context_switch_during_a_drain_leaves_the_drains_connection_open(app_factory):
+    """The bug: `:ctx` closed the reader the drain used; the drain then saw no pods and called the node done.
+    Now the drain keeps its backend until it ends, and only then closes it."""
+    from gputui.backends.demo import demo_backend
+    from gputui.settings import Settings
+
+    app = app_factory()
+    async with app.run_test(size=(140, 45)) as pilot:
+        session = await _board(app, pilot)
+        old = app.backend
+        closed = []
+        old.reader.close = lambda: closed.append(True)  # noqa: E731 - record instead of closing
+        app._use_backend(Settings(demo=True), demo_backend(seed=3))
+        await pilot.pause()
+        assert app.backend is not old and session.backend is old and closed == []
+        for control in session.controls.values():
+            control.abort()
+        for _ in range(100):
+            app.test_clock.advance(1)
+            await pilot.pause(0.05)
+            if session.finished:
+                break
+        assert session.finished and closed == [True]  # closed by the drain, once it ended
+        assert "interrupted" not in " ".join(session.log)

@@ -5,6 +5,7 @@ apiserver blip ending the drain, two gputuis draining one node, a resume that fo
 from __future__ import annotations
 
 import math
+import sys
 import os
 import signal
 import threading
@@ -301,3 +302,49 @@ def test_kill_9_then_resume_keeps_the_selector(cluster, fake_kubelet, prometheus
         core.delete_namespace(ns)
         for node in (a, b):
             fake_kubelet.remove_node(node)
+
+
+EXEC_PLUGIN = """import datetime, json, sys
+token = open(sys.argv[1]).read().strip()
+expires = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=2)
+print(json.dumps({"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential",
+                  "status": {"token": token, "expirationTimestamp": expires.strftime("%Y-%m-%dT%H:%M:%SZ")}}))
+"""
+
+
+def test_expired_credentials_pause_the_drain_until_the_plugin_hands_out_a_good_token(
+        cluster, fake_kubelet, prometheus, inference_exporter, tmp_path):
+    """An exec credential plugin (as cloud kubeconfigs use) whose token stops working mid-drain: the
+    eviction answers 401, the drain pauses saying so, and goes on once the plugin's token works again."""
+    import yaml
+
+    from gputui.backends.kube_backend import live_backend
+    from gputui.settings import Settings
+
+    ns = "t-drain-token"
+    core, a, b, names = setup(cluster, fake_kubelet, prometheus, inference_exporter, ns, "dtok")
+    token_file, plugin = tmp_path / "token", tmp_path / "plugin.py"
+    token_file.write_text(cluster.token("admin"))
+    plugin.write_text(EXEC_PLUGIN)
+    config = yaml.safe_load(cluster.admin_kubeconfig.read_text())
+    config["users"][0]["user"] = {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": sys.executable,
+                                           "args": [str(plugin), str(token_file)], "interactiveMode": "Never"}}
+    kubeconfig = tmp_path / "exec.kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump(config))
+    backend = live_backend(Settings(kubeconfig=str(kubeconfig), prometheus=prometheus.url))
+    try:
+        snap = sessions_visible(backend, ns, a)
+        run = Driver(run_drain(plan_drain(snap, a, DrainOptions(session_deadline_s=600)), backend.reader,
+                               backend.writer, AuditLog(tmp_path / "a.jsonl", "t", "x"), poll_s=0.3))
+        run.wait(lambda r: r.kinds(EventKind.WAITING), 15, "waiting")
+        token_file.write_text("revoked-token")
+        inference_exporter.set(ns, names[0], running=0)
+        run.wait(lambda r: r.kinds(EventKind.PAUSED), 30, "paused on 401")
+        assert "401" in run.kinds(EventKind.PAUSED)[0].message
+        assert not run.kinds(EventKind.EVICTED) and not run.kinds(EventKind.FAILED)
+        token_file.write_text(cluster.token("admin"))
+        report = run.join(90)
+        assert report.outcome is Outcome.DRAINED and report.evicted == 1 and report.pauses >= 1
+    finally:
+        backend.close()
+        teardown(core, fake_kubelet, inference_exporter, ns, (a, b), names)

@@ -206,8 +206,16 @@ def scenario(h: Harness, index: int, seed: int, budget: float) -> Result:
                                     "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}}})
         h.policy.create_namespaced_pod_disruption_budget(ns, {"metadata": {"name": f"{svc}-pdb"}, "spec": {
             "maxUnavailable": 1, "selector": {"matchLabels": labels}}})
-    pods = wait(lambda: (ps := [p for p in h.core.list_namespaced_pod(ns).items if p.status.phase == "Running"])
-                and len(ps) == result.pods and ps, 60, "pods running")
+    try:
+        pods = wait(lambda: (ps := [p for p in h.core.list_namespaced_pod(ns).items if p.status.phase == "Running"])
+                    and len(ps) == result.pods and ps, 60, "pods running")
+    except RuntimeError:  # the harness, not gputui: say what the pods were doing, clean up, go on
+        states = [(p.metadata.name, p.status.phase, p.spec.node_name,
+                   [(c.type, c.status, (c.message or "")[:80]) for c in p.status.conditions or []])
+                  for p in h.core.list_namespaced_pod(ns).items]
+        result.fault, result.notes = "setup-failed", [f"pods not running in 60s: {states}"]
+        cleanup(h, ns, drain_nodes + spares)
+        return result
     original = {p.metadata.name: (p.metadata.uid, p.spec.node_name) for p in pods}
     for name in original:
         h.exporter.add_pod(ns, name, running=rng.randint(0, 6))
@@ -257,14 +265,18 @@ def scenario(h: Harness, index: int, seed: int, budget: float) -> Result:
                 result.notes.append(f"{node} done with {left}")
     for o in procs:
         result.notes.extend(line for line in o.lines if "error" in line.lower() and "is being drained by" not in line)
+    cleanup(h, ns, drain_nodes + spares)
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def cleanup(h: Harness, ns: str, nodes: list[str]) -> None:
     for (pns, name) in list(h.exporter._pods):
         if pns == ns:
             h.exporter.remove_pod(pns, name)
     h.core.delete_namespace(ns)
-    for node in drain_nodes + spares:
+    for node in nodes:
         h.kubelet.remove_node(node)
-    result.seconds = time.monotonic() - started
-    return result
 
 
 def inject(h: Harness, fault: str, rng: random.Random, ns: str, nodes: list[str], procs: list[Output],
@@ -302,7 +314,10 @@ def inject(h: Harness, fault: str, rng: random.Random, ns: str, nodes: list[str]
             return  # the first drain is already through with that node: nothing left to own
         second = h.gputui(nodes[0], "--session-deadline", DEADLINE)
         out, _ = second.communicate(timeout=60)
-        if second.returncode == 0 or "is being drained by" not in out:
+        if second.returncode == 1 and "is being drained by" in out:
+            result.notes.append("second drainer refused: " + next(line for line in out.splitlines()
+                                                                   if "is being drained by" in line)[-90:])
+        elif second.returncode == 0 or "is being drained by" not in out:
             # Refused is right; a finished first drain (nothing left to own) also lets it through.
             if first.proc.poll() is None:
                 result.double_drains += 1
@@ -321,8 +336,10 @@ def main() -> None:
         h = Harness(stack, Path(tmp))
         print(f"{'#':>3} {'fault':10} {'nodes':>5} {'pods':>4} {'cut':>4} {'pdb':>4} {'stuck':>5} {'done?':>5} "
               f"{'dbl':>4} {'secs':>5}  exit codes", flush=True)
+        setup_failures = 0
         for i in range(args.scenarios):
             r = scenario(h, i, args.seed * 1000 + i, args.budget)
+            setup_failures += r.fault == "setup-failed"
             for name in ("cut", "pdb_violations", "stuck_silent", "stuck_with_reason", "wrongly_done", "double_drains"):
                 setattr(totals, name, getattr(totals, name) + getattr(r, name))
             totals.nodes += r.nodes
@@ -339,6 +356,7 @@ def main() -> None:
     print(f"drains stuck without a shown reason: {totals.stuck_silent}  (stuck with a reason: {totals.stuck_with_reason})")
     print(f"nodes wrongly marked done: {totals.wrongly_done}")
     print(f"second drainers not refused: {totals.double_drains}")
+    print(f"scenarios whose set-up failed (the harness, not gputui; not counted above): {setup_failures}")
 
 
 if __name__ == "__main__":

@@ -19,3 +19,7 @@ def test_wheel_ships_themes_keymaps_and_stylesheet(tmp_path):
     assert bundled and {f"gputui/themes/{n}" for n in bundled} <= names
     assert "gputui/ui/gputui.tcss" in names
     assert any(n.startswith("gputui-") and n.endswith("entry_points.txt") for n in names)
+    # Every module of the source tree is in the wheel (a package missing from pyproject's list would
+    # install a gputui that fails at its first import of it).
+    sources = {p.relative_to(ROOT).as_posix() for p in (ROOT / "gputui").rglob("*.py")}
+    assert sources and sources <= names, sorted(sources - names)

@@ -1,5 +1,6 @@
 """A plain, non-editable install must carry the bundled themes and keymaps."""
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -9,8 +10,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_wheel_ships_themes_keymaps_and_stylesheet(tmp_path):
+    # Built from a clean copy, as on a fresh machine: an egg-info left by an editable install lists every
+    # file and would hide a package missing from pyproject's list.
+    source = tmp_path / "src"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".git", "build", "*.egg-info", "__pycache__",
+                                                                  "__snapshots__", ".pytest_cache", ".hypothesis"))
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(source)],
         check=True, capture_output=True, timeout=300,
     )
     wheel = next(tmp_path.glob("gputui-*.whl"))

@@ -72,7 +72,9 @@ def one_run(kind: str, cols: int, rows: int) -> float:
         env = dict(os.environ, COLUMNS=str(cols), LINES=str(rows), TERM="xterm-256color",
                    XDG_STATE_HOME=tmp, XDG_CONFIG_HOME=tmp)
         master, slave = pty.openpty()
-        import fcntl, struct, termios
+        import fcntl
+        import struct
+        import termios
 
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
         start = time.monotonic()

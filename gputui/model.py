@@ -57,6 +57,15 @@ class SessionState(str, Enum):
     NONE = "none"  # no session signal: not an inference pod
 
 
+def selector_matches(selector: Mapping[str, str], labels: Mapping[str, str], *, empty_matches: bool) -> bool:
+    """Equality label selection, the one matcher every layer uses. What an empty selector means differs by
+    object, so each caller says: a Service or a workload's selector with no labels selects nothing; a
+    drain's `-l` with no labels (kubectl's default) selects every pod."""
+    if not selector:
+        return empty_matches
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
 class NodeState(str, Enum):
     READY = "Ready"
     NOT_READY = "NotReady"
@@ -331,11 +340,9 @@ class Budget:
     unhealthy_pod_eviction_policy: str = "IfHealthyBudget"  # the API's default when unset
 
     def matches(self, pod: InferencePod) -> bool:
-        return (
-            pod.namespace == self.namespace
-            and bool(self.selector)
-            and all(pod.labels.get(k) == v for k, v in self.selector.items())
-        )
+        # An empty equality selector here comes from matchExpressions gputui does not evaluate (see
+        # kube_objects.pdb_record): matching nothing rather than too much.
+        return pod.namespace == self.namespace and selector_matches(self.selector, pod.labels, empty_matches=False)
 
     def describe(self) -> str:
         return (

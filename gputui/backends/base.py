@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Collection, Mapping, Protocol
+from typing import Collection, Mapping, Protocol, runtime_checkable
 
 from gputui.model import ClusterSnapshot, Gpu
 
@@ -53,6 +53,7 @@ class Reader(Protocol):
     def close(self) -> None: ...
 
 
+@runtime_checkable
 class PodsReader(Protocol):
     """A reader that re-reads a few pods cheaply (the live backend does); a running drain uses it when there."""
 

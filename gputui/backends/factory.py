@@ -7,18 +7,15 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from gputui.backends.base import Backend, BackendError
+from gputui.backends.base import Backend
 from gputui.settings import Settings
 
 
 def kubeconfig_paths(settings: Settings) -> list[Path]:
-    """The files kubectl would read: --kubeconfig, else KUBECONFIG's list, else ~/.kube/config."""
-    if settings.kubeconfig:
-        return [Path(settings.kubeconfig).expanduser()]
-    env = os.environ.get("KUBECONFIG")
-    if env:
-        return [Path(p).expanduser() for p in env.split(os.pathsep) if p]
-    return [Path.home() / ".kube" / "config"]
+    """The files kubectl would read (kube_http.kubeconfig_files decides)."""
+    from gputui.backends.kube_http import kubeconfig_files
+
+    return kubeconfig_files(settings.kubeconfig)
 
 
 def have_cluster_config(settings: Settings) -> bool:
@@ -36,12 +33,8 @@ def build_backend(settings: Settings, clock: Callable[[], float] = time.time, pe
         from gputui.backends.demo import demo_backend
 
         return demo_backend(seed=settings.seed, clock=clock, read_only=settings.read_only)
-    try:
-        from gputui.backends.kube_backend import live_backend
-    except ImportError:
-        raise BackendError(
-            "the live Kubernetes backend is not part of this build yet; run with --demo"
-        ) from None
+    from gputui.backends.kube_backend import live_backend
+
     return live_backend(settings, per_gpu=per_gpu)
 
 

@@ -22,6 +22,7 @@ from gputui.model import (
     InferenceService,
     Node,
     SESSION_SIGNAL_LABEL,
+    selector_matches,
     Rollout,
     ServiceVersion,
     SourceStatus,
@@ -71,7 +72,7 @@ def _first(labels: Mapping[str, str], keys: Iterable[str]) -> str:
 
 
 def _selects(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:
-    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+    return selector_matches(selector, labels, empty_matches=False)  # a Service without a selector has no pods
 
 
 def _health(code: int | None) -> Health:

@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 from urllib.parse import quote, urlencode
 
 import urllib3
 
 from gputui.backends.base import BackendError
+from gputui.errors import first_line, one_line, transport_reason
 from gputui.backends.gcpause import gc_paused
 
 CONNECT_TIMEOUT_S = 5.0
@@ -125,12 +127,7 @@ class Connection:
 
 
 def _reason(exc: Exception) -> str:
-    reason = getattr(exc, "reason", None) or exc
-    text = str(reason)
-    for marker in ("Connection refused", "timed out", "Name or service not known", "certificate verify failed"):
-        if marker in text:
-            return marker.lower()
-    return text.splitlines()[0][:160] if text else type(exc).__name__
+    return transport_reason(exc)
 
 
 def _decode(status: int, data: bytes, host: str) -> dict[str, Any]:
@@ -159,6 +156,17 @@ def path_of(group: str, version: str, plural: str, namespace: str | None = None,
     return base
 
 
+def kubeconfig_files(kubeconfig: str | None = None) -> list[Path]:
+    """The files kubectl would read, the one place that decides: --kubeconfig, else KUBECONFIG's list, else
+    ~/.kube/config."""
+    if kubeconfig:
+        return [Path(kubeconfig).expanduser()]
+    env = os.environ.get("KUBECONFIG")
+    if env:
+        return [Path(p).expanduser() for p in env.split(os.pathsep) if p]
+    return [Path.home() / ".kube" / "config"]
+
+
 def connect(
     kubeconfig: str | None = None, context: str | None = None, namespace: str | None = None
 ) -> Connection:
@@ -169,8 +177,9 @@ def connect(
     configuration = client.Configuration()
     user = ""
     default_ns = "default"
+    files = kubeconfig_files(kubeconfig)
     if kubeconfig is None and not os.environ.get("KUBECONFIG") and os.environ.get("KUBERNETES_SERVICE_HOST") \
-            and not os.path.exists(os.path.expanduser("~/.kube/config")):
+            and not files[0].exists():
         try:
             config.load_incluster_config(client_configuration=configuration)
         except ConfigException as exc:
@@ -182,18 +191,18 @@ def connect(
         except OSError:
             pass
     else:
-        files = kubeconfig or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
-        missing = [p for p in files.split(os.pathsep) if p and not os.path.exists(os.path.expanduser(p))]
+        missing = [p for p in files if not p.exists()]
         if kubeconfig and missing:
             raise BackendError(f"kubeconfig {kubeconfig} does not exist")
         try:
-            contexts, current = config.list_kube_config_contexts(files)
+            joined = os.pathsep.join(str(p) for p in files)  # the client merges a KUBECONFIG-style list
+            contexts, current = config.list_kube_config_contexts(joined)
             if context is not None:
                 current = next((c for c in contexts if c.get("name") == context), None)
                 if current is None:
                     raise BackendError(f'context "{context}" is not in the kubeconfig')
             config.load_kube_config(
-                config_file=files, context=context, client_configuration=configuration,
+                config_file=joined, context=context, client_configuration=configuration,
                 persist_config=False,
             )
         except ConfigException as exc:
@@ -201,7 +210,7 @@ def connect(
         except BackendError:
             raise
         except Exception as exc:  # malformed YAML, wrong types
-            raise BackendError(f"kubeconfig is not valid: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
+            raise BackendError(f"kubeconfig is not valid: {one_line(exc)}") from None
         current = current or {}
         ctx_name = current.get("name", context or "")
         ctx = current.get("context") or {}
@@ -215,7 +224,7 @@ def connect(
 
 
 def _config_error(text: str, context: str | None) -> str:
-    first = text.strip().splitlines()[0] if text.strip() else "invalid kubeconfig"
+    first = first_line(text) or "invalid kubeconfig"
     if context and "context" in first.lower():
         return f'context "{context}" is not in the kubeconfig'
     return f"kubeconfig: {first}"

@@ -20,6 +20,7 @@ import requests
 from urllib3.util import Retry
 
 from gputui.backends.base import BackendError
+from gputui.errors import TRANSPORT_MARKERS, first_line, one_line, transport_reason
 from gputui.backends.gcpause import gc_paused
 from gputui.backends.join import GpuSample, Metrics
 from gputui.backends.session_metrics import BUILTIN_ENGINES, Engine, queries as session_queries
@@ -43,13 +44,10 @@ class PromConfig:
 
 
 def _one_line(exc: Exception) -> str:
-    text = str(exc)
-    for marker in ("Connection refused", "timed out", "Read timed out", "Name or service not known"):
-        if marker in text:
-            return marker.lower()
-    if isinstance(exc, requests.HTTPError) or "HTTP Status Code" in text:
-        return text.splitlines()[0][:120]
-    return f"{type(exc).__name__}: {text.splitlines()[0][:120] if text else ''}"
+    if isinstance(exc, requests.HTTPError) or "HTTP Status Code" in str(exc):
+        return first_line(str(exc), 120)
+    reason = transport_reason(exc)
+    return reason if reason in (m.lower() for m in TRANSPORT_MARKERS) else one_line(exc)
 
 
 class PromSource:

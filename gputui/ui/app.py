@@ -16,28 +16,27 @@ from textual.worker import get_current_worker
 from gputui.backends.base import Backend, BackendError
 from gputui.model import ClusterSnapshot
 from gputui.ops.audit import AuditLog
-from gputui.render import MONO, Palette
+from gputui.present.cells import MONO, Palette
+from gputui import errors
 from gputui.settings import Settings
 from gputui.ui.keymaps import DEFAULT, keymap_files, load_keymaps, resolve, watched_dirs
 from gputui.ui.theming import load_themes, palette_defaults, palette_from
 
 
 def one_line(exc: BaseException) -> str:
-    """An error as the single line an operator reads (no traceback, no newlines)."""
-    text = str(exc).strip().splitlines()
-    first = text[0] if text else type(exc).__name__
-    return first if isinstance(exc, BackendError) else f"{type(exc).__name__}: {first}"
+    """An error as the single line an operator reads: gputui's own errors by their message."""
+    return errors.one_line(exc, known=(BackendError,))
 
 
 def same_content(old: ClusterSnapshot | None, new: ClusterSnapshot | None) -> bool:
     """True when nothing a screen draws changed between two snapshots (the ages aside)."""
     if old is None or new is None:
         return old is new
-    def errors(snap: ClusterSnapshot) -> list[tuple[str, str | None]]:
+    def source_errors(snap: ClusterSnapshot) -> list[tuple[str, str | None]]:
         return [(s.name, s.error) for s in snap.sources]  # fetch times move every poll; ages tick anyway
 
-    return (old.nodes, old.pods, old.services, old.budgets, errors(old)) == \
-        (new.nodes, new.pods, new.services, new.budgets, errors(new))
+    return (old.nodes, old.pods, old.services, old.budgets, source_errors(old)) == \
+        (new.nodes, new.pods, new.services, new.budgets, source_errors(new))
 
 
 class SnapshotReady(Message):
@@ -255,7 +254,7 @@ class GputuiApp(App[None]):
         return context_names(self.settings)
 
     def run_command(self, command) -> None:
-        from gputui.commands import ALL_NAMESPACES
+        from gputui.ui.commands import ALL_NAMESPACES
 
         if command is None:
             return

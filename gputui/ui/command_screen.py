@@ -13,7 +13,7 @@ from textual.screen import ModalScreen
 from textual.suggester import Suggester
 from textual.widgets import Input, Static
 
-from gputui.commands import COMMANDS, Command, CommandError, complete, parse
+from gputui.ui.commands import COMMANDS, Command, CommandError, complete, parse
 
 Choices = Callable[[], Mapping[str, Sequence[str]]]
 MENU_LINES = 6

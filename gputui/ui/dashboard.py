@@ -13,7 +13,7 @@ from gputui.model import node_alerts
 from gputui.ops.cordon import plan_cordon, run_cordon
 from gputui.ui.footer import KeyFooter
 from gputui.ui.key_table import KeyTable
-from gputui.ui.columns import (
+from gputui.present.columns import (
     NODE_COLUMNS,
     fit_service_columns,
     NodeColumn,

@@ -24,7 +24,7 @@ from gputui.ops.drain.batch import run_batch
 from gputui.ops.drain.events import FINAL, DrainControl, DrainEvent, EventKind as K
 from gputui.ops.drain.options import DrainOptions
 from gputui.ops.drain.plan import BatchPlan, DrainPlan, Step, plan_batch, sessions_text
-from gputui.render import ago, elide_middle
+from gputui.present.cells import ago, elide_middle
 from gputui.ui.footer import KeyFooter
 from gputui.ui.key_table import KeyTable
 from gputui.ui.header import HeaderBar
@@ -159,15 +159,15 @@ class DrainPlanScreen(ModalScreen[DrainOptions | None]):
         self.query_one("#drain-confirm-delete").display = False
         self.refresh_plan()
 
-    def batch(self) -> BatchPlan:
+    def batch_plan(self) -> BatchPlan:
         snap = self.app.snapshot
         return plan_batch(snap, [n for n in self.nodes if snap.node(n)], self.options)
 
     def plans(self) -> list[DrainPlan]:
-        return list(self.batch().plans)
+        return list(self.batch_plan().plans)
 
     def refresh_plan(self) -> None:
-        batch = self.batch()
+        batch = self.batch_plan()
         plans = list(batch.plans)
         palette = self.app.palette
         sessions = sum(p.live_sessions for p in plans)
@@ -376,7 +376,7 @@ class DrainProgressScreen(Screen):
 
     def _node_bars(self, palette) -> Text:
         """One bar per node: pods moved off it out of pods to move."""
-        from gputui.render import bar
+        from gputui.present.cells import bar
 
         s = self.session
         out = Text()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from gputui import render
+from gputui.present import cells
 
 
 def _sep(text: Text) -> None:
@@ -64,7 +64,7 @@ class HeaderBar(Static):
         age = now - snap.taken_at
         stale = age > 3 * app.settings.refresh
         text.append(
-            f"{'STALE ' if stale else ''}{render.ago(age)}",
+            f"{'STALE ' if stale else ''}{cells.ago(age)}",
             style=f"bold reverse {palette.stale}" if stale else "dim",
         )
         _sep(text)
@@ -74,7 +74,7 @@ class HeaderBar(Static):
         text.append(f"GPUs {in_use}/{total}")
         _sep(text)
         text.append("util ")
-        text.append(render.pct(util).strip(), style=palette.heat(util))
+        text.append(cells.pct(util).strip(), style=palette.heat(util))
         _sep(text)
         text.append(
             f"{alerts} alert{'s' if alerts != 1 else ''}",
@@ -87,7 +87,7 @@ class HeaderBar(Static):
                 text.append(f"{source.name} {source.error}", style=palette.alert)
             if source.stale(now, app.settings.refresh):
                 _sep(text)
-                text.append(f"{source.name} stale {render.ago(source_age)}", style=f"bold {palette.stale}")
+                text.append(f"{source.name} stale {cells.ago(source_age)}", style=f"bold {palette.stale}")
         if app.poll_error:
             _sep(text)
             text.append(app.poll_error, style=palette.alert)

@@ -9,7 +9,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from gputui import render
+from gputui.present import cells
 from gputui.model import Node, has_driver_drift, node_alerts
 from gputui.ui.footer import KeyFooter
 from gputui.ui.key_table import KeyTable
@@ -113,15 +113,15 @@ class NodeDetailScreen(Screen):
             health = Text(gpu.health.value if not gpu.xid else f"XID {gpu.xid}")
             if gpu.xid or gpu.health.value in ("warn", "fail"):
                 health.stylize(f"bold {palette.alert}")
-            util_cell = render.bar(gpu.util_pct, 9, palette.heat(gpu.util_pct))
-            util_cell.append(" " + render.pct(gpu.util_pct))
-            mem_cell = render.bar(gpu.mem_pct, 8, palette.heat(gpu.mem_pct))
-            mem_cell.append(" " + render.mem_used_total(gpu.mem_used_mib, gpu.mem_total_mib).rjust(9))
+            util_cell = cells.bar(gpu.util_pct, 9, palette.heat(gpu.util_pct))
+            util_cell.append(" " + cells.pct(gpu.util_pct))
+            mem_cell = cells.bar(gpu.mem_pct, 8, palette.heat(gpu.mem_pct))
+            mem_cell.append(" " + cells.mem_used_total(gpu.mem_used_mib, gpu.mem_total_mib).rjust(9))
             temp_style = f"bold {palette.alert}" if gpu.temp_c is not None and gpu.temp_c >= self.app.settings.temp_threshold else ""
             gpu_rows[str(gpu.index)] = (
-                Text(str(gpu.index)), util_cell, mem_cell, Text(render.temp(gpu.temp_c), style=temp_style),
-                Text(render.power(gpu.power_w)), health,
-                Text(render.sparkline(self.history.get(gpu.index, []), self.spark_width), style=palette.heat(gpu.util_pct)),
+                Text(str(gpu.index)), util_cell, mem_cell, Text(cells.temp(gpu.temp_c), style=temp_style),
+                Text(cells.power(gpu.power_w)), health,
+                Text(cells.sparkline(self.history.get(gpu.index, []), self.spark_width), style=palette.heat(gpu.util_pct)),
             )
         pod_rows = {}
         for pod in sorted(snap.pods_on(node.name), key=lambda p: (p.namespace, p.name)):
@@ -130,7 +130,7 @@ class NodeDetailScreen(Screen):
                 status = "NotReady"
             sessions = pod.live_sessions
             pod_rows[pod.key] = (
-                Text(render.elide_middle(pod.name, self.pod_width)),
+                Text(cells.elide_middle(pod.name, self.pod_width)),
                 Text(f"{pod.service} {pod.version}".strip() or pod.owner_kind, style="" if pod.service else "dim"),
                 Text(str(pod.gpu_request) if pod.gpu_request else "–"),
                 Text(status, style="" if status == "Running" else palette.cordoned),
@@ -145,8 +145,8 @@ class NodeDetailScreen(Screen):
         text = Text(" ")
         text.append(node.name, style="bold")
         text.append("  ")
-        text.append_text(render.node_state_text(node, palette))
-        text.append(f"  {render.short_model(node.gpu_product)} ×{node.gpu_capacity}")
+        text.append_text(cells.node_state_text(node, palette))
+        text.append(f"  {cells.short_model(node.gpu_product)} ×{node.gpu_capacity}")
         text.append(f"  GPUs {snap.gpus_allocated(node.name)}/{node.gpu_allocatable} allocated")
         text.append("  driver ")
         drift = has_driver_drift(node, snap.majority_driver)
@@ -186,4 +186,4 @@ class NodeDetailScreen(Screen):
             key = str(index)
             if key in {k.value for k in table.rows}:
                 gpu = table.get_row(key)
-                table.update_cell(key, "history", Text(render.sparkline(values, self.spark_width), style=gpu[6].style))
+                table.update_cell(key, "history", Text(cells.sparkline(values, self.spark_width), style=gpu[6].style))

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from textual.color import Color, ColorParseError
-from textual.theme import BUILTIN_THEMES, Theme
+from textual.theme import BUILTIN_THEMES, Theme  # noqa: F401 - BUILTIN_THEMES re-exported: the CLI checks names
 
 from gputui.paths import config_dir
 from gputui.yaml_file import FileProblem, load_mapping, parse_each, yaml_files
-from gputui.render import Palette
+from gputui.present.cells import Palette
 
 COLOR_KEYS = (
     "primary", "secondary", "accent", "warning", "error", "success",

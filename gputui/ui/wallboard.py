@@ -10,11 +10,11 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Digits, Static
 
-from gputui import render
+from gputui.present import cells
 from gputui.diagnostics import diagnose
-from gputui.ui.columns import fit_service_columns, service_rows
+from gputui.present.columns import fit_service_columns, service_rows
 from gputui.ui.header import HeaderBar
-from gputui.wallboard_view import figures, heat_map, legend
+from gputui.present.wallboard import figures, heat_map, legend
 
 PAGES = ("heat", "services", "alerts")
 TITLES = {"heat": "Fleet heat map", "services": "Services and rollouts", "alerts": "Alerts and findings"}
@@ -131,7 +131,7 @@ class WallboardScreen(Screen):
         failing = snap is None and app.poll_error
         if stale or failing:
             why = f": {app.poll_error}" if app.poll_error else ""
-            what = f"DATA STALE: last update {render.ago(age)} ago" if stale else "NO DATA"
+            what = f"DATA STALE: last update {cells.ago(age)} ago" if stale else "NO DATA"
             banner.update(Text(f"⚠  {what}{why}  ⚠", style=f"bold reverse {app.palette.stale}"))
             banner.styles.color = app.palette.stale or None
             banner.add_class("shown")
@@ -172,8 +172,8 @@ class WallboardScreen(Screen):
         table = Table(box=None, expand=True, padding=(0, 1), show_edge=False)
         for _, label, col_width, _ in columns:
             table.add_column(label, width=col_width, no_wrap=True, header_style="bold")
-        for cells in service_rows(snap, self.app.palette, columns).values():
-            table.add_row(*cells)
+        for row in service_rows(snap, self.app.palette, columns).values():
+            table.add_row(*row)
         return table
 
     def _page_alerts(self, snap) -> Table | Text:

@@ -28,7 +28,7 @@ class HarnessError(RuntimeError):
     """A test server failed to start or misbehaved (message has the log tail)."""
 
 
-def http() -> "requests.Session":
+def http() -> "requests.Session":  # noqa: F821 - imported inside: the harness need not load requests
     """A requests session for loopback servers that ignores the environment
     (REQUESTS_CA_BUNDLE would override ``verify``; proxies have no business here)."""
     import requests

@@ -30,7 +30,7 @@ async def test_drain_plan_then_progress_then_done(app_factory, tmp_path):
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.snapshot.node(node).annotations.get(DRAIN_PHASE_ANNOTATION) == "done")
         assert not [p for p in app.snapshot.pods_on(node) if p.owner_kind != "DaemonSet" and not p.deleting]
-    actions = [json.loads(l)["action"] for l in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    actions = [json.loads(line)["action"] for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
     assert actions[:2] == ["lease", "cordon"] and "evict" in actions
 
 

@@ -3,7 +3,7 @@
 import json
 
 from gputui.ui.traffic_screen import TrafficShiftScreen
-from tests.ui.conftest import make_app, wait_for
+from tests.ui.conftest import wait_for
 
 LLAMA = "llm/llama-3-70b-instruct"
 

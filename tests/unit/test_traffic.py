@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from gputui import headless_shift
+from gputui.cli import shift as headless_shift
 from gputui.backends.base import Backend
 from gputui.backends.demo import DemoApiError, DemoCluster, demo_backend, json_patch, merge_patch
 from gputui.model import ClusterSnapshot, InferencePod, InferenceService, Rollout, ServiceVersion

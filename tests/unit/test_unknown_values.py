@@ -2,7 +2,7 @@
 
 import math
 
-from gputui import render
+from gputui.present import cells
 from gputui.backends.prom import PromConfig, PromSource, _counts_by_pod
 from gputui.model import UNREADABLE, InferencePod, SessionState
 
@@ -13,16 +13,16 @@ def series(value, **labels):
 
 def test_nan_and_inf_gauges_render_as_unknown_not_nan_or_a_full_bar():
     for bad in (math.nan, math.inf, -math.inf):
-        assert render.pct(bad) == "  –" and render.temp(bad) == "–" and render.power(bad) == "–"
-        assert render.gib(bad) == "–" and render.mem_used_total(bad, bad) == "–"
-        assert str(render.bar(bad, 6)) == "······"
-    assert "nan" not in render.pct(math.nan).lower()
+        assert cells.pct(bad) == "  –" and cells.temp(bad) == "–" and cells.power(bad) == "–"
+        assert cells.gib(bad) == "–" and cells.mem_used_total(bad, bad) == "–"
+        assert str(cells.bar(bad, 6)) == "······"
+    assert "nan" not in cells.pct(math.nan).lower()
 
 
 def test_a_sparkline_draws_unknown_samples_as_gaps_and_never_crashes():
-    assert render.sparkline([0.0, math.nan, None, 100.0], 4) == "▁··█"
-    assert render.sparkline([math.nan] * 40, 10) == "·" * 10  # the old code raised ValueError here
-    assert render.sparkline([math.inf, 50.0], 2) == "·▄"
+    assert cells.sparkline([0.0, math.nan, None, 100.0], 4) == "▁··█"
+    assert cells.sparkline([math.nan] * 40, 10) == "·" * 10  # the old code raised ValueError here
+    assert cells.sparkline([math.inf, 50.0], 2) == "·▄"
 
 
 def test_dcgm_values_that_are_not_finite_are_dropped_at_the_source():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from gputui.backends.demo import DemoCluster
 from gputui.model import NodeState
-from gputui.render import Palette
-from gputui.wallboard_view import GLYPHS, NO_DATA, canary_in_flight, figures, heat_map, level, problems_first
+from gputui.present.cells import Palette
+from gputui.present.wallboard import GLYPHS, NO_DATA, canary_in_flight, figures, heat_map, level, problems_first
 from tests.demo_clock import ManualClock
 
 PALETTE = Palette()

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Iterable, Mapping
 
-from gputui.model import Budget, ClusterSnapshot, InferencePod, SessionState
+from gputui.model import Budget, ClusterSnapshot, InferencePod, SessionState, selector_matches
 from gputui.ops.drain.options import DEFAULT_SESSION_DEADLINE_S, DrainOptions
 
 __all__ = ["DEFAULT_SESSION_DEADLINE_S", "DrainOptions", "Step", "PodPlan", "CapacityCheck", "DrainPlan",
@@ -194,7 +194,7 @@ def why_unknown(snapshot: ClusterSnapshot) -> str:
 
 
 def selected(pod: InferencePod, selector: Mapping[str, str]) -> bool:
-    return all(pod.labels.get(k) == v for k, v in selector.items())
+    return selector_matches(selector, pod.labels, empty_matches=True)  # kubectl drain without -l: every pod
 
 
 def _free_outside(snapshot: ClusterSnapshot, nodes: Iterable[str], product: str) -> dict[str, int]:

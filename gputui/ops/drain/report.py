@@ -1,14 +1,9 @@
-"""How each node's drain ended, said truthfully, and the exit code that says it to a script."""
+"""How each node's drain ended, said truthfully."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Iterable
-
-# Exit codes of `gputui drain` (README): every node drained / some node not drained / bad input.
-EXIT_OK, EXIT_NOT_DRAINED, EXIT_USAGE = 0, 1, 2
-
 
 class Outcome(str, Enum):
     DRAINED = "drained"  # every pod the plan moves is gone, confirmed by the API
@@ -49,7 +44,3 @@ class DrainReport:
             text += f", paused {self.pauses} times (API or metrics failures, retried)"
         return text
 
-
-def exit_code(reports: Iterable[DrainReport]) -> int:
-    reports = list(reports)
-    return EXIT_OK if reports and all(r.outcome is Outcome.DRAINED for r in reports) else EXIT_NOT_DRAINED

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Callable, Iterator
 
-from gputui.backends.base import BackendError, EvictionOutcome, Reader, Writer
+from gputui.backends.base import BackendError, EvictionOutcome, PodsReader, Reader, Writer
 from gputui.model import SessionState
 from gputui.ops.audit import AuditLog
 from gputui.ops.cordon import ReadOnlyError
@@ -113,7 +113,7 @@ def run_drain(
                                    sessions=p.pod.live_sessions) for p in plan.to_evict}
     # The live backend re-reads just these pods and their sessions; a whole refresh each second would
     # repeat the UI's poll (probe, every fleet metric) for nothing.
-    pods_view = getattr(reader, "pods_snapshot", None)
+    pods_view = reader.pods_snapshot if isinstance(reader, PodsReader) else None
     renewed, backoff, paused, waiting_written = clock(), 0.0, "", False
 
     while True:

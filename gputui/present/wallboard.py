@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from rich.text import Text
 
 from gputui.model import ClusterSnapshot, InferenceService, Node, NodeState, node_alerts, rollout_status
-from gputui.render import Palette, pct
+from gputui.present.cells import Palette, pct
 
 GLYPHS = ("░", "▒", "█")  # low, mid, high
 NO_DATA = "·"

@@ -15,8 +15,9 @@ from gputui.ops.drain.batch import run_batch
 from gputui.ops.drain.events import EventKind
 from gputui.ops.drain.options import DrainOptions, DrainRecordError, resumable, saved_drain
 from gputui.ops.drain.plan import DrainPlan, Step, batch_json, plan_batch, sessions_text
-from gputui.ops.drain.report import EXIT_NOT_DRAINED, EXIT_OK, EXIT_USAGE, DrainReport, Outcome, exit_code
-from gputui.render import ago
+from gputui.ops.drain.report import DrainReport, Outcome
+from gputui.cli.common import EXIT_NOT_DONE, EXIT_OK, EXIT_USAGE, fail
+from gputui.present.cells import ago
 from gputui.settings import Settings
 
 
@@ -74,9 +75,10 @@ def _options(args: argparse.Namespace, settings: Settings) -> DrainOptions:
     )
 
 
-def _err(message: str, code: int) -> int:
-    print(f"gputui: error: {message}", file=sys.stderr)
-    return code
+def exit_code(reports) -> int:
+    """0 when every node named was drained; 1 when any was not (blocked, guarded, unfinished, failed, aborted)."""
+    reports = list(reports)
+    return EXIT_OK if reports and all(r.outcome is Outcome.DRAINED for r in reports) else EXIT_NOT_DONE
 
 
 SIMULATED = "SIMULATED: the demo cluster; nothing real was drained"
@@ -84,16 +86,16 @@ SIMULATED = "SIMULATED: the demo cluster; nothing real was drained"
 
 def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[[Settings], Backend]) -> int:
     if args.parallel < 1:
-        return _err("--parallel must be at least 1", EXIT_USAGE)
+        return fail("--parallel must be at least 1", EXIT_USAGE)
     if args.session_threshold < 0:
-        return _err("--session-threshold must be 0 or more", EXIT_USAGE)
+        return fail("--session-threshold must be 0 or more", EXIT_USAGE)
     if args.disable_eviction and not args.dry_run:
         if not args.force:
-            return _err("--disable-eviction deletes pods past their PodDisruptionBudgets: it needs --force too", EXIT_USAGE)
+            return fail("--disable-eviction deletes pods past their PodDisruptionBudgets: it needs --force too", EXIT_USAGE)
         if sorted(filter(None, args.confirm_delete.split(","))) != sorted(args.nodes):
-            return _err("--disable-eviction needs --confirm-delete with the same node names", EXIT_USAGE)
+            return fail("--disable-eviction needs --confirm-delete with the same node names", EXIT_USAGE)
     if settings.read_only and not args.dry_run:
-        return _err("read-only: drain is not allowed", EXIT_USAGE)
+        return fail("read-only: drain is not allowed", EXIT_USAGE)
     backend = backend_factory(settings)
     try:
         snap = backend.reader.snapshot()
@@ -101,10 +103,10 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
         if args.resume:
             nodes += [n for n in resumable(snap) if n not in nodes]
         if not nodes:
-            return _err("name at least one node (or --resume)", EXIT_USAGE)
+            return fail("name at least one node (or --resume)", EXIT_USAGE)
         missing = [n for n in nodes if snap.node(n) is None]
         if missing:
-            return _err(f"no such GPU node: {', '.join(missing)}", EXIT_USAGE)
+            return fail(f"no such GPU node: {', '.join(missing)}", EXIT_USAGE)
         given = _options(args, settings)
         options: dict[str, DrainOptions] = {n: given for n in nodes}
         deadlines: dict[str, float] = {}
@@ -125,11 +127,11 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
                     _print_plan(plan)
                 for line in batch.describe():
                     print(line)
-            return EXIT_NOT_DRAINED if any(p.blocked for p in batch.plans) or not batch.fits else EXIT_OK
+            return EXIT_NOT_DONE if any(p.blocked for p in batch.plans) or not batch.fits else EXIT_OK
         if backend.writer is None:
-            return _err("read-only: drain is not allowed", EXIT_USAGE)
+            return fail("read-only: drain is not allowed", EXIT_USAGE)
         if not backend.may("evict") or not backend.may("cordon"):
-            return _err("your identity may not cordon nodes or evict pods here", EXIT_USAGE)
+            return fail("your identity may not cordon nodes or evict pods here", EXIT_USAGE)
         if snap.simulated:
             print(f"# {SIMULATED}", flush=True)
         for line in batch.describe():
@@ -144,7 +146,7 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
             print(f"# {SIMULATED}")
         return exit_code(reports.get(n) or DrainReport(n, Outcome.NOT_STARTED) for n in nodes)
     except DrainRecordError as exc:
-        return _err(str(exc), EXIT_USAGE)
+        return fail(str(exc), EXIT_USAGE)
     finally:
         backend.close()
 

@@ -7,9 +7,9 @@ from typing import Any, Callable
 
 from rich.text import Text
 
-from gputui import render
+from gputui.present import cells
 from gputui.model import ClusterSnapshot, InferenceService, Node, ServiceVersion, has_driver_drift, node_alerts
-from gputui.render import Palette
+from gputui.present.cells import Palette
 
 
 @dataclass(frozen=True)
@@ -32,16 +32,16 @@ class NodeColumn:
 
 def _util(node: Node, ctx: RowContext, width: int) -> Text:
     util = node.mean_util
-    text = render.bar(util, width - 5, ctx.palette.heat(util))
-    text.append(" " + render.pct(util))
+    text = cells.bar(util, width - 5, ctx.palette.heat(util))
+    text.append(" " + cells.pct(util))
     return text
 
 
 def _mem(node: Node, ctx: RowContext, width: int) -> Text:
     used, total = node.mem_used_mib, node.mem_total_mib
     share = 100.0 * used / total if used is not None and total else None
-    label = render.mem_used_total(used, total)
-    text = render.bar(share, width - 9, ctx.palette.heat(share))
+    label = cells.mem_used_total(used, total)
+    text = cells.bar(share, width - 9, ctx.palette.heat(share))
     text.append(" " + label.rjust(8))
     return text
 
@@ -53,7 +53,7 @@ def _temp(node: Node, ctx: RowContext, width: int) -> Text:
         style = f"bold {ctx.palette.alert}"
     elif t is not None and t >= ctx.temp_threshold - 10:
         style = ctx.palette.heat_mid
-    return Text(render.temp(t).rjust(width), style=style)
+    return Text(cells.temp(t).rjust(width), style=style)
 
 
 def _gpus(node: Node, ctx: RowContext, width: int) -> Text:
@@ -83,18 +83,18 @@ def _neg(value: float | None) -> float:
 NODE_COLUMNS: tuple[NodeColumn, ...] = (
     NodeColumn("name", "Node", 12, 0, lambda n, c, w: Text(n.name), lambda n, c: n.name),
     NodeColumn(
-        "state", "State", 9, 0, lambda n, c, w: render.node_state_text(n, c.palette),
+        "state", "State", 9, 0, lambda n, c, w: cells.node_state_text(n, c.palette),
         lambda n, c: n.state.value,
     ),
     NodeColumn(
-        "model", "Model", 14, 4, lambda n, c, w: Text(render.short_model(n.gpu_product)[:w]),
+        "model", "Model", 14, 4, lambda n, c, w: Text(cells.short_model(n.gpu_product)[:w]),
         lambda n, c: n.gpu_product,
     ),
     NodeColumn("gpus", "GPUs", 7, 0, _gpus, lambda n, c: c.snapshot.gpus_allocated(n.name)),
     NodeColumn("util", "Util", 12, 0, _util, lambda n, c: _neg(n.mean_util)),
     NodeColumn("mem", "Memory", 17, 2, _mem, lambda n, c: _neg(n.mem_used_mib)),
     NodeColumn("temp", "Temp", 5, 1, _temp, lambda n, c: _neg(n.max_temp)),
-    NodeColumn("power", "Power", 6, 5, lambda n, c, w: Text(render.power(n.power_w).rjust(w)),
+    NodeColumn("power", "Power", 6, 5, lambda n, c, w: Text(cells.power(n.power_w).rjust(w)),
                lambda n, c: _neg(n.power_w)),
     NodeColumn("driver", "Driver", 11, 3, _driver, lambda n, c: n.driver_version),
     NodeColumn("alerts", "Alerts", 11, 1, _alerts,

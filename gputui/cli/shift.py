@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any, Callable, TextIO
 
 from gputui.backends.base import Backend, BackendError
@@ -26,8 +25,8 @@ from gputui.ops.traffic import (
 )
 from gputui.settings import Settings
 
-EXIT_REFUSED = 1
-EXIT_USAGE = 2
+from gputui.errors import one_line
+from gputui.cli.common import EXIT_NOT_DONE as EXIT_REFUSED, EXIT_USAGE, fail
 
 
 def _target(text: str) -> tuple[str, str]:
@@ -55,27 +54,22 @@ def add_parser(subparsers: Any, common: Callable[[argparse.ArgumentParser], None
     return parser
 
 
-def _err(message: str, code: int) -> int:
-    print(f"gputui: error: {message}", file=sys.stderr)
-    return code
-
-
 def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[[Settings], Backend]) -> int:
     if settings.read_only:
-        return _err("read-only: shift is not allowed", EXIT_USAGE)
+        return fail("read-only: shift is not allowed", EXIT_USAGE)
     targets = dict(args.targets)
     backend = backend_factory(settings)
     try:
         writer = backend.writer
         if writer is None:
-            return _err("read-only: shift is not allowed", EXIT_USAGE)
+            return fail("read-only: shift is not allowed", EXIT_USAGE)
         if not backend.may("shift"):
-            return _err("your identity may not patch this service's router", EXIT_REFUSED)
+            return fail("your identity may not patch this service's router", EXIT_REFUSED)
         snapshot = backend.reader.snapshot()
         try:
             service = find_service(snapshot, args.service)
         except ShiftError as exc:
-            return _err(str(exc), EXIT_USAGE)
+            return fail(str(exc), EXIT_USAGE)
         api = served_api_versions(backend)
         plan = plan_shift(snapshot, service.key, targets, api_versions=api)
         if needs_route(plan):  # the exact patch is built on the route as it is now
@@ -83,9 +77,9 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
         problems = list(plan.errors) + ([] if args.force else [b + " (--force to shift anyway)" for b in plan.blockers])
         if args.dry_run:
             _print_plan(plan, args.output, sys.stdout, simulated=snapshot.simulated)
-            return _err("; ".join(problems), EXIT_REFUSED) if problems else 0
+            return fail("; ".join(problems), EXIT_REFUSED) if problems else 0
         if problems:
-            return _err("; ".join(problems), EXIT_REFUSED)
+            return fail("; ".join(problems), EXIT_REFUSED)
         from gputui.ops.audit import audit_for
 
         audit = audit_for(settings.audit_log, backend)
@@ -93,7 +87,7 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
         for warning in plan.warnings:  # stdout stays the one result line
             print(f"gputui: warning: {warning}", file=sys.stderr)
     except BackendError as exc:
-        return _err(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__, EXIT_REFUSED)
+        return fail(one_line(exc, known=(BackendError,)), EXIT_REFUSED)
     finally:
         backend.close()
     if args.output == "json":

@@ -1,0 +1,50 @@
+"""The `gputui` command: the TUI by default, headless subcommands for scripts and runbooks.
+
+Every user error is one line on stderr and exit code 2; never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Sequence
+
+from gputui.backends.base import BackendError
+from gputui.cli.common import UsageError, backend, fail, require_cluster
+from gputui.settings import SettingsError
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from gputui.cli.parser import build_parser, settings_from
+
+    try:
+        args = build_parser().parse_args(argv)
+        settings = settings_from(args)
+        if args.command is not None:
+            require_cluster(settings)
+        if args.command == "nodes":
+            from gputui.cli import nodes
+
+            return nodes.run(settings, args.output)
+        if args.command == "shift":
+            from gputui.cli import shift
+
+            return shift.run(settings, args, backend)
+        if args.command == "drain":
+            from gputui.cli import drain
+
+            return drain.run(settings, args, backend)
+        from gputui.cli import tui
+
+        return tui.run(settings)
+    except (UsageError, SettingsError, BackendError) as exc:
+        return fail(str(exc))
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # `gputui nodes | head`: the reader left, nothing is wrong
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""`gputui nodes`: the GPU nodes as a table or JSON, for scripts."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+from gputui.cli import common
+from gputui.settings import Settings
+
+
+def node_record(snapshot, node) -> dict[str, Any]:
+    from gputui.model import node_alerts
+
+    return {
+        "name": node.name,
+        "simulated": snapshot.simulated,  # true: the demo cluster, nothing here is real
+        "state": node.state.value,
+        "gpu_model": node.gpu_product,
+        "gpus_allocated": snapshot.gpus_allocated(node.name),
+        "gpus_total": node.gpu_allocatable,
+        "gpus_capacity": node.gpu_capacity,
+        "driver_version": node.driver_version,
+        "alerts": [f"{a.kind}: {a.message}" for a in node_alerts(node)],
+        "gpus": [
+            {
+                "index": g.index,
+                "uuid": g.uuid,
+                "util_pct": g.util_pct,
+                "mem_used_mib": g.mem_used_mib,
+                "mem_total_mib": g.mem_total_mib,
+                "temp_c": g.temp_c,
+                "power_w": g.power_w,
+            }
+            for g in node.gpus
+        ],
+    }
+
+
+def run(settings: Settings, output: str) -> int:
+    backend = common.backend(settings, per_gpu=True)  # the JSON lists every GPU
+    try:
+        snapshot = backend.reader.snapshot()
+    finally:
+        backend.close()
+    if output == "json":
+        json.dump([node_record(snapshot, n) for n in snapshot.nodes], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    from gputui.present import cells
+    from gputui.model import has_driver_drift, node_alerts
+
+    majority = snapshot.majority_driver
+    table = Table(box=None, pad_edge=False)
+    for label in ("NODE", "STATE", "MODEL", "GPUS", "UTIL", "MEMORY", "TEMP", "POWER", "DRIVER", "ALERTS"):
+        table.add_column(label, no_wrap=True)
+    for n in snapshot.nodes:
+        table.add_row(
+            Text(n.name), n.state.value, Text(cells.short_model(n.gpu_product)),
+            f"{snapshot.gpus_allocated(n.name)}/{n.gpu_allocatable}", cells.pct(n.mean_util).strip(),
+            cells.mem_used_total(n.mem_used_mib, n.mem_total_mib), cells.temp(n.max_temp),
+            cells.power(n.power_w),
+            Text(("≠" if has_driver_drift(n, majority) else "") + (n.driver_version or "–")),
+            Text(", ".join(dict.fromkeys(a.kind for a in node_alerts(n, settings.temp_threshold)))),
+        )
+    console = Console(no_color=bool(os.environ.get("NO_COLOR")), width=200 if not sys.stdout.isatty() else None)
+    if snapshot.simulated:
+        console.print(Text("# SIMULATED: the demo cluster, nothing here is real", style="dim"))
+    console.print(table)
+    return 0

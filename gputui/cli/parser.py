@@ -1,0 +1,75 @@
+"""The command line: options valid before or after a subcommand, and each subcommand's own."""
+
+from __future__ import annotations
+
+import argparse
+from typing import NoReturn
+
+from gputui import __version__
+from gputui.cli import drain, shift
+from gputui.cli.common import UsageError
+from gputui.settings import Settings, SettingsError, load_settings
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
+def common(parser: argparse.ArgumentParser) -> None:
+    """Options valid before or after a subcommand. SUPPRESS: an unset flag never overrides."""
+    s = argparse.SUPPRESS
+    g = parser.add_argument_group("cluster")
+    g.add_argument("--demo", action="store_true", default=s, help="run on the embedded simulated cluster")
+    g.add_argument("--seed", type=int, default=s, help="seed of the demo cluster (default 7)")
+    g.add_argument("--kubeconfig", default=s, help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
+    g.add_argument("--context", default=s, help="kubeconfig context to use")
+    g.add_argument("-n", "--namespace", default=s, help="limit workloads to this namespace")
+    g.add_argument("--prometheus", default=s, metavar="URL", help="Prometheus URL for DCGM and session metrics")
+    g.add_argument("--dcgm-interval", type=float, default=argparse.SUPPRESS, metavar="SECONDS",
+                   help="seconds between fleet-wide DCGM reads; sessions are read every refresh (default 15, 0: every refresh)")
+    g.add_argument("--read-only", action="store_true", default=s, help="never write to the cluster")
+    g.add_argument("--config", default=s, metavar="FILE", help="config file (default: $XDG_CONFIG_HOME/gputui/config.yaml)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="gputui", description="GPU nodes and inference services of a Kubernetes cluster, live.")
+    parser.add_argument("--version", action="version", version=f"gputui {__version__}")
+    common(parser)
+    ui = parser.add_argument_group("screen")
+    ui.add_argument("--refresh", type=_positive_float, default=argparse.SUPPRESS, metavar="SECONDS", help="seconds between refreshes (default 2)")
+    ui.add_argument("--theme", default=argparse.SUPPRESS, help="theme name (see :theme in the app)")
+    ui.add_argument("--keymap", default=argparse.SUPPRESS, help="keymap: default, vim, k9s or one of yours")
+    ui.add_argument("--wallboard", action="store_true", default=argparse.SUPPRESS, help="read-only wallboard with rotating pages")
+    ui.add_argument("--rotate", dest="wallboard_rotate", type=_positive_float, default=argparse.SUPPRESS, metavar="SECONDS", help="seconds per wallboard page (default 15)")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    nodes = sub.add_parser("nodes", help="print the GPU nodes (table or JSON) and exit")
+    common(nodes)
+    nodes.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    drain.add_parser(sub, common)
+    shift.add_parser(sub, common)
+    return parser
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    from pathlib import Path
+
+    flags = {
+        k: v for k, v in vars(args).items()
+        if k in ("demo", "seed", "kubeconfig", "context", "namespace", "prometheus", "read_only", "refresh", "theme",
+                 "keymap", "wallboard", "wallboard_rotate", "dcgm_interval")
+    }
+    config = getattr(args, "config", None)
+    if config and not Path(config).exists():
+        raise SettingsError(f"config file {config} does not exist")
+    return load_settings(flags, config_path=Path(config) if config else None)

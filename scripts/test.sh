@@ -9,6 +9,8 @@ echo "== python dependencies"
 python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e '.[test]'
 echo "== ruff (pyflakes and pycodestyle, configured in pyproject.toml)"
 python3 -m ruff check gputui tests benchmarks scripts
+echo "== mypy (configured in pyproject.toml)"
+python3 -m mypy
 echo "== tmux (the end-to-end test drives the installed gputui in it)"
 if ! command -v tmux >/dev/null 2>&1; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null

@@ -42,7 +42,7 @@ class EvictionResult:
 class Reader(Protocol):
     def snapshot(self) -> ClusterSnapshot: ...
 
-    def gpu_history(self, node: str, minutes: int = 5) -> dict[int, list[float]]:
+    def gpu_history(self, node: str, minutes: int = 5) -> dict[int, list[float | None]]:
         """Utilisation samples per GPU index, oldest first (for sparklines)."""
         ...
 

@@ -451,7 +451,7 @@ class DemoCluster:
                 simulated=True,
             )
 
-    def gpu_history(self, node: str, minutes: int = 5) -> dict[int, list[float]]:
+    def gpu_history(self, node: str, minutes: int = 5) -> dict[int, list[float | None]]:
         with self._lock:
             sim = self._nodes.get(node)
             if sim is None:

@@ -116,7 +116,7 @@ def _versions_for_route(
     version_labels: tuple[str, ...], subsets: Mapping[tuple[str, str], Mapping[str, Mapping[str, str]]],
 ) -> list[tuple[ServiceVersion, Mapping[str, str]]]:
     """Each backend of the route, with the pod selector that finds its pods."""
-    out = []
+    out: list[tuple[ServiceVersion, Mapping[str, str]]] = []
     for backend in route.backends:
         svc = services.get((route.namespace, backend.service))
         selector: dict[str, str] = dict(svc.selector) if svc else {}
@@ -245,15 +245,15 @@ class Joiner:
         pod_identity: list[tuple[str, Mapping[str, str], str, str]] = []  # ns, selector, service, version
         covered: set[tuple[str, str]] = set()
         for route in sorted(state.routes, key=lambda r: (r.namespace, r.name)):
-            versions = _versions_for_route(route, services_by_key, workloads, self.version_labels, subsets)
-            if not versions:
+            routed = _versions_for_route(route, services_by_key, workloads, self.version_labels, subsets)
+            if not routed:
                 continue
-            inference.append(InferenceService(route.namespace, route.name, tuple(v for v, _ in versions),
+            inference.append(InferenceService(route.namespace, route.name, tuple(v for v, _ in routed),
                                               route.kind, route.name))
-            for version, selector in versions:
-                pod_identity.append((route.namespace, selector, route.name, version.name))
-                if version.workload:
-                    covered.add((route.namespace, version.workload))
+            for routed_version, selector in routed:
+                pod_identity.append((route.namespace, selector, route.name, routed_version.name))
+                if routed_version.workload:
+                    covered.add((route.namespace, routed_version.workload))
         grouped: dict[tuple[str, str], list[ServiceVersion]] = {}
         for w in sorted(workloads, key=lambda w: (w.namespace, w.name)):
             if w.gpu_request <= 0 or (w.namespace, w.name) in covered:

@@ -265,7 +265,7 @@ class KubeReader:
         return ClusterSnapshot(taken_at=now, context=self.conn.context, pods=pods,
                                budgets=self.caches["pdbs"].items(), sources=sources)
 
-    def gpu_history(self, node: str, minutes: int = 5) -> dict[int, list[float]]:
+    def gpu_history(self, node: str, minutes: int = 5) -> dict[int, list[float | None]]:
         if self.prom is None:
             return {}
         return self.prom.gpu_history(node, minutes)

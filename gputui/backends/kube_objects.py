@@ -212,7 +212,8 @@ def deployment_record(obj: dict[str, Any]) -> WorkloadRecord:
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
     template = spec.get("template") or {}
-    progressing = next((c for c in status.get("conditions") or [] if c.get("type") == "Progressing"), {})
+    progressing: dict[str, Any] = next(
+        (c for c in status.get("conditions") or [] if c.get("type") == "Progressing"), {})
     rollout = Rollout(
         generation=int(meta.get("generation") or 0),
         observed_generation=int(status.get("observedGeneration") or 0),

@@ -171,8 +171,8 @@ class PromSource:
         return f'{{{label}="{escaped}"}}'
 
     def _fetch_fleet(self, node_names: set[str]) -> Metrics:
-        hosts = [self.cfg.host_label] if self.cfg.host_label else list(HOST_LABELS)
-        by_host = ", ".join(hosts)
+        host_labels = [self.cfg.host_label] if self.cfg.host_label else list(HOST_LABELS)
+        by_host = ", ".join(host_labels)
         by_gpu = self._by()
         queries = {
             "util": f"avg by ({by_host}) (DCGM_FI_DEV_GPU_UTIL)",
@@ -243,7 +243,7 @@ class PromSource:
                 out[labels["pod"]] = labels["node"]
         return out
 
-    def gpu_history(self, node: str, minutes: int) -> dict[int, list[float]]:
+    def gpu_history(self, node: str, minutes: int) -> dict[int, list[float | None]]:
         end = time.time()
         escaped = node.replace("\\", "\\\\").replace('"', '\\"')
         labels = [self.cfg.host_label] if self.cfg.host_label else list(HOST_LABELS)
@@ -256,7 +256,7 @@ class PromSource:
             )
         except Exception as exc:
             raise BackendError(_one_line(exc)) from None
-        out: dict[int, list[float]] = {}
+        out: dict[int, list[float | None]] = {}
         for s in result:
             try:
                 index = int(s["metric"].get("gpu", ""))

@@ -68,7 +68,8 @@ def union(selectors: Iterable[str], extra: str = "") -> str:
     Plain names share one `__name__=~` selector; selectors with matchers are joined with `or`,
     which cannot drop a series here: each selector's series carry labels the others lack.
     """
-    plain, labelled = [], []
+    plain: list[str] = []
+    labelled: list[str] = []
     for s in selectors:
         (labelled if "{" in s else plain).append(s)
     parts = []

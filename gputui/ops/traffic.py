@@ -399,6 +399,7 @@ class _ListAdapter:
         seen: dict[str, int | None] = {}
         for path, entries, owners in chosen:
             for index, (entry, owner) in enumerate(zip(entries, owners)):
+                assert owner is not None  # chosen groups are splitting ones: every entry has its version
                 weight = entry.get("weight", _MISSING)
                 id_field, id_value = self.identity(entry)
                 out.slots.append((path + (index,), id_field, id_value, weight, owner))

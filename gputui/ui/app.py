@@ -19,6 +19,8 @@ from gputui.ops.audit import AuditLog
 from gputui.present.cells import MONO, Palette
 from gputui import errors
 from gputui.settings import Settings
+from gputui.ui.base import SnapshotView
+from gputui.ui.header import HeaderBar
 from gputui.ui.keymaps import DEFAULT, keymap_files, load_keymaps, resolve, watched_dirs
 from gputui.ui.theming import load_themes, palette_defaults, palette_from
 
@@ -143,7 +145,7 @@ class GputuiApp(App[None]):
                 lines = [f"{p.path}: {p.reason}" for p in problems]
                 self.notify("\n".join(lines), title="Bad theme or keymap files (ignored)",
                             severity="warning", timeout=20, markup=False)
-        if self.is_mounted and self.theme in themes:
+        if self.is_running and self.theme in themes:  # (App.is_mounted is a method: always true)
             self._invalidate_css()  # the file of the theme in force may have changed: apply it again
             self.refresh_css(animate=False)
             self.watch_theme(self.theme)
@@ -214,17 +216,15 @@ class GputuiApp(App[None]):
 
     def _show_snapshot(self) -> None:
         for screen in self.screen_stack:
-            show = getattr(screen, "show_snapshot", None)
-            if show is not None and screen.is_mounted:
-                show()
+            if isinstance(screen, SnapshotView) and screen.is_mounted:
+                screen.show_snapshot()
 
     def _tick_age(self) -> None:
         # The age keeps counting while a poll hangs, so stale data is never shown as fresh.
-        for header in self.query("HeaderBar"):
+        for header in self.query(HeaderBar):
             header.refresh_text()
-        refresh_age = getattr(self.screen, "refresh_age", None)
-        if refresh_age is not None:
-            refresh_age()
+        if isinstance(self.screen, SnapshotView):
+            self.screen.refresh_age()
 
     # ----- command mode and the theme picker ----------------------------------------
 

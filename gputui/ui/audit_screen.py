@@ -7,14 +7,15 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Static
+
+from gputui.ui.base import ClusterScreen
 
 from gputui.ui.footer import KeyFooter
 from gputui.ui.header import HeaderBar
 
 
-class AuditScreen(Screen):
+class AuditScreen(ClusterScreen):
     BINDINGS = [Binding("escape", "app.pop_screen", "Back", id="back")]
 
     def compose(self) -> ComposeResult:

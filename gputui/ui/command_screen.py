@@ -9,9 +9,10 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.suggester import Suggester
 from textual.widgets import Input, Static
+
+from gputui.ui.base import ClusterModal
 
 from gputui.ui.commands import COMMANDS, Command, CommandError, complete, parse
 
@@ -30,7 +31,7 @@ class CommandSuggester(Suggester):
         return matches[0] if matches else None
 
 
-class CommandScreen(ModalScreen[Command | None]):
+class CommandScreen(ClusterModal[Command | None]):
     DEFAULT_CSS = """
     CommandScreen { align: left bottom; background: $background 0%; }
     #command-box { height: auto; width: 100%; background: $panel; }

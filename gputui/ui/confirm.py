@@ -6,11 +6,12 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from gputui.ui.base import ClusterModal
 
-class ConfirmScreen(ModalScreen[bool]):
+
+class ConfirmScreen(ClusterModal[bool]):
     BINDINGS = [
         Binding("y,enter", "answer(True)", "Yes", id="confirm-yes"),
         Binding("n,escape", "answer(False)", "No", id="confirm-no"),

@@ -6,8 +6,9 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.events import Resize
-from textual.screen import Screen
 from textual.widgets import DataTable, Input, Static
+
+from gputui.ui.base import ClusterScreen
 
 from gputui.model import node_alerts
 from gputui.ops.cordon import plan_cordon, run_cordon
@@ -29,7 +30,7 @@ from gputui.ui.virtual_table import VirtualTable
 WRITE_ACTIONS = frozenset({"cordon", "uncordon", "drain", "resume_drains", "shift"})
 
 
-class DashboardScreen(Screen):
+class DashboardScreen(ClusterScreen):
     BINDINGS = [
         Binding("enter", "open_node", "Open", id="open-node"),
         Binding("c", "cordon", "Cordon", id="cordon", tooltip="Cordon the selected node"),
@@ -244,7 +245,8 @@ class DashboardScreen(Screen):
             self.show_snapshot()
 
     def action_drain(self) -> None:
-        nodes = sorted(self.marked) or ([self.selected_node()] if self.selected_node() else [])
+        selected = self.selected_node()
+        nodes = sorted(self.marked) or ([selected] if selected else [])
         if not nodes or self.app.snapshot is None:
             return
         if self.app.drain_session is not None and not self.app.drain_session.finished:
@@ -286,8 +288,11 @@ class DashboardScreen(Screen):
             return
         options, deadlines = {}, {}
         for n in nodes:  # each node to the end it was started for, with its own options
+            node = snap.node(n) if snap else None
+            if node is None:
+                continue
             try:
-                options[n], deadline = saved_drain(snap.node(n))
+                options[n], deadline = saved_drain(node)
             except DrainRecordError as exc:
                 self.app.notify(str(exc), severity="error", markup=False)
                 return
@@ -313,7 +318,8 @@ class DashboardScreen(Screen):
         if table.row_count == 0:
             return
         key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        self.app.push_screen(TrafficShiftScreen(key))
+        if key is not None:
+            self.app.push_screen(TrafficShiftScreen(key))
 
     def action_audit(self) -> None:
         from gputui.ui.audit_screen import AuditScreen

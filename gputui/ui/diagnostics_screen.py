@@ -7,15 +7,16 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Static
+
+from gputui.ui.base import ClusterScreen
 
 from gputui.diagnostics import Finding, diagnose
 from gputui.ui.footer import KeyFooter
 from gputui.ui.header import HeaderBar
 
 
-class DiagnosticsScreen(Screen):
+class DiagnosticsScreen(ClusterScreen):
     BINDINGS = [Binding("escape", "app.pop_screen", "Back", id="back")]
 
     def __init__(self) -> None:

@@ -11,14 +11,16 @@ import threading
 import time
 from dataclasses import dataclass, field, replace
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.screen import ModalScreen, Screen
+from textual.timer import Timer
 from textual.widgets import DataTable, Input, Static
+
+from gputui.ui.base import ClusterModal, ClusterScreen
 
 from gputui.ops.drain.batch import run_batch
 from gputui.ops.drain.events import FINAL, DrainControl, DrainEvent, EventKind as K
@@ -89,7 +91,7 @@ class DrainSession:
 
 
 def render_plan(batch: BatchPlan, palette) -> Group:
-    parts = []
+    parts: list[RenderableType] = []
     for plan in batch.plans:
         title = Text(f"node/{plan.node}", style="bold")
         if plan.already_cordoned:
@@ -127,15 +129,16 @@ def render_plan(batch: BatchPlan, palette) -> Group:
     return Group(*parts)
 
 
-class DrainPlanScreen(ModalScreen[DrainOptions | None]):
+class DrainPlanScreen(ClusterModal[DrainOptions | None]):
     """The plan, with kubectl's options as toggles. Enter starts; esc changes nothing."""
 
     BINDINGS = [
         Binding("enter,y", "start", "Start drain", id="drain-start"),
         Binding("escape,n", "cancel", "Cancel", id="drain-cancel"),
-        Binding("e", "toggle('delete_emptydir_data')", "emptyDir", id="drain-emptydir"),
-        Binding("f", "toggle('force')", "Force", id="drain-force"),
-        Binding("u", "toggle('evict_unknown_at_deadline')", "Unknown: evict at deadline", id="drain-evict-unknown"),
+        Binding("e", "toggle_option('delete_emptydir_data')", "emptyDir", id="drain-emptydir"),
+        Binding("f", "toggle_option('force')", "Force", id="drain-force"),
+        Binding("u", "toggle_option('evict_unknown_at_deadline')", "Unknown: evict at deadline",
+                id="drain-evict-unknown"),
         Binding("plus,equals_sign", "deadline(1)", "+5m", id="drain-deadline-up"),
         Binding("minus", "deadline(-1)", "-5m", id="drain-deadline-down"),
         Binding("D", "delete_mode", "Delete w/o eviction", id="drain-delete-mode", show=False),
@@ -161,6 +164,7 @@ class DrainPlanScreen(ModalScreen[DrainOptions | None]):
 
     def batch_plan(self) -> BatchPlan:
         snap = self.app.snapshot
+        assert snap is not None  # the plan is opened only from a screen showing a snapshot
         return plan_batch(snap, [n for n in self.nodes if snap.node(n)], self.options)
 
     def plans(self) -> list[DrainPlan]:
@@ -197,8 +201,9 @@ class DrainPlanScreen(ModalScreen[DrainOptions | None]):
         opts.append(" cancel")
         self.query_one("#drain-options", Static).update(opts)
 
-    def action_toggle(self, name: str) -> None:
-        self.options = replace(self.options, **{name: not getattr(self.options, name)})
+    def action_toggle_option(self, name: str) -> None:
+        # (not action_toggle: that is Textual's own action, toggling an attribute of the screen)
+        self.options = replace(self.options, **{name: not getattr(self.options, name)})  # type: ignore[arg-type]
         self.refresh_plan()
 
     def action_deadline(self, direction: int) -> None:
@@ -280,7 +285,7 @@ def start_drain(app, nodes: list[str], options: DrainOptions | dict[str, DrainOp
 ACTIONS = ("evict_now", "extend", "abort")
 
 
-class DrainProgressScreen(Screen):
+class DrainProgressScreen(ClusterScreen):
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back (drain goes on)", id="back"),
         Binding("e", "evict_now", "Evict now", id="drain-evict-now"),
@@ -292,7 +297,7 @@ class DrainProgressScreen(Screen):
     def __init__(self, session: DrainSession) -> None:
         super().__init__()
         self.session = session
-        self._timer = None
+        self._timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield HeaderBar()
@@ -400,7 +405,7 @@ class DrainProgressScreen(Screen):
         if table.row_count == 0:
             return None
         key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        return self.session.pods[key].node, key
+        return (self.session.pods[key].node, key) if key is not None else None
 
     def _confirm(self, title: str, body: str, then) -> None:
         from gputui.ui.confirm import ConfirmScreen

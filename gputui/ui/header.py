@@ -6,13 +6,14 @@ from rich.text import Text
 from textual.widgets import Static
 
 from gputui.present import cells
+from gputui.ui.base import ClusterWidget
 
 
 def _sep(text: Text) -> None:
     text.append(" │ ", style="dim")
 
 
-class HeaderBar(Static):
+class HeaderBar(ClusterWidget, Static):
     DEFAULT_CSS = """
     HeaderBar { height: 1; background: $panel; color: $foreground; }
     """

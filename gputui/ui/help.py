@@ -7,15 +7,17 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen, Screen
+from textual.screen import Screen
 from textual.widgets import Static
+
+from gputui.ui.base import ClusterModal
 
 
 def key_label(app, key: str) -> str:
     return app.get_key_display(Binding(key, ""))
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(ClusterModal[None]):
     BINDINGS = [Binding("escape,q,question_mark", "dismiss_help", "Close", id="close-help")]
 
     def __init__(self, beneath: Screen) -> None:

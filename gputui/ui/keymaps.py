@@ -88,7 +88,7 @@ def binding_scopes() -> dict[str, tuple[type, ...]]:
 
 
 def _bindings(cls: type) -> list[Binding]:
-    merged = cls._merged_bindings  # Textual's own merge of the class's BINDINGS with its bases'
+    merged = getattr(cls, "_merged_bindings", None)  # Textual's own merge of the class's BINDINGS with its bases'
     return [b for bindings in merged.key_to_bindings.values() for b in bindings] if merged else []
 
 

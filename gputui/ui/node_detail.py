@@ -6,9 +6,11 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
+from gputui.ui.base import ClusterScreen
+
+from gputui.model import Gpu
 from gputui.present import cells
 from gputui.model import Node, has_driver_drift, node_alerts
 from gputui.ui.footer import KeyFooter
@@ -36,7 +38,7 @@ def _widths(columns, total: int, minimum: int = 12, maximum: int = 60) -> list[t
     return [(k, label, flex if w is None else w) for k, label, w in columns]
 
 
-class NodeDetailScreen(Screen):
+class NodeDetailScreen(ClusterScreen):
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back", id="back"),
         Binding("c", "cordon", "Cordon", id="cordon"),
@@ -47,7 +49,7 @@ class NodeDetailScreen(Screen):
         super().__init__()
         self.node_name = node
         self.history: dict[int, list[float]] = {}
-        self.full_gpus = None  # every GPU, fetched when the snapshot holds aggregates only
+        self.full_gpus: tuple[Gpu, ...] | None = None  # every GPU, fetched when the snapshot holds aggregates only
         self.spark_width = 30
         self.pod_width = 30
 
@@ -105,6 +107,7 @@ class NodeDetailScreen(Screen):
         if node is None:
             info.update(Text(f" {self.node_name}: no longer in the cluster", style="bold"))
             return
+        assert snap is not None  # a node was found in it
         info.update(self._info(node, snap))
         palette = self.app.palette
         gpu_rows = {}

@@ -6,13 +6,13 @@ fingers; diffing keeps both and touches only the cells that changed.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from rich.text import Text
 from textual.widgets import DataTable
 from textual.widgets.data_table import RowDoesNotExist
 
-Cells = Sequence[Any]
+Cells = Sequence[Any]  # a row's cells in column order (a tuple of Text, usually)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -21,11 +21,11 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
-def sync_rows(table: DataTable, rows: dict[str, Cells]) -> bool:
+def sync_rows(table: DataTable, rows: Mapping[str, Cells]) -> bool:
     """Make the table hold exactly `rows` (key -> cells in column order). True if anything changed."""
     changed = False
     columns = list(table.columns)
-    for key in [k.value for k in table.rows if k.value not in rows]:
+    for key in [k.value for k in table.rows if k.value is not None and k.value not in rows]:
         table.remove_row(key)
         changed = True
     for key, cells in rows.items():

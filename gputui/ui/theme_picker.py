@@ -5,12 +5,13 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from gputui.ui.base import ClusterModal
 
-class ThemePickerScreen(ModalScreen[str | None]):
+
+class ThemePickerScreen(ClusterModal[str | None]):
     DEFAULT_CSS = """
     ThemePickerScreen { align: center middle; }
     #theme-box { width: 44; max-width: 100%; height: auto; max-height: 90%;
@@ -41,7 +42,8 @@ class ThemePickerScreen(ModalScreen[str | None]):
         options.focus()
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
-        self.app.theme = event.option.id
+        if event.option.id is not None:
+            self.app.theme = event.option.id
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         self.dismiss(event.option.id)

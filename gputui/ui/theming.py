@@ -81,7 +81,8 @@ def parse_theme(path: Path) -> Theme:
         errors.append("dark must be true or false")
     if errors:
         raise ValueError("; ".join(errors))
-    return Theme(name=name.strip(), dark=dark, variables=clean_vars, **colors)
+    return Theme(name=str(name).strip(), dark=dark, variables=clean_vars, **colors)  # type: ignore[arg-type]
+    # (colors holds only the colour fields, each a string: mypy cannot see that through **)
 
 
 def load_themes() -> tuple[dict[str, Theme], list[FileProblem]]:

@@ -14,8 +14,9 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Static
+
+from gputui.ui.base import ClusterModal
 
 from gputui.ops.traffic import (
     ADAPTERS,
@@ -31,7 +32,7 @@ from gputui.ops.traffic import (
 from gputui.ui.app import one_line
 
 
-class TrafficShiftScreen(ModalScreen[None]):
+class TrafficShiftScreen(ClusterModal[None]):
     DEFAULT_CSS = """
     TrafficShiftScreen { align: center middle; }
     #shift-dialog {
@@ -45,7 +46,7 @@ class TrafficShiftScreen(ModalScreen[None]):
     #shift-patch.shown { display: block; }
     #shift-keys { height: auto; margin-top: 1; color: $text-muted; }
     """
-    BINDINGS = [
+    BINDINGS = [  # type: ignore[assignment]  # (a list of Binding is what Screen takes; mypy sees list invariance)
         Binding("left,h,up,k", "choose(-1)", "Previous version", id="shift-previous", show=False),
         Binding("right,l,down,j", "choose(1)", "Next version", id="shift-next", show=False),
         Binding("plus,equals_sign", "step(1)", "+10%", id="shift-more"),
@@ -123,6 +124,7 @@ class TrafficShiftScreen(ModalScreen[None]):
             targets = self.targets
         if targets is None:
             service = snapshot.service(self.service_key)
+            assert service is not None  # checked above
             targets = {v.name: (service.share_pct(v.name) or 0.0) for v in service.versions}
         return plan_shift(snapshot, self.service_key, targets, api_versions=served_api_versions(self.app.backend))
 
@@ -306,7 +308,7 @@ class TrafficShiftScreen(ModalScreen[None]):
         self._set_targets(rebalance(self._typed_base, self.chosen, int(self.typed)))
 
     def action_backspace(self) -> None:
-        if self.mode != "edit" or not self.typed or self._typed_base is None:
+        if self.mode != "edit" or not self.typed or self._typed_base is None or self.chosen is None:
             return
         self.typed = self.typed[:-1]
         base = self._typed_base
@@ -327,6 +329,8 @@ class TrafficShiftScreen(ModalScreen[None]):
             then(plan)  # an Argo Rollout patch needs no read; an invalid plan is shown as it is
             return
         snapshot, writer = self.app.snapshot, self.app.backend.writer
+        if snapshot is None or writer is None:  # read-only never gets here: the apply key is off
+            return
         targets = dict(plan.targets)
         api = served_api_versions(self.app.backend)
         key = self.service_key

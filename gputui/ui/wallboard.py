@@ -7,8 +7,9 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import Screen
 from textual.widgets import Digits, Static
+
+from gputui.ui.base import ClusterScreen
 
 from gputui.present import cells
 from gputui.diagnostics import diagnose
@@ -38,7 +39,7 @@ class Figure(Vertical):
         digits.styles.color = style or None
 
 
-class WallboardScreen(Screen):
+class WallboardScreen(ClusterScreen):
     DEFAULT_CSS = """
     WallboardScreen { layout: vertical; }
     #stale-banner { display: none; height: 3; content-align: center middle; text-style: bold reverse; }

@@ -9,7 +9,7 @@ restores them from each node). The guard counts capacity outside the whole batch
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Generator, Mapping
 
 from gputui.backends.base import BackendError, Reader, Writer
 from gputui.ops.audit import AuditLog
@@ -34,12 +34,12 @@ def run_batch(
     poll_s: float = 1.0,
     deadlines: Mapping[str, float] | None = None,
     take_over: bool = False,
-) -> Iterator[DrainEvent]:
+) -> Generator[DrainEvent, None, dict[str, DrainReport]]:
     """Yields every run's events (ticks dropped); returns {node: DrainReport} for every node named."""
     per_node = options if isinstance(options, Mapping) else {n: options for n in nodes}
     members = set(nodes)
     pending = list(nodes)
-    active: dict[str, Iterator[DrainEvent]] = {}
+    active: dict[str, Generator[DrainEvent, None, DrainReport]] = {}
     wake: dict[str, float] = {}  # when each run asked to be polled again (a paused one backs off)
     reports: dict[str, DrainReport] = {}
     controls = controls or {}

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from enum import Enum
-from typing import Callable, Iterator
+from typing import Callable, Generator, Iterator
 
 from gputui.backends.base import BackendError, EvictionOutcome, PodsReader, Reader, Writer
 from gputui.model import SessionState
@@ -73,7 +73,7 @@ def run_drain(
     deadline: float | None = None,
     holder: lease.Holder | None = None,
     take_over: bool = False,
-) -> Iterator[DrainEvent]:
+) -> Generator[DrainEvent, None, DrainReport]:
     """Drain one node by its plan. Yields events; returns (StopIteration.value) a DrainReport."""
     if writer is None:
         raise ReadOnlyError("drain")

@@ -367,6 +367,11 @@ class Budget:
         return ""
 
 
+def stale(age: float | None, every: float) -> bool:
+    """The one staleness rule: older than three of its own reads (a read or two may fail first)."""
+    return age is not None and age > 3 * every
+
+
 @dataclass(frozen=True, slots=True)
 class SourceStatus:
     """How fresh one source (the API, the metrics) is, and why not if it is not."""
@@ -381,8 +386,7 @@ class SourceStatus:
 
     def stale(self, now: float, refresh: float) -> bool:
         """Older than three of its own reads: a refresh or two may fail before it counts as stale."""
-        age = self.age(now)
-        return age is not None and age > 3 * max(refresh, self.every or 0.0)
+        return stale(self.age(now), max(refresh, self.every or 0.0))
 
 
 @dataclass(frozen=True, slots=True)

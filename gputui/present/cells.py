@@ -19,6 +19,16 @@ SPARKS = "▁▂▃▄▅▆▇█"
 UNKNOWN_SPARK = "·"  # a sample that could not be read
 
 
+HEAT_BANDS = (50.0, 85.0)  # percent: where mid and high begin, for every bar, cell and heat-map square
+
+
+def heat_band(pct: float | None) -> int | None:
+    """0 low, 1 mid, 2 high; None when the value is unknown (NaN included)."""
+    if pct is None or not isfinite(pct):
+        return None
+    return 2 if pct >= HEAT_BANDS[1] else 1 if pct >= HEAT_BANDS[0] else 0
+
+
 @dataclass(frozen=True, slots=True)
 class Palette:
     """gputui's own colours; themes set them (Rich colour names or #rrggbb)."""
@@ -36,13 +46,8 @@ class Palette:
     muted: str = "#7f848e"
 
     def heat(self, pct: float | None) -> str:
-        if pct is None:
-            return self.muted
-        if pct >= 85:
-            return self.heat_high
-        if pct >= 50:
-            return self.heat_mid
-        return self.heat_low
+        band = heat_band(pct)
+        return self.muted if band is None else (self.heat_low, self.heat_mid, self.heat_high)[band]
 
     def state(self, state: NodeState) -> str:
         return {

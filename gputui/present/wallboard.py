@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from rich.text import Text
 
 from gputui.model import ClusterSnapshot, InferenceService, Node, NodeState, node_alerts, rollout_status
-from gputui.present.cells import Palette, pct
+from gputui.present.cells import Palette, heat_band, pct
 
 GLYPHS = ("░", "▒", "█")  # low, mid, high
 NO_DATA = "·"
@@ -51,7 +51,7 @@ def level(value: float | None, metric: str, temp_threshold: float) -> int | None
         return None
     if metric == "temp":
         return 2 if value >= temp_threshold else 1 if value >= temp_threshold - 20 else 0
-    return 2 if value >= 85 else 1 if value >= 50 else 0
+    return heat_band(value)
 
 
 def gpu_values(node: Node, metric: str) -> list[float | None]:

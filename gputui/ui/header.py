@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
+from gputui.model import stale
 from gputui.present import cells
 from gputui.ui.base import ClusterWidget
 
@@ -63,10 +64,10 @@ class HeaderBar(ClusterWidget, Static):
         _sep(text)
         now = app.clock()
         age = now - snap.taken_at
-        stale = age > 3 * app.settings.refresh
+        is_stale = stale(age, app.settings.refresh)
         text.append(
-            f"{'STALE ' if stale else ''}{cells.ago(age)}",
-            style=f"bold reverse {palette.stale}" if stale else "dim",
+            f"{'STALE ' if is_stale else ''}{cells.ago(age)}",
+            style=f"bold reverse {palette.stale}" if is_stale else "dim",
         )
         _sep(text)
         text.append(f"{len(snap.nodes)} nodes")

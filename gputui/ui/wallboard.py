@@ -11,6 +11,7 @@ from textual.widgets import Digits, Static
 
 from gputui.ui.base import ClusterScreen
 
+from gputui.model import stale
 from gputui.present import cells
 from gputui.diagnostics import diagnose
 from gputui.present.columns import fit_service_columns, service_rows
@@ -128,11 +129,11 @@ class WallboardScreen(ClusterScreen):
         banner = self.query_one("#stale-banner", Static)
         snap = app.snapshot
         age = None if snap is None else app.clock() - snap.taken_at
-        stale = age is not None and age > 3 * app.settings.refresh
+        is_stale = stale(age, app.settings.refresh)
         failing = snap is None and app.poll_error
-        if stale or failing:
+        if is_stale or failing:
             why = f": {app.poll_error}" if app.poll_error else ""
-            what = f"DATA STALE: last update {cells.ago(age)} ago" if stale else "NO DATA"
+            what = f"DATA STALE: last update {cells.ago(age)} ago" if is_stale else "NO DATA"
             banner.update(Text(f"⚠  {what}{why}  ⚠", style=f"bold reverse {app.palette.stale}"))
             banner.styles.color = app.palette.stale or None
             banner.add_class("shown")

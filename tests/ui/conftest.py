@@ -27,18 +27,6 @@ def app_factory(tmp_path):
     return factory
 
 
-async def wait_for(pilot, predicate, timeout: float = 5.0) -> None:
-    """Let the app work until the predicate holds; fail loudly when it never does."""
-    import asyncio
-
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError("condition never became true")
-        await pilot.pause(0.05)
-
-
 @pytest.fixture(autouse=True)
 def private_dirs(tmp_path, monkeypatch):
     """The user's own themes, keymaps and audit log never leak into (or out of) a test."""

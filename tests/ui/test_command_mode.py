@@ -10,11 +10,8 @@ from gputui.ui.node_detail import NodeDetailScreen
 from gputui.ui.theme_picker import ThemePickerScreen
 from gputui.ui.traffic_screen import TrafficShiftScreen
 from textual.widgets import Input, Static
-from tests.ui.conftest import wait_for
-
-
-async def loaded(pilot) -> None:
-    await wait_for(pilot, lambda: pilot.app.snapshot is not None and pilot.app.screen.query_one("#nodes").row_count > 0)
+from tests.ui.pilot import loaded
+from tests.ui.pilot import wait_for
 
 
 async def command(pilot, text: str, *then: str) -> None:

@@ -11,15 +11,8 @@ from gputui.ui.confirm import ConfirmScreen
 from gputui.ui.help import HelpScreen
 from gputui.ui.node_detail import NodeDetailScreen
 from gputui.ui.virtual_table import VirtualTable
-from tests.ui.conftest import wait_for
-
-
-def rows(app) -> list[str]:
-    return list(app.screen.query_one("#nodes", VirtualTable).keys)
-
-
-async def loaded(pilot) -> None:
-    await wait_for(pilot, lambda: pilot.app.snapshot is not None and pilot.app.screen.query_one("#nodes").row_count > 0)
+from tests.ui.pilot import loaded, rows
+from tests.ui.pilot import wait_for
 
 
 async def test_dashboard_lists_every_node_and_service(app_factory):

@@ -2,8 +2,8 @@ import json
 
 from gputui.model import DRAIN_PHASE_ANNOTATION
 from gputui.ui.drain_screens import DrainPlanScreen, DrainProgressScreen
-from tests.ui.conftest import wait_for
-from tests.ui.test_dashboard import loaded, rows
+from tests.ui.pilot import wait_for
+from tests.ui.pilot import loaded, rows
 
 
 async def test_drain_plan_then_progress_then_done(app_factory, tmp_path):

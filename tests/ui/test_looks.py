@@ -10,7 +10,8 @@ from rich.console import Console
 from gputui.ui.confirm import ConfirmScreen
 from gputui.ui.diagnostics_screen import DiagnosticsScreen
 from gputui.ui.node_detail import NodeDetailScreen
-from tests.ui.conftest import wait_for
+from tests.ui.pilot import loaded
+from tests.ui.pilot import wait_for
 
 THEME = """name: mine
 primary: "#336699"
@@ -27,10 +28,6 @@ def user_dir(tmp_path: Path, kind: str) -> Path:
 
 def notices(app) -> list[str]:
     return [n.message for n in app._notifications]
-
-
-async def loaded(pilot) -> None:
-    await wait_for(pilot, lambda: pilot.app.snapshot is not None and pilot.app.screen.query_one("#nodes").row_count > 0)
 
 
 async def watching(pilot) -> None:

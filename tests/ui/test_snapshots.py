@@ -14,7 +14,8 @@ import pytest
 from gputui.ops.audit import AuditLog
 from gputui.ui.drain_screens import DrainProgressScreen
 from gputui.ui.traffic_screen import TrafficShiftScreen
-from tests.ui.conftest import make_app, wait_for
+from tests.ui.conftest import make_app
+from tests.ui.pilot import wait_for
 
 THEMES = ["gputui-dark", "gputui-light", "gputui-wallboard", "gputui-colorblind", "gputui-mono", "gputui-nord"]
 SIZES = [(80, 24), (200, 50)]

@@ -3,13 +3,10 @@
 import json
 
 from gputui.ui.traffic_screen import TrafficShiftScreen
-from tests.ui.conftest import wait_for
+from tests.ui.pilot import loaded
+from tests.ui.pilot import wait_for
 
 LLAMA = "llm/llama-3-70b-instruct"
-
-
-async def loaded(pilot) -> None:
-    await wait_for(pilot, lambda: pilot.app.snapshot is not None and pilot.app.screen.query_one("#nodes").row_count > 0)
 
 
 async def open_shift(pilot, key: str = LLAMA) -> TrafficShiftScreen:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.widgets import Static
 
 from gputui.ui.wallboard import PAGES, WallboardScreen
-from tests.ui.conftest import wait_for
+from tests.ui.pilot import wait_for
 
 
 def wallboard_app(app_factory, **settings):

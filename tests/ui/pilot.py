@@ -1,0 +1,27 @@
+"""What pilot-driven tests share: waiting on a condition, the dashboard loaded, its rows."""
+
+from __future__ import annotations
+
+from gputui.ui.virtual_table import VirtualTable
+
+
+async def wait_for(pilot, predicate, timeout: float = 5.0) -> None:
+    """Let the app work until the predicate holds; fail loudly when it never does."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError("condition never became true")
+        await pilot.pause(0.05)
+
+
+async def loaded(pilot) -> None:
+    """The dashboard shows the first snapshot: its node table has rows."""
+    await wait_for(pilot, lambda: pilot.app.snapshot is not None and pilot.app.screen.query_one("#nodes").row_count > 0)
+
+
+def rows(app) -> list[str]:
+    """The dashboard's node names, in the order shown."""
+    return list(app.screen.query_one("#nodes", VirtualTable).keys)

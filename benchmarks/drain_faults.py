@@ -192,8 +192,8 @@ def scenario(h: Harness, index: int, seed: int, budget: float) -> Result:
     result = Result(seed, fault, n_drain, sum(services.values()))
     started = time.monotonic()
     h.core.create_namespace({"metadata": {"name": ns}})
-    for node in drain_nodes + spares:
-        h.kubelet.add_node(node, gpus=4, labels={"gputui.test/pool": pool})
+    for node in drain_nodes + spares:  # 8 GPUs: room for every replica (at most 6) on one node
+        h.kubelet.add_node(node, gpus=8, labels={"gputui.test/pool": pool})
     for node in spares:  # the pods land on the nodes to drain; the spares take them afterwards
         h.core.patch_node(node, {"spec": {"unschedulable": True}})
     for svc, replicas in services.items():

@@ -11,11 +11,17 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Collection, Mapping, Protocol, runtime_checkable
 
+from gputui.errors import one_line
 from gputui.model import ClusterSnapshot, Gpu
 
 
 class BackendError(Exception):
     """A failure worth one clear line to the user (no traceback)."""
+
+
+def error_line(exc: BaseException) -> str:
+    """An error as the one line an operator reads: ours by their message, anything else with its type."""
+    return one_line(exc, known=(BackendError,))
 
 
 class WriteError(BackendError):
@@ -95,6 +101,14 @@ class Writer(Protocol):
         ...
 
 
+# What each operation needs of the access reviews (Backend.permissions: "cordon" = patch nodes, "evict" =
+# create pods/eviction, "shift" = patch the route kinds the cluster serves).
+NEEDS: Mapping[str, tuple[str, ...]] = {
+    "cordon": ("cordon",), "uncordon": ("cordon",), "drain": ("cordon", "evict"),
+    "resume_drains": ("cordon", "evict"), "shift": ("shift",),
+}
+
+
 @dataclass(slots=True)
 class Backend:
     reader: Reader
@@ -107,6 +121,11 @@ class Backend:
     @property
     def read_only(self) -> bool:
         return self.writer is None
+
+    def can(self, operation: str) -> bool:
+        """The one permission policy, for every screen and the CLI: a writer, and every access review the
+        operation needs allowed (an operation not listed needs only the writer)."""
+        return self.writer is not None and all(self.may(p) for p in NEEDS.get(operation, ()))
 
     def may(self, action: str) -> bool:
         return self.writer is not None and self.permissions.get(action, True)

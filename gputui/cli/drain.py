@@ -130,7 +130,7 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
             return EXIT_NOT_DONE if any(p.blocked for p in batch.plans) or not batch.fits else EXIT_OK
         if backend.writer is None:
             return fail("read-only: drain is not allowed", EXIT_USAGE)
-        if not backend.may("evict") or not backend.may("cordon"):
+        if not backend.can("drain"):
             return fail("your identity may not cordon nodes or evict pods here", EXIT_USAGE)
         if snap.simulated:
             print(f"# {SIMULATED}", flush=True)

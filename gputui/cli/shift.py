@@ -11,7 +11,7 @@ import json
 import sys
 from typing import Any, Callable, TextIO
 
-from gputui.backends.base import Backend, BackendError
+from gputui.backends.base import Backend, BackendError, error_line
 from gputui.ops.traffic import (
     ShiftError,
     ShiftPlan,
@@ -25,7 +25,6 @@ from gputui.ops.traffic import (
 )
 from gputui.settings import Settings
 
-from gputui.errors import one_line
 from gputui.cli.common import EXIT_NOT_DONE as EXIT_REFUSED, EXIT_USAGE, fail
 
 
@@ -63,7 +62,7 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
         writer = backend.writer
         if writer is None:
             return fail("read-only: shift is not allowed", EXIT_USAGE)
-        if not backend.may("shift"):
+        if not backend.can("shift"):
             return fail("your identity may not patch this service's router", EXIT_REFUSED)
         snapshot = backend.reader.snapshot()
         try:
@@ -87,7 +86,7 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
         for warning in plan.warnings:  # stdout stays the one result line
             print(f"gputui: warning: {warning}", file=sys.stderr)
     except BackendError as exc:
-        return fail(one_line(exc, known=(BackendError,)), EXIT_REFUSED)
+        return fail(error_line(exc), EXIT_REFUSED)
     finally:
         backend.close()
     if args.output == "json":

@@ -13,11 +13,10 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.worker import get_current_worker
 
-from gputui.backends.base import Backend, BackendError
+from gputui.backends.base import Backend, BackendError, error_line
 from gputui.model import ClusterSnapshot
 from gputui.ops.audit import AuditLog
 from gputui.present.cells import MONO, Palette
-from gputui import errors
 from gputui.settings import Settings
 from gputui.ui.base import SnapshotView
 from gputui.ui.header import HeaderBar
@@ -25,9 +24,7 @@ from gputui.ui.keymaps import DEFAULT, keymap_files, load_keymaps, resolve, watc
 from gputui.ui.theming import load_themes, palette_defaults, palette_from
 
 
-def one_line(exc: BaseException) -> str:
-    """An error as the single line an operator reads: gputui's own errors by their message."""
-    return errors.one_line(exc, known=(BackendError,))
+one_line = error_line  # (the name the screens used)
 
 
 def same_content(old: ClusterSnapshot | None, new: ClusterSnapshot | None) -> bool:

@@ -8,10 +8,11 @@ from textual.binding import Binding
 from textual.events import Resize
 from textual.widgets import DataTable, Input, Static
 
+from gputui.backends.base import NEEDS
+from gputui.ui.cordon_dialog import ask_cordon
 from gputui.ui.base import ClusterScreen
 
 from gputui.model import node_alerts
-from gputui.ops.cordon import plan_cordon, run_cordon
 from gputui.ui.footer import KeyFooter
 from gputui.ui.key_table import KeyTable
 from gputui.present.columns import (
@@ -26,9 +27,6 @@ from gputui.ui.confirm import ConfirmScreen
 from gputui.ui.header import HeaderBar
 from gputui.ui.table_sync import sync_rows
 from gputui.ui.virtual_table import VirtualTable
-
-WRITE_ACTIONS = frozenset({"cordon", "uncordon", "drain", "resume_drains", "shift"})
-
 
 class DashboardScreen(ClusterScreen):
     BINDINGS = [
@@ -184,10 +182,7 @@ class DashboardScreen(ClusterScreen):
     # ----- actions ---------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "shift":
-            return True if self.app.backend.may("shift") else None
-        if action in WRITE_ACTIONS and not (self.app.backend.may("cordon") and
-                                            (action in ("cordon", "uncordon") or self.app.backend.may("evict"))):
+        if action in NEEDS and not self.app.backend.can(action):
             return None  # read-only, or RBAC says no: shown dimmed, not hidden
         return True
 
@@ -202,7 +197,7 @@ class DashboardScreen(ClusterScreen):
 
     def run_command(self, name: str, arg: str | None) -> None:
         """Commands from `:` that act on this screen (the app handles the rest)."""
-        if name in WRITE_ACTIONS and self.check_action(name, ()) is not True:
+        if name in NEEDS and self.check_action(name, ()) is not True:
             why = "read-only mode" if self.app.read_only else "your identity may not do this"
             self.app.notify(f":{name} is unavailable: {why}", severity="warning")
             return
@@ -305,7 +300,6 @@ class DashboardScreen(ClusterScreen):
         if not others:
             self._start(nodes, options, deadlines)
             return
-        from gputui.ui.confirm import ConfirmScreen
 
         self.app.push_screen(ConfirmScreen(
             "Take over these drains?", "\n".join(others) + "\nTheir gputui stopped renewing its lease. Take them over?"),
@@ -371,27 +365,3 @@ class DashboardScreen(ClusterScreen):
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "filter":
             self._close_filter()
-
-
-def ask_cordon(app, node: str | None, cordon: bool) -> None:
-    """Plan, confirm, then cordon or uncordon through the app's writer (shared by screens)."""
-    if not app.backend.may("cordon"):
-        why = "read-only mode" if app.read_only else "your identity may not patch nodes"
-        app.notify(f"{why}: cordon and uncordon are unavailable", severity="warning")
-        return
-    if node is None or app.snapshot is None:
-        return
-    try:
-        plan = plan_cordon(app.snapshot, node, cordon)
-    except Exception as exc:
-        app.notify(str(exc), severity="error")
-        return
-    if plan.already:
-        app.notify(plan.describe())
-        return
-
-    def confirmed(yes: bool | None) -> None:
-        if yes:
-            app.run_write(plan.verb.capitalize(), lambda: run_cordon(plan, app.backend.writer, app.audit))
-
-    app.push_screen(ConfirmScreen(plan.verb.capitalize() + "?", plan.describe()), confirmed)

@@ -15,10 +15,10 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from textual.binding import Binding
 from textual.keys import Keys, _character_to_key
 
 from gputui.paths import config_dir
+from gputui.ui.keymap_table import SCOPES
 from gputui.yaml_file import FileProblem, load_mapping, parse_each, yaml_files
 
 DEFAULT = "default"
@@ -51,56 +51,17 @@ def watched_dirs() -> list[Path]:
 
 
 @lru_cache(maxsize=1)
-def binding_scopes() -> dict[str, tuple[type, ...]]:
-    """Per screen: the classes whose bindings are live together on it (app, screen, focusable widgets)."""
-    from textual.widgets import Input
-
-    from gputui.ui.app import GputuiApp
-    from gputui.ui.audit_screen import AuditScreen
-    from gputui.ui.command_screen import CommandScreen
-    from gputui.ui.confirm import ConfirmScreen
-    from gputui.ui.dashboard import DashboardScreen
-    from gputui.ui.diagnostics_screen import DiagnosticsScreen
-    from gputui.ui.drain_screens import DrainPlanScreen, DrainProgressScreen
-    from gputui.ui.help import HelpScreen
-    from gputui.ui.key_table import KeyTable
-    from gputui.ui.node_detail import NodeDetailScreen
-    from gputui.ui.theme_picker import ThemePickerScreen
-    from gputui.ui.traffic_screen import TrafficShiftScreen
-    from gputui.ui.virtual_table import VirtualTable
-    from gputui.ui.wallboard import WallboardScreen
-
-    app = (GputuiApp,)
-    return {
-        "dashboard": app + (DashboardScreen, VirtualTable, KeyTable),
-        "node": app + (NodeDetailScreen, KeyTable),
-        "help": app + (HelpScreen,),
-        "confirm": app + (ConfirmScreen,),
-        "diagnostics": app + (DiagnosticsScreen,),
-        "audit": app + (AuditScreen,),
-        "drain-plan": app + (DrainPlanScreen, Input),
-        "drain-progress": app + (DrainProgressScreen, KeyTable),
-        "shift": app + (TrafficShiftScreen,),
-        "themes": app + (ThemePickerScreen,),
-        "wallboard": app + (WallboardScreen,),
-        "command": app + (CommandScreen, Input),
-    }
-
-
-def _bindings(cls: type) -> list[Binding]:
-    merged = getattr(cls, "_merged_bindings", None)  # Textual's own merge of the class's BINDINGS with its bases'
-    return [b for bindings in merged.key_to_bindings.values() for b in bindings] if merged else []
-
-
-@lru_cache(maxsize=1)
 def default_keys() -> dict[str, str]:
-    """Every action id and its keys as the code binds them: the default keymap."""
+    """Every action id and its keys as the code binds them: the default keymap (from the generated table,
+    so checking a keymap imports no screen)."""
     out: dict[str, list[str]] = {}
-    for classes in binding_scopes().values():
-        for cls in classes:
-            for b in _bindings(cls):
-                if b.id and b.key not in out.setdefault(b.id, []):
-                    out[b.id].append(b.key)
+    for bindings in SCOPES.values():
+        for bid, keys in bindings.items():
+            if bid.startswith("("):
+                continue  # a binding without an id: it holds its key, but no keymap can move it
+            for key in keys.split(","):
+                if key not in out.setdefault(bid, []):
+                    out[bid].append(key)
     return {bid: ",".join(keys) for bid, keys in out.items()}
 
 
@@ -199,13 +160,13 @@ def clashes(changes: dict[str, str]) -> list[str]:
     defaults = default_keys()
     added = {bid: set(keys.split(",")) - set(defaults[bid].split(",")) for bid, keys in changes.items()}
     found: set[str] = set()
-    for scope, classes in binding_scopes().items():
+    for scope, bindings in SCOPES.items():
         taken: dict[str, set[str]] = {}
-        for cls in classes:
-            for b in _bindings(cls):
-                if not b.id:  # bindings without an id still hold their key
-                    taken.setdefault(b.key, set()).add(f"({b.action})")
-        for bid in {b.id for cls in classes for b in _bindings(cls) if b.id}:
+        for bid, keys in bindings.items():
+            if bid.startswith("("):  # bindings without an id still hold their keys
+                for key in keys.split(","):
+                    taken.setdefault(key, set()).add(bid)
+                continue
             for key in (changes.get(bid) or defaults[bid]).split(","):
                 taken.setdefault(key, set()).add(bid)
         for key, holders in taken.items():

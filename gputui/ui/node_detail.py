@@ -15,7 +15,8 @@ from gputui.present import cells
 from gputui.model import Node, has_driver_drift, node_alerts
 from gputui.ui.footer import KeyFooter
 from gputui.ui.key_table import KeyTable
-from gputui.ui.dashboard import WRITE_ACTIONS, ask_cordon
+from gputui.backends.base import NEEDS
+from gputui.ui.cordon_dialog import ask_cordon
 from gputui.ui.header import HeaderBar
 from gputui.ui.table_sync import sync_rows
 
@@ -84,7 +85,7 @@ class NodeDetailScreen(ClusterScreen):
         self.show_snapshot()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in WRITE_ACTIONS and not self.app.backend.may("cordon"):
+        if action in NEEDS and not self.app.backend.can(action):
             return None  # read-only, or RBAC says no: shown unavailable
         return True
 

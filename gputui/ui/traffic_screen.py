@@ -29,7 +29,7 @@ from gputui.ops.traffic import (
     rebalance,
     served_api_versions,
 )
-from gputui.ui.app import one_line
+from gputui.backends.base import error_line as one_line
 
 
 class TrafficShiftScreen(ClusterModal[None]):
@@ -91,7 +91,7 @@ class TrafficShiftScreen(ClusterModal[None]):
     def on_mount(self) -> None:
         app = self.app
         reason = None
-        if not app.backend.may("shift"):
+        if not app.backend.can("shift"):
             reason = ("read-only mode" if app.read_only else "your identity may not patch routes") + \
                 ": traffic shifting is unavailable"
         elif app.snapshot is None:

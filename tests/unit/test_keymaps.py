@@ -72,3 +72,22 @@ def test_extends_loops_and_missing_parents_are_problems(tmp_path, monkeypatch):
     assert "loops back" in reasons["a.yaml"] and "loops back" in reasons["b.yaml"]
     assert reasons["orphan.yaml"] == "extends unknown keymap 'nowhere'"
     assert not {"a", "b", "orphan"} & set(keymaps)
+
+
+def test_the_generated_binding_table_is_what_the_screens_bind():
+    """keymap_table.py is written by scripts/default-keymap.py; run it after changing a binding."""
+    from gputui.ui.binding_scopes import scope_table
+    from gputui.ui.keymap_table import SCOPES
+
+    assert SCOPES == scope_table()
+
+
+def test_loading_and_checking_keymaps_imports_no_screen():
+    """The keymap layer reads the generated table: no import cycle with the screens, nothing slow at start."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from gputui.ui.keymaps import load_keymaps, resolve; k, p = load_keymaps(); "
+            "resolve('vim', k); print(sorted(m for m in sys.modules if m.startswith('gputui.ui.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert eval(out) == ["gputui.ui.keymap_table", "gputui.ui.keymaps"]

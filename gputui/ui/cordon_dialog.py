@@ -1,0 +1,35 @@
+"""Cordon and uncordon from any screen: plan, confirm, then write through the app's writer."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gputui.ops.cordon import plan_cordon, run_cordon
+from gputui.ui.confirm import ConfirmScreen
+
+if TYPE_CHECKING:
+    from gputui.ui.app import GputuiApp
+
+
+def ask_cordon(app: GputuiApp, node: str | None, cordon: bool) -> None:
+    """Plan, confirm, then cordon or uncordon through the app's writer (shared by screens)."""
+    if not app.backend.can("cordon"):
+        why = "read-only mode" if app.read_only else "your identity may not patch nodes"
+        app.notify(f"{why}: cordon and uncordon are unavailable", severity="warning")
+        return
+    if node is None or app.snapshot is None:
+        return
+    try:
+        plan = plan_cordon(app.snapshot, node, cordon)
+    except Exception as exc:
+        app.notify(str(exc), severity="error")
+        return
+    if plan.already:
+        app.notify(plan.describe())
+        return
+
+    def confirmed(yes: bool | None) -> None:
+        if yes:
+            app.run_write(plan.verb.capitalize(), lambda: run_cordon(plan, app.backend.writer, app.audit))
+
+    app.push_screen(ConfirmScreen(plan.verb.capitalize() + "?", plan.describe()), confirmed)

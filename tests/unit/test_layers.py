@@ -1,0 +1,72 @@
+"""The house rules of docs/architecture.md, checked on the source: the import graph has no cycle, Textual
+stays under gputui/ui/, and the UI and the CLI never talk to Kubernetes or Prometheus directly."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2] / "gputui"
+
+
+def _imports() -> dict[str, set[str]]:
+    """Module -> the gputui modules (and third-party top-level packages) it imports at run time: type-only
+    imports under `if TYPE_CHECKING:` do not count, function-level ones do."""
+    modules = {}
+    for path in ROOT.rglob("*.py"):
+        name = ".".join(path.relative_to(ROOT.parent).with_suffix("").parts).removesuffix(".__init__")
+        modules[name] = path
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+
+    class Visitor(ast.NodeVisitor):
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def visit_If(self, node: ast.If) -> None:
+            if not (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"):
+                self.generic_visit(node)
+
+        def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+            if node.module and node.level == 0:
+                for alias in node.names:
+                    full = f"{node.module}.{alias.name}"
+                    graph[self.name].add(full if full in modules else node.module)
+
+        def visit_Import(self, node: ast.Import) -> None:
+            graph[self.name].update(alias.name for alias in node.names)
+
+    for name, path in modules.items():
+        Visitor(name).visit(ast.parse(path.read_text()))
+    return graph
+
+
+def test_the_import_graph_has_no_cycle():
+    graph = _imports()
+    state: dict[str, int] = {}  # 1 visiting, 2 done
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in graph:
+                continue
+            if state.get(nxt) == 1:
+                raise AssertionError("import cycle: " + " -> ".join(path[path.index(nxt):] + [nxt]))
+            if nxt not in state:
+                visit(nxt, path + [nxt])
+        state[node] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+
+
+def test_textual_only_under_ui_and_no_cluster_client_in_ui_or_cli():
+    for module, imported in _imports().items():
+        textual = sorted(m for m in imported if m == "textual" or m.startswith("textual."))
+        if not module.startswith("gputui.ui"):
+            # the TUI launcher starts the app: its imports of gputui.ui are function-level, of Textual none
+            assert not textual, f"{module} imports Textual: {textual}"
+        if module.startswith(("gputui.ui", "gputui.cli")):
+            direct = sorted(m for m in imported if m.startswith(("gputui.backends.kube_http", "gputui.backends.prom",
+                                                                 "kubernetes", "prometheus_api_client")))
+            assert not direct, f"{module} talks to the cluster directly: {direct}"

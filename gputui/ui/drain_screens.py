@@ -298,6 +298,8 @@ class DrainProgressScreen(ClusterScreen):
         super().__init__()
         self.session = session
         self._timer: Timer | None = None
+        self._narrow = False
+        self._pod_width = 30
 
     def compose(self) -> ComposeResult:
         yield HeaderBar()
@@ -310,12 +312,17 @@ class DrainProgressScreen(ClusterScreen):
     def on_mount(self) -> None:
         table = self.query_one("#drain-pods", DataTable)
         # At 80 columns every column still shows: the deadline is what an operator watches.
-        narrow = self.app.size.width < 120
+        # At 80 columns what happens next must still show: the node column goes (its bar line above names it,
+        # and a single node is the usual case) and the words get shorter.
+        self._narrow = narrow = self.app.size.width < 120
         self._pod_width = 20 if narrow else 30
-        for key, label, width in (("node", "Node", 11 if narrow else 12), ("pod", "Pod", self._pod_width),
-                                  ("state", "State", 9 if narrow else 11), ("sessions", "Sessions", 8),
-                                  ("deadline", "Deadline", 12 if narrow else 15), ("message", "Detail / next", 60)):
-            table.add_column(label, width=width, key=key)
+        columns = [("node", "Node", 12), ("pod", "Pod", self._pod_width), ("state", "State", 9 if narrow else 11),
+                   ("sessions", "Sessions", 8), ("deadline", "Deadline", 12 if narrow else 15),
+                   ("message", "Next" if narrow else "Detail / next", 0)]
+        shown = columns[1:] if narrow else columns
+        rest = self.app.size.width - sum(w for *_, w in shown) - 2 * len(shown) - 2  # cell padding, scrollbar
+        for key, label, width in shown:
+            table.add_column(label, width=width or max(24, rest), key=key)
         self._timer = self.set_interval(0.5, self.show_snapshot)
         self.show_snapshot()
 
@@ -335,13 +342,18 @@ class DrainProgressScreen(ClusterScreen):
     def _next_text(self, row: PodRow, now: float) -> str:
         """What happens next to this pod, in words."""
         o = self.session.options
+        short = self._narrow
         if row.state == "waiting":
             if row.sessions is None:
                 then = "evicted (chosen)" if o.evict_unknown_at_deadline else "left in place"
-                return f"sessions unknown; at the deadline: {then}"
+                return f"deadline: {then}" if short else f"sessions unknown; at the deadline: {then}"
+            if short:
+                return f"evict at <={o.session_threshold}/deadline"
             return f"evicted at <= {o.session_threshold} sessions, or at the deadline (cutting what is left)"
         if row.state == "blocked":
             when = time.strftime("%H:%M:%S", time.localtime(row.last_try)) if row.last_try else "?"
+            if short:
+                return f"PDB: {row.tries} tries, last {when}"
             return f"PDB: {row.tries} tries, last {when}; evicted when the PDB allows. {row.message}"
         return row.message
 
@@ -352,7 +364,7 @@ class DrainProgressScreen(ClusterScreen):
         now = self.app.clock()
         with s.lock:
             rows = {
-                key: (Text(r.node), Text(elide_middle(key, self._pod_width)), Text(r.state, style={
+                key: (*(() if self._narrow else (Text(r.node),)), Text(elide_middle(key, self._pod_width)), Text(r.state, style={
                     "waiting": palette.draining, "blocked": palette.cordoned, "failed": f"bold {palette.alert}",
                     "held": f"bold {palette.alert}", "paused": palette.cordoned,
                     "gone": palette.ok, "evicted": palette.ok}.get(r.state, "")),

@@ -1,0 +1,205 @@
+"""The demo cluster's API emulation: the writer's verbs (cordon, annotate with a resourceVersion precondition,
+evict with PDB checks, delete, patch route objects) with the apiserver's answers."""
+
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Mapping
+
+from gputui.backends.base import ConflictError, EvictionOutcome, EvictionResult, WriteError
+from gputui.backends.demo.errors import DemoApiError
+from gputui.backends.demo.patches import json_patch, merge_patch
+from gputui.backends.demo.routes import _backend_name, _validate_route
+from gputui.backends.demo.scenario import (
+    POD_START_S, DEFAULT_GRACE_S, ROUTE_APIS, A100, _SimNode, _SimPod,
+)
+from gputui.backends.demo.simulation import Simulation
+
+
+class DemoCluster(Simulation):
+    """The simulated cluster, readable and writable. Thread-safe: the UI reads while ops write."""
+
+    def _node(self, name: str) -> _SimNode:
+        node = self._nodes.get(name)
+        if node is None:
+            raise WriteError(f'node "{name}" not found')
+        return node
+
+    def set_unschedulable(self, node: str, unschedulable: bool) -> None:
+        with self._lock:
+            self._node(node).unschedulable = unschedulable
+
+    def annotate_node(self, node: str, annotations: Mapping[str, str | None],
+                      resource_version: str | None = None) -> None:
+        with self._lock:
+            sim = self._node(node)
+            if resource_version is not None and resource_version != str(sim.version):
+                raise ConflictError(f"node {node} changed since it was read")
+            sim.version += 1
+            target = sim.annotations
+            for key, value in annotations.items():
+                if value is None:
+                    target.pop(key, None)
+                else:
+                    target[key] = value
+
+    def node_annotations(self, node: str) -> tuple[dict[str, str], str]:
+        with self._lock:
+            sim = self._node(node)
+            return dict(sim.annotations), str(sim.version)
+
+    def evict_pod(self, namespace: str, name: str, grace_seconds: int | None = None) -> EvictionResult:
+        with self._lock:
+            self._advance(self._clock())
+            pod = self._pods.get(f"{namespace}/{name}")
+            if pod is None:
+                return EvictionResult(EvictionOutcome.GONE)
+            svc = self._services.get(f"{namespace}/{pod.service}")
+            # As the apiserver: pending, finished and deleting pods skip the PDB check.
+            if svc and pod.phase == "Running" and pod.deleting_at is None:
+                budget = self._budget_model(svc)
+                if budget.disruptions_allowed <= 0:
+                    return EvictionResult(
+                        EvictionOutcome.BLOCKED,
+                        f"Cannot evict pod as it would violate the pod's disruption budget "
+                        f"{budget.name}: {budget.disruptions_allowed} disruptions allowed "
+                        f"({budget.current_healthy} healthy, {budget.desired_healthy} needed)",
+                    )
+            self._terminate(pod, grace_seconds)
+            return EvictionResult(EvictionOutcome.EVICTED)
+
+    def delete_pod(self, namespace: str, name: str, grace_seconds: int | None = None) -> None:
+        with self._lock:
+            self._advance(self._clock())
+            pod = self._pods.get(f"{namespace}/{name}")
+            if pod is not None:
+                self._terminate(pod, grace_seconds)
+
+    def _terminate(self, pod: _SimPod, grace_seconds: int | None) -> None:
+        if pod.deleting_at is not None:
+            return
+        # The pod leaves its endpoints at once: every session it held is cut.
+        self.lost_sessions += len(pod.session_ends) + pod.waiting
+        pod.session_ends, pod.waiting = [], 0
+        pod.deleting_at = self._t
+        pod.grace_s = DEFAULT_GRACE_S if grace_seconds is None else grace_seconds
+        svc = self._services.get(f"{pod.namespace}/{pod.service}")
+        if svc is not None and pod.owner_kind == "ReplicaSet":
+            # The ReplicaSet replaces it at once; the scheduler avoids cordoned nodes.
+            replacement = self._create_pod(svc, pod.version, pod.labels["pod-template-hash"], 0)
+            replacement.ready_at = self._t + POD_START_S
+        elif pod.owner_kind == "Job":
+            job = _SimPod(
+                pod.namespace, f"{pod.labels['job-name']}-{self._suffix(5)}", self._uid(), "",
+                "", "", pod.gpu_request, [], self._t, dict(pod.labels), owner_kind="Job",
+                has_emptydir=pod.has_emptydir, signal=False,
+            )
+            self._add_pod(job, self._nodes[pod.node].product if pod.node else A100)
+
+    def pod_uid(self, namespace: str, name: str) -> str | None:
+        with self._lock:
+            self._advance(self._clock())
+            pod = self._pods.get(f"{namespace}/{name}")
+            return pod.uid if pod else None
+
+    def set_weights(self, namespace: str, service: str, weights: Mapping[str, int]) -> None:
+        """A shortcut for tests: set weights in the service's route object (its splitting rule)."""
+        with self._lock:
+            key = f"{namespace}/{service}"
+            svc = self._services.get(key)
+            if svc is None:
+                raise WriteError(f'service "{key}" not found')
+            route = self._routes.get(key)
+            if route is None:
+                raise WriteError(f'service "{key}" has no route')
+            self._advance(self._clock())
+            updated = copy.deepcopy(route)
+            rules = updated["spec"]["rules" if svc.router_kind == "HTTPRoute" else "http"]
+            split = max(rules, key=lambda r: len(r.get("backendRefs") or r.get("route") or []))
+            for entry in split.get("backendRefs") or split.get("route") or []:
+                dest = entry.get("destination") or {}
+                for v in svc.versions:
+                    mine = dest.get("subset") == v.name if dest else entry.get("name") == _backend_name(svc, v.name)
+                    if mine and v.name in weights:
+                        entry["weight"] = int(weights[v.name])
+            self._store(namespace, service, route, updated)
+
+    # ----- custom resources: GET and PATCH as the apiserver serves them -------------------
+
+    def _find(self, group: str, version: str, plural: str, namespace: str, name: str) -> tuple[str, dict[str, Any]]:
+        kind = next((k for k, (g, p, _) in ROUTE_APIS.items() if g == group and p == plural), None)
+        if kind is None or version not in ROUTE_APIS[kind][2]:
+            raise DemoApiError(404, "the server could not find the requested resource")
+        route = self._routes.get(f"{namespace}/{name}")
+        if route is None or route.get("kind") != kind:
+            raise DemoApiError(404, f'{plural}.{group} "{name}" not found')
+        return kind, route
+
+    def get_object(self, group: str, version: str, plural: str, namespace: str, name: str) -> dict:
+        with self._lock:
+            _, route = self._find(group, version, plural, namespace, name)
+            out = copy.deepcopy(route)
+            out["apiVersion"] = f"{group}/{version}"
+            return out
+
+    def patch_object(
+        self, group: str, version: str, plural: str, namespace: str, name: str,
+        patch: dict | list, patch_type: str = "merge", subresource: str = "",
+    ) -> dict:
+        with self._lock:
+            kind, route = self._find(group, version, plural, namespace, name)
+            if subresource not in ("", "status"):
+                raise DemoApiError(404, "the server could not find the requested resource")
+            if patch_type == "merge":
+                if not isinstance(patch, dict):
+                    raise DemoApiError(400, "json: cannot unmarshal array into Go value of type map[string]interface {}")
+                updated = merge_patch(copy.deepcopy(route), patch)
+            elif patch_type == "json":
+                if not isinstance(patch, list):
+                    raise DemoApiError(400, "json: cannot unmarshal object into Go value of type jsonpatch.Patch")
+                updated = json_patch(copy.deepcopy(route), patch)
+            else:  # custom resources take no strategic merge patch
+                raise DemoApiError(
+                    415, "the body of the request was in an unknown format - accepted media types include: "
+                    "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+                )
+            if not isinstance(updated, dict):
+                raise DemoApiError(400, "the patch does not leave an object")
+            meta, old_meta = updated.get("metadata") or {}, route["metadata"]
+            if meta.get("name") != name or meta.get("namespace", namespace) != namespace:
+                raise DemoApiError(400, f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})")
+            if meta.get("resourceVersion", old_meta["resourceVersion"]) != old_meta["resourceVersion"]:
+                # A resourceVersion in the patch is a precondition, as the apiserver reads it.
+                raise DemoApiError(
+                    409, f'Operation cannot be fulfilled on {plural}.{group} "{name}": the object has been '
+                    "modified; please apply your changes to the latest version and try again",
+                )
+            # The status subresource changes status only; the main resource never changes status.
+            if subresource == "status":
+                status = updated.get("status")
+                updated = copy.deepcopy(route)
+                updated["status"] = status
+            else:
+                updated["status"] = copy.deepcopy(route.get("status"))
+                keep = ("uid", "generation", "creationTimestamp", "resourceVersion")
+                updated["metadata"] = {**meta, **{k: old_meta[k] for k in keep}}
+            problems = _validate_route(kind, updated)
+            if problems:
+                raise DemoApiError(422, f'{kind}.{group} "{name}" is invalid: ' + ", ".join(problems))
+            self._advance(self._clock())  # sessions so far arrived under the old weights
+            self._store(namespace, name, route, updated)
+            out = copy.deepcopy(self._routes[f"{namespace}/{name}"])
+            out["apiVersion"] = f"{group}/{version}"
+            return out
+
+    def _store(self, namespace: str, name: str, old: dict[str, Any], new: dict[str, Any]) -> None:
+        new["apiVersion"] = old["apiVersion"]
+        if new == old:
+            return  # the apiserver writes nothing for a no-op patch
+        self._resource_version += 1
+        meta = new["metadata"]
+        meta["resourceVersion"] = str(self._resource_version)
+        if new.get("spec") != old.get("spec"):
+            meta["generation"] = int(old["metadata"].get("generation", 1)) + 1
+        self._routes[f"{namespace}/{name}"] = new

@@ -1,0 +1,160 @@
+"""The demo cluster's scenario: its GPU models, its 24 nodes (one with drift, one with an XID, one mid-upgrade,
+one cordoned, one NotReady), its five inference services, and the simulated objects that hold their state."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from gputui.model import Condition
+
+STEP_S = 1.0  # simulation tick
+HISTORY_S = 600  # sparkline history kept per GPU
+SAMPLE_EVERY_S = 3  # GPU sampling period while catching up
+MAX_CATCH_UP_STEPS = 900  # after a long pause, skip ahead instead of replaying
+WARM_UP_S = 180  # history and sessions exist from the first frame
+POD_START_S = 40.0  # model load time of a replacement pod
+DEFAULT_GRACE_S = 30
+
+DRIVER = "550.127.05"
+OLD_DRIVER = "535.183.01"
+CUDA = "12.4"
+
+# The route kinds the demo serves, as a cluster with Gateway API and Istio installed would:
+# kind -> (group, plural, served versions, preferred first).
+ROUTE_APIS = {
+    "HTTPRoute": ("gateway.networking.k8s.io", "httproutes", ("v1", "v1beta1")),
+    "VirtualService": ("networking.istio.io", "virtualservices", ("v1", "v1beta1", "v1alpha3")),
+}
+HTTPROUTE_MAX_WEIGHT = 1_000_000  # the CRD schema's maximum
+BACKEND_PORT = 8000
+
+
+@dataclass(frozen=True)
+class _Product:
+    label: str  # nvidia.com/gpu.product (spaces become dashes)
+    model_name: str
+    count: int
+    mem_mib: int
+    idle_w: float
+    max_w: float
+    family: str
+
+
+H100 = _Product("NVIDIA-H100-80GB-HBM3", "NVIDIA H100 80GB HBM3", 8, 81559, 72.0, 700.0, "hopper")
+A100 = _Product("NVIDIA-A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB", 8, 81920, 55.0, 400.0, "ampere")
+L40S = _Product("NVIDIA-L40S", "NVIDIA L40S", 4, 46068, 35.0, 350.0, "ada-lovelace")
+
+
+@dataclass
+class _SimNode:
+    name: str
+    product: _Product
+    driver: str = DRIVER
+    ready: bool = True
+    unschedulable: bool = False
+    upgrade_state: str = ""
+    temp_offset: float = 0.0
+    bad_gpus: dict[int, int] = field(default_factory=dict)  # index -> XID
+    conditions: list[Condition] = field(default_factory=list)
+    annotations: dict[str, str] = field(default_factory=dict)
+    uuids: list[str] = field(default_factory=list)
+    history: dict[int, deque[tuple[float, float]]] = field(default_factory=dict)  # (time, util %)
+    holders: dict[int, tuple[str, bool]] = field(default_factory=dict)  # GPU -> (pod uid, ready)
+    version: int = 1  # as a resourceVersion: bumped by every annotation write (the drain lease's precondition)
+
+    @property
+    def allocatable(self) -> int:
+        return self.product.count - len(self.bad_gpus)
+
+
+@dataclass
+class _SimVersion:
+    name: str
+    replicas: int
+    weight: int | None  # the route's weight at start; afterwards the route object holds it
+
+
+@dataclass
+class _SimService:
+    namespace: str
+    name: str
+    product: _Product
+    gpus_per_pod: int
+    versions: list[_SimVersion]
+    router_kind: str
+    arrivals_per_s: float
+    mean_session_s: float
+    max_running: int  # per pod; more arrivals queue
+    weights_gb: float  # model weights per GPU
+    pdb_max_unavailable: int = 1
+
+
+@dataclass
+class _SimPod:
+    namespace: str
+    name: str
+    uid: str
+    node: str
+    service: str
+    version: str
+    gpu_request: int
+    gpu_indices: list[int]
+    ready_at: float
+    labels: dict[str, str]
+    owner_kind: str = "ReplicaSet"
+    has_emptydir: bool = False
+    deleting_at: float | None = None
+    grace_s: float = DEFAULT_GRACE_S
+    session_ends: list[float] = field(default_factory=list)
+    waiting: int = 0
+    phase: str = "Running"
+    signal: bool = True  # exports a session metric
+
+    def ready(self, t: float) -> bool:
+        return self.deleting_at is None and t >= self.ready_at and bool(self.node)
+
+
+def _fleet() -> list[_SimNode]:
+    nodes = [_SimNode(f"gpu-h100-{i:02d}", H100) for i in range(1, 11)]
+    nodes += [_SimNode(f"gpu-a100-{i:02d}", A100) for i in range(1, 9)]
+    nodes += [_SimNode(f"gpu-l40s-{i:02d}", L40S) for i in range(1, 7)]
+    by_name = {n.name: n for n in nodes}
+    xid = by_name["gpu-h100-07"]
+    xid.bad_gpus = {5: 79}
+    xid.conditions = [Condition("SysLogsXIDError", "True", "XID79", "GPU has fallen off the bus")]
+    by_name["gpu-h100-04"].temp_offset = 31.0  # a blocked air intake
+    by_name["gpu-a100-05"].driver = OLD_DRIVER
+    by_name["gpu-a100-08"].unschedulable = True
+    upgrading = by_name["gpu-l40s-03"]
+    upgrading.unschedulable = True
+    upgrading.upgrade_state = "pod-restart-required"
+    by_name["gpu-l40s-06"].ready = False
+    return nodes
+
+
+def _services() -> list[_SimService]:
+    return [
+        _SimService(
+            "llm", "llama-3-70b-instruct", H100, 4,
+            [_SimVersion("v1", 7, 90), _SimVersion("v2", 1, 10)],
+            "HTTPRoute", 2.6, 70.0, 48, 36.0,
+        ),
+        _SimService(
+            "llm", "qwen2-72b", H100, 4, [_SimVersion("v3", 5, None)],
+            "", 1.4, 90.0, 48, 38.0,
+        ),
+        _SimService(
+            "llm", "mistral-7b", A100, 1,
+            [_SimVersion("stable", 6, 80), _SimVersion("canary", 2, 20)],
+            "VirtualService", 1.8, 35.0, 32, 15.0, pdb_max_unavailable=2,
+        ),
+        _SimService(
+            "llm", "codellama-34b", A100, 2, [_SimVersion("v1", 5, None)],
+            "", 0.6, 120.0, 24, 34.0,
+        ),
+        _SimService(
+            "embeddings", "bge-large", L40S, 1, [_SimVersion("v1.5", 4, None)],
+            "", 9.0, 0.6, 64, 1.4,
+        ),
+    ]

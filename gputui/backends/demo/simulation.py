@@ -1,0 +1,405 @@
+"""The demo cluster's simulation: a seeded, clock-driven world (placement, sessions arriving and ending, GPU
+samples) and the snapshot it shows. Writes are the API emulation's (api.py)."""
+
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+import time
+from collections import deque
+from typing import Any, Callable
+
+from gputui.backends.kube_objects import RouteBackend, httproute_record, virtualservice_record
+from gputui.model import (
+    DRAIN_PHASE_ANNOTATION,
+    Budget,
+    ClusterSnapshot,
+    Condition,
+    Gpu,
+    Health,
+    InferencePod,
+    InferenceService,
+    Node,
+    Rollout,
+    ServiceVersion,
+    SourceStatus,
+)
+from gputui.backends.demo.routes import _backend_name, _route_object
+from gputui.backends.demo.scenario import (
+    STEP_S, HISTORY_S, SAMPLE_EVERY_S, MAX_CATCH_UP_STEPS, WARM_UP_S, POD_START_S, CUDA, _Product, H100, A100, _SimNode, _SimService, _SimPod, _fleet, _services,
+)
+
+
+class Simulation:
+    """The simulated cluster. Thread-safe: the UI reads while ops write."""
+
+    def __init__(self, seed: int = 7, clock: Callable[[], float] = time.time) -> None:
+        self._rng = random.Random(seed)
+        self._clock = clock
+        self._lock = threading.RLock()
+        self.lost_sessions = 0  # sessions cut by evictions or deletions
+        self.identity = "demo-operator"
+        self._nodes = {n.name: n for n in _fleet()}
+        self._services = {f"{s.namespace}/{s.name}": s for s in _services()}
+        # One real-format route object per routed service: the writer patches these exactly as
+        # the apiserver would, and the simulated router reads its weights from them.
+        self._routes: dict[str, dict[str, Any]] = {
+            key: _route_object(s) for key, s in self._services.items() if s.router_kind
+        }
+        self._weights_cache: dict[str, tuple[str, dict[str, int | None]]] = {}
+        self._resource_version = 1000
+        self._pods: dict[str, _SimPod] = {}
+        self._serial = 0
+        start = clock()
+        self._t = start - WARM_UP_S
+        for node in self._nodes.values():
+            node.uuids = [self._uuid() for _ in range(node.product.count)]
+            node.history = {i: deque(maxlen=int(HISTORY_S / STEP_S)) for i in range(node.product.count)}
+        self._place_initial_workloads()
+        # The warm-up runs on the first read, in the caller's thread (the UI's poll worker).
+
+    # ----- simulation -------------------------------------------------------------
+
+    def _uuid(self) -> str:
+        h = "%032x" % self._rng.getrandbits(128)
+        return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+    def _suffix(self, n: int) -> str:
+        alphabet = "bcdfghjklmnpqrstvwxz2456789"
+        return "".join(self._rng.choice(alphabet) for _ in range(n))
+
+    def _place_initial_workloads(self) -> None:
+        for svc in self._services.values():
+            for ver in svc.versions:
+                hash_ = self._suffix(9)
+                for _ in range(ver.replicas):
+                    self._create_pod(svc, ver.name, hash_, ready_at=self._t)
+        # The canary of mistral is mid-rollout: its last pod is still loading weights.
+        canary = [p for p in self._pods.values() if p.version == "canary"]
+        if canary:
+            canary[-1].ready_at = self._t + WARM_UP_S + 45
+        # A fine-tuning job and the per-node DaemonSet pods: what a drain must step around.
+        self._add_pod(_SimPod(
+            "research", "finetune-llama-lora-7xk2p", self._uid(), "", "", "", 8, [],
+            self._t, {"job-name": "finetune-llama-lora"}, owner_kind="Job", has_emptydir=True,
+            signal=False,
+        ), A100)
+        # A job asking for more GPUs than any node has: Pending, with the scheduler's reason.
+        self._add_pod(_SimPod(
+            "research", "pretrain-moe-16x-4kq9z", self._uid(), "", "", "", 16, [], self._t,
+            {"job-name": "pretrain-moe-16x"}, owner_kind="Job", signal=False,
+        ), H100)
+        for node in self._nodes.values():
+            if node.ready:
+                pod = _SimPod(
+                    "gpu-operator", f"nvidia-dcgm-exporter-{self._suffix(5)}", self._uid(),
+                    node.name, "", "", 0, [], self._t, {"app": "nvidia-dcgm-exporter"},
+                    owner_kind="DaemonSet", signal=False,
+                )
+                self._pods[f"{pod.namespace}/{pod.name}"] = pod
+
+    def _uid(self) -> str:
+        h = "%032x" % self._rng.getrandbits(128)
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+    def _create_pod(self, svc: _SimService, version: str, rs_hash: str, ready_at: float) -> _SimPod:
+        labels = {
+            "app.kubernetes.io/name": svc.name,
+            "app.kubernetes.io/version": version,
+            "pod-template-hash": rs_hash,
+        }
+        pod = _SimPod(
+            svc.namespace, f"{svc.name}-{version}-{rs_hash}-{self._suffix(5)}", self._uid(), "",
+            svc.name, version, svc.gpus_per_pod, [], ready_at, labels,
+        )
+        return self._add_pod(pod, svc.product)
+
+    def _add_pod(self, pod: _SimPod, product: _Product) -> _SimPod:
+        self._schedule(pod, product)
+        self._pods[f"{pod.namespace}/{pod.name}"] = pod
+        return pod
+
+    def _free_indices(self, node: _SimNode) -> list[int]:
+        used = {i for p in self._pods.values() if p.node == node.name for i in p.gpu_indices}
+        return [i for i in range(node.product.count) if i not in used and i not in node.bad_gpus]
+
+    def _schedule(self, pod: _SimPod, product: _Product) -> None:
+        """Bind to the first schedulable, Ready node of the model with enough free GPUs."""
+        for node in self._nodes.values():
+            if node.product is not product or not node.ready or node.unschedulable:
+                continue
+            free = self._free_indices(node)
+            if len(free) >= pod.gpu_request:
+                pod.node = node.name
+                pod.gpu_indices = free[: pod.gpu_request]
+                pod.phase = "Running"
+                return
+        pod.phase = "Pending"
+
+    def _advance(self, now: float) -> None:
+        steps = int((now - self._t) / STEP_S)
+        if steps > MAX_CATCH_UP_STEPS:
+            self._t = now - MAX_CATCH_UP_STEPS * STEP_S
+            steps = MAX_CATCH_UP_STEPS
+        for step in range(steps):
+            self._t += STEP_S
+            # Catching up, GPUs are sampled every few ticks; the newest tick always.
+            self._tick(sample=step == steps - 1 or int(self._t) % SAMPLE_EVERY_S == 0)
+
+    def _tick(self, sample: bool = True) -> None:
+        t = self._t
+        for key, pod in list(self._pods.items()):
+            if pod.deleting_at is not None and t >= pod.deleting_at + pod.grace_s:
+                del self._pods[key]
+            elif pod.session_ends:
+                pod.session_ends = [e for e in pod.session_ends if e > t]
+        by_service: dict[str, list[_SimPod]] = {}
+        by_node: dict[str, list[_SimPod]] = {}
+        for pod in self._pods.values():
+            if pod.phase == "Pending" and pod.service:
+                self._schedule(pod, self._services[f"{pod.namespace}/{pod.service}"].product)
+                if pod.phase == "Running":
+                    pod.ready_at = t + POD_START_S
+            by_service.setdefault(f"{pod.namespace}/{pod.service}", []).append(pod)
+            by_node.setdefault(pod.node, []).append(pod)
+        # Like an inference gateway's endpoint picker, the demo's router sends no new
+        # sessions to pods on a node being drained: their sessions can run down.
+        draining = {n.name for n in self._nodes.values()
+                    if n.annotations.get(DRAIN_PHASE_ANNOTATION) in ("cordoned", "waiting", "evicting")}
+        for key, svc in self._services.items():
+            pods = [p for p in by_service.get(key, []) if p.node not in draining] if draining else by_service.get(key, [])
+            self._arrivals(svc, pods, t)
+        if sample:
+            for node in self._nodes.values():
+                self._sample_gpus(node, by_node.get(node.name, []), t)
+
+    def _poisson(self, lam: float) -> int:
+        # Knuth's method; fine for the small rates simulated here.
+        limit, k, p = math.exp(-lam), 0, 1.0
+        while True:
+            p *= self._rng.random()
+            if p <= limit:
+                return k
+            k += 1
+
+    def _arrivals(self, svc: _SimService, svc_pods: list[_SimPod], t: float) -> None:
+        # Load follows a slow wave so the fleet looks alive rather than flat.
+        wave = 1.0 + 0.25 * math.sin(t / 97.0)
+        n = self._poisson(svc.arrivals_per_s * wave * STEP_S)
+        route_weights = self._route_weights(svc)
+        versions = [v for v in svc.versions if route_weights.get(v.name, 0 if svc.router_kind else None) != 0]
+        weights = [route_weights.get(v.name) or 1 for v in versions]  # unrouted: even split
+        if not versions or sum(weights) == 0:
+            return
+        for _ in range(n):
+            version = self._rng.choices(versions, weights)[0].name
+            pods = [p for p in svc_pods if p.version == version and p.ready(t)]
+            if not pods:
+                continue
+            pod = min(pods, key=lambda p: len(p.session_ends) + p.waiting + self._rng.random())
+            if len(pod.session_ends) < svc.max_running:
+                pod.session_ends.append(t + self._rng.expovariate(1.0 / svc.mean_session_s))
+            else:
+                pod.waiting += 1
+        for pod in svc_pods:
+            if pod.waiting and len(pod.session_ends) < svc.max_running:
+                admitted = min(pod.waiting, svc.max_running - len(pod.session_ends))
+                pod.waiting -= admitted
+                pod.session_ends += [
+                    t + self._rng.expovariate(1.0 / svc.mean_session_s) for _ in range(admitted)
+                ]
+
+    def _sample_gpus(self, node: _SimNode, node_pods: list[_SimPod], t: float) -> None:
+        holders: dict[int, tuple[_SimPod, _SimService | None]] = {}
+        for pod in node_pods:
+            svc = self._services.get(f"{pod.namespace}/{pod.service}")
+            for i in pod.gpu_indices:
+                holders[i] = (pod, svc)
+        p = node.product
+        for i in range(p.count):
+            if not node.ready or i in node.bad_gpus:
+                util = 0.0
+            elif i in holders:
+                pod, svc = holders[i]
+                noise = self._rng.gauss(0, 2.5)
+                if svc is None:  # a training job: busy and steady
+                    util = 96.0 + noise / 2
+                elif pod.ready(t):
+                    util = 18.0 + 78.0 * len(pod.session_ends) / svc.max_running + noise
+                else:  # loading weights
+                    util = 4.0 + abs(noise)
+            else:
+                util = 0.0
+            node.history[i].append((t, round(max(0.0, min(100.0, util)), 1)))
+        node.holders = {i: (pod.uid, pod.ready(t)) for i, (pod, _) in holders.items()}
+
+    def _gpu_model(self, node: _SimNode, i: int) -> Gpu:
+        """A GPU's metrics from its last utilisation sample (no randomness: re-reads agree)."""
+        p = node.product
+        if not node.ready:
+            return Gpu(i, node.uuids[i])
+        util = node.history[i][-1][1] if node.history[i] else 0.0
+        mem_total = float(p.mem_mib)
+        health, xid = Health.PASS, 0
+        if i in node.bad_gpus:
+            mem, health, xid = 0.0, Health.FAIL, node.bad_gpus[i]
+        elif i in node.holders:
+            uid, ready = node.holders[i]
+            pod = next((q for q in self._pods.values() if q.uid == uid), None)
+            svc = self._services.get(f"{pod.namespace}/{pod.service}") if pod else None
+            if pod is None:
+                mem = 512.0
+            elif svc is None:
+                mem = 0.88 * mem_total
+            elif ready:
+                load = len(pod.session_ends) / svc.max_running
+                kv = max(0.0, 0.9 * mem_total - svc.weights_gb * 1024)
+                mem = svc.weights_gb * 1024 + kv * min(1.0, 0.3 + load)
+            else:
+                mem = svc.weights_gb * 1024 * 0.6
+        else:
+            mem = 512.0
+        temp = 31.0 + 0.5 * util + node.temp_offset + (i % 3) * 0.7
+        power = p.idle_w + (p.max_w - p.idle_w) * (util / 100.0) ** 1.3
+        return Gpu(
+            index=i, uuid=node.uuids[i], util_pct=util, mem_used_mib=float(round(mem)),
+            mem_total_mib=mem_total, temp_c=float(round(temp)), power_w=round(power, 1),
+            xid=xid, health=health,
+        )
+
+    # ----- reader -----------------------------------------------------------------
+
+    def snapshot(self) -> ClusterSnapshot:
+        with self._lock:
+            now = self._clock()
+            self._advance(now)
+            nodes = tuple(self._node_model(n) for n in self._nodes.values())
+            pods = tuple(self._pod_model(p) for p in self._pods.values())
+            services = tuple(self._service_model(s) for s in self._services.values())
+            budgets = tuple(self._budget_model(s) for s in self._services.values())
+            return ClusterSnapshot(
+                taken_at=now, context="demo", nodes=nodes, pods=pods, services=services,
+                budgets=budgets,
+                sources=(SourceStatus("API", now), SourceStatus("metrics", now)),
+                simulated=True,
+            )
+
+    def gpu_history(self, node: str, minutes: int = 5) -> dict[int, list[float | None]]:
+        with self._lock:
+            sim = self._nodes.get(node)
+            if sim is None:
+                return {}
+            since = self._t - minutes * 60
+            return {i: [u for t, u in h if t > since] for i, h in sim.history.items()}
+
+    def node_gpus(self, node: str) -> None:
+        return None  # the demo's snapshot already holds every GPU
+
+    def close(self) -> None:
+        pass
+
+    def _node_model(self, n: _SimNode) -> Node:
+        p = n.product
+        labels = {
+            "kubernetes.io/hostname": n.name,
+            "nvidia.com/gpu.present": "true",
+            "nvidia.com/gpu.product": p.label,
+            "nvidia.com/gpu.memory": str(p.mem_mib),
+            "nvidia.com/gpu.count": str(p.count),
+            "nvidia.com/gpu.family": p.family,
+            "nvidia.com/cuda.driver-version.full": n.driver,
+            "nvidia.com/cuda.runtime-version.full": CUDA,
+        }
+        if n.upgrade_state:
+            labels["nvidia.com/gpu-driver-upgrade-state"] = n.upgrade_state
+        ready = Condition("Ready", "True" if n.ready else "Unknown",
+                          "KubeletReady" if n.ready else "NodeStatusUnknown")
+        return Node(
+            name=n.name, ready=n.ready, unschedulable=n.unschedulable, gpu_product=p.label,
+            gpu_capacity=p.count, gpu_allocatable=n.allocatable, driver_version=n.driver,
+            cuda_version=CUDA, upgrade_state=n.upgrade_state, gpu_memory_mib=p.mem_mib,
+            conditions=(ready, *n.conditions),
+            gpus=tuple(self._gpu_model(n, i) for i in range(p.count)),
+            labels=labels, annotations=dict(n.annotations),
+        )
+
+    def _pod_model(self, p: _SimPod) -> InferencePod:
+        running = len(p.session_ends) if p.signal else None
+        return InferencePod(
+            namespace=p.namespace, name=p.name, uid=p.uid, node=p.node, phase=p.phase,
+            ready=p.ready(self._t), gpu_request=p.gpu_request, service=p.service,
+            version=p.version, deleting=p.deleting_at is not None, owner_kind=p.owner_kind,
+            labels=dict(p.labels), has_emptydir=p.has_emptydir,
+            sessions_running=running, sessions_waiting=p.waiting if p.signal else None, session_signal=p.signal,
+            pending_reason=self._pending_reason(p) if p.phase == "Pending" else "",
+        )
+
+    def _pending_reason(self, p: _SimPod) -> str:
+        n = len(self._nodes)
+        return f"0/{n} nodes are available: {n} Insufficient nvidia.com/gpu. preemption: not helpful."
+
+    def _version_pods(self, svc: _SimService, version: str) -> list[_SimPod]:
+        return [
+            p for p in self._pods.values()
+            if p.namespace == svc.namespace and p.service == svc.name and p.version == version
+        ]
+
+    def _route_backends(self, s: _SimService) -> dict[str, RouteBackend]:
+        """version -> its backend in the route, parsed by the same code the live backend uses."""
+        route = self._routes.get(f"{s.namespace}/{s.name}")
+        if route is None:
+            return {}
+        record = (httproute_record if s.router_kind == "HTTPRoute" else virtualservice_record)(route)
+        found: dict[str, RouteBackend] = {}
+        for b in record.backends:
+            for v in s.versions:
+                if (b.subset == v.name) if b.subset else (b.service == _backend_name(s, v.name)):
+                    found.setdefault(v.name, b)
+        return found
+
+    def _route_weights(self, s: _SimService) -> dict[str, int | None]:
+        key = f"{s.namespace}/{s.name}"
+        route = self._routes.get(key)
+        if route is None:
+            return {}
+        version = route["metadata"]["resourceVersion"]
+        cached = self._weights_cache.get(key)
+        if cached is None or cached[0] != version:
+            cached = (version, {name: b.weight for name, b in self._route_backends(s).items()})
+            self._weights_cache[key] = cached
+        return cached[1]
+
+    def _service_model(self, s: _SimService) -> InferenceService:
+        versions = []
+        backends = self._route_backends(s)
+        for v in s.versions:
+            pods = self._version_pods(s, v.name)
+            live = [p for p in pods if p.deleting_at is None]
+            ready = sum(p.ready(self._t) for p in live)
+            routed = backends.get(v.name)
+            versions.append(ServiceVersion(
+                name=v.name, weight=routed.weight if routed else None,
+                rollout=Rollout(
+                    replicas_desired=v.replicas, replicas=len(live), updated=len(live),
+                    ready=ready, available=ready,
+                ),
+                backend=routed.service if routed else f"{s.name}-{v.name}",
+                workload=f"{s.name}-{v.name}",
+            ))
+        router = s.name if s.router_kind else ""
+        return InferenceService(s.namespace, s.name, tuple(versions), s.router_kind, router)
+
+    def _budget_model(self, s: _SimService) -> Budget:
+        pods = [p for p in self._pods.values() if p.namespace == s.namespace and p.service == s.name]
+        expected = sum(v.replicas for v in s.versions)
+        healthy = sum(p.ready(self._t) for p in pods)
+        desired = max(0, expected - s.pdb_max_unavailable)
+        return Budget(
+            namespace=s.namespace, name=f"{s.name}-pdb", selector={"app.kubernetes.io/name": s.name},
+            max_unavailable=str(s.pdb_max_unavailable), disruptions_allowed=max(0, healthy - desired),
+            current_healthy=healthy, desired_healthy=desired, expected_pods=expected,
+        )
+
+    # ----- writer -----------------------------------------------------------------

@@ -1,0 +1,225 @@
+"""The shift plan: from a snapshot, a route object and targets to weights, checks and a patch. Pure."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from gputui.backends.base import Writer
+from gputui.model import ClusterSnapshot, InferenceService
+from gputui.ops.traffic.adapters import ADAPTERS, _Read, _managed_by_argo, _name
+from gputui.ops.traffic.vocabulary import ARGO_MANAGER, DEFAULT_SCALE, Patch, ROLLOUT_ACTIONS, ROUTER_APIS, ShiftError, ShiftPlan, Targets, VersionShift, fmt_pct
+from gputui.ops.traffic.weights import apportion, resolve_targets, route_scale, shares
+
+
+def router_api(kind: str, api_versions: Mapping[str, str] | None = None) -> tuple[str, str, str]:
+    group, version, plural = ROUTER_APIS[kind]
+    return group, (api_versions or {}).get(group, version), plural
+
+
+def served_api_versions(backend: Any) -> dict[str, str]:
+    """API group -> version the live backend discovered (empty for the demo: it serves the defaults)."""
+    kinds = getattr(getattr(backend, "reader", None), "route_kinds", None) or {}
+    return {group: version for group, (version, _plural) in kinds.items()}
+
+
+def route_object_name(service: InferenceService) -> str:
+    if service.router_kind == "Rollout":
+        return next((v.workload for v in service.versions if v.workload), service.router_name or service.name)
+    return service.router_name or service.name
+
+
+def needs_route(plan: ShiftPlan) -> bool:
+    """True when the patch can only be built from the route object, read fresh."""
+    return plan.kind in ADAPTERS and plan.ok and plan.changes and plan.patch is None
+
+
+def read_route(plan: ShiftPlan, writer: Writer) -> dict:
+    return writer.get_object(plan.group, plan.api_version, plan.plural, plan.service.namespace, plan.object_name)
+
+
+def find_service(snapshot: ClusterSnapshot, name: str) -> InferenceService:
+    """A service by "namespace/name", or by name when only one namespace has it."""
+    if "/" in name:
+        found = snapshot.service(name)
+        if found is None:
+            raise ShiftError(f'service "{name}" not found')
+        return found
+    matches = [s for s in snapshot.services if s.name == name]
+    if not matches:
+        raise ShiftError(f'service "{name}" not found')
+    if len(matches) > 1:
+        raise ShiftError(f'service name "{name}" is in several namespaces: {", ".join(s.key for s in matches)}')
+    return matches[0]
+
+
+def plan_shift(
+    snapshot: ClusterSnapshot,
+    service_key: str,
+    targets: Targets,
+    *,
+    route: Mapping[str, Any] | None = None,
+    api_versions: Mapping[str, str] | None = None,
+) -> ShiftPlan:
+    """What a shift will do. Pure: no I/O.
+
+    Without `route` the current weights come from the snapshot and the plan has
+    no patch yet for list-shaped routes (`needs_route`); with the route object
+    as just read, the patch is exact: what the preview shows is what is sent.
+    """
+    service = find_service(snapshot, service_key)
+    facts = {
+        v.name: (v.rollout.ready, v.rollout.replicas_desired, snapshot.sessions_of(service, v.name))
+        for v in service.versions
+    }
+    current = {v.name: v.weight for v in service.versions}
+    return _plan(service, facts, current, targets, route, api_versions)
+
+
+def plan_rollout(
+    snapshot: ClusterSnapshot, service_key: str, action: str, *, api_versions: Mapping[str, str] | None = None,
+) -> ShiftPlan:
+    """An Argo Rollouts action: promote (next step), promote-full, abort or retry."""
+    service = find_service(snapshot, service_key)
+    facts = {
+        v.name: (v.rollout.ready, v.rollout.replicas_desired, snapshot.sessions_of(service, v.name))
+        for v in service.versions
+    }
+    if service.router_kind != "Rollout":
+        return _bare(service, facts, api_versions, [f"{service.key} is not an Argo Rollout ({service.router_kind or 'no router'})"])
+    if action not in ROLLOUT_ACTIONS:
+        return _bare(service, facts, api_versions, [f'unknown Rollout action "{action}" ({", ".join(ROLLOUT_ACTIONS)})'])
+    return _rollout_plan(service, facts, {v.name: v.weight for v in service.versions}, action, api_versions)
+
+
+def _bare(service, facts, api_versions, errors, kind: str | None = None) -> ShiftPlan:
+    kind = kind if kind is not None else service.router_kind
+    group, version, plural = router_api(kind, api_versions) if kind in ROUTER_APIS else ("", "", "")
+    versions = tuple(
+        VersionShift(v.name, v.backend, v.weight, service.share_pct(v.name), None, None, *facts[v.name])
+        for v in service.versions
+    )
+    return ShiftPlan(service, kind, "shift", group, version, plural, route_object_name(service), versions,
+                     DEFAULT_SCALE, {}, errors=tuple(errors))
+
+
+def _rollout_plan(service, facts, current, action, api_versions) -> ShiftPlan:
+    group, version, plural = router_api("Rollout", api_versions)
+    name = route_object_name(service)
+    body, sub = {
+        "promote": ({"spec": {"paused": False}}, ""),
+        "promote-full": ({"status": {"promoteFull": True}}, "status"),
+        "abort": ({"status": {"abort": True}}, "status"),
+        "retry": ({"status": {"abort": False}}, "status"),
+    }[action]
+    pcts = shares(current)
+    target = {"promote-full": {"canary": 100.0, "stable": 0.0}, "abort": {"canary": 0.0, "stable": 100.0}}.get(action)
+    versions = tuple(
+        VersionShift(
+            v.name, v.backend, current[v.name], pcts.get(v.name),
+            None if target is None or v.name not in target else round(target[v.name]),
+            None if target is None else target.get(v.name), *facts[v.name],
+        )
+        for v in service.versions
+    )
+    warnings = ["the Rollouts controller moves the weights and owns the routes: gputui patches the Rollout only"]
+    sessions = facts.get("canary", (0, 0, None))[2] if action == "abort" else None
+    if sessions:
+        warnings.insert(0, f"canary goes to 0%: its {sessions} live sessions continue on its pods until the "
+                           "controller scales it down; only new sessions move")
+    return ShiftPlan(
+        service, "Rollout", action, group, version, plural, name, versions, DEFAULT_SCALE, target or {},
+        warnings=tuple(warnings),
+        patch=Patch(group, version, plural, service.namespace, name, "merge", body, sub),
+    )
+
+
+def _plan(service, facts, current, targets, route, api_versions) -> ShiftPlan:
+    kind = service.router_kind
+    if not kind:
+        return _bare(service, facts, api_versions, [f"{service.key} has no traffic router in front of it: nothing to shift"], kind="")
+    if kind not in ROUTER_APIS:
+        return _bare(service, facts, api_versions, [f"router kind {kind} is not supported"])
+    if len(service.versions) < 2:
+        return _bare(service, facts, api_versions, [f"{service.key} has one version: nothing to shift"])
+    if kind == "Rollout":
+        return _rollout_from_targets(service, facts, current, targets, api_versions)
+
+    adapter = ADAPTERS[kind]
+    group, version, plural = router_api(kind, api_versions)
+    errors: list[str] = []
+    blockers: list[str] = []
+    warnings: list[str] = []
+    notes: list[str] = []
+    read: _Read | None = None
+    scale = route_scale(sum(w for w in current.values() if w is not None))
+    if route is not None:
+        if _managed_by_argo(route):
+            errors.append(f"{kind} {_name(route)} is managed by Argo Rollouts ({ARGO_MANAGER}): "
+                          "promote or abort its Rollout instead")
+        read = adapter.read(route, service)
+        errors += read.errors
+        warnings += read.warnings + adapter.warnings(route)
+        notes += read.notes
+        if not read.errors:
+            current = read.weights
+            scale = read.scale or scale
+    current_pcts = shares(current)
+    pcts, target_errors = resolve_targets(current_pcts, targets)
+    errors += target_errors
+    weights = apportion(pcts, scale) if not target_errors else {k: w or 0 for k, w in current.items()}
+    if not target_errors:
+        errors += adapter.validate(weights)
+    target_pcts = {k: 100.0 * w / scale for k, w in weights.items()}
+
+    for v in service.versions:
+        ready, desired, sessions = facts[v.name]
+        now, then = current_pcts.get(v.name, 0.0), target_pcts[v.name]
+        if then > 0 and ready == 0:
+            if then > now + 1e-9:
+                blockers.append(f"{v.name} has no ready replicas (0/{desired}): it would get {fmt_pct(then)} of "
+                                "new sessions and fail them")
+            else:
+                warnings.append(f"{v.name} has no ready replicas: its {fmt_pct(then)} of new sessions will fail")
+        if then == 0 and now > 0 and sessions:
+            warnings.append(f"{v.name} goes to 0%: its {sessions} live sessions continue on its pods until "
+                            "they finish; only new sessions move")
+    versions = tuple(
+        VersionShift(v.name, v.backend, current.get(v.name), current_pcts.get(v.name), weights[v.name],
+                     target_pcts[v.name], *facts[v.name])
+        for v in service.versions
+    )
+    patch = None
+    changed = any(x.changes for x in versions)
+    if read is not None and not errors and changed:
+        patch = Patch(group, version, plural, service.namespace, route_object_name(service), "json",
+                      adapter.patch_body(read, weights))
+    return ShiftPlan(
+        service, kind, "shift", group, version, plural, route_object_name(service), versions, scale, pcts,
+        errors=tuple(errors), blockers=tuple(blockers), warnings=tuple(dict.fromkeys(warnings)),
+        notes=tuple(notes), patch=patch, route_read=read is not None,
+    )
+
+
+def _rollout_from_targets(service, facts, current, targets, api_versions) -> ShiftPlan:
+    """Argo Rollouts has no set-weight: 100% canary is promote-full, 0% is abort, nothing else."""
+    pcts, errors = resolve_targets(shares(current), targets)
+    if errors:
+        return _bare(service, facts, api_versions, errors)
+    if "canary" not in pcts:
+        return _bare(service, facts, api_versions, ['an Argo Rollout has versions "stable" and "canary"'])
+    if abs(pcts["canary"] - 100) < 0.01:
+        return _rollout_plan(service, facts, current, "promote-full", api_versions)
+    if pcts["canary"] < 0.01:
+        return _rollout_plan(service, facts, current, "abort", api_versions)
+    return _bare(service, facts, api_versions, [
+        "Argo Rollouts has no set-weight: its canary follows spec.strategy.canary.steps; "
+        "shift the canary to 100% (promote-full) or 0% (abort), or promote to the next step",
+    ])
+
+
+def replan(plan: ShiftPlan, route: Mapping[str, Any]) -> ShiftPlan:
+    """The same targets, planned again on the route object as read now."""
+    facts = {v.name: (v.ready, v.desired, v.sessions) for v in plan.versions}
+    current = {v.name: v.current_weight for v in plan.versions}
+    api = {plan.group: plan.api_version}
+    return _plan(plan.service, facts, current, dict(plan.targets), route, api)

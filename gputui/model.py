@@ -7,13 +7,11 @@ computed the same way everywhere (table, headless JSON, wallboard, drain plan).
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 GPU_RESOURCE = "nvidia.com/gpu"
-DEFAULT_TEMP_ALERT_C = 85.0
 
 # Driver upgrade states (GPU Operator) that mean "in progress", in the
 # operator's order. `upgrade-done` and an empty label are idle; failed is an alert.
@@ -139,7 +137,7 @@ class Node:
     summary: GpuSummary | None = None
     # node_alerts' answer (threshold, alerts): a node object outlives many refreshes when it does not change,
     # and at 10,000 nodes the header's alert count would otherwise walk every condition of every node.
-    _alerts: tuple[float, tuple[Alert, ...]] | None = field(default=None, init=False, repr=False, compare=False)
+    _alerts: tuple[float, tuple[Any, ...]] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def drain_phase(self) -> str:
@@ -389,13 +387,6 @@ class SourceStatus:
         return stale(self.age(now), max(refresh, self.every or 0.0))
 
 
-@dataclass(frozen=True, slots=True)
-class Alert:
-    node: str
-    kind: str
-    message: str
-
-
 _last_indexes: tuple[tuple, Mapping[str, int], Mapping[str, tuple]] = ((), {}, {})
 
 
@@ -473,10 +464,6 @@ class ClusterSnapshot:
         return [b for b in self.budgets if b.matches(pod)]
 
     @property
-    def majority_driver(self) -> str:
-        return majority_driver(self.nodes)
-
-    @property
     def gpus_total(self) -> int:
         return sum(n.gpu_allocatable for n in self.nodes)
 
@@ -500,56 +487,6 @@ class ClusterSnapshot:
                         count += 1
         return total / count if count else None
 
-    def alerts(self, temp_threshold: float = DEFAULT_TEMP_ALERT_C) -> list[Alert]:
-        return [a for n in self.nodes for a in node_alerts(n, temp_threshold)]
-
-
-def majority_driver(nodes: Iterable[Node]) -> str:
-    """The driver version most GPU nodes run; ties go to the newest string."""
-    counts = Counter(n.driver_version for n in nodes if n.driver_version)
-    if not counts:
-        return ""
-    return max(counts.items(), key=lambda kv: (kv[1], _version_key(kv[0])))[0]
-
-
-def has_driver_drift(node: Node, majority: str) -> bool:
-    return bool(majority and node.driver_version and node.driver_version != majority)
-
-
-def node_alerts(node: Node, temp_threshold: float = DEFAULT_TEMP_ALERT_C) -> list[Alert]:
-    """Everything about a node an on-call engineer should look at, most severe first."""
-    cached = node._alerts
-    if cached is not None and cached[0] == temp_threshold:
-        return list(cached[1])
-    alerts: list[Alert] = []
-    if not node.ready:
-        alerts.append(Alert(node.name, "NotReady", "node is NotReady"))
-    for gpu in node.gpus:
-        if gpu.xid:
-            alerts.append(Alert(node.name, "XID", f"GPU {gpu.index}: XID {gpu.xid}"))
-        if gpu.health in (Health.WARN, Health.FAIL):
-            alerts.append(Alert(node.name, "Health", f"GPU {gpu.index}: health {gpu.health.value}"))
-        if gpu.temp_c is not None and gpu.temp_c >= temp_threshold:
-            alerts.append(Alert(node.name, "Temp", f"GPU {gpu.index}: {gpu.temp_c:.0f}°C"))
-    summary = node.summary
-    if summary is not None and summary.temp_max is not None and summary.temp_max >= temp_threshold \
-            and not any(g.temp_c is not None for g in node.gpus):
-        alerts.append(Alert(node.name, "Temp", f"hottest GPU {summary.temp_max:.0f}°C"))
-    for cond in node.problem_conditions:
-        detail = f": {cond.reason}" if cond.reason else ""
-        alerts.append(Alert(node.name, "Condition", f"{cond.type}{detail}"))
-    if node.upgrade_state == UPGRADE_FAILED:
-        alerts.append(Alert(node.name, "Upgrade", "driver upgrade failed"))
-    object.__setattr__(node, "_alerts", (temp_threshold, tuple(alerts)))
-    return alerts
-
-
-def _version_key(version: str) -> tuple[int, ...]:
-    parts = []
-    for piece in version.split("."):
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        parts.append(int(digits) if digits else 0)
-    return tuple(parts)
 
 
 def _mean(values: Iterable[float | None]) -> float | None:

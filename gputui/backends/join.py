@@ -12,21 +12,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from gputui.backends.kube_objects import NodeRecord, PodRecord, RouteRecord, ServiceRecord, SubsetRule, WorkloadRecord
-from gputui.model import (
-    Budget,
-    ClusterSnapshot,
-    Gpu,
-    GpuSummary,
-    Health,
-    InferencePod,
-    InferenceService,
-    Node,
-    SESSION_SIGNAL_LABEL,
-    selector_matches,
-    Rollout,
-    ServiceVersion,
-    SourceStatus,
-)
+from gputui.model import Budget, ClusterSnapshot, Gpu, GpuSummary, Health, InferencePod, InferenceService, Node, SESSION_SIGNAL_LABEL, selector_matches, Rollout, ServiceVersion, SourceStatus
 from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS
 
 

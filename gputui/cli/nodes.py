@@ -9,10 +9,11 @@ from typing import Any
 
 from gputui.cli import common
 from gputui.settings import Settings
+from gputui.health import majority_driver
 
 
 def node_record(snapshot, node) -> dict[str, Any]:
-    from gputui.model import node_alerts
+    from gputui.health import node_alerts
 
     return {
         "name": node.name,
@@ -54,9 +55,9 @@ def run(settings: Settings, output: str) -> int:
     from rich.text import Text
 
     from gputui.present import cells
-    from gputui.model import has_driver_drift, node_alerts
+    from gputui.health import has_driver_drift, node_alerts
 
-    majority = snapshot.majority_driver
+    majority = majority_driver(snapshot.nodes)
     table = Table(box=None, pad_edge=False)
     for label in ("NODE", "STATE", "MODEL", "GPUS", "UTIL", "MEMORY", "TEMP", "POWER", "DRIVER", "ALERTS"):
         table.add_column(label, no_wrap=True)

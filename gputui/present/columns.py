@@ -8,7 +8,8 @@ from typing import Any, Callable
 from rich.text import Text
 
 from gputui.present import cells
-from gputui.model import ClusterSnapshot, InferenceService, Node, ServiceVersion, has_driver_drift, node_alerts
+from gputui.model import ClusterSnapshot, InferenceService, Node, ServiceVersion
+from gputui.health import has_driver_drift, node_alerts
 from gputui.present.cells import Palette
 
 

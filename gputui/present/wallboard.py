@@ -10,8 +10,10 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
-from gputui.model import ClusterSnapshot, InferenceService, Node, NodeState, node_alerts, rollout_status
+from gputui.model import ClusterSnapshot, InferenceService, Node, NodeState, rollout_status
+from gputui.health import node_alerts
 from gputui.present.cells import Palette, heat_band, pct
+from gputui.health import fleet_alerts
 
 GLYPHS = ("░", "▒", "█")  # low, mid, high
 NO_DATA = "·"
@@ -39,7 +41,7 @@ def figures(snap: ClusterSnapshot, temp_threshold: float) -> Figures:
         gpus_in_use=snap.gpus_in_use,
         gpus_total=snap.gpus_total,
         mean_util=snap.mean_util,
-        alerts=len(snap.alerts(temp_threshold)),
+        alerts=len(fleet_alerts(snap, temp_threshold)),
         drains=sum(1 for n in snap.nodes if n.state is NodeState.DRAINING),
         canaries=sum(1 for s in snap.services if canary_in_flight(s)),
     )

@@ -12,7 +12,7 @@ from gputui.backends.base import NEEDS
 from gputui.ui.cordon_dialog import ask_cordon
 from gputui.ui.base import ClusterScreen
 
-from gputui.model import node_alerts
+from gputui.health import node_alerts
 from gputui.ui.footer import KeyFooter
 from gputui.ui.key_table import KeyTable
 from gputui.present.columns import (
@@ -27,6 +27,7 @@ from gputui.ui.confirm import ConfirmScreen
 from gputui.ui.header import HeaderBar
 from gputui.ui.table_sync import sync_rows
 from gputui.ui.virtual_table import VirtualTable
+from gputui.health import majority_driver
 
 class DashboardScreen(ClusterScreen):
     BINDINGS = [
@@ -109,7 +110,7 @@ class DashboardScreen(ClusterScreen):
         if snap is None or not self._columns:
             self.query_one("#nodes-title", Static).update(Text(" Nodes", style="bold"))
             return
-        ctx = RowContext(snap, self.app.palette, self.app.settings.temp_threshold, snap.majority_driver)
+        ctx = RowContext(snap, self.app.palette, self.app.settings.temp_threshold, majority_driver(snap.nodes))
         sort_col = NODE_COLUMNS[self.sort_index]
         nodes = {n.name: n for n in snap.nodes if self._matches(n, ctx)}
         if self.sort_index == 0:  # by name: the keys themselves (a third of a refresh at 10,000 nodes)

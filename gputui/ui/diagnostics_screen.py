@@ -11,7 +11,7 @@ from textual.widgets import Static
 
 from gputui.ui.base import ClusterScreen
 
-from gputui.diagnostics import Finding, diagnose
+from gputui.health import Finding, diagnose
 from gputui.ui.footer import KeyFooter
 from gputui.ui.header import HeaderBar
 

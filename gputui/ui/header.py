@@ -8,6 +8,7 @@ from textual.widgets import Static
 from gputui.model import stale
 from gputui.present import cells
 from gputui.ui.base import ClusterWidget
+from gputui.health import fleet_alerts
 
 
 def _sep(text: Text) -> None:
@@ -33,7 +34,7 @@ class HeaderBar(ClusterWidget, Static):
         cached = self._node_figures
         if cached is None or cached[0] is not snap.nodes or cached[1] != threshold:
             cached = self._node_figures = (snap.nodes, threshold,
-                                           (snap.gpus_total, snap.mean_util, len(snap.alerts(threshold))))
+                                           (snap.gpus_total, snap.mean_util, len(fleet_alerts(snap, threshold))))
         if self._in_use is None or self._in_use[0] is not snap:
             self._in_use = (snap, snap.gpus_in_use)
         total, util, alerts = cached[2]

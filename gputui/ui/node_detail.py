@@ -12,13 +12,15 @@ from gputui.ui.base import ClusterScreen
 
 from gputui.model import Gpu
 from gputui.present import cells
-from gputui.model import Node, has_driver_drift, node_alerts
+from gputui.model import Node
+from gputui.health import has_driver_drift, node_alerts
 from gputui.ui.footer import KeyFooter
 from gputui.ui.key_table import KeyTable
 from gputui.backends.base import NEEDS
 from gputui.ui.cordon_dialog import ask_cordon
 from gputui.ui.header import HeaderBar
 from gputui.ui.table_sync import sync_rows
+from gputui.health import majority_driver
 
 HISTORY_MINUTES = 5
 # (key, label, width); width None takes what the terminal has left.
@@ -153,10 +155,10 @@ class NodeDetailScreen(ClusterScreen):
         text.append(f"  {cells.short_model(node.gpu_product)} ×{node.gpu_capacity}")
         text.append(f"  GPUs {snap.gpus_allocated(node.name)}/{node.gpu_allocatable} allocated")
         text.append("  driver ")
-        drift = has_driver_drift(node, snap.majority_driver)
+        drift = has_driver_drift(node, majority_driver(snap.nodes))
         text.append(node.driver_version or "–", style=f"bold {palette.drift}" if drift else "")
         if drift:
-            text.append(f" (fleet {snap.majority_driver})", style=palette.drift)
+            text.append(f" (fleet {majority_driver(snap.nodes)})", style=palette.drift)
         if node.cuda_version:
             text.append(f"  CUDA {node.cuda_version}")
         if node.upgrade_state:

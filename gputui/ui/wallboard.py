@@ -13,10 +13,11 @@ from gputui.ui.base import ClusterScreen
 
 from gputui.model import stale
 from gputui.present import cells
-from gputui.diagnostics import diagnose
+from gputui.health import diagnose
 from gputui.present.columns import fit_service_columns, service_rows
 from gputui.ui.header import HeaderBar
 from gputui.present.wallboard import figures, heat_map, legend
+from gputui.health import fleet_alerts
 
 PAGES = ("heat", "services", "alerts")
 TITLES = {"heat": "Fleet heat map", "services": "Services and rollouts", "alerts": "Alerts and findings"}
@@ -143,7 +144,7 @@ class WallboardScreen(ClusterScreen):
     def _alert_strip(self, snap, threshold: float) -> None:
         """The worst first, one line per node and kind, so a hot node does not fill the strip alone."""
         grouped: dict[tuple[str, str], list] = {}
-        for alert in snap.alerts(threshold):
+        for alert in fleet_alerts(snap, threshold):
             grouped.setdefault((alert.node, alert.kind), []).append(alert)
         strip = Text()
         for i, ((node, kind), alerts) in enumerate(list(grouped.items())[:3]):
@@ -180,7 +181,7 @@ class WallboardScreen(ClusterScreen):
 
     def _page_alerts(self, snap) -> Table | Text:
         settings = self.app.settings
-        alerts = snap.alerts(settings.temp_threshold)
+        alerts = fleet_alerts(snap, settings.temp_threshold)
         findings = diagnose(snap)
         if not alerts and not findings:
             return Text("No alerts, no findings.", style=self.app.palette.ok)

@@ -14,6 +14,7 @@ from kubernetes import client
 from gputui.backends.kube_backend import live_backend
 from gputui.model import SessionState
 from gputui.ops.drain.plan import Step, plan_drain
+from gputui.health import fleet_alerts
 from gputui.settings import Settings
 from tests.support.crds import create_custom, install_crd
 from tests.support.topology import DEFAULT_GPU_NODES
@@ -251,7 +252,7 @@ def test_fleet_view_still_names_the_gpu_with_an_xid(cluster, prometheus, dcgm_ex
         prometheus.wait_until('DCGM_FI_DEV_XID_ERRORS{Hostname="gpu-node-2",gpu="3"} == 79', timeout=15)
         backend = make_backend(cluster, prometheus)
         try:
-            alerts = [(a.kind, a.message) for a in backend.reader.snapshot().alerts() if a.node == "gpu-node-2"]
+            alerts = [(a.kind, a.message) for a in fleet_alerts(backend.reader.snapshot()) if a.node == "gpu-node-2"]
             assert ("XID", "GPU 3: XID 79") in alerts
         finally:
             backend.close()

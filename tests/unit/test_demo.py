@@ -1,6 +1,7 @@
 from gputui.backends.base import EvictionOutcome
 from gputui.backends.demo import DemoCluster, demo_backend
 from gputui.model import NodeState
+from gputui.health import majority_driver
 from tests.demo_clock import ManualClock
 
 
@@ -23,7 +24,7 @@ def test_fleet_has_the_promised_shape():
     assert len({n.gpu_product for n in snap.nodes}) >= 3
     states = {n.state for n in snap.nodes}
     assert {NodeState.READY, NodeState.CORDONED, NodeState.NOT_READY, NodeState.UPGRADING} <= states
-    drifted = [n for n in snap.nodes if n.driver_version != snap.majority_driver]
+    drifted = [n for n in snap.nodes if n.driver_version != majority_driver(snap.nodes)]
     assert len(drifted) == 1
     assert any(g.xid for n in snap.nodes for g in n.gpus)
     for n in snap.nodes:

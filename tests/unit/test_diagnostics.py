@@ -1,5 +1,5 @@
 from gputui.backends.demo import DemoCluster
-from gputui.diagnostics import diagnose
+from gputui.health import diagnose
 from gputui.model import ClusterSnapshot, InferencePod, Node, SourceStatus
 from tests.demo_clock import ManualClock
 

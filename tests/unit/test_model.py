@@ -1,19 +1,5 @@
-from gputui.model import (
-    Budget,
-    ClusterSnapshot,
-    Condition,
-    Gpu,
-    Health,
-    InferencePod,
-    InferenceService,
-    Node,
-    NodeState,
-    Rollout,
-    ServiceVersion,
-    has_driver_drift,
-    majority_driver,
-    node_alerts,
-)
+from gputui.model import Budget, ClusterSnapshot, Condition, Gpu, Health, InferencePod, InferenceService, Node, NodeState, Rollout, ServiceVersion
+from gputui.health import has_driver_drift, majority_driver, node_alerts
 
 
 def node(name="n1", **kw) -> Node:

@@ -6,6 +6,7 @@ from gputui.backends.demo import DemoCluster
 from gputui.model import NodeState
 from gputui.present.cells import Palette
 from gputui.present.wallboard import GLYPHS, NO_DATA, canary_in_flight, figures, heat_map, level, problems_first
+from gputui.health import fleet_alerts
 from tests.demo_clock import ManualClock
 
 PALETTE = Palette()
@@ -24,7 +25,7 @@ def test_figures_count_what_the_snapshot_holds():
     snap = snapshot()
     f = figures(snap, 85)
     assert f.gpus_in_use == snap.gpus_in_use and f.gpus_total == snap.gpus_total
-    assert f.alerts == len(snap.alerts(85)) > 0
+    assert f.alerts == len(fleet_alerts(snap, 85)) > 0
     assert f.canaries == sum(canary_in_flight(s) for s in snap.services) >= 1
     assert f.drains == sum(n.state is NodeState.DRAINING for n in snap.nodes)
 
@@ -32,7 +33,7 @@ def test_figures_count_what_the_snapshot_holds():
 def test_problems_come_first():
     snap = snapshot()
     order = problems_first(snap, 85)
-    with_alerts = {a.node for a in snap.alerts(85)}
+    with_alerts = {a.node for a in fleet_alerts(snap, 85)}
     assert {n.name for n in order[: len(with_alerts)]} == with_alerts
 
 

@@ -1,0 +1,118 @@
+"""One policy for what is wrong: alert kinds and their order, the temperature threshold, driver drift, and the
+troubleshooting findings. Pure: the header, the tables, the wallboard, the CLI and the diagnostics screen
+all judge the same way. (Staleness is model.stale; heat bands are present.cells.heat_band.)"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterable
+
+from gputui.model import UPGRADE_FAILED, ClusterSnapshot, Health, Node
+
+DEFAULT_TEMP_ALERT_C = 85.0
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    node: str
+    kind: str
+    message: str
+
+
+def fleet_alerts(snapshot: ClusterSnapshot, temp_threshold: float = DEFAULT_TEMP_ALERT_C) -> list[Alert]:
+    """Every node's alerts, node by node, most severe first within each."""
+    return [a for n in snapshot.nodes for a in node_alerts(n, temp_threshold)]
+
+
+def majority_driver(nodes: Iterable[Node]) -> str:
+    """The driver version most GPU nodes run; ties go to the newest string."""
+    counts = Counter(n.driver_version for n in nodes if n.driver_version)
+    if not counts:
+        return ""
+    return max(counts.items(), key=lambda kv: (kv[1], _version_key(kv[0])))[0]
+
+
+def has_driver_drift(node: Node, majority: str) -> bool:
+    return bool(majority and node.driver_version and node.driver_version != majority)
+
+
+def node_alerts(node: Node, temp_threshold: float = DEFAULT_TEMP_ALERT_C) -> list[Alert]:
+    """Everything about a node an on-call engineer should look at, most severe first."""
+    cached = node._alerts
+    if cached is not None and cached[0] == temp_threshold:
+        return list(cached[1])
+    alerts: list[Alert] = []
+    if not node.ready:
+        alerts.append(Alert(node.name, "NotReady", "node is NotReady"))
+    for gpu in node.gpus:
+        if gpu.xid:
+            alerts.append(Alert(node.name, "XID", f"GPU {gpu.index}: XID {gpu.xid}"))
+        if gpu.health in (Health.WARN, Health.FAIL):
+            alerts.append(Alert(node.name, "Health", f"GPU {gpu.index}: health {gpu.health.value}"))
+        if gpu.temp_c is not None and gpu.temp_c >= temp_threshold:
+            alerts.append(Alert(node.name, "Temp", f"GPU {gpu.index}: {gpu.temp_c:.0f}°C"))
+    summary = node.summary
+    if summary is not None and summary.temp_max is not None and summary.temp_max >= temp_threshold \
+            and not any(g.temp_c is not None for g in node.gpus):
+        alerts.append(Alert(node.name, "Temp", f"hottest GPU {summary.temp_max:.0f}°C"))
+    for cond in node.problem_conditions:
+        detail = f": {cond.reason}" if cond.reason else ""
+        alerts.append(Alert(node.name, "Condition", f"{cond.type}{detail}"))
+    if node.upgrade_state == UPGRADE_FAILED:
+        alerts.append(Alert(node.name, "Upgrade", "driver upgrade failed"))
+    object.__setattr__(node, "_alerts", (temp_threshold, tuple(alerts)))
+    return alerts
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    parts = []
+    for piece in version.split("."):
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
+RESTARTS_WORTH_A_LOOK = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    kind: str  # Pending, NoMetrics, NotReady, Restarts, Drift, GpuLost
+    subject: str  # node name or namespace/pod
+    detail: str
+
+
+def diagnose(snap: ClusterSnapshot) -> list[Finding]:
+    out: list[Finding] = []
+    for pod in snap.pods:
+        if pod.phase == "Pending" and pod.gpu_request > 0 and not pod.node:
+            out.append(Finding("Pending", pod.key, pod.pending_reason or f"waiting for {pod.gpu_request} GPUs"))
+    for node in snap.nodes:
+        if node.gpu_allocatable < node.gpu_capacity:
+            lost = node.gpu_capacity - node.gpu_allocatable
+            out.append(Finding("GpuLost", node.name, f"{lost} of {node.gpu_capacity} GPUs not allocatable (unhealthy device)"))
+    for pod in snap.pods:
+        if not pod.service or pod.deleting or pod.terminated:
+            continue
+        if pod.phase == "Running" and not pod.ready:
+            out.append(Finding("NotReady", pod.key, f"{pod.service} {pod.version}: running but not Ready"))
+        if pod.restarts >= RESTARTS_WORTH_A_LOOK:
+            out.append(Finding("Restarts", pod.key, f"{pod.service} {pod.version}: {pod.restarts} restarts"))
+    metrics = snap.source("metrics")
+    if metrics is not None and metrics.error is None and metrics.fetched_at is not None:
+        for node in snap.nodes:
+            if node.ready and node.gpu_capacity and not node.has_metrics:
+                out.append(Finding("NoMetrics", node.name, "no DCGM series for this node (is the exporter running?)"))
+    majority = majority_driver(snap.nodes)
+    cuda = Counter(n.cuda_version for n in snap.nodes if n.cuda_version).most_common(1)
+    cuda_major = cuda[0][0] if cuda else ""
+    for node in snap.nodes:
+        drift = []
+        if majority and node.driver_version and node.driver_version != majority:
+            drift.append(f"driver {node.driver_version} (fleet {majority})")
+        if cuda_major and node.cuda_version and node.cuda_version != cuda_major:
+            drift.append(f"CUDA {node.cuda_version} (fleet {cuda_major})")
+        if drift:
+            out.append(Finding("Drift", node.name, ", ".join(drift)))
+    return out

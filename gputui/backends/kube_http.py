@@ -23,6 +23,7 @@ from gputui.backends.gcpause import gc_paused
 
 CONNECT_TIMEOUT_S = 5.0
 READ_TIMEOUT_S = 10.0
+PROBE_TIMEOUT_S = 3.0  # a cheap question (version, who am I, may I): an answer or a clear failure, fast
 
 
 class ApiError(BackendError):

@@ -16,7 +16,8 @@ def binding_scopes() -> dict[str, tuple[type, ...]]:
     from gputui.ui.confirm import ConfirmScreen
     from gputui.ui.dashboard import DashboardScreen
     from gputui.ui.diagnostics_screen import DiagnosticsScreen
-    from gputui.ui.drain_screens import DrainPlanScreen, DrainProgressScreen
+    from gputui.ui.drain_board import DrainProgressScreen
+    from gputui.ui.drain_plan_screen import DrainPlanScreen
     from gputui.ui.help import HelpScreen
     from gputui.ui.key_table import KeyTable
     from gputui.ui.node_detail import NodeDetailScreen

@@ -249,7 +249,7 @@ class DashboardScreen(ClusterScreen):
             self.app.notify("A drain is running: see it with p, or abort it first.", severity="warning")
             return
         from gputui.ops.drain.options import DrainOptions
-        from gputui.ui.drain_screens import DrainPlanScreen
+        from gputui.ui.drain_plan_screen import DrainPlanScreen
 
         def chosen(options) -> None:
             if options is not None:
@@ -261,13 +261,14 @@ class DashboardScreen(ClusterScreen):
         self.app.push_screen(DrainPlanScreen(nodes, options), chosen)
 
     def _start(self, nodes, options, deadlines=None, take_over: bool = False) -> None:
-        from gputui.ui.drain_screens import DrainProgressScreen, start_drain
+        from gputui.ui.drain_board import DrainProgressScreen
+        from gputui.ui.drain_session import start_drain
 
         session = start_drain(self.app, nodes, options, deadlines, take_over=take_over)
         self.app.push_screen(DrainProgressScreen(session))
 
     def action_drain_progress(self) -> None:
-        from gputui.ui.drain_screens import DrainProgressScreen
+        from gputui.ui.drain_board import DrainProgressScreen
 
         if self.app.drain_session is None:
             self.app.notify("No drain has run in this session.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from gputui.ui.command_screen import CommandScreen
 from gputui.ui.confirm import ConfirmScreen
 from gputui.ui.diagnostics_screen import DiagnosticsScreen
-from gputui.ui.drain_screens import DrainPlanScreen
+from gputui.ui.drain_plan_screen import DrainPlanScreen
 from gputui.ui.node_detail import NodeDetailScreen
 from gputui.ui.theme_picker import ThemePickerScreen
 from gputui.ui.traffic_screen import TrafficShiftScreen

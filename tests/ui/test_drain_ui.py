@@ -1,7 +1,8 @@
 import json
 
 from gputui.model import DRAIN_PHASE_ANNOTATION
-from gputui.ui.drain_screens import DrainPlanScreen, DrainProgressScreen
+from gputui.ui.drain_board import DrainProgressScreen
+from gputui.ui.drain_plan_screen import DrainPlanScreen
 from tests.ui.pilot import wait_for
 from tests.ui.pilot import loaded, rows
 

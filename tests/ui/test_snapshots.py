@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gputui.ops.audit import AuditLog
-from gputui.ui.drain_screens import DrainProgressScreen
+from gputui.ui.drain_board import DrainProgressScreen
 from gputui.ui.traffic_screen import TrafficShiftScreen
 from tests.ui.conftest import make_app
 from tests.ui.pilot import wait_for

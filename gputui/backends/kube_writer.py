@@ -1,0 +1,116 @@
+"""The live backend's writes, straight to the apiserver: cordon, annotate (with a resourceVersion precondition
+for the drain lease), evict (kubectl's reading of each answer), delete, get and patch; and who we are and
+what we may do (SelfSubjectReview, SelfSubjectAccessReview)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from gputui.backends.base import BackendError, ConflictError, EvictionOutcome, EvictionResult
+from gputui.backends.kube_http import ApiError, Connection, path_of, PROBE_TIMEOUT_S
+
+
+
+class KubeWriter:
+    def __init__(self, conn: Connection, identity: str) -> None:
+        self.conn = conn
+        self.identity = identity
+
+    def set_unschedulable(self, node: str, unschedulable: bool) -> None:
+        body = {"spec": {"unschedulable": True if unschedulable else None}}
+        self.conn.request("PATCH", path_of("", "v1", "nodes", name=node), body=body,
+                          content_type="application/strategic-merge-patch+json")
+
+    def annotate_node(self, node: str, annotations: Mapping[str, str | None],
+                      resource_version: str | None = None) -> None:
+        metadata: dict[str, Any] = {"annotations": dict(annotations)}
+        if resource_version is not None:
+            metadata["resourceVersion"] = resource_version  # a precondition: 409 if the node moved on
+        try:
+            self.conn.request("PATCH", path_of("", "v1", "nodes", name=node), body={"metadata": metadata},
+                              content_type="application/merge-patch+json")
+        except ApiError as exc:
+            if exc.status == 409:
+                raise ConflictError(f"node {node} changed since it was read") from None
+            raise
+
+    def node_annotations(self, node: str) -> tuple[dict[str, str], str]:
+        meta = self.conn.request("GET", path_of("", "v1", "nodes", name=node)).get("metadata") or {}
+        return dict(meta.get("annotations") or {}), str(meta.get("resourceVersion") or "")
+
+    def evict_pod(self, namespace: str, name: str, grace_seconds: int | None = None) -> EvictionResult:
+        body: dict[str, Any] = {"apiVersion": "policy/v1", "kind": "Eviction",
+                                "metadata": {"name": name, "namespace": namespace}}
+        if grace_seconds is not None:  # absent: the pod's own grace period (never 0 by accident)
+            body["deleteOptions"] = {"gracePeriodSeconds": grace_seconds}
+        try:
+            self.conn.request("POST", path_of("", "v1", "pods", namespace, name) + "/eviction", body=body)
+        except ApiError as exc:
+            if exc.status == 404:
+                return EvictionResult(EvictionOutcome.GONE)
+            if exc.status == 429:  # the causes name the budget and its numbers
+                causes = "; ".join(c.get("message", "") for c in exc.causes if c.get("message"))
+                message = str(exc.body.get("message", exc))
+                return EvictionResult(EvictionOutcome.BLOCKED, f"{message} {causes}".strip())
+            if exc.status == 403 and any(c.get("reason") == "NamespaceTerminating" for c in exc.causes):
+                return EvictionResult(EvictionOutcome.BLOCKED, "namespace is terminating")
+            if exc.status == 401 or exc.status >= 502 or (exc.status == 500 and "more than one" not in str(exc)):
+                raise  # expired credentials or an apiserver in trouble: the drain pauses and tries again
+            return EvictionResult(EvictionOutcome.FAILED, str(exc.body.get("message", exc)))
+        return EvictionResult(EvictionOutcome.EVICTED)
+
+    def delete_pod(self, namespace: str, name: str, grace_seconds: int | None = None) -> None:
+        query = {"gracePeriodSeconds": grace_seconds} if grace_seconds is not None else None
+        try:
+            self.conn.request("DELETE", path_of("", "v1", "pods", namespace, name), query)
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+
+    def get_object(self, group: str, version: str, plural: str, namespace: str, name: str) -> dict:
+        return self.conn.request("GET", path_of(group, version, plural, namespace, name))
+
+    def patch_object(
+        self, group: str, version: str, plural: str, namespace: str, name: str,
+        patch: dict | list, patch_type: str = "merge", subresource: str = "",
+    ) -> dict:
+        content_type = {
+            "merge": "application/merge-patch+json",
+            "json": "application/json-patch+json",
+            "strategic": "application/strategic-merge-patch+json",
+        }[patch_type]
+        path = path_of(group, version, plural, namespace, name) + (f"/{subresource}" if subresource else "")
+        return self.conn.request("PATCH", path, body=patch, content_type=content_type)
+
+    def pod_uid(self, namespace: str, name: str) -> str | None:
+        try:
+            body = self.conn.request("GET", path_of("", "v1", "pods", namespace, name))
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return (body.get("metadata") or {}).get("uid")
+
+
+def whoami(conn: Connection) -> str:
+    """The acting identity, from a SelfSubjectReview (falls back to the kubeconfig user)."""
+    try:
+        body = conn.request("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                            body={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+                            timeout=PROBE_TIMEOUT_S)
+        return ((body.get("status") or {}).get("userInfo") or {}).get("username") or conn.user
+    except BackendError:
+        return conn.user or "unknown"
+
+
+def allowed(conn: Connection, verb: str, resource: str, subresource: str = "", group: str = "") -> bool:
+    body = {
+        "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": {"verb": verb, "resource": resource, "subresource": subresource, "group": group}},
+    }
+    try:
+        answer = conn.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body=body,
+                              timeout=PROBE_TIMEOUT_S)
+    except BackendError:
+        return False
+    return bool((answer.get("status") or {}).get("allowed"))

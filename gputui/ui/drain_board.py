@@ -1,0 +1,209 @@
+"""The live drain board: each pod's state, sessions, deadline and what happens next; evict now, more time,
+abort (each asking first when it cuts sessions); finished, it says so and its actions are off."""
+
+from __future__ import annotations
+
+import time
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.timer import Timer
+from textual.widgets import DataTable, Static
+
+from gputui.ui.base import ClusterScreen
+
+from gputui.ops.drain.events import FINAL
+from gputui.present.cells import ago, elide_middle
+from gputui.ui.footer import KeyFooter
+from gputui.ui.key_table import KeyTable
+from gputui.ui.header import HeaderBar
+from gputui.ui.table_sync import sync_rows
+
+from gputui.ui.drain_session import DrainSession, PodRow
+
+EXTEND_S = 5 * 60
+
+
+ACTIONS = ("evict_now", "extend", "abort")
+
+
+class DrainProgressScreen(ClusterScreen):
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back (drain goes on)", id="back"),
+        Binding("e", "evict_now", "Evict now", id="drain-evict-now"),
+        Binding("x", "extend", "+5m", id="drain-extend"),
+        Binding("a", "abort(False)", "Abort", id="drain-abort"),
+        Binding("U", "abort(True)", "Abort+uncordon", id="drain-abort-uncordon"),
+    ]
+
+    def __init__(self, session: DrainSession) -> None:
+        super().__init__()
+        self.session = session
+        self._timer: Timer | None = None
+        self._narrow = False
+        self._pod_width = 30
+
+    def compose(self) -> ComposeResult:
+        yield HeaderBar()
+        yield Static(id="drain-summary", classes="panel-title")
+        yield Static(id="drain-nodes")
+        yield KeyTable(id="drain-pods", cursor_type="row")
+        yield Static(id="drain-log")
+        yield KeyFooter()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#drain-pods", DataTable)
+        # At 80 columns every column still shows: the deadline is what an operator watches.
+        # At 80 columns what happens next must still show: the node column goes (its bar line above names it,
+        # and a single node is the usual case) and the words get shorter.
+        self._narrow = narrow = self.app.size.width < 120
+        self._pod_width = 20 if narrow else 30
+        columns = [("node", "Node", 12), ("pod", "Pod", self._pod_width), ("state", "State", 9 if narrow else 11),
+                   ("sessions", "Sessions", 8), ("deadline", "Deadline", 12 if narrow else 15),
+                   ("message", "Next" if narrow else "Detail / next", 0)]
+        shown = columns[1:] if narrow else columns
+        rest = self.app.size.width - sum(w for *_, w in shown) - 2 * len(shown) - 2  # cell padding, scrollbar
+        for key, label, width in shown:
+            table.add_column(label, width=width or max(24, rest), key=key)
+        self._timer = self.set_interval(0.5, self.show_snapshot)
+        self.show_snapshot()
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        """A finished or aborted drain has nothing left to act on: its keys are gone from the footer."""
+        if action in ACTIONS and (self.session.finished or self.session.aborted):
+            return False
+        return True
+
+    def _deadline_text(self, row: PodRow, now: float) -> Text:
+        if row.state != "waiting" or row.deadline is None:
+            return Text("")
+        left = row.deadline - now
+        clock = time.strftime("%H:%M", time.localtime(row.deadline))
+        return Text(f"{clock} in {ago(max(0.0, left))}" if left > 0 else f"{clock} now")
+
+    def _next_text(self, row: PodRow, now: float) -> str:
+        """What happens next to this pod, in words."""
+        o = self.session.options
+        short = self._narrow
+        if row.state == "waiting":
+            if row.sessions is None:
+                then = "evicted (chosen)" if o.evict_unknown_at_deadline else "left in place"
+                return f"deadline: {then}" if short else f"sessions unknown; at the deadline: {then}"
+            if short:
+                return f"evict at <={o.session_threshold}/deadline"
+            return f"evicted at <= {o.session_threshold} sessions, or at the deadline (cutting what is left)"
+        if row.state == "blocked":
+            when = time.strftime("%H:%M:%S", time.localtime(row.last_try)) if row.last_try else "?"
+            if short:
+                return f"PDB: {row.tries} tries, last {when}"
+            return f"PDB: {row.tries} tries, last {when}; evicted when the PDB allows. {row.message}"
+        return row.message
+
+    def show_snapshot(self) -> None:
+        self.query_one(HeaderBar).refresh_text()
+        s = self.session
+        palette = self.app.palette
+        now = self.app.clock()
+        with s.lock:
+            rows = {
+                key: (*(() if self._narrow else (Text(r.node),)), Text(elide_middle(key, self._pod_width)), Text(r.state, style={
+                    "waiting": palette.draining, "blocked": palette.cordoned, "failed": f"bold {palette.alert}",
+                    "held": f"bold {palette.alert}", "paused": palette.cordoned,
+                    "gone": palette.ok, "evicted": palette.ok}.get(r.state, "")),
+                      Text(("unknown" if r.sessions is None and r.state == "waiting" else
+                            "–" if r.sessions is None else str(r.sessions)).rjust(8)),
+                      self._deadline_text(r, now), Text(self._next_text(r, now)))
+                for key, r in s.pods.items()
+            }
+            log = list(s.log[-6:])
+            done = sum(1 for st in s.node_state.values() if st in {k.value for k in FINAL})
+        sync_rows(self.query_one("#drain-pods", DataTable), rows)
+        self.query_one("#drain-nodes", Static).update(self._node_bars(palette))
+        summary = Text(" Drain ", style="bold")
+        if s.finished:
+            summary.append("ABORTED" if s.aborted else "FINISHED", style=f"bold {palette.alert if s.aborted else palette.ok}")
+            summary.append(f"   {done}/{len(s.nodes)} nodes ended; actions are off", style="dim")
+            if self._timer is not None:  # nothing moves any more: stop redrawing
+                self._timer.stop()
+                self._timer = None
+                self.refresh_bindings()
+        else:
+            summary.append(f"{done}/{len(s.nodes)} nodes finished")
+            summary.append(f"   running {ago(now - s.started)}", style="dim")
+        self.query_one("#drain-summary", Static).update(summary)
+        self.query_one("#drain-log", Static).update(Text("\n".join(log), style="dim"))
+
+    def _node_bars(self, palette) -> Text:
+        """One bar per node: pods moved off it out of pods to move."""
+        from gputui.present.cells import bar
+
+        s = self.session
+        out = Text()
+        with s.lock:
+            for node in s.nodes:
+                mine = [r for r in s.pods.values() if r.node == node]
+                moved = sum(r.state in ("gone", "evicted") for r in mine)
+                state = s.node_state.get(node, "queued")
+                pct = 100.0 * moved / len(mine) if mine else (100.0 if state == "done" else 0.0)
+                out.append(f" {node:<14.14} ")
+                out.append_text(bar(pct, 20, palette.ok if state == "done" else palette.draining))
+                live = sum(r.sessions or 0 for r in mine if r.state == "waiting")
+                unknown = sum(1 for r in mine if r.state == "waiting" and r.sessions is None)
+                out.append(f" {moved}/{len(mine)} pods  {state}" + (f"  {live} sessions left" if live else "")
+                           + (f"  {unknown} unknown" if unknown else "") + "\n")
+        out.rstrip()
+        return out
+
+    def _selected(self) -> tuple[str, str] | None:
+        table = self.query_one("#drain-pods", DataTable)
+        if table.row_count == 0:
+            return None
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        return (self.session.pods[key].node, key) if key is not None else None
+
+    def _confirm(self, title: str, body: str, then) -> None:
+        from gputui.ui.confirm import ConfirmScreen
+
+        self.app.push_screen(ConfirmScreen(title, body), lambda yes: then() if yes else None)
+
+    def action_evict_now(self) -> None:
+        sel = self._selected()
+        if not sel or self.session.finished:
+            return
+        node, pod = sel
+        row = self.session.pods[pod]
+        if row.state in ("gone", "evicted", "terminating", "failed", "held"):
+            self.notify(f"{pod} is {row.state}: nothing to evict", markup=False)
+            return
+        cut = "its sessions are UNKNOWN: any it holds will be cut" if row.sessions is None and row.state == "waiting" \
+            else f"{row.sessions or 0} live sessions will be cut"
+
+        def go() -> None:
+            self.session.controls[node].evict_now(pod)
+            self.notify(f"{pod}: evicting now", severity="warning", markup=False)
+
+        self._confirm(f"Evict {pod} now?", f"{cut}. The Eviction API still honours its PodDisruptionBudget.", go)
+
+    def action_extend(self) -> None:
+        sel = self._selected()
+        if sel and not self.session.finished:
+            node, pod = sel
+            self.session.controls[node].extend(pod, EXTEND_S)
+            self.notify(f"{pod}: deadline +5m", markup=False)
+
+    def action_abort(self, uncordon: bool) -> None:
+        if self.session.finished:
+            return
+        with self.session.lock:
+            waiting = [r for r in self.session.pods.values() if r.state == "waiting"]
+        live = sum(r.sessions or 0 for r in waiting)
+        then = "uncordoned" if uncordon else "left cordoned"
+
+        def go() -> None:
+            for control in self.session.controls.values():
+                control.abort(uncordon)
+            self.notify("Aborting: " + ("nodes will be uncordoned" if uncordon else "nodes stay cordoned"))
+
+        self._confirm("Abort the drain?", f"No session is cut: the {len(waiting)} pods still waiting ({live} live "
+                      f"sessions) stay where they are. The nodes will be {then}; pods already evicted do not come back.", go)

@@ -1,0 +1,169 @@
+"""The drain plan, before anything is written: every pod's step, session state and budget, the batch's
+capacity, kubectl's options as toggles. Enter starts; esc changes nothing."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Input, Static
+
+from gputui.ui.base import ClusterModal
+
+from gputui.ops.drain.options import DrainOptions
+from gputui.ops.drain.plan import BatchPlan, DrainPlan, Step, plan_batch, sessions_text
+from gputui.present.cells import ago
+
+DEADLINE_STEP_S = 5 * 60
+
+
+def render_plan(batch: BatchPlan, palette) -> Group:
+    parts: list[RenderableType] = []
+    for plan in batch.plans:
+        title = Text(f"node/{plan.node}", style="bold")
+        if plan.already_cordoned:
+            title.append("  already cordoned", style="dim")
+        parts.append(title)
+        table = Table(box=None, expand=True, padding=(0, 1), show_header=True, header_style="bold")
+        table.add_column("Step", no_wrap=True)
+        table.add_column("Pod", overflow="fold", ratio=3)
+        table.add_column("GPUs", justify="right", no_wrap=True)
+        table.add_column("Sessions", justify="right", no_wrap=True)
+        table.add_column("Budget / note", overflow="fold", ratio=3)
+        for p in plan.pods:
+            style = {Step.ERROR: f"bold {palette.alert}", Step.WAIT_SESSIONS: palette.draining,
+                     Step.SKIP: "dim"}.get(p.step, "")
+            note = p.note
+            if p.budgets and p.step is not Step.SKIP:
+                note = (note + "; " if note else "") + p.budget_note
+            table.add_row(
+                Text(p.step.value, style=style), Text(p.pod.key), str(p.pod.gpu_request or "–"),
+                "–" if p.step is Step.SKIP else sessions_text(p.pod),
+                Text(note, style=palette.alert if p.pdb_blocks_now or p.step is Step.ERROR else ""),
+            )
+        parts.append(table)
+        cap = Text("capacity: " + plan.capacity.describe(),
+                   style=palette.ok if plan.capacity.fits else f"bold {palette.alert}")
+        parts.append(cap)
+        for error in plan.errors:
+            parts.append(Text("blocked: " + error, style=f"bold {palette.alert}"))
+        for warning in plan.warnings:
+            parts.append(Text("warning: " + warning, style=palette.cordoned))
+        parts.append(Text(""))
+    if len(batch.plans) > 1:
+        for line in batch.describe():
+            parts.append(Text(line, style=palette.ok if batch.fits else f"bold {palette.alert}"))
+    return Group(*parts)
+
+
+class DrainPlanScreen(ClusterModal[DrainOptions | None]):
+    """The plan, with kubectl's options as toggles. Enter starts; esc changes nothing."""
+
+    BINDINGS = [
+        Binding("enter,y", "start", "Start drain", id="drain-start"),
+        Binding("escape,n", "cancel", "Cancel", id="drain-cancel"),
+        Binding("e", "toggle_option('delete_emptydir_data')", "emptyDir", id="drain-emptydir"),
+        Binding("f", "toggle_option('force')", "Force", id="drain-force"),
+        Binding("u", "toggle_option('evict_unknown_at_deadline')", "Unknown: evict at deadline",
+                id="drain-evict-unknown"),
+        Binding("plus,equals_sign", "deadline(1)", "+5m", id="drain-deadline-up"),
+        Binding("minus", "deadline(-1)", "-5m", id="drain-deadline-down"),
+        Binding("D", "delete_mode", "Delete w/o eviction", id="drain-delete-mode", show=False),
+    ]
+
+    def __init__(self, nodes: list[str], options: DrainOptions | None = None) -> None:
+        super().__init__()
+        self.nodes = nodes
+        self.options = options or DrainOptions()
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="drain-dialog"):
+            yield Static(id="drain-title")
+            with VerticalScroll(id="drain-plan-scroll"):
+                yield Static(id="drain-plan")
+            yield Static(id="drain-options")
+            yield Input(placeholder="type the node names (comma-separated) to delete without eviction",
+                        id="drain-confirm-delete")
+
+    def on_mount(self) -> None:
+        self.query_one("#drain-confirm-delete").display = False
+        self.refresh_plan()
+
+    def batch_plan(self) -> BatchPlan:
+        snap = self.app.snapshot
+        assert snap is not None  # the plan is opened only from a screen showing a snapshot
+        return plan_batch(snap, [n for n in self.nodes if snap.node(n)], self.options)
+
+    def plans(self) -> list[DrainPlan]:
+        return list(self.batch_plan().plans)
+
+    def refresh_plan(self) -> None:
+        batch = self.batch_plan()
+        plans = list(batch.plans)
+        palette = self.app.palette
+        sessions = sum(p.live_sessions for p in plans)
+        unknown = sum(len(p.unknown_pods) for p in plans)
+        title = Text(f"Drain {self.nodes[0]}" if len(self.nodes) == 1 else f"Drain {len(self.nodes)} nodes", style="bold")
+        title.append(f"   {sessions} live sessions will be waited for", style=palette.draining)
+        if unknown:
+            title.append(f"; {unknown} pods with sessions unknown", style=f"bold {palette.alert}")
+        self.query_one("#drain-title", Static).update(title)
+        self.query_one("#drain-plan", Static).update(render_plan(batch, palette))
+        o = self.options
+        opts = Text()
+        for key, label, on in (("e", "delete emptyDir data", o.delete_emptydir_data), ("f", "force", o.force),
+                               ("u", "sessions unknown at deadline: evict", o.evict_unknown_at_deadline)):
+            opts.append(f"[{key}] ", style="bold")
+            opts.append(f"{label}: {'on' if on else 'off'}   ", style=palette.cordoned if on else "")
+        opts.append("[+/-] ", style="bold")
+        opts.append(f"session deadline {ago(o.session_deadline_s)}   ")
+        if o.disable_eviction:
+            opts.append("DELETE WITHOUT EVICTION (PDBs bypassed)", style=f"bold reverse {palette.alert}")
+        blocked = any(p.blocked for p in plans)
+        opts.append("\n")
+        opts.append("enter", style="bold")
+        opts.append(" start   " if not blocked else " (blocked: fix the options first)   ",
+                    style="" if not blocked else palette.alert)
+        opts.append("esc", style="bold")
+        opts.append(" cancel")
+        self.query_one("#drain-options", Static).update(opts)
+
+    def action_toggle_option(self, name: str) -> None:
+        # (not action_toggle: that is Textual's own action, toggling an attribute of the screen)
+        self.options = replace(self.options, **{name: not getattr(self.options, name)})  # type: ignore[arg-type]
+        self.refresh_plan()
+
+    def action_deadline(self, direction: int) -> None:
+        seconds = max(60.0, self.options.session_deadline_s + direction * DEADLINE_STEP_S)
+        self.options = replace(self.options, session_deadline_s=seconds)
+        self.refresh_plan()
+
+    def action_delete_mode(self) -> None:
+        box = self.query_one("#drain-confirm-delete", Input)
+        box.display = True
+        box.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        typed = sorted(filter(None, (s.strip() for s in event.value.split(","))))
+        event.input.display = False
+        if typed == sorted(self.nodes):
+            self.options = replace(self.options, disable_eviction=True, force=True)
+            self.notify("Pods will be DELETED without eviction: PodDisruptionBudgets will not protect them.",
+                        severity="warning")
+        else:
+            self.notify("Names did not match: eviction stays on.", severity="information")
+        self.refresh_plan()
+
+    def action_start(self) -> None:
+        if any(p.blocked for p in self.plans()):
+            self.notify("The drain is blocked; see the plan.", severity="error")
+            return
+        self.dismiss(self.options)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

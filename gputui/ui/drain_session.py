@@ -1,0 +1,113 @@
+"""A drain as the TUI holds it: it outlives its screen. The batch runs in an app-level thread worker and keeps
+its state in a DrainSession (the board's rows, each node's state, the log), so the operator can go back to
+the dashboard and return with `p` while sessions run down."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+
+
+from gputui.ops.drain.batch import run_batch
+from gputui.ops.drain.events import DrainControl, DrainEvent, EventKind as K
+from gputui.ops.drain.options import DrainOptions
+
+class _Interrupted(Exception):
+    pass
+
+
+@dataclass
+class PodRow:
+    node: str
+    pod: str
+    state: str = "pending"
+    sessions: int | None = None
+    message: str = ""
+    deadline: float | None = None  # when the wait ends (epoch seconds)
+    tries: int = 0  # PDB 429s so far
+    last_try: float | None = None
+
+
+@dataclass
+class DrainSession:
+    """Everything the progress board shows; written by the drain thread, read by the UI."""
+
+    nodes: list[str]
+    options: DrainOptions
+    started: float
+    controls: dict[str, DrainControl] = field(default_factory=dict)
+    pods: dict[str, PodRow] = field(default_factory=dict)
+    node_state: dict[str, str] = field(default_factory=dict)
+    log: list[str] = field(default_factory=list)
+    finished: bool = False
+    aborted: bool = False
+    backend: object = None  # the backend the drain runs on (kept open by it across a context switch)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def apply(self, event: DrainEvent, now: float) -> None:
+        with self.lock:
+            if event.pod:
+                row = self.pods.setdefault(event.pod, PodRow(event.node, event.pod))
+                if event.kind not in (K.SESSIONS_CUT, K.INFO):
+                    row.state = event.kind.value
+                if event.kind is K.WAITING:
+                    row.sessions, row.deadline = event.sessions, event.deadline
+                else:
+                    row.message = event.message
+                if event.kind is K.BLOCKED:
+                    row.tries, row.last_try = event.count, now
+                    if event.count > 1:
+                        return  # one line per blocked pod, with its count: not one log line per retry
+            else:
+                self.node_state[event.node] = event.kind.value
+            if event.kind not in (K.WAITING, K.TICK):
+                stamp = time.strftime("%H:%M:%S", time.localtime(now))
+                self.log.append(f"{stamp} {event.node} {event.kind.value} {event.pod} {event.message}".rstrip())
+                del self.log[:-200]
+
+
+def start_drain(app, nodes: list[str], options: DrainOptions | dict[str, DrainOptions],
+                deadlines: dict[str, float] | None = None, take_over: bool = False) -> DrainSession:
+    """Run the batch in an app-level thread; the session object carries its state. The drain keeps the
+    backend it started on: a context switch meanwhile leaves it open until the drain ends."""
+    shown = options if isinstance(options, DrainOptions) else next(iter(options.values()), DrainOptions())
+    backend = app.backend
+    session = DrainSession(nodes, shown, app.clock(), {n: DrainControl() for n in nodes}, backend=backend)
+    app.drain_session = session
+
+    def work() -> None:
+        from textual.worker import get_current_worker
+
+        worker = get_current_worker()
+
+        def nap(seconds: float) -> None:
+            # Quitting gputui interrupts the drain: the node's annotations let it resume later.
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                if worker.is_cancelled:
+                    raise _Interrupted
+                time.sleep(min(0.1, max(0.0, end - time.monotonic())))
+
+        gen = run_batch(nodes, backend.reader, backend.writer, app.audit, options,
+                        parallel=app.settings.drain_parallel, controls=session.controls,
+                        deadlines=deadlines, clock=app.clock, sleep=nap, poll_s=app.drain_poll_s,
+                        take_over=take_over)
+        try:
+            for event in gen:
+                session.apply(event, app.clock())
+        except _Interrupted:
+            session.apply(DrainEvent(",".join(nodes), K.INFO, message="interrupted by quitting"), app.clock())
+        except Exception as exc:  # shown, never a traceback
+            session.apply(DrainEvent(",".join(nodes), K.FAILED, message=str(exc)), app.clock())
+        finally:
+            session.aborted = any(c.aborted for c in session.controls.values())
+            session.finished = True
+            if backend is not app.backend:  # the app moved to another context meanwhile
+                backend.close()
+            if not worker.is_cancelled:
+                app.call_from_thread(app.poll_now)
+
+    app.run_worker(work, thread=True, group="drain", exit_on_error=False)
+    return session

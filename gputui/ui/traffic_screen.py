@@ -7,6 +7,8 @@ built from the route as just read, and that plan's patch is what is sent.
 
 from __future__ import annotations
 
+from enum import Enum
+
 from typing import Callable
 
 from rich.table import Table
@@ -30,6 +32,14 @@ from gputui.ops.traffic import (
     served_api_versions,
 )
 from gputui.backends.base import error_line as one_line
+
+
+class Mode(Enum):
+    """Where the dialog is: choosing weights, reading the route as it is now, or asking before the patch."""
+
+    EDIT = "edit"
+    READING = "reading"
+    CONFIRM = "confirm"
 
 
 class TrafficShiftScreen(ClusterModal[None]):
@@ -69,7 +79,7 @@ class TrafficShiftScreen(ClusterModal[None]):
         self.targets: dict[str, float] | None = None  # None: the current weights
         self.typed = ""
         self._typed_base: dict[str, float] | None = None
-        self.mode = "edit"  # edit | reading | confirm
+        self.mode = Mode.EDIT
         self.plan: ShiftPlan | None = None  # planned on the snapshot, as edited
         self.confirm_plan: ShiftPlan | None = None  # planned on the route as read: what is sent
         self.patch_shown = False
@@ -161,7 +171,7 @@ class TrafficShiftScreen(ClusterModal[None]):
         self._redraw()
 
     def _shown_plan(self) -> ShiftPlan | None:
-        return self.confirm_plan if self.mode == "confirm" and self.confirm_plan else self.plan
+        return self.confirm_plan if self.mode is Mode.CONFIRM and self.confirm_plan else self.plan
 
     def _redraw(self) -> None:
         plan = self._shown_plan()
@@ -197,7 +207,7 @@ class TrafficShiftScreen(ClusterModal[None]):
         table.add_column("Ready", justify="right", no_wrap=True)
         table.add_column("Sessions", justify="right", no_wrap=True)
         for v in plan.versions:
-            chosen = v.name == self.chosen and self.mode == "edit"
+            chosen = v.name == self.chosen and self.mode is Mode.EDIT
             target = Text(fmt_pct(v.target_pct))
             if v.changes:
                 target.stylize("bold")
@@ -235,7 +245,7 @@ class TrafficShiftScreen(ClusterModal[None]):
             line("! ", b, "bold yellow")
         for w in plan.warnings:
             line("⚠ ", w, "yellow")
-        if self.mode == "confirm" and self.confirm_plan is not None and plan.ok:
+        if self.mode is Mode.CONFIRM and self.confirm_plan is not None and plan.ok:
             p = self.confirm_plan
             line("", "", "")
             verb = "Apply?" if p.patch else "Nothing to change."
@@ -246,9 +256,9 @@ class TrafficShiftScreen(ClusterModal[None]):
                 kind = "JSON patch" if p.patch.patch_type == "json" else "merge patch"
                 out.append(f"\n{kind}, {ops} operation{'s' if ops != 1 else ''}; the tests in it refuse a route "
                            "someone changed meanwhile", style="dim")
-        elif self.mode == "reading":
+        elif self.mode is Mode.READING:
             line("", "reading the route…", "dim")
-        for n in plan.notes if self.mode == "confirm" else ():
+        for n in plan.notes if self.mode is Mode.CONFIRM else ():
             line("· ", n, "dim")
         return out
 
@@ -260,12 +270,12 @@ class TrafficShiftScreen(ClusterModal[None]):
 
     def _keys(self, plan: ShiftPlan) -> Text:
         keys: list[tuple[str, str]]
-        if self.mode == "confirm":
+        if self.mode is Mode.CONFIRM:
             keys = [("y", "apply")] if plan.ok and self.confirm_plan and self.confirm_plan.patch else []
             if plan.blockers and plan.ok:
                 keys = [("f", "apply anyway")]
             keys += [("p", "hide patch" if self.patch_shown else "patch"), ("esc", "back")]
-        elif self.mode == "reading":
+        elif self.mode is Mode.READING:
             keys = [("esc", "cancel")]
         else:
             keys = [("←→", "version"), ("+/-", f"{STEP_PCT:.0f}%"), ("0-9", "type %"),
@@ -281,7 +291,7 @@ class TrafficShiftScreen(ClusterModal[None]):
     # ----- editing -------------------------------------------------------------------
 
     def action_choose(self, direction: int) -> None:
-        if self.mode != "edit" or self.plan is None:
+        if self.mode is not Mode.EDIT or self.plan is None:
             return
         names = [v.name for v in self.plan.versions]
         i = names.index(self.chosen) if self.chosen in names else 0
@@ -290,14 +300,14 @@ class TrafficShiftScreen(ClusterModal[None]):
         self._redraw()
 
     def action_step(self, direction: int) -> None:
-        if self.mode != "edit" or self.plan is None or self.chosen is None:
+        if self.mode is not Mode.EDIT or self.plan is None or self.chosen is None:
             return
         self.typed, self._typed_base = "", None
         pcts = self._target_pcts()
         self._set_targets(rebalance(pcts, self.chosen, pcts[self.chosen] + direction * STEP_PCT))
 
     def action_digit(self, digit: int) -> None:
-        if self.mode != "edit" or self.plan is None or self.chosen is None:
+        if self.mode is not Mode.EDIT or self.plan is None or self.chosen is None:
             return
         if self._typed_base is None:
             self._typed_base = self._target_pcts()
@@ -308,7 +318,7 @@ class TrafficShiftScreen(ClusterModal[None]):
         self._set_targets(rebalance(self._typed_base, self.chosen, int(self.typed)))
 
     def action_backspace(self) -> None:
-        if self.mode != "edit" or not self.typed or self._typed_base is None or self.chosen is None:
+        if self.mode is not Mode.EDIT or not self.typed or self._typed_base is None or self.chosen is None:
             return
         self.typed = self.typed[:-1]
         base = self._typed_base
@@ -334,7 +344,7 @@ class TrafficShiftScreen(ClusterModal[None]):
         targets = dict(plan.targets)
         api = served_api_versions(self.app.backend)
         key = self.service_key
-        self.mode = "reading"
+        self.mode = Mode.READING
         self._reads += 1
         seq = self._reads
         self._redraw()
@@ -351,37 +361,37 @@ class TrafficShiftScreen(ClusterModal[None]):
         self.run_worker(job, thread=True, exclusive=True, group="shift-read", exit_on_error=False)
 
     def _read_done(self, seq: int, then: Callable[[ShiftPlan], None], plan: ShiftPlan) -> None:
-        if self.mode != "reading" or seq != self._reads:
+        if self.mode is not Mode.READING or seq != self._reads:
             return  # cancelled, or an older read
         then(plan)
 
     def _read_failed(self, seq: int, message: str) -> None:
-        if self.mode != "reading" or seq != self._reads:
+        if self.mode is not Mode.READING or seq != self._reads:
             return
-        self.mode = "edit"
+        self.mode = Mode.EDIT
         self.problem = f"cannot read the route: {message}"
         self._redraw()
 
     def _enter_confirm(self, plan: ShiftPlan) -> None:
         self.confirm_plan = plan
-        self.mode = "confirm"
+        self.mode = Mode.CONFIRM
         self._redraw()
 
     def action_preview(self) -> None:
-        if self.mode == "reading":
+        if self.mode is Mode.READING:
             return
         if self.patch_shown:
             self.patch_shown = False
             self._redraw()
             return
         self.patch_shown = True
-        if self.mode == "confirm":
+        if self.mode is Mode.CONFIRM:
             self._redraw()
         else:
             self._read(self._enter_confirm)
 
     def action_confirm(self) -> None:
-        if self.mode == "edit":
+        if self.mode is Mode.EDIT:
             if self.plan is None:
                 return
             if not self.plan.ok:
@@ -391,11 +401,11 @@ class TrafficShiftScreen(ClusterModal[None]):
                 self.app.notify("nothing to change: set a target first (+/-, or type a percentage)")
                 return
             self._read(self._enter_confirm)
-        elif self.mode == "confirm":
+        elif self.mode is Mode.CONFIRM:
             self._apply(force=False)
 
     def action_force(self) -> None:
-        if self.mode == "confirm":
+        if self.mode is Mode.CONFIRM:
             self._apply(force=True)
 
     def _apply(self, force: bool) -> None:
@@ -414,15 +424,15 @@ class TrafficShiftScreen(ClusterModal[None]):
         self.dismiss(None)
 
     def action_back(self) -> None:
-        if self.mode == "confirm":
-            self.mode = "edit"
+        if self.mode is Mode.CONFIRM:
+            self.mode = Mode.EDIT
             self.confirm_plan = None
             self.patch_shown = False
             self._redraw()
 
     def action_cancel(self) -> None:
-        if self.mode in ("confirm", "reading"):
-            self.mode = "edit"
+        if self.mode in (Mode.CONFIRM, Mode.READING):
+            self.mode = Mode.EDIT
             self.confirm_plan = None
             self.patch_shown = False
             self._redraw()

@@ -2,7 +2,7 @@
 
 import json
 
-from gputui.ui.traffic_screen import TrafficShiftScreen
+from gputui.ui.traffic_screen import Mode, TrafficShiftScreen
 from tests.ui.pilot import loaded
 from tests.ui.pilot import wait_for
 
@@ -37,7 +37,7 @@ async def test_step_the_canary_confirm_and_apply(app_factory, tmp_path):
         assert {v.name: v.target_pct for v in screen.plan.versions} == {"v1": 80.0, "v2": 20.0}
         assert weights(app) == {"v1": 90, "v2": 10}  # nothing written while editing
         await pilot.press("enter")  # reads the route, then asks
-        await wait_for(pilot, lambda: screen.mode == "confirm")
+        await wait_for(pilot, lambda: screen.mode is Mode.CONFIRM)
         assert screen.confirm_plan.patch is not None and screen.confirm_plan.route_read
         await pilot.press("y")
         await wait_for(pilot, lambda: weights(app) == {"v1": 80, "v2": 20})
@@ -75,13 +75,13 @@ async def test_preview_shows_the_exact_patch_and_escape_writes_nothing(app_facto
     async with app.run_test(size=(100, 40)) as pilot:
         screen = await open_shift(pilot, "llm/mistral-7b")
         await pilot.press("minus", "p")
-        await wait_for(pilot, lambda: screen.mode == "confirm")
+        await wait_for(pilot, lambda: screen.mode is Mode.CONFIRM)
         text = str(screen.query_one("#shift-patch-text").render())
         assert "PATCH /apis/networking.istio.io/v1/namespaces/llm/virtualservices/mistral-7b" in text
         assert '"op": "test", "path": "/spec/http/0/route/1/weight", "value": 20' in text
         assert '"op": "replace", "path": "/spec/http/0/route/1/weight", "value": 10' in text
         await pilot.press("escape")  # back to editing
-        assert screen.mode == "edit"
+        assert screen.mode is Mode.EDIT
         await pilot.press("escape")  # closes
         await pilot.pause()
         assert not isinstance(app.screen, TrafficShiftScreen)
@@ -131,7 +131,7 @@ async def test_a_version_without_ready_replicas_needs_force(app_factory, tmp_pat
         await pilot.pause()
         assert screen.plan.blockers and "no ready replicas" in screen.plan.blockers[0]
         await pilot.press("enter")
-        await wait_for(pilot, lambda: screen.mode == "confirm")
+        await wait_for(pilot, lambda: screen.mode is Mode.CONFIRM)
         await pilot.press("y")  # refused: not forced
         await pilot.pause()
         assert weights(app) == {"v1": 90, "v2": 10}

@@ -387,16 +387,12 @@ class SourceStatus:
         return stale(self.age(now), max(refresh, self.every or 0.0))
 
 
-_last_indexes: tuple[tuple, Mapping[str, int], Mapping[str, tuple]] = ((), {}, {})
+PodIndexes = tuple[Mapping[str, int], Mapping[str, tuple["InferencePod", ...]]]
 
 
-def _pod_indexes(pods: tuple[InferencePod, ...]) -> tuple[Mapping[str, int], Mapping[str, tuple[InferencePod, ...]]]:
-    """GPUs allocated and pods per node. A backend whose pods did not change hands over the same
-    tuple, and then gets the same (read-only) indexes back: at 10,000 pods a quiet refresh is free."""
-    global _last_indexes
-    last = _last_indexes
-    if last[0] is pods:
-        return last[1], last[2]
+def pod_indexes(pods: tuple[InferencePod, ...]) -> PodIndexes:
+    """GPUs allocated and pods per node, computed from the pods. Pure: a backend that keeps its pods tuple
+    across quiet refreshes keeps these too and hands them to the snapshot (see join.Joiner)."""
     allocated: dict[str, int] = {}
     by_node: dict[str, list[InferencePod]] = {}
     for pod in pods:
@@ -405,9 +401,7 @@ def _pod_indexes(pods: tuple[InferencePod, ...]) -> tuple[Mapping[str, int], Map
         by_node.setdefault(pod.node, []).append(pod)
         if not pod.terminated:
             allocated[pod.node] = allocated.get(pod.node, 0) + pod.gpu_request
-    frozen = {k: tuple(v) for k, v in by_node.items()}
-    _last_indexes = (pods, allocated, frozen)
-    return allocated, frozen
+    return allocated, {k: tuple(v) for k, v in by_node.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -420,6 +414,8 @@ class ClusterSnapshot:
     budgets: tuple[Budget, ...] = ()
     sources: tuple[SourceStatus, ...] = ()
     simulated: bool = False
+    # The pod indexes when the backend already holds them for this very pods tuple (None: built here).
+    indexes: PodIndexes | None = field(default=None, repr=False, compare=False)
     # Indexes built once per snapshot; every consumer shares them.
     _allocated: Mapping[str, int] = field(init=False, repr=False, compare=False)
     _pods_by_node: Mapping[str, tuple[InferencePod, ...]] = field(
@@ -427,7 +423,7 @@ class ClusterSnapshot:
     )
 
     def __post_init__(self) -> None:
-        allocated, by_node = _pod_indexes(self.pods)
+        allocated, by_node = self.indexes if self.indexes is not None else pod_indexes(self.pods)
         object.__setattr__(self, "_allocated", allocated)
         object.__setattr__(self, "_pods_by_node", by_node)
 

@@ -12,7 +12,10 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from gputui.backends.kube_objects import NodeRecord, PodRecord, RouteRecord, ServiceRecord, SubsetRule, WorkloadRecord
-from gputui.model import Budget, ClusterSnapshot, Gpu, GpuSummary, Health, InferencePod, InferenceService, Node, SESSION_SIGNAL_LABEL, selector_matches, Rollout, ServiceVersion, SourceStatus
+from gputui.model import (
+    SESSION_SIGNAL_LABEL, Budget, ClusterSnapshot, Gpu, GpuSummary, Health, InferencePod, InferenceService, Node,
+    PodIndexes, Rollout, ServiceVersion, SourceStatus, pod_indexes, selector_matches,
+)
 from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS
 
 
@@ -186,6 +189,8 @@ class Joiner:
         self._node_result: tuple[tuple[Node, ...], frozenset[str]] = ((), frozenset())
         self._pod_inputs: tuple = ()
         self._pod_result: tuple[InferencePod, ...] = ()
+        # The pod indexes of _pod_result, kept while the pods tuple is the same (a quiet refresh reuses them).
+        self._indexes: tuple[tuple[InferencePod, ...], PodIndexes] = ((), ({}, {}))
 
     def join(
         self,
@@ -212,9 +217,11 @@ class Joiner:
         if not _same(pod_inputs, self._pod_inputs):
             self._pod_result = self._join_pods(state.pods, node_names, metrics)
             self._pod_inputs = pod_inputs
+        if self._indexes[0] is not self._pod_result:  # the pods moved: index them once, here
+            self._indexes = (self._pod_result, pod_indexes(self._pod_result))
         return ClusterSnapshot(
             taken_at=now, context=context, nodes=nodes, pods=self._pod_result,
-            services=self._services, budgets=state.budgets, sources=sources,
+            services=self._services, budgets=state.budgets, sources=sources, indexes=self._indexes[1],
         )
 
     def identity(self, p: PodRecord) -> tuple[str, str]:

@@ -1,8 +1,16 @@
 """gputui: GPU nodes and inference services of a Kubernetes cluster, in a terminal."""
 
-from importlib.metadata import PackageNotFoundError, version
+from __future__ import annotations
 
-try:
-    __version__ = version("gputui")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0.0.0+source"
+
+def __getattr__(name: str) -> str:
+    """`gputui.__version__`, read from the installed metadata only when asked for: importing
+    importlib.metadata costs more than 10 ms on the way to the first frame."""
+    if name != "__version__":
+        raise AttributeError(f"module 'gputui' has no attribute {name!r}")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("gputui")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "0.0.0+source"

@@ -5,10 +5,22 @@ from __future__ import annotations
 import argparse
 from typing import NoReturn
 
-from gputui import __version__
 from gputui.cli import drain, shift
 from gputui.cli.common import UsageError
 from gputui.settings import Settings, SettingsError, load_settings
+
+
+class _Version(argparse.Action):
+    """--version, reading the installed metadata only when asked (not on every start)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=str(kwargs.get("help", "")))
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: object) -> None:
+        import gputui
+
+        print(f"gputui {gputui.__version__}")  # on stdout, as argparse's own version action
+        parser.exit()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -44,7 +56,7 @@ def common(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="gputui", description="GPU nodes and inference services of a Kubernetes cluster, live.")
-    parser.add_argument("--version", action="version", version=f"gputui {__version__}")
+    parser.add_argument("--version", action=_Version, help="show gputui's version and exit")
     common(parser)
     ui = parser.add_argument_group("screen")
     ui.add_argument("--refresh", type=_positive_float, default=argparse.SUPPRESS, metavar="SECONDS", help="seconds between refreshes (default 2)")

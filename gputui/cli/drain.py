@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import time
 from typing import Callable
@@ -19,49 +18,6 @@ from gputui.ops.drain.report import DrainReport, Outcome
 from gputui.cli.common import EXIT_NOT_DONE, EXIT_OK, EXIT_USAGE, fail
 from gputui.present.cells import ago
 from gputui.settings import Settings
-
-
-def duration(text: str) -> float:
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)(s|m|h)?", text.strip())
-    if not m:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (e.g. 90s, 15m, 1h)")
-    return float(m.group(1)) * {"s": 1, "m": 60, "h": 3600, None: 1}[m.group(2)]
-
-
-def selector(text: str) -> dict[str, str]:
-    out = {}
-    for part in filter(None, text.split(",")):
-        if "=" not in part:
-            raise argparse.ArgumentTypeError(f"selector {part!r} must be key=value")
-        k, v = part.split("=", 1)
-        out[k.strip()] = v.strip()
-    return out
-
-
-def add_parser(sub, common: Callable[[argparse.ArgumentParser], None]) -> None:
-    p = sub.add_parser("drain", help="drain nodes without cutting live inference sessions")
-    common(p)
-    p.add_argument("nodes", nargs="*", metavar="NODE")
-    p.add_argument("--dry-run", action="store_true", help="print the plan; change nothing")
-    p.add_argument("-o", "--output", choices=("text", "json"), default="text")
-    p.add_argument("--resume", action="store_true", help="resume drains interrupted earlier (from node annotations)")
-    p.add_argument("--parallel", type=int, default=1, help="nodes drained at once (default 1)")
-    p.add_argument("--ignore-daemonsets", dest="ignore_daemonsets", action="store_true", default=True)
-    p.add_argument("--no-ignore-daemonsets", dest="ignore_daemonsets", action="store_false")
-    p.add_argument("--delete-emptydir-data", action="store_true")
-    p.add_argument("--force", action="store_true", help="also evict pods no controller manages")
-    p.add_argument("-l", "--selector", type=selector, default={}, help="only pods matching key=value[,key=value]")
-    p.add_argument("--grace-period", type=int, default=-1, help="seconds; -1: each pod's own (default)")
-    p.add_argument("--session-threshold", type=int, default=0, help="evict an inference pod at or below this many live sessions")
-    p.add_argument("--session-deadline", type=duration, default=15 * 60, help="wait at most this long per pod (default 15m)")
-    p.add_argument("--disable-eviction", action="store_true", help="DELETE pods, bypassing PodDisruptionBudgets")
-    p.add_argument("--confirm-delete", default="", metavar="NODES",
-                   help="with --disable-eviction: the node names again, comma-separated, to confirm")
-    p.add_argument("--evict-unknown-at-deadline", action="store_true",
-                   help="evict an inference pod whose session count is unknown when its deadline comes "
-                        "(default: leave it in place and report the node unfinished)")
-    p.add_argument("--take-over", action="store_true",
-                   help="take over a drain whose gputui stopped renewing its lease (another operator's)")
 
 
 def _options(args: argparse.Namespace, settings: Settings) -> DrainOptions:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import NoReturn
 
-from gputui.cli import drain, shift
+from gputui.cli.arguments import add_drain_parser, add_shift_parser
 from gputui.cli.common import UsageError
 from gputui.settings import Settings, SettingsError, load_settings
 
@@ -68,8 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     nodes = sub.add_parser("nodes", help="print the GPU nodes (table or JSON) and exit")
     common(nodes)
     nodes.add_argument("-o", "--output", choices=("table", "json"), default="table")
-    drain.add_parser(sub, common)
-    shift.add_parser(sub, common)
+    add_drain_parser(sub, common)
+    add_shift_parser(sub, common)
     return parser
 
 

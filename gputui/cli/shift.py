@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Callable, TextIO
+from typing import Callable, TextIO
 
 from gputui.backends.base import Backend, BackendError, error_line
 from gputui.ops.traffic import (
@@ -26,31 +26,6 @@ from gputui.ops.traffic import (
 from gputui.settings import Settings
 
 from gputui.cli.common import EXIT_NOT_DONE as EXIT_REFUSED, EXIT_USAGE, fail
-
-
-def _target(text: str) -> tuple[str, str]:
-    version, sep, pct = text.partition("=")
-    if not sep or not version.strip() or not pct.strip():
-        raise argparse.ArgumentTypeError(f"expected VERSION=PERCENT, got {text!r}")
-    return version.strip(), pct.strip()
-
-
-def add_parser(subparsers: Any, common: Callable[[argparse.ArgumentParser], None]) -> argparse.ArgumentParser:
-    parser = subparsers.add_parser(
-        "shift", help="shift traffic between a service's versions (plan, preview, apply)",
-        description="Shift new traffic between the versions of an inference service through its router "
-                    "(HTTPRoute, VirtualService, TrafficSplit, ingress-nginx canary, Argo Rollout). "
-                    "Versions not named share the rest in their current proportions.",
-    )
-    common(parser)
-    parser.add_argument("service", metavar="SERVICE", help="namespace/name, or name when only one namespace has it")
-    parser.add_argument("--to", dest="targets", action="append", type=_target, required=True,
-                        metavar="VERSION=PCT", help="target share of new traffic, e.g. --to v2=20 (repeatable)")
-    parser.add_argument("--dry-run", action="store_true", help="print the plan and the exact patch; write nothing")
-    parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
-    parser.add_argument("--force", action="store_true",
-                        help="shift even to a version with no ready replicas")
-    return parser
 
 
 def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[[Settings], Backend]) -> int:

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from gputui.cli import shift as headless_shift
+from gputui.cli.arguments import add_shift_parser
 from gputui.backends.base import Backend
 from gputui.backends.demo import DemoApiError, DemoCluster, demo_backend, json_patch, merge_patch
 from gputui.model import ClusterSnapshot, InferencePod, InferenceService, Rollout, ServiceVersion
@@ -687,7 +688,7 @@ def test_json_patch_rfc6902_failures(doc, ops):
 def parse(*argv):
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command")
-    headless_shift.add_parser(sub, lambda p: None)
+    add_shift_parser(sub, lambda p: None)
     return parser.parse_args(["shift", *argv])
 
 

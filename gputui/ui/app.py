@@ -13,7 +13,7 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.worker import get_current_worker
 
-from gputui.backends.base import Backend, BackendError, error_line
+from gputui.backends.base import Backend, error_line
 from gputui.model import ClusterSnapshot
 from gputui.ops.audit import AuditLog
 from gputui.present.cells import MONO, Palette
@@ -24,7 +24,6 @@ from gputui.ui.keymaps import DEFAULT, keymap_files, load_keymaps, resolve, watc
 from gputui.ui.theming import load_themes, palette_defaults, palette_from
 
 
-one_line = error_line  # (the name the screens used)
 
 
 def same_content(old: ClusterSnapshot | None, new: ClusterSnapshot | None) -> bool:
@@ -194,7 +193,7 @@ class GputuiApp(App[None]):
         try:
             snapshot, error = self.backend.reader.snapshot(), None
         except Exception as exc:  # a dead backend must never take the UI down
-            snapshot, error = None, one_line(exc)
+            snapshot, error = None, error_line(exc)
         if not get_current_worker().is_cancelled:
             self.post_message(SnapshotReady(snapshot, error))
 
@@ -315,7 +314,7 @@ class GputuiApp(App[None]):
             try:
                 backend = build_backend(settings)
             except Exception as exc:
-                self.call_from_thread(self.notify, f"{context}: {one_line(exc)}", severity="error", markup=False)
+                self.call_from_thread(self.notify, f"{context}: {error_line(exc)}", severity="error", markup=False)
                 return
             self.call_from_thread(self._use_backend, settings, backend)
 
@@ -346,10 +345,8 @@ class GputuiApp(App[None]):
         def job() -> None:
             try:
                 message, severity = action(), "information"
-            except BackendError as exc:
-                message, severity = one_line(exc), "error"
-            except Exception as exc:
-                message, severity = one_line(exc), "error"
+            except Exception as exc:  # ours by their message, anything else with its type (error_line)
+                message, severity = error_line(exc), "error"
             # Messages carry cluster text: never markup.
             self.call_from_thread(self.notify, message, title=title, severity=severity, markup=False)
             self.call_from_thread(self.poll_now)

@@ -31,7 +31,7 @@ from gputui.ops.traffic import (
     rebalance,
     served_api_versions,
 )
-from gputui.backends.base import error_line as one_line
+from gputui.backends.base import error_line
 
 
 class Mode(Enum):
@@ -354,7 +354,7 @@ class TrafficShiftScreen(ClusterModal[None]):
                 route = read_route(plan, writer)
                 fresh = plan_shift(snapshot, key, targets, route=route, api_versions=api)
             except Exception as exc:  # shown in the dialog, never a crash
-                self.app.call_from_thread(self._read_failed, seq, one_line(exc))
+                self.app.call_from_thread(self._read_failed, seq, error_line(exc))
                 return
             self.app.call_from_thread(self._read_done, seq, then, fresh)
 

@@ -48,15 +48,22 @@ def _bindings(cls: type) -> list[Binding]:
     return [b for bindings in merged.key_to_bindings.values() for b in bindings] if merged else []
 
 
+def _keys(classes: tuple[type, ...]) -> dict[str, str]:
+    """Binding id (or "(action)" for a binding without one) -> its keys, in the code's order."""
+    out: dict[str, list[str]] = {}
+    for cls in classes:
+        for b in _bindings(cls):
+            name = b.id or f"({b.action})"
+            if b.key not in out.setdefault(name, []):
+                out[name].append(b.key)
+    return {name: ",".join(keys) for name, keys in out.items()}
+
+
+def app_table() -> dict[str, str]:
+    """The app's own bindings: live on every screen (each scope lists the app first)."""
+    return _keys(next(iter(binding_scopes().values()))[:1])
+
+
 def scope_table() -> dict[str, dict[str, str]]:
-    """Per screen: binding id (or "(action)" for a binding without one) -> its keys, in the code's order."""
-    table: dict[str, dict[str, str]] = {}
-    for scope, classes in binding_scopes().items():
-        out: dict[str, list[str]] = {}
-        for cls in classes:
-            for b in _bindings(cls):
-                name = b.id or f"({b.action})"
-                if b.key not in out.setdefault(name, []):
-                    out[name].append(b.key)
-        table[scope] = {name: ",".join(keys) for name, keys in out.items()}
-    return table
+    """Per screen, the bindings of its own classes (the app's are in app_table)."""
+    return {scope: _keys(classes[1:]) for scope, classes in binding_scopes().items()}

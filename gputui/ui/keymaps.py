@@ -18,7 +18,7 @@ from pathlib import Path
 from textual.keys import Keys, _character_to_key
 
 from gputui.paths import config_dir
-from gputui.ui.keymap_table import SCOPES
+from gputui.ui.keymap_table import APP, SCOPES
 from gputui.yaml_file import FileProblem, load_mapping, parse_each, yaml_files
 
 DEFAULT = "default"
@@ -55,7 +55,7 @@ def default_keys() -> dict[str, str]:
     """Every action id and its keys as the code binds them: the default keymap (from the generated table,
     so checking a keymap imports no screen)."""
     out: dict[str, list[str]] = {}
-    for bindings in SCOPES.values():
+    for bindings in (APP, *SCOPES.values()):
         for bid, keys in bindings.items():
             if bid.startswith("("):
                 continue  # a binding without an id: it holds its key, but no keymap can move it
@@ -160,9 +160,9 @@ def clashes(changes: dict[str, str]) -> list[str]:
     defaults = default_keys()
     added = {bid: set(keys.split(",")) - set(defaults[bid].split(",")) for bid, keys in changes.items()}
     found: set[str] = set()
-    for scope, bindings in SCOPES.items():
+    for scope, own in SCOPES.items():
         taken: dict[str, set[str]] = {}
-        for bid, keys in bindings.items():
+        for bid, keys in {**APP, **own}.items():  # the app's bindings are live on every screen
             if bid.startswith("("):  # bindings without an id still hold their keys
                 for key in keys.split(","):
                     taken.setdefault(key, set()).add(bid)

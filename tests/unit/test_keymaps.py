@@ -76,10 +76,10 @@ def test_extends_loops_and_missing_parents_are_problems(tmp_path, monkeypatch):
 
 def test_the_generated_binding_table_is_what_the_screens_bind():
     """keymap_table.py is written by scripts/default-keymap.py; run it after changing a binding."""
-    from gputui.ui.binding_scopes import scope_table
-    from gputui.ui.keymap_table import SCOPES
+    from gputui.ui.binding_scopes import app_table, scope_table
+    from gputui.ui.keymap_table import APP, SCOPES
 
-    assert SCOPES == scope_table()
+    assert APP == app_table() and SCOPES == scope_table()
 
 
 def test_loading_and_checking_keymaps_imports_no_screen():

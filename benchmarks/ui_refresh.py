@@ -25,7 +25,8 @@ from gputui.backends.demo import demo_backend  # noqa: E402
 from gputui.model import ClusterSnapshot, GpuSummary  # noqa: E402
 from gputui.ops.audit import AuditLog  # noqa: E402
 from gputui.settings import Settings  # noqa: E402
-from gputui.ui.app import GputuiApp, SnapshotReady  # noqa: E402
+from gputui.ui.app import GputuiApp  # noqa: E402
+from gputui.ui.messages import SnapshotReady  # noqa: E402
 from tests.demo_clock import ManualClock  # noqa: E402
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from textual import work
 from textual.app import App
 from textual.binding import Binding
-from textual.message import Message
+from textual.reactive import reactive
 from textual.timer import Timer
 from textual.worker import get_current_worker
 
@@ -18,12 +18,12 @@ from gputui.model import ClusterSnapshot
 from gputui.ops.audit import AuditLog
 from gputui.present.cells import MONO, Palette
 from gputui.settings import Settings
-from gputui.ui.base import SnapshotView
-from gputui.ui.header import HeaderBar
 from gputui.ui.keymaps import DEFAULT, keymap_files, load_keymaps, resolve, watched_dirs
+from gputui.ui.messages import Connected, DrainProgress, SnapshotReady, WriteDone
 from gputui.ui.theming import load_themes, palette_defaults, palette_from
 
-
+if TYPE_CHECKING:
+    from gputui.ui.drain_session import DrainSession  # imported when a drain starts, not at start-up
 
 
 def same_content(old: ClusterSnapshot | None, new: ClusterSnapshot | None) -> bool:
@@ -37,18 +37,6 @@ def same_content(old: ClusterSnapshot | None, new: ClusterSnapshot | None) -> bo
         (new.nodes, new.pods, new.services, new.budgets, source_errors(new))
 
 
-class SnapshotReady(Message):
-    """A fresh snapshot (or why there is none). A newer one replaces a queued older one."""
-
-    def __init__(self, snapshot: ClusterSnapshot | None, error: str | None) -> None:
-        super().__init__()
-        self.snapshot = snapshot
-        self.error = error
-
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, SnapshotReady)
-
-
 class GputuiApp(App[None]):
     CSS_PATH = "gputui.tcss"
     TITLE = "gputui"
@@ -59,6 +47,11 @@ class GputuiApp(App[None]):
         Binding("colon", "command", "Command", id="command", tooltip="Command mode: :nodes, :drain NODE, :theme NAME…"),
         Binding("t", "themes", "Theme", id="themes", show=False, tooltip="Pick a theme (previews as you move)"),
     ]
+
+    # What the screens subscribe to (gputui.ui.base): each moves when what it names changes.
+    data_revision: reactive[int] = reactive(0, init=False)  # a snapshot, a poll error, the theme, the namespace view
+    clock_tick: reactive[int] = reactive(0, init=False)  # every second: ages and countdowns
+    drain_revision: reactive[int] = reactive(0, init=False)  # the running drain moved
 
     def __init__(
         self,
@@ -81,7 +74,7 @@ class GputuiApp(App[None]):
         self._no_color = no_color
         self._poll_timer: Timer | None = None
         self._notice = notice
-        self.drain_session = None  # the maintenance batch running now, if any
+        self.drain_session: DrainSession | None = None  # the maintenance batch running now, if any
         self.drain_poll_s = 1.0  # how often a running drain re-reads sessions
         self.polls = 0  # refreshes done (benchmarks count queries per refresh)
         self.keymap_name = settings.keymap
@@ -211,16 +204,16 @@ class GputuiApp(App[None]):
         self._poll_timer = self.set_timer(self.settings.refresh, self._poll)
 
     def _show_snapshot(self) -> None:
-        for screen in self.screen_stack:
-            if isinstance(screen, SnapshotView) and screen.is_mounted:
-                screen.show_snapshot()
+        self.data_revision += 1
 
     def _tick_age(self) -> None:
         # The age keeps counting while a poll hangs, so stale data is never shown as fresh.
-        for header in self.query(HeaderBar):
-            header.refresh_text()
-        if isinstance(self.screen, SnapshotView):
-            self.screen.refresh_age()
+        self.clock_tick += 1
+
+    def on_drain_progress(self, message: DrainProgress) -> None:
+        self.drain_revision += 1
+        if message.finished:  # what the drain did shows at once, not at the next refresh
+            self.poll_now()
 
     # ----- command mode and the theme picker ----------------------------------------
 
@@ -312,15 +305,17 @@ class GputuiApp(App[None]):
             from gputui.backends.factory import build_backend
 
             try:
-                backend = build_backend(settings)
+                self.post_message(Connected(context, settings, build_backend(settings), None))
             except Exception as exc:
-                self.call_from_thread(self.notify, f"{context}: {error_line(exc)}", severity="error", markup=False)
-                return
-            self.call_from_thread(self._use_backend, settings, backend)
+                self.post_message(Connected(context, settings, None, error_line(exc)))
 
         self.run_worker(connect, thread=True, group="connect", exclusive=True, exit_on_error=False)
 
-    def _use_backend(self, settings: Settings, backend: Backend) -> None:
+    def on_connected(self, message: Connected) -> None:
+        if message.backend is None:
+            self.notify(f"{message.context}: {message.error}", severity="error", markup=False)
+            return
+        settings, backend = message.settings, message.backend
         old = self.backend
         self.settings, self.backend = settings, backend
         self.audit = AuditLog(self.audit.path, getattr(backend.writer, "identity", "unknown"), backend.context)
@@ -344,14 +339,17 @@ class GputuiApp(App[None]):
 
         def job() -> None:
             try:
-                message, severity = action(), "information"
+                self.post_message(WriteDone(title, action(), failed=False))
             except Exception as exc:  # ours by their message, anything else with its type (error_line)
-                message, severity = error_line(exc), "error"
-            # Messages carry cluster text: never markup.
-            self.call_from_thread(self.notify, message, title=title, severity=severity, markup=False)
-            self.call_from_thread(self.poll_now)
+                self.post_message(WriteDone(title, error_line(exc), failed=True))
 
         self.run_worker(job, thread=True, group="write", exit_on_error=False)
+
+    def on_write_done(self, message: WriteDone) -> None:
+        # Messages carry cluster text: never markup.
+        self.notify(message.text, title=message.title, severity="error" if message.failed else "information",
+                    markup=False)
+        self.poll_now()
 
     async def action_quit(self) -> None:
         session = self.drain_session

@@ -29,7 +29,6 @@ class AuditScreen(ClusterScreen):
         self.show_snapshot()
 
     def show_snapshot(self) -> None:
-        self.query_one(HeaderBar).refresh_text()
         audit = self.app.audit
         entries = list(reversed(audit.entries()))
         where = str(audit.path) if audit.path else "not written (no audit file)"

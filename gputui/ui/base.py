@@ -1,15 +1,18 @@
-"""The spine every gputui screen stands on: a typed app, and the one way a new snapshot reaches a screen.
+"""The spine every gputui screen stands on: a typed app, and how its state reaches a screen.
 
-The app owns the state (settings, backend, snapshot, palette, drain session) and calls `show_snapshot()` on
-every mounted screen of the stack when the snapshot changes, and `refresh_age()` on the top one every
-second; a screen draws from `self.app`, typed as GputuiApp, never from state of its own copy.
+The app owns the state (settings, backend, snapshot, palette, drain session) and announces its changes through
+three reactives: `data_revision` (a new snapshot, a poll error, the theme, the namespace view), `clock_tick`
+(a second passed: ages move) and `drain_revision` (the running drain moved). Every ClusterScreen, ClusterModal
+and ClusterWidget subscribes when it mounts, and draws from `self.app` (typed as GputuiApp), never from a copy.
+Its subscriptions end with it.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypeVar
 
-from textual import getters
+from textual import events, getters, on
+from textual.dom import DOMNode
 from textual.screen import ModalScreen, Screen
 from textual.widget import Widget
 
@@ -20,13 +23,30 @@ ResultT = TypeVar("ResultT")
 
 
 class SnapshotView:
-    """What the app calls on a screen; both do nothing unless the screen draws the snapshot or ages."""
+    """What a view does when the app's state moves; each does nothing unless the view overrides it."""
 
     def show_snapshot(self) -> None:
-        """The snapshot (or the poll error) changed: draw it."""
+        """The snapshot (or the poll error, the theme, the namespace view) changed: draw it."""
 
     def refresh_age(self) -> None:
-        """A second passed: redraw what shows the data's age."""
+        """A second passed: redraw what shows the data's age or counts down (only while on top)."""
+
+    def show_drain(self) -> None:
+        """The running drain moved: redraw its progress."""
+
+
+def subscribe(view: SnapshotView, node: DOMNode, only_on_top: Screen | None) -> None:
+    """Make `view` follow the app's three reactives. `only_on_top`: ages are redrawn only while that screen
+    is the one shown (screens below it are redrawn when they come back)."""
+    app = node.app
+
+    def tick() -> None:
+        if only_on_top is None or only_on_top.is_current:
+            view.refresh_age()
+
+    node.watch(app, "data_revision", view.show_snapshot, init=False)
+    node.watch(app, "clock_tick", tick, init=False)
+    node.watch(app, "drain_revision", view.show_drain, init=False)
 
 
 class ClusterScreen(SnapshotView, Screen[ResultT]):
@@ -35,6 +55,10 @@ class ClusterScreen(SnapshotView, Screen[ResultT]):
     if TYPE_CHECKING:
         app = getters.app(GputuiApp)
 
+    @on(events.Mount)  # runs besides a subclass's on_mount (Textual dispatches handlers per class)
+    def _subscribe(self) -> None:
+        subscribe(self, self, self)
+
 
 class ClusterModal(SnapshotView, ModalScreen[ResultT]):
     """A dialog of gputui (plan, shift, confirm, pickers)."""
@@ -42,9 +66,17 @@ class ClusterModal(SnapshotView, ModalScreen[ResultT]):
     if TYPE_CHECKING:
         app = getters.app(GputuiApp)
 
+    @on(events.Mount)
+    def _subscribe(self) -> None:
+        subscribe(self, self, self)
 
-class ClusterWidget(Widget):
+
+class ClusterWidget(SnapshotView, Widget):
     """A widget of gputui that reads the app's state (header, tables)."""
 
     if TYPE_CHECKING:
         app = getters.app(GputuiApp)
+
+    @on(events.Mount)
+    def _subscribe(self) -> None:
+        subscribe(self, self, None)

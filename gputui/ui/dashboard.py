@@ -106,7 +106,6 @@ class DashboardScreen(ClusterScreen):
 
     def show_snapshot(self) -> None:
         snap = self.app.snapshot
-        self.query_one(HeaderBar).refresh_text()
         if snap is None or not self._columns:
             self.query_one("#nodes-title", Static).update(Text(" Nodes", style="bold"))
             return

@@ -34,7 +34,6 @@ class DiagnosticsScreen(ClusterScreen):
         self.show_snapshot()
 
     def show_snapshot(self) -> None:
-        self.query_one(HeaderBar).refresh_text()
         snap = self.app.snapshot
         if snap is None:
             return

@@ -8,7 +8,6 @@ import time
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.timer import Timer
 from textual.widgets import DataTable, Static
 
 from gputui.ui.base import ClusterScreen
@@ -40,7 +39,7 @@ class DrainProgressScreen(ClusterScreen):
     def __init__(self, session: DrainSession) -> None:
         super().__init__()
         self.session = session
-        self._timer: Timer | None = None
+        self._ended = False
         self._narrow = False
         self._pod_width = 30
 
@@ -66,8 +65,7 @@ class DrainProgressScreen(ClusterScreen):
         rest = self.app.size.width - sum(w for *_, w in shown) - 2 * len(shown) - 2  # cell padding, scrollbar
         for key, label, width in shown:
             table.add_column(label, width=width or max(24, rest), key=key)
-        self._timer = self.set_interval(0.5, self.show_snapshot)
-        self.show_snapshot()
+        self.show_drain()
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         """A finished or aborted drain has nothing left to act on: its keys are gone from the footer."""
@@ -100,8 +98,11 @@ class DrainProgressScreen(ClusterScreen):
             return f"PDB: {row.tries} tries, last {when}; evicted when the PDB allows. {row.message}"
         return row.message
 
-    def show_snapshot(self) -> None:
-        self.query_one(HeaderBar).refresh_text()
+    def refresh_age(self) -> None:
+        if not self.session.finished:  # the countdowns and the running time move
+            self.show_drain()
+
+    def show_drain(self) -> None:
         s = self.session
         palette = self.app.palette
         now = self.app.clock()
@@ -124,9 +125,8 @@ class DrainProgressScreen(ClusterScreen):
         if s.finished:
             summary.append("ABORTED" if s.aborted else "FINISHED", style=f"bold {palette.alert if s.aborted else palette.ok}")
             summary.append(f"   {done}/{len(s.nodes)} nodes ended; actions are off", style="dim")
-            if self._timer is not None:  # nothing moves any more: stop redrawing
-                self._timer.stop()
-                self._timer = None
+            if not self._ended:  # its keys leave the footer
+                self._ended = True
                 self.refresh_bindings()
         else:
             summary.append(f"{done}/{len(s.nodes)} nodes finished")

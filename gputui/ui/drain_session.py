@@ -7,12 +7,16 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-
-
+from typing import TYPE_CHECKING
 
 from gputui.ops.drain.batch import run_batch
 from gputui.ops.drain.events import DrainControl, DrainEvent, EventKind as K
 from gputui.ops.drain.options import DrainOptions
+from gputui.ui.messages import DrainProgress
+
+if TYPE_CHECKING:
+    from gputui.ui.app import GputuiApp
+
 
 class _Interrupted(Exception):
     pass
@@ -68,7 +72,7 @@ class DrainSession:
                 del self.log[:-200]
 
 
-def start_drain(app, nodes: list[str], options: DrainOptions | dict[str, DrainOptions],
+def start_drain(app: GputuiApp, nodes: list[str], options: DrainOptions | dict[str, DrainOptions],
                 deadlines: dict[str, float] | None = None, take_over: bool = False) -> DrainSession:
     """Run the batch in an app-level thread; the session object carries its state. The drain keeps the
     backend it started on: a context switch meanwhile leaves it open until the drain ends."""
@@ -97,6 +101,7 @@ def start_drain(app, nodes: list[str], options: DrainOptions | dict[str, DrainOp
         try:
             for event in gen:
                 session.apply(event, app.clock())
+                app.post_message(DrainProgress(finished=False))
         except _Interrupted:
             session.apply(DrainEvent(",".join(nodes), K.INFO, message="interrupted by quitting"), app.clock())
         except Exception as exc:  # shown, never a traceback
@@ -107,7 +112,7 @@ def start_drain(app, nodes: list[str], options: DrainOptions | dict[str, DrainOp
             if backend is not app.backend:  # the app moved to another context meanwhile
                 backend.close()
             if not worker.is_cancelled:
-                app.call_from_thread(app.poll_now)
+                app.post_message(DrainProgress(finished=True))
 
     app.run_worker(work, thread=True, group="drain", exit_on_error=False)
     return session

@@ -27,6 +27,15 @@ class HeaderBar(ClusterWidget, Static):
     def on_mount(self) -> None:
         self.refresh_text()
 
+    def show_snapshot(self) -> None:
+        self.refresh_text()
+
+    def on_resize(self) -> None:  # narrow and wide headers say different things
+        self.refresh_text()
+
+    def refresh_age(self) -> None:  # the age keeps counting while a poll hangs: stale data never looks fresh
+        self.refresh_text()
+
     def figures(self, snap, threshold: float) -> tuple[int, int, float | None, int]:
         """GPUs in use and in all, mean utilisation and alerts. The header redraws every second, and at
         10,000 nodes each figure is a walk over every node: they are counted once per snapshot, and

@@ -19,6 +19,7 @@ from gputui.ui.key_table import KeyTable
 from gputui.backends.base import NEEDS
 from gputui.ui.cordon_dialog import ask_cordon
 from gputui.ui.header import HeaderBar
+from gputui.ui.messages import HistoryRead
 from gputui.ui.table_sync import sync_rows
 from gputui.health import majority_driver
 
@@ -51,7 +52,7 @@ class NodeDetailScreen(ClusterScreen):
     def __init__(self, node: str) -> None:
         super().__init__()
         self.node_name = node
-        self.history: dict[int, list[float]] = {}
+        self.history: dict[int, list[float | None]] = {}
         self.full_gpus: tuple[Gpu, ...] | None = None  # every GPU, fetched when the snapshot holds aggregates only
         self.spark_width = 30
         self.pod_width = 30
@@ -103,7 +104,6 @@ class NodeDetailScreen(ClusterScreen):
         self._fetch_history()
 
     def _draw(self) -> None:
-        self.query_one(HeaderBar).refresh_text()
         snap = self.app.snapshot
         node = snap.node(self.node_name) if snap else None
         info = self.query_one("#node-info", Static)
@@ -176,14 +176,14 @@ class NodeDetailScreen(ClusterScreen):
             history = reader.gpu_history(self.node_name, HISTORY_MINUTES)
         except Exception:
             return  # the rows keep their last values; the header shows source errors
-        if gpus is not None and gpus != self.full_gpus:
-            self.full_gpus = gpus
-            self.app.call_from_thread(self._draw)
-        self.app.call_from_thread(self._set_history, history)
+        self.post_message(HistoryRead(gpus, history))
 
-    def _set_history(self, history: dict[int, list[float]]) -> None:
-        if history != self.history:
-            self.history = history
+    def on_history_read(self, message: HistoryRead) -> None:
+        if message.gpus is not None and message.gpus != self.full_gpus:
+            self.full_gpus = message.gpus
+            self._draw()
+        if message.history != self.history:
+            self.history = message.history
             self.show_snapshot_cells()
 
     def show_snapshot_cells(self) -> None:

@@ -16,6 +16,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.reactive import reactive
 from textual.widgets import Static
 
 from gputui.ui.base import ClusterModal
@@ -32,6 +33,7 @@ from gputui.ops.traffic import (
     served_api_versions,
 )
 from gputui.backends.base import error_line
+from gputui.ui.messages import RouteRead
 
 
 class Mode(Enum):
@@ -43,6 +45,9 @@ class Mode(Enum):
 
 
 class TrafficShiftScreen(ClusterModal[None]):
+    """A state machine in `mode` (EDIT → READING → CONFIRM, and back to EDIT): its watcher redraws and clears
+    what belonged to the state left."""
+
     DEFAULT_CSS = """
     TrafficShiftScreen { align: center middle; }
     #shift-dialog {
@@ -79,13 +84,21 @@ class TrafficShiftScreen(ClusterModal[None]):
         self.targets: dict[str, float] | None = None  # None: the current weights
         self.typed = ""
         self._typed_base: dict[str, float] | None = None
-        self.mode = Mode.EDIT
         self.plan: ShiftPlan | None = None  # planned on the snapshot, as edited
         self.confirm_plan: ShiftPlan | None = None  # planned on the route as read: what is sent
         self.patch_shown = False
         self.problem: str | None = None
         self._refused = False
         self._reads = 0  # only the newest read's answer counts
+        self._then: Callable[[ShiftPlan], None] = self._enter_confirm  # what the read's plan goes to
+
+    mode: reactive[Mode] = reactive(Mode.EDIT, init=False)
+
+    def watch_mode(self, mode: Mode) -> None:
+        if mode is Mode.EDIT:  # back to editing: the plan read for the confirmation and its patch are gone
+            self.confirm_plan = None
+            self.patch_shown = False
+        self._redraw()
 
     def compose(self) -> ComposeResult:
         with Vertical(id="shift-dialog"):
@@ -344,38 +357,32 @@ class TrafficShiftScreen(ClusterModal[None]):
         targets = dict(plan.targets)
         api = served_api_versions(self.app.backend)
         key = self.service_key
-        self.mode = Mode.READING
         self._reads += 1
         seq = self._reads
-        self._redraw()
+        self.mode = Mode.READING
 
         def job() -> None:
             try:
                 route = read_route(plan, writer)
-                fresh = plan_shift(snapshot, key, targets, route=route, api_versions=api)
+                self.post_message(RouteRead(seq, plan_shift(snapshot, key, targets, route=route, api_versions=api), None))
             except Exception as exc:  # shown in the dialog, never a crash
-                self.app.call_from_thread(self._read_failed, seq, error_line(exc))
-                return
-            self.app.call_from_thread(self._read_done, seq, then, fresh)
+                self.post_message(RouteRead(seq, None, error_line(exc)))
 
+        self._then = then
         self.run_worker(job, thread=True, exclusive=True, group="shift-read", exit_on_error=False)
 
-    def _read_done(self, seq: int, then: Callable[[ShiftPlan], None], plan: ShiftPlan) -> None:
-        if self.mode is not Mode.READING or seq != self._reads:
+    def on_route_read(self, message: RouteRead) -> None:
+        if self.mode is not Mode.READING or message.seq != self._reads:
             return  # cancelled, or an older read
-        then(plan)
-
-    def _read_failed(self, seq: int, message: str) -> None:
-        if self.mode is not Mode.READING or seq != self._reads:
+        if message.plan is not None:
+            self._then(message.plan)
             return
+        self.problem = f"cannot read the route: {message.error}"
         self.mode = Mode.EDIT
-        self.problem = f"cannot read the route: {message}"
-        self._redraw()
 
     def _enter_confirm(self, plan: ShiftPlan) -> None:
         self.confirm_plan = plan
         self.mode = Mode.CONFIRM
-        self._redraw()
 
     def action_preview(self) -> None:
         if self.mode is Mode.READING:
@@ -426,16 +433,10 @@ class TrafficShiftScreen(ClusterModal[None]):
     def action_back(self) -> None:
         if self.mode is Mode.CONFIRM:
             self.mode = Mode.EDIT
-            self.confirm_plan = None
-            self.patch_shown = False
-            self._redraw()
 
     def action_cancel(self) -> None:
         if self.mode in (Mode.CONFIRM, Mode.READING):
             self.mode = Mode.EDIT
-            self.confirm_plan = None
-            self.patch_shown = False
-            self._redraw()
             return
         self.dismiss(None)
 

@@ -94,7 +94,6 @@ class WallboardScreen(ClusterScreen):
 
     def show_snapshot(self) -> None:
         app = self.app
-        self.query_one(HeaderBar).refresh_text()
         self._banner()
         snap = app.snapshot
         if snap is None:

@@ -3,8 +3,7 @@ import json
 from gputui.model import DRAIN_PHASE_ANNOTATION
 from gputui.ui.drain_board import DrainProgressScreen
 from gputui.ui.drain_plan_screen import DrainPlanScreen
-from tests.ui.pilot import wait_for
-from tests.ui.pilot import loaded, rows
+from tests.ui.pilot import loaded, rows, wait_for
 
 
 async def test_drain_plan_then_progress_then_done(app_factory, tmp_path):
@@ -121,8 +120,8 @@ async def test_board_keys_that_cut_or_stop_ask_first_and_say_how_many(app_factor
                 break
         assert session.finished and session.aborted
         await wait_for(pilot, lambda: "ABORTED" in str(board.query_one("#drain-summary").render()))
-        # A finished board stops its timer and its actions: they are gone, not toasts about nothing.
-        assert board._timer is None
+        # A finished board stops counting and its actions are gone, not toasts about nothing.
+        assert "running" not in str(board.query_one("#drain-summary").render())
         for action in ("evict_now", "extend", "abort"):
             assert board.check_action(action, ()) is False
 
@@ -145,6 +144,7 @@ async def test_a_context_switch_during_a_drain_leaves_the_drains_connection_open
     Now the drain keeps its backend until it ends, and only then closes it."""
     from gputui.backends.demo import demo_backend
     from gputui.settings import Settings
+    from gputui.ui.messages import Connected
 
     app = app_factory()
     async with app.run_test(size=(140, 45)) as pilot:
@@ -152,8 +152,8 @@ async def test_a_context_switch_during_a_drain_leaves_the_drains_connection_open
         old = app.backend
         closed = []
         old.reader.close = lambda: closed.append(True)  # noqa: E731 - record instead of closing
-        app._use_backend(Settings(demo=True), demo_backend(seed=3))
-        await pilot.pause()
+        app.post_message(Connected("demo", Settings(demo=True), demo_backend(seed=3), None))
+        await wait_for(pilot, lambda: app.backend is not old)
         assert app.backend is not old and session.backend is old and closed == []
         for control in session.controls.values():
             control.abort()

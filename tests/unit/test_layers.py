@@ -70,3 +70,14 @@ def test_textual_only_under_ui_and_no_cluster_client_in_ui_or_cli():
             direct = sorted(m for m in imported if m.startswith(("gputui.backends.kube_http", "gputui.backends.prom",
                                                                  "kubernetes", "prometheus_api_client")))
             assert not direct, f"{module} talks to the cluster directly: {direct}"
+
+
+def test_workers_reach_the_ui_only_by_message():
+    """One path from a worker thread to the UI (gputui.ui.messages): no closure run on the UI thread by
+    call_from_thread."""
+    offenders = []
+    for path in (ROOT / "ui").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr == "call_from_thread":
+                offenders.append(f"{path.name}:{node.lineno} call_from_thread")
+    assert offenders == []

@@ -1,0 +1,79 @@
+"""What a thread worker hands to the UI. This is the one way a result crosses from a worker thread to the UI
+thread: the worker posts one of these messages (post_message is thread-safe) and a handler on the UI's loop
+takes it. No worker calls into the UI (no call_from_thread), and no screen polls shared state."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual.message import Message
+
+if TYPE_CHECKING:
+    from gputui.backends.base import Backend
+    from gputui.model import ClusterSnapshot, Gpu
+    from gputui.ops.traffic import ShiftPlan
+    from gputui.settings import Settings
+
+
+class SnapshotReady(Message):
+    """A fresh snapshot (or why there is none). A newer one replaces a queued older one."""
+
+    def __init__(self, snapshot: ClusterSnapshot | None, error: str | None) -> None:
+        super().__init__()
+        self.snapshot = snapshot
+        self.error = error
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, SnapshotReady)
+
+
+class DrainProgress(Message):
+    """The running drain's session moved (a pod's state, a count, a log line, or its end). Progress is
+    carried by the session itself, so a queued one is replaced by the next: the board draws the latest."""
+
+    def __init__(self, finished: bool) -> None:
+        super().__init__()
+        self.finished = finished
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, DrainProgress) and not message.finished
+
+
+class WriteDone(Message):
+    """A write (cordon, shift, uncordon…) ended: what to tell the operator."""
+
+    def __init__(self, title: str, text: str, failed: bool) -> None:
+        super().__init__()
+        self.title = title
+        self.text = text
+        self.failed = failed
+
+
+class Connected(Message):
+    """A context switch ended: the new backend, or why there is none."""
+
+    def __init__(self, context: str, settings: Settings, backend: Backend | None, error: str | None) -> None:
+        super().__init__()
+        self.context = context
+        self.settings = settings
+        self.backend = backend
+        self.error = error
+
+
+class HistoryRead(Message):
+    """A node's full GPU rows (None when the snapshot's are complete) and per-GPU utilisation history."""
+
+    def __init__(self, gpus: tuple[Gpu, ...] | None, history: dict[int, list[float | None]]) -> None:
+        super().__init__()
+        self.gpus = gpus
+        self.history = history
+
+
+class RouteRead(Message):
+    """The shift dialog's read of a route: the plan made on it as it is now, or why it could not be read."""
+
+    def __init__(self, seq: int, plan: ShiftPlan | None, error: str | None) -> None:
+        super().__init__()
+        self.seq = seq
+        self.plan = plan
+        self.error = error

@@ -11,7 +11,6 @@ from enum import Enum
 
 from typing import Callable
 
-from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -26,13 +25,13 @@ from gputui.ops.traffic import (
     STEP_PCT,
     ShiftPlan,
     apply_shift,
-    fmt_pct,
     plan_shift,
     read_route,
     rebalance,
     served_api_versions,
 )
 from gputui.backends.base import error_line
+from gputui.present.shift import key_hints, plan_findings, shift_table
 from gputui.ui.messages import RouteRead
 
 
@@ -198,7 +197,8 @@ class TrafficShiftScreen(ClusterModal[None]):
         if plan.scale != 100:
             title.append(f"  (weights out of {plan.scale:,})", style="dim")
         self.query_one("#shift-title", Static).update(title)
-        self.query_one("#shift-table", Static).update(self._table(plan))
+        chosen = self.chosen if self.mode is Mode.EDIT else None
+        self.query_one("#shift-table", Static).update(shift_table(plan, chosen, self.typed))
         notes = self._notes(plan)
         self.query_one("#shift-notes", Static).update(notes)
         self.query_one("#shift-notes", Static).display = bool(notes)
@@ -207,39 +207,6 @@ class TrafficShiftScreen(ClusterModal[None]):
         if self.patch_shown:
             self.query_one("#shift-patch-text", Static).update(self._patch_text())
         self.query_one("#shift-keys", Static).update(self._keys(plan))
-
-    def _table(self, plan: ShiftPlan) -> Table:
-        table = Table(box=None, padding=(0, 1), pad_edge=False, show_edge=False, expand=False)
-        table.add_column("", width=1, no_wrap=True)
-        table.add_column("Version", no_wrap=True, max_width=22, overflow="ellipsis", style="bold")
-        table.add_column("Now", justify="right", no_wrap=True)
-        table.add_column("", no_wrap=True)
-        table.add_column("Target", justify="right", no_wrap=True)
-        if plan.scale != 100:
-            table.add_column("Weight", justify="right", no_wrap=True)
-        table.add_column("Ready", justify="right", no_wrap=True)
-        table.add_column("Sessions", justify="right", no_wrap=True)
-        for v in plan.versions:
-            chosen = v.name == self.chosen and self.mode is Mode.EDIT
-            target = Text(fmt_pct(v.target_pct))
-            if v.changes:
-                target.stylize("bold")
-            if chosen and self.typed:
-                target = Text(f"{self.typed}_", style="bold underline")
-            cells: list[Text] = [
-                Text("▸" if chosen else " ", style="bold"),
-                Text(v.name, style="reverse bold" if chosen else "bold"),
-                Text(fmt_pct(v.current_pct)),
-                Text("→" if v.changes else " ", style="dim"),
-                target,
-            ]
-            if plan.scale != 100:
-                weight = "–" if v.target_weight is None else f"{v.target_weight:,}"
-                cells.append(Text(weight))
-            cells.append(Text(f"{v.ready}/{v.desired}", style="" if v.ready else "bold yellow"))
-            cells.append(Text("–" if v.sessions is None else str(v.sessions)))
-            table.add_row(*cells)
-        return table
 
     def _notes(self, plan: ShiftPlan) -> Text:
         out = Text()
@@ -252,12 +219,7 @@ class TrafficShiftScreen(ClusterModal[None]):
 
         if self.problem:
             line("✗ ", self.problem, "bold red")
-        for e in plan.errors:
-            line("✗ ", e, "bold red")
-        for b in plan.blockers:
-            line("! ", b, "bold yellow")
-        for w in plan.warnings:
-            line("⚠ ", w, "yellow")
+        out.append_text(plan_findings(plan, first=not out))
         if self.mode is Mode.CONFIRM and self.confirm_plan is not None and plan.ok:
             p = self.confirm_plan
             line("", "", "")
@@ -282,6 +244,7 @@ class TrafficShiftScreen(ClusterModal[None]):
         return Text(plan.patch.render())
 
     def _keys(self, plan: ShiftPlan) -> Text:
+        """The keys of the state the dialog is in."""
         keys: list[tuple[str, str]]
         if self.mode is Mode.CONFIRM:
             keys = [("y", "apply")] if plan.ok and self.confirm_plan and self.confirm_plan.patch else []
@@ -293,13 +256,7 @@ class TrafficShiftScreen(ClusterModal[None]):
         else:
             keys = [("←→", "version"), ("+/-", f"{STEP_PCT:.0f}%"), ("0-9", "type %"),
                     ("p", "patch"), ("enter", "apply"), ("esc", "cancel")]
-        out = Text()
-        for i, (key, what) in enumerate(keys):
-            if i:
-                out.append("  ")
-            out.append(key, style="bold")
-            out.append(" " + what)
-        return out
+        return key_hints(keys)
 
     # ----- editing -------------------------------------------------------------------
 

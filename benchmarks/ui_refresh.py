@@ -22,7 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gputui.backends.demo import demo_backend  # noqa: E402
-from gputui.model import ClusterSnapshot, GpuSummary  # noqa: E402
+from gputui.model import GpuSummary
+from gputui.snapshot import ClusterSnapshot
 from gputui.ops.audit import AuditLog  # noqa: E402
 from gputui.settings import Settings  # noqa: E402
 from gputui.ui.app import GputuiApp  # noqa: E402

@@ -1,6 +1,6 @@
 """One policy for what is wrong: alert kinds and their order, the temperature threshold, driver drift, and the
 troubleshooting findings. Pure: the header, the tables, the wallboard, the CLI and the diagnostics screen
-all judge the same way. (Staleness is model.stale; heat bands are present.cells.heat_band.)"""
+all judge the same way. (Staleness is snapshot.stale; heat bands are present.cells.heat_band.)"""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable
 
-from gputui.model import UPGRADE_FAILED, ClusterSnapshot, Health, Node
+from gputui.model import UPGRADE_FAILED, Health, Node
+from gputui.snapshot import ClusterSnapshot
 
 DEFAULT_TEMP_ALERT_C = 85.0
 
@@ -37,11 +38,39 @@ def has_driver_drift(node: Node, majority: str) -> bool:
     return bool(majority and node.driver_version and node.driver_version != majority)
 
 
+class _AlertMemo:
+    """node_alerts' answers by node object. A node object outlives many refreshes when it does not change,
+    and at 10,000 nodes the header's alert count would otherwise walk every condition of every node each
+    second. Keyed by identity (hashing a node would walk it); the node is held so its id cannot be reused.
+    Two generations: an entry not asked for while LIMIT others were added is dropped, so memory stays bounded."""
+
+    LIMIT = 1 << 17
+
+    def __init__(self) -> None:
+        self.current: dict[int, tuple[Node, float, tuple[Alert, ...]]] = {}
+        self.previous: dict[int, tuple[Node, float, tuple[Alert, ...]]] = {}
+
+    def get(self, node: Node, threshold: float) -> tuple[Alert, ...] | None:
+        hit = self.current.get(id(node)) or self.previous.get(id(node))
+        if hit is None or hit[0] is not node or hit[1] != threshold:
+            return None
+        self.current[id(node)] = hit
+        return hit[2]
+
+    def put(self, node: Node, threshold: float, alerts: tuple[Alert, ...]) -> None:
+        if len(self.current) >= self.LIMIT:
+            self.previous, self.current = self.current, {}
+        self.current[id(node)] = (node, threshold, alerts)
+
+
+_memo = _AlertMemo()
+
+
 def node_alerts(node: Node, temp_threshold: float = DEFAULT_TEMP_ALERT_C) -> list[Alert]:
     """Everything about a node an on-call engineer should look at, most severe first."""
-    cached = node._alerts
-    if cached is not None and cached[0] == temp_threshold:
-        return list(cached[1])
+    cached = _memo.get(node, temp_threshold)
+    if cached is not None:
+        return list(cached)
     alerts: list[Alert] = []
     if not node.ready:
         alerts.append(Alert(node.name, "NotReady", "node is NotReady"))
@@ -61,7 +90,7 @@ def node_alerts(node: Node, temp_threshold: float = DEFAULT_TEMP_ALERT_C) -> lis
         alerts.append(Alert(node.name, "Condition", f"{cond.type}{detail}"))
     if node.upgrade_state == UPGRADE_FAILED:
         alerts.append(Alert(node.name, "Upgrade", "driver upgrade failed"))
-    object.__setattr__(node, "_alerts", (temp_threshold, tuple(alerts)))
+    _memo.put(node, temp_threshold, tuple(alerts))
     return alerts
 
 

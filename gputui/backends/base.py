@@ -12,7 +12,8 @@ from enum import Enum
 from typing import Collection, Mapping, Protocol, runtime_checkable
 
 from gputui.errors import one_line
-from gputui.model import ClusterSnapshot, Gpu
+from gputui.model import Gpu
+from gputui.snapshot import ClusterSnapshot
 
 
 class BackendError(Exception):

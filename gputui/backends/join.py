@@ -12,10 +12,8 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from gputui.backends.kube_objects import NodeRecord, PodRecord, RouteRecord, ServiceRecord, SubsetRule, WorkloadRecord
-from gputui.model import (
-    SESSION_SIGNAL_LABEL, Budget, ClusterSnapshot, Gpu, GpuSummary, Health, InferencePod, InferenceService, Node,
-    PodIndexes, Rollout, ServiceVersion, SourceStatus, pod_indexes, selector_matches,
-)
+from gputui.model import SESSION_SIGNAL_LABEL, Budget, Gpu, GpuSummary, Health, InferencePod, InferenceService, Node, Rollout, ServiceVersion, selector_matches
+from gputui.snapshot import ClusterSnapshot, PodIndexes, SourceStatus, pod_indexes
 from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS
 
 

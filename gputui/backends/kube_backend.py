@@ -16,7 +16,8 @@ from gputui.backends.kube_objects import PodRecord
 from gputui.backends import kube_objects as ko
 from gputui.backends.prom import HOST_LABELS, PromConfig, PromSource
 from gputui.backends.session_metrics import engines
-from gputui.model import ClusterSnapshot, Gpu, SourceStatus
+from gputui.model import Gpu
+from gputui.snapshot import ClusterSnapshot, SourceStatus
 from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS, Settings
 
 FIRST_SYNC_TIMEOUT_S = 10.0

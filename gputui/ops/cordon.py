@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gputui.backends.base import BackendError, Writer
-from gputui.model import ClusterSnapshot
+from gputui.snapshot import ClusterSnapshot
 from gputui.ops.audit import AuditLog
 
 

@@ -8,7 +8,8 @@ from typing import Any, Callable
 from rich.text import Text
 
 from gputui.present import cells
-from gputui.model import ClusterSnapshot, InferenceService, Node, ServiceVersion
+from gputui.model import InferenceService, Node, ServiceVersion
+from gputui.snapshot import ClusterSnapshot
 from gputui.health import has_driver_drift, node_alerts
 from gputui.present.cells import Palette
 

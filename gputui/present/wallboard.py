@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
-from gputui.model import ClusterSnapshot, InferenceService, Node, NodeState, rollout_status
+from gputui.model import InferenceService, Node, NodeState, rollout_status
+from gputui.snapshot import ClusterSnapshot
 from gputui.health import node_alerts
 from gputui.present.cells import Palette, heat_band, pct
 from gputui.health import fleet_alerts

@@ -14,7 +14,7 @@ from textual.timer import Timer
 from textual.worker import get_current_worker
 
 from gputui.backends.base import Backend, error_line
-from gputui.model import ClusterSnapshot
+from gputui.snapshot import ClusterSnapshot
 from gputui.ops.audit import AuditLog
 from gputui.present.cells import MONO, Palette
 from gputui.settings import Settings

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from gputui.model import stale
+from gputui.snapshot import stale
 from gputui.present import cells
 from gputui.ui.base import ClusterWidget
 from gputui.health import fleet_alerts

@@ -10,7 +10,8 @@ from textual.message import Message
 
 if TYPE_CHECKING:
     from gputui.backends.base import Backend
-    from gputui.model import ClusterSnapshot, Gpu
+    from gputui.model import Gpu
+    from gputui.snapshot import ClusterSnapshot
     from gputui.ops.traffic import ShiftPlan
     from gputui.settings import Settings
 

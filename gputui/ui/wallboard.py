@@ -11,7 +11,7 @@ from textual.widgets import Digits, Static
 
 from gputui.ui.base import ClusterScreen
 
-from gputui.model import stale
+from gputui.snapshot import stale
 from gputui.present import cells
 from gputui.health import diagnose
 from gputui.present.columns import fit_service_columns, service_rows

@@ -3,7 +3,8 @@ import json
 from rich.text import Text
 from textual.widgets import DataTable
 
-from gputui.model import ClusterSnapshot, Condition, Node, SourceStatus
+from gputui.model import Condition, Node
+from gputui.snapshot import ClusterSnapshot, SourceStatus
 from gputui.backends.base import Backend
 from gputui.settings import Settings
 from gputui.ui.app import GputuiApp
@@ -183,7 +184,7 @@ async def test_backend_failure_shows_error_not_traceback():
 
 
 async def test_stale_data_is_marked():
-    from gputui.model import ClusterSnapshot
+    from gputui.snapshot import ClusterSnapshot
 
     now = {"t": 100.0}
     snap = ClusterSnapshot(taken_at=100.0, context="prod", sources=(SourceStatus("API", 100.0),))
@@ -246,7 +247,7 @@ def test_same_content_ignores_fetch_times_but_not_data():
     from dataclasses import replace
 
     from gputui.backends.demo import DemoCluster
-    from gputui.model import SourceStatus
+    from gputui.snapshot import SourceStatus
     from gputui.ui.app import same_content
     from tests.demo_clock import ManualClock
 

@@ -1,6 +1,7 @@
 from gputui.backends.demo import DemoCluster
 from gputui.health import diagnose
-from gputui.model import ClusterSnapshot, InferencePod, Node, SourceStatus
+from gputui.model import InferencePod, Node
+from gputui.snapshot import ClusterSnapshot, SourceStatus
 from tests.demo_clock import ManualClock
 
 

@@ -3,7 +3,8 @@
 import pytest
 
 from gputui.backends.demo import DemoCluster
-from gputui.model import Budget, ClusterSnapshot, InferencePod, Node
+from gputui.model import Budget, InferencePod, Node
+from gputui.snapshot import ClusterSnapshot
 from gputui.ops.drain.plan import DrainOptions, Step, classify, plan_drain, plan_json
 from tests.demo_clock import ManualClock
 
@@ -75,7 +76,8 @@ def test_an_unknown_session_count_is_waited_on_never_read_as_zero():
     "0 live sessions" and evicted it at once."""
     from dataclasses import replace
 
-    from gputui.model import SessionState, SourceStatus
+    from gputui.model import SessionState
+    from gputui.snapshot import SourceStatus
 
     pods = [pod(name="llm", service="llama", version="v1", gpu_request=4, session_signal=True),
             pod(name="nan", service="llama", sessions_running=-1, sessions_waiting=2, session_signal=True),

@@ -1,4 +1,5 @@
-from gputui.model import Budget, ClusterSnapshot, Condition, Gpu, Health, InferencePod, InferenceService, Node, NodeState, Rollout, ServiceVersion
+from gputui.model import Budget, Condition, Gpu, Health, InferencePod, InferenceService, Node, NodeState, Rollout, ServiceVersion
+from gputui.snapshot import ClusterSnapshot
 from gputui.health import has_driver_drift, majority_driver, node_alerts
 
 
@@ -121,7 +122,7 @@ def test_live_sessions_none_without_a_signal():
 
 
 def test_a_source_read_on_its_own_interval_is_stale_only_after_three_of_them():
-    from gputui.model import SourceStatus
+    from gputui.snapshot import SourceStatus
 
     every_refresh = SourceStatus("API", fetched_at=100.0)
     assert not every_refresh.stale(106.0, refresh=2.0) and every_refresh.stale(106.5, refresh=2.0)

@@ -10,7 +10,8 @@ from gputui.cli import shift as headless_shift
 from gputui.cli.arguments import add_shift_parser
 from gputui.backends.base import Backend
 from gputui.backends.demo import DemoApiError, DemoCluster, demo_backend, json_patch, merge_patch
-from gputui.model import ClusterSnapshot, InferencePod, InferenceService, Rollout, ServiceVersion
+from gputui.model import InferencePod, InferenceService, Rollout, ServiceVersion
+from gputui.snapshot import ClusterSnapshot
 from gputui.ops.audit import AuditLog
 from gputui.ops.cordon import ReadOnlyError
 from gputui.ops.traffic import (

@@ -12,7 +12,8 @@ from collections import deque
 from typing import Any, Callable
 
 from gputui.backends.kube_objects import RouteBackend, httproute_record, virtualservice_record
-from gputui.model import DRAIN_PHASE_ANNOTATION, Budget, ClusterSnapshot, Condition, Gpu, Health, InferencePod, InferenceService, Node, Rollout, ServiceVersion, SourceStatus
+from gputui.model import DRAIN_PHASE_ANNOTATION, Budget, Condition, Gpu, Health, InferencePod, InferenceService, Node, Rollout, ServiceVersion
+from gputui.snapshot import ClusterSnapshot, SourceStatus
 from gputui.backends.demo.routes import _backend_name, _route_object
 from gputui.backends.demo.scenario import (
     STEP_S, HISTORY_S, SAMPLE_EVERY_S, MAX_CATCH_UP_STEPS, WARM_UP_S, POD_START_S, CUDA, _Product, H100, A100, _SimNode, _SimService, _SimPod, _fleet, _services,

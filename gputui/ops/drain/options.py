@@ -14,7 +14,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
 from gputui.backends.base import BackendError
-from gputui.model import DRAIN_ANNOTATION_PREFIX, DRAIN_PHASE_ANNOTATION, ClusterSnapshot, Node
+from gputui.model import DRAIN_ANNOTATION_PREFIX, DRAIN_PHASE_ANNOTATION, Node
+from gputui.snapshot import ClusterSnapshot
 
 DEFAULT_SESSION_DEADLINE_S = 15 * 60.0
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Iterable, Mapping
 
-from gputui.model import Budget, ClusterSnapshot, InferencePod, SessionState, selector_matches
+from gputui.model import Budget, InferencePod, SessionState, selector_matches
+from gputui.snapshot import ClusterSnapshot
 from gputui.ops.drain.options import DEFAULT_SESSION_DEADLINE_S, DrainOptions
 
 __all__ = ["DEFAULT_SESSION_DEADLINE_S", "DrainOptions", "Step", "PodPlan", "CapacityCheck", "DrainPlan",

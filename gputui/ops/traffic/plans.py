@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from gputui.backends.base import Writer
-from gputui.model import ClusterSnapshot, InferenceService
+from gputui.model import InferenceService
+from gputui.snapshot import ClusterSnapshot
 from gputui.ops.traffic.adapters import ADAPTERS, _Read, _managed_by_argo, _name
 from gputui.ops.traffic.vocabulary import ARGO_MANAGER, DEFAULT_SCALE, Patch, ROLLOUT_ACTIONS, ROUTER_APIS, ShiftError, ShiftPlan, Targets, VersionShift, fmt_pct
 from gputui.ops.traffic.weights import apportion, resolve_targets, route_scale, shares

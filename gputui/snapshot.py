@@ -1,0 +1,128 @@
+"""What one refresh saw: the snapshot every screen and command draws from, how fresh each source was, and
+the one staleness rule. Immutable; the indexes a consumer needs are built once per snapshot."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from gputui.model import Budget, InferencePod, InferenceService, Node
+
+
+def stale(age: float | None, every: float) -> bool:
+    """The one staleness rule: older than three of its own reads (a read or two may fail first)."""
+    return age is not None and age > 3 * every
+
+
+@dataclass(frozen=True, slots=True)
+class SourceStatus:
+    """How fresh one source (the API, the metrics) is, and why not if it is not."""
+
+    name: str
+    fetched_at: float | None = None
+    error: str | None = None
+    every: float | None = None  # seconds between reads when slower than the refresh (fleet-wide DCGM)
+
+    def age(self, now: float) -> float | None:
+        return None if self.fetched_at is None else max(0.0, now - self.fetched_at)
+
+    def stale(self, now: float, refresh: float) -> bool:
+        """Older than three of its own reads: a refresh or two may fail before it counts as stale."""
+        return stale(self.age(now), max(refresh, self.every or 0.0))
+
+
+PodIndexes = tuple[Mapping[str, int], Mapping[str, tuple["InferencePod", ...]]]
+
+
+def pod_indexes(pods: tuple[InferencePod, ...]) -> PodIndexes:
+    """GPUs allocated and pods per node, computed from the pods. Pure: a backend that keeps its pods tuple
+    across quiet refreshes keeps these too and hands them to the snapshot (see join.Joiner)."""
+    allocated: dict[str, int] = {}
+    by_node: dict[str, list[InferencePod]] = {}
+    for pod in pods:
+        if not pod.node:
+            continue
+        by_node.setdefault(pod.node, []).append(pod)
+        if not pod.terminated:
+            allocated[pod.node] = allocated.get(pod.node, 0) + pod.gpu_request
+    return allocated, {k: tuple(v) for k, v in by_node.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSnapshot:
+    taken_at: float
+    context: str
+    nodes: tuple[Node, ...] = ()
+    pods: tuple[InferencePod, ...] = ()
+    services: tuple[InferenceService, ...] = ()
+    budgets: tuple[Budget, ...] = ()
+    sources: tuple[SourceStatus, ...] = ()
+    simulated: bool = False
+    # The pod indexes when the backend already holds them for this very pods tuple (None: built here).
+    indexes: PodIndexes | None = field(default=None, repr=False, compare=False)
+    # Indexes built once per snapshot; every consumer shares them.
+    _allocated: Mapping[str, int] = field(init=False, repr=False, compare=False)
+    _pods_by_node: Mapping[str, tuple[InferencePod, ...]] = field(
+        init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        allocated, by_node = self.indexes if self.indexes is not None else pod_indexes(self.pods)
+        object.__setattr__(self, "_allocated", allocated)
+        object.__setattr__(self, "_pods_by_node", by_node)
+
+    def node(self, name: str) -> Node | None:
+        return next((n for n in self.nodes if n.name == name), None)
+
+    def service(self, key: str) -> InferenceService | None:
+        return next((s for s in self.services if s.key == key), None)
+
+    def pods_on(self, node: str) -> tuple[InferencePod, ...]:
+        return self._pods_by_node.get(node, ())
+
+    def gpus_allocated(self, node: str) -> int:
+        return self._allocated.get(node, 0)
+
+    def source(self, name: str) -> SourceStatus | None:
+        return next((s for s in self.sources if s.name == name), None)
+
+    def pods_of(self, service: InferenceService, version: str | None = None) -> list[InferencePod]:
+        return [
+            p
+            for p in self.pods
+            if p.namespace == service.namespace
+            and p.service == service.name
+            and (version is None or p.version == version)
+        ]
+
+    def sessions_of(self, service: InferenceService, version: str | None = None) -> int | None:
+        counts = [p.live_sessions for p in self.pods_of(service, version) if not p.terminated]
+        known = [c for c in counts if c is not None]
+        return sum(known) if known else None
+
+    def budget_for(self, pod: InferencePod) -> list[Budget]:
+        return [b for b in self.budgets if b.matches(pod)]
+
+    @property
+    def gpus_total(self) -> int:
+        return sum(n.gpu_allocatable for n in self.nodes)
+
+    @property
+    def gpus_in_use(self) -> int:
+        return sum(min(self.gpus_allocated(n.name), n.gpu_allocatable) for n in self.nodes)
+
+    @property
+    def mean_util(self) -> float | None:
+        """Mean over every GPU reporting, whether a node came per GPU or summarised."""
+        total, count = 0.0, 0
+        for n in self.nodes:
+            if n.summary is not None:
+                if n.summary.util_mean is not None and n.summary.count:
+                    total += n.summary.util_mean * n.summary.count
+                    count += n.summary.count
+            else:
+                for g in n.gpus:
+                    if g.util_pct is not None:
+                        total += g.util_pct
+                        count += 1
+        return total / count if count else None

@@ -17,3 +17,11 @@ def config_dir() -> Path:
 
 def state_dir() -> Path:
     return _xdg("XDG_STATE_HOME", ".local/state") / "gputui"
+
+
+def shown(path: Path) -> str:
+    """A path as a person reads it: under the home directory as `~/…` (shorter at 80 columns)."""
+    try:
+        return "~/" + str(path.relative_to(Path.home()))
+    except ValueError:
+        return str(path)

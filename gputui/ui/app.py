@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from textual import work
@@ -16,6 +17,7 @@ from textual.worker import get_current_worker
 from gputui.backends.base import Backend, error_line
 from gputui.snapshot import ClusterSnapshot
 from gputui.ops.audit import AuditLog
+from gputui.paths import shown
 from gputui.present.cells import MONO, Palette
 from gputui.settings import Settings
 from gputui.ui.keymaps import DEFAULT, keymap_files, load_keymaps, resolve, watched_dirs
@@ -131,7 +133,7 @@ class GputuiApp(App[None]):
         if problems != self._told_problems:  # say it once per change, not on every reload
             self._told_problems = problems
             if problems:
-                lines = [f"{p.path}: {p.reason}" for p in problems]
+                lines = [f"{shown(Path(p.path))}: {p.reason}" for p in problems]
                 self.notify("\n".join(lines), title="Bad theme or keymap files (ignored)",
                             severity="warning", timeout=20, markup=False)
         if self.is_running and self.theme in themes:  # (App.is_mounted is a method: always true)

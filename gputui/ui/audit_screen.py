@@ -9,6 +9,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from gputui.paths import shown
 from gputui.ui.base import ClusterScreen
 
 from gputui.ui.footer import KeyFooter
@@ -31,7 +32,7 @@ class AuditScreen(ClusterScreen):
     def show_snapshot(self) -> None:
         audit = self.app.audit
         entries = list(reversed(audit.entries()))
-        where = str(audit.path) if audit.path else "not written (no audit file)"
+        where = shown(audit.path) if audit.path else "not written (no audit file)"
         self.query_one("#audit-title", Static).update(
             Text(" Audit log ", style="bold") + Text(f"{len(entries)} entries  {where}", style="dim"))
         table = Table(box=None, expand=True, padding=(0, 1), header_style="bold")

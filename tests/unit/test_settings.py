@@ -108,3 +108,13 @@ def test_bad_label_lists_are_one_clear_line(tmp_path: Path, text: str, fragment:
         load_settings({}, env={}, config_path=config)
     assert fragment in str(err.value)
     assert "\n" not in str(err.value)
+
+
+def test_paths_under_home_are_shown_from_tilde(monkeypatch, tmp_path):
+    from pathlib import Path
+
+    from gputui.paths import shown
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert shown(tmp_path / ".local/state/gputui/audit.jsonl") == "~/.local/state/gputui/audit.jsonl"
+    assert shown(Path("/var/log/gputui/audit.jsonl")) == "/var/log/gputui/audit.jsonl"

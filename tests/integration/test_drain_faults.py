@@ -9,7 +9,6 @@ import sys
 import os
 import signal
 import threading
-import time
 
 from kubernetes import client
 
@@ -135,7 +134,8 @@ def test_a_vanished_session_series_is_waited_on_never_evicted_as_idle(cluster, f
         inference_exporter.break_scrape(ns, names[0])
         prometheus.wait_until('absent(vllm:num_requests_running{namespace="%s"})' % ns, timeout=20)
         run.wait(lambda r: any("unknown" in e.message for e in r.kinds(EventKind.WAITING)), 15, "waiting, unknown")
-        time.sleep(2)
+        polls = len(run.kinds(EventKind.TICK))  # five more polls with the count unknown, none evicting
+        run.wait(lambda r: len(r.kinds(EventKind.TICK)) >= polls + 5, 15, "five more polls")
         assert not evictions(cluster, mark), "evicted a pod whose sessions could not be read"
         # The full snapshot agrees: unknown, not idle, not "no signal".
         pod = next(p for p in backend.reader.snapshot().pods_on(a) if p.namespace == ns)
@@ -197,8 +197,7 @@ def test_a_closed_reader_pauses_the_drain_and_marks_nothing_done(cluster, fake_k
                                AuditLog(tmp_path / "a.jsonl", "t", "x"), control, poll_s=0.3))
         run.wait(lambda r: r.kinds(EventKind.WAITING), 15, "waiting")
         backend.reader.close()
-        run.wait(lambda r: r.kinds(EventKind.PAUSED), 15, "paused")
-        time.sleep(2)
+        run.wait(lambda r: len(r.kinds(EventKind.PAUSED)) >= 2, 15, "paused, and still paused on the retry")
         assert "closed" in run.kinds(EventKind.PAUSED)[0].message
         assert not run.kinds(EventKind.GONE) and not run.kinds(EventKind.DONE)
         assert core.read_node(a).metadata.annotations[DRAIN_PHASE_ANNOTATION] == "waiting"
@@ -289,7 +288,7 @@ def test_kill_9_then_resume_keeps_the_selector(cluster, fake_kubelet, prometheus
         proc.wait(10)
         for name in names:
             inference_exporter.set(ns, name, running=0)
-        time.sleep(3)
+        prometheus.wait_until('max(vllm:num_requests_running{namespace="%s"}) == 0' % ns, timeout=30)
         proc = _gputui(cluster, prometheus, "--resume", home=tmp_path)
         out, _ = proc.communicate(timeout=120)
         assert proc.returncode == 0, out

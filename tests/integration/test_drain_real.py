@@ -96,7 +96,8 @@ def test_sessions_gate_eviction_and_a_real_pdb_blocks_until_headroom(cluster, fa
         thread = threading.Thread(target=drive, daemon=True)
         thread.start()
         wait_until(lambda: any(e.kind == "waiting" and e.sessions == 3 for e in events), 15, what="waiting on sessions")
-        time.sleep(2)
+        polls = sum(e.kind == "tick" for e in events)  # five more polls of live sessions, none evicting
+        wait_until(lambda: sum(e.kind == "tick" for e in events) >= polls + 5, 15, what="five more polls")
         assert not cluster.audit_events("admin", since=mark, resource="pods", verbs={"create"}), "evicted while sessions were live"
         for name in names:
             inference_exporter.set(ns, name, running=0)
@@ -166,7 +167,7 @@ def test_kill_9_mid_drain_then_resume_waits_for_the_recreated_pods_uid(cluster, 
         assert node.spec.unschedulable and node.metadata.annotations[DRAIN_PHASE_ANNOTATION] == "waiting"
         assert core.read_namespaced_pod("kv-0", ns).metadata.uid == old.metadata.uid  # nothing evicted yet
         inference_exporter.set(ns, "kv-0", running=0)
-        time.sleep(3)  # a scrape or two
+        prometheus.wait_until('vllm:num_requests_running{namespace="%s"} == 0' % ns, timeout=30)
         proc = _gputui(cluster, prometheus, "--resume", home=tmp_path)
         out, _ = proc.communicate(timeout=120)
         assert proc.returncode == 0, out

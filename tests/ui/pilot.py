@@ -22,6 +22,14 @@ async def loaded(pilot) -> None:
     await wait_for(pilot, lambda: pilot.app.snapshot is not None and pilot.app.screen.query_one("#nodes").row_count > 0)
 
 
+async def wallboard_loaded(pilot) -> None:
+    """The wallboard shows the first snapshot."""
+    from gputui.ui.wallboard import WallboardScreen
+
+    await wait_for(pilot, lambda: pilot.app.snapshot is not None and isinstance(pilot.app.screen, WallboardScreen))
+    await pilot.pause()
+
+
 def rows(app) -> list[str]:
     """The dashboard's node names, in the order shown."""
     return list(app.screen.query_one("#nodes", VirtualTable).keys)

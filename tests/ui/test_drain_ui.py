@@ -130,8 +130,8 @@ async def test_board_shows_each_waiting_pods_deadline_and_what_comes_next(app_fa
     app = app_factory()
     async with app.run_test(size=(140, 45)) as pilot:
         session = await _board(app, pilot)
-        await pilot.pause(0.6)
         table = app.screen.query_one("#drain-pods")
+        await wait_for(pilot, lambda: table.row_count and " in " in str(table.get_row_at(0)[4]))
         row = table.get_row_at(0)
         deadline, detail = str(row[4]), str(row[5])
         assert " in 15m" in deadline  # a clock time and a countdown

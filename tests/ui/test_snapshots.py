@@ -16,25 +16,16 @@ from gputui.ops.audit import AuditLog
 from gputui.ui.drain_board import DrainProgressScreen
 from gputui.ui.traffic_screen import TrafficShiftScreen
 from tests.ui.conftest import make_app
-from tests.ui.pilot import wait_for
+from tests.ui.pilot import loaded, wait_for, wallboard_loaded
 
 THEMES = ["gputui-dark", "gputui-light", "gputui-wallboard", "gputui-colorblind", "gputui-mono", "gputui-nord"]
 SIZES = [(80, 24), (200, 50)]
 LLAMA = "llm/llama-3-70b-instruct"
 
 
-async def loaded(pilot) -> None:
-    await wait_for(pilot, lambda: pilot.app.snapshot is not None)
-    await pilot.pause()
-
-
-async def dashboard_loaded(pilot) -> None:
-    await wait_for(pilot, lambda: pilot.app.snapshot is not None and pilot.app.screen.query_one("#nodes").row_count > 0)
-
-
 def keys(*pressed: str, settle: float = 0.0):
     async def run(pilot) -> None:
-        await dashboard_loaded(pilot)
+        await loaded(pilot)
         await pilot.press(*pressed)
         await pilot.pause(settle)
         await pilot.pause()
@@ -43,24 +34,25 @@ def keys(*pressed: str, settle: float = 0.0):
 
 
 async def node_detail(pilot) -> None:
-    await dashboard_loaded(pilot)
+    await loaded(pilot)
     await pilot.press("slash", *"h100-07", "enter", "enter")
     await wait_for(pilot, lambda: getattr(pilot.app.screen, "history", None))
     await pilot.pause()
 
 
 async def drain_board(pilot) -> None:
-    await dashboard_loaded(pilot)
+    await loaded(pilot)
     await pilot.press("slash", *"h100-01", "enter", "r", "enter")
     await wait_for(pilot, lambda: isinstance(pilot.app.screen, DrainProgressScreen))
     await wait_for(pilot, lambda: any(r.state == "waiting" for r in pilot.app.drain_session.pods.values()))
     pilot.app.drain_session.log.clear()  # wall-clock stamps would make the picture change every run
     pilot.app.drain_session.started = pilot.app.clock()
-    await pilot.pause(0.6)
+    pilot.app.drain_revision += 1  # as the drain's next move would: the board redraws
+    await pilot.pause()
 
 
 async def shift_dialog(pilot) -> None:
-    await dashboard_loaded(pilot)
+    await loaded(pilot)
     screen = TrafficShiftScreen(LLAMA)
     pilot.app.push_screen(screen)
     await wait_for(pilot, lambda: pilot.app.screen is screen and screen.plan is not None)
@@ -70,7 +62,7 @@ async def shift_dialog(pilot) -> None:
 
 def wallboard_page(flips: int):
     async def run(pilot) -> None:
-        await loaded(pilot)
+        await wallboard_loaded(pilot)
         await pilot.press(*["n"] * flips)
         await pilot.pause()
 
@@ -104,7 +96,7 @@ each_theme = pytest.mark.parametrize("theme", THEMES)
 @each_theme
 @each_size
 def test_dashboard_shows_every_node_and_service_with_state_and_heat_in_each_theme(snap_compare, size, theme):
-    assert picture(snap_compare, dashboard_loaded, size, theme)
+    assert picture(snap_compare, loaded, size, theme)
 
 
 @each_theme
@@ -181,8 +173,8 @@ def test_wallboard_alerts_page(snap_compare, size):
 
 @each_size
 def test_read_only_dashboard_says_so_and_offers_no_write_keys(snap_compare, size):
-    assert picture(snap_compare, dashboard_loaded, size, read_only=True)
+    assert picture(snap_compare, loaded, size, read_only=True)
 
 
 def test_textual_built_in_themes_work_with_gputui_defaults(snap_compare):
-    assert picture(snap_compare, dashboard_loaded, (80, 24), "dracula")
+    assert picture(snap_compare, loaded, (80, 24), "dracula")

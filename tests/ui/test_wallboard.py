@@ -5,16 +5,11 @@ from __future__ import annotations
 from textual.widgets import Static
 
 from gputui.ui.wallboard import PAGES, WallboardScreen
-from tests.ui.pilot import wait_for
+from tests.ui.pilot import wait_for, wallboard_loaded
 
 
 def wallboard_app(app_factory, **settings):
     return app_factory(wallboard=True, read_only=True, **settings)
-
-
-async def loaded(pilot) -> None:
-    await wait_for(pilot, lambda: pilot.app.snapshot is not None and isinstance(pilot.app.screen, WallboardScreen))
-    await pilot.pause()
 
 
 def page_text(app) -> str:
@@ -24,7 +19,7 @@ def page_text(app) -> str:
 async def test_pages_rotate_on_their_own(app_factory):
     app = wallboard_app(app_factory, wallboard_rotate=1.0)
     async with app.run_test(size=(120, 40)) as pilot:
-        await loaded(pilot)
+        await wallboard_loaded(pilot)
         first = app.screen.page
         await wait_for(pilot, lambda: app.screen.page != first, timeout=4)
         await wait_for(pilot, lambda: app.screen.page == first, timeout=2 * len(PAGES) + 2)
@@ -33,7 +28,7 @@ async def test_pages_rotate_on_their_own(app_factory):
 async def test_wallboard_cannot_write(app_factory):
     app = wallboard_app(app_factory)
     async with app.run_test(size=(120, 40)) as pilot:
-        await loaded(pilot)
+        await wallboard_loaded(pilot)
         assert app.read_only and app.backend.writer is None
         await pilot.press("c", "r", "w")
         assert isinstance(app.screen, WallboardScreen)
@@ -46,7 +41,7 @@ async def test_wallboard_cannot_write(app_factory):
 async def test_stale_data_is_unmistakable(app_factory):
     app = wallboard_app(app_factory, refresh=3600.0)  # no new poll while the clock runs ahead
     async with app.run_test(size=(100, 30)) as pilot:
-        await loaded(pilot)
+        await wallboard_loaded(pilot)
         banner = app.screen.query_one("#stale-banner", Static)
         assert not banner.has_class("shown")
         app.test_clock.advance(3 * 3600 + 5)
@@ -57,14 +52,17 @@ async def test_stale_data_is_unmistakable(app_factory):
 async def test_heat_map_follows_resizes(app_factory):
     app = wallboard_app(app_factory)
     async with app.run_test(size=(200, 50)) as pilot:
-        await loaded(pilot)
+        await wallboard_loaded(pilot)
         wide = page_text(app)
         assert "gpu-h100-07" in wide  # one named line per node when there is room
         for size in ((80, 24), (50, 16), (200, 50)):
             await pilot.resize_terminal(*size)
-            await pilot.pause(0.2)
-            lines = page_text(app).splitlines()
-            assert lines and max(len(line) for line in lines) <= size[0]
+
+            def fits() -> bool:
+                lines = page_text(app).splitlines()
+                return bool(lines) and max(len(line) for line in lines) <= size[0]
+
+            await wait_for(pilot, fits)
         await pilot.press("m")
         await pilot.pause()
         assert "°C" in page_text(app)  # the temperature heat map

@@ -71,6 +71,9 @@ def one_run(kind: str, cols: int, rows: int) -> float:
         out = os.path.join(tmp, "t")
         env = dict(os.environ, COLUMNS=str(cols), LINES=str(rows), TERM="xterm-256color",
                    XDG_STATE_HOME=tmp, XDG_CONFIG_HOME=tmp)
+        # An installed gputui starts from compiled bytecode; with this set (as on some CI machines) every
+        # changed module would be compiled again on every run, and the warm-up run could not help.
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         master, slave = pty.openpty()
         import fcntl
         import struct

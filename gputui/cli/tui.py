@@ -29,19 +29,23 @@ def run(settings: Settings) -> int:
     no_color = bool(os.environ.get("NO_COLOR"))
     if no_color and settings.theme == Settings().theme:
         settings = replace(settings, theme="gputui-mono")  # NO_COLOR: no theme asked for, so none in colour
-    themes, theme_problems = load_themes()
+    themes_read = themes, theme_problems = load_themes()
     check_named("theme", settings.theme, {*themes, *BUILTIN_THEMES}, theme_problems)
-    keymaps, keymap_problems = load_keymaps()
-    check_named("keymap", settings.keymap, {*keymaps, DEFAULT}, keymap_problems)
+    if settings.keymap != DEFAULT:  # the bundled default always loads (its test says so): no need to read them all
+        keymaps, keymap_problems = load_keymaps()
+        check_named("keymap", settings.keymap, {*keymaps, DEFAULT}, keymap_problems)
     fallback = not settings.demo and not have_cluster_config(settings)
     backend = common.backend(settings, per_gpu=settings.wallboard)  # the heat map draws every GPU
     from gputui.ui.app import GputuiApp
 
     audit = audit_for(settings.audit_log, backend)
     notice = "No kubeconfig found: showing the embedded demo cluster (a simulation)." if fallback else None
-    app = GputuiApp(
-        settings, backend, audit=audit, no_color=no_color, notice=notice
-    )
+    # The demo reads from memory in a few milliseconds: read it before the first frame, so that frame
+    # already holds the fleet (one full draw, not an empty one and then another). A cluster is read in the
+    # app's worker, with its timeouts, while the screen says it is connecting.
+    first = backend.reader.snapshot() if backend.simulated else None
+    app = GputuiApp(settings, backend, audit=audit, no_color=no_color, notice=notice, first_snapshot=first,
+                     themes_read=themes_read)
     try:
         app.run()
     finally:

@@ -22,7 +22,7 @@ from gputui.present.cells import MONO, Palette
 from gputui.settings import Settings
 from gputui.ui.keymaps import DEFAULT, keymap_files, load_keymaps, resolve, watched_dirs
 from gputui.ui.messages import Connected, DrainProgress, SnapshotReady, WriteDone
-from gputui.ui.theming import load_themes, palette_defaults, palette_from
+from gputui.ui.theming import ThemesRead, load_themes, palette_defaults, palette_from
 
 if TYPE_CHECKING:
     from gputui.ui.drain_session import DrainSession  # imported when a drain starts, not at start-up
@@ -64,18 +64,21 @@ class GputuiApp(App[None]):
         audit: AuditLog | None = None,
         no_color: bool = False,
         notice: str | None = None,
+        first_snapshot: ClusterSnapshot | None = None,
+        themes_read: ThemesRead | None = None,
     ) -> None:
         super().__init__()
         self.settings = settings
         self.backend = backend
         self.clock = clock
         self.audit = audit or AuditLog(None, "unknown", backend.context)
-        self.snapshot: ClusterSnapshot | None = None
+        self.snapshot: ClusterSnapshot | None = first_snapshot  # read already (the demo's, see cli.tui)
         self.poll_error: str | None = None
         self.palette: Palette = MONO if no_color else Palette()
         self._no_color = no_color
         self._poll_timer: Timer | None = None
         self._notice = notice
+        self._themes_read = themes_read
         self.drain_session: DrainSession | None = None  # the maintenance batch running now, if any
         self.drain_poll_s = 1.0  # how often a running drain re-reads sessions
         self.polls = 0  # refreshes done (benchmarks count queries per refresh)
@@ -96,7 +99,9 @@ class GputuiApp(App[None]):
     def on_mount(self) -> None:
         # Keymaps are checked against every screen's bindings, which imports them all: skip that
         # on the way to the first frame when only the tested, bundled default is in play.
-        self.reload_looks(keymaps=self.keymap_name != DEFAULT or bool(keymap_files(user_only=True)))
+        self.reload_looks(keymaps=self.keymap_name != DEFAULT or bool(keymap_files(user_only=True)),
+                          themes_read=self._themes_read)
+        self._themes_read = None
         self.theme = self.settings.theme
         if self.settings.wallboard:
             from gputui.ui.wallboard import WallboardScreen
@@ -109,7 +114,10 @@ class GputuiApp(App[None]):
         if self._notice:
             self.notify(self._notice, title="Simulation", timeout=15)
         self.set_interval(1.0, self._tick_age)
-        self.poll_now()
+        if self.snapshot is None:
+            self.poll_now()
+        else:  # the first read came with the app: the next one is a refresh away
+            self._poll_timer = self.set_timer(self.settings.refresh, self._poll)
         self.set_timer(0.5, self._watch_looks)  # off the path to the first frame
 
     def on_unmount(self) -> None:
@@ -122,9 +130,11 @@ class GputuiApp(App[None]):
 
     # ----- themes and keymaps: loaded at start and again whenever their files change ----
 
-    def reload_looks(self, keymaps: bool = True) -> None:
-        """(Re)load theme and keymap files; a bad file is reported and the last good one stays."""
-        themes, problems = load_themes()
+    def reload_looks(self, keymaps: bool = True, themes_read: ThemesRead | None = None) -> None:
+        """(Re)load theme and keymap files; a bad file is reported and the last good one stays.
+        `themes_read`: the theme files as just read by the caller (at start: not read twice)."""
+        themes, problems = themes_read or load_themes()
+        problems = list(problems)
         for theme in themes.values():
             self.register_theme(theme)
         if keymaps:

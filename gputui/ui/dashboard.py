@@ -9,7 +9,6 @@ from textual.events import Resize
 from textual.widgets import DataTable, Input, Static
 
 from gputui.backends.base import NEEDS
-from gputui.ui.cordon_dialog import ask_cordon
 from gputui.ui.base import ClusterScreen
 
 from gputui.health import node_alerts
@@ -23,7 +22,6 @@ from gputui.present.columns import (
     fit_columns,
     service_rows,
 )
-from gputui.ui.confirm import ConfirmScreen
 from gputui.ui.header import HeaderBar
 from gputui.ui.table_sync import sync_rows
 from gputui.ui.virtual_table import VirtualTable
@@ -219,6 +217,8 @@ class DashboardScreen(ClusterScreen):
                 self.marked.clear()
                 self.action_drain()
             else:
+                from gputui.ui.cordon_dialog import ask_cordon  # dialogs are imported when first shown
+
                 ask_cordon(self.app, arg, name == "cordon")
         elif name == "shift" and arg:
             from gputui.ui.traffic_screen import TrafficShiftScreen
@@ -302,6 +302,8 @@ class DashboardScreen(ClusterScreen):
             self._start(nodes, options, deadlines)
             return
 
+        from gputui.ui.confirm import ConfirmScreen
+
         self.app.push_screen(ConfirmScreen(
             "Take over these drains?", "\n".join(others) + "\nTheir gputui stopped renewing its lease. Take them over?"),
             lambda yes: self._start(nodes, options, deadlines, take_over=True) if yes else None)
@@ -333,6 +335,8 @@ class DashboardScreen(ClusterScreen):
         self._cordon(False)
 
     def _cordon(self, cordon: bool) -> None:
+        from gputui.ui.cordon_dialog import ask_cordon  # dialogs are imported when first shown
+
         ask_cordon(self.app, self.selected_node(), cordon)
 
     def action_sort(self) -> None:

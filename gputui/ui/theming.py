@@ -85,7 +85,10 @@ def parse_theme(path: Path) -> Theme:
     # (colors holds only the colour fields, each a string: mypy cannot see that through **)
 
 
-def load_themes() -> tuple[dict[str, Theme], list[FileProblem]]:
+ThemesRead = tuple[dict[str, Theme], list[FileProblem]]  # the good themes by name, and each bad file
+
+
+def load_themes() -> ThemesRead:
     return parse_each(theme_files(), parse_theme, lambda theme: theme.name)
 
 

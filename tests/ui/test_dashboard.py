@@ -12,8 +12,7 @@ from gputui.ui.confirm import ConfirmScreen
 from gputui.ui.help import HelpScreen
 from gputui.ui.node_detail import NodeDetailScreen
 from gputui.ui.virtual_table import VirtualTable
-from tests.ui.pilot import loaded, rows
-from tests.ui.pilot import wait_for
+from tests.ui.pilot import loaded, rows, wait_for
 
 
 async def test_dashboard_lists_every_node_and_service(app_factory):
@@ -23,6 +22,22 @@ async def test_dashboard_lists_every_node_and_service(app_factory):
         assert len(rows(app)) == len(app.snapshot.nodes)
         services = app.screen.query_one("#services", DataTable)
         assert services.row_count == sum(len(s.versions) for s in app.snapshot.services)
+
+
+async def test_a_snapshot_read_before_start_is_the_first_frame_and_polling_follows(tmp_path):
+    """The demo is read before the app starts (cli.tui): its first frame holds the fleet without a poll,
+    and the next read comes a refresh later."""
+    from gputui.backends.demo import demo_backend
+
+    backend = demo_backend(seed=7)
+    first = backend.reader.snapshot()
+    app = GputuiApp(Settings(demo=True, seed=7, refresh=0.3), backend, first_snapshot=first)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        assert app.polls == 0 and app.snapshot is first
+        assert len(rows(app)) == len(first.nodes)
+        await wait_for(pilot, lambda: app.polls >= 1)
+        assert app.snapshot is not first
 
 
 async def test_sort_cycles_columns_and_reverses(app_factory):

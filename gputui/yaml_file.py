@@ -45,6 +45,12 @@ def parse_each(paths: list[Path], parse: Callable[[Path], T], name: Callable[[T]
     return good, problems
 
 
+def unknown_keys(data: dict[str, Any], allowed: set[str]) -> list[str]:
+    """The problem line for keys a file may not have (typos, mostly), or nothing."""
+    unknown = sorted(set(map(str, data)) - allowed)
+    return ["unknown keys " + ", ".join(unknown)] if unknown else []
+
+
 def load_mapping(path: Path, empty_ok: bool = False) -> dict[str, Any]:
     """The file's top-level mapping, or ValueError saying what is wrong and on which line."""
     try:

@@ -19,7 +19,7 @@ from textual.keys import Keys, _character_to_key
 
 from gputui.paths import config_dir
 from gputui.ui.keymap_table import APP, SCOPES
-from gputui.yaml_file import FileProblem, load_mapping, parse_each, yaml_files
+from gputui.yaml_file import FileProblem, load_mapping, parse_each, unknown_keys, yaml_files
 
 DEFAULT = "default"
 MODIFIERS = frozenset({"ctrl", "shift", "alt", "meta", "super", "hyper"})
@@ -88,10 +88,7 @@ def normalise(keys: str) -> str:
 def parse_keymap(path: Path) -> Keymap:
     """One keymap file -> Keymap, or ValueError naming everything wrong with it."""
     data = load_mapping(path)
-    errors: list[str] = []
-    unknown = sorted(set(map(str, data)) - ALLOWED_KEYS)
-    if unknown:
-        errors.append("unknown keys " + ", ".join(unknown))
+    errors = unknown_keys(data, ALLOWED_KEYS)
     name = data.get("name", path.stem)
     if not isinstance(name, str) or not name.strip():
         errors.append("name must be text")

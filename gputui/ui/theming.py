@@ -15,7 +15,7 @@ from textual.color import Color, ColorParseError
 from textual.theme import BUILTIN_THEMES, Theme  # noqa: F401 - BUILTIN_THEMES re-exported: the CLI checks names
 
 from gputui.paths import config_dir
-from gputui.yaml_file import FileProblem, load_mapping, parse_each, yaml_files
+from gputui.yaml_file import FileProblem, load_mapping, parse_each, unknown_keys, yaml_files
 from gputui.present.cells import Palette
 
 COLOR_KEYS = (
@@ -47,10 +47,7 @@ def _color(value: Any) -> str:
 def parse_theme(path: Path) -> Theme:
     """One theme file -> Theme, or ValueError naming everything wrong with it."""
     data = load_mapping(path)
-    errors: list[str] = []
-    unknown = sorted(set(map(str, data)) - ALLOWED_KEYS)
-    if unknown:
-        errors.append("unknown keys " + ", ".join(unknown))
+    errors = unknown_keys(data, ALLOWED_KEYS)
     name = data.get("name")
     if not isinstance(name, str) or not name.strip():
         errors.append("name is missing")

@@ -21,8 +21,9 @@ from gputui.ops.drain.events import DrainControl, EventKind
 from gputui.ops.drain.plan import DrainOptions, Step, plan_drain
 from gputui.ops.drain.report import Outcome
 from gputui.ops.drain.run import run_drain
-from tests.integration.test_drain_real import _gputui, backend_for, pool, read_until, running, workload
-from tests.integration.test_kube_backend import wait_until
+from tests.support.gputui_cli import read_until, start_drain
+from tests.support.procs import wait_until
+from tests.support.workloads import backend_for, pool, running, workload
 
 
 class Driver:
@@ -250,7 +251,7 @@ def test_a_second_drainer_sees_the_holder_and_cannot_start(cluster, fake_kubelet
         run.wait(lambda r: r.kinds(EventKind.WAITING), 15, "first drain waiting")
         mark = cluster.audit_mark()
         # A second gputui (headless, a real process) is refused, naming the holder; it writes nothing.
-        proc = _gputui(cluster, prometheus, a, "--session-deadline", "10m", home=tmp_path)
+        proc = start_drain(cluster, prometheus, a, "--session-deadline", "10m", home=tmp_path)
         out, _ = proc.communicate(timeout=60)
         assert proc.returncode == 1, out
         assert f"node {a} is being drained by alice" in out
@@ -282,14 +283,14 @@ def test_kill_9_then_resume_keeps_the_selector(cluster, fake_kubelet, prometheus
     prometheus.wait_until('vllm:num_requests_running{namespace="%s"}' % ns, lambda v: len(v) == 2, timeout=30)
     core.patch_node(b, {"spec": {"unschedulable": None}})
     try:
-        proc = _gputui(cluster, prometheus, a, "-l", "app=chat", "--session-deadline", "10m", home=tmp_path)
+        proc = start_drain(cluster, prometheus, a, "-l", "app=chat", "--session-deadline", "10m", home=tmp_path)
         read_until(proc, lambda line: " waiting " in line and chat in line)
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
         for name in names:
             inference_exporter.set(ns, name, running=0)
         prometheus.wait_until('max(vllm:num_requests_running{namespace="%s"}) == 0' % ns, timeout=30)
-        proc = _gputui(cluster, prometheus, "--resume", home=tmp_path)
+        proc = start_drain(cluster, prometheus, "--resume", home=tmp_path)
         out, _ = proc.communicate(timeout=120)
         assert proc.returncode == 0, out
         assert "drained, 1 pods evicted" in out

@@ -7,50 +7,16 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 from kubernetes import client
 
-from gputui.backends.kube_backend import live_backend
 from gputui.model import DRAIN_PHASE_ANNOTATION
 from gputui.ops.audit import AuditLog
 from gputui.ops.drain.plan import DrainOptions, Step, plan_drain
 from gputui.ops.drain.run import run_drain
-from gputui.settings import Settings
-from tests.integration.test_kube_backend import wait_until
-
-
-def pool(fake_kubelet, core, name: str) -> tuple[str, str]:
-    """Two fresh GPU nodes labelled for this test; pods land on the first (the second is cordoned)."""
-    a, b = f"{name}-a", f"{name}-b"
-    for node in (a, b):
-        fake_kubelet.add_node(node, gpus=4, labels={"gputui.test/pool": name})
-    core.patch_node(b, {"spec": {"unschedulable": True}})
-    return a, b
-
-
-def workload(kind: str, name: str, ns: str, pool_name: str, replicas: int) -> dict:
-    labels = {"app": name}
-    template = {"metadata": {"labels": labels}, "spec": {
-        "nodeSelector": {"gputui.test/pool": pool_name}, "terminationGracePeriodSeconds": 2,
-        "containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.9.0",
-                        "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
-    spec = {"replicas": replicas, "selector": {"matchLabels": labels}, "template": template}
-    if kind == "StatefulSet":
-        spec["serviceName"] = name
-    return {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name, "namespace": ns}, "spec": spec}
-
-
-def running(core, ns: str, n: int, node: str):
-    def check():
-        pods = [p for p in core.list_namespaced_pod(ns).items if not p.metadata.deletion_timestamp]
-        ok = [p for p in pods if p.status.phase == "Running" and p.spec.node_name == node]
-        return ok if len(ok) == n else None
-    return wait_until(check, 60, what=f"{n} pods running on {node}")
-
-
-def backend_for(cluster, prometheus):
-    return live_backend(Settings(kubeconfig=str(cluster.admin_kubeconfig), prometheus=prometheus.url))
+from tests.support.gputui_cli import read_until, start_drain
+from tests.support.procs import wait_until
+from tests.support.workloads import backend_for, pool, running, workload
 
 
 def test_sessions_gate_eviction_and_a_real_pdb_blocks_until_headroom(cluster, fake_kubelet, prometheus, inference_exporter, tmp_path):
@@ -125,27 +91,6 @@ def test_sessions_gate_eviction_and_a_real_pdb_blocks_until_headroom(cluster, fa
             fake_kubelet.remove_node(node)
 
 
-def _gputui(cluster, prometheus, *args: str, home) -> subprocess.Popen:
-    env = dict(os.environ, HOME=str(home), XDG_STATE_HOME=str(home / "s"), XDG_CONFIG_HOME=str(home / "c"))
-    return subprocess.Popen([sys.executable, "-u", "-m", "gputui", "drain", "--kubeconfig", str(cluster.admin_kubeconfig),
-                             "--prometheus", prometheus.url, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, env=env)
-
-
-def read_until(proc: subprocess.Popen, found, timeout: float = 60) -> list[str]:
-    """The process's lines up to the first that `found` accepts; fails with them all when none does."""
-    lines = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        lines.append(line)
-        if found(line):
-            return lines
-        if not line and proc.poll() is not None:
-            break
-    raise AssertionError("".join(lines))
-
-
 def test_kill_9_mid_drain_then_resume_waits_for_the_recreated_pods_uid(cluster, fake_kubelet, prometheus, inference_exporter, tmp_path):
     ns = "t-drain-resume"
     api = cluster.harness_client()
@@ -159,7 +104,7 @@ def test_kill_9_mid_drain_then_resume_waits_for_the_recreated_pods_uid(cluster, 
     prometheus.wait_until('vllm:num_requests_running{namespace="%s"}' % ns, timeout=30)
     core.patch_node(b, {"spec": {"unschedulable": None}})
     try:
-        proc = _gputui(cluster, prometheus, a, "--session-deadline", "10m", home=tmp_path)
+        proc = start_drain(cluster, prometheus, a, "--session-deadline", "10m", home=tmp_path)
         read_until(proc, lambda line: " waiting " in line and "kv-0" in line)
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
@@ -168,7 +113,7 @@ def test_kill_9_mid_drain_then_resume_waits_for_the_recreated_pods_uid(cluster, 
         assert core.read_namespaced_pod("kv-0", ns).metadata.uid == old.metadata.uid  # nothing evicted yet
         inference_exporter.set(ns, "kv-0", running=0)
         prometheus.wait_until('vllm:num_requests_running{namespace="%s"} == 0' % ns, timeout=30)
-        proc = _gputui(cluster, prometheus, "--resume", home=tmp_path)
+        proc = start_drain(cluster, prometheus, "--resume", home=tmp_path)
         out, _ = proc.communicate(timeout=120)
         assert proc.returncode == 0, out
         assert "drained, 1 pods evicted" in out

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 
 import pytest
@@ -17,35 +15,13 @@ from gputui.ops.drain.plan import Step, plan_drain
 from gputui.health import fleet_alerts
 from gputui.settings import Settings
 from tests.support.crds import create_custom, install_crd
+from tests.support.gputui_cli import run
+from tests.support.procs import wait_until
 from tests.support.topology import DEFAULT_GPU_NODES
+from tests.support.workloads import deployment
 
 NS = "t-backend"
 REFRESH = 2.0
-
-
-def wait_until(fn, timeout: float = 20.0, interval: float = 0.2, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"{what} not reached in {timeout}s (last: {last!r})")
-
-
-def deployment(name: str, service: str, version: str, replicas: int, gpus: int) -> dict:
-    labels = {"app.kubernetes.io/name": service, "app.kubernetes.io/version": version}
-    return {
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
-                 "template": {"metadata": {"labels": labels}, "spec": {
-                     "terminationGracePeriodSeconds": 1,
-                     "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-                     "containers": [{"name": "server", "image": "vllm/vllm-openai:v0.9.0",
-                                     "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]}}},
-    }
 
 
 def service(name: str, service_name: str, version: str) -> dict:
@@ -206,13 +182,8 @@ def test_unprivileged_identity_sees_actions_unavailable_and_read_only_sends_no_w
         backend.close()
 
 
-def _gputui(*args: str, home) -> subprocess.CompletedProcess:
-    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "XDG_CONFIG_HOME": str(home / "c"), "XDG_STATE_HOME": str(home / "s")}
-    return subprocess.run([sys.executable, "-m", "gputui", *args], capture_output=True, text=True, env=env, timeout=60)
-
-
 def test_headless_nodes_against_the_cluster_and_a_rejected_token(cluster, prometheus, workload, tmp_path):
-    out = _gputui("nodes", "-o", "json", "--kubeconfig", str(cluster.admin_kubeconfig), "--prometheus", prometheus.url, home=tmp_path)
+    out = run("nodes", "-o", "json", "--kubeconfig", str(cluster.admin_kubeconfig), "--prometheus", prometheus.url, home=tmp_path)
     assert out.returncode == 0, out.stderr
     names = {n["name"] for n in json.loads(out.stdout)}
     assert {s.name for s in DEFAULT_GPU_NODES} <= names
@@ -221,7 +192,7 @@ def test_headless_nodes_against_the_cluster_and_a_rejected_token(cluster, promet
         user["user"] = {"token": "not-a-valid-token"}
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(config))
-    out = _gputui("nodes", "--kubeconfig", str(bad), home=tmp_path)
+    out = run("nodes", "--kubeconfig", str(bad), home=tmp_path)
     assert out.returncode == 2
     assert out.stderr.strip().count("\n") == 0 and "rejected the credentials" in out.stderr
     assert "not-a-valid-token" not in out.stderr

@@ -9,15 +9,15 @@ from gputui.backends.kube_backend import live_backend
 from gputui.ops.audit import AuditLog
 from gputui.ops.traffic import apply_shift, plan_shift, read_route, served_api_versions
 from gputui.settings import Settings
-from tests.integration.test_kube_backend import deployment, wait_until
+from tests.support.procs import wait_until
+from tests.support.workloads import deployment
 from tests.support.crds import create_custom, get_custom, install_crd
 
 TNS = "t-traffic"
 
 
 def _deployment(name, service, version, label_key="app.kubernetes.io/version"):
-    body = deployment(name, service, version, 1, 1)
-    body["metadata"]["namespace"] = TNS
+    body = deployment(name, service, version, 1, 1, ns=TNS)
     if label_key != "app.kubernetes.io/version":
         for labels in (body["spec"]["selector"]["matchLabels"], body["spec"]["template"]["metadata"]["labels"]):
             labels[label_key] = version

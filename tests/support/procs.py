@@ -99,6 +99,11 @@ def wait_for(
         time.sleep(interval)
 
 
+def wait_until(check: Callable[[], T], timeout: float = 20.0, interval: float = 0.2, what: str = "condition") -> T:
+    """wait_for as the tests write it: `wait_until(lambda: …, 15, what="…")`."""
+    return wait_for(check, timeout=timeout, interval=interval, what=what)
+
+
 # --- child processes ------------------------------------------------------
 
 _PR_SET_PDEATHSIG = 1

@@ -1,21 +1,10 @@
 """The gputui command as a user runs it: exit codes, one-line errors, JSON shape."""
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-
-def run(*args: str, env: dict | None = None, home: Path | None = None) -> subprocess.CompletedProcess:
-    environ = dict(os.environ)
-    if home is not None:
-        environ.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), XDG_STATE_HOME=str(home / ".state"))
-    environ.pop("KUBECONFIG", None)
-    environ.update(env or {})
-    return subprocess.run([sys.executable, "-m", "gputui", *args], capture_output=True, text=True, env=environ, timeout=60)
+from tests.support.gputui_cli import run
 
 
 def test_version():

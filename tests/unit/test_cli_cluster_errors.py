@@ -5,7 +5,7 @@ import time
 
 import yaml
 
-from tests.unit.test_cli import run
+from tests.support.gputui_cli import run
 
 
 def kubeconfig(path, server: str, contexts=("main",)) -> str:

@@ -81,3 +81,15 @@ def test_workers_reach_the_ui_only_by_message():
             if isinstance(node, ast.Attribute) and node.attr == "call_from_thread":
                 offenders.append(f"{path.name}:{node.lineno} call_from_thread")
     assert offenders == []
+
+
+def test_test_modules_share_helpers_through_tests_support_only():
+    """A test module importing another drags in its fixtures and tests: shared helpers live in tests/support."""
+    tests = ROOT.parent / "tests"
+    offenders = []
+    for path in tests.rglob("test_*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("tests.") \
+                    and node.module.rsplit(".", 1)[-1].startswith("test_"):
+                offenders.append(f"{path.relative_to(tests)} imports {node.module}")
+    assert offenders == []

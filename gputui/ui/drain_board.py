@@ -12,7 +12,7 @@ from textual.widgets import DataTable, Static
 
 from gputui.ui.base import ClusterScreen
 
-from gputui.ops.drain.events import FINAL
+from gputui.ops.drain.events import FINAL, EventKind as K
 from gputui.present.cells import ago, elide_middle
 from gputui.ui.footer import KeyFooter
 from gputui.ui.key_table import KeyTable
@@ -74,7 +74,7 @@ class DrainProgressScreen(ClusterScreen):
         return True
 
     def _deadline_text(self, row: PodRow, now: float) -> Text:
-        if row.state != "waiting" or row.deadline is None:
+        if row.state is not K.WAITING or row.deadline is None:
             return Text("")
         left = row.deadline - now
         clock = time.strftime("%H:%M", time.localtime(row.deadline))
@@ -84,14 +84,14 @@ class DrainProgressScreen(ClusterScreen):
         """What happens next to this pod, in words."""
         o = self.session.options
         short = self._narrow
-        if row.state == "waiting":
+        if row.state is K.WAITING:
             if row.sessions is None:
                 then = "evicted (chosen)" if o.evict_unknown_at_deadline else "left in place"
                 return f"deadline: {then}" if short else f"sessions unknown; at the deadline: {then}"
             if short:
                 return f"evict at <={o.session_threshold}/deadline"
             return f"evicted at <= {o.session_threshold} sessions, or at the deadline (cutting what is left)"
-        if row.state == "blocked":
+        if row.state is K.BLOCKED:
             when = time.strftime("%H:%M:%S", time.localtime(row.last_try)) if row.last_try else "?"
             if short:
                 return f"PDB: {row.tries} tries, last {when}"
@@ -106,19 +106,19 @@ class DrainProgressScreen(ClusterScreen):
         s = self.session
         palette = self.app.palette
         now = self.app.clock()
+        styles = {K.WAITING: palette.draining, K.BLOCKED: palette.cordoned, K.FAILED: f"bold {palette.alert}",
+                  K.HELD: f"bold {palette.alert}", K.PAUSED: palette.cordoned, K.GONE: palette.ok, K.EVICTED: palette.ok}
         with s.lock:
             rows = {
-                key: (*(() if self._narrow else (Text(r.node),)), Text(elide_middle(key, self._pod_width)), Text(r.state, style={
-                    "waiting": palette.draining, "blocked": palette.cordoned, "failed": f"bold {palette.alert}",
-                    "held": f"bold {palette.alert}", "paused": palette.cordoned,
-                    "gone": palette.ok, "evicted": palette.ok}.get(r.state, "")),
-                      Text(("unknown" if r.sessions is None and r.state == "waiting" else
+                key: (*(() if self._narrow else (Text(r.node),)), Text(elide_middle(key, self._pod_width)),
+                      Text(r.state.value if r.state else "pending", style=styles.get(r.state, "") if r.state else ""),
+                      Text(("unknown" if r.sessions is None and r.state is K.WAITING else
                             "–" if r.sessions is None else str(r.sessions)).rjust(8)),
                       self._deadline_text(r, now), Text(self._next_text(r, now)))
                 for key, r in s.pods.items()
             }
             log = list(s.log[-6:])
-            done = sum(1 for st in s.node_state.values() if st in {k.value for k in FINAL})
+            done = sum(1 for st in s.node_state.values() if st in FINAL)
         sync_rows(self.query_one("#drain-pods", DataTable), rows)
         self.query_one("#drain-nodes", Static).update(self._node_bars(palette))
         summary = Text(" Drain ", style="bold")
@@ -143,13 +143,14 @@ class DrainProgressScreen(ClusterScreen):
         with s.lock:
             for node in s.nodes:
                 mine = [r for r in s.pods.values() if r.node == node]
-                moved = sum(r.state in ("gone", "evicted") for r in mine)
-                state = s.node_state.get(node, "queued")
-                pct = 100.0 * moved / len(mine) if mine else (100.0 if state == "done" else 0.0)
+                moved = sum(r.state in (K.GONE, K.EVICTED) for r in mine)
+                kind = s.node_state.get(node)
+                state = kind.value if kind else "queued"
+                pct = 100.0 * moved / len(mine) if mine else (100.0 if kind is K.DONE else 0.0)
                 out.append(f" {node:<14.14} ")
-                out.append_text(bar(pct, 20, palette.ok if state == "done" else palette.draining))
-                live = sum(r.sessions or 0 for r in mine if r.state == "waiting")
-                unknown = sum(1 for r in mine if r.state == "waiting" and r.sessions is None)
+                out.append_text(bar(pct, 20, palette.ok if kind is K.DONE else palette.draining))
+                live = sum(r.sessions or 0 for r in mine if r.state is K.WAITING)
+                unknown = sum(1 for r in mine if r.state is K.WAITING and r.sessions is None)
                 out.append(f" {moved}/{len(mine)} pods  {state}" + (f"  {live} sessions left" if live else "")
                            + (f"  {unknown} unknown" if unknown else "") + "\n")
         out.rstrip()
@@ -173,10 +174,10 @@ class DrainProgressScreen(ClusterScreen):
             return
         node, pod = sel
         row = self.session.pods[pod]
-        if row.state in ("gone", "evicted", "terminating", "failed", "held"):
-            self.notify(f"{pod} is {row.state}: nothing to evict", markup=False)
+        if row.state in (K.GONE, K.EVICTED, K.FAILED, K.HELD):
+            self.notify(f"{pod} is {row.state.value}: nothing to evict", markup=False)
             return
-        cut = "its sessions are UNKNOWN: any it holds will be cut" if row.sessions is None and row.state == "waiting" \
+        cut = "its sessions are UNKNOWN: any it holds will be cut" if row.sessions is None and row.state is K.WAITING \
             else f"{row.sessions or 0} live sessions will be cut"
 
         def go() -> None:
@@ -196,7 +197,7 @@ class DrainProgressScreen(ClusterScreen):
         if self.session.finished:
             return
         with self.session.lock:
-            waiting = [r for r in self.session.pods.values() if r.state == "waiting"]
+            waiting = [r for r in self.session.pods.values() if r.state is K.WAITING]
         live = sum(r.sessions or 0 for r in waiting)
         then = "uncordoned" if uncordon else "left cordoned"
 

@@ -24,9 +24,11 @@ class _Interrupted(Exception):
 
 @dataclass
 class PodRow:
+    """One pod as the board shows it."""
+
     node: str
     pod: str
-    state: str = "pending"
+    state: K | None = None  # the last thing that happened to it (None: nothing yet, pending)
     sessions: int | None = None
     message: str = ""
     deadline: float | None = None  # when the wait ends (epoch seconds)
@@ -43,7 +45,7 @@ class DrainSession:
     started: float
     controls: dict[str, DrainControl] = field(default_factory=dict)
     pods: dict[str, PodRow] = field(default_factory=dict)
-    node_state: dict[str, str] = field(default_factory=dict)
+    node_state: dict[str, K] = field(default_factory=dict)  # absent: queued
     log: list[str] = field(default_factory=list)
     finished: bool = False
     aborted: bool = False
@@ -55,7 +57,7 @@ class DrainSession:
             if event.pod:
                 row = self.pods.setdefault(event.pod, PodRow(event.node, event.pod))
                 if event.kind not in (K.SESSIONS_CUT, K.INFO):
-                    row.state = event.kind.value
+                    row.state = event.kind
                 if event.kind is K.WAITING:
                     row.sessions, row.deadline = event.sessions, event.deadline
                 else:
@@ -65,7 +67,7 @@ class DrainSession:
                     if event.count > 1:
                         return  # one line per blocked pod, with its count: not one log line per retry
             else:
-                self.node_state[event.node] = event.kind.value
+                self.node_state[event.node] = event.kind
             if event.kind not in (K.WAITING, K.TICK):
                 stamp = time.strftime("%H:%M:%S", time.localtime(now))
                 self.log.append(f"{stamp} {event.node} {event.kind.value} {event.pod} {event.message}".rstrip())

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from enum import IntEnum
 from typing import Iterable
 
 from gputui.model import UPGRADE_FAILED, Health, Node
@@ -14,11 +15,55 @@ from gputui.snapshot import ClusterSnapshot
 DEFAULT_TEMP_ALERT_C = 85.0
 
 
+class Severity(IntEnum):
+    """What is wrong with a node, worst first: the order of the default sort, `sort alerts`, the header's
+    worst problem and the wallboard's banner. DRIFT and CORDONED rank nodes but raise no alert."""
+
+    NOT_READY = 0
+    GPU_LOST = 1  # fallen off the bus, a fatal XID, or taken out of allocatable by the device plugin
+    HEALTH = 2  # DCGM health warn/fail, an application XID, a problem condition from a health agent
+    UPGRADE_FAILED = 3  # the GPU Operator's driver upgrade failed on it
+    THERMAL = 4
+    DRIFT = 5  # its driver differs from the fleet's
+    CORDONED = 6
+    OK = 7
+
+
+# XID codes an on-call engineer meets most, in words (NVIDIA's XID catalogue). Application XIDs come from a
+# workload's fault and leave the GPU usable; the others mean the GPU needs a reset or the node a reboot.
+XID_MEANINGS: dict[int, str] = {
+    13: "graphics engine exception (application fault)",
+    31: "GPU memory page fault (application fault)",
+    43: "GPU stopped processing (application fault)",
+    45: "preemptive cleanup after an application fault",
+    48: "double-bit ECC error: drain, then reset the GPU",
+    61: "internal microcontroller breakpoint: reset the GPU",
+    62: "internal microcontroller halt: reset the GPU",
+    63: "ECC page retirement or row remap recorded",
+    64: "ECC page retirement or row remap failed: reset the GPU",
+    74: "NVLink error: check the link, reset the GPU",
+    79: "fallen off the bus: reboot the node",
+    92: "high single-bit ECC error rate",
+    94: "contained ECC error: reset the GPU when idle",
+    95: "uncontained ECC error: drain, then reset the GPU",
+    119: "GSP firmware timeout: reset the GPU",
+    120: "GSP firmware error: reset the GPU",
+}
+APPLICATION_XIDS = frozenset({13, 31, 43, 45})
+
+
+def xid_text(code: int) -> str:
+    """`XID 79 (fallen off the bus: reboot the node)`; a code not in the table as itself."""
+    meaning = XID_MEANINGS.get(code)
+    return f"XID {code} ({meaning})" if meaning else f"XID {code}"
+
+
 @dataclass(frozen=True, slots=True)
 class Alert:
     node: str
     kind: str
     message: str
+    severity: Severity = Severity.HEALTH
 
 
 def fleet_alerts(snapshot: ClusterSnapshot, temp_threshold: float = DEFAULT_TEMP_ALERT_C) -> list[Alert]:
@@ -31,7 +76,7 @@ def majority_driver(nodes: Iterable[Node]) -> str:
     counts = Counter(n.driver_version for n in nodes if n.driver_version)
     if not counts:
         return ""
-    return max(counts.items(), key=lambda kv: (kv[1], _version_key(kv[0])))[0]
+    return max(counts.items(), key=lambda kv: (kv[1], version_key(kv[0])))[0]
 
 
 def has_driver_drift(node: Node, majority: str) -> bool:
@@ -73,28 +118,51 @@ def node_alerts(node: Node, temp_threshold: float = DEFAULT_TEMP_ALERT_C) -> lis
         return list(cached)
     alerts: list[Alert] = []
     if not node.ready:
-        alerts.append(Alert(node.name, "NotReady", "node is NotReady"))
+        alerts.append(Alert(node.name, "NotReady", "node is NotReady", Severity.NOT_READY))
+    if node.gpu_allocatable < node.gpu_capacity:
+        lost = node.gpu_capacity - node.gpu_allocatable
+        alerts.append(Alert(node.name, "Lost", f"{lost} of {node.gpu_capacity} GPUs not allocatable (unhealthy device)",
+                            Severity.GPU_LOST))
     for gpu in node.gpus:
         if gpu.xid:
-            alerts.append(Alert(node.name, "XID", f"GPU {gpu.index}: XID {gpu.xid}"))
+            severity = Severity.HEALTH if gpu.xid in APPLICATION_XIDS else Severity.GPU_LOST
+            alerts.append(Alert(node.name, "XID", f"GPU {gpu.index}: {xid_text(gpu.xid)}", severity))
         if gpu.health in (Health.WARN, Health.FAIL):
-            alerts.append(Alert(node.name, "Health", f"GPU {gpu.index}: health {gpu.health.value}"))
+            alerts.append(Alert(node.name, "Health", f"GPU {gpu.index}: health {gpu.health.value}", Severity.HEALTH))
         if gpu.temp_c is not None and gpu.temp_c >= temp_threshold:
-            alerts.append(Alert(node.name, "Temp", f"GPU {gpu.index}: {gpu.temp_c:.0f}°C"))
+            alerts.append(Alert(node.name, "Temp", f"GPU {gpu.index}: {gpu.temp_c:.0f}°C", Severity.THERMAL))
     summary = node.summary
     if summary is not None and summary.temp_max is not None and summary.temp_max >= temp_threshold \
             and not any(g.temp_c is not None for g in node.gpus):
-        alerts.append(Alert(node.name, "Temp", f"hottest GPU {summary.temp_max:.0f}°C"))
+        alerts.append(Alert(node.name, "Temp", f"hottest GPU {summary.temp_max:.0f}°C", Severity.THERMAL))
     for cond in node.problem_conditions:
         detail = f": {cond.reason}" if cond.reason else ""
-        alerts.append(Alert(node.name, "Condition", f"{cond.type}{detail}"))
+        alerts.append(Alert(node.name, "Condition", f"{cond.type}{detail}", Severity.HEALTH))
     if node.upgrade_state == UPGRADE_FAILED:
-        alerts.append(Alert(node.name, "Upgrade", "driver upgrade failed"))
+        alerts.append(Alert(node.name, "Upgrade", "driver upgrade failed", Severity.UPGRADE_FAILED))
+    alerts.sort(key=lambda a: a.severity)  # stable: within a severity, in the order found
     _memo.put(node, temp_threshold, tuple(alerts))
     return alerts
 
 
-def _version_key(version: str) -> tuple[int, ...]:
+def node_severity(node: Node, temp_threshold: float, majority: str) -> Severity:
+    """The worst thing about the node (OK when nothing is)."""
+    alerts = node_alerts(node, temp_threshold)
+    if alerts:
+        return alerts[0].severity
+    if has_driver_drift(node, majority):
+        return Severity.DRIFT
+    if node.unschedulable:
+        return Severity.CORDONED
+    return Severity.OK
+
+
+def problem_order(node: Node, temp_threshold: float, majority: str) -> tuple[int, int]:
+    """Sort key, worst first: the worst severity, then the most alerts."""
+    return node_severity(node, temp_threshold, majority), -len(node_alerts(node, temp_threshold))
+
+
+def version_key(version: str) -> tuple[int, ...]:
     parts = []
     for piece in version.split("."):
         digits = "".join(ch for ch in piece if ch.isdigit())
@@ -118,9 +186,9 @@ def diagnose(snap: ClusterSnapshot) -> list[Finding]:
         if pod.phase == "Pending" and pod.gpu_request > 0 and not pod.node:
             out.append(Finding("Pending", pod.key, pod.pending_reason or f"waiting for {pod.gpu_request} GPUs"))
     for node in snap.nodes:
-        if node.gpu_allocatable < node.gpu_capacity:
-            lost = node.gpu_capacity - node.gpu_allocatable
-            out.append(Finding("GpuLost", node.name, f"{lost} of {node.gpu_capacity} GPUs not allocatable (unhealthy device)"))
+        for alert in node_alerts(node):
+            if alert.kind == "Lost":
+                out.append(Finding("GpuLost", node.name, alert.message))
     for pod in snap.pods:
         if not pod.service or pod.deleting or pod.terminated:
             continue

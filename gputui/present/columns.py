@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from rich.text import Text
 
 from gputui.present import cells
-from gputui.model import InferenceService, Node, ServiceVersion
+from gputui.model import InferenceService, Node, NodeState, ServiceVersion
 from gputui.snapshot import ClusterSnapshot
-from gputui.health import has_driver_drift, node_alerts
+from gputui.health import has_driver_drift, node_alerts, problem_order, version_key
 from gputui.present.cells import Palette
 
 
@@ -29,11 +29,18 @@ class NodeColumn:
     width: int
     priority: int  # 0 always shown; higher numbers drop first
     cell: Callable[[Node, RowContext, int], Any]
+    # Ascending is the column's natural order (`order` says it in words): names A→Z, figures highest first,
+    # problems worst first. Reversing the sort reverses it (`reverse` in words).
     sort: Callable[[Node, RowContext], Any]
+    order: str = "highest first"
+    reverse: str = "lowest first"
+    compact: int = 0  # a narrower form (figures without their bar) used before columns are dropped
 
 
 def _util(node: Node, ctx: RowContext, width: int) -> Text:
     util = node.mean_util
+    if width < 10:  # compact: the figure alone
+        return Text(cells.pct(util).rjust(width), style=ctx.palette.heat(util))
     text = cells.bar(util, width - 5, ctx.palette.heat(util))
     text.append(" " + cells.pct(util))
     return text
@@ -43,6 +50,8 @@ def _mem(node: Node, ctx: RowContext, width: int) -> Text:
     used, total = node.mem_used_mib, node.mem_total_mib
     share = 100.0 * used / total if used is not None and total else None
     label = cells.mem_used_total(used, total)
+    if width < 12:  # compact: used/total alone, coloured by how full
+        return Text(label.rjust(width), style=ctx.palette.heat(share))
     text = cells.bar(share, width - 9, ctx.palette.heat(share))
     text.append(" " + label.rjust(8))
     return text
@@ -75,44 +84,62 @@ def _alerts(node: Node, ctx: RowContext, width: int) -> Text:
     alerts = node_alerts(node, ctx.temp_threshold)
     if not alerts:
         return Text("")
-    return Text(f"{len(alerts)} {alerts[0].kind}", style=f"bold {ctx.palette.alert}")
+    return Text(", ".join(dict.fromkeys(a.kind for a in alerts)), style=f"bold {ctx.palette.alert}")  # worst first
 
 
-def _neg(value: float | None) -> float:
-    return -1.0 if value is None else value
+def _high_first(value: float | None) -> tuple[bool, float]:
+    """Figures highest first, unknown after every known one."""
+    return (value is None, -(value or 0.0))
 
+
+STATE_ORDER = {state: i for i, state in enumerate(
+    (NodeState.NOT_READY, NodeState.DRAINING, NodeState.UPGRADING, NodeState.CORDONED, NodeState.READY))}
+A_Z = ("A→Z", "Z→A")
+WORST = ("worst first", "best first")
 
 NODE_COLUMNS: tuple[NodeColumn, ...] = (
-    NodeColumn("name", "Node", 12, 0, lambda n, c, w: Text(n.name), lambda n, c: n.name),
-    NodeColumn(
-        "state", "State", 9, 0, lambda n, c, w: cells.node_state_text(n, c.palette),
-        lambda n, c: n.state.value,
-    ),
-    NodeColumn(
-        "model", "Model", 14, 4, lambda n, c, w: Text(cells.short_model(n.gpu_product)[:w]),
-        lambda n, c: n.gpu_product,
-    ),
-    NodeColumn("gpus", "GPUs", 7, 0, _gpus, lambda n, c: c.snapshot.gpus_allocated(n.name)),
-    NodeColumn("util", "Util", 12, 0, _util, lambda n, c: _neg(n.mean_util)),
-    NodeColumn("mem", "Memory", 17, 2, _mem, lambda n, c: _neg(n.mem_used_mib)),
-    NodeColumn("temp", "Temp", 5, 1, _temp, lambda n, c: _neg(n.max_temp)),
-    NodeColumn("power", "Power", 6, 5, lambda n, c, w: Text(cells.power(n.power_w).rjust(w)),
-               lambda n, c: _neg(n.power_w)),
-    NodeColumn("driver", "Driver", 11, 3, _driver, lambda n, c: n.driver_version),
-    NodeColumn("alerts", "Alerts", 11, 1, _alerts,
-               lambda n, c: len(node_alerts(n, c.temp_threshold))),
+    NodeColumn("name", "Node", 14, 0, lambda n, c, w: Text(n.name), lambda n, c: n.name, *A_Z),
+    NodeColumn("state", "State", 9, 0, lambda n, c, w: cells.node_state_text(n, c.palette),
+               lambda n, c: STATE_ORDER[n.state], *WORST),
+    NodeColumn("model", "Model", 14, 5, lambda n, c, w: Text(cells.short_model(n.gpu_product)[:w]),
+               lambda n, c: n.gpu_product, *A_Z),
+    NodeColumn("gpus", "GPUs", 6, 0, _gpus, lambda n, c: -c.snapshot.gpus_allocated(n.name), "most in use first",
+               "fewest in use first"),
+    NodeColumn("util", "Util", 12, 0, _util, lambda n, c: _high_first(n.mean_util), compact=4),
+    NodeColumn("mem", "Memory", 17, 0, _mem, lambda n, c: _high_first(n.mem_used_mib), compact=8),
+    NodeColumn("temp", "Temp", 5, 0, _temp, lambda n, c: _high_first(n.max_temp)),
+    NodeColumn("power", "Power", 6, 4, lambda n, c, w: Text(cells.power(n.power_w).rjust(w)),
+               lambda n, c: _high_first(n.power_w)),
+    NodeColumn("driver", "Driver", 10, 0, _driver, lambda n, c: tuple(-p for p in version_key(n.driver_version)),
+               "newest first", "oldest first"),
+    NodeColumn("alerts", "Alerts", 11, 0, _alerts,
+               lambda n, c: problem_order(n, c.temp_threshold, c.majority_driver), *WORST, compact=5),
 )
 SORTABLE = tuple(c.key for c in NODE_COLUMNS)
+PROBLEMS_SORT = SORTABLE.index("alerts")  # the default: what needs a look comes first
+COMPACT_ORDER = ("mem", "util", "alerts")  # figures lose their bars first, then alerts show the worst alone
 
 
 def fit_columns(columns: tuple[NodeColumn, ...], width: int, padding: int = 2) -> tuple[NodeColumn, ...]:
-    """The columns that fit `width`, dropping the highest priority numbers first, order kept."""
+    """The columns that fit `width`, order kept: first figures lose their bars (compact forms), then the
+    highest priority numbers drop; the last column takes what is left, so no space stays empty."""
     chosen = list(columns)
-    while len(chosen) > 1 and sum(c.width + padding for c in chosen) > width:
+
+    def used() -> int:
+        return sum(c.width + padding for c in chosen)
+
+    for key in COMPACT_ORDER:
+        if used() <= width:
+            break
+        chosen = [replace(c, width=c.compact) if c.key == key and c.compact else c for c in chosen]
+    while len(chosen) > 1 and used() > width:
         worst = max((c for c in chosen if c.priority > 0), key=lambda c: c.priority, default=None)
         if worst is None:
             break
         chosen.remove(worst)
+    spare = width - used()
+    if spare > 0:
+        chosen[-1] = replace(chosen[-1], width=chosen[-1].width + spare)
     return tuple(chosen)
 
 

@@ -16,6 +16,7 @@ from gputui.ui.footer import KeyFooter
 from gputui.ui.key_table import KeyTable
 from gputui.present.columns import (
     NODE_COLUMNS,
+    PROBLEMS_SORT,
     fit_service_columns,
     NodeColumn,
     RowContext,
@@ -26,6 +27,7 @@ from gputui.ui.header import HeaderBar
 from gputui.ui.table_sync import sync_rows
 from gputui.ui.virtual_table import VirtualTable
 from gputui.health import majority_driver
+from gputui.present.node_filter import node_matches, words_of
 
 class DashboardScreen(ClusterScreen):
     BINDINGS = [
@@ -45,12 +47,15 @@ class DashboardScreen(ClusterScreen):
         Binding("tab", "app.focus_next", "Next panel", id="next-panel", show=False),
         Binding("escape", "clear_filter", "Clear filter", id="clear-filter", show=False),
         Binding("n", "match(1)", "Next match", id="next-match", show=False, tooltip="Next node matching the filter"),
+        Binding("exclamation_mark", "next_problem", "Next problem", id="next-problem", show=False,
+                tooltip="The next node with a problem, worst first"),
+        Binding("M", "clear_marks", "Clear marks", id="clear-marks", show=False, tooltip="Unmark every node"),
         Binding("N", "match(-1)", "Previous match", id="prev-match", show=False, tooltip="Previous node matching the filter"),
     ]
 
     def __init__(self) -> None:
         super().__init__()
-        self.sort_index = 0
+        self.sort_index = PROBLEMS_SORT  # what needs a look first
         self.sort_reverse = False
         self.filter_text = ""
         self._columns: tuple[NodeColumn, ...] = ()
@@ -64,7 +69,7 @@ class DashboardScreen(ClusterScreen):
         yield VirtualTable(id="nodes")
         yield Static(id="services-title", classes="panel-title")
         yield KeyTable(id="services", cursor_type="row")
-        yield Input(placeholder="filter nodes: name, model, state, driver, alert", id="filter")
+        yield Input(placeholder="filter: a name, model or driver; or alert, drift, xid, temp, ready, notready, cordoned…", id="filter")
         yield KeyFooter()
 
     @property
@@ -109,7 +114,9 @@ class DashboardScreen(ClusterScreen):
             return
         ctx = RowContext(snap, self.app.palette, self.app.settings.temp_threshold, majority_driver(snap.nodes))
         sort_col = NODE_COLUMNS[self.sort_index]
-        nodes = {n.name: n for n in snap.nodes if self._matches(n, ctx)}
+        words = words_of(self.filter_text)
+        nodes = {n.name: n for n in snap.nodes
+                 if not words or node_matches(n, words, node_alerts(n, ctx.temp_threshold), ctx.majority_driver)}
         if self.sort_index == 0:  # by name: the keys themselves (a third of a refresh at 10,000 nodes)
             order = sorted(nodes, reverse=self.sort_reverse)
         else:
@@ -121,8 +128,8 @@ class DashboardScreen(ClusterScreen):
         def render_row(name: str) -> tuple[Text, ...]:
             node = nodes[name]
             cells = [col.cell(node, ctx, col.width) for col in columns]
-            if name in marked:
-                cells[0] = Text("● ", style=f"bold {ctx.palette.draining}") + cells[0]
+            # The mark takes the name's first cell: the name stays readable.
+            cells[0] = (Text("●", style=f"bold {ctx.palette.draining}") if name in marked else Text(" ")) + cells[0]
             return tuple(cells)
 
         with self.app.batch_update():
@@ -151,10 +158,16 @@ class DashboardScreen(ClusterScreen):
         col = NODE_COLUMNS[self.sort_index]
         title = Text(" Nodes ", style="bold")
         title.append(f"{shown}/{total}" if shown != total else str(total))
-        title.append(f"  sort {col.label.lower()} {'↑' if self.sort_reverse else '↓'}", style="dim")
+        what = "problems" if col.key == "alerts" else col.label.lower()
+        title.append(f"  sort {what}, {col.reverse if self.sort_reverse else col.order}", style="dim")
+        if self.marked:
+            title.append(f"  ● {len(self.marked)} marked", style=f"bold {self.app.palette.draining}")
+            title.append(" (M clears)", style="dim")
         if self.filter_text:
             title.append("  filter: ", style="dim")
             title.append(self.filter_text, style="bold")
+            if not shown:
+                title.append("  no node matches (esc clears)", style=f"bold {self.app.palette.alert}")
         self.query_one("#nodes-title", Static).update(title)
         title = Text(" Inference services ", style="bold") + Text(str(services))
         if self.app.namespace_view:
@@ -162,30 +175,49 @@ class DashboardScreen(ClusterScreen):
             title.append(self.app.namespace_view, style="bold")
         self.query_one("#services-title", Static).update(title)
 
-    def _matches(self, node, ctx: RowContext) -> bool:
-        if not self.filter_text:
-            return True
-        needle = self.filter_text.lower()
-        haystack = " ".join(
-            [node.name, node.state.value, node.gpu_product, node.driver_version]
-            + [a.kind for a in node_alerts(node, ctx.temp_threshold)]
-        ).lower()
-        return needle in haystack
-
     # ----- selection -------------------------------------------------------------
 
     def selected_node(self) -> str | None:
         return self.nodes_table.selected_key
 
-    # ----- actions ---------------------------------------------------------------
+    def _node_in_focus(self, doing: str) -> str | None:
+        """The node a key acts on: the nodes panel's selection, and only while that panel has the focus
+        (never the other panel's last selection)."""
+        if self.services_table.has_focus:
+            self.app.notify(f"the services panel has the focus: tab to the nodes panel to {doing} a node")
+            return None
+        return self.selected_node()
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in NEEDS and not self.app.backend.can(action):
-            return None  # read-only, or RBAC says no: shown dimmed, not hidden
-        return True
+    # ----- actions ---------------------------------------------------------------
 
     def on_virtual_table_row_selected(self, event: VirtualTable.RowSelected) -> None:
         self.action_open_node()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """enter on a service: its weights (the service screen will come with the guided canary)."""
+        if event.data_table is self.services_table:
+            self.action_shift()
+
+    def action_next_problem(self) -> None:
+        """`!`: the next node (below the cursor, wrapping) that has an alert."""
+        snap, table = self.app.snapshot, self.nodes_table
+        if snap is None or not table.row_count:
+            return
+        threshold = self.app.settings.temp_threshold
+        keys = list(table.keys)
+        for step in range(1, len(keys) + 1):
+            i = (table.cursor_row + step) % len(keys)
+            node = snap.node(keys[i])
+            if node is not None and node_alerts(node, threshold):
+                table.cursor_row = i
+                return
+        self.app.notify("no node shown has a problem")
+
+    def action_clear_marks(self) -> None:
+        if self.marked:
+            self.app.notify(f"{len(self.marked)} marks cleared")
+            self.marked.clear()
+            self.show_snapshot()
 
     def action_match(self, step: int) -> None:
         """n/N: the next node matching the filter, wrapping (the table shows only matches)."""
@@ -195,9 +227,7 @@ class DashboardScreen(ClusterScreen):
 
     def run_command(self, name: str, arg: str | None) -> None:
         """Commands from `:` that act on this screen (the app handles the rest)."""
-        if name in NEEDS and self.check_action(name, ()) is not True:
-            why = "read-only mode" if self.app.read_only else "your identity may not do this"
-            self.app.notify(f":{name} is unavailable: {why}", severity="warning")
+        if name in NEEDS and not self.allowed(name):
             return
         if name == "nodes":
             self.nodes_table.focus()
@@ -208,6 +238,7 @@ class DashboardScreen(ClusterScreen):
         elif name == "audit":
             self.action_audit()
         elif name in ("drain", "cordon", "uncordon") and arg:
+            self.nodes_table.focus()
             self.nodes_table.move_to(arg)
             if self.selected_node() != arg:  # hidden by the filter: clear it so the row exists
                 self.action_clear_filter()
@@ -226,21 +257,23 @@ class DashboardScreen(ClusterScreen):
             self.app.push_screen(TrafficShiftScreen(arg))
 
     def action_open_node(self) -> None:
-        name = self.selected_node()
+        name = self.selected_node()  # enter on a node row (the services table handles its own enter)
         if name:
             from gputui.ui.node_detail import NodeDetailScreen
 
             self.app.push_screen(NodeDetailScreen(name))
 
     def action_mark(self) -> None:
-        name = self.selected_node()
+        name = self._node_in_focus("mark")
         if name:
             self.marked.symmetric_difference_update({name})
             self.nodes_table.action_cursor(1)
             self.show_snapshot()
 
     def action_drain(self) -> None:
-        selected = self.selected_node()
+        if not self.allowed("drain"):
+            return
+        selected = None if self.marked else self._node_in_focus("drain")
         nodes = sorted(self.marked) or ([selected] if selected else [])
         if not nodes or self.app.snapshot is None:
             return
@@ -275,6 +308,8 @@ class DashboardScreen(ClusterScreen):
         self.app.push_screen(DrainProgressScreen(self.app.drain_session))
 
     def action_resume_drains(self) -> None:
+        if not self.allowed("resume_drains"):
+            return
         from gputui.ops.drain.options import DrainRecordError, resumable, saved_drain
 
         snap = self.app.snapshot
@@ -312,6 +347,9 @@ class DashboardScreen(ClusterScreen):
         from gputui.ui.traffic_screen import TrafficShiftScreen
 
         table = self.services_table
+        if not table.has_focus:
+            self.app.notify("tab to the services panel and pick the service whose traffic to shift")
+            return
         if table.row_count == 0:
             return
         key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
@@ -337,11 +375,13 @@ class DashboardScreen(ClusterScreen):
     def _cordon(self, cordon: bool) -> None:
         from gputui.ui.cordon_dialog import ask_cordon  # dialogs are imported when first shown
 
-        ask_cordon(self.app, self.selected_node(), cordon)
+        node = self._node_in_focus("cordon" if cordon else "uncordon")
+        if node is not None:
+            ask_cordon(self.app, node, cordon)
 
     def action_sort(self) -> None:
         self.sort_index = (self.sort_index + 1) % len(NODE_COLUMNS)
-        self.sort_reverse = self.sort_index != 0  # numbers read best largest first
+        self.sort_reverse = False  # each column's natural order first (its words say which)
         self.show_snapshot()
 
     def action_reverse_sort(self) -> None:

@@ -59,7 +59,7 @@ def tmux(tmp_path):
 def test_filter_open_cordon_help_quit(tmux, tmp_path):
     tmux.wait_for("Nodes 24")
     tmux.keys("/")
-    tmux.wait_for("filter nodes")  # as a person does: type once the box is there
+    tmux.wait_for("filter: a name")  # as a person does: type once the box is there
     tmux.keys("-l", "h100-07")
     tmux.keys("Enter")
     screen = tmux.wait_for("Nodes 1/24")

@@ -40,22 +40,115 @@ async def test_a_snapshot_read_before_start_is_the_first_frame_and_polling_follo
         assert app.snapshot is not first
 
 
-async def test_sort_cycles_columns_and_reverses(app_factory):
+async def test_problems_come_first_and_each_sort_says_its_order(app_factory):
+    from gputui.health import majority_driver, node_severity
+
     app = app_factory()
     async with app.run_test(size=(160, 40)) as pilot:
         await loaded(pilot)
-        assert rows(app) == sorted(rows(app))
-        await pilot.press("s")  # state
-        await pilot.press("s")  # model
-        await pilot.press("s")  # gpus
-        await pilot.press("s")  # util, largest first
+        snap = app.snapshot
+        majority = majority_driver(snap.nodes)
+        ranks = [node_severity(snap.node(n), 85.0, majority) for n in rows(app)]
+        assert not snap.node(rows(app)[0]).ready  # the NotReady node is the first row, not the last
+        assert ranks == sorted(ranks)
+        assert "sort problems, worst first" in title(app)
+        await pilot.press("s")  # name
         await pilot.pause()
-        utils = {n.name: n.mean_util or -1 for n in app.snapshot.nodes}
-        order = rows(app)
-        assert [utils[n] for n in order] == sorted(utils.values(), reverse=True)
+        assert rows(app) == sorted(rows(app)) and "sort node, A→Z" in title(app)
+        await pilot.press("s", "s", "s", "s")  # state, model, gpus, util
+        await pilot.pause()
+        utils = {n.name: n.mean_util or -1 for n in snap.nodes}
+        assert [utils[n] for n in rows(app)] == sorted(utils.values(), reverse=True)
+        assert "sort util, highest first" in title(app)
         await pilot.press("S")
         await pilot.pause()
         assert [utils[n] for n in rows(app)] == sorted(utils.values())
+        assert "sort util, lowest first" in title(app)
+
+
+def title(app) -> str:
+    return str(app.screen.query_one("#nodes-title").render())
+
+
+async def test_every_mission_field_shows_at_80x24(app_factory):
+    """Utilisation, memory, temperature and driver (drift marked) on the dashboard at 80 columns; power from 100."""
+    app = app_factory()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(pilot)
+        labels = [label for _, label, _ in app.screen.nodes_table.columns]
+        assert {"Node", "State", "GPUs", "Util", "Memory", "Temp", "Driver", "Alerts"} <= set(labels)
+        assert "Power" not in labels
+        assert sum(w + 2 for *_, w in app.screen.nodes_table.columns) == 78  # no space left empty
+        drifted = next(n for n in app.snapshot.nodes if n.driver_version != majority(app))
+        app.screen.nodes_table.move_to(drifted.name)
+        cells = [str(c) for c in app.screen.nodes_table.cells(drifted.name)]
+        assert "≠" + drifted.driver_version in cells
+        await pilot.resize_terminal(100, 30)
+        await pilot.pause()
+        assert "Power" in [label for _, label, _ in app.screen.nodes_table.columns]
+
+
+def majority(app) -> str:
+    from gputui.health import majority_driver
+
+    return majority_driver(app.snapshot.nodes)
+
+
+async def test_filter_words_match_states_exactly_and_say_when_nothing_matches(app_factory):
+    app = app_factory()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        snap = app.snapshot
+
+        async def only(text: str) -> list[str]:
+            await pilot.press("slash", *text, "enter")
+            await pilot.pause()
+            shown = rows(app)
+            await pilot.press("escape")
+            return shown
+
+        assert await only("notready") == [n.name for n in snap.nodes if not n.ready]
+        ready = await only("ready")
+        assert ready and all(snap.node(n).ready and not snap.node(n).unschedulable for n in ready)
+        assert set(await only("drift")) == {n.name for n in snap.nodes if n.driver_version != majority(app)}
+        alerting = await only("alert")
+        assert snap.node(rows(app)[0]).name in alerting and len(alerting) < len(snap.nodes)
+        await pilot.press("slash", *"nosuchnode", "enter")
+        await pilot.pause()
+        assert rows(app) == [] and "no node matches" in title(app)
+
+
+async def test_marks_keep_names_are_counted_and_cleared(app_factory):
+    app = app_factory()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(pilot)
+        first, second = rows(app)[:2]
+        await pilot.press("space", "space")
+        await pilot.pause()
+        assert app.screen.marked == {first, second} and "2 marked" in title(app)
+        cell = str(app.screen.nodes_table.cells(first)[0])
+        assert cell == "●" + first  # the whole name still shows
+        await pilot.press("M")
+        await pilot.pause()
+        assert app.screen.marked == set() and "marked" not in title(app)
+
+
+async def test_bang_jumps_to_the_next_node_with_a_problem(app_factory):
+    from gputui.health import node_alerts
+
+    app = app_factory()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        await pilot.press("s")  # by name: problems are scattered
+        await pilot.pause()
+        table = app.screen.nodes_table
+        seen = set()
+        for _ in range(6):
+            await pilot.press("exclamation_mark")
+            node = app.snapshot.node(table.selected_key)
+            assert node_alerts(node, 85.0)
+            seen.add(node.name)
+        assert len(seen) >= 2
 
 
 async def test_filter_narrows_and_escape_clears(app_factory):
@@ -102,7 +195,8 @@ async def test_cordon_confirm_then_visible_and_audited(app_factory, tmp_path):
     app = app_factory()
     async with app.run_test(size=(120, 40)) as pilot:
         await loaded(pilot)
-        target = rows(app)[0]
+        target = next(n for n in rows(app) if app.snapshot.node(n).state.value == "Ready")
+        app.screen.nodes_table.move_to(target)
         await pilot.press("c")
         assert isinstance(app.screen, ConfirmScreen)
         await pilot.press("n")  # cancel: nothing happens
@@ -125,8 +219,6 @@ async def test_read_only_refuses_cordon(app_factory, tmp_path):
     async with app.run_test(size=(120, 40)) as pilot:
         await loaded(pilot)
         target = rows(app)[0]
-        assert app.screen.check_action("cordon", ()) is None
-        assert app.screen.check_action("uncordon", ()) is None
         await pilot.press("c")
         await pilot.pause()
         assert not isinstance(app.screen, ConfirmScreen)
@@ -273,3 +365,59 @@ def test_same_content_ignores_fetch_times_but_not_data():
     assert not same_content(snap, replace(snap, nodes=snap.nodes[1:]))
     assert not same_content(snap, replace(snap, sources=(SourceStatus("metrics", None, "connection refused"),)))
     assert not same_content(None, snap) and same_content(None, None)
+
+
+async def test_read_only_write_keys_say_why_instead_of_doing_nothing(app_factory):
+    app = app_factory(read_only=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        for key in ("c", "u", "r", "R"):
+            before = len(app._notifications)
+            await pilot.press(key)
+            await pilot.pause()
+            said = [str(n.message) for n in list(app._notifications)[before:]]
+            assert any(m.startswith("read-only:") for m in said), (key, said)
+            assert app.screen is not None and type(app.screen).__name__ == "DashboardScreen"
+        await pilot.press("tab", "w")
+        await wait_for(pilot, lambda: any("read-only: shift" in str(n.message) for n in app._notifications))
+
+
+async def test_keys_act_on_the_focused_panel_only(app_factory):
+    app = app_factory()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        await pilot.press("tab")  # the services panel
+        assert app.screen.services_table.has_focus
+        await pilot.press("c")
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmScreen)  # no cordon of the node selected earlier
+        assert any("tab to the nodes panel" in str(n.message) for n in app._notifications)
+        await pilot.press("enter")  # enter on a service: its weights
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "TrafficShiftScreen")
+
+
+async def test_node_detail_reaches_drain_shift_and_diagnostics(app_factory):
+    from gputui.ui.diagnostics_screen import DiagnosticsScreen
+    from gputui.ui.drain_plan_screen import DrainPlanScreen
+
+    app = app_factory()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        pod = next(p for p in app.snapshot.pods if p.service == "llama-3-70b-instruct" and p.node)  # routed
+        app.screen.nodes_table.move_to(pod.node)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, NodeDetailScreen))
+        pods = app.screen.query_one("#pods")
+        await wait_for(pilot, lambda: pods.row_count > 0)
+        pods.move_cursor(row=pods.get_row_index(pod.key))
+        await pilot.press("d")
+        await wait_for(pilot, lambda: isinstance(app.screen, DiagnosticsScreen))
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, NodeDetailScreen))
+        await pilot.press("w")  # the selected pod's service
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "TrafficShiftScreen")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, NodeDetailScreen))
+        await pilot.press("r")
+        await wait_for(pilot, lambda: isinstance(app.screen, DrainPlanScreen))
+        assert app.screen.nodes == [pod.node]

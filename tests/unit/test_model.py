@@ -62,7 +62,7 @@ def test_alerts_cover_every_signal():
         upgrade_state="upgrade-failed",
     )
     kinds = [a.kind for a in node_alerts(hot, 85.0)]
-    assert kinds == ["NotReady", "Temp", "XID", "Health", "Condition", "Upgrade"]
+    assert kinds == ["NotReady", "XID", "Health", "Condition", "Upgrade", "Temp"]  # worst first
     assert [a.kind for a in node_alerts(hot, 90.0)].count("Temp") == 0
     assert node_alerts(node("fine", gpus=(Gpu(0, "u", temp_c=40.0, health=Health.PASS),)), 85.0) == []
 
@@ -143,3 +143,39 @@ def test_a_nodes_alerts_are_remembered_per_threshold_and_not_carried_into_a_chan
     assert warm == replace(warm)  # the memo is not part of what a node is
     cooled = replace(warm, gpus=(Gpu(0, "u0", temp_c=40.0),))
     assert node_alerts(cooled, 85.0) == [] and [a.kind for a in node_alerts(warm, 85.0)] == ["Temp"]
+
+
+def test_problems_rank_worst_first_and_one_lost_gpu_outranks_many_hot_ones():
+    from gputui.health import Severity, node_severity, problem_order, xid_text
+
+    fell_off = node("fell-off", gpus=(Gpu(0, "u0", xid=79),))
+    app_fault = node("app-fault", gpus=(Gpu(0, "u0", xid=31),))
+    hot = node("hot", gpus=tuple(Gpu(i, f"u{i}", temp_c=90.0) for i in range(8)))
+    lost = node("lost", gpu_capacity=8, gpu_allocatable=7)
+    drifted = node("drifted", driver_version="535.1")
+    cordoned = node("cordoned", unschedulable=True)
+    fine = node("fine")
+    down = node("down", ready=False)
+    fleet = [fine, cordoned, drifted, hot, app_fault, lost, fell_off, down]
+    majority = "550.127.05"
+    ranked = sorted(fleet, key=lambda n: (problem_order(n, 85.0, majority), n.name))
+    assert [n.name for n in ranked] == ["down", "fell-off", "lost", "app-fault", "hot", "drifted", "cordoned", "fine"]
+    assert node_severity(hot, 85.0, majority) is Severity.THERMAL
+    assert "fallen off the bus" in node_alerts(fell_off, 85.0)[0].message
+    assert xid_text(999) == "XID 999"
+
+
+def test_why_not_says_read_only_or_which_permission_is_missing():
+    from gputui.backends.base import Backend
+
+    class Reader:
+        def snapshot(self):
+            raise AssertionError("not read")
+
+        def close(self):
+            pass
+
+    assert Backend(Reader(), None, "ctx").why_not("cordon") == "read-only: cordon is unavailable"
+    limited = Backend(Reader(), object(), "ctx", permissions={"evict": False})
+    assert limited.why_not("cordon") is None
+    assert limited.why_not("drain") == "your identity may not create pods/eviction: drain is unavailable"

@@ -109,6 +109,8 @@ NEEDS: Mapping[str, tuple[str, ...]] = {
     "resume_drains": ("cordon", "evict"), "shift": ("shift",),
 }
 
+PERMISSION_WORDS = {"cordon": "patch nodes", "evict": "create pods/eviction", "shift": "patch routes"}
+
 
 @dataclass(slots=True)
 class Backend:
@@ -127,6 +129,16 @@ class Backend:
         """The one permission policy, for every screen and the CLI: a writer, and every access review the
         operation needs allowed (an operation not listed needs only the writer)."""
         return self.writer is not None and all(self.may(p) for p in NEEDS.get(operation, ()))
+
+    def why_not(self, operation: str) -> str | None:
+        """Why `operation` is unavailable, in words for the operator (None: it is available)."""
+        if self.writer is None:
+            return f"read-only: {operation.replace('_', ' ')} is unavailable"
+        missing = [p for p in NEEDS.get(operation, ()) if not self.may(p)]
+        if missing:
+            return f"your identity may not {' or '.join(PERMISSION_WORDS.get(p, p) for p in missing)}: " \
+                   f"{operation.replace('_', ' ')} is unavailable"
+        return None
 
     def may(self, action: str) -> bool:
         return self.writer is not None and self.permissions.get(action, True)

@@ -51,7 +51,7 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
         if sorted(filter(None, args.confirm_delete.split(","))) != sorted(args.nodes):
             return fail("--disable-eviction needs --confirm-delete with the same node names", EXIT_USAGE)
     if settings.read_only and not args.dry_run:
-        return fail("read-only: drain is not allowed", EXIT_USAGE)
+        return fail("read-only: drain is unavailable", EXIT_USAGE)
     backend = backend_factory(settings)
     try:
         snap = backend.reader.snapshot()
@@ -84,10 +84,9 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
                 for line in batch.describe():
                     print(line)
             return EXIT_NOT_DONE if any(p.blocked for p in batch.plans) or not batch.fits else EXIT_OK
-        if backend.writer is None:
-            return fail("read-only: drain is not allowed", EXIT_USAGE)
-        if not backend.can("drain"):
-            return fail("your identity may not cordon nodes or evict pods here", EXIT_USAGE)
+        why = backend.why_not("drain")
+        if why:
+            return fail(why, EXIT_USAGE)
         if snap.simulated:
             print(f"# {SIMULATED}", flush=True)
         for line in batch.describe():

@@ -30,15 +30,14 @@ from gputui.cli.common import EXIT_NOT_DONE as EXIT_REFUSED, EXIT_USAGE, fail
 
 def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[[Settings], Backend]) -> int:
     if settings.read_only:
-        return fail("read-only: shift is not allowed", EXIT_USAGE)
+        return fail("read-only: shift is unavailable", EXIT_USAGE)
     targets = dict(args.targets)
     backend = backend_factory(settings)
     try:
         writer = backend.writer
-        if writer is None:
-            return fail("read-only: shift is not allowed", EXIT_USAGE)
-        if not backend.can("shift"):
-            return fail("your identity may not patch this service's router", EXIT_REFUSED)
+        why = backend.why_not("shift")
+        if why:
+            return fail(why, EXIT_USAGE if writer is None else EXIT_REFUSED)
         snapshot = backend.reader.snapshot()
         try:
             service = find_service(snapshot, args.service)

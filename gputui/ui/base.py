@@ -55,6 +55,14 @@ class ClusterScreen(SnapshotView, Screen[ResultT]):
     if TYPE_CHECKING:
         app = getters.app(GputuiApp)
 
+    def allowed(self, operation: str) -> bool:
+        """Whether the backend may do `operation` (Backend.why_not); if not, the operator is told why: a key
+        never just does nothing."""
+        why = self.app.backend.why_not(operation)
+        if why:
+            self.app.notify(why, severity="warning")
+        return why is None
+
     @on(events.Mount)  # runs besides a subclass's on_mount (Textual dispatches handlers per class)
     def _subscribe(self) -> None:
         subscribe(self, self, self)

@@ -13,9 +13,9 @@ if TYPE_CHECKING:
 
 def ask_cordon(app: GputuiApp, node: str | None, cordon: bool) -> None:
     """Plan, confirm, then cordon or uncordon through the app's writer (shared by screens)."""
-    if not app.backend.can("cordon"):
-        why = "read-only mode" if app.read_only else "your identity may not patch nodes"
-        app.notify(f"{why}: cordon and uncordon are unavailable", severity="warning")
+    why = app.backend.why_not("cordon" if cordon else "uncordon")
+    if why:
+        app.notify(why, severity="warning")
         return
     if node is None or app.snapshot is None:
         return

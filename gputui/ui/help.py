@@ -10,6 +10,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Static
 
+from gputui.backends.base import NEEDS
 from gputui.ui.base import ClusterModal
 
 
@@ -42,10 +43,13 @@ class HelpScreen(ClusterModal[None]):
             binding = active.binding
             if not binding.description or not binding.id:
                 continue  # widget plumbing (copy, focus)
-            keys, _, enabled = rows.setdefault(binding.id, ([], binding.tooltip or binding.description, active.enabled))
+            # Write keys stay live (they say why when refused): the backend says which are unavailable.
+            usable = active.enabled and not (binding.action in NEEDS and app.backend.why_not(binding.action))
+            keys, _, enabled = rows.setdefault(binding.id, ([], binding.tooltip or binding.description, usable))
             keys.append(key_label(app, key))
+        refused = "unavailable (read-only)" if app.read_only else "unavailable (not permitted)"
         for keys, does, enabled in rows.values():
-            table.add_row(" ".join(keys), Text(does), "" if enabled else "unavailable (read-only)")
+            table.add_row(" ".join(keys), Text(does), "" if enabled else refused)
         table.add_row("", "", "")
         table.add_row("", Text("Node states: Ready, NotReady, Cordoned, Draining, Upgrading (GPU Operator driver upgrade)."), "")
         table.add_row("", Text("≠ before a driver version: it differs from the fleet's majority."), "")

@@ -16,7 +16,6 @@ from gputui.model import Node
 from gputui.health import has_driver_drift, node_alerts
 from gputui.ui.footer import KeyFooter
 from gputui.ui.key_table import KeyTable
-from gputui.backends.base import NEEDS
 from gputui.ui.cordon_dialog import ask_cordon
 from gputui.ui.header import HeaderBar
 from gputui.ui.messages import HistoryRead
@@ -47,6 +46,9 @@ class NodeDetailScreen(ClusterScreen):
         Binding("escape", "app.pop_screen", "Back", id="back"),
         Binding("c", "cordon", "Cordon", id="cordon"),
         Binding("u", "uncordon", "Uncordon", id="uncordon"),
+        Binding("r", "drain", "Drain", id="drain", tooltip="Drain this node (its plan first)"),
+        Binding("w", "shift", "Weights", id="shift", tooltip="Shift traffic of the selected pod's service"),
+        Binding("d", "diagnostics", "Diagnose", id="diagnostics"),
     ]
 
     def __init__(self, node: str) -> None:
@@ -87,16 +89,37 @@ class NodeDetailScreen(ClusterScreen):
         self.pod_width = _widths(POD_COLUMNS, width)[0][2]
         self.show_snapshot()
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in NEEDS and not self.app.backend.can(action):
-            return None  # read-only, or RBAC says no: shown unavailable
-        return True
-
     def action_cordon(self) -> None:
         ask_cordon(self.app, self.node_name, True)
 
     def action_uncordon(self) -> None:
         ask_cordon(self.app, self.node_name, False)
+
+    def action_drain(self) -> None:
+        """As `:drain NODE` does: back to the dashboard, which plans it."""
+        from gputui.ui.commands import Command
+
+        if self.allowed("drain"):
+            self.app.run_command(Command("drain", self.node_name))
+
+    def action_shift(self) -> None:
+        snap = self.app.snapshot
+        table = self.query_one("#pods", DataTable)
+        if snap is None or table.row_count == 0:
+            return
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        pod = next((p for p in snap.pods_on(self.node_name) if p.key == key), None)
+        if pod is None or not pod.service:
+            self.app.notify("the selected pod belongs to no inference service: nothing to shift")
+            return
+        from gputui.ui.traffic_screen import TrafficShiftScreen
+
+        self.app.push_screen(TrafficShiftScreen(f"{pod.namespace}/{pod.service}"))
+
+    def action_diagnostics(self) -> None:
+        from gputui.ui.diagnostics_screen import DiagnosticsScreen
+
+        self.app.push_screen(DiagnosticsScreen())
 
     def show_snapshot(self) -> None:
         """A new snapshot: draw it, then fetch what it does not hold (full GPU rows, history)."""

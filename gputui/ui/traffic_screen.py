@@ -113,9 +113,8 @@ class TrafficShiftScreen(ClusterModal[None]):
     def on_mount(self) -> None:
         app = self.app
         reason = None
-        if not app.backend.can("shift"):
-            reason = ("read-only mode" if app.read_only else "your identity may not patch routes") + \
-                ": traffic shifting is unavailable"
+        if app.backend.why_not("shift"):
+            reason = app.backend.why_not("shift")
         elif app.snapshot is None:
             reason = "no data yet: try again in a moment"
         else:

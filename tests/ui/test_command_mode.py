@@ -93,7 +93,7 @@ async def test_read_only_refuses_write_commands(app_factory):
             await command(pilot, line, "enter")
             await pilot.pause()
             assert not isinstance(app.screen, (ConfirmScreen, DrainPlanScreen))
-        assert sum("unavailable: read-only mode" in n.message for n in app._notifications) == 2
+        assert sum("read-only:" in n.message and "is unavailable" in n.message for n in app._notifications) == 2
         await command(pilot, "shift llm/mistral-7b", "enter")
         await pilot.pause()
         assert not isinstance(app.screen, TrafficShiftScreen)

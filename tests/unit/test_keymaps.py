@@ -58,7 +58,8 @@ def test_bad_keymap_files_say_why(tmp_path, body, reason):
 def test_a_clash_the_keymap_makes_is_reported_but_not_the_codes_own():
     assert clashes({}) == []
     found = clashes({"cordon": "d"})
-    assert found == ["d is both cordon and diagnostics on the dashboard screen"]
+    assert found == ["d is both cordon and diagnostics on the dashboard screen",
+                     "d is both cordon and diagnostics on the node screen"]
 
 
 def test_extends_loops_and_missing_parents_are_problems(tmp_path, monkeypatch):

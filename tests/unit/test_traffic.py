@@ -746,7 +746,7 @@ def test_headless_refusals_are_one_line(tmp_path, capsys, argv, code, fragment):
 def test_headless_read_only_refuses_with_exit_2(tmp_path, capsys):
     code, _ = run(tmp_path, "llama-3-70b-instruct", "--to", "v2=20", read_only=True)
     assert code == 2
-    assert capsys.readouterr().err.strip() == "gputui: error: read-only: shift is not allowed"
+    assert capsys.readouterr().err.strip() == "gputui: error: read-only: shift is unavailable"
     code, _ = run(tmp_path, "llama-3-70b-instruct", "--to", "v2=20", "--dry-run", read_only=True)
     assert code == 2
 

@@ -67,8 +67,8 @@ class Alert:
 
 
 def fleet_alerts(snapshot: ClusterSnapshot, temp_threshold: float = DEFAULT_TEMP_ALERT_C) -> list[Alert]:
-    """Every node's alerts, node by node, most severe first within each."""
-    return [a for n in snapshot.nodes for a in node_alerts(n, temp_threshold)]
+    """Every node's alerts, worst first across the fleet (node order within a severity)."""
+    return sorted((a for n in snapshot.nodes for a in node_alerts(n, temp_threshold)), key=lambda a: a.severity)
 
 
 def majority_driver(nodes: Iterable[Node]) -> str:

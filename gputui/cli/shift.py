@@ -36,8 +36,8 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
     try:
         writer = backend.writer
         why = backend.why_not("shift")
-        if why:
-            return fail(why, EXIT_USAGE if writer is None else EXIT_REFUSED)
+        if why or writer is None:
+            return fail(why or "read-only", EXIT_USAGE if writer is None else EXIT_REFUSED)
         snapshot = backend.reader.snapshot()
         try:
             service = find_service(snapshot, args.service)

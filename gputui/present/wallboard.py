@@ -10,14 +10,14 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
-from gputui.model import InferenceService, Node, NodeState, rollout_status
+from gputui.model import Health, InferenceService, Node, NodeState, rollout_status
 from gputui.snapshot import ClusterSnapshot
-from gputui.health import node_alerts
+from gputui.health import fleet_alerts, majority_driver, node_alerts, problem_order
 from gputui.present.cells import Palette, heat_band, pct
-from gputui.health import fleet_alerts
 
 GLYPHS = ("░", "▒", "█")  # low, mid, high
 NO_DATA = "·"
+FAULT = "✗"  # a GPU with an XID or failed health: never drawn as an idle one
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,25 +68,29 @@ def gpu_values(node: Node, metric: str) -> list[float | None]:
     return [value] * (summary.count or node.gpu_capacity)
 
 
+def gpu_faults(node: Node) -> set[int]:
+    """Positions (in gpu_values' order) of the GPUs with an XID or failed health."""
+    return {i for i, g in enumerate(node.gpus) if g.xid or g.health is Health.FAIL}
+
+
 def problems_first(snap: ClusterSnapshot, temp_threshold: float) -> list[Node]:
-    """Nodes with alerts, then not Ready, then the rest; by name within each."""
-    def rank(n: Node) -> tuple[int, str]:
-        if node_alerts(n, temp_threshold):
-            return (0, n.name)
-        return (1 if n.state is not NodeState.READY else 2, n.name)
-
-    return sorted(snap.nodes, key=rank)
+    """Worst first by the one severity order (health.problem_order), by name within each."""
+    majority = majority_driver(snap.nodes)
+    return sorted(snap.nodes, key=lambda n: (problem_order(n, temp_threshold, majority), n.name))
 
 
-def _cells(values: list[float | None], metric: str, temp_threshold: float, palette: Palette,
+def _cells(node: Node, values: list[float | None], metric: str, temp_threshold: float, palette: Palette,
            cell_w: int = 1) -> Text:
     text = Text()
     colours = (palette.heat_low, palette.heat_mid, palette.heat_high)
+    faults = gpu_faults(node)
     for i, value in enumerate(values):
         if i and cell_w > 1:
             text.append(" ")
         lvl = level(value, metric, temp_threshold)
-        if lvl is None:
+        if i in faults:
+            text.append(FAULT * cell_w, style=f"bold {palette.alert}")
+        elif lvl is None:
             text.append(NO_DATA * cell_w, style=palette.muted)
         else:
             text.append(GLYPHS[lvl] * cell_w, style=colours[lvl])
@@ -119,7 +123,7 @@ def heat_map(snap: ClusterSnapshot, width: int, height: int, metric: str, temp_t
     counts: list[int] = []  # nodes on each line
     line, count = Text(), 0
     for node, values in blocks:
-        block = _cells(values, metric, temp_threshold, palette)
+        block = _cells(node, values, metric, temp_threshold, palette)
         if node.state is not NodeState.READY:
             block.stylize("underline")  # cordoned, draining, not ready: marked without colour too
         if len(line) and len(line) + 1 + len(block) > width:
@@ -150,7 +154,7 @@ def _named_grid(blocks: list[tuple[Node, list[float | None]]], rows: int, name_w
         line = lines[i % rows]
         name = node.name if len(node.name) <= name_w else node.name[: name_w - 1] + "…"
         cell = Text(name.ljust(name_w) + " ", style=_name_style(node, temp_threshold, palette))
-        cell.append_text(_cells(values, metric, temp_threshold, palette))
+        cell.append_text(_cells(node, values, metric, temp_threshold, palette))
         cell.pad_right(column_w - len(cell))
         line.append_text(cell)
     for line in lines:
@@ -169,7 +173,7 @@ def _named_line(node: Node, values: list[float | None], name_w: int, cell_w: int
     name = node.name if len(node.name) <= name_w else node.name[: name_w - 1] + "…"
     line = Text(name.ljust(name_w), style=_name_style(node, temp_threshold, palette))
     line.append("  ")
-    line.append_text(_cells(values, metric, temp_threshold, palette, cell_w))
+    line.append_text(_cells(node, values, metric, temp_threshold, palette, cell_w))
     line.append("  ")
     known = [v for v in values if v is not None]
     if metric == "util":
@@ -198,5 +202,7 @@ def legend(metric: str, temp_threshold: float, palette: Palette) -> Text:
         text.append(glyph * 2, style=colour)
         text.append(f" {band}  ")
     text.append(NO_DATA * 2, style=palette.muted)
-    text.append(" no data")
+    text.append(" no data  ")
+    text.append(FAULT * 2, style=f"bold {palette.alert}")
+    text.append(" fault")  # an XID or failed health
     return text

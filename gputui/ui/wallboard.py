@@ -189,8 +189,14 @@ class WallboardScreen(ClusterScreen):
         table.add_column("WHERE", no_wrap=True, header_style="bold", overflow="ellipsis", max_width=max(12, width // 3))
         table.add_column("WHAT", no_wrap=True, header_style="bold", min_width=7)
         table.add_column("DETAIL", header_style="bold", overflow="ellipsis", no_wrap=True, ratio=1)
-        for alert in alerts:
-            table.add_row(Text(alert.node), Text(alert.kind, style=f"bold {self.app.palette.alert}"), Text(alert.message))
-        for finding in findings:
-            table.add_row(Text(finding.subject), Text(finding.kind), Text(finding.detail))
+        rows = [(Text(a.node), Text(a.kind, style=f"bold {self.app.palette.alert}"), Text(a.message)) for a in alerts]
+        rows += [(Text(f.subject), Text(f.kind), Text(f.detail)) for f in findings]
+        _, height = self._page_size()
+        room = max(1, height - 1)  # below the column titles
+        if len(rows) > room:  # cut, and said: the worst stay on screen (alerts come worst first)
+            hidden = len(rows) - (room - 1)
+            rows = rows[: room - 1] + [(Text(""), Text(f"+{hidden} more", style="bold"),
+                                        Text("the dashboard lists them all", style="dim"))]
+        for row in rows:
+            table.add_row(*row)
         return table

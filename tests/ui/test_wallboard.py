@@ -12,6 +12,17 @@ def wallboard_app(app_factory, **settings):
     return app_factory(wallboard=True, read_only=True, **settings)
 
 
+def table_text(app) -> str:
+    """The page as a person reads it when it holds a table."""
+    import io
+
+    from rich.console import Console
+
+    console = Console(width=app.screen._page_size()[0], file=io.StringIO(), record=True)
+    console.print(app.screen.query_one("#page", Static).content)
+    return console.export_text()
+
+
 def page_text(app) -> str:
     return str(app.screen.query_one("#page", Static).render())
 
@@ -66,3 +77,17 @@ async def test_heat_map_follows_resizes(app_factory):
         await pilot.press("m")
         await pilot.pause()
         assert "°C" in page_text(app)  # the temperature heat map
+
+
+async def test_a_cut_alerts_page_says_how_many_more(app_factory):
+    from gputui.health import fleet_alerts
+
+    app = wallboard_app(app_factory)
+    async with app.run_test(size=(80, 14)) as pilot:
+        await wallboard_loaded(pilot)
+        await pilot.press("n", "n")  # the alerts page
+        await wait_for(pilot, lambda: "more" in table_text(app))
+        shown = table_text(app)
+        assert len(shown.strip().splitlines()) <= app.screen._page_size()[1]
+        worst = fleet_alerts(app.snapshot, 85.0)[0]
+        assert worst.node in shown  # the worst stay on screen

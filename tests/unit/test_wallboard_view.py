@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 from gputui.backends.demo import DemoCluster
 from gputui.model import NodeState
 from gputui.present.cells import Palette
-from gputui.present.wallboard import GLYPHS, NO_DATA, canary_in_flight, figures, heat_map, level, problems_first
+from gputui.present.wallboard import FAULT, GLYPHS, NO_DATA, canary_in_flight, figures, heat_map, level, problems_first
 from gputui.health import fleet_alerts
 from tests.demo_clock import ManualClock
 
@@ -43,7 +45,7 @@ def test_one_cell_per_gpu_when_names_fit():
     assert len(lines) == len(snap.nodes)
     for line, node in zip(lines, problems_first(snap, 85)):
         assert line.plain.startswith(node.name)
-        cells = sum(line.plain.count(g) for g in (*GLYPHS, NO_DATA))
+        cells = sum(line.plain.count(g) for g in (*GLYPHS, NO_DATA, FAULT))
         assert cells >= len(node.gpus)  # wide cells repeat the glyph; never fewer than the GPUs
 
 
@@ -60,3 +62,24 @@ def test_grid_of_names_when_one_line_each_does_not_fit():
     lines = heat_map(snap, 80, 12, "util", 85, PALETTE)
     assert len(lines) <= 12 and all(len(line) <= 80 for line in lines)
     assert sum(line.plain.count("gpu-") for line in lines) == len(snap.nodes)
+
+
+def test_a_faulted_gpu_is_marked_and_a_down_node_has_no_data_never_idle():
+    snap = snapshot()
+    lines = heat_map(snap, 200, 50, "util", 85, PALETTE)
+    faulted = next(n for n in snap.nodes if any(g.xid for g in n.gpus))
+    down = next(n for n in snap.nodes if not n.ready)
+    line = next(ln.plain for ln in lines if ln.plain.startswith(faulted.name))
+    assert len(re.findall(FAULT + "+", line)) == sum(1 for g in faulted.gpus if g.xid)
+    gpu = next(g for g in faulted.gpus if g.xid)
+    assert gpu.util_pct is None and gpu.temp_c is None  # a GPU fallen off the bus reads nothing
+    down_line = next(ln.plain for ln in lines if ln.plain.startswith(down.name))
+    assert len(re.findall(NO_DATA + "+", down_line)) == down.gpu_capacity and not any(g in down_line for g in GLYPHS)
+
+
+def test_the_demo_records_no_samples_for_a_down_node_so_its_sparkline_shows_gaps():
+    cluster = DemoCluster(seed=7, clock=ManualClock())
+    snap = cluster.snapshot()
+    down = next(n for n in snap.nodes if not n.ready)
+    history = cluster.gpu_history(down.name)
+    assert history and all(v is None for values in history.values() for v in values)

@@ -59,7 +59,7 @@ class _SimNode:
     conditions: list[Condition] = field(default_factory=list)
     annotations: dict[str, str] = field(default_factory=dict)
     uuids: list[str] = field(default_factory=list)
-    history: dict[int, deque[tuple[float, float]]] = field(default_factory=dict)  # (time, util %)
+    history: dict[int, deque[tuple[float, float | None]]] = field(default_factory=dict)  # (time, util %; None: no sample)
     holders: dict[int, tuple[str, bool]] = field(default_factory=dict)  # GPU -> (pod uid, ready)
     version: int = 1  # as a resourceVersion: bumped by every annotation write (the drain lease's precondition)
 

@@ -208,8 +208,10 @@ class Simulation:
         p = node.product
         for i in range(p.count):
             if not node.ready or i in node.bad_gpus:
-                util = 0.0
-            elif i in holders:
+                # No exporter answers for a node that is down or a GPU fallen off the bus: no sample, a gap.
+                node.history[i].append((t, None))
+                continue
+            if i in holders:
                 pod, svc = holders[i]
                 noise = self._rng.gauss(0, 2.5)
                 if svc is None:  # a training job: busy and steady
@@ -228,12 +230,13 @@ class Simulation:
         p = node.product
         if not node.ready:
             return Gpu(i, node.uuids[i])
-        util = node.history[i][-1][1] if node.history[i] else 0.0
         mem_total = float(p.mem_mib)
-        health, xid = Health.PASS, 0
-        if i in node.bad_gpus:
-            mem, health, xid = 0.0, Health.FAIL, node.bad_gpus[i]
-        elif i in node.holders:
+        if i in node.bad_gpus:  # fallen off the bus: DCGM reads nothing from it but the XID
+            return Gpu(index=i, uuid=node.uuids[i], mem_total_mib=mem_total, xid=node.bad_gpus[i], health=Health.FAIL)
+        util = node.history[i][-1][1] if node.history[i] else None
+        if util is None:  # not sampled yet
+            return Gpu(i, node.uuids[i])
+        if i in node.holders:
             uid, ready = node.holders[i]
             pod = next((q for q in self._pods.values() if q.uid == uid), None)
             svc = self._services.get(f"{pod.namespace}/{pod.service}") if pod else None
@@ -254,7 +257,7 @@ class Simulation:
         return Gpu(
             index=i, uuid=node.uuids[i], util_pct=util, mem_used_mib=float(round(mem)),
             mem_total_mib=mem_total, temp_c=float(round(temp)), power_w=round(power, 1),
-            xid=xid, health=health,
+            health=Health.PASS,
         )
 
     # ----- reader -----------------------------------------------------------------

@@ -25,7 +25,7 @@ TITLES = {
     "dashboard": "everywhere, and the main screen (nodes and services)", "node": "node detail", "help": "help",
     "confirm": "yes/no questions", "diagnostics": "diagnostics", "audit": "audit log", "drain-plan": "drain plan",
     "drain-progress": "drain progress board", "shift": "traffic shift", "themes": "theme picker",
-    "wallboard": "wallboard", "command": "command line",
+    "wallboard": "wallboard", "command": "command line", "detail": "detail views (an audit entry in full)",
 }
 
 

@@ -98,7 +98,7 @@ A_Z = ("A→Z", "Z→A")
 WORST = ("worst first", "best first")
 
 NODE_COLUMNS: tuple[NodeColumn, ...] = (
-    NodeColumn("name", "Node", 14, 0, lambda n, c, w: Text(n.name), lambda n, c: n.name, *A_Z),
+    NodeColumn("name", "Node", 13, 0, lambda n, c, w: Text(n.name), lambda n, c: n.name, *A_Z),
     NodeColumn("state", "State", 9, 0, lambda n, c, w: cells.node_state_text(n, c.palette),
                lambda n, c: STATE_ORDER[n.state], *WORST),
     NodeColumn("model", "Model", 14, 5, lambda n, c, w: Text(cells.short_model(n.gpu_product)[:w]),
@@ -110,7 +110,7 @@ NODE_COLUMNS: tuple[NodeColumn, ...] = (
     NodeColumn("temp", "Temp", 5, 0, _temp, lambda n, c: _high_first(n.max_temp)),
     NodeColumn("power", "Power", 6, 4, lambda n, c, w: Text(cells.power(n.power_w).rjust(w)),
                lambda n, c: _high_first(n.power_w)),
-    NodeColumn("driver", "Driver", 10, 0, _driver, lambda n, c: tuple(-p for p in version_key(n.driver_version)),
+    NodeColumn("driver", "Driver", 11, 0, _driver, lambda n, c: tuple(-p for p in version_key(n.driver_version)),
                "newest first", "oldest first"),
     NodeColumn("alerts", "Alerts", 11, 0, _alerts,
                lambda n, c: problem_order(n, c.temp_threshold, c.majority_driver), *WORST, compact=5),

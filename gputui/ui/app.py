@@ -293,6 +293,12 @@ class GputuiApp(App[None]):
             self.pop_screen()
         return self.screen if isinstance(self.screen, DashboardScreen) else None
 
+    def open_node(self, name: str) -> None:
+        """A node's detail, from any screen (screens open it through here: none imports another's)."""
+        from gputui.ui.node_detail import NodeDetailScreen
+
+        self.push_screen(NodeDetailScreen(name))
+
     def action_themes(self) -> None:
         from gputui.ui.theme_picker import ThemePickerScreen
 

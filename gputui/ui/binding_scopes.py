@@ -15,10 +15,12 @@ def binding_scopes() -> dict[str, tuple[type, ...]]:
     from gputui.ui.command_screen import CommandScreen
     from gputui.ui.confirm import ConfirmScreen
     from gputui.ui.dashboard import DashboardScreen
+    from gputui.ui.detail_screen import DetailScreen
     from gputui.ui.diagnostics_screen import DiagnosticsScreen
     from gputui.ui.drain_board import DrainProgressScreen
     from gputui.ui.drain_plan_screen import DrainPlanScreen
     from gputui.ui.help import HelpScreen
+    from gputui.ui.item_list import ItemList
     from gputui.ui.key_table import KeyTable
     from gputui.ui.node_detail import NodeDetailScreen
     from gputui.ui.theme_picker import ThemePickerScreen
@@ -32,8 +34,9 @@ def binding_scopes() -> dict[str, tuple[type, ...]]:
         "node": app + (NodeDetailScreen, KeyTable),
         "help": app + (HelpScreen,),
         "confirm": app + (ConfirmScreen,),
-        "diagnostics": app + (DiagnosticsScreen,),
-        "audit": app + (AuditScreen,),
+        "diagnostics": app + (DiagnosticsScreen, ItemList),
+        "audit": app + (AuditScreen, ItemList),
+        "detail": app + (DetailScreen,),
         "drain-plan": app + (DrainPlanScreen, Input),
         "drain-progress": app + (DrainProgressScreen, KeyTable),
         "shift": app + (TrafficShiftScreen,),

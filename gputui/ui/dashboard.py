@@ -259,9 +259,7 @@ class DashboardScreen(ClusterScreen):
     def action_open_node(self) -> None:
         name = self.selected_node()  # enter on a node row (the services table handles its own enter)
         if name:
-            from gputui.ui.node_detail import NodeDetailScreen
-
-            self.app.push_screen(NodeDetailScreen(name))
+            self.app.open_node(name)
 
     def action_mark(self) -> None:
         name = self._node_in_focus("mark")

@@ -1,4 +1,5 @@
-"""The troubleshooting list as a screen: pending GPU pods, lost GPUs, drift, silent exporters."""
+"""The troubleshooting list as a screen: pending GPU pods, lost GPUs, drift, silent exporters. enter on a
+finding opens the node it concerns (a pod's: the node it runs on)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,23 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from gputui.ui.base import ClusterScreen
-
 from gputui.health import Finding, diagnose
+from gputui.ui.base import ClusterScreen
 from gputui.ui.footer import KeyFooter
 from gputui.ui.header import HeaderBar
+from gputui.ui.item_list import ItemList
+
+
+def _row(kind: Text, subject: Text, detail: Text) -> Table:
+    """One line of the list; every row has the same column widths, so they line up."""
+    grid = Table.grid(expand=True, padding=(0, 1))
+    grid.add_column(width=10, no_wrap=True)
+    grid.add_column(ratio=2, overflow="fold")
+    grid.add_column(ratio=3, overflow="fold")  # details are sentences: wrapped, read whole
+    grid.add_row(kind, subject, detail)
+    return grid
 
 
 class DiagnosticsScreen(ClusterScreen):
@@ -21,13 +31,13 @@ class DiagnosticsScreen(ClusterScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.findings: list[Finding] = []
+        self.findings: list[Finding] | None = None
 
     def compose(self) -> ComposeResult:
         yield HeaderBar()
         yield Static(id="diag-title", classes="panel-title")
-        with VerticalScroll(id="diag-scroll"):
-            yield Static(id="diagnostics")
+        yield Static(_row(Text("Kind", style="bold"), Text("Node / pod", style="bold"), Text("Detail", style="bold")))
+        yield ItemList(id="diagnostics")
         yield KeyFooter()
 
     def on_mount(self) -> None:
@@ -40,15 +50,25 @@ class DiagnosticsScreen(ClusterScreen):
         findings = diagnose(snap)
         title = Text(" Diagnostics ", style="bold")
         title.append(f"{len(findings)} finding{'s' if len(findings) != 1 else ''}" if findings else "nothing to report")
+        title.append("   enter opens the node", style="dim")
         self.query_one("#diag-title", Static).update(title)
         if findings == self.findings:
-            return  # nothing changed: keep the scroll position and skip the redraw
+            return  # nothing changed: keep the cursor and skip the redraw
         self.findings = findings
-        # A wrapping table, not a DataTable: details are sentences that must be read whole at 80 columns.
-        table = Table(box=None, expand=True, show_header=True, header_style="bold", padding=(0, 1))
-        table.add_column("Kind", no_wrap=True, style=f"bold {self.app.palette.alert}")
-        table.add_column("Node / pod", overflow="fold", ratio=2)
-        table.add_column("Detail", overflow="fold", ratio=3)
-        for f in findings:
-            table.add_row(Text(f.kind), Text(f.subject), Text(f.detail))
-        self.query_one("#diagnostics", Static).update(table)
+        alert = f"bold {self.app.palette.alert}"
+        self.query_one(ItemList).set_items(
+            [(_row(Text(f.kind, style=alert), Text(f.subject), Text(f.detail)), f) for f in findings])
+
+    def on_item_list_chosen(self, event: ItemList.Chosen) -> None:
+        finding: Finding = event.payload
+        snap = self.app.snapshot
+        if snap is None:
+            return
+        node = finding.subject if snap.node(finding.subject) else None
+        if node is None:
+            pod = next((p for p in snap.pods if p.key == finding.subject), None)
+            node = pod.node if pod else None
+        if not node:
+            self.app.notify(f"{finding.subject} is on no node: {finding.detail}", markup=False)
+            return
+        self.app.open_node(node)

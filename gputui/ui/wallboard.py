@@ -15,6 +15,7 @@ from gputui.snapshot import stale
 from gputui.present import cells
 from gputui.health import diagnose
 from gputui.present.columns import fit_service_columns, service_rows
+from gputui.ui.footer import KeyFooter
 from gputui.ui.header import HeaderBar
 from gputui.present.wallboard import figures, heat_map, legend
 from gputui.health import fleet_alerts
@@ -73,6 +74,7 @@ class WallboardScreen(ClusterScreen):
         yield Static(id="wall-alerts")
         yield Static(id="page-title")
         yield Static(id="page")
+        yield KeyFooter()  # one line: what the keys do, ? for the rest
 
     def on_mount(self) -> None:
         self.metric = self.app.settings.wallboard_heat
@@ -159,7 +161,7 @@ class WallboardScreen(ClusterScreen):
     def _page_size(self) -> tuple[int, int]:
         page = self.query_one("#page", Static)
         width = page.content_region.width or self.app.size.width - 2
-        height = page.content_region.height or max(1, self.app.size.height - 10)
+        height = page.content_region.height or max(1, self.app.size.height - 11)
         return width, height
 
     def _page_heat(self, snap) -> Text:

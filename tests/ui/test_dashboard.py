@@ -331,8 +331,14 @@ async def test_source_error_and_staleness_in_header():
         assert "metrics unavailable: connection refused" in header
 
 
-async def test_audit_log_screen_shows_writes(app_factory):
-    from gputui.ui.audit_screen import AuditScreen
+async def test_audit_log_has_a_cursor_dates_parameters_and_a_detail(app_factory):
+    import io
+
+    from rich.console import Console
+
+    from gputui.ui.audit_screen import AuditScreen, params_text
+    from gputui.ui.detail_screen import DetailScreen
+    from gputui.ui.item_list import ItemList
 
     app = app_factory()
     async with app.run_test(size=(120, 40)) as pilot:
@@ -342,12 +348,39 @@ async def test_audit_log_screen_shows_writes(app_factory):
         await wait_for(pilot, lambda: app.snapshot.node(target).unschedulable)
         await pilot.press("L")
         assert isinstance(app.screen, AuditScreen)
-        from rich.console import Console
-
-        console = Console(width=120, record=True)
-        console.print(app.screen.table)
+        items = app.screen.query_one(ItemList)
+        await wait_for(pilot, lambda: items.selected is not None)
+        entry = items.selected
+        assert entry["action"] == "cordon" and entry["target"] == f"node/{target}"
+        console = Console(width=120, file=io.StringIO(), record=True)
+        console.print(items.items[0].content)
         text = console.export_text()
-        assert "cordon" in text and f"node/{target}" in text and "tester@demo" in text
+        assert entry["time"][:10] in text and "tester@demo" in text  # the date, not the time alone
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, AuditScreen))
+    assert params_text({"from": {"v1": 90, "v2": 10}, "to": {"v1": 50, "v2": 50}}) == \
+        'from={"v1":90,"v2":10}  to={"v1":50,"v2":50}'
+
+
+async def test_enter_on_a_finding_opens_its_node(app_factory):
+    from gputui.ui.diagnostics_screen import DiagnosticsScreen
+    from gputui.ui.item_list import ItemList
+
+    app = app_factory()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        await pilot.press("d")
+        await wait_for(pilot, lambda: isinstance(app.screen, DiagnosticsScreen))
+        items = app.screen.query_one(ItemList)
+        await wait_for(pilot, lambda: items.selected is not None)
+        finding = next(i.payload for i in items.items if app.snapshot.node(i.payload.subject))
+        while items.selected is not finding:
+            await pilot.press("down")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, NodeDetailScreen))
+        assert app.screen.node_name == finding.subject
 
 
 def test_same_content_ignores_fetch_times_but_not_data():

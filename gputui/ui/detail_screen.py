@@ -1,0 +1,31 @@
+"""A read-only detail over any screen (an audit entry in full): esc closes it."""
+
+from __future__ import annotations
+
+from rich.console import RenderableType
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Static
+
+from gputui.ui.base import ClusterModal
+
+
+class DetailScreen(ClusterModal[None]):
+    BINDINGS = [Binding("escape,enter,q", "close", "Close", id="detail-close")]
+
+    def __init__(self, title: str, body: RenderableType) -> None:
+        super().__init__()
+        self._title = title
+        self._body = body
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static(Text(self._title, style="bold"), id="dialog-title")
+            with VerticalScroll(id="detail-body"):
+                yield Static(self._body)
+            yield Static(Text.assemble(("esc", "bold"), " close"), id="dialog-keys")
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -58,6 +58,7 @@ SCOPES: dict[str, dict[str, str]] = {
         'drain': 'r',
         'shift': 'w',
         'diagnostics': 'd',
+        'describe': 'i',
         'select': 'enter',
         'cursor-up': 'up,k',
         'cursor-down': 'down,j',

@@ -49,6 +49,8 @@ class NodeDetailScreen(ClusterScreen):
         Binding("r", "drain", "Drain", id="drain", tooltip="Drain this node (its plan first)"),
         Binding("w", "shift", "Weights", id="shift", tooltip="Shift traffic of the selected pod's service"),
         Binding("d", "diagnostics", "Diagnose", id="diagnostics"),
+        Binding("i", "describe", "Describe", id="describe",
+                tooltip="Conditions with reasons, GPU labels, alerts explained (XIDs in words)"),
     ]
 
     def __init__(self, node: str) -> None:
@@ -115,6 +117,17 @@ class NodeDetailScreen(ClusterScreen):
         from gputui.ui.traffic_screen import TrafficShiftScreen
 
         self.app.push_screen(TrafficShiftScreen(f"{pod.namespace}/{pod.service}"))
+
+    def action_describe(self) -> None:
+        snap = self.app.snapshot
+        node = snap.node(self.node_name) if snap else None
+        if node is None:
+            return
+        from gputui.present.node_describe import describe
+        from gputui.ui.detail_screen import DetailScreen
+
+        self.app.push_screen(DetailScreen(f"node {node.name}",
+                                          describe(node, self.app.settings.temp_threshold, self.app.palette)))
 
     def action_diagnostics(self) -> None:
         from gputui.ui.diagnostics_screen import DiagnosticsScreen

@@ -454,3 +454,26 @@ async def test_node_detail_reaches_drain_shift_and_diagnostics(app_factory):
         await pilot.press("r")
         await wait_for(pilot, lambda: isinstance(app.screen, DrainPlanScreen))
         assert app.screen.nodes == [pod.node]
+
+
+async def test_describe_explains_the_xid_and_lists_conditions_and_gpu_labels(app_factory):
+    import io
+
+    from rich.console import Console
+
+    from gputui.present.node_describe import describe
+    from gputui.ui.detail_screen import DetailScreen
+
+    app = app_factory()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(pilot)
+        app.screen.nodes_table.move_to("gpu-h100-07")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, NodeDetailScreen))
+        await pilot.press("i")
+        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
+        console = Console(width=78, file=io.StringIO(), record=True)
+        console.print(describe(app.snapshot.node("gpu-h100-07"), 85.0, app.palette))
+        text = console.export_text()
+        assert "XID 79 (fallen off the bus: reboot the node)" in text
+        assert "Conditions" in text and "Ready" in text and "nvidia.com/gpu.product=" in text

@@ -1,0 +1,55 @@
+"""A node described as `kubectl describe` would, cut to what a GPU on-call engineer reads: its alerts in
+words (XIDs explained), every condition with its reason and message, the GPU labels the GPU Operator and
+GPU Feature Discovery set, and gputui's own drain records."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from gputui.health import node_alerts
+from gputui.model import DRAIN_ANNOTATION_PREFIX, Node
+from gputui.present.cells import Palette
+
+# Labels worth reading on a GPU node: the GPU Operator's and GFD's (nvidia.com/…), NFD's PCI vendor label for
+# NVIDIA, and the topology a scheduler spreads over.
+GPU_LABEL_PREFIXES = ("nvidia.com/", "feature.node.kubernetes.io/pci-10de", "topology.kubernetes.io/",
+                      "node.kubernetes.io/instance-type")
+
+
+def _section(title: str) -> Text:
+    return Text(f"\n{title}", style="bold underline")
+
+
+def describe(node: Node, temp_threshold: float, palette: Palette) -> RenderableType:
+    parts: list[RenderableType] = []
+    alerts = node_alerts(node, temp_threshold)
+    parts.append(_section("Alerts, worst first"))
+    if alerts:
+        for a in alerts:
+            parts.append(Text.assemble(("▲ ", f"bold {palette.alert}"), (a.kind, "bold"), ": ", a.message))
+    else:
+        parts.append(Text("none", style="dim"))
+
+    parts.append(_section("Conditions"))
+    table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold", expand=True)
+    for label in ("Type", "Status", "Reason", "Message"):
+        table.add_column(label, overflow="fold", no_wrap=label in ("Type", "Status"))
+    for c in node.conditions:
+        bad = (c.status == "True") != (c.type == "Ready")  # Ready should be True; every other condition False
+        table.add_row(Text(c.type), Text(c.status, style=f"bold {palette.alert}" if bad else ""),
+                      Text(c.reason), Text(c.message))
+    parts.append(table if node.conditions else Text("none reported", style="dim"))
+
+    parts.append(_section("GPU labels"))
+    labels = sorted((k, v) for k, v in node.labels.items() if k.startswith(GPU_LABEL_PREFIXES))
+    parts.extend(Text(f"{k}={v}") for k, v in labels)
+    if not labels:
+        parts.append(Text("none: is GPU Feature Discovery running?", style=f"bold {palette.alert}"))
+
+    records = sorted((k, v) for k, v in node.annotations.items() if k.startswith(DRAIN_ANNOTATION_PREFIX))
+    if records:
+        parts.append(_section("gputui drain record"))
+        parts.extend(Text(f"{k}={v}") for k, v in records)
+    return Group(*parts)

@@ -122,3 +122,38 @@ def test_no_color_draws_in_greys_only(tmp_path):
         assert not hues, f"coloured output under NO_COLOR: {hues[:5]}"
     finally:
         subprocess.run(["tmux", "-L", session.socket, "kill-server"], capture_output=True)
+
+
+def test_the_3am_path_at_80x24(tmp_path):
+    """Start, see the worst node first, open it, read why, drain it from there, watch the board."""
+    session = Tmux(f"gputui-e2e-3am-{os.getpid()}")
+    env = ["-e", f"XDG_CONFIG_HOME={tmp_path}/c", "-e", f"XDG_STATE_HOME={tmp_path}/s", "-e", "TERM=xterm-256color",
+           "-e", f"KUBECONFIG={tmp_path}/none"]
+    session("new-session", "-d", "-s", "gputui", "-x", "80", "-y", "24", *env, "gputui --demo --seed 7")
+    try:
+        screen = session.wait_for("sort problems, worst first")
+        lines = screen.splitlines()
+        first = next(i for i, line in enumerate(lines) if line.lstrip().startswith("Node "))
+        worst = lines[first + 1]
+        assert "NotReady" in worst, screen  # the down node is the first row, not the 24th
+        name = worst.split()[0]
+        for field in ("Util", "Memory", "Temp", "Driver"):
+            assert field in lines[first], f"{field} missing at 80x24:\n{screen}"
+
+        session.keys("Enter")
+        screen = session.wait_for("Pods on this node")
+        assert name in screen and "node is NotReady" in screen
+        session.keys("i")
+        screen = session.wait_for("Conditions")
+        assert "Ready" in screen
+        session.keys("Escape")
+        session.wait_for("Pods on this node")
+
+        session.keys("r")
+        screen = session.wait_for(f"Drain {name}")  # its plan, before anything is written
+        assert f"node/{name}" in screen
+        session.keys("Enter")
+        screen = session.wait_for(f"{name} done", timeout=20)  # the board's log: it held no pods
+        assert "Drain FINISHED" in screen and "1/1 nodes ended" in screen
+    finally:
+        subprocess.run(["tmux", "-L", session.socket, "kill-server"], capture_output=True)

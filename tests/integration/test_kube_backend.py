@@ -224,7 +224,7 @@ def test_fleet_view_still_names_the_gpu_with_an_xid(cluster, prometheus, dcgm_ex
         backend = make_backend(cluster, prometheus)
         try:
             alerts = [(a.kind, a.message) for a in fleet_alerts(backend.reader.snapshot()) if a.node == "gpu-node-2"]
-            assert ("XID", "GPU 3: XID 79") in alerts
+            assert ("XID", "GPU 3: XID 79 (fallen off the bus: reboot the node)") in alerts
         finally:
             backend.close()
     finally:

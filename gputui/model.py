@@ -119,6 +119,27 @@ class Condition:
 
 
 @dataclass(frozen=True, slots=True)
+class Event:
+    """A Kubernetes event about a node or a pod, as `kubectl describe` lists it."""
+
+    type: str  # Normal, Warning
+    reason: str
+    message: str
+    object: str  # Kind/name
+    count: int = 1
+    last_seen: float | None = None  # epoch seconds
+
+
+@dataclass(frozen=True, slots=True)
+class NodeDescription:
+    """What describe reads on demand (never every refresh): taints, the last heartbeat, recent events."""
+
+    taints: tuple[str, ...] = ()
+    heartbeat: float | None = None  # the Ready condition's lastHeartbeatTime, epoch seconds
+    events: tuple[Event, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Node:
     name: str
     ready: bool

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Collection, Mapping, Protocol, runtime_checkable
+from typing import Collection, Mapping, Protocol, Sequence, runtime_checkable
 
 from gputui.errors import one_line
-from gputui.model import Gpu
+from gputui.model import Gpu, NodeDescription
 from gputui.snapshot import ClusterSnapshot
 
 
@@ -55,6 +55,11 @@ class Reader(Protocol):
 
     def node_gpus(self, node: str) -> "tuple[Gpu, ...] | None":
         """Every GPU of one node when the snapshot holds only aggregates; None: use the snapshot."""
+        ...
+
+    def describe(self, node: str, pods: Sequence[tuple[str, str]]) -> NodeDescription:
+        """The node's taints, last heartbeat and recent events of it and these pods (namespace, name): read
+        now, on demand."""
         ...
 
     def close(self) -> None: ...

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable, Collection, Iterable, Mapping
+from typing import Any, Callable, Collection, Iterable, Mapping, Sequence
 
 from gputui.backends.base import Backend, BackendError
 from gputui.backends.gcpause import gc_paused
@@ -16,7 +16,7 @@ from gputui.backends.kube_objects import PodRecord
 from gputui.backends import kube_objects as ko
 from gputui.backends.prom import HOST_LABELS, PromConfig, PromSource
 from gputui.backends.session_metrics import engines
-from gputui.model import Gpu
+from gputui.model import Gpu, NodeDescription
 from gputui.snapshot import ClusterSnapshot, SourceStatus
 from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS, Settings
 
@@ -270,6 +270,11 @@ class KubeReader:
         if self.prom is None:
             return {}
         return self.prom.gpu_history(node, minutes)
+
+    def describe(self, node: str, pods: Sequence[tuple[str, str]]) -> NodeDescription:
+        from gputui.backends.kube_describe import describe_node
+
+        return describe_node(self.conn, node, pods)
 
     def node_gpus(self, node: str) -> tuple[Gpu, ...] | None:
         """Every GPU of one node, for the detail screen (the fleet view keeps aggregates)."""

@@ -4,13 +4,15 @@ GPU Feature Discovery set, and gputui's own drain records."""
 
 from __future__ import annotations
 
+import time
+
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from gputui.health import node_alerts
-from gputui.model import DRAIN_ANNOTATION_PREFIX, Node
-from gputui.present.cells import Palette
+from gputui.model import DRAIN_ANNOTATION_PREFIX, Node, NodeDescription
+from gputui.present.cells import Palette, ago
 
 # Labels worth reading on a GPU node: the GPU Operator's and GFD's (nvidia.com/…), NFD's PCI vendor label for
 # NVIDIA, and the topology a scheduler spreads over.
@@ -22,8 +24,12 @@ def _section(title: str) -> Text:
     return Text(f"\n{title}", style="bold underline")
 
 
-def describe(node: Node, temp_threshold: float, palette: Palette) -> RenderableType:
+def describe(node: Node, temp_threshold: float, palette: Palette, read: NodeDescription | None = None,
+             error: str | None = None, now: float | None = None) -> RenderableType:
+    """`read`: what describe read from the API now (taints, heartbeat, events); `error`: why it could not."""
     parts: list[RenderableType] = []
+    if error:
+        parts.append(Text(f"taints, heartbeat and events unavailable: {error}", style=f"bold {palette.alert}"))
     alerts = node_alerts(node, temp_threshold)
     parts.append(_section("Alerts, worst first"))
     if alerts:
@@ -41,6 +47,23 @@ def describe(node: Node, temp_threshold: float, palette: Palette) -> RenderableT
         table.add_row(Text(c.type), Text(c.status, style=f"bold {palette.alert}" if bad else ""),
                       Text(c.reason), Text(c.message))
     parts.append(table if node.conditions else Text("none reported", style="dim"))
+    if read is not None:
+        beat = "unknown" if read.heartbeat is None else \
+            time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(read.heartbeat)) + \
+            (f" ({ago(max(0.0, now - read.heartbeat))} ago)" if now is not None else "")
+        parts.append(Text.assemble(("Last heartbeat (Ready): ", "bold"), beat))
+        parts.append(_section("Taints"))
+        parts.extend(Text(t) for t in read.taints)
+        if not read.taints:
+            parts.append(Text("none", style="dim"))
+        parts.append(_section("Events, newest first"))
+        for e in read.events:
+            when = "" if e.last_seen is None or now is None else f"{ago(max(0.0, now - e.last_seen))} ago "
+            count = f" ×{e.count}" if e.count > 1 else ""
+            parts.append(Text.assemble((e.type.ljust(8), f"bold {palette.alert}" if e.type == "Warning" else ""),
+                                       f" {when}", (e.reason, "bold"), count, f" {e.object}: ", e.message))
+        if not read.events:
+            parts.append(Text("none recent (events expire after an hour by default)", style="dim"))
 
     parts.append(_section("GPU labels"))
     labels = sorted((k, v) for k, v in node.labels.items() if k.startswith(GPU_LABEL_PREFIXES))

@@ -10,7 +10,7 @@ from textual.message import Message
 
 if TYPE_CHECKING:
     from gputui.backends.base import Backend
-    from gputui.model import Gpu
+    from gputui.model import Gpu, NodeDescription
     from gputui.snapshot import ClusterSnapshot
     from gputui.ops.traffic import ShiftPlan
     from gputui.settings import Settings
@@ -68,6 +68,16 @@ class HistoryRead(Message):
         super().__init__()
         self.gpus = gpus
         self.history = history
+
+
+class DescriptionRead(Message):
+    """describe's on-demand read of a node (taints, heartbeat, events), or why it failed."""
+
+    def __init__(self, node: str, description: NodeDescription | None, error: str | None) -> None:
+        super().__init__()
+        self.node = node
+        self.description = description
+        self.error = error
 
 
 class RouteRead(Message):

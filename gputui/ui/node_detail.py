@@ -18,7 +18,8 @@ from gputui.ui.footer import KeyFooter
 from gputui.ui.key_table import KeyTable
 from gputui.ui.cordon_dialog import ask_cordon
 from gputui.ui.header import HeaderBar
-from gputui.ui.messages import HistoryRead
+from gputui.backends.base import error_line
+from gputui.ui.messages import DescriptionRead, HistoryRead
 from gputui.ui.table_sync import sync_rows
 from gputui.health import majority_driver
 
@@ -119,15 +120,32 @@ class NodeDetailScreen(ClusterScreen):
         self.app.push_screen(TrafficShiftScreen(f"{pod.namespace}/{pod.service}"))
 
     def action_describe(self) -> None:
+        """Read the node's taints, heartbeat and events now (a thread: network calls), then show it all."""
         snap = self.app.snapshot
-        node = snap.node(self.node_name) if snap else None
-        if node is None:
+        if snap is None or snap.node(self.node_name) is None:
+            return
+        reader, node = self.app.backend.reader, self.node_name
+        pods = [(p.namespace, p.name) for p in snap.pods_on(node)]
+
+        def read() -> None:
+            try:
+                self.post_message(DescriptionRead(node, reader.describe(node, pods), None))
+            except Exception as exc:  # shown with what the snapshot holds, never a crash
+                self.post_message(DescriptionRead(node, None, error_line(exc)))
+
+        self.run_worker(read, thread=True, exclusive=True, group="describe", exit_on_error=False)
+
+    def on_description_read(self, message: DescriptionRead) -> None:
+        snap = self.app.snapshot
+        node = snap.node(message.node) if snap else None
+        if node is None or not self.is_current:
             return
         from gputui.present.node_describe import describe
         from gputui.ui.detail_screen import DetailScreen
 
-        self.app.push_screen(DetailScreen(f"node {node.name}",
-                                          describe(node, self.app.settings.temp_threshold, self.app.palette)))
+        body = describe(node, self.app.settings.temp_threshold, self.app.palette, message.description,
+                        message.error, now=self.app.clock())
+        self.app.push_screen(DetailScreen(f"node {node.name}", body))
 
     def action_diagnostics(self) -> None:
         from gputui.ui.diagnostics_screen import DiagnosticsScreen

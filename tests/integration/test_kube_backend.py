@@ -339,3 +339,31 @@ def test_sessions_every_refresh_and_fleet_dcgm_at_its_interval(
         running, waiting = workload["sessions"][pod]
         inference_exporter.set(NS, pod, running=running, waiting=waiting)
         backend.close()
+
+
+def test_describe_reads_taints_heartbeat_and_the_events_of_the_node_and_its_pods(cluster, prometheus, workload):
+    """What `i` shows, read from the real apiserver: the scheduler's own events for the pods, an event a GPU
+    health agent would post for the node, the node's taints as the API holds them."""
+    core = client.CoreV1Api(workload["api"])
+    pod = workload["pods"][0]
+    node = pod.spec.node_name
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    core.create_namespaced_event("default", {
+        "metadata": {"name": f"{node}.xid-test"}, "type": "Warning", "reason": "SysLogsXIDError",
+        "message": "XID 79 on GPU 3", "count": 2, "firstTimestamp": stamp, "lastTimestamp": stamp,
+        "involvedObject": {"kind": "Node", "name": node, "apiVersion": "v1"}, "source": {"component": "gpu-health"}})
+    backend = make_backend(cluster, prometheus)
+    try:
+        described = backend.reader.describe(node, [(NS, pod.metadata.name)])
+        reasons = {(e.object, e.reason) for e in described.events}
+        assert (f"Node/{node}", "SysLogsXIDError") in reasons
+        assert (f"Pod/{pod.metadata.name}", "Scheduled") in reasons  # kube-scheduler's own event
+        xid = next(e for e in described.events if e.reason == "SysLogsXIDError")
+        assert xid.type == "Warning" and xid.count == 2 and xid.last_seen is not None
+        api_taints = core.read_node(node).spec.taints or []
+        assert described.taints == tuple(f"{t.key}{'=' + t.value if t.value else ''}:{t.effect}" for t in api_taints)
+        ready = next(c for c in core.read_node(node).status.conditions if c.type == "Ready")
+        assert described.heartbeat == (ready.last_heartbeat_time.timestamp() if ready.last_heartbeat_time else None)
+    finally:
+        backend.close()
+        core.delete_namespaced_event(f"{node}.xid-test", "default")

@@ -52,6 +52,7 @@ async def test_problems_come_first_and_each_sort_says_its_order(app_factory):
         assert not snap.node(rows(app)[0]).ready  # the NotReady node is the first row, not the last
         assert ranks == sorted(ranks)
         assert "sort problems, worst first" in title(app)
+        assert "alerts: NotReady" in str(app.screen.query_one("HeaderBar").summary())  # the worst, named
         await pilot.press("s")  # name
         await pilot.pause()
         assert rows(app) == sorted(rows(app)) and "sort node, A→Z" in title(app)
@@ -456,24 +457,31 @@ async def test_node_detail_reaches_drain_shift_and_diagnostics(app_factory):
         assert app.screen.nodes == [pod.node]
 
 
-async def test_describe_explains_the_xid_and_lists_conditions_and_gpu_labels(app_factory):
+async def test_describe_explains_the_xid_and_reads_taints_heartbeat_and_events(app_factory):
     import io
 
     from rich.console import Console
 
-    from gputui.present.node_describe import describe
     from gputui.ui.detail_screen import DetailScreen
 
     app = app_factory()
     async with app.run_test(size=(80, 24)) as pilot:
         await loaded(pilot)
-        app.screen.nodes_table.move_to("gpu-h100-07")
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, NodeDetailScreen))
-        await pilot.press("i")
-        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
-        console = Console(width=78, file=io.StringIO(), record=True)
-        console.print(describe(app.snapshot.node("gpu-h100-07"), 85.0, app.palette))
-        text = console.export_text()
+
+        async def described(name: str) -> str:
+            app.screen.nodes_table.move_to(name)
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: isinstance(app.screen, NodeDetailScreen))
+            await pilot.press("i")
+            await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
+            console = Console(width=78, file=io.StringIO(), record=True)
+            console.print(app.screen._body)
+            await pilot.press("escape", "escape")
+            return console.export_text()
+
+        text = await described("gpu-h100-07")
         assert "XID 79 (fallen off the bus: reboot the node)" in text
-        assert "Conditions" in text and "Ready" in text and "nvidia.com/gpu.product=" in text
+        assert "Conditions" in text and "nvidia.com/gpu.product=" in text
+        assert "SysLogsXIDError" in text and "Last heartbeat" in text
+        text = await described(next(n.name for n in app.snapshot.nodes if not n.ready))
+        assert "node.kubernetes.io/unreachable:NoExecute" in text and "NodeNotReady" in text

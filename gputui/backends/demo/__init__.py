@@ -32,6 +32,7 @@ class _ReadOnlyView:
         self.snapshot = cluster.snapshot
         self.gpu_history = cluster.gpu_history
         self.node_gpus = cluster.node_gpus
+        self.describe = cluster.describe
         self.close = cluster.close
 
 

@@ -5,9 +5,10 @@ evict with PDB checks, delete, patch route objects) with the apiserver's answers
 from __future__ import annotations
 
 import copy
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from gputui.backends.base import ConflictError, EvictionOutcome, EvictionResult, WriteError
+from gputui.model import NodeDescription
 from gputui.backends.demo.errors import DemoApiError
 from gputui.backends.demo.patches import json_patch, merge_patch
 from gputui.backends.demo.routes import _backend_name, _validate_route
@@ -19,6 +20,12 @@ from gputui.backends.demo.simulation import Simulation
 
 class DemoCluster(Simulation):
     """The simulated cluster, readable and writable. Thread-safe: the UI reads while ops write."""
+
+    def describe(self, node: str, pods: Sequence[tuple[str, str]]) -> NodeDescription:
+        from gputui.backends.demo.describe import describe
+
+        with self._lock:
+            return describe(self, node, pods)
 
     def _node(self, name: str) -> _SimNode:
         node = self._nodes.get(name)

@@ -42,6 +42,7 @@ class Simulation:
         self._serial = 0
         start = clock()
         self._t = start - WARM_UP_S
+        self._began = self._t  # when the simulated history begins (describe dates its events from it)
         for node in self._nodes.values():
             node.uuids = [self._uuid() for _ in range(node.product.count)]
             node.history = {i: deque(maxlen=int(HISTORY_S / STEP_S)) for i in range(node.product.count)}

@@ -1,8 +1,13 @@
-"""The key footer, compact below 120 columns so `? Help` still fits at 80."""
+"""The key footer, compact below 120 columns so `? Help` still fits at 80. Write keys the backend may not
+use (read-only, or RBAC) are drawn dimmed; pressed, they still answer why (ClusterScreen.allowed)."""
 
 from __future__ import annotations
 
+from textual.app import ComposeResult
 from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
+
+from gputui.backends.base import NEEDS
 
 COMPACT_BELOW = 120
 
@@ -13,3 +18,11 @@ class KeyFooter(Footer):
 
     def on_resize(self) -> None:
         self.compact = self.app.size.width < COMPACT_BELOW
+
+    def compose(self) -> ComposeResult:
+        backend = getattr(self.app, "backend", None)  # gputui's app; a bare App in widget tests has none
+        for widget in super().compose():
+            if isinstance(widget, FooterKey) and widget.action in NEEDS and backend and backend.why_not(widget.action):
+                widget._disabled = True  # as Footer marks a binding its screen disabled
+                widget.add_class("-disabled")
+            yield widget

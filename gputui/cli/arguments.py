@@ -74,3 +74,13 @@ def add_shift_parser(subparsers: Any, common: Callable[[argparse.ArgumentParser]
     parser.add_argument("--force", action="store_true",
                         help="shift even to a version with no ready replicas")
     return parser
+
+
+def add_check_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> None:
+    from gputui.checks.rules import AREAS  # (a table of names: no operation imported)
+
+    p = sub.add_parser("check", help="run the seeds' validation checklists against the cluster")
+    common(p)
+    p.add_argument("--only", choices=AREAS, help="only this area's checks")
+    p.add_argument("-o", "--output", choices=("text", "json", "junit"), default="text")
+    p.add_argument("--strict", action="store_true", help="an unknown result (could not be read) fails too")

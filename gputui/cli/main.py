@@ -30,6 +30,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gputui.cli import shift
 
             return shift.run(settings, args, backend)
+        if args.command == "check":
+            from gputui.cli import check
+
+            return check.run(settings, args, backend)
         if args.command == "drain":
             from gputui.cli import drain
 

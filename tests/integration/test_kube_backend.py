@@ -367,3 +367,39 @@ def test_describe_reads_taints_heartbeat_and_the_events_of_the_node_and_its_pods
     finally:
         backend.close()
         core.delete_namespaced_event(f"{node}.xid-test", "default")
+
+
+def test_check_reports_the_violations_planted_on_the_cluster_and_clears_when_fixed(cluster, prometheus, workload):
+    """The llama service runs without a PDB and with a 1 s grace period (deployment()): both are reported,
+    by the objects the cluster holds; a PDB created through the API clears the first."""
+    from gputui.checks.result import Status
+    from gputui.checks.rules import CheckContext, run_checks
+
+    policy = client.PolicyV1Api(workload["api"])
+    backend = make_backend(cluster, prometheus)
+    try:
+        def checked() -> dict:
+            snap = backend.reader.snapshot()
+            return {r.id: r for r in run_checks(CheckContext(snap, read_only=False,
+                                                             permissions=backend.permissions))}
+
+        found = checked()
+        assert found["services.pdb"].status is Status.FAIL
+        assert f"{NS}/llama (no PodDisruptionBudget)" in found["services.pdb"].objects
+        assert found["services.grace"].status is Status.FAIL
+        mine = [o for o in found["services.grace"].objects if o.startswith(f"{NS}/llama-")]
+        assert len(mine) == 3 and all("(1s < 30s)" in o for o in mine)
+        assert found["identity.permissions"].status is Status.PASS  # probed by access reviews
+        policy.create_namespaced_pod_disruption_budget(NS, {
+            "metadata": {"name": "llama-pdb"},
+            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app.kubernetes.io/name": "llama"}}}})
+
+        def pdb_counted():
+            result = checked()["services.pdb"]
+            return result if f"{NS}/llama (no PodDisruptionBudget)" not in result.objects else None
+
+        result = wait_until(pdb_counted, 30, what="the new PDB seen by the check")
+        assert not any(o.startswith(f"{NS}/llama") for o in result.objects)
+    finally:
+        backend.close()
+        policy.delete_namespaced_pod_disruption_budget("llama-pdb", NS)

@@ -326,6 +326,7 @@ class Simulation:
             labels=dict(p.labels), has_emptydir=p.has_emptydir,
             sessions_running=running, sessions_waiting=p.waiting if p.signal else None, session_signal=p.signal,
             pending_reason=self._pending_reason(p) if p.phase == "Pending" else "",
+            termination_grace_s=int(p.grace_s),
         )
 
     def _pending_reason(self, p: _SimPod) -> str:

@@ -1,0 +1,216 @@
+"""The checks: each reads one snapshot (and what the backend knows of its identity) and says pass, warn,
+fail or unknown. Thresholds and wording come from the seeds' checklists (001 §6.2, §8, §9, §10.1; 000 §6)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+from gputui.checks.result import CheckResult, Status
+from gputui.health import RESTARTS_WORTH_A_LOOK, Severity, node_alerts
+from gputui.model import SessionState
+from gputui.snapshot import ClusterSnapshot
+
+MIN_GRACE_S = 30  # seed 001 §6.2: graceful termination of 30 s or more
+ZONE_LABEL = "topology.kubernetes.io/zone"
+LISTED = 5  # objects named in a summary line before "+N more"
+
+
+@dataclass(frozen=True)
+class CheckContext:
+    snapshot: ClusterSnapshot
+    temp_threshold: float = 85.0
+    engine_shutdown_s: float = 0.0
+    read_only: bool = True
+    permissions: Mapping[str, bool] = field(default_factory=dict)  # access reviews; empty: not probed
+
+
+def _names(objects: list[str]) -> str:
+    shown = ", ".join(objects[:LISTED])
+    return shown + (f" (+{len(objects) - LISTED} more)" if len(objects) > LISTED else "")
+
+
+def _result(id: str, seed: str, title: str, bad: list[str], status: Status, found: str, fix: str,
+            fine: str) -> CheckResult:
+    if not bad:
+        return CheckResult(id, seed, title, Status.PASS, fine)
+    return CheckResult(id, seed, title, status, f"{len(bad)} {found}: {_names(bad)}", tuple(bad), fix)
+
+
+def _metrics_down(ctx: CheckContext) -> str | None:
+    source = ctx.snapshot.source("metrics")
+    if source is None:
+        return "no metrics source"
+    if source.error:
+        return f"metrics {source.error}"
+    return None if source.fetched_at is not None else "metrics not read yet"
+
+
+def gpu_nodes_recognised(ctx: CheckContext) -> CheckResult:
+    bad = []
+    for n in ctx.snapshot.nodes:
+        if n.gpu_capacity and not n.gpu_product:
+            bad.append(f"{n.name} (no nvidia.com/gpu.product label: GPU Feature Discovery)")
+        elif n.labels.get("nvidia.com/gpu.present") == "true" and not n.gpu_capacity:
+            bad.append(f"{n.name} (nvidia.com/gpu not registered: device plugin)")
+        elif n.gpu_capacity and not n.gpu_allocatable:
+            bad.append(f"{n.name} (0 GPUs allocatable)")
+    return _result("nodes.recognised", "001 §8", "every GPU node recognised, its GPUs visible to the scheduler",
+                   bad, Status.FAIL, "GPU nodes not fully recognised",
+                   "check the GPU Operator's device plugin and GFD pods on these nodes",
+                   f"{sum(1 for n in ctx.snapshot.nodes if n.gpu_capacity)} GPU nodes, all labelled and allocatable")
+
+
+def gpu_health(ctx: CheckContext) -> CheckResult:
+    failing, hot = [], []
+    for n in ctx.snapshot.nodes:
+        alerts = node_alerts(n, ctx.temp_threshold)
+        worst = [a for a in alerts if a.severity <= Severity.UPGRADE_FAILED]
+        if worst:
+            failing.append(f"{n.name} ({worst[0].kind}: {worst[0].message})")
+        elif alerts:
+            hot.append(f"{n.name} ({alerts[0].message})")
+    if failing:
+        return _result("gpu.health", "001 §8", "no GPU health alarms", failing, Status.FAIL, "nodes with GPU alarms",
+                       "drain them (r in the TUI) and follow each alarm's advice (i describes a node)", "")
+    return _result("gpu.health", "001 §8", "no GPU health alarms", hot, Status.WARN, "nodes running hot",
+                   "check cooling and power capping on these nodes", "no XID, health, condition or upgrade alarm")
+
+
+def versions_consistent(ctx: CheckContext) -> CheckResult:
+    by_pool: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for n in ctx.snapshot.nodes:
+        if n.gpu_capacity and n.driver_version:
+            by_pool[n.gpu_product or "unknown model"][f"driver {n.driver_version}, CUDA {n.cuda_version or '?'}"].append(n.name)
+    bad = []
+    for pool, versions in sorted(by_pool.items()):
+        if len(versions) > 1:
+            common = max(versions.items(), key=lambda kv: len(kv[1]))[0]
+            bad += [f"{name} ({v}; pool {pool} mostly {common})" for v, names in versions.items() if v != common
+                    for name in names]
+    return _result("versions.consistent", "001 §8.1, 000 §6", "driver and CUDA versions consistent per GPU model",
+                   bad, Status.FAIL, "nodes off their pool's versions",
+                   "upgrade these nodes through the GPU Operator (one at a time: drain first)",
+                   f"{len(by_pool)} GPU models, one driver and CUDA version each")
+
+
+def dcgm_series(ctx: CheckContext) -> CheckResult:
+    down = _metrics_down(ctx)
+    if down:
+        return CheckResult("metrics.dcgm", "001 §8, §9", "DCGM series for every GPU node", Status.UNKNOWN,
+                           f"cannot tell: {down}", (), "give --prometheus and check it answers")
+    bad = [n.name for n in ctx.snapshot.nodes if n.ready and n.gpu_capacity and not n.has_metrics]
+    return _result("metrics.dcgm", "001 §8, §9", "DCGM series for every GPU node", bad, Status.FAIL,
+                   "Ready GPU nodes without DCGM series", "check the dcgm-exporter pod on these nodes and its scrape",
+                   "every Ready GPU node reports")
+
+
+def session_series(ctx: CheckContext) -> CheckResult:
+    down = _metrics_down(ctx)
+    title = "session series for every inference pod"
+    if down:
+        return CheckResult("metrics.sessions", "001 §8", title, Status.UNKNOWN, f"cannot tell: {down}", (),
+                           "give --prometheus and check it answers")
+    bad = [p.key for p in ctx.snapshot.pods
+           if p.session_signal and p.phase == "Running" and not p.terminated and p.session_state is SessionState.UNKNOWN]
+    return _result("metrics.sessions", "001 §8", title, bad, Status.WARN, "inference pods whose sessions cannot be read",
+                   "expose the engine's /metrics and scrape it (a drain waits on them blind)",
+                   "every inference pod's sessions are read")
+
+
+def pending_gpu_pods(ctx: CheckContext) -> CheckResult:
+    bad = [f"{p.key} ({p.pending_reason or f'waiting for {p.gpu_request} GPUs'})" for p in ctx.snapshot.pods
+           if p.phase == "Pending" and p.gpu_request and not p.node]
+    return _result("pods.pending", "001 §9", "no GPU pod Pending", bad, Status.FAIL, "GPU pods Pending",
+                   "free or add GPUs of the model they ask for, or fix their selectors/tolerations", "none Pending")
+
+
+def restart_loops(ctx: CheckContext) -> CheckResult:
+    bad = [f"{p.key} ({p.restarts} restarts)" for p in ctx.snapshot.pods
+           if p.restarts >= RESTARTS_WORTH_A_LOOK and not p.terminated]
+    return _result("pods.restarts", "001 §9", "no restart loops", bad, Status.WARN, "pods restarting",
+                   "read the previous container's log (kubectl logs --previous)", "no pod restarting")
+
+
+def _inference_pods(ctx: CheckContext) -> dict[str, list]:
+    by_service: dict[str, list] = defaultdict(list)
+    for p in ctx.snapshot.pods:
+        if p.service and not p.terminated and not p.deleting:
+            by_service[f"{p.namespace}/{p.service}"].append(p)
+    return by_service
+
+
+def budgets(ctx: CheckContext) -> CheckResult:
+    snap, bad = ctx.snapshot, []
+    for service, pods in sorted(_inference_pods(ctx).items()):
+        covering = {b.name: b for p in pods for b in snap.budget_for(p)}
+        if not covering:
+            bad.append(f"{service} (no PodDisruptionBudget)")
+        bad += [f"{service} ({why})" for why in filter(None, (b.deadlock() for b in covering.values()))]
+    return _result("services.pdb", "001 §6.2, §10.1", "a PodDisruptionBudget on every inference service, not deadlocked",
+                   bad, Status.FAIL, "services without a usable PDB",
+                   "add a PDB (maxUnavailable: 1) over each version's pods; fix the deadlocked ones",
+                   "every inference service has a budget that allows an eviction")
+
+
+def replicas(ctx: CheckContext) -> CheckResult:
+    snap, bad = ctx.snapshot, []
+    zones = {n.name: n.labels.get(ZONE_LABEL, "") for n in snap.nodes}
+    for service, pods in sorted(_inference_pods(ctx).items()):
+        if len(pods) < 2:
+            bad.append(f"{service} ({len(pods)} replica)")
+            continue
+        where = {zones.get(p.node, "") for p in pods if p.node}
+        if all(where) and len(where) == 1 and len(set(zones.values()) - {""}) > 1:
+            bad.append(f"{service} (every replica in zone {next(iter(where))})")
+    return _result("services.replicas", "001 §10.1", "several replicas, across zones when nodes have zones", bad,
+                   Status.WARN, "services that one failure takes down",
+                   "run 2 or more replicas with a topologySpreadConstraint on topology.kubernetes.io/zone",
+                   "every inference service has 2+ replicas")
+
+
+def grace_periods(ctx: CheckContext) -> CheckResult:
+    bad = []
+    for p in ctx.snapshot.pods:
+        if not p.session_signal or p.terminated or p.termination_grace_s is None:
+            continue
+        needed = max(MIN_GRACE_S, p.prestop_sleep_s + ctx.engine_shutdown_s)
+        if p.termination_grace_s < needed:
+            bad.append(f"{p.key} ({p.termination_grace_s}s < {needed:g}s)")
+    unread = [p.key for p in ctx.snapshot.pods if p.session_signal and not p.terminated and p.termination_grace_s is None]
+    if not bad and unread:
+        return CheckResult("services.grace", "001 §6.2", "graceful termination long enough", Status.UNKNOWN,
+                           f"{len(unread)} inference pods' grace periods not read: {_names(unread)}", tuple(unread),
+                           "read them with a backend that reads pod specs (the live cluster does)")
+    return _result("services.grace", "001 §6.2", "graceful termination long enough", bad, Status.FAIL,
+                   "inference pods stopped before their sessions can end",
+                   f"set terminationGracePeriodSeconds ≥ {MIN_GRACE_S}s and ≥ preStop sleep + engine shutdown",
+                   f"every inference pod has {MIN_GRACE_S}s or more, and its preStop sleep fits")
+
+
+def identity(ctx: CheckContext) -> CheckResult:
+    title = "gputui's own permissions: what it can do"
+    if ctx.read_only:
+        return CheckResult("identity.permissions", "000 §6", title, Status.PASS, "read-only: gputui writes nothing")
+    if ctx.snapshot.simulated:
+        return CheckResult("identity.permissions", "000 §6", title, Status.PASS, "the demo's simulated operator")
+    if not ctx.permissions:
+        return CheckResult("identity.permissions", "000 §6", title, Status.UNKNOWN, "not probed (no access review)",
+                           (), "grant create on selfsubjectaccessreviews, or run read-only")
+    can = sorted(k for k, v in ctx.permissions.items() if v)
+    cannot = sorted(k for k, v in ctx.permissions.items() if not v)
+    summary = f"may {', '.join(can) or 'nothing'}" + (f"; may not {', '.join(cannot)}" if cannot else "")
+    return CheckResult("identity.permissions", "000 §6", title, Status.PASS, summary)
+
+
+CHECKS: tuple[Callable[[CheckContext], CheckResult], ...] = (
+    gpu_nodes_recognised, gpu_health, versions_consistent, dcgm_series, session_series, pending_gpu_pods,
+    restart_loops, budgets, replicas, grace_periods, identity,
+)
+AREAS = ("nodes", "gpu", "versions", "metrics", "pods", "services", "identity")
+
+
+def run_checks(ctx: CheckContext, only: str | None = None) -> list[CheckResult]:
+    results = [check(ctx) for check in CHECKS]
+    return [r for r in results if only is None or r.area == only]

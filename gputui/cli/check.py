@@ -1,0 +1,27 @@
+"""`gputui check`: the seeds' checklists against the cluster, as text, JSON or JUnit; exit 1 when one fails."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Callable
+
+from gputui.backends.base import Backend
+from gputui.checks.output import as_json, as_junit, as_text
+from gputui.checks.result import exit_code
+from gputui.checks.rules import CheckContext, run_checks
+from gputui.settings import Settings
+
+WRITERS = {"text": as_text, "json": as_json, "junit": as_junit}
+
+
+def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[[Settings], Backend]) -> int:
+    backend = backend_factory(settings)
+    try:
+        snapshot = backend.reader.snapshot()
+        ctx = CheckContext(snapshot, settings.temp_threshold, settings.engine_shutdown, backend.writer is None,
+                           backend.permissions)
+        results = run_checks(ctx, args.only)
+    finally:
+        backend.close()
+    print(WRITERS[args.output](results, snapshot.context, snapshot.simulated))
+    return exit_code(results, strict=args.strict)

@@ -1,0 +1,111 @@
+"""`gputui check`: each rule passing and failing on snapshots made for it, unknown when it cannot read,
+the demo's planted violations, the outputs (JUnit parsed back) and the exit codes."""
+
+from __future__ import annotations
+
+import json
+from xml.etree import ElementTree as ET
+
+from gputui.checks.output import as_json, as_junit, as_text
+from gputui.checks.result import Status, exit_code
+from gputui.checks.rules import CheckContext, run_checks
+from gputui.model import Budget, Gpu, InferencePod, Node
+from gputui.snapshot import ClusterSnapshot, SourceStatus
+from tests.support.gputui_cli import run
+
+METRICS_OK = (SourceStatus("API", 100.0), SourceStatus("metrics", 100.0))
+
+
+def node(name: str, **kw) -> Node:
+    base = dict(name=name, ready=True, unschedulable=False, gpu_product="NVIDIA-H100-80GB-HBM3", gpu_capacity=8,
+                gpu_allocatable=8, driver_version="550.127.05", cuda_version="12.4",
+                gpus=(Gpu(0, "u0", util_pct=10.0, temp_c=40.0),))
+    base.update(kw)
+    return Node(**base)
+
+
+def pod(name: str, **kw) -> InferencePod:
+    base = dict(namespace="llm", name=name, uid=name, node="a", gpu_request=1, service="chat", version="v1",
+                labels={"app": "chat"}, session_signal=True, sessions_running=1, sessions_waiting=0,
+                termination_grace_s=60)
+    base.update(kw)
+    return InferencePod(**base)
+
+
+def results(snap: ClusterSnapshot, **kw) -> dict[str, object]:
+    return {r.id: r for r in run_checks(CheckContext(snap, **kw))}
+
+
+def healthy() -> ClusterSnapshot:
+    return ClusterSnapshot(0.0, "test", nodes=(node("a"), node("b")), pods=(pod("chat-1"), pod("chat-2", node="b")),
+                           budgets=(Budget("llm", "chat-pdb", {"app": "chat"}, max_unavailable="1",
+                                           disruptions_allowed=1, current_healthy=2, desired_healthy=1,
+                                           expected_pods=2),),
+                           sources=METRICS_OK)
+
+
+def test_a_healthy_cluster_passes_every_check():
+    found = results(healthy(), read_only=True)
+    assert {r.status for r in found.values()} == {Status.PASS}, {k: r.summary for k, r in found.items()}
+
+
+def test_each_planted_problem_fails_its_own_check_and_nothing_else():
+    snap = healthy()
+    cases = {
+        "nodes.recognised": dict(nodes=(node("a"), node("b", gpu_product=""))),
+        "gpu.health": dict(nodes=(node("a"), node("b", gpus=(Gpu(0, "u0", xid=79),)))),
+        "versions.consistent": dict(nodes=(node("a"), node("b", driver_version="535.183.01"))),
+        "metrics.dcgm": dict(nodes=(node("a"), node("b", gpus=()))),
+        "pods.pending": dict(pods=snap.pods + (pod("chat-3", node="", phase="Pending", pending_reason="Insufficient"),)),
+        "services.pdb": dict(budgets=()),
+        "services.grace": dict(pods=(pod("chat-1", termination_grace_s=10), pod("chat-2", node="b"))),
+    }
+    for check, change in cases.items():
+        found = results(ClusterSnapshot(**{**snap_fields(snap), **change}), read_only=True)
+        failing = {k for k, r in found.items() if r.status is Status.FAIL}
+        assert failing == {check}, (check, {k: found[k].summary for k in failing})
+    warned = results(ClusterSnapshot(**{**snap_fields(snap), "pods": (pod("chat-1"),)}), read_only=True)
+    assert warned["services.replicas"].status is Status.WARN  # one replica: one failure takes it down
+
+
+def snap_fields(snap: ClusterSnapshot) -> dict:
+    return dict(taken_at=snap.taken_at, context=snap.context, nodes=snap.nodes, pods=snap.pods,
+                services=snap.services, budgets=snap.budgets, sources=snap.sources)
+
+
+def test_what_cannot_be_read_is_unknown_never_a_pass():
+    down = ClusterSnapshot(**{**snap_fields(healthy()),
+                              "sources": (SourceStatus("API", 100.0), SourceStatus("metrics", None, "unavailable"))})
+    found = results(down, read_only=False)
+    assert found["metrics.dcgm"].status is Status.UNKNOWN and found["metrics.sessions"].status is Status.UNKNOWN
+    assert found["identity.permissions"].status is Status.UNKNOWN  # a writer whose rights were not probed
+    assert exit_code(list(found.values())) == 0 and exit_code(list(found.values()), strict=True) == 1
+
+
+def test_outputs_say_the_same_and_junit_parses():
+    from gputui.backends.demo import DemoCluster
+    from tests.demo_clock import ManualClock
+
+    snap = DemoCluster(seed=7, clock=ManualClock()).snapshot()
+    found = run_checks(CheckContext(snap, read_only=True))
+    failing = {r.id for r in found if r.status is Status.FAIL}
+    assert {"gpu.health", "versions.consistent", "pods.pending"} <= failing  # the demo's planted problems
+    text = as_text(found, snap.context, snap.simulated)
+    assert text.startswith("# SIMULATED") and all(r.id in text for r in found)
+    data = json.loads(as_json(found, snap.context, snap.simulated))
+    assert data["simulated"] is True and data["counts"]["fail"] == len(failing)
+    suite = ET.fromstring(as_junit(found, snap.context, snap.simulated))
+    cases = suite.findall("testcase")
+    assert len(cases) == len(found) == int(suite.get("tests"))
+    assert {c.get("name") for c in cases if c.find("failure") is not None} == failing
+    assert int(suite.get("failures")) == len(failing)
+
+
+def test_the_command_exits_1_on_a_failure_and_2_on_bad_input(tmp_path):
+    done = run("check", "--demo", "-o", "junit", home=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert ET.fromstring(done.stdout).get("name") == "gputui check"
+    only = run("check", "--demo", "--only", "services", home=tmp_path)
+    assert only.returncode == 0 and "services.pdb" in only.stdout and "gpu.health" not in only.stdout
+    bad = run("check", "--demo", "--only", "nowhere", home=tmp_path)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1

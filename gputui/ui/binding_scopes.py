@@ -12,6 +12,7 @@ def binding_scopes() -> dict[str, tuple[type, ...]]:
 
     from gputui.ui.app import GputuiApp
     from gputui.ui.audit_screen import AuditScreen
+    from gputui.ui.check_screen import CheckScreen
     from gputui.ui.command_screen import CommandScreen
     from gputui.ui.confirm import ConfirmScreen
     from gputui.ui.dashboard import DashboardScreen
@@ -36,6 +37,7 @@ def binding_scopes() -> dict[str, tuple[type, ...]]:
         "confirm": app + (ConfirmScreen,),
         "diagnostics": app + (DiagnosticsScreen, ItemList),
         "audit": app + (AuditScreen, ItemList),
+        "check": app + (CheckScreen, ItemList),
         "detail": app + (DetailScreen,),
         "drain-plan": app + (DrainPlanScreen, Input),
         "drain-progress": app + (DrainProgressScreen, KeyTable),

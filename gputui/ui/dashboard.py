@@ -25,6 +25,7 @@ from gputui.present.columns import (
 )
 from gputui.ui.header import HeaderBar
 from gputui.ui.table_sync import sync_rows
+from gputui.ui.resume import offer_resume, resume_drains
 from gputui.ui.virtual_table import VirtualTable
 from gputui.health import majority_driver
 from gputui.present.node_filter import node_matches, words_of
@@ -143,16 +144,8 @@ class DashboardScreen(ClusterScreen):
         self._offer_resume(snap)
 
     def _offer_resume(self, snap) -> None:
-        from gputui.ops.drain.options import resumable
-
-        if self.app.drain_session is not None and not self.app.drain_session.finished:
-            return
-        new = [n for n in resumable(snap) if n not in self._told_resumable]
-        if new:
-            self._told_resumable.update(new)
-            who = {n: snap.node(n).annotations.get("gputui.io/drain-by", "someone") for n in new}
-            text = ", ".join(f"{n} (by {who[n]})" for n in new)
-            self.app.notify(f"Interrupted drain on {text}. Press R to resume it.", title="Drain", timeout=20)
+        if self.app.drain_session is None or self.app.drain_session.finished:
+            offer_resume(self.app, snap, self._told_resumable)
 
     def _titles(self, shown: int, total: int, services: int) -> None:
         col = NODE_COLUMNS[self.sort_index]
@@ -233,6 +226,10 @@ class DashboardScreen(ClusterScreen):
             self.nodes_table.focus()
         elif name == "services":
             self.services_table.focus()
+        elif name == "check":
+            from gputui.ui.check_screen import CheckScreen
+
+            self.app.push_screen(CheckScreen())
         elif name == "diag":
             self.action_diagnostics()
         elif name == "audit":
@@ -306,40 +303,8 @@ class DashboardScreen(ClusterScreen):
         self.app.push_screen(DrainProgressScreen(self.app.drain_session))
 
     def action_resume_drains(self) -> None:
-        if not self.allowed("resume_drains"):
-            return
-        from gputui.ops.drain.options import DrainRecordError, resumable, saved_drain
-
-        snap = self.app.snapshot
-        nodes = resumable(snap) if snap else []
-        if not nodes:
-            self.app.notify("No interrupted drain to resume.")
-            return
-        options, deadlines = {}, {}
-        for n in nodes:  # each node to the end it was started for, with its own options
-            node = snap.node(n) if snap else None
-            if node is None:
-                continue
-            try:
-                options[n], deadline = saved_drain(node)
-            except DrainRecordError as exc:
-                self.app.notify(str(exc), severity="error", markup=False)
-                return
-            if deadline:
-                deadlines[n] = deadline
-        # A drain another gputui stopped renewing is taken over only when the operator says so.
-        from gputui.ops.drain.lease import foreign_holders
-
-        others = foreign_holders(snap, nodes, self.app.clock())
-        if not others:
-            self._start(nodes, options, deadlines)
-            return
-
-        from gputui.ui.confirm import ConfirmScreen
-
-        self.app.push_screen(ConfirmScreen(
-            "Take over these drains?", "\n".join(others) + "\nTheir gputui stopped renewing its lease. Take them over?"),
-            lambda yes: self._start(nodes, options, deadlines, take_over=True) if yes else None)
+        if self.allowed("resume_drains"):
+            resume_drains(self.app, self._start)
 
     def action_shift(self) -> None:
         from gputui.ui.traffic_screen import TrafficShiftScreen

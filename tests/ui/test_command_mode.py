@@ -106,3 +106,23 @@ async def test_ctx_on_the_demo_says_there_is_one(app_factory):
         await command(pilot, "ctx demo", "enter")
         assert any("already on demo" in n.message for n in app._notifications)
         assert not isinstance(app.screen, NodeDetailScreen)
+
+
+async def test_check_screen_lists_failures_first_and_enter_shows_the_objects_and_fix(app_factory):
+    from gputui.ui.check_screen import CheckScreen
+    from gputui.ui.detail_screen import DetailScreen
+    from gputui.ui.item_list import ItemList
+
+    app = app_factory()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await loaded(pilot)
+        await command(pilot, "check", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, CheckScreen))
+        items = app.screen.query_one(ItemList)
+        await wait_for(pilot, lambda: items.selected is not None)
+        statuses = [i.payload.status.value for i in items.items]
+        assert statuses[0] == "fail" and statuses[-1] == "pass"  # the worst on top
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
+        body = str(app.screen._body)
+        assert "fix:" in body and items.selected.objects[0] in body

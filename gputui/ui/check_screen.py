@@ -1,0 +1,76 @@
+"""`:check`: the seeds' checklists (gputui.checks) on the snapshot in view, worst first; enter shows a
+check's objects and fix."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import Static
+
+from gputui.checks.result import CheckResult, Status
+from gputui.checks.rules import CheckContext, run_checks
+from gputui.ui.base import ClusterScreen
+from gputui.ui.footer import KeyFooter
+from gputui.ui.header import HeaderBar
+from gputui.ui.item_list import ItemList
+
+ORDER = {Status.FAIL: 0, Status.UNKNOWN: 1, Status.WARN: 2, Status.PASS: 3}
+
+
+class CheckScreen(ClusterScreen):
+    BINDINGS = [Binding("escape", "app.pop_screen", "Back", id="back")]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.results: list[CheckResult] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield HeaderBar()
+        yield Static(id="check-title", classes="panel-title")
+        yield ItemList(id="checks")
+        yield KeyFooter()
+
+    def on_mount(self) -> None:
+        self.show_snapshot()
+
+    def show_snapshot(self) -> None:
+        app = self.app
+        if app.snapshot is None:
+            return
+        ctx = CheckContext(app.snapshot, app.settings.temp_threshold, app.settings.engine_shutdown, app.read_only,
+                           app.backend.permissions)
+        results = sorted(run_checks(ctx), key=lambda r: ORDER[r.status])
+        counts = {s: sum(r.status is s for r in results) for s in Status}
+        title = Text(" Checks ", style="bold")
+        title.append(f"{counts[Status.FAIL]} failed, {counts[Status.UNKNOWN]} unknown, {counts[Status.WARN]} warnings, "
+                     f"{counts[Status.PASS]} passed", style="dim")
+        self.query_one("#check-title", Static).update(title)
+        if results == self.results:
+            return
+        self.results = results
+        palette = app.palette
+        style = {Status.FAIL: f"bold {palette.alert}", Status.UNKNOWN: f"bold {palette.cordoned}",
+                 Status.WARN: palette.cordoned, Status.PASS: palette.ok}
+        rows = []
+        for r in results:
+            grid = Table.grid(expand=True, padding=(0, 1))
+            grid.add_column(width=7, no_wrap=True)
+            grid.add_column(width=20, no_wrap=True)
+            grid.add_column(ratio=1, overflow="fold")
+            grid.add_row(Text(r.status.value.upper(), style=style[r.status]), Text(r.id), Text(r.summary))
+            rows.append((grid, r))
+        self.query_one(ItemList).set_items(rows)
+
+    def on_item_list_chosen(self, event: ItemList.Chosen) -> None:
+        from gputui.ui.detail_screen import DetailScreen
+
+        r: CheckResult = event.payload
+        body = Text.assemble((f"{r.title}  [{r.seed}]\n\n", "bold"), r.summary, "\n")
+        for obj in r.objects:
+            body.append(f"\n• {obj}")
+        if r.fix:
+            body.append("\n\nfix: ", style="bold")
+            body.append(r.fix)
+        self.app.push_screen(DetailScreen(f"{r.status.value.upper()} {r.id}", body))

@@ -144,7 +144,9 @@ def _inference_pods(ctx: CheckContext) -> dict[str, list]:
 def budgets(ctx: CheckContext) -> CheckResult:
     snap, bad = ctx.snapshot, []
     for service, pods in sorted(_inference_pods(ctx).items()):
-        covering = {b.name: b for p in pods for b in snap.budget_for(p)}
+        # A service's pods share a few label sets (one per version): match each set once, not each pod.
+        kinds = {(p.namespace, tuple(sorted(p.labels.items()))): p for p in pods}
+        covering = {b.name: b for p in kinds.values() for b in snap.budget_for(p)}
         if not covering:
             bad.append(f"{service} (no PodDisruptionBudget)")
         bad += [f"{service} ({why})" for why in filter(None, (b.deadlock() for b in covering.values()))]

@@ -31,11 +31,14 @@ async def test_a_snapshot_read_before_start_is_the_first_frame_and_polling_follo
 
     backend = demo_backend(seed=7)
     first = backend.reader.snapshot()
-    app = GputuiApp(Settings(demo=True, seed=7, refresh=0.3), backend, first_snapshot=first)
+    # A refresh far away: no poll can land before the first frame however slow the machine is.
+    app = GputuiApp(Settings(demo=True, seed=7, refresh=3600.0), backend, first_snapshot=first)
     async with app.run_test(size=(120, 40)) as pilot:
         await loaded(pilot)
         assert app.polls == 0 and app.snapshot is first
         assert len(rows(app)) == len(first.nodes)
+        assert app._poll_timer is not None  # the next read is armed, a refresh away
+        app.poll_now()
         await wait_for(pilot, lambda: app.polls >= 1)
         assert app.snapshot is not first
 

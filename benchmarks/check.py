@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gputui.checks.rules import CheckContext, run_checks  # noqa: E402
 from gputui.health import fleet_alerts  # noqa: E402
-from gputui.model import Budget, Gpu, InferencePod, Node  # noqa: E402
+from gputui.model import Budget, Gpu, InferencePod, Node, PodProbes  # noqa: E402
 from gputui.snapshot import ClusterSnapshot, SourceStatus  # noqa: E402
 
 POOLS = ("NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-80GB", "NVIDIA-L40S", "NVIDIA-H200")
@@ -39,7 +39,8 @@ def fleet(nodes: int, services: int) -> ClusterSnapshot:
             svc = (i * 8 + g) % services
             pods.append(InferencePod("llm", f"s{svc}-{i}-{g}", f"u{i}-{g}", name, gpu_request=1, service=f"s{svc}",
                                      version="v1" if g % 2 else "v2", labels={"app": f"s{svc}"}, session_signal=True,
-                                     sessions_running=g, sessions_waiting=0, termination_grace_s=60))
+                                     sessions_running=g, sessions_waiting=0, termination_grace_s=60,
+                                     probes=PodProbes(True, False, 900, True)))
     pods += [InferencePod("llm", f"pending-{j}", f"p{j}", "", phase="Pending", gpu_request=8) for j in range(5)]
     budgets = [Budget("llm", f"s{s}-pdb", {"app": f"s{s}"}, max_unavailable="1", disruptions_allowed=1,
                       current_healthy=10, desired_healthy=9, expected_pods=10) for s in range(services)]

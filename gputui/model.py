@@ -218,6 +218,16 @@ class Node:
 
 
 @dataclass(frozen=True, slots=True)
+class PodProbes:
+    """What a pod's spec says about starting and stopping (seed 001 §6.2, §10.1)."""
+
+    readiness: bool  # every container has a readiness probe
+    readiness_is_liveness: bool  # some container's readiness probe is its liveness probe: unready = killed
+    startup_allowance_s: int | None  # seconds before liveness can kill a loading model; None: nothing does
+    memory_limited: bool  # every container has a memory limit
+
+
+@dataclass(frozen=True, slots=True)
 class InferencePod:
     namespace: str
     name: str
@@ -243,6 +253,7 @@ class InferencePod:
     pending_reason: str = ""  # the scheduler's word while it cannot place the pod
     termination_grace_s: int | None = None  # terminationGracePeriodSeconds (None: not read)
     prestop_sleep_s: int = 0  # its preStop hook's sleep before SIGTERM
+    probes: PodProbes | None = None  # None: the spec was not read
 
     @property
     def key(self) -> str:

@@ -348,7 +348,7 @@ def inference_pod(p: PodRecord, service: str, version: str, running: int | None,
         deleting=p.deleting, owner_kind=p.owner_kind, labels=p.labels, has_emptydir=p.has_emptydir,
         mirror=p.mirror, sessions_running=running, sessions_waiting=waiting,
         session_signal=session_signal(p.labels, service, has_series), pending_reason=p.pending_reason,
-        termination_grace_s=p.grace_seconds, prestop_sleep_s=p.prestop_sleep_s,
+        termination_grace_s=p.grace_seconds, prestop_sleep_s=p.prestop_sleep_s, probes=p.probes,
     )
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from sys import intern
 from typing import Any, Mapping
 
-from gputui.model import GPU_RESOURCE, Budget, Condition, Rollout
+from gputui.model import GPU_RESOURCE, Budget, Condition, PodProbes, Rollout
 
 # Labels that name a node's GPUs (GPU Feature Discovery); older spellings as fallbacks.
 PRODUCT_LABEL = "nvidia.com/gpu.product"
@@ -130,10 +130,41 @@ class PodRecord:
     grace_seconds: int | None
     pending_reason: str = ""
     prestop_sleep_s: int = 0  # the longest preStop sleep of its containers (sleep action or `sleep N`)
+    probes: PodProbes | None = None
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+
+def _probe_window(probe: dict[str, Any]) -> int:
+    """Seconds before a failing probe acts: its initial delay, then failureThreshold periods (the API's
+    defaults: 0 s, 3, 10 s)."""
+    def num(key: str, default: int) -> int:
+        try:
+            return int(probe.get(key, default))
+        except (TypeError, ValueError):
+            return default
+    return num("initialDelaySeconds", 0) + num("failureThreshold", 3) * num("periodSeconds", 10)
+
+
+def _probes(spec: dict[str, Any]) -> PodProbes:
+    """Readiness, liveness and startup allowance over the containers (seed 001 §6.2, §10.1)."""
+    containers = spec.get("containers") or []
+    allowances = []
+    for c in containers:
+        if c.get("startupProbe"):  # liveness waits until the startup probe passes
+            allowances.append(_probe_window(c["startupProbe"]))
+        elif c.get("livenessProbe"):
+            allowances.append(_probe_window(c["livenessProbe"]))
+    return PodProbes(
+        readiness=bool(containers) and all(c.get("readinessProbe") for c in containers),
+        readiness_is_liveness=any(c.get("readinessProbe") and c.get("readinessProbe") == c.get("livenessProbe")
+                                  for c in containers),
+        startup_allowance_s=min(allowances) if allowances else None,
+        memory_limited=bool(containers) and all(((c.get("resources") or {}).get("limits") or {}).get("memory")
+                                                for c in containers),
+    )
 
 
 def _gpu_request(spec: dict[str, Any]) -> int:
@@ -189,7 +220,7 @@ def pod_record(obj: dict[str, Any]) -> PodRecord:
         has_emptydir=any("emptyDir" in v for v in spec.get("volumes") or []),
         mirror="kubernetes.io/config.mirror" in (meta.get("annotations") or {}),
         grace_seconds=spec.get("terminationGracePeriodSeconds"),
-        pending_reason=str(pending)[:200], prestop_sleep_s=_prestop_sleep(spec),
+        pending_reason=str(pending)[:200], prestop_sleep_s=_prestop_sleep(spec), probes=_probes(spec),
     )
 
 

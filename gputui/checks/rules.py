@@ -13,6 +13,7 @@ from gputui.model import SessionState
 from gputui.snapshot import ClusterSnapshot
 
 MIN_GRACE_S = 30  # seed 001 §6.2: graceful termination of 30 s or more
+MODEL_LOAD_S = 300  # startup allowance a large model needs before liveness may kill it (001 §6.2: warm-up)
 ZONE_LABEL = "topology.kubernetes.io/zone"
 LISTED = 5  # objects named in a summary line before "+N more"
 
@@ -191,6 +192,58 @@ def grace_periods(ctx: CheckContext) -> CheckResult:
                    f"every inference pod has {MIN_GRACE_S}s or more, and its preStop sleep fits")
 
 
+def _spec_pods(ctx: CheckContext) -> tuple[list, list[str]]:
+    """Inference pods whose spec was read, and the keys of those whose was not."""
+    pods = [p for p in ctx.snapshot.pods if p.service and not p.terminated and not p.deleting]
+    return [p for p in pods if p.probes is not None], [p.key for p in pods if p.probes is None]
+
+
+def _unread(id: str, seed: str, title: str, unread: list[str]) -> CheckResult:
+    return CheckResult(id, seed, title, Status.UNKNOWN, f"{len(unread)} inference pods' specs not read: {_names(unread)}",
+                       tuple(unread), "read them with a backend that reads pod specs (the live cluster does)")
+
+
+def probes(ctx: CheckContext) -> CheckResult:
+    title = "a readiness probe on every inference pod, apart from liveness"
+    pods, unread = _spec_pods(ctx)
+    if unread and not pods:
+        return _unread("services.probes", "001 §6.2, §10.1", title, unread)
+    missing = [f"{p.key} (no readiness probe)" for p in pods if p.probes and not p.probes.readiness]
+    if missing:
+        return _result("services.probes", "001 §6.2, §10.1", title, missing, Status.FAIL,
+                       "inference pods sent traffic before their model is loaded",
+                       "add a readinessProbe on the engine's health or model endpoint", "")
+    same = [f"{p.key} (readiness = liveness)" for p in pods if p.probes and p.probes.readiness_is_liveness]
+    return _result("services.probes", "001 §6.2, §10.1", title, same, Status.WARN,
+                   "pods restarted where they should only be taken out of traffic",
+                   "give liveness its own, laxer probe (a busy engine is unready, not dead)",
+                   "every inference pod has its own readiness probe")
+
+
+def startup_allowance(ctx: CheckContext) -> CheckResult:
+    title = f"liveness waits for model load (startup allowance ≥ {MODEL_LOAD_S}s)"
+    pods, unread = _spec_pods(ctx)
+    if unread and not pods:
+        return _unread("services.startup", "001 §6.2", title, unread)
+    bad = [f"{p.key} ({p.probes.startup_allowance_s}s)" for p in pods if p.probes
+           and p.probes.startup_allowance_s is not None and p.probes.startup_allowance_s < MODEL_LOAD_S]
+    return _result("services.startup", "001 §6.2", title, bad, Status.FAIL,
+                   "inference pods liveness may kill while the model loads",
+                   "add a startupProbe (failureThreshold × periodSeconds ≥ the model's load time)",
+                   "nothing kills a pod before its model can load")
+
+
+def memory_limits(ctx: CheckContext) -> CheckResult:
+    title = "memory limits on every inference pod"
+    pods, unread = _spec_pods(ctx)
+    if unread and not pods:
+        return _unread("services.memory", "001 §10.1", title, unread)
+    bad = [p.key for p in pods if p.probes and not p.probes.memory_limited]
+    return _result("services.memory", "001 §10.1", title, bad, Status.WARN, "inference pods without memory limits",
+                   "set resources.limits.memory on every container (a leak then restarts one pod, not the node)",
+                   "every inference pod's containers have memory limits")
+
+
 def identity(ctx: CheckContext) -> CheckResult:
     title = "gputui's own permissions: what it can do"
     if ctx.read_only:
@@ -208,7 +261,7 @@ def identity(ctx: CheckContext) -> CheckResult:
 
 CHECKS: tuple[Callable[[CheckContext], CheckResult], ...] = (
     gpu_nodes_recognised, gpu_health, versions_consistent, dcgm_series, session_series, pending_gpu_pods,
-    restart_loops, budgets, replicas, grace_periods, identity,
+    restart_loops, budgets, replicas, grace_periods, probes, startup_allowance, memory_limits, identity,
 )
 AREAS = ("nodes", "gpu", "versions", "metrics", "pods", "services", "identity")
 

@@ -390,6 +390,12 @@ def test_check_reports_the_violations_planted_on_the_cluster_and_clears_when_fix
         mine = [o for o in found["services.grace"].objects if o.startswith(f"{NS}/llama-")]
         assert len(mine) == 3 and all("(1s < 30s)" in o for o in mine)
         assert found["identity.permissions"].status is Status.PASS  # probed by access reviews
+        # deployment() sets no probe and no memory limit: both read from the pod specs the apiserver holds.
+        assert found["services.probes"].status is Status.FAIL
+        assert sum(o.startswith(f"{NS}/llama-") and "(no readiness probe)" in o
+                   for o in found["services.probes"].objects) == 3
+        assert found["services.memory"].status is Status.WARN
+        assert sum(o.startswith(f"{NS}/llama-") for o in found["services.memory"].objects) == 3
         policy.create_namespaced_pod_disruption_budget(NS, {
             "metadata": {"name": "llama-pdb"},
             "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app.kubernetes.io/name": "llama"}}}})

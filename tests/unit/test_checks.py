@@ -9,7 +9,7 @@ from xml.etree import ElementTree as ET
 from gputui.checks.output import as_json, as_junit, as_text
 from gputui.checks.result import Status, exit_code
 from gputui.checks.rules import CheckContext, run_checks
-from gputui.model import Budget, Gpu, InferencePod, Node
+from gputui.model import Budget, Gpu, InferencePod, Node, PodProbes
 from gputui.snapshot import ClusterSnapshot, SourceStatus
 from tests.support.gputui_cli import run
 
@@ -27,7 +27,7 @@ def node(name: str, **kw) -> Node:
 def pod(name: str, **kw) -> InferencePod:
     base = dict(namespace="llm", name=name, uid=name, node="a", gpu_request=1, service="chat", version="v1",
                 labels={"app": "chat"}, session_signal=True, sessions_running=1, sessions_waiting=0,
-                termination_grace_s=60)
+                termination_grace_s=60, probes=PodProbes(True, False, 600, True))
     base.update(kw)
     return InferencePod(**base)
 
@@ -59,6 +59,8 @@ def test_each_planted_problem_fails_its_own_check_and_nothing_else():
         "pods.pending": dict(pods=snap.pods + (pod("chat-3", node="", phase="Pending", pending_reason="Insufficient"),)),
         "services.pdb": dict(budgets=()),
         "services.grace": dict(pods=(pod("chat-1", termination_grace_s=10), pod("chat-2", node="b"))),
+        "services.probes": dict(pods=(pod("chat-1", probes=PodProbes(False, False, 600, True)), pod("chat-2", node="b"))),
+        "services.startup": dict(pods=(pod("chat-1", probes=PodProbes(True, False, 60, True)), pod("chat-2", node="b"))),
     }
     for check, change in cases.items():
         found = results(ClusterSnapshot(**{**snap_fields(snap), **change}), read_only=True)
@@ -66,6 +68,26 @@ def test_each_planted_problem_fails_its_own_check_and_nothing_else():
         assert failing == {check}, (check, {k: found[k].summary for k in failing})
     warned = results(ClusterSnapshot(**{**snap_fields(snap), "pods": (pod("chat-1"),)}), read_only=True)
     assert warned["services.replicas"].status is Status.WARN  # one replica: one failure takes it down
+    for probes, check in ((PodProbes(True, True, 600, True), "services.probes"),
+                          (PodProbes(True, False, 600, False), "services.memory")):
+        found = results(ClusterSnapshot(**{**snap_fields(snap), "pods": (pod("chat-1", probes=probes),
+                                                                         pod("chat-2", node="b"))}), read_only=True)
+        assert found[check].status is Status.WARN and all(r.status is Status.PASS for k, r in found.items() if k != check)
+
+
+def test_probe_windows_follow_the_api_defaults():
+    from gputui.backends.kube_objects import pod_record
+
+    def probes(container: dict) -> PodProbes:
+        return pod_record({"metadata": {"name": "p"}, "spec": {"containers": [container]}}).probes
+
+    assert probes({"name": "c"}) == PodProbes(False, False, None, False)  # nothing kills it; nothing gates it
+    live = {"httpGet": {"path": "/health", "port": 8000}}
+    assert probes({"livenessProbe": live}).startup_allowance_s == 30  # 0 + 3 × 10 s
+    assert probes({"livenessProbe": live, "startupProbe": {"failureThreshold": 60, "periodSeconds": 10}}
+                  ).startup_allowance_s == 600
+    both = probes({"livenessProbe": live, "readinessProbe": live, "resources": {"limits": {"memory": "64Gi"}}})
+    assert both.readiness and both.readiness_is_liveness and both.memory_limited
 
 
 def snap_fields(snap: ClusterSnapshot) -> dict:
@@ -105,7 +127,7 @@ def test_the_command_exits_1_on_a_failure_and_2_on_bad_input(tmp_path):
     done = run("check", "--demo", "-o", "junit", home=tmp_path)
     assert done.returncode == 1, done.stderr
     assert ET.fromstring(done.stdout).get("name") == "gputui check"
-    only = run("check", "--demo", "--only", "services", home=tmp_path)
-    assert only.returncode == 0 and "services.pdb" in only.stdout and "gpu.health" not in only.stdout
+    only = run("check", "--demo", "--only", "metrics", home=tmp_path)
+    assert only.returncode == 0 and "metrics.dcgm" in only.stdout and "gpu.health" not in only.stdout
     bad = run("check", "--demo", "--only", "nowhere", home=tmp_path)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from gputui.model import Condition
+from gputui.model import Condition, PodProbes
 
 STEP_S = 1.0  # simulation tick
 HISTORY_S = 600  # sparkline history kept per GPU
@@ -88,6 +88,8 @@ class _SimService:
     max_running: int  # per pod; more arrivals queue
     weights_gb: float  # model weights per GPU
     pdb_max_unavailable: int = 1
+    # What its pods' specs say (gputui check reads it); the defaults are a well-kept service.
+    probes: PodProbes = field(default_factory=lambda: PodProbes(True, False, 900, True))
 
 
 @dataclass
@@ -152,9 +154,12 @@ def _services() -> list[_SimService]:
         _SimService(
             "llm", "codellama-34b", A100, 2, [_SimVersion("v1", 5, None)],
             "", 0.6, 120.0, 24, 34.0,
+            # Planted for gputui check: no memory limit, and liveness that kills a 34B model still loading.
+            probes=PodProbes(True, False, 60, False),
         ),
         _SimService(
             "embeddings", "bge-large", L40S, 1, [_SimVersion("v1.5", 4, None)],
             "", 9.0, 0.6, 64, 1.4,
+            probes=PodProbes(True, True, 900, True),  # planted: its readiness probe is its liveness probe
         ),
     ]

@@ -327,6 +327,7 @@ class Simulation:
             sessions_running=running, sessions_waiting=p.waiting if p.signal else None, session_signal=p.signal,
             pending_reason=self._pending_reason(p) if p.phase == "Pending" else "",
             termination_grace_s=int(p.grace_s),
+            probes=svc.probes if (svc := self._services.get(f"{p.namespace}/{p.service}")) else None,
         )
 
     def _pending_reason(self, p: _SimPod) -> str:

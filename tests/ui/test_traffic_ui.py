@@ -139,3 +139,23 @@ async def test_a_version_without_ready_replicas_needs_force(app_factory, tmp_pat
         await wait_for(pilot, lambda: weights(app) == {"v1": 80, "v2": 20})
         await wait_for(pilot, lambda: audit_lines(tmp_path))
         assert audit_lines(tmp_path)[0]["params"]["force"] is True
+
+
+async def test_a_failed_route_read_returns_to_editing_without_a_stale_patch_box(app_factory):
+    """The old dialog went back to EDIT after a failed read with its patch box still open, saying
+    'reading the route…' about a read that had ended."""
+    from gputui.backends.base import BackendError
+
+    app = app_factory()
+    async with app.run_test(size=(100, 40)) as pilot:
+        screen = await open_shift(pilot)
+
+        def unreachable(*args, **kwargs):
+            raise BackendError("cannot reach the apiserver")
+
+        app.backend.writer.get_object = unreachable
+        await pilot.press("plus", "p")  # preview: read the route to build the exact patch
+        await wait_for(pilot, lambda: screen.problem is not None)
+        assert screen.mode is Mode.EDIT and "cannot reach the apiserver" in screen.problem
+        assert not screen.patch_shown
+        assert not screen.query_one("#shift-patch").has_class("shown")

@@ -148,14 +148,19 @@ class WallboardScreen(ClusterScreen):
         for alert in fleet_alerts(snap, threshold):
             grouped.setdefault((alert.node, alert.kind), []).append(alert)
         strip = Text()
+        width = max(20, self.app.size.width - 2)
         for i, ((node, kind), alerts) in enumerate(list(grouped.items())[:3]):
             if i:
                 strip.append("\n")
-            strip.append(f"▲ {node} ", style=f"bold {self.app.palette.alert}")
+            line = Text()
+            line.append(f"▲ {node} ", style=f"bold {self.app.palette.alert}")
             count = f" ×{len(alerts)}" if len(alerts) > 1 else ""
-            strip.append(Text(f"{kind}{count}: {alerts[0].message}"))
-            if i == 2 and len(grouped) > 3:
-                strip.append(f"  (+{len(grouped) - 3} more on the alerts page)", style="dim")
+            line.append(f"{kind}{count}: {alerts[0].message}")
+            more = Text(f"  (+{len(grouped) - 3} more on the alerts page)", style="dim") \
+                if i == 2 and len(grouped) > 3 else Text()
+            # The count of what is not shown is never the part cut off: the message gives way first.
+            line.truncate(max(1, width - len(more)), overflow="ellipsis")
+            strip.append_text(line + more)
         self.query_one("#wall-alerts", Static).update(strip)
 
     def _page_size(self) -> tuple[int, int]:

@@ -91,3 +91,12 @@ async def test_a_cut_alerts_page_says_how_many_more(app_factory):
         assert len(shown.strip().splitlines()) <= app.screen._page_size()[1]
         worst = fleet_alerts(app.snapshot, 85.0)[0]
         assert worst.node in shown  # the worst stay on screen
+
+
+async def test_the_alert_strip_keeps_its_more_count_whole_at_80_columns(app_factory):
+    app = wallboard_app(app_factory)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wallboard_loaded(pilot)
+        strip = str(app.screen.query_one("#wall-alerts").render()).splitlines()
+        assert len(strip) == 3 and strip[2].endswith("more on the alerts page)")  # the message gave way
+        assert all(len(line) <= 80 for line in strip)

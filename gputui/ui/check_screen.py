@@ -1,5 +1,5 @@
 """`:check`: the seeds' checklists (gputui.checks) on the snapshot in view, worst first; enter shows a
-check's objects and fix."""
+check's objects and fix. The checks run in a worker on each new snapshot, never on the UI thread."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from gputui.ui.base import ClusterScreen
 from gputui.ui.footer import KeyFooter
 from gputui.ui.header import HeaderBar
 from gputui.ui.item_list import ItemList
+from gputui.ui.messages import ChecksRun
 
 ORDER = {Status.FAIL: 0, Status.UNKNOWN: 1, Status.WARN: 2, Status.PASS: 3}
 
@@ -41,7 +42,11 @@ class CheckScreen(ClusterScreen):
             return
         ctx = CheckContext(app.snapshot, app.settings.temp_threshold, app.settings.engine_shutdown, app.read_only,
                            app.backend.permissions)
-        results = sorted(run_checks(ctx), key=lambda r: ORDER[r.status])
+        self.run_worker(lambda: self.post_message(ChecksRun(run_checks(ctx))), thread=True, exclusive=True,
+                        group="checks", exit_on_error=False)
+
+    def on_checks_run(self, message: ChecksRun) -> None:
+        results = sorted(message.results, key=lambda r: ORDER[r.status])
         counts = {s: sum(r.status is s for r in results) for s in Status}
         title = Text(" Checks ", style="bold")
         title.append(f"{counts[Status.FAIL]} failed, {counts[Status.UNKNOWN]} unknown, {counts[Status.WARN]} warnings, "
@@ -50,7 +55,7 @@ class CheckScreen(ClusterScreen):
         if results == self.results:
             return
         self.results = results
-        palette = app.palette
+        palette = self.app.palette
         style = {Status.FAIL: f"bold {palette.alert}", Status.UNKNOWN: f"bold {palette.cordoned}",
                  Status.WARN: palette.cordoned, Status.PASS: palette.ok}
         rows = []

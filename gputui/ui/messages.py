@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 if TYPE_CHECKING:
+    from gputui.checks.result import CheckResult
     from gputui.backends.base import Backend
     from gputui.model import Gpu, NodeDescription
     from gputui.snapshot import ClusterSnapshot
@@ -78,6 +79,17 @@ class DescriptionRead(Message):
         self.node = node
         self.description = description
         self.error = error
+
+
+class ChecksRun(Message):
+    """The checks, run on one snapshot off the UI thread (at 10,000 nodes they take a few hundred ms)."""
+
+    def __init__(self, results: list[CheckResult]) -> None:
+        super().__init__()
+        self.results = results
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, ChecksRun)
 
 
 class RouteRead(Message):

@@ -206,14 +206,14 @@ def _unread(id: str, seed: str, title: str, unread: list[str]) -> CheckResult:
 def probes(ctx: CheckContext) -> CheckResult:
     title = "a readiness probe on every inference pod, apart from liveness"
     pods, unread = _spec_pods(ctx)
-    if unread and not pods:
-        return _unread("services.probes", "001 §6.2, §10.1", title, unread)
     missing = [f"{p.key} (no readiness probe)" for p in pods if p.probes and not p.probes.readiness]
     if missing:
         return _result("services.probes", "001 §6.2, §10.1", title, missing, Status.FAIL,
                        "inference pods sent traffic before their model is loaded",
                        "add a readinessProbe on the engine's health or model endpoint", "")
     same = [f"{p.key} (readiness = liveness)" for p in pods if p.probes and p.probes.readiness_is_liveness]
+    if not same and unread:
+        return _unread("services.probes", "001 §6.2, §10.1", title, unread)
     return _result("services.probes", "001 §6.2, §10.1", title, same, Status.WARN,
                    "pods restarted where they should only be taken out of traffic",
                    "give liveness its own, laxer probe (a busy engine is unready, not dead)",
@@ -223,10 +223,10 @@ def probes(ctx: CheckContext) -> CheckResult:
 def startup_allowance(ctx: CheckContext) -> CheckResult:
     title = f"liveness waits for model load (startup allowance ≥ {MODEL_LOAD_S}s)"
     pods, unread = _spec_pods(ctx)
-    if unread and not pods:
-        return _unread("services.startup", "001 §6.2", title, unread)
     bad = [f"{p.key} ({p.probes.startup_allowance_s}s)" for p in pods if p.probes
            and p.probes.startup_allowance_s is not None and p.probes.startup_allowance_s < MODEL_LOAD_S]
+    if not bad and unread:
+        return _unread("services.startup", "001 §6.2", title, unread)
     return _result("services.startup", "001 §6.2", title, bad, Status.FAIL,
                    "inference pods liveness may kill while the model loads",
                    "add a startupProbe (failureThreshold × periodSeconds ≥ the model's load time)",
@@ -236,9 +236,9 @@ def startup_allowance(ctx: CheckContext) -> CheckResult:
 def memory_limits(ctx: CheckContext) -> CheckResult:
     title = "memory limits on every inference pod"
     pods, unread = _spec_pods(ctx)
-    if unread and not pods:
-        return _unread("services.memory", "001 §10.1", title, unread)
     bad = [p.key for p in pods if p.probes and not p.probes.memory_limited]
+    if not bad and unread:
+        return _unread("services.memory", "001 §10.1", title, unread)
     return _result("services.memory", "001 §10.1", title, bad, Status.WARN, "inference pods without memory limits",
                    "set resources.limits.memory on every container (a leak then restarts one pod, not the node)",
                    "every inference pod's containers have memory limits")

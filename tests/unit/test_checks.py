@@ -131,3 +131,11 @@ def test_the_command_exits_1_on_a_failure_and_2_on_bad_input(tmp_path):
     assert only.returncode == 0 and "metrics.dcgm" in only.stdout and "gpu.health" not in only.stdout
     bad = run("check", "--demo", "--only", "nowhere", home=tmp_path)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_a_spec_check_is_unknown_when_some_pods_specs_were_not_read():
+    snap = healthy()
+    partial = ClusterSnapshot(**{**snap_fields(snap), "pods": (pod("chat-1"), pod("chat-2", node="b", probes=None))})
+    found = results(partial, read_only=True)
+    for check in ("services.probes", "services.startup", "services.memory"):
+        assert found[check].status is Status.UNKNOWN and "llm/chat-2" in found[check].objects, check

@@ -7,10 +7,11 @@ enforced below the UI and below the ops.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Collection, Mapping, Protocol, Sequence, runtime_checkable
 
+from gputui.checks.facts import CheckFacts
 from gputui.errors import one_line
 from gputui.model import Gpu, NodeDescription
 from gputui.snapshot import ClusterSnapshot
@@ -72,6 +73,23 @@ class PodsReader(Protocol):
     def pods_snapshot(self, keys: Collection[str]) -> ClusterSnapshot:
         """A snapshot holding only these pods ("namespace/name", those that exist), fresh sessions, and the PDBs."""
         ...
+
+
+@runtime_checkable
+class FactsReader(Protocol):
+    """A reader that can answer `gputui check`'s questions about the metrics store (the live and demo ones)."""
+
+    def check_facts(self, window_s: float) -> CheckFacts:
+        """GPU memory growth per pod over the window and the alert rules loaded; a part that cannot be read
+        carries its reason."""
+        ...
+
+
+@runtime_checkable
+class GrantsProber(Protocol):
+    """A writer that can ask which grants its identity holds beyond what gputui needs (least privilege)."""
+
+    def beyond_needs(self) -> Mapping[str, bool | None]: ...
 
 
 class Writer(Protocol):
@@ -144,6 +162,17 @@ class Backend:
             return f"your identity may not {' or '.join(PERMISSION_WORDS.get(p, p) for p in missing)}: " \
                    f"{operation.replace('_', ' ')} is unavailable"
         return None
+
+    def check_facts(self, window_s: float) -> CheckFacts:
+        """Everything `gputui check` reads beyond a snapshot; read-only probes no grants (it sends no POST)."""
+        if isinstance(self.reader, FactsReader):
+            facts = self.reader.check_facts(window_s)
+        else:
+            why = "this backend reads no metrics history"
+            facts = CheckFacts(window_s, memory_error=why, rules_error=why)
+        if isinstance(self.writer, GrantsProber):
+            facts = replace(facts, beyond_needs=self.writer.beyond_needs())
+        return facts
 
     def may(self, action: str) -> bool:
         return self.writer is not None and self.permissions.get(action, True)

@@ -14,6 +14,8 @@ from gputui.backends.kube_http import Connection, connect, path_of, PROBE_TIMEOU
 from gputui.backends.kube_writer import KubeWriter, allowed, whoami
 from gputui.backends.kube_objects import PodRecord
 from gputui.backends import kube_objects as ko
+from gputui.backends.prom_review import read_facts
+from gputui.checks.facts import CheckFacts
 from gputui.backends.prom import HOST_LABELS, PromConfig, PromSource
 from gputui.backends.session_metrics import engines
 from gputui.model import Gpu, NodeDescription
@@ -289,6 +291,9 @@ class KubeReader:
             if metrics.gpus:
                 return join_gpus(record, metrics)
         return ()
+
+    def check_facts(self, window_s: float) -> CheckFacts:
+        return read_facts(self.prom, window_s)
 
     def close(self) -> None:
         self._closed = True

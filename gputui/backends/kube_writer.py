@@ -9,6 +9,14 @@ from typing import Any, Mapping
 from gputui.backends.base import BackendError, ConflictError, EvictionOutcome, EvictionResult
 from gputui.backends.kube_http import ApiError, Connection, path_of, PROBE_TIMEOUT_S
 
+# Grants gputui never uses (000 §6, least privilege): each widens what a leaked kubeconfig can do. Asked only
+# by `gputui check`, not at start-up (four more round trips before the first frame).
+BEYOND_NEEDS: Mapping[str, Mapping[str, str]] = {
+    "read secrets": {"verb": "get", "resource": "secrets"},
+    "delete nodes": {"verb": "delete", "resource": "nodes"},
+    "bind cluster roles": {"verb": "create", "resource": "clusterrolebindings", "group": "rbac.authorization.k8s.io"},
+    "do anything (cluster-admin)": {"verb": "*", "resource": "*", "group": "*"},
+}
 
 
 class KubeWriter:
@@ -33,6 +41,9 @@ class KubeWriter:
             if exc.status == 409:
                 raise ConflictError(f"node {node} changed since it was read") from None
             raise
+
+    def beyond_needs(self) -> dict[str, bool | None]:
+        return {grant: review(self.conn, **attrs) for grant, attrs in BEYOND_NEEDS.items()}
 
     def node_annotations(self, node: str) -> tuple[dict[str, str], str]:
         meta = self.conn.request("GET", path_of("", "v1", "nodes", name=node)).get("metadata") or {}
@@ -103,7 +114,8 @@ def whoami(conn: Connection) -> str:
         return conn.user or "unknown"
 
 
-def allowed(conn: Connection, verb: str, resource: str, subresource: str = "", group: str = "") -> bool:
+def review(conn: Connection, verb: str, resource: str, subresource: str = "", group: str = "") -> bool | None:
+    """May the identity do this (SelfSubjectAccessReview)? None when the review itself failed."""
     body = {
         "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
         "spec": {"resourceAttributes": {"verb": verb, "resource": resource, "subresource": subresource, "group": group}},
@@ -112,5 +124,10 @@ def allowed(conn: Connection, verb: str, resource: str, subresource: str = "", g
         answer = conn.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body=body,
                               timeout=PROBE_TIMEOUT_S)
     except BackendError:
-        return False
+        return None
     return bool((answer.get("status") or {}).get("allowed"))
+
+
+def allowed(conn: Connection, verb: str, resource: str, subresource: str = "", group: str = "") -> bool:
+    """For a write gputui needs: a review that failed counts as not allowed (fail closed)."""
+    return review(conn, verb, resource, subresource, group) is True

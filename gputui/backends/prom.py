@@ -67,17 +67,33 @@ class PromSource:
         self.queries = 0  # for the benchmark: queries sent so far
         self.session_queries = session_queries(cfg.engines)
 
-    def _query(self, promql: str) -> list[dict[str, Any]]:
+    def query(self, promql: str) -> list[dict[str, Any]]:
         self.queries += 1
         try:
             return self._prom.custom_query(promql, timeout=self.cfg.timeout)
         except Exception as exc:  # requests errors and PrometheusApiClientException alike
             raise BackendError(_one_line(exc)) from None
 
+    def api_get(self, path: str, params: Mapping[str, str]) -> dict[str, Any]:
+        """Another endpoint of the same API (e.g. /api/v1/rules), with the same auth, headers and timeout."""
+        self.queries += 1
+        try:
+            response = self._prom._session.get(self.cfg.url.rstrip("/") + path, params=dict(params),
+                                               headers=self._prom.headers, auth=self.cfg.basic_auth,
+                                               timeout=self.cfg.timeout)
+            response.raise_for_status()
+            body = response.json()
+        except Exception as exc:  # transport, HTTP status and a body that is not JSON alike
+            raise BackendError(_one_line(exc)) from None
+        if not isinstance(body, dict) or body.get("status") != "success":
+            raise BackendError(f"{path}: {first_line(str(body.get('error') if isinstance(body, dict) else body), 120)}")
+        data = body.get("data")
+        return data if isinstance(data, dict) else {}
+
     def _run(self, queries: Mapping[str, str]) -> dict[str, list[dict[str, Any]]]:
         """All queries of a refresh in parallel; the first error is raised."""
         with ThreadPoolExecutor(max_workers=4) as pool:
-            futures = {name: pool.submit(self._query, q) for name, q in queries.items()}
+            futures = {name: pool.submit(self.query, q) for name, q in queries.items()}
             return {name: f.result() for name, f in futures.items()}
 
     def _host(self, labels: Mapping[str, str]) -> str:
@@ -237,7 +253,7 @@ class PromSource:
         """When the host label holds the exporter pod's name, kube_pod_info knows its node."""
         pods = "|".join(sorted(h.replace(".", "\\\\.") for h in hosts)[:500])
         out = {}
-        for s in self._query('kube_pod_info{pod=~"%s"}' % pods):
+        for s in self.query('kube_pod_info{pod=~"%s"}' % pods):
             labels = s.get("metric", {})
             if labels.get("pod") and labels.get("node"):
                 out[labels["pod"]] = labels["node"]

@@ -4,48 +4,16 @@ fail or unknown. Thresholds and wording come from the seeds' checklists (001 §6
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import Callable
 
+from gputui.checks import metrics
+from gputui.checks.context import CheckContext, names, unknown, verdict
 from gputui.checks.result import CheckResult, Status
 from gputui.health import RESTARTS_WORTH_A_LOOK, Severity, node_alerts
-from gputui.model import SessionState
-from gputui.snapshot import ClusterSnapshot
 
 MIN_GRACE_S = 30  # seed 001 §6.2: graceful termination of 30 s or more
 MODEL_LOAD_S = 300  # startup allowance a large model needs before liveness may kill it (001 §6.2: warm-up)
 ZONE_LABEL = "topology.kubernetes.io/zone"
-LISTED = 5  # objects named in a summary line before "+N more"
-
-
-@dataclass(frozen=True)
-class CheckContext:
-    snapshot: ClusterSnapshot
-    temp_threshold: float = 85.0
-    engine_shutdown_s: float = 0.0
-    read_only: bool = True
-    permissions: Mapping[str, bool] = field(default_factory=dict)  # access reviews; empty: not probed
-
-
-def _names(objects: list[str]) -> str:
-    shown = ", ".join(objects[:LISTED])
-    return shown + (f" (+{len(objects) - LISTED} more)" if len(objects) > LISTED else "")
-
-
-def _result(id: str, seed: str, title: str, bad: list[str], status: Status, found: str, fix: str,
-            fine: str) -> CheckResult:
-    if not bad:
-        return CheckResult(id, seed, title, Status.PASS, fine)
-    return CheckResult(id, seed, title, status, f"{len(bad)} {found}: {_names(bad)}", tuple(bad), fix)
-
-
-def _metrics_down(ctx: CheckContext) -> str | None:
-    source = ctx.snapshot.source("metrics")
-    if source is None:
-        return "no metrics source"
-    if source.error:
-        return f"metrics {source.error}"
-    return None if source.fetched_at is not None else "metrics not read yet"
 
 
 def gpu_nodes_recognised(ctx: CheckContext) -> CheckResult:
@@ -57,7 +25,7 @@ def gpu_nodes_recognised(ctx: CheckContext) -> CheckResult:
             bad.append(f"{n.name} (nvidia.com/gpu not registered: device plugin)")
         elif n.gpu_capacity and not n.gpu_allocatable:
             bad.append(f"{n.name} (0 GPUs allocatable)")
-    return _result("nodes.recognised", "001 §8", "every GPU node recognised, its GPUs visible to the scheduler",
+    return verdict("nodes.recognised", "001 §8", "every GPU node recognised, its GPUs visible to the scheduler",
                    bad, Status.FAIL, "GPU nodes not fully recognised",
                    "check the GPU Operator's device plugin and GFD pods on these nodes",
                    f"{sum(1 for n in ctx.snapshot.nodes if n.gpu_capacity)} GPU nodes, all labelled and allocatable")
@@ -73,9 +41,9 @@ def gpu_health(ctx: CheckContext) -> CheckResult:
         elif alerts:
             hot.append(f"{n.name} ({alerts[0].message})")
     if failing:
-        return _result("gpu.health", "001 §8", "no GPU health alarms", failing, Status.FAIL, "nodes with GPU alarms",
+        return verdict("gpu.health", "001 §8", "no GPU health alarms", failing, Status.FAIL, "nodes with GPU alarms",
                        "drain them (r in the TUI) and follow each alarm's advice (i describes a node)", "")
-    return _result("gpu.health", "001 §8", "no GPU health alarms", hot, Status.WARN, "nodes running hot",
+    return verdict("gpu.health", "001 §8", "no GPU health alarms", hot, Status.WARN, "nodes running hot",
                    "check cooling and power capping on these nodes", "no XID, health, condition or upgrade alarm")
 
 
@@ -90,47 +58,23 @@ def versions_consistent(ctx: CheckContext) -> CheckResult:
             common = max(versions.items(), key=lambda kv: len(kv[1]))[0]
             bad += [f"{name} ({v}; pool {pool} mostly {common})" for v, names in versions.items() if v != common
                     for name in names]
-    return _result("versions.consistent", "001 §8.1, 000 §6", "driver and CUDA versions consistent per GPU model",
+    return verdict("versions.consistent", "001 §8.1, 000 §6", "driver and CUDA versions consistent per GPU model",
                    bad, Status.FAIL, "nodes off their pool's versions",
                    "upgrade these nodes through the GPU Operator (one at a time: drain first)",
                    f"{len(by_pool)} GPU models, one driver and CUDA version each")
 
 
-def dcgm_series(ctx: CheckContext) -> CheckResult:
-    down = _metrics_down(ctx)
-    if down:
-        return CheckResult("metrics.dcgm", "001 §8, §9", "DCGM series for every GPU node", Status.UNKNOWN,
-                           f"cannot tell: {down}", (), "give --prometheus and check it answers")
-    bad = [n.name for n in ctx.snapshot.nodes if n.ready and n.gpu_capacity and not n.has_metrics]
-    return _result("metrics.dcgm", "001 §8, §9", "DCGM series for every GPU node", bad, Status.FAIL,
-                   "Ready GPU nodes without DCGM series", "check the dcgm-exporter pod on these nodes and its scrape",
-                   "every Ready GPU node reports")
-
-
-def session_series(ctx: CheckContext) -> CheckResult:
-    down = _metrics_down(ctx)
-    title = "session series for every inference pod"
-    if down:
-        return CheckResult("metrics.sessions", "001 §8", title, Status.UNKNOWN, f"cannot tell: {down}", (),
-                           "give --prometheus and check it answers")
-    bad = [p.key for p in ctx.snapshot.pods
-           if p.session_signal and p.phase == "Running" and not p.terminated and p.session_state is SessionState.UNKNOWN]
-    return _result("metrics.sessions", "001 §8", title, bad, Status.WARN, "inference pods whose sessions cannot be read",
-                   "expose the engine's /metrics and scrape it (a drain waits on them blind)",
-                   "every inference pod's sessions are read")
-
-
 def pending_gpu_pods(ctx: CheckContext) -> CheckResult:
     bad = [f"{p.key} ({p.pending_reason or f'waiting for {p.gpu_request} GPUs'})" for p in ctx.snapshot.pods
            if p.phase == "Pending" and p.gpu_request and not p.node]
-    return _result("pods.pending", "001 §9", "no GPU pod Pending", bad, Status.FAIL, "GPU pods Pending",
+    return verdict("pods.pending", "001 §9", "no GPU pod Pending", bad, Status.FAIL, "GPU pods Pending",
                    "free or add GPUs of the model they ask for, or fix their selectors/tolerations", "none Pending")
 
 
 def restart_loops(ctx: CheckContext) -> CheckResult:
     bad = [f"{p.key} ({p.restarts} restarts)" for p in ctx.snapshot.pods
            if p.restarts >= RESTARTS_WORTH_A_LOOK and not p.terminated]
-    return _result("pods.restarts", "001 §9", "no restart loops", bad, Status.WARN, "pods restarting",
+    return verdict("pods.restarts", "001 §9", "no restart loops", bad, Status.WARN, "pods restarting",
                    "read the previous container's log (kubectl logs --previous)", "no pod restarting")
 
 
@@ -151,7 +95,7 @@ def budgets(ctx: CheckContext) -> CheckResult:
         if not covering:
             bad.append(f"{service} (no PodDisruptionBudget)")
         bad += [f"{service} ({why})" for why in filter(None, (b.deadlock() for b in covering.values()))]
-    return _result("services.pdb", "001 §6.2, §10.1", "a PodDisruptionBudget on every inference service, not deadlocked",
+    return verdict("services.pdb", "001 §6.2, §10.1", "a PodDisruptionBudget on every inference service, not deadlocked",
                    bad, Status.FAIL, "services without a usable PDB",
                    "add a PDB (maxUnavailable: 1) over each version's pods; fix the deadlocked ones",
                    "every inference service has a budget that allows an eviction")
@@ -167,7 +111,7 @@ def replicas(ctx: CheckContext) -> CheckResult:
         where = {zones.get(p.node, "") for p in pods if p.node}
         if all(where) and len(where) == 1 and len(set(zones.values()) - {""}) > 1:
             bad.append(f"{service} (every replica in zone {next(iter(where))})")
-    return _result("services.replicas", "001 §10.1", "several replicas, across zones when nodes have zones", bad,
+    return verdict("services.replicas", "001 §10.1", "several replicas, across zones when nodes have zones", bad,
                    Status.WARN, "services that one failure takes down",
                    "run 2 or more replicas with a topologySpreadConstraint on topology.kubernetes.io/zone",
                    "every inference service has 2+ replicas")
@@ -184,9 +128,9 @@ def grace_periods(ctx: CheckContext) -> CheckResult:
     unread = [p.key for p in ctx.snapshot.pods if p.session_signal and not p.terminated and p.termination_grace_s is None]
     if not bad and unread:
         return CheckResult("services.grace", "001 §6.2", "graceful termination long enough", Status.UNKNOWN,
-                           f"{len(unread)} inference pods' grace periods not read: {_names(unread)}", tuple(unread),
+                           f"{len(unread)} inference pods' grace periods not read: {names(unread)}", tuple(unread),
                            "read them with a backend that reads pod specs (the live cluster does)")
-    return _result("services.grace", "001 §6.2", "graceful termination long enough", bad, Status.FAIL,
+    return verdict("services.grace", "001 §6.2", "graceful termination long enough", bad, Status.FAIL,
                    "inference pods stopped before their sessions can end",
                    f"set terminationGracePeriodSeconds ≥ {MIN_GRACE_S}s and ≥ preStop sleep + engine shutdown",
                    f"every inference pod has {MIN_GRACE_S}s or more, and its preStop sleep fits")
@@ -199,7 +143,7 @@ def _spec_pods(ctx: CheckContext) -> tuple[list, list[str]]:
 
 
 def _unread(id: str, seed: str, title: str, unread: list[str]) -> CheckResult:
-    return CheckResult(id, seed, title, Status.UNKNOWN, f"{len(unread)} inference pods' specs not read: {_names(unread)}",
+    return CheckResult(id, seed, title, Status.UNKNOWN, f"{len(unread)} inference pods' specs not read: {names(unread)}",
                        tuple(unread), "read them with a backend that reads pod specs (the live cluster does)")
 
 
@@ -208,13 +152,13 @@ def probes(ctx: CheckContext) -> CheckResult:
     pods, unread = _spec_pods(ctx)
     missing = [f"{p.key} (no readiness probe)" for p in pods if p.probes and not p.probes.readiness]
     if missing:
-        return _result("services.probes", "001 §6.2, §10.1", title, missing, Status.FAIL,
+        return verdict("services.probes", "001 §6.2, §10.1", title, missing, Status.FAIL,
                        "inference pods sent traffic before their model is loaded",
                        "add a readinessProbe on the engine's health or model endpoint", "")
     same = [f"{p.key} (readiness = liveness)" for p in pods if p.probes and p.probes.readiness_is_liveness]
     if not same and unread:
         return _unread("services.probes", "001 §6.2, §10.1", title, unread)
-    return _result("services.probes", "001 §6.2, §10.1", title, same, Status.WARN,
+    return verdict("services.probes", "001 §6.2, §10.1", title, same, Status.WARN,
                    "pods restarted where they should only be taken out of traffic",
                    "give liveness its own, laxer probe (a busy engine is unready, not dead)",
                    "every inference pod has its own readiness probe")
@@ -227,7 +171,7 @@ def startup_allowance(ctx: CheckContext) -> CheckResult:
            and p.probes.startup_allowance_s is not None and p.probes.startup_allowance_s < MODEL_LOAD_S]
     if not bad and unread:
         return _unread("services.startup", "001 §6.2", title, unread)
-    return _result("services.startup", "001 §6.2", title, bad, Status.FAIL,
+    return verdict("services.startup", "001 §6.2", title, bad, Status.FAIL,
                    "inference pods liveness may kill while the model loads",
                    "add a startupProbe (failureThreshold × periodSeconds ≥ the model's load time)",
                    "nothing kills a pod before its model can load")
@@ -239,7 +183,7 @@ def memory_limits(ctx: CheckContext) -> CheckResult:
     bad = [p.key for p in pods if p.probes and not p.probes.memory_limited]
     if not bad and unread:
         return _unread("services.memory", "001 §10.1", title, unread)
-    return _result("services.memory", "001 §10.1", title, bad, Status.WARN, "inference pods without memory limits",
+    return verdict("services.memory", "001 §10.1", title, bad, Status.WARN, "inference pods without memory limits",
                    "set resources.limits.memory on every container (a leak then restarts one pod, not the node)",
                    "every inference pod's containers have memory limits")
 
@@ -259,11 +203,29 @@ def identity(ctx: CheckContext) -> CheckResult:
     return CheckResult("identity.permissions", "000 §6", title, Status.PASS, summary)
 
 
+def least_privilege(ctx: CheckContext) -> CheckResult:
+    id, seed, title = "identity.least_privilege", "000 §6", "gputui's identity holds no more than it needs"
+    if ctx.snapshot.simulated:
+        return CheckResult(id, seed, title, Status.PASS, "the demo's simulated operator")
+    grants = ctx.facts.beyond_needs
+    if ctx.read_only or not grants:
+        why = "read-only sends no access review" if ctx.read_only else "not probed"
+        return unknown(id, seed, title, why, "run gputui check without --read-only to ask the apiserver")
+    held = [grant for grant, has in grants.items() if has]
+    failed = [grant for grant, has in grants.items() if has is None]
+    if not held and failed:
+        return unknown(id, seed, title, f"access reviews failed for: {', '.join(failed)}",
+                       "grant create on selfsubjectaccessreviews")
+    return verdict(id, seed, title, held, Status.WARN, "grants gputui never uses",
+                   "bind gputui's identity to the role in docs/rbac.yaml instead", "none of: " + ", ".join(grants))
+
+
 CHECKS: tuple[Callable[[CheckContext], CheckResult], ...] = (
-    gpu_nodes_recognised, gpu_health, versions_consistent, dcgm_series, session_series, pending_gpu_pods,
-    restart_loops, budgets, replicas, grace_periods, probes, startup_allowance, memory_limits, identity,
+    gpu_nodes_recognised, gpu_health, metrics.memory_growth, versions_consistent, metrics.dcgm_series,
+    metrics.session_series, metrics.alert_rules, metrics.alerts_firing, pending_gpu_pods, restart_loops, budgets,
+    replicas, grace_periods, probes, startup_allowance, memory_limits, identity, least_privilege,
 )
-AREAS = ("nodes", "gpu", "versions", "metrics", "pods", "services", "identity")
+AREAS = ("nodes", "gpu", "versions", "metrics", "alerts", "pods", "services", "identity")
 
 
 def run_checks(ctx: CheckContext, only: str | None = None) -> list[CheckResult]:

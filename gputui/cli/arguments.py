@@ -84,3 +84,5 @@ def add_check_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]
     p.add_argument("--only", choices=AREAS, help="only this area's checks")
     p.add_argument("-o", "--output", choices=("text", "json", "junit"), default="text")
     p.add_argument("--strict", action="store_true", help="an unknown result (could not be read) fails too")
+    p.add_argument("--window", type=duration, default=30 * 60.0, metavar="DURATION",
+                   help="how long GPU memory must have stayed flat (default 30m)")

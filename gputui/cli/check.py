@@ -8,7 +8,8 @@ from typing import Callable
 from gputui.backends.base import Backend
 from gputui.checks.output import as_json, as_junit, as_text
 from gputui.checks.result import exit_code
-from gputui.checks.rules import CheckContext, run_checks
+from gputui.checks.context import context_for
+from gputui.checks.rules import run_checks
 from gputui.settings import Settings
 
 WRITERS = {"text": as_text, "json": as_json, "junit": as_junit}
@@ -18,8 +19,7 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
     backend = backend_factory(settings)
     try:
         snapshot = backend.reader.snapshot()
-        ctx = CheckContext(snapshot, settings.temp_threshold, settings.engine_shutdown, backend.writer is None,
-                           backend.permissions)
+        ctx = context_for(snapshot, settings, backend, backend.check_facts(args.window))
         results = run_checks(ctx, args.only)
     finally:
         backend.close()

@@ -9,8 +9,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
 
+from gputui.checks.context import context_for
+from gputui.checks.facts import DEFAULT_WINDOW_S, CheckFacts
 from gputui.checks.result import CheckResult, Status
-from gputui.checks.rules import CheckContext, run_checks
+from gputui.checks.rules import run_checks
 from gputui.ui.base import ClusterScreen
 from gputui.ui.footer import KeyFooter
 from gputui.ui.header import HeaderBar
@@ -18,6 +20,7 @@ from gputui.ui.item_list import ItemList
 from gputui.ui.messages import ChecksRun
 
 ORDER = {Status.FAIL: 0, Status.UNKNOWN: 1, Status.WARN: 2, Status.PASS: 3}
+FACTS_EVERY_S = 60.0  # memory growth over 30 minutes and the rules loaded: no need to ask on every refresh
 
 
 class CheckScreen(ClusterScreen):
@@ -26,6 +29,7 @@ class CheckScreen(ClusterScreen):
     def __init__(self) -> None:
         super().__init__()
         self.results: list[CheckResult] | None = None
+        self.facts: tuple[CheckFacts, float] | None = None  # and when it was read
 
     def compose(self) -> ComposeResult:
         yield HeaderBar()
@@ -40,12 +44,17 @@ class CheckScreen(ClusterScreen):
         app = self.app
         if app.snapshot is None:
             return
-        ctx = CheckContext(app.snapshot, app.settings.temp_threshold, app.settings.engine_shutdown, app.read_only,
-                           app.backend.permissions)
-        self.run_worker(lambda: self.post_message(ChecksRun(run_checks(ctx))), thread=True, exclusive=True,
-                        group="checks", exit_on_error=False)
+        snapshot, settings, backend, known, now = app.snapshot, app.settings, app.backend, self.facts, app.clock()
+
+        def run() -> None:
+            facts, read_at = known if known and now - known[1] < FACTS_EVERY_S else \
+                (backend.check_facts(DEFAULT_WINDOW_S), now)
+            self.post_message(ChecksRun(run_checks(context_for(snapshot, settings, backend, facts)), facts, read_at))
+
+        self.run_worker(run, thread=True, exclusive=True, group="checks", exit_on_error=False)
 
     def on_checks_run(self, message: ChecksRun) -> None:
+        self.facts = (message.facts, message.facts_at)
         results = sorted(message.results, key=lambda r: ORDER[r.status])
         counts = {s: sum(r.status is s for r in results) for s in Status}
         title = Text(" Checks ", style="bold")

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 if TYPE_CHECKING:
+    from gputui.checks.facts import CheckFacts
     from gputui.checks.result import CheckResult
     from gputui.backends.base import Backend
     from gputui.model import Gpu, NodeDescription
@@ -82,11 +83,14 @@ class DescriptionRead(Message):
 
 
 class ChecksRun(Message):
-    """The checks, run on one snapshot off the UI thread (at 10,000 nodes they take a few hundred ms)."""
+    """The checks, run on one snapshot off the UI thread (at 10,000 nodes they take a few hundred ms), and the
+    metrics store's facts they used (re-read only now and then: a window of 30 minutes moves slowly)."""
 
-    def __init__(self, results: list[CheckResult]) -> None:
+    def __init__(self, results: list[CheckResult], facts: CheckFacts, facts_at: float) -> None:
         super().__init__()
         self.results = results
+        self.facts = facts
+        self.facts_at = facts_at
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, ChecksRun)

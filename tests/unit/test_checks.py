@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from xml.etree import ElementTree as ET
 
+from gputui.checks.facts import AlertRule, CheckFacts
 from gputui.checks.output import as_json, as_junit, as_text
 from gputui.checks.result import Status, exit_code
 from gputui.checks.rules import CheckContext, run_checks
@@ -32,7 +33,20 @@ def pod(name: str, **kw) -> InferencePod:
     return InferencePod(**base)
 
 
+GPU_RULES = (
+    AlertRule("GPUXidError", "gpu", "DCGM_FI_DEV_XID_ERRORS > 0", "inactive"),
+    AlertRule("GPUHot", "gpu", "DCGM_FI_DEV_GPU_TEMP > 85", "inactive"),
+    AlertRule("GPUMemoryFull", "gpu", "DCGM_FI_DEV_FB_FREE < 1024", "inactive"),
+)
+FACTS_OK = CheckFacts(memory_growth_mib={"llm/chat-1": 12.0, "llm/chat-2": 0.0}, alert_rules=GPU_RULES,
+                      beyond_needs={"read secrets": False, "do anything (cluster-admin)": False})
+
+
 def results(snap: ClusterSnapshot, **kw) -> dict[str, object]:
+    """The checks as a writer that may cordon, evict and shift, with healthy facts, unless told otherwise."""
+    kw.setdefault("facts", FACTS_OK)
+    kw.setdefault("read_only", False)
+    kw.setdefault("permissions", {"cordon": True, "evict": True, "shift": True})
     return {r.id: r for r in run_checks(CheckContext(snap, **kw))}
 
 
@@ -45,7 +59,7 @@ def healthy() -> ClusterSnapshot:
 
 
 def test_a_healthy_cluster_passes_every_check():
-    found = results(healthy(), read_only=True)
+    found = results(healthy())
     assert {r.status for r in found.values()} == {Status.PASS}, {k: r.summary for k, r in found.items()}
 
 
@@ -63,15 +77,15 @@ def test_each_planted_problem_fails_its_own_check_and_nothing_else():
         "services.startup": dict(pods=(pod("chat-1", probes=PodProbes(True, False, 60, True)), pod("chat-2", node="b"))),
     }
     for check, change in cases.items():
-        found = results(ClusterSnapshot(**{**snap_fields(snap), **change}), read_only=True)
+        found = results(ClusterSnapshot(**{**snap_fields(snap), **change}))
         failing = {k for k, r in found.items() if r.status is Status.FAIL}
         assert failing == {check}, (check, {k: found[k].summary for k in failing})
-    warned = results(ClusterSnapshot(**{**snap_fields(snap), "pods": (pod("chat-1"),)}), read_only=True)
+    warned = results(ClusterSnapshot(**{**snap_fields(snap), "pods": (pod("chat-1"),)}))
     assert warned["services.replicas"].status is Status.WARN  # one replica: one failure takes it down
     for probes, check in ((PodProbes(True, True, 600, True), "services.probes"),
                           (PodProbes(True, False, 600, False), "services.memory")):
         found = results(ClusterSnapshot(**{**snap_fields(snap), "pods": (pod("chat-1", probes=probes),
-                                                                         pod("chat-2", node="b"))}), read_only=True)
+                                                                         pod("chat-2", node="b"))}))
         assert found[check].status is Status.WARN and all(r.status is Status.PASS for k, r in found.items() if k != check)
 
 
@@ -98,8 +112,9 @@ def snap_fields(snap: ClusterSnapshot) -> dict:
 def test_what_cannot_be_read_is_unknown_never_a_pass():
     down = ClusterSnapshot(**{**snap_fields(healthy()),
                               "sources": (SourceStatus("API", 100.0), SourceStatus("metrics", None, "unavailable"))})
-    found = results(down, read_only=False)
-    assert found["metrics.dcgm"].status is Status.UNKNOWN and found["metrics.sessions"].status is Status.UNKNOWN
+    found = results(down, permissions={}, facts=CheckFacts(memory_error="unavailable", rules_error="unavailable"))
+    for check in ("metrics.dcgm", "metrics.sessions", "gpu.memory", "alerts.rules", "alerts.firing"):
+        assert found[check].status is Status.UNKNOWN, check
     assert found["identity.permissions"].status is Status.UNKNOWN  # a writer whose rights were not probed
     assert exit_code(list(found.values())) == 0 and exit_code(list(found.values()), strict=True) == 1
 
@@ -109,7 +124,7 @@ def test_outputs_say_the_same_and_junit_parses():
     from tests.demo_clock import ManualClock
 
     snap = DemoCluster(seed=7, clock=ManualClock()).snapshot()
-    found = run_checks(CheckContext(snap, read_only=True))
+    found = run_checks(CheckContext(snap))
     failing = {r.id for r in found if r.status is Status.FAIL}
     assert {"gpu.health", "versions.consistent", "pods.pending"} <= failing  # the demo's planted problems
     text = as_text(found, snap.context, snap.simulated)
@@ -133,9 +148,45 @@ def test_the_command_exits_1_on_a_failure_and_2_on_bad_input(tmp_path):
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
 
 
+def test_memory_growth_and_alert_rules_judge_what_the_metrics_store_said():
+    def check(id: str, **facts):
+        return results(healthy(), read_only=True, facts=CheckFacts(**{"memory_growth_mib": {},
+                                                                       "alert_rules": GPU_RULES, **facts}))[id]
+
+    leak = check("gpu.memory", memory_growth_mib={"llm/chat-1": 3072.0, "llm/chat-2": 100.0})
+    assert leak.status is Status.WARN and leak.objects == ("llm/chat-1 (+3.0 GiB)",)
+    assert check("gpu.memory", memory_growth_mib=None, memory_error="DCGM series carry no pod label").status \
+        is Status.UNKNOWN
+    assert check("alerts.rules", alert_rules=()).status is Status.FAIL  # rules, but none on a GPU signal
+    gaps = check("alerts.rules", alert_rules=GPU_RULES[:2] + (
+        AlertRule("GPUMemoryFull", "gpu", "DCGM_FI_DEV_FB_FREE < 1024", "inactive", "err", "vector contains metrics"),))
+    assert gaps.status is Status.WARN and gaps.objects == ("GPUMemoryFull (cannot evaluate: vector contains metrics)",)
+    uncovered = check("alerts.rules", alert_rules=GPU_RULES[:1])
+    assert set(uncovered.objects) == {"nothing alerts on temperature", "nothing alerts on GPU memory"}
+    firing = check("alerts.firing", alert_rules=(AlertRule("GPUXidError", "gpu", "DCGM_FI_DEV_XID_ERRORS > 0",
+                                                           "firing", firing=2),) + GPU_RULES[1:])
+    assert firing.status is Status.WARN and firing.objects == ("GPUXidError (2 firing)",)
+    # Nothing to fire is not "none firing"; a store without the rules API is not "no rules".
+    assert check("alerts.firing", alert_rules=()).status is Status.UNKNOWN
+    for id in ("alerts.rules", "alerts.firing"):
+        assert check(id, alert_rules=None, rules_error="404 Not Found").status is Status.UNKNOWN
+
+
+def test_least_privilege_warns_on_grants_gputui_never_uses_and_is_unknown_when_not_asked():
+    def check(**kw):
+        return results(healthy(), **kw)["identity.least_privilege"]
+
+    admin = check(facts=CheckFacts(beyond_needs={"read secrets": True, "do anything (cluster-admin)": True,
+                                                 "delete nodes": False}))
+    assert admin.status is Status.WARN and admin.objects == ("read secrets", "do anything (cluster-admin)")
+    assert check().status is Status.PASS
+    assert check(read_only=True).status is Status.UNKNOWN  # read-only sends no access review
+    assert check(facts=CheckFacts(beyond_needs={"read secrets": None})).status is Status.UNKNOWN
+
+
 def test_a_spec_check_is_unknown_when_some_pods_specs_were_not_read():
     snap = healthy()
     partial = ClusterSnapshot(**{**snap_fields(snap), "pods": (pod("chat-1"), pod("chat-2", node="b", probes=None))})
-    found = results(partial, read_only=True)
+    found = results(partial)
     for check in ("services.probes", "services.startup", "services.memory"):
         assert found[check].status is Status.UNKNOWN and "llm/chat-2" in found[check].objects, check

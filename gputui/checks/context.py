@@ -1,0 +1,60 @@
+"""What every check reads (one snapshot, what the backend knows of its identity, what the metrics store
+says over time) and the helpers that word a result the same way for all of them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Mapping
+
+from gputui.checks.facts import UNREAD, CheckFacts
+from gputui.checks.result import CheckResult, Status
+from gputui.snapshot import ClusterSnapshot
+
+if TYPE_CHECKING:
+    from gputui.backends.base import Backend
+    from gputui.settings import Settings
+
+LISTED = 5  # objects named in a summary line before "+N more"
+
+
+@dataclass(frozen=True)
+class CheckContext:
+    snapshot: ClusterSnapshot
+    temp_threshold: float = 85.0
+    engine_shutdown_s: float = 0.0
+    read_only: bool = True
+    permissions: Mapping[str, bool] = field(default_factory=dict)  # access reviews; empty: not probed
+    facts: CheckFacts = UNREAD
+
+    def metrics_down(self) -> str | None:
+        """Why the snapshot's metrics cannot be trusted now (None: they were read)."""
+        source = self.snapshot.source("metrics")
+        if source is None:
+            return "no metrics source"
+        if source.error:
+            return f"metrics {source.error}"
+        return None if source.fetched_at is not None else "metrics not read yet"
+
+
+def names(objects: list[str]) -> str:
+    shown = ", ".join(objects[:LISTED])
+    return shown + (f" (+{len(objects) - LISTED} more)" if len(objects) > LISTED else "")
+
+
+def verdict(id: str, seed: str, title: str, bad: list[str], status: Status, found: str, fix: str,
+            fine: str) -> CheckResult:
+    """PASS saying `fine` when nothing is bad; else `status`, counting and naming the bad objects."""
+    if not bad:
+        return CheckResult(id, seed, title, Status.PASS, fine)
+    return CheckResult(id, seed, title, status, f"{len(bad)} {found}: {names(bad)}", tuple(bad), fix)
+
+
+def unknown(id: str, seed: str, title: str, why: str, fix: str, objects: tuple[str, ...] = ()) -> CheckResult:
+    return CheckResult(id, seed, title, Status.UNKNOWN, f"cannot tell: {why}", objects, fix)
+
+
+
+def context_for(snapshot: ClusterSnapshot, settings: Settings, backend: Backend, facts: CheckFacts) -> CheckContext:
+    """The one way the CLI and the :check screen put a context together."""
+    return CheckContext(snapshot, settings.temp_threshold, settings.engine_shutdown, backend.read_only,
+                        backend.permissions, facts)

@@ -9,7 +9,8 @@ pods are replaced by their controller on a node with free GPUs of the model.
 
 Split by reason to change: `scenario` (what the cluster holds), `simulation` (how it moves, what a snapshot
 shows), `api` (the writer's verbs, answered as the apiserver would), `routes` (route objects and their
-schema checks), `patches` (merge and JSON patch).
+schema checks), `patches` (merge and JSON patch), `describe` and `review` (the answers to describe and
+to `gputui check`'s questions about its metrics store).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class _ReadOnlyView:
         self.gpu_history = cluster.gpu_history
         self.node_gpus = cluster.node_gpus
         self.describe = cluster.describe
+        self.check_facts = cluster.check_facts
         self.close = cluster.close
 
 

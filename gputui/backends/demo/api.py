@@ -8,12 +8,13 @@ import copy
 from typing import Any, Mapping, Sequence
 
 from gputui.backends.base import ConflictError, EvictionOutcome, EvictionResult, WriteError
+from gputui.checks.facts import CheckFacts
 from gputui.model import NodeDescription
 from gputui.backends.demo.errors import DemoApiError
 from gputui.backends.demo.patches import json_patch, merge_patch
 from gputui.backends.demo.routes import _backend_name, _validate_route
 from gputui.backends.demo.scenario import (
-    POD_START_S, DEFAULT_GRACE_S, ROUTE_APIS, A100, _SimNode, _SimPod,
+    POD_START_S, ROUTE_APIS, A100, _SimNode, _SimPod,
 )
 from gputui.backends.demo.simulation import Simulation
 
@@ -26,6 +27,12 @@ class DemoCluster(Simulation):
 
         with self._lock:
             return describe(self, node, pods)
+
+    def check_facts(self, window_s: float) -> CheckFacts:
+        from gputui.backends.demo.review import check_facts
+
+        with self._lock:
+            return check_facts(self, window_s)
 
     def _node(self, name: str) -> _SimNode:
         node = self._nodes.get(name)
@@ -64,7 +71,7 @@ class DemoCluster(Simulation):
                 return EvictionResult(EvictionOutcome.GONE)
             svc = self._services.get(f"{namespace}/{pod.service}")
             # As the apiserver: pending, finished and deleting pods skip the PDB check.
-            if svc and pod.phase == "Running" and pod.deleting_at is None:
+            if svc and svc.pdb_max_unavailable is not None and pod.phase == "Running" and pod.deleting_at is None:
                 budget = self._budget_model(svc)
                 if budget.disruptions_allowed <= 0:
                     return EvictionResult(
@@ -90,7 +97,8 @@ class DemoCluster(Simulation):
         self.lost_sessions += len(pod.session_ends) + pod.waiting
         pod.session_ends, pod.waiting = [], 0
         pod.deleting_at = self._t
-        pod.grace_s = DEFAULT_GRACE_S if grace_seconds is None else grace_seconds
+        if grace_seconds is not None:  # None: the pod's own terminationGracePeriodSeconds
+            pod.grace_s = grace_seconds
         svc = self._services.get(f"{pod.namespace}/{pod.service}")
         if svc is not None and pod.owner_kind == "ReplicaSet":
             # The ReplicaSet replaces it at once; the scheduler avoids cordoned nodes.

@@ -87,9 +87,11 @@ class _SimService:
     mean_session_s: float
     max_running: int  # per pod; more arrivals queue
     weights_gb: float  # model weights per GPU
-    pdb_max_unavailable: int = 1
+    pdb_max_unavailable: int | None = 1  # None: no PodDisruptionBudget at all
     # What its pods' specs say (gputui check reads it); the defaults are a well-kept service.
     probes: PodProbes = field(default_factory=lambda: PodProbes(True, False, 900, True))
+    grace_s: int = DEFAULT_GRACE_S
+    restarts: int = 0  # of its first pod: a restart loop
 
 
 @dataclass
@@ -112,6 +114,7 @@ class _SimPod:
     waiting: int = 0
     phase: str = "Running"
     signal: bool = True  # exports a session metric
+    restarts: int = 0
 
     def ready(self, t: float) -> bool:
         return self.deleting_at is None and t >= self.ready_at and bool(self.node)
@@ -154,12 +157,14 @@ def _services() -> list[_SimService]:
         _SimService(
             "llm", "codellama-34b", A100, 2, [_SimVersion("v1", 5, None)],
             "", 0.6, 120.0, 24, 34.0,
-            # Planted for gputui check: no memory limit, and liveness that kills a 34B model still loading.
-            probes=PodProbes(True, False, 60, False),
+            # Planted for gputui check: no memory limit, liveness that kills a 34B model still loading (hence
+            # a pod in a restart loop), and no PodDisruptionBudget.
+            probes=PodProbes(True, False, 60, False), restarts=7, pdb_max_unavailable=None,
         ),
         _SimService(
             "embeddings", "bge-large", L40S, 1, [_SimVersion("v1.5", 4, None)],
             "", 9.0, 0.6, 64, 1.4,
-            probes=PodProbes(True, True, 900, True),  # planted: its readiness probe is its liveness probe
+            # Planted: its readiness probe is its liveness probe, and 10 s of grace cut what is in flight.
+            probes=PodProbes(True, True, 900, True), grace_s=10,
         ),
     ]

@@ -65,6 +65,10 @@ class Simulation:
                 hash_ = self._suffix(9)
                 for _ in range(ver.replicas):
                     self._create_pod(svc, ver.name, hash_, ready_at=self._t)
+        for svc in self._services.values():
+            if svc.restarts:
+                first = next(p for p in self._pods.values() if (p.namespace, p.service) == (svc.namespace, svc.name))
+                first.restarts = svc.restarts
         # The canary of mistral is mid-rollout: its last pod is still loading weights.
         canary = [p for p in self._pods.values() if p.version == "canary"]
         if canary:
@@ -101,7 +105,7 @@ class Simulation:
         }
         pod = _SimPod(
             svc.namespace, f"{svc.name}-{version}-{rs_hash}-{self._suffix(5)}", self._uid(), "",
-            svc.name, version, svc.gpus_per_pod, [], ready_at, labels,
+            svc.name, version, svc.gpus_per_pod, [], ready_at, labels, grace_s=svc.grace_s,
         )
         return self._add_pod(pod, svc.product)
 
@@ -270,7 +274,7 @@ class Simulation:
             nodes = tuple(self._node_model(n) for n in self._nodes.values())
             pods = tuple(self._pod_model(p) for p in self._pods.values())
             services = tuple(self._service_model(s) for s in self._services.values())
-            budgets = tuple(self._budget_model(s) for s in self._services.values())
+            budgets = tuple(self._budget_model(s) for s in self._services.values() if s.pdb_max_unavailable is not None)
             return ClusterSnapshot(
                 taken_at=now, context="demo", nodes=nodes, pods=pods, services=services,
                 budgets=budgets,
@@ -326,7 +330,7 @@ class Simulation:
             labels=dict(p.labels), has_emptydir=p.has_emptydir,
             sessions_running=running, sessions_waiting=p.waiting if p.signal else None, session_signal=p.signal,
             pending_reason=self._pending_reason(p) if p.phase == "Pending" else "",
-            termination_grace_s=int(p.grace_s),
+            termination_grace_s=int(p.grace_s), restarts=p.restarts,
             probes=svc.probes if (svc := self._services.get(f"{p.namespace}/{p.service}")) else None,
         )
 
@@ -386,6 +390,7 @@ class Simulation:
         return InferenceService(s.namespace, s.name, tuple(versions), s.router_kind, router)
 
     def _budget_model(self, s: _SimService) -> Budget:
+        assert s.pdb_max_unavailable is not None  # callers skip services without a budget
         pods = [p for p in self._pods.values() if p.namespace == s.namespace and p.service == s.name]
         expected = sum(v.replicas for v in s.versions)
         healthy = sum(p.ready(self._t) for p in pods)

@@ -105,7 +105,7 @@ class PrometheusServer:
     """Debian's Prometheus on 127.0.0.1:<free port> with its own config and data dir."""
 
     def __init__(self, scrape_configs: list[dict[str, Any]], *, workdir: Path | None = None, port: int | None = None,
-                 scrape_interval: str = "1s", keep_workdir: bool = False):
+                 scrape_interval: str = "1s", keep_workdir: bool = False, rules: dict[str, Any] | None = None):
         self.prometheus_bin, self.promtool_bin = find_prometheus()
         self._own_workdir = workdir is None
         self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="gputui-prom-"))
@@ -117,6 +117,9 @@ class PrometheusServer:
         self.log_path = self.workdir / "prometheus.log"
         self.scrape_interval = scrape_interval
         self.scrape_configs = scrape_configs
+        #: a Prometheus rules document ({"groups": [...]}), evaluated every scrape interval
+        self.rules = rules
+        self.rules_file = self.workdir / "rules.yml"
         self.proc: ManagedProcess | None = None
         self._http = http()
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -132,6 +135,9 @@ class PrometheusServer:
                        "evaluation_interval": self.scrape_interval},
             "scrape_configs": self.scrape_configs,
         }
+        if self.rules is not None:
+            self.rules_file.write_text(yaml.safe_dump(self.rules, sort_keys=False))
+            cfg["rule_files"] = [str(self.rules_file)]
         self.config_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
         run([self.promtool_bin, "check", "config", self.config_file], timeout=30)
 
@@ -279,6 +285,10 @@ class PrometheusServer:
                 key = tuple(m.get(b) for b in by)
             out[key] = float(item["value"][1])
         return out
+
+    def rules_loaded(self) -> list[dict[str, Any]]:
+        """Every rule group Prometheus evaluates (its rules API)."""
+        return self._api("/api/v1/rules", {})["groups"]
 
     def query_range(self, expr: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
         return self._api("/api/v1/query_range", {"query": expr, "start": start, "end": end, "step": step})["result"]

@@ -232,3 +232,17 @@ def test_the_documented_role_is_enough_and_no_more(planted, tmp_path):
     assert found["identity.permissions"]["summary"].startswith("may cordon, evict"), found["identity.permissions"]
     nodes = run("nodes", "--kubeconfig", str(kubeconfig), "-o", "json", home=tmp_path)
     assert nodes.returncode == 0 and len(json.loads(nodes.stdout)) == 6, nodes.stderr
+
+
+def test_with_prometheus_down_what_it_answers_is_unknown_never_a_pass(planted, tmp_path):
+    from tests.support.procs import free_port
+
+    done = run("check", "--kubeconfig", str(planted.cp.admin_kubeconfig), "--prometheus",
+               f"http://127.0.0.1:{free_port()}", "-o", "json", home=tmp_path)
+    found = {c["id"]: c for c in json.loads(done.stdout)["checks"]}
+    for id in ("gpu.memory", "metrics.dcgm", "metrics.sessions", "alerts.rules", "alerts.firing"):
+        assert found[id]["status"] == "unknown", found[id]
+    assert "connection refused" in found["alerts.rules"]["summary"].lower(), found["alerts.rules"]["summary"]
+    strict = run("check", "--kubeconfig", str(planted.cp.admin_kubeconfig), "--prometheus",
+                 f"http://127.0.0.1:{free_port()}", "--only", "alerts", "--strict", home=tmp_path)
+    assert strict.returncode == 1, strict.stdout  # unknown counts as failing under --strict

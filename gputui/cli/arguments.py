@@ -86,3 +86,10 @@ def add_check_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]
     p.add_argument("--strict", action="store_true", help="an unknown result (could not be read) fails too")
     p.add_argument("--window", type=duration, default=30 * 60.0, metavar="DURATION",
                    help="how long GPU memory must have stayed flat (default 30m)")
+    drill = p.add_argument_group("drill (seed 000 §6: an injected fault, timed, then undone)")
+    drill.add_argument("--drill", metavar="NODE", help="cordon NODE, evict one inference pod, time its recovery, "
+                                                       "uncordon")
+    drill.add_argument("--drill-pod", metavar="NS/NAME", help="the pod to evict (default: the one with fewest sessions)")
+    drill.add_argument("--drill-timeout", type=duration, default=600.0, metavar="DURATION",
+                       help="give up waiting for recovery after this long (default 10m)")
+    drill.add_argument("--yes-i-mean-it", action="store_true", help="run the drill on a real cluster")

@@ -16,6 +16,10 @@ WRITERS = {"text": as_text, "json": as_json, "junit": as_junit}
 
 
 def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[[Settings], Backend]) -> int:
+    if args.drill:
+        from gputui.cli import drill
+
+        return drill.run(settings, args, backend_factory)
     backend = backend_factory(settings)
     try:
         snapshot = backend.reader.snapshot()

@@ -1,0 +1,173 @@
+"""The injected-fault drill of seed 000 §6, on one node the operator names: cordon it, evict one inference
+pod through the Eviction API, time how long until a replacement is Ready elsewhere and until the router
+sends it traffic (its live sessions above zero), then undo the cordon. Planned first, like every op: the
+plan says what it will write and how many live sessions the eviction cuts, and refuses a drill that would
+take a service down (its only ready replica) before anything is written."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Generator
+
+from gputui.backends.base import BackendError, EvictionOutcome, Reader, Writer
+from gputui.model import InferencePod, SessionState
+from gputui.ops.audit import AuditLog
+from gputui.ops.cordon import ReadOnlyError
+from gputui.snapshot import ClusterSnapshot
+
+REPLACED_BY_CONTROLLER = ("ReplicaSet", "StatefulSet", "Rollout")  # an evicted pod of these comes back
+
+
+class DrillError(BackendError):
+    """The drill cannot be run as asked (one line, nothing written)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DrillPlan:
+    node: str
+    pod: InferencePod
+    already_cordoned: bool
+    serving: int  # the other ready replicas of the same version: what serves during the drill
+
+    @property
+    def sessions(self) -> int | None:
+        return self.pod.live_sessions
+
+    def describe(self) -> str:
+        cut = ("an unknown number of live sessions (cannot be read now)" if self.sessions is None
+               else f"{self.sessions} live sessions")
+        steps = [] if self.already_cordoned else [f"cordon {self.node}"]
+        steps += [f"evict {self.pod.key} ({self.pod.service} {self.pod.version}; cuts {cut})",
+                  "time its replacement until Ready elsewhere and serving traffic"]
+        if not self.already_cordoned:
+            steps.append(f"uncordon {self.node}")
+        return "Drill: " + ", then ".join(steps) + f". {self.serving} other ready replicas serve meanwhile."
+
+
+def _candidates(snapshot: ClusterSnapshot, node: str) -> list[InferencePod]:
+    return [p for p in snapshot.pods_on(node) if p.service and p.ready and p.phase == "Running" and not p.deleting
+            and p.owner_kind in REPLACED_BY_CONTROLLER]
+
+
+def _peers(snapshot: ClusterSnapshot, pod: InferencePod) -> list[InferencePod]:
+    return [p for p in snapshot.pods if (p.namespace, p.service, p.version) == (pod.namespace, pod.service, pod.version)
+            and p.uid != pod.uid and not p.deleting and not p.terminated]
+
+
+def plan_drill(snapshot: ClusterSnapshot, node: str, pod_key: str | None = None) -> DrillPlan:
+    found = snapshot.node(node)
+    if found is None:
+        raise DrillError(f'node "{node}" not found')
+    if not found.ready:
+        raise DrillError(f"{node} is not Ready: a drill needs a healthy node to fail on purpose")
+    candidates = _candidates(snapshot, node)
+    if pod_key is not None:
+        candidates = [p for p in candidates if p.key == pod_key]
+        if not candidates:
+            raise DrillError(f"{pod_key} is not a ready inference pod of a controller on {node}")
+    if not candidates:
+        raise DrillError(f"no ready inference pod of a controller on {node}: nothing to drill with")
+
+    def cost(p: InferencePod) -> tuple[int, int, str]:  # fewest known sessions first; unknown last
+        return (p.live_sessions is None, p.live_sessions or 0, p.key)
+
+    pod = min(candidates, key=cost)
+    serving = sum(1 for p in _peers(snapshot, pod) if p.ready)
+    if not serving:
+        raise DrillError(f"{pod.key} is the only ready replica of {pod.namespace}/{pod.service} {pod.version}: "
+                         "evicting it takes the service down, which is an outage, not a drill")
+    return DrillPlan(node, pod, found.unschedulable, serving)
+
+
+@dataclass
+class DrillReport:
+    plan: DrillPlan
+    replacement: str = ""
+    ready_after_s: float | None = None  # from the eviction to the replacement's Ready
+    traffic_after_s: float | None = None  # ... to its first live session; None: not seen (or unknown)
+    traffic_unknown: bool = False  # the replacement's sessions could not be read
+    failure: str = ""
+    undone: bool = False
+    log: list[str] = field(default_factory=list)
+
+    @property
+    def recovered(self) -> bool:
+        return self.ready_after_s is not None and self.traffic_after_s is not None and not self.failure
+
+
+def _replacement(snap: ClusterSnapshot, plan: DrillPlan, before: set[str]) -> InferencePod | None:
+    fresh = [p for p in _peers(snap, plan.pod) if p.uid not in before and p.node and p.node != plan.node]
+    return min(fresh, key=lambda p: (not p.ready, p.key)) if fresh else None
+
+
+def run_drill(plan: DrillPlan, reader: Reader, writer: Writer | None, audit: AuditLog,
+              clock: Callable[[], float], sleep: Callable[[float], None], timeout_s: float = 600.0,
+              poll_s: float = 1.0) -> Generator[str, None, DrillReport]:
+    """Progress lines as the drill moves; the report is the generator's return value. The cordon is undone
+    whatever happens (a failure, a timeout, the operator's interrupt)."""
+    if writer is None:
+        raise ReadOnlyError("the drill")
+    report = DrillReport(plan)
+    before = {p.uid for p in _peers(reader.snapshot(), plan.pod)} | {plan.pod.uid}
+    target = f"node/{plan.node}"
+    cordoned = False  # by this drill: what the undo takes back
+    try:
+        if not plan.already_cordoned:
+            writer.set_unschedulable(plan.node, True)
+            cordoned = True
+            audit.record("cordon", target, "ok", {"reason": "drill"})
+            yield f"cordoned {plan.node}"
+        started = clock()
+        deadline = started + timeout_s
+        while True:
+            result = writer.evict_pod(plan.pod.namespace, plan.pod.name)
+            if result.outcome in (EvictionOutcome.EVICTED, EvictionOutcome.GONE):
+                audit.record("evict", f"pod/{plan.pod.key}", result.outcome.value,
+                             {"node": plan.node, "reason": "drill", "sessions": plan.sessions})
+                break
+            if result.outcome is EvictionOutcome.FAILED or clock() >= deadline:
+                audit.record("evict", f"pod/{plan.pod.key}", f"error: {result.reason}", {"reason": "drill"})
+                report.failure = f"eviction of {plan.pod.key} {result.outcome.value}: {result.reason}"
+                return report
+            yield f"eviction blocked, retrying: {result.reason}"
+            sleep(poll_s)
+        evicted = clock()
+        yield f"evicted {plan.pod.key} (cut {'unknown' if plan.sessions is None else plan.sessions} sessions)"
+        while clock() < deadline:
+            sleep(poll_s)
+            try:
+                snap = reader.snapshot()
+            except BackendError as exc:  # a failed read says nothing about recovery: wait for the next
+                yield f"read failed, waiting: {exc}"
+                continue
+            new = _replacement(snap, plan, before)
+            if new is None:
+                continue
+            if new.key != report.replacement:
+                report.replacement = new.key
+                yield f"replacement {new.key} scheduled on {new.node}"
+            if new.ready and report.ready_after_s is None:
+                report.ready_after_s = clock() - evicted
+                yield f"{new.key} Ready after {report.ready_after_s:.0f}s"
+            if report.ready_after_s is not None:
+                report.traffic_unknown = new.session_state is SessionState.UNKNOWN
+                if (new.live_sessions or 0) > 0:
+                    report.traffic_after_s = clock() - evicted
+                    yield f"{new.key} serving traffic after {report.traffic_after_s:.0f}s"
+                    return report
+        report.failure = (f"not recovered within {timeout_s:.0f}s: " +
+                          ("no replacement scheduled" if not report.replacement else
+                           "the replacement never became Ready" if report.ready_after_s is None else
+                           "its sessions cannot be read" if report.traffic_unknown else "no traffic reached it"))
+        return report
+    finally:
+        if cordoned:
+            try:
+                writer.set_unschedulable(plan.node, False)
+                audit.record("uncordon", target, "ok", {"reason": "drill undone"})
+                report.undone = True
+            except BackendError as exc:
+                audit.record("uncordon", target, f"error: {exc}", {"reason": "drill undone"})
+                report.failure = report.failure or f"could not uncordon {plan.node}: {exc} (uncordon it by hand)"
+        else:
+            report.undone = True  # nothing of ours to take back (it was cordoned before, or the cordon failed)

@@ -57,20 +57,25 @@ def memory_growth(ctx: CheckContext) -> CheckResult:
                    "compare with the engine's KV-cache settings; a leak ends in CUDA OOM: plan a restart", fine)
 
 
-def _gpu_rules(rules: tuple[AlertRule, ...]) -> list[AlertRule]:
-    return [r for r in rules if "DCGM_" in r.query]
+def _gpu_rules(ctx: CheckContext, id: str, seed: str, title: str) -> list[AlertRule] | CheckResult:
+    """The alerting rules on a DCGM signal, or the result to give when there are none to judge."""
+    rules = ctx.facts.alert_rules
+    if rules is None:
+        return unknown(id, seed, title, ctx.facts.rules_error, "point --prometheus at the store that evaluates rules")
+    gpu = [r for r in rules if "DCGM_" in r.query]
+    if gpu:
+        return gpu
+    if id == "alerts.firing":  # none loaded is not "none firing"
+        return unknown(id, seed, title, "no GPU alert rule loaded, so none could fire", "load GPU alert rules")
+    return CheckResult(id, seed, title, Status.FAIL, f"no alerting rule on a DCGM signal ({len(rules)} alerting "
+                       "rules loaded)", (), "load GPU alert rules (XID errors, temperature, memory) into Prometheus")
 
 
 def alert_rules(ctx: CheckContext) -> CheckResult:
     id, seed, title = "alerts.rules", "001 §3.5, §8; 000 §6", "alert rules on GPU signals loaded and evaluating"
-    rules = ctx.facts.alert_rules
-    if rules is None:
-        return unknown(id, seed, title, ctx.facts.rules_error, "point --prometheus at the store that evaluates rules")
-    gpu = _gpu_rules(rules)
-    if not gpu:
-        return CheckResult(id, seed, title, Status.FAIL,
-                           f"no alerting rule on a DCGM signal ({len(rules)} alerting rules loaded)", (),
-                           "load GPU alert rules (XID errors, temperature, memory) into Prometheus")
+    gpu = _gpu_rules(ctx, id, seed, title)
+    if isinstance(gpu, CheckResult):
+        return gpu
     bad = [f"{r.name} (cannot evaluate: {r.error or r.health})" for r in gpu if r.health == "err"]
     bad += [f"nothing alerts on {words}" for words, metric in COVERED if not any(metric in r.query for r in gpu)]
     return verdict(id, seed, title, bad, Status.WARN, "gaps in GPU alerting",
@@ -80,12 +85,9 @@ def alert_rules(ctx: CheckContext) -> CheckResult:
 
 def alerts_firing(ctx: CheckContext) -> CheckResult:
     id, seed, title = "alerts.firing", "001 §8", "no GPU alert firing"
-    rules = ctx.facts.alert_rules
-    if rules is None:
-        return unknown(id, seed, title, ctx.facts.rules_error, "point --prometheus at the store that evaluates rules")
-    gpu = _gpu_rules(rules)
-    if not gpu:
-        return unknown(id, seed, title, "no GPU alert rule loaded, so none could fire", "load GPU alert rules")
+    gpu = _gpu_rules(ctx, id, seed, title)
+    if isinstance(gpu, CheckResult):
+        return gpu
     bad = [f"{r.name} ({r.firing or 'some'} firing)" for r in gpu if r.state == "firing"]
     return verdict(id, seed, title, bad, Status.WARN, "GPU alerts firing",
                    "read them in Alertmanager; gputui's ! jumps to the next problem node",

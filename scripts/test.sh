@@ -20,6 +20,9 @@ bash scripts/install-prometheus.sh
 echo "== control plane"
 bash scripts/build-control-plane.sh
 
+echo "== router CRDs"
+python3 scripts/fetch-crds.py
+
 echo "== pytest"
 set +e
 python3 -m pytest "$@"

@@ -1,41 +1,60 @@
-"""Install the route kinds' (and Istio DestinationRule's) CRDs (schema-less: preserve unknown fields) and wait until served."""
+"""Install the routers' real, published CRDs (with their schemas, defaults and validation) and wait until
+served. scripts/fetch-crds.py takes them, pinned, from the Go modules their projects publish; it is run
+here too (it returns at once when its cache is complete), so a test run outside scripts/test.sh finds them.
+A CRD that cannot be fetched or installed fails the test loudly."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
+from functools import cache
+from pathlib import Path
 
+import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from tests.support.procs import HarnessError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# plural -> (group, the version the tests speak, kind)
 ROUTE_CRDS = {
     "httproutes": ("gateway.networking.k8s.io", "v1", "HTTPRoute"),
     "virtualservices": ("networking.istio.io", "v1", "VirtualService"),
     "destinationrules": ("networking.istio.io", "v1", "DestinationRule"),
+    "rollouts": ("argoproj.io", "v1alpha1", "Rollout"),
+    "trafficsplits": ("split.smi-spec.io", "v1alpha4", "TrafficSplit"),
 }
 
 
+@cache
+def crd_dir() -> Path:
+    done = subprocess.run([sys.executable, str(ROOT / "scripts/fetch-crds.py")], capture_output=True, text=True,
+                          timeout=900)
+    if done.returncode != 0:
+        raise HarnessError(f"fetching the routers' CRDs failed:\n{done.stderr[-3000:]}")
+    return Path(done.stdout.strip().splitlines()[-1])
+
+
+def real_crd(plural: str) -> dict:
+    group = ROUTE_CRDS[plural][0]
+    path = crd_dir() / f"{plural}.{group}.yaml"
+    if not path.is_file():
+        raise HarnessError(f"{path} missing: scripts/fetch-crds.py did not fetch {plural}.{group}")
+    return yaml.safe_load(path.read_text())
+
+
 def install_crd(api: client.ApiClient, plural: str, timeout: float = 30) -> None:
-    group, version, kind = ROUTE_CRDS[plural]
-    body = {
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        # Groups under *.k8s.io are protected: the real Gateway API CRDs carry this approval.
-        "metadata": {"name": f"{plural}.{group}",
-                     "annotations": {"api-approved.kubernetes.io": "https://github.com/kubernetes-sigs/gateway-api/pull/2466"}
-                     if group.endswith(".k8s.io") else {}},
-        "spec": {
-            "group": group, "scope": "Namespaced",
-            "names": {"plural": plural, "singular": kind.lower(), "kind": kind, "listKind": kind + "List"},
-            "versions": [{"name": version, "served": True, "storage": True,
-                          "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}],
-        },
-    }
+    group, version, _kind = ROUTE_CRDS[plural]
     ext = client.ApiextensionsV1Api(api)
     try:
-        ext.create_custom_resource_definition(body)
+        ext.create_custom_resource_definition(real_crd(plural))
     except ApiException as exc:
         if exc.status != 409:
-            raise
+            raise HarnessError(f"installing the {plural}.{group} CRD failed: {exc.status} {exc.body}") from None
     deadline = time.monotonic() + timeout
     custom = client.CustomObjectsApi(api)
     while True:
@@ -44,18 +63,20 @@ def install_crd(api: client.ApiClient, plural: str, timeout: float = 30) -> None
             return
         except ApiException:
             if time.monotonic() > deadline:
-                raise AssertionError(f"CRD {plural}.{group} never became served")
+                raise HarnessError(f"CRD {plural}.{group} never became served") from None
             time.sleep(0.2)
 
 
 def create_custom(api: client.ApiClient, plural: str, namespace: str, body: dict) -> dict:
     group, version, kind = ROUTE_CRDS[plural]
     body = {"apiVersion": f"{group}/{version}", "kind": kind, **body}
-    resp = client.CustomObjectsApi(api).create_namespaced_custom_object(group, version, namespace, plural, body, _preload_content=False)
+    resp = client.CustomObjectsApi(api).create_namespaced_custom_object(group, version, namespace, plural, body,
+                                                                        _preload_content=False)
     return json.loads(resp.data)
 
 
 def get_custom(api: client.ApiClient, plural: str, namespace: str, name: str) -> dict:
     group, version, _ = ROUTE_CRDS[plural]
-    resp = client.CustomObjectsApi(api).get_namespaced_custom_object(group, version, namespace, plural, name, _preload_content=False)
+    resp = client.CustomObjectsApi(api).get_namespaced_custom_object(group, version, namespace, plural, name,
+                                                                     _preload_content=False)
     return json.loads(resp.data)

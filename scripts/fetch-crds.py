@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Fetch the routers' own CustomResourceDefinitions, pinned by version, from the Go module proxy (their
+published Go modules carry the CRD YAML) and cache them for the integration tests, like the control-plane
+binaries. Nothing is hand-written here: each file is the upstream YAML document, selected by name.
+
+Output: ${GPUTUI_CACHE:-~/.cache/gputui}/crds/<pins hash>/<plural>.<group>.yaml, one CRD per file; the last
+line printed is that directory. Idempotent: a complete cache is reused at once. A fetch is written to a
+temporary directory and renamed into place only when complete.
+
+Two upstream facts shape what is taken:
+- SMI's module ships its TrafficSplit CRD as apiextensions.k8s.io/v1beta1, which Kubernetes stopped
+  serving in 1.22. It is converted mechanically to v1 (the per-CRD schema and printer columns moved into
+  each version, as `kubectl convert` would); no field of the schema is changed.
+- The Gateway API Inference Extension's module is not served by this proxy (403): its CRDs are not
+  fetched, and nothing here pretends to have them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+# module@version -> [(file in the module, CRD names to take from it)]
+PINS: dict[str, list[tuple[str, list[str]]]] = {
+    "sigs.k8s.io/gateway-api@v1.6.3": [
+        ("config/crd/standard/gateway.networking.k8s.io_httproutes.yaml", ["httproutes.gateway.networking.k8s.io"]),
+    ],
+    "istio.io/api@v1.32.0": [
+        ("kubernetes/customresourcedefinitions.gen.yaml",
+         ["virtualservices.networking.istio.io", "destinationrules.networking.istio.io"]),
+    ],
+    "github.com/argoproj/argo-rollouts@v1.8.3": [
+        ("manifests/crds/rollout-crd.yaml", ["rollouts.argoproj.io"]),
+    ],
+    "github.com/servicemeshinterface/smi-sdk-go@v0.5.0": [
+        ("crds/split.yaml", ["trafficsplits.split.smi-spec.io"]),
+    ],
+}
+
+
+def log(message: str) -> None:
+    print(f"[fetch-crds] {message}", file=sys.stderr)
+
+
+def module_dir(module: str, gopath: Path) -> Path:
+    env = dict(os.environ, GOPATH=str(gopath), GOFLAGS="-mod=mod", GO111MODULE="on")
+    done = subprocess.run(["go", "mod", "download", "-json", module], capture_output=True, text=True, env=env,
+                          cwd=gopath, timeout=600)
+    info = json.loads(done.stdout or "{}")
+    if done.returncode != 0 or info.get("Error") or not info.get("Dir"):
+        raise SystemExit(f"[fetch-crds] ERROR: go mod download {module}: {info.get('Error') or done.stderr.strip()}")
+    return Path(info["Dir"])
+
+
+def to_v1(crd: dict) -> dict:
+    """apiextensions.k8s.io/v1beta1 -> v1, moving what v1 keeps per version; the schema is not touched."""
+    if crd.get("apiVersion") == "apiextensions.k8s.io/v1":
+        return crd
+    spec = dict(crd["spec"])
+    schema = (spec.pop("validation", None) or {}).get("openAPIV3Schema")
+    columns = [{("jsonPath" if k == "JSONPath" else k): v for k, v in c.items()}
+               for c in spec.pop("additionalPrinterColumns", None) or []]
+    subresources = spec.pop("subresources", None)
+    spec.pop("version", None)
+    versions = []
+    for v in spec["versions"]:
+        v = dict(v)
+        if schema is not None:
+            v["schema"] = {"openAPIV3Schema": schema}
+        if columns:
+            v["additionalPrinterColumns"] = columns
+        if subresources:
+            v["subresources"] = subresources
+        versions.append(v)
+    spec["versions"] = versions
+    spec.setdefault("preserveUnknownFields", False)
+    return {**crd, "apiVersion": "apiextensions.k8s.io/v1", "spec": spec}
+
+
+def main() -> None:
+    pins_hash = hashlib.sha256(json.dumps(PINS, sort_keys=True).encode()).hexdigest()[:12]
+    cache = Path(os.environ.get("GPUTUI_CACHE", Path.home() / ".cache/gputui"))
+    out = cache / "crds" / pins_hash
+    wanted = [name for files in PINS.values() for _f, names in files for name in names]
+    if all((out / f"{name}.yaml").is_file() for name in wanted):
+        log(f"up to date: {len(wanted)} CRDs already fetched; nothing to do")
+        print(out)
+        return
+    gopath = cache / "gomod"
+    gopath.mkdir(parents=True, exist_ok=True)
+    (cache / "crds").mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix="fetching-", dir=cache / "crds"))
+    try:
+        for module, files in PINS.items():
+            root = module_dir(module, gopath)
+            for file, names in files:
+                docs = {d["metadata"]["name"]: d for d in yaml.safe_load_all((root / file).read_text())
+                        if d and d.get("kind") == "CustomResourceDefinition"}
+                for name in names:
+                    if name not in docs:
+                        raise SystemExit(f"[fetch-crds] ERROR: {name} not in {module}/{file}")
+                    crd = to_v1(docs[name])
+                    crd.setdefault("metadata", {}).setdefault("annotations", {})["gputui.test/source"] = \
+                        f"{module}/{file}"
+                    (staging / f"{name}.yaml").write_text(yaml.safe_dump(crd, sort_keys=False))
+                    log(f"{name} from {module}")
+        if out.exists():
+            shutil.rmtree(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        staging.rename(out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    # The module cache is read-only by design; make it removable like any cache.
+    subprocess.run(["chmod", "-R", "u+w", str(gopath / "pkg")], check=False)
+    print(out)
+
+
+if __name__ == "__main__":
+    main()

@@ -34,6 +34,15 @@ class ConflictError(WriteError):
     """The object changed since it was read (409 on a resourceVersion precondition): read it again."""
 
 
+def stale_json_patch(status: int, patch_type: str, patch: object, has_causes: bool) -> bool:
+    """Did a JSON patch fail because the object moved on since it was read? gputui's JSON patches open with
+    `test` ops on what they replace; when one fails (or a path is gone) kube-apiserver answers a bare 422
+    Invalid, "the server rejected our request due to an error in our request", with no causes, unlike a
+    schema violation, which names its fields. Read from the real apiserver (tests/integration)."""
+    has_test = isinstance(patch, list) and any(isinstance(op, dict) and op.get("op") == "test" for op in patch)
+    return status == 422 and patch_type == "json" and has_test and not has_causes
+
+
 class EvictionOutcome(str, Enum):
     EVICTED = "evicted"
     GONE = "gone"  # 404: nothing left to evict

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from gputui.backends.base import BackendError, ConflictError, EvictionOutcome, EvictionResult
+from gputui.backends.base import BackendError, ConflictError, EvictionOutcome, EvictionResult, stale_json_patch
 from gputui.backends.kube_http import ApiError, Connection, path_of, PROBE_TIMEOUT_S
 
 # Grants gputui never uses (000 §6, least privilege): each widens what a leaked kubeconfig can do. Asked only
@@ -91,7 +91,12 @@ class KubeWriter:
             "strategic": "application/strategic-merge-patch+json",
         }[patch_type]
         path = path_of(group, version, plural, namespace, name) + (f"/{subresource}" if subresource else "")
-        return self.conn.request("PATCH", path, body=patch, content_type=content_type)
+        try:
+            return self.conn.request("PATCH", path, body=patch, content_type=content_type)
+        except ApiError as exc:
+            if exc.status == 409 or stale_json_patch(exc.status, patch_type, patch, bool(exc.causes)):
+                raise ConflictError(f'{plural}.{group} "{name}" changed since it was read ({exc})') from None
+            raise
 
     def pod_uid(self, namespace: str, name: str) -> str | None:
         try:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from kubernetes import client
 
 from gputui.backends.kube_backend import live_backend
 from gputui.ops.audit import AuditLog
 from gputui.ops.traffic import apply_shift, plan_shift, read_route, served_api_versions
+from gputui.ops.traffic.vocabulary import ShiftError
 from gputui.settings import Settings
 from tests.support.procs import wait_until
 from tests.support.workloads import deployment
@@ -73,11 +76,15 @@ def test_httproute_weights_patched_and_only_the_split_rule(cluster, routes, tmp_
         assert backend.may("shift")
         svc = wait_until(lambda: backend.reader.snapshot().service(f"{TNS}/chat"), 10, what="service")
         assert [(v.name, v.weight) for v in svc.versions] == [("v1", 90), ("v2", 10)]
+        header_rule = get_custom(routes, "httproutes", TNS, "chat")["spec"]["rules"][0]
+        # The real CRD's defaults, written by the apiserver: weight 1, the core group, kind Service.
+        assert {k: header_rule["backendRefs"][0][k] for k in ("weight", "group", "kind")} == \
+            {"weight": 1, "group": "", "kind": "Service"}
         mark = cluster.audit_mark()
         _shift(backend, f"{TNS}/chat", {"v1": 30, "v2": 70}, tmp_path)
         route = get_custom(routes, "httproutes", TNS, "chat")
         assert [b.get("weight") for b in route["spec"]["rules"][1]["backendRefs"]] == [30, 70]
-        assert "weight" not in route["spec"]["rules"][0]["backendRefs"][0]  # the header rule is untouched
+        assert route["spec"]["rules"][0] == header_rule  # the header rule is untouched
         patches = cluster.wait_for_audit("admin", since=mark, verb="patch", resource="httproutes", code=200)
         assert len(patches) == 1
         wait_until(lambda: [v.weight for v in backend.reader.snapshot().service(f"{TNS}/chat").versions] == [30, 70],
@@ -99,7 +106,7 @@ def test_virtualservice_weights_patched(cluster, routes, tmp_path):
         backend.close()
 
 
-def test_concurrent_edit_makes_the_patch_fail_whole(cluster, routes, tmp_path):
+def test_concurrent_edit_makes_the_patch_fail_whole_and_says_so(cluster, routes, tmp_path):
     backend = _backend(cluster)
     try:
         wait_until(lambda: backend.reader.snapshot().service(f"{TNS}/chat"), 10, what="service")
@@ -112,9 +119,15 @@ def test_concurrent_edit_makes_the_patch_fail_whole(cluster, routes, tmp_path):
         other.writer.patch_object("gateway.networking.k8s.io", "v1", "httproutes", TNS, "chat",
                                   [{"op": "replace", "path": "/spec/rules/1/backendRefs/0/weight", "value": 55}], "json")
         other.close()
-        with pytest.raises(Exception) as err:
-            apply_shift(plan, backend.writer, AuditLog(None, "t", "c"))
-        assert "changed since it was read" in str(err.value) or "422" in str(err.value), str(err.value)
+        mark = cluster.audit_mark()
+        audit = AuditLog(tmp_path / "audit.jsonl", backend.writer.identity, backend.context)
+        with pytest.raises(ShiftError, match="changed since it was read") as err:
+            apply_shift(plan, backend.writer, audit)
+        assert "look again and retry" in str(err.value)
+        # The apiserver's own answer, as its audit log has it: our patch refused whole (422).
+        cluster.wait_for_audit("admin", since=mark, verb="patch", resource="httproutes", code=422)
+        (entry,) = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+        assert entry["action"] == "shift" and "changed since it was read" in entry["result"]
         route = get_custom(routes, "httproutes", TNS, "chat")
         assert route["spec"]["rules"][1]["backendRefs"][0]["weight"] == 55  # nothing of ours was applied
     finally:
@@ -151,5 +164,31 @@ def test_istio_subsets_find_their_pods_through_the_destinationrule(cluster, rout
         assert sorted((p.name.rsplit("-", 2)[0], p.service, p.version) for p in snap.pods
                       if p.namespace == TNS and p.name.startswith("rerank-")) == [
             ("rerank-blue", "rerank", "blue"), ("rerank-green", "rerank", "green")]
+    finally:
+        backend.close()
+
+
+def test_the_real_crd_defaults_and_validation_reach_the_operator(cluster, routes, tmp_path):
+    """Backends without a weight get the CRD's default (1): gputui reads an even split, not unknown or 0. A
+    weight beyond the CRD's maximum is refused by the apiserver's schema, in its words, on one line."""
+    from gputui.backends.base import BackendError
+
+    for version in ("v1", "v2"):
+        client.CoreV1Api(routes).create_namespaced_service(TNS, {"metadata": {"name": f"even-{version}"}, "spec": {
+            "selector": {"app.kubernetes.io/name": "chat", "app.kubernetes.io/version": version},
+            "ports": [{"port": 80}]}})
+    create_custom(routes, "httproutes", TNS, {"metadata": {"name": "even"}, "spec": {"rules": [
+        {"backendRefs": [{"name": "even-v1", "port": 80}, {"name": "even-v2", "port": 80}]}]}})
+    assert [b["weight"] for b in get_custom(routes, "httproutes", TNS, "even")["spec"]["rules"][0]["backendRefs"]] \
+        == [1, 1]
+    backend = _backend(cluster)
+    try:
+        with pytest.raises(BackendError) as err:
+            backend.writer.patch_object("gateway.networking.k8s.io", "v1", "httproutes", TNS, "even",
+                                        [{"op": "replace", "path": "/spec/rules/0/backendRefs/0/weight",
+                                          "value": 2_000_000}], "json")
+        line = str(err.value)
+        assert "\n" not in line and "weight" in line and "1000000" in line, line
+        assert "changed since it was read" not in line  # a schema violation names its field: not a conflict
     finally:
         backend.close()

@@ -9,6 +9,7 @@ import pytest
 from gputui.cli import shift as headless_shift
 from gputui.cli.arguments import add_shift_parser
 from gputui.backends.base import Backend
+from gputui.backends.base import ConflictError
 from gputui.backends.demo import DemoApiError, DemoCluster, demo_backend, json_patch, merge_patch
 from gputui.model import InferencePod, InferenceService, Rollout, ServiceVersion
 from gputui.snapshot import ClusterSnapshot
@@ -311,7 +312,7 @@ def test_the_patch_refuses_a_route_changed_after_it_was_read():
     edited["spec"]["rules"][0]["backendRefs"][1]["weight"] = 50  # someone else's shift
     with pytest.raises(DemoApiError) as err:
         json_patch(edited, plan.patch.body)
-    assert err.value.status == 422 and "test failed" in str(err.value)
+    assert err.value.status == 422 and "rejected our request" in str(err.value)  # kube-apiserver's words
     reordered = copy.deepcopy(route)
     reordered["spec"]["rules"][0]["backendRefs"].reverse()
     with pytest.raises(DemoApiError):
@@ -525,7 +526,7 @@ def test_a_concurrent_edit_makes_the_patch_fail_whole_and_is_audited(demo, tmp_p
         apply_shift(plan, backend.writer, audit_of(tmp_path))
     assert demo_weights(backend, LLAMA) == {"v1": 70, "v2": 30}
     (entry,) = audit_lines(tmp_path)
-    assert entry["result"].startswith("error: 422")
+    assert "changed since it was read (422: the server rejected our request" in entry["result"]
 
 
 def test_apply_refuses_read_only_errors_and_unforced_blockers(demo, tmp_path):
@@ -614,8 +615,6 @@ def test_demo_merge_patch_replaces_whole_lists():
      "should be greater than or equal to 0"),
     ([{"op": "replace", "path": "/spec/rules/1/backendRefs/0/weight", "value": 2_000_000}], "json", 422,
      "less than or equal to 1000000"),
-    ([{"op": "test", "path": "/spec/rules/1/backendRefs/0/weight", "value": 91},
-      {"op": "replace", "path": "/spec/rules/1/backendRefs/0/weight", "value": 0}], "json", 422, "test failed"),
     ([{"op": "replace", "path": "/spec/rules/9/backendRefs/0/weight", "value": 1}], "json", 422, "does not apply"),
     ({"metadata": {"resourceVersion": "1"}, "spec": {"rules": []}}, "merge", 409, "has been modified"),
     ({"spec": {"rules": []}}, "strategic", 415, "unknown format"),
@@ -627,6 +626,16 @@ def test_demo_rejects_what_the_apiserver_rejects_and_changes_nothing(patch, patc
     with pytest.raises(DemoApiError) as err:
         cluster.patch_object(*HR, patch, patch_type=patch_type)
     assert err.value.status == status and fragment in str(err.value)
+    assert cluster.get_object(*HR) == before
+
+
+def test_demo_reads_a_failed_test_op_as_the_live_writer_reads_the_apiserver():
+    cluster = DemoCluster(clock=ManualClock())
+    before = cluster.get_object(*HR)
+    with pytest.raises(ConflictError, match="changed since it was read"):
+        cluster.patch_object(*HR, [{"op": "test", "path": "/spec/rules/1/backendRefs/0/weight", "value": 91},
+                                   {"op": "replace", "path": "/spec/rules/1/backendRefs/0/weight", "value": 0}],
+                             patch_type="json")
     assert cluster.get_object(*HR) == before
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Mapping, Sequence
 
-from gputui.backends.base import ConflictError, EvictionOutcome, EvictionResult, WriteError
+from gputui.backends.base import ConflictError, EvictionOutcome, EvictionResult, WriteError, stale_json_patch
 from gputui.checks.facts import CheckFacts
 from gputui.model import NodeDescription
 from gputui.backends.demo.errors import DemoApiError
@@ -173,7 +173,12 @@ class DemoCluster(Simulation):
             elif patch_type == "json":
                 if not isinstance(patch, list):
                     raise DemoApiError(400, "json: cannot unmarshal object into Go value of type jsonpatch.Patch")
-                updated = json_patch(copy.deepcopy(route), patch)
+                try:
+                    updated = json_patch(copy.deepcopy(route), patch)
+                except DemoApiError as exc:  # read as the live writer reads the apiserver's answer
+                    if stale_json_patch(exc.status, patch_type, patch, has_causes=False):
+                        raise ConflictError(f'{plural}.{group} "{name}" changed since it was read ({exc})') from None
+                    raise
             else:  # custom resources take no strategic merge patch
                 raise DemoApiError(
                     415, "the body of the request was in an unknown format - accepted media types include: "

@@ -8,6 +8,9 @@ from typing import Any
 
 from gputui.backends.demo.errors import DemoApiError
 
+# kube-apiserver's whole answer when a JSON patch's test op fails: 422 Invalid, no causes.
+REJECTED = "the server rejected our request due to an error in our request"
+
 def merge_patch(target: Any, patch: Any) -> Any:
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)  # a list or a scalar replaces whatever was there
@@ -64,7 +67,7 @@ def json_patch(doc: Any, ops: list) -> Any:
         if not tokens:
             if kind == "test":
                 if not _json_equal(doc, op["value"]):
-                    raise DemoApiError(422, f"testing value {path} failed: test failed")
+                    raise DemoApiError(422, REJECTED)
                 continue
             doc = copy.deepcopy(op["value"])
             continue
@@ -88,7 +91,7 @@ def json_patch(doc: Any, ops: list) -> Any:
             elif kind == "replace":
                 parent[last] = copy.deepcopy(op["value"])
             elif not _json_equal(parent[last], op["value"]):
-                raise DemoApiError(422, f"testing value {path} failed: test failed")
+                raise DemoApiError(422, REJECTED)
         elif isinstance(parent, list):
             i = _index(parent, last, path, kind, kind == "add")
             if kind == "add":
@@ -98,7 +101,7 @@ def json_patch(doc: Any, ops: list) -> Any:
             elif kind == "replace":
                 parent[i] = copy.deepcopy(op["value"])
             elif not _json_equal(parent[i], op["value"]):
-                raise DemoApiError(422, f"testing value {path} failed: test failed")
+                raise DemoApiError(422, REJECTED)
         else:
             raise DemoApiError(422, f"{kind} operation does not apply: doc is missing path: {path}: missing value")
     return doc

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-from gputui.backends.base import BackendError, Writer
+from gputui.backends.base import BackendError, ConflictError, Writer
 from gputui.ops.audit import AuditLog
 from gputui.ops.cordon import ReadOnlyError
 from gputui.ops.traffic.plans import read_route, replan
@@ -11,9 +11,8 @@ from gputui.ops.traffic.vocabulary import ShiftError, ShiftPlan, fmt_pct
 
 
 def _conflict(exc: BaseException) -> bool:
-    status = getattr(exc, "status", None)
-    text = str(exc).lower()
-    return status == 409 or (status == 422 and ("test" in text or "does not apply" in text))
+    """The writers say it (ConflictError); a 409 from anything else means the same."""
+    return isinstance(exc, ConflictError) or getattr(exc, "status", None) == 409
 
 
 def apply_shift(plan: ShiftPlan, writer: Writer | None, audit: AuditLog, force: bool = False) -> str:

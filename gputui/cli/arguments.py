@@ -62,7 +62,7 @@ def add_shift_parser(subparsers: Any, common: Callable[[argparse.ArgumentParser]
     parser = subparsers.add_parser(
         "shift", help="shift traffic between a service's versions (plan, preview, apply)",
         description="Shift new traffic between the versions of an inference service through its router "
-                    "(HTTPRoute, VirtualService, TrafficSplit, ingress-nginx canary, Argo Rollout). "
+                    "(HTTPRoute, VirtualService, TrafficSplit (legacy), Argo Rollout). "
                     "Versions not named share the rest in their current proportions.",
     )
     common(parser)

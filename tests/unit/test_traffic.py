@@ -71,13 +71,6 @@ def trafficsplit(backends, name="m", ns="llm"):
             "metadata": {"name": name, "namespace": ns}, "spec": {"service": "m", "backends": backends}}
 
 
-def canary_ingress(annotations, backend="m-v2", name="m", ns="llm"):
-    return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-            "metadata": {"name": name, "namespace": ns, "annotations": annotations},
-            "spec": {"rules": [{"host": "m.example", "http": {"paths": [
-                {"path": "/", "pathType": "Prefix", "backend": {"service": {"name": backend, "port": {"number": 80}}}}]}}]}}
-
-
 def ref(name, weight=None, **extra):
     out = {"name": name, "port": 8000, **extra}
     if weight is not None:
@@ -257,26 +250,6 @@ PATCH_CASES = [
         ],
         id="trafficsplit",
     ),
-    pytest.param(
-        two("Ingress", 90, 10),
-        canary_ingress({"nginx.ingress.kubernetes.io/canary": "true", "nginx.ingress.kubernetes.io/canary-weight": "10"}),
-        {"v2": 30},
-        ("networking.k8s.io", "v1", "ingresses"),
-        [
-            {"op": "test", "path": "/metadata/annotations/nginx.ingress.kubernetes.io~1canary-weight", "value": "10"},
-            {"op": "replace", "path": "/metadata/annotations/nginx.ingress.kubernetes.io~1canary-weight", "value": "30"},
-        ],
-        id="ingress-nginx canary: the annotation, a string, ~1-escaped",
-    ),
-    pytest.param(
-        two("Ingress", 100, 0),
-        canary_ingress({"nginx.ingress.kubernetes.io/canary": "true",
-                        "nginx.ingress.kubernetes.io/canary-weight-total": "1000"}),
-        {"v2": 5},
-        ("networking.k8s.io", "v1", "ingresses"),
-        [{"op": "add", "path": "/metadata/annotations/nginx.ingress.kubernetes.io~1canary-weight", "value": "50"}],
-        id="ingress-nginx canary: out of canary-weight-total, added when absent",
-    ),
 ]
 
 
@@ -298,7 +271,7 @@ def test_each_router_gets_its_exact_patch(svc, route, targets, api, body):
 def _strip_weights(obj):
     if isinstance(obj, dict):
         return {k: _strip_weights(v) for k, v in obj.items()
-                if k not in ("weight", "nginx.ingress.kubernetes.io/canary-weight")}
+                if k != "weight"}
     if isinstance(obj, list):
         return [_strip_weights(v) for v in obj]
     return obj
@@ -381,7 +354,6 @@ def test_a_route_managed_by_argo_rollouts_is_refused():
     ("VirtualService", {"a": -1, "b": 2}, "negative"),
     ("VirtualService", {"a": 0, "b": 0}, "Istio rejects"),
     ("TrafficSplit", {"a": 0, "b": 0}, "no backend"),
-    ("Ingress", {"a": -5, "b": 105}, "negative"),
 ])
 def test_router_weight_rules(kind, weights, fragment):
     errors = ADAPTERS[kind].validate(weights)
@@ -392,7 +364,6 @@ def test_router_weight_rules(kind, weights, fragment):
     ("HTTPRoute", {"a": 1_000_000, "b": 0}),
     ("VirtualService", {"a": 0, "b": 100}),
     ("TrafficSplit", {"a": 1, "b": 3}),
-    ("Ingress", {"a": 0, "b": 100}),
 ])
 def test_router_weight_rules_accept(kind, weights):
     assert ADAPTERS[kind].validate(weights) == []
@@ -426,8 +397,6 @@ def test_sessions_continue_when_a_version_goes_to_zero():
     (service("HTTPRoute", [("v1", 100, "m-v1", 3, 3)]), None, "one version"),
     (two("HTTPRoute"), httproute([{"backendRefs": [ref("other", 1)]}]), "no rule that splits"),
     (two("VirtualService"), virtualservice([{"route": [dest("m-v1", weight=100), dest("x", weight=0)]}]), "no rule that splits"),
-    (two("Ingress"), canary_ingress({}), "not an ingress-nginx canary"),
-    (two("Ingress"), canary_ingress({"nginx.ingress.kubernetes.io/canary": "true"}, backend="elsewhere"), "none of the service's versions"),
 ])
 def test_what_cannot_be_shifted(svc, route, fragment):
     plan = plan_shift(snapshot(svc), svc.key, {"v1": 50}, route=route)

@@ -8,9 +8,7 @@ audit-logs it. One adapter per router kind:
 - Gateway API HTTPRoute: `spec.rules[].backendRefs[].weight` (0..1,000,000, relative);
 - Istio VirtualService: `spec.http[].route[].weight` (non-negative; not all 0 with
   several destinations);
-- SMI TrafficSplit: `spec.backends[].weight` (relative);
-- ingress-nginx canary Ingress: the `canary-weight` annotation, out of
-  `canary-weight-total` (default 100);
+- SMI TrafficSplit: `spec.backends[].weight` (relative; legacy: the SMI project is archived);
 - Argo Rollouts: no "set weight" exists; promote / promote-full / abort / retry
   patches on the Rollout. Its controller owns the routes: gputui never patches them.
 
@@ -37,7 +35,7 @@ Split: `vocabulary` (router kinds, the plan's types), `weights` (percentages and
 from __future__ import annotations
 
 from gputui.ops.traffic.vocabulary import (  # noqa: F401 - the package's API
-    ARGO_MANAGER, DEFAULT_SCALE, HTTPROUTE_MAX_WEIGHT, NGINX_CANARY, NGINX_TOTAL, NGINX_WEIGHT, Patch, ROLLOUT_ACTIONS, ROUTER_APIS, STEP_PCT, ShiftError, ShiftPlan, Step, Targets, VersionShift, fmt_pct,
+    ARGO_MANAGER, DEFAULT_SCALE, HTTPROUTE_MAX_WEIGHT, Patch, ROLLOUT_ACTIONS, ROUTER_APIS, STEP_PCT, ShiftError, ShiftPlan, Step, Targets, VersionShift, fmt_pct,
 )
 from gputui.ops.traffic.weights import (  # noqa: F401 - the package's API
     apportion, rebalance, resolve_targets, route_scale, shares,

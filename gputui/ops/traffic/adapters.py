@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from gputui.model import InferenceService, ServiceVersion
-from gputui.ops.traffic.vocabulary import ARGO_MANAGER, DEFAULT_SCALE, HTTPROUTE_MAX_WEIGHT, NGINX_CANARY, NGINX_TOTAL, NGINX_WEIGHT
+from gputui.ops.traffic.vocabulary import ARGO_MANAGER, DEFAULT_SCALE, HTTPROUTE_MAX_WEIGHT
 from gputui.ops.traffic.weights import route_scale
 
 
@@ -24,10 +24,9 @@ class _Read:
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     # Where each version's weight lives: (path of the entry, field naming it, its value, the weight
-    # as read or _MISSING, the version). ingress-nginx: (annotations path, key, value as read, weight, version).
+    # as read or _MISSING, the version).
     slots: list[tuple[tuple[Any, ...], str, Any, Any, str]] = field(default_factory=list)
     scale: int | None = None
-    canary: str = ""  # ingress-nginx: the version behind the canary Ingress
 
 
 _MISSING = object()
@@ -216,79 +215,11 @@ class _TrafficSplit(_ListAdapter):
         return "the backends"
 
 
-class _NginxCanary:
-    """ingress-nginx: the canary Ingress' annotations; the stable Ingress is never touched."""
-
-    kind = "Ingress"
-
-    def read(self, route: Mapping[str, Any], service: InferenceService) -> _Read:
-        out = _Read()
-        meta = route.get("metadata") or {}
-        notes = meta.get("annotations") or {}
-        name = _name(route)
-        if str(notes.get(NGINX_CANARY, "")).lower() != "true":
-            out.errors.append(f'Ingress {name} is not an ingress-nginx canary ({NGINX_CANARY} is not "true")')
-            return out
-        if len(service.versions) != 2:
-            out.errors.append("an ingress-nginx canary splits between exactly two versions")
-            return out
-        backends = _ingress_backends(route.get("spec") or {})
-        canary = next((v.name for v in service.versions if (v.backend or v.name) in backends), None)
-        if canary is None:
-            out.errors.append(f"Ingress {name} routes to none of the service's versions")
-            return out
-        try:
-            total = int(str(notes.get(NGINX_TOTAL, DEFAULT_SCALE)))
-            weight = int(str(notes.get(NGINX_WEIGHT, 0)))
-        except ValueError:
-            out.errors.append(f"Ingress {name}: {NGINX_WEIGHT} or {NGINX_TOTAL} is not an integer")
-            return out
-        if total <= 0:
-            out.errors.append(f"Ingress {name}: {NGINX_TOTAL} must be positive")
-            return out
-        stable = next(v.name for v in service.versions if v.name != canary)
-        out.canary = canary
-        out.scale = total
-        out.weights = {v.name: (weight if v.name == canary else total - weight) for v in service.versions}
-        out.slots = [(("metadata", "annotations"), NGINX_WEIGHT, notes.get(NGINX_WEIGHT, _MISSING), weight, canary)]
-        out.notes.append(f"{stable} is the stable Ingress' backend; only the canary's weight is written")
-        return out
-
-    def validate(self, weights: Mapping[str, int]) -> list[str]:
-        return [f"{k}: weight {w} is negative" for k, w in weights.items() if w < 0]
-
-    def patch_body(self, read: _Read, weights: Mapping[str, int]) -> list[dict[str, Any]]:
-        (_, key, old, _, canary) = read.slots[0]
-        path = _ptr("metadata", "annotations", key)
-        new = str(weights[canary])
-        if old is _MISSING:
-            return [{"op": "add", "path": path, "value": new}]
-        return [{"op": "test", "path": path, "value": old}, {"op": "replace", "path": path, "value": new}]
-
-    def warnings(self, route: Mapping[str, Any]) -> list[str]:
-        return ["with session affinity, ingress-nginx keeps clients on the backend they were sent to "
-                "(affinity-canary-behavior: sticky)"]
-
-
 ADAPTERS: dict[str, Any] = {
     "HTTPRoute": _HTTPRoute(),
     "VirtualService": _VirtualService(),
     "TrafficSplit": _TrafficSplit(),
-    "Ingress": _NginxCanary(),
 }
-
-
-def _ingress_backends(spec: Mapping[str, Any]) -> set[str]:
-    names = set()
-    default = ((spec.get("defaultBackend") or {}).get("service") or {}).get("name")
-    if default:
-        names.add(default)
-    for rule in spec.get("rules") or []:
-        for path in ((rule.get("http") or {}).get("paths") or []):
-            svc = ((path.get("backend") or {}).get("service") or {}).get("name")
-            if svc:
-                names.add(svc)
-    return names
 
 
 def _quantity(raw: Any) -> int:

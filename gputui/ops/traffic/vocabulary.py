@@ -16,14 +16,10 @@ ROUTER_APIS: dict[str, tuple[str, str, str]] = {
     "HTTPRoute": ("gateway.networking.k8s.io", "v1", "httproutes"),
     "VirtualService": ("networking.istio.io", "v1", "virtualservices"),
     "TrafficSplit": ("split.smi-spec.io", "v1alpha2", "trafficsplits"),
-    "Ingress": ("networking.k8s.io", "v1", "ingresses"),
     "Rollout": ("argoproj.io", "v1alpha1", "rollouts"),
 }
 HTTPROUTE_MAX_WEIGHT = 1_000_000
 DEFAULT_SCALE = 100
-NGINX_CANARY = "nginx.ingress.kubernetes.io/canary"
-NGINX_WEIGHT = "nginx.ingress.kubernetes.io/canary-weight"
-NGINX_TOTAL = "nginx.ingress.kubernetes.io/canary-weight-total"
 ARGO_MANAGER = "rollouts-controller"  # the Argo Rollouts controller's field manager
 ROLLOUT_ACTIONS = ("promote", "promote-full", "abort", "retry")
 STEP_PCT = 10.0

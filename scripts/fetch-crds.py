@@ -3,14 +3,15 @@
 published Go modules carry the CRD YAML) and cache them for the integration tests, like the control-plane
 binaries. Nothing is hand-written here: each file is the upstream YAML document, selected by name.
 
-Output: ${GPUTUI_CACHE:-~/.cache/gputui}/crds/<pins hash>/<plural>.<group>.yaml, one CRD per file; the last
+Output: ${GPUTUI_CACHE:-~/.cache/gputui}/crds/<hash of this script>/<plural>.<group>.yaml, one CRD per file; the last
 line printed is that directory. Idempotent: a complete cache is reused at once. A fetch is written to a
 temporary directory and renamed into place only when complete.
 
 Two upstream facts shape what is taken:
 - SMI's module ships its TrafficSplit CRD as apiextensions.k8s.io/v1beta1, which Kubernetes stopped
   serving in 1.22. It is converted mechanically to v1 (the per-CRD schema and printer columns moved into
-  each version, as `kubectl convert` would); no field of the schema is changed.
+  each version) and its schema's root given `type: object`, which v1's structural-schema rule requires;
+  no field of the schema is changed.
 - The Gateway API Inference Extension's module is not served by this proxy (403): its CRDs are not
   fetched, and nothing here pretends to have them.
 """
@@ -66,6 +67,8 @@ def to_v1(crd: dict) -> dict:
         return crd
     spec = dict(crd["spec"])
     schema = (spec.pop("validation", None) or {}).get("openAPIV3Schema")
+    if schema is not None:
+        schema = {"type": "object", **schema}  # v1 wants a structural schema: its root typed
     columns = [{("jsonPath" if k == "JSONPath" else k): v for k, v in c.items()}
                for c in spec.pop("additionalPrinterColumns", None) or []]
     subresources = spec.pop("subresources", None)
@@ -86,7 +89,8 @@ def to_v1(crd: dict) -> dict:
 
 
 def main() -> None:
-    pins_hash = hashlib.sha256(json.dumps(PINS, sort_keys=True).encode()).hexdigest()[:12]
+    # Keyed by this script's own text: new pins or a new conversion make a new cache.
+    pins_hash = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]
     cache = Path(os.environ.get("GPUTUI_CACHE", Path.home() / ".cache/gputui"))
     out = cache / "crds" / pins_hash
     wanted = [name for files in PINS.values() for _f, names in files for name in names]

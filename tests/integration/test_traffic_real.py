@@ -192,3 +192,28 @@ def test_the_real_crd_defaults_and_validation_reach_the_operator(cluster, routes
         assert "changed since it was read" not in line  # a schema violation names its field: not a conflict
     finally:
         backend.close()
+
+
+def test_trafficsplit_weights_patched_on_its_real_crd(cluster, routes, tmp_path):
+    """SMI's TrafficSplit (legacy, v1alpha4: the only version its CRD serves): read, shifted, audited."""
+    core, apps = client.CoreV1Api(routes), client.AppsV1Api(routes)
+    install_crd(routes, "trafficsplits")
+    for version in ("v1", "v2"):
+        apps.create_namespaced_deployment(TNS, _deployment(f"split-{version}", "split", version))
+        core.create_namespaced_service(TNS, {"metadata": {"name": f"split-{version}"}, "spec": {
+            "selector": {"app.kubernetes.io/name": "split", "app.kubernetes.io/version": version},
+            "ports": [{"port": 80}]}})
+    create_custom(routes, "trafficsplits", TNS, {"metadata": {"name": "split"}, "spec": {"service": "split", "backends": [
+        {"service": "split-v1", "weight": 90}, {"service": "split-v2", "weight": 10}]}})
+    backend = _backend(cluster)
+    try:
+        svc = wait_until(lambda: backend.reader.snapshot().service(f"{TNS}/split"), 15, what="the split service")
+        assert svc.router_kind == "TrafficSplit" and [(v.name, v.weight) for v in svc.versions] == [("v1", 90), ("v2", 10)]
+        mark = cluster.audit_mark()
+        _shift(backend, f"{TNS}/split", {"v2": 40}, tmp_path)
+        split = get_custom(routes, "trafficsplits", TNS, "split")
+        assert [(b["service"], b["weight"]) for b in split["spec"]["backends"]] == [("split-v1", 60), ("split-v2", 40)]
+        (patch,) = cluster.wait_for_audit("admin", since=mark, verb="patch", resource="trafficsplits", code=200)
+        assert patch["objectRef"]["apiVersion"] == "v1alpha4"  # the version discovery found served
+    finally:
+        backend.close()

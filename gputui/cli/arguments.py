@@ -67,8 +67,11 @@ def add_shift_parser(subparsers: Any, common: Callable[[argparse.ArgumentParser]
     )
     common(parser)
     parser.add_argument("service", metavar="SERVICE", help="namespace/name, or name when only one namespace has it")
-    parser.add_argument("--to", dest="targets", action="append", type=_target, required=True,
-                        metavar="VERSION=PCT", help="target share of new traffic, e.g. --to v2=20 (repeatable)")
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--to", dest="targets", action="append", type=_target, metavar="VERSION=PCT",
+                      help="target share of new traffic, e.g. --to v2=20 (repeatable)")
+    what.add_argument("--rollout", choices=("promote", "promote-full", "abort", "retry"),
+                      help="an Argo Rollout's own verb, sent as kubectl argo rollouts sends it")
     parser.add_argument("--dry-run", action="store_true", help="print the plan and the exact patch; write nothing")
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
     parser.add_argument("--force", action="store_true",

@@ -19,6 +19,7 @@ from gputui.ops.traffic import (
     find_service,
     fmt_pct,
     needs_route,
+    plan_rollout,
     plan_shift,
     read_route,
     served_api_versions,
@@ -31,7 +32,7 @@ from gputui.cli.common import EXIT_NOT_DONE as EXIT_REFUSED, EXIT_USAGE, fail
 def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[[Settings], Backend]) -> int:
     if settings.read_only:
         return fail("read-only: shift is unavailable", EXIT_USAGE)
-    targets = dict(args.targets)
+    targets = dict(args.targets or ())
     backend = backend_factory(settings)
     try:
         writer = backend.writer
@@ -44,9 +45,15 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
         except ShiftError as exc:
             return fail(str(exc), EXIT_USAGE)
         api = served_api_versions(backend)
-        plan = plan_shift(snapshot, service.key, targets, api_versions=api)
-        if needs_route(plan):  # the exact patch is built on the route as it is now
-            plan = plan_shift(snapshot, service.key, targets, route=read_route(plan, writer), api_versions=api)
+        if args.rollout:
+            plan = plan_rollout(snapshot, service.key, args.rollout, api_versions=api)
+            if needs_route(plan):  # Argo's patches follow the Rollout as it is now
+                plan = plan_rollout(snapshot, service.key, args.rollout, rollout=read_route(plan, writer),
+                                    api_versions=api)
+        else:
+            plan = plan_shift(snapshot, service.key, targets, api_versions=api)
+            if needs_route(plan):  # the exact patch is built on the route as it is now
+                plan = plan_shift(snapshot, service.key, targets, route=read_route(plan, writer), api_versions=api)
         problems = list(plan.errors) + ([] if args.force else [b + " (--force to shift anyway)" for b in plan.blockers])
         if args.dry_run:
             _print_plan(plan, args.output, sys.stdout, simulated=snapshot.simulated)
@@ -102,7 +109,8 @@ def _print_plan(plan: ShiftPlan, output: str, out: TextIO, simulated: bool) -> N
         out.write(f"warning: {w}\n")
     for n in plan.notes:
         out.write(f"note: {n}\n")
-    if plan.patch is not None:
-        out.write(plan.patch.render() + "\n")
-    elif plan.ok and not plan.changes:
+    for patch in (plan.patch, plan.then):
+        if patch is not None:
+            out.write(patch.render() + "\n")
+    if plan.patch is None and plan.ok and not plan.changes:
         out.write("no change: nothing would be sent\n")

@@ -22,6 +22,7 @@ from gputui.ops.traffic import (
     apply_shift,
     apportion,
     find_service,
+    needs_route,
     plan_rollout,
     plan_shift,
     read_route,
@@ -299,6 +300,14 @@ def rollout_service():
     return service("Rollout", [("stable", 80, "", 4, 4), ("canary", 20, "", 4, 4)], name="m")
 
 
+def rollout_obj(paused: bool = False, steps: int = 3, **status) -> dict:
+    """The Rollout as the apiserver holds it (its controller writes the status)."""
+    return {"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout", "metadata": {"name": "m-rollout", "namespace": "llm"},
+            "spec": {"paused": paused, "strategy": {"canary": {"steps": [{"setWeight": 20}, {"pause": {}},
+                                                                          {"setWeight": 50}][:steps]}}},
+            "status": {"currentPodHash": "new", "stableRS": "old", **status}}
+
+
 @pytest.mark.parametrize("targets, action, body, sub", [
     ({"canary": 100}, "promote-full", {"status": {"promoteFull": True}}, "status"),
     ({"stable": 100}, "abort", {"status": {"abort": True}}, "status"),
@@ -306,9 +315,10 @@ def rollout_service():
 ])
 def test_rollout_targets_map_to_promote_full_and_abort(targets, action, body, sub):
     svc = rollout_service()
-    plan = plan_shift(snapshot(svc), svc.key, targets)
+    first = plan_shift(snapshot(svc), svc.key, targets)
+    assert first.action == action and first.patch is None and needs_route(first)  # built on the Rollout as read
+    plan = plan_shift(snapshot(svc), svc.key, targets, route=rollout_obj())
     assert plan.errors == ()
-    assert plan.action == action
     assert (plan.patch.group, plan.patch.version, plan.patch.plural, plan.patch.name) == \
         ("argoproj.io", "v1alpha1", "rollouts", "m-rollout")
     assert (plan.patch.patch_type, plan.patch.body, plan.patch.subresource) == ("merge", body, sub)
@@ -322,17 +332,36 @@ def test_rollout_has_no_set_weight():
     assert "no set-weight" in plan.errors[0]
 
 
-@pytest.mark.parametrize("action, body, sub", [
-    ("promote", {"spec": {"paused": False}}, ""),
-    ("promote-full", {"status": {"promoteFull": True}}, "status"),
-    ("abort", {"status": {"abort": True}}, "status"),
-    ("retry", {"status": {"abort": False}}, "status"),
-])
-def test_rollout_actions(action, body, sub):
+# As kubectl argo rollouts v1.8.3 sends them (pkg/kubectl-argo-rollouts/cmd/promote, abort, retry).
+@pytest.mark.parametrize("action, rollout, status_body, spec_body", [
+    ("promote", rollout_obj(pauseConditions=[{"reason": "CanaryPauseStep"}], currentStepIndex=1),
+     {"status": {"pauseConditions": None}}, None),
+    ("promote", rollout_obj(paused=True, pauseConditions=[{"reason": "PausedByUser"}]),
+     {"status": {"pauseConditions": None}}, {"spec": {"paused": False}}),
+    ("promote", rollout_obj(currentStepIndex=1), {"status": {"pauseConditions": None, "currentStepIndex": 2}}, None),
+    ("promote", rollout_obj(paused=True, steps=0), None, {"spec": {"paused": False}}),
+    ("promote", rollout_obj(pauseConditions=[{"reason": "InconclusiveAnalysisRun"}], controllerPause=True,
+                            currentStepIndex=1, canary={"currentStepAnalysisRunStatus": {"status": "Inconclusive"}}),
+     {"status": {"pauseConditions": None, "controllerPause": False, "currentStepIndex": 2}}, None),
+    ("promote-full", rollout_obj(), {"status": {"promoteFull": True}}, None),
+    ("abort", rollout_obj(), {"status": {"abort": True}}, None),
+    ("retry", rollout_obj(abort=True), {"status": {"abort": False}}, None),
+], ids=["paused-step", "paused-by-user", "between-steps", "spec-paused-no-steps", "inconclusive", "promote-full",
+        "abort", "retry"])
+def test_rollout_actions_follow_argos_own_patches(action, rollout, status_body, spec_body):
     svc = rollout_service()
-    plan = plan_rollout(snapshot(svc), svc.key, action)
+    plan = plan_rollout(snapshot(svc), svc.key, action, rollout=rollout)
     assert plan.errors == ()
-    assert (plan.patch.body, plan.patch.subresource) == (body, sub)
+    sent = [(p.body, p.subresource) for p in (plan.patch, plan.then) if p is not None]
+    assert sent == [(b, sub) for b, sub in ((status_body, "status"), (spec_body, "")) if b is not None]
+
+
+def test_a_rollout_with_nothing_to_do_sends_nothing_and_says_why():
+    svc = rollout_service()
+    done = plan_rollout(snapshot(svc), svc.key, "promote-full", rollout=rollout_obj(currentPodHash="old"))
+    assert done.patch is None and "fully promoted already" in done.errors[0]
+    idle = plan_rollout(snapshot(svc), svc.key, "promote", rollout=rollout_obj(steps=0))
+    assert idle.patch is None and "neither paused nor on a canary step" in idle.errors[0]
 
 
 def test_a_route_managed_by_argo_rollouts_is_refused():
@@ -531,22 +560,28 @@ def test_no_change_sends_nothing(demo, tmp_path):
 class RecordingWriter:
     identity = "rec"
 
-    def __init__(self):
+    def __init__(self, obj=None):
         self.calls = []
+        self.obj = obj
+
+    def get_object(self, *args):
+        return self.obj
 
     def patch_object(self, *args, **kw):
         self.calls.append((args, kw))
         return {}
 
 
-def test_rollout_apply_sends_a_status_patch(tmp_path):
+def test_rollout_apply_reads_the_rollout_then_sends_status_and_spec_in_argos_order(tmp_path):
     svc = rollout_service()
-    writer = RecordingWriter()
-    line = apply_shift(plan_shift(snapshot(svc), svc.key, {"canary": 100}), writer, audit_of(tmp_path))
-    assert writer.calls == [(("argoproj.io", "v1alpha1", "rollouts", "llm", "m-rollout", {"status": {"promoteFull": True}}),
-                             {"patch_type": "merge", "subresource": "status"})]
-    assert line == "rollout/llm/m-rollout: promote-full sent"
-    assert audit_lines(tmp_path)[0]["action"] == "rollout-promote-full"
+    writer = RecordingWriter(rollout_obj(paused=True, pauseConditions=[{"reason": "PausedByUser"}]))
+    line = apply_shift(plan_rollout(snapshot(svc), svc.key, "promote"), writer, audit_of(tmp_path))
+    rollout = ("argoproj.io", "v1alpha1", "rollouts", "llm", "m-rollout")
+    assert writer.calls == [((*rollout, {"status": {"pauseConditions": None}}), {"patch_type": "merge", "subresource": "status"}),
+                            ((*rollout, {"spec": {"paused": False}}), {"patch_type": "merge", "subresource": ""})]
+    assert line == "rollout/llm/m-rollout: promote sent"
+    (entry,) = audit_lines(tmp_path)  # one write, audited once, both patches in its parameters
+    assert entry["action"] == "rollout-promote" and entry["params"]["then"]["patch"] == {"spec": {"paused": False}}
 
 
 def test_weights_from_the_route_steer_the_demos_sessions(demo, tmp_path):

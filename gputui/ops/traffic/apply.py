@@ -52,10 +52,14 @@ def apply_shift(plan: ShiftPlan, writer: Writer | None, audit: AuditLog, force: 
         "patch": patch.body,
         "force": force,
     }
+    if plan.then is not None:
+        params["then"] = {"subresource": plan.then.subresource, "patch": plan.then.body}
     action = "shift" if plan.action == "shift" else f"rollout-{plan.action}"
     try:
-        writer.patch_object(patch.group, patch.version, patch.plural, patch.namespace, patch.name,
-                            patch.body, patch_type=patch.patch_type, subresource=patch.subresource)
+        for p in (patch, plan.then):
+            if p is not None:
+                writer.patch_object(p.group, p.version, p.plural, p.namespace, p.name, p.body,
+                                    patch_type=p.patch_type, subresource=p.subresource)
     except BackendError as exc:
         audit.record(action, plan.target, f"error: {exc}", params)
         if _conflict(exc):

@@ -7,6 +7,7 @@ from typing import Any, Mapping
 from gputui.backends.base import Writer
 from gputui.model import InferenceService
 from gputui.snapshot import ClusterSnapshot
+from gputui.ops.traffic import argo
 from gputui.ops.traffic.adapters import ADAPTERS, _Read, _managed_by_argo, _name
 from gputui.ops.traffic.vocabulary import ARGO_MANAGER, DEFAULT_SCALE, Patch, ROLLOUT_ACTIONS, ROUTER_APIS, ShiftError, ShiftPlan, Targets, VersionShift, fmt_pct
 from gputui.ops.traffic.weights import apportion, resolve_targets, route_scale, shares
@@ -30,8 +31,8 @@ def route_object_name(service: InferenceService) -> str:
 
 
 def needs_route(plan: ShiftPlan) -> bool:
-    """True when the patch can only be built from the route object, read fresh."""
-    return plan.kind in ADAPTERS and plan.ok and plan.changes and plan.patch is None
+    """True when the patch can only be built from the route object (or the Rollout), read fresh."""
+    return (plan.kind in ADAPTERS or plan.kind == "Rollout") and plan.ok and plan.changes and plan.patch is None
 
 
 def read_route(plan: ShiftPlan, writer: Writer) -> dict:
@@ -77,9 +78,11 @@ def plan_shift(
 
 
 def plan_rollout(
-    snapshot: ClusterSnapshot, service_key: str, action: str, *, api_versions: Mapping[str, str] | None = None,
+    snapshot: ClusterSnapshot, service_key: str, action: str, *, rollout: Mapping[str, Any] | None = None,
+    api_versions: Mapping[str, str] | None = None,
 ) -> ShiftPlan:
-    """An Argo Rollouts action: promote (next step), promote-full, abort or retry."""
+    """An Argo Rollouts action: promote (next step), promote-full, abort or retry. Its patches follow the
+    Rollout object as read (`rollout`); without it the plan has none yet (`needs_route`)."""
     service = find_service(snapshot, service_key)
     facts = {
         v.name: (v.rollout.ready, v.rollout.replicas_desired, snapshot.sessions_of(service, v.name))
@@ -89,7 +92,7 @@ def plan_rollout(
         return _bare(service, facts, api_versions, [f"{service.key} is not an Argo Rollout ({service.router_kind or 'no router'})"])
     if action not in ROLLOUT_ACTIONS:
         return _bare(service, facts, api_versions, [f'unknown Rollout action "{action}" ({", ".join(ROLLOUT_ACTIONS)})'])
-    return _rollout_plan(service, facts, {v.name: v.weight for v in service.versions}, action, api_versions)
+    return _rollout_plan(service, facts, {v.name: v.weight for v in service.versions}, action, api_versions, rollout)
 
 
 def _bare(service, facts, api_versions, errors, kind: str | None = None) -> ShiftPlan:
@@ -103,15 +106,18 @@ def _bare(service, facts, api_versions, errors, kind: str | None = None) -> Shif
                      DEFAULT_SCALE, {}, errors=tuple(errors))
 
 
-def _rollout_plan(service, facts, current, action, api_versions) -> ShiftPlan:
+def _rollout_plan(service, facts, current, action, api_versions, rollout=None) -> ShiftPlan:
     group, version, plural = router_api("Rollout", api_versions)
     name = route_object_name(service)
-    body, sub = {
-        "promote": ({"spec": {"paused": False}}, ""),
-        "promote-full": ({"status": {"promoteFull": True}}, "status"),
-        "abort": ({"status": {"abort": True}}, "status"),
-        "retry": ({"status": {"abort": False}}, "status"),
-    }[action]
+    patches: list[Patch] = []
+    errors: list[str] = []
+    if rollout is not None:
+        (status_body, spec_body), why = argo.bodies(action, rollout)
+        if why:
+            errors.append(f"nothing to send: {why}")
+        # Status first, then spec: the order kubectl argo rollouts keeps.
+        patches = [Patch(group, version, plural, service.namespace, name, "merge", body, sub)
+                   for body, sub in ((status_body, "status"), (spec_body, "")) if body is not None]
     pcts = shares(current)
     target = {"promote-full": {"canary": 100.0, "stable": 0.0}, "abort": {"canary": 0.0, "stable": 100.0}}.get(action)
     versions = tuple(
@@ -129,8 +135,8 @@ def _rollout_plan(service, facts, current, action, api_versions) -> ShiftPlan:
                            "controller scales it down; only new sessions move")
     return ShiftPlan(
         service, "Rollout", action, group, version, plural, name, versions, DEFAULT_SCALE, target or {},
-        warnings=tuple(warnings),
-        patch=Patch(group, version, plural, service.namespace, name, "merge", body, sub),
+        errors=tuple(errors), warnings=tuple(warnings), patch=patches[0] if patches else None,
+        then=patches[1] if len(patches) > 1 else None, route_read=rollout is not None,
     )
 
 
@@ -143,7 +149,7 @@ def _plan(service, facts, current, targets, route, api_versions) -> ShiftPlan:
     if len(service.versions) < 2:
         return _bare(service, facts, api_versions, [f"{service.key} has one version: nothing to shift"])
     if kind == "Rollout":
-        return _rollout_from_targets(service, facts, current, targets, api_versions)
+        return _rollout_from_targets(service, facts, current, targets, api_versions, route)
 
     adapter = ADAPTERS[kind]
     group, version, plural = router_api(kind, api_versions)
@@ -201,7 +207,7 @@ def _plan(service, facts, current, targets, route, api_versions) -> ShiftPlan:
     )
 
 
-def _rollout_from_targets(service, facts, current, targets, api_versions) -> ShiftPlan:
+def _rollout_from_targets(service, facts, current, targets, api_versions, rollout=None) -> ShiftPlan:
     """Argo Rollouts has no set-weight: 100% canary is promote-full, 0% is abort, nothing else."""
     pcts, errors = resolve_targets(shares(current), targets)
     if errors:
@@ -209,9 +215,9 @@ def _rollout_from_targets(service, facts, current, targets, api_versions) -> Shi
     if "canary" not in pcts:
         return _bare(service, facts, api_versions, ['an Argo Rollout has versions "stable" and "canary"'])
     if abs(pcts["canary"] - 100) < 0.01:
-        return _rollout_plan(service, facts, current, "promote-full", api_versions)
+        return _rollout_plan(service, facts, current, "promote-full", api_versions, rollout)
     if pcts["canary"] < 0.01:
-        return _rollout_plan(service, facts, current, "abort", api_versions)
+        return _rollout_plan(service, facts, current, "abort", api_versions, rollout)
     return _bare(service, facts, api_versions, [
         "Argo Rollouts has no set-weight: its canary follows spec.strategy.canary.steps; "
         "shift the canary to 100% (promote-full) or 0% (abort), or promote to the next step",
@@ -223,4 +229,6 @@ def replan(plan: ShiftPlan, route: Mapping[str, Any]) -> ShiftPlan:
     facts = {v.name: (v.ready, v.desired, v.sessions) for v in plan.versions}
     current = {v.name: v.current_weight for v in plan.versions}
     api = {plan.group: plan.api_version}
+    if plan.action != "shift":
+        return _rollout_plan(plan.service, facts, current, plan.action, api, route)
     return _plan(plan.service, facts, current, dict(plan.targets), route, api)

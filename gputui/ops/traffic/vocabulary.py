@@ -114,6 +114,7 @@ class ShiftPlan:
     warnings: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     patch: Patch | None = None  # None until built from the route object as read
+    then: Patch | None = None  # a second PATCH, sent after the first (Argo's promote: status, then spec)
     route_read: bool = False  # current weights come from the route object, not the snapshot
 
     @property
@@ -163,6 +164,7 @@ class ShiftPlan:
             "warnings": list(self.warnings),
             "notes": list(self.notes),
             "patch": self.patch.to_dict() if self.patch else None,
+            "then": self.then.to_dict() if self.then else None,
         }
 
 

@@ -39,7 +39,13 @@ async def test_step_the_canary_confirm_and_apply(app_factory, tmp_path):
         await pilot.press("enter")  # reads the route, then asks
         await wait_for(pilot, lambda: screen.mode is Mode.CONFIRM)
         assert screen.confirm_plan.patch is not None and screen.confirm_plan.route_read
+        # v2 has 1 of the 8 ready pods: 20% of new sessions is more than its share, so y is refused...
+        assert "scale it up first" in screen.confirm_plan.blockers[0]
         await pilot.press("y")
+        await pilot.pause()
+        assert weights(app) == {"v1": 90, "v2": 10}
+        assert any("press f to shift anyway" in n.message for n in app._notifications)
+        await pilot.press("f")  # ...and f, the operator's informed choice, goes ahead
         await wait_for(pilot, lambda: weights(app) == {"v1": 80, "v2": 20})
         assert not isinstance(app.screen, TrafficShiftScreen)
         await wait_for(pilot, lambda: audit_lines(tmp_path))

@@ -53,8 +53,10 @@ def snapshot(svc, sessions=None):
     return ClusterSnapshot(taken_at=0.0, context="test", pods=pods, services=(svc,))
 
 
-def two(kind, w1=90, w2=10, ready2=1, b1="m-v1", b2="m-v2", n1="v1", n2="v2"):
-    return service(kind, [(n1, w1, b1, 3, 3), (n2, w2, b2, ready2, 1)])
+def two(kind, w1=90, w2=10, ready2=3, b1="m-v1", b2="m-v2", n1="v1", n2="v2", desired2=3, ready1=3):
+    """v1 with ready1 of 3 ready; v2 with ready2 of desired2 (by default as big as v1: no shift below 50% is an
+    overload)."""
+    return service(kind, [(n1, w1, b1, ready1, 3), (n2, w2, b2, ready2, desired2)])
 
 
 def httproute(rules, name="m", ns="llm", **meta):
@@ -170,7 +172,7 @@ PATCH_CASES = [
         id="httproute: keeps the route's own scale (1000)",
     ),
     pytest.param(
-        two("HTTPRoute", 1, 1), httproute([{"backendRefs": [ref("m-v1"), ref("m-v2")]}]),
+        two("HTTPRoute", 1, 1, ready1=0), httproute([{"backendRefs": [ref("m-v1"), ref("m-v2")]}]),
         {"v2": 100},
         ("gateway.networking.k8s.io", "v1", "httproutes"),
         [
@@ -237,7 +239,7 @@ PATCH_CASES = [
         id="virtualservice: by host",
     ),
     pytest.param(
-        two("TrafficSplit", 900, 100),
+        two("TrafficSplit", 900, 100, ready1=0),
         trafficsplit([{"service": "m-v1", "weight": 900}, {"service": "m-v2", "weight": 100}]),
         {"v2": 100},
         ("split.smi-spec.io", "v1alpha2", "trafficsplits"),
@@ -403,12 +405,34 @@ def test_a_version_with_no_ready_replicas_blocks_unless_lowered():
     route = httproute([{"backendRefs": [ref("m-v1", 90), ref("m-v2", 10)]}])
     up = plan_shift(snapshot(svc), svc.key, {"v2": 20}, route=route)
     assert up.ok and up.patch is not None
-    assert up.blockers and "v2 has no ready replicas (0/1)" in up.blockers[0]
+    assert up.blockers and "v2 has no ready replicas (0/3)" in up.blockers[0]
     down = plan_shift(snapshot(svc), svc.key, {"v2": 5}, route=route)
     assert down.blockers == ()
     assert any("no ready replicas" in w for w in down.warnings)
     off = plan_shift(snapshot(svc), svc.key, {"v2": 0}, route=route)
     assert off.blockers == () and not any("ready" in w for w in off.warnings)
+
+
+def test_more_traffic_than_a_version_has_ready_pods_for_blocks_unless_forced():
+    """50% of new sessions to a version with 1 of its 2 pods ready, beside 3 of the old: refused, said why."""
+    svc = two("HTTPRoute", ready2=1, desired2=2)
+    route = httproute([{"backendRefs": [ref("m-v1", 90), ref("m-v2", 10)]}])
+    half = plan_shift(snapshot(svc), svc.key, {"v2": 50}, route=route)
+    assert half.ok and half.patch is not None  # forced, it would go
+    (blocked,) = half.blockers
+    assert blocked.startswith("v2 would get 50% of new sessions on 25% of the ready pods (1 of 4)") \
+        and "2.0× an even share" in blocked
+    assert plan_shift(snapshot(svc), svc.key, {"v2": 25}, route=route).blockers == ()  # its ready share
+    back = plan_shift(snapshot(svc), svc.key, {"v2": 5}, route=route)  # back to the version carrying the most:
+    assert back.blockers == () and any("v1 would get 95%" in w for w in back.warnings)  # the rollback path
+    with pytest.raises(ShiftError, match="25% of the ready pods"):
+        apply_shift(half, RecordingWriter(), AuditLog(None, "t", "c"))
+
+
+def test_the_demo_refuses_a_canary_beyond_its_ready_pods_from_the_command_line(tmp_path, capsys):
+    code, backend = run(tmp_path, "llm/mistral-7b", "--to", "canary=50")
+    assert code == 1 and demo_weights(backend, MISTRAL) == {"stable": 80, "canary": 20}
+    assert "canary would get 50% of new sessions" in capsys.readouterr().err and audit_lines(tmp_path) == []
 
 
 def test_sessions_continue_when_a_version_goes_to_zero():
@@ -487,7 +511,7 @@ def test_apply_patches_the_demo_route_and_audits(demo, tmp_path):
     snap = backend.reader.snapshot()
     plan = plan_shift(snap, LLAMA, Step("v2", 10))
     plan = plan_shift(snap, LLAMA, Step("v2", 10), route=read_route(plan, backend.writer))
-    line = apply_shift(plan, backend.writer, audit_of(tmp_path))
+    line = apply_shift(plan, backend.writer, audit_of(tmp_path), force=True)  # past the capacity rule
     assert line == "httproute/llm/llama-3-70b-instruct: v1 90% → 80%, v2 10% → 20%"
     assert demo_weights(backend, LLAMA) == {"v1": 80, "v2": 20}
     (entry,) = audit_lines(tmp_path)
@@ -501,7 +525,7 @@ def test_apply_reads_the_route_when_planned_from_the_snapshot(demo, tmp_path):
     backend, _ = demo
     plan = plan_shift(backend.reader.snapshot(), MISTRAL, {"canary": 35})
     assert plan.patch is None
-    apply_shift(plan, backend.writer, audit_of(tmp_path))
+    apply_shift(plan, backend.writer, audit_of(tmp_path), force=True)
     assert demo_weights(backend, MISTRAL) == {"stable": 65, "canary": 35}
 
 
@@ -510,7 +534,7 @@ def test_apply_refuses_when_the_route_moved_since_the_plan(demo, tmp_path):
     plan = plan_shift(backend.reader.snapshot(), MISTRAL, {"canary": 35})
     backend.writer.set_weights("llm", "mistral-7b", {"stable": 50, "canary": 50})
     with pytest.raises(ShiftError, match="changed since the plan"):
-        apply_shift(plan, backend.writer, audit_of(tmp_path))
+        apply_shift(plan, backend.writer, audit_of(tmp_path), force=True)
     assert demo_weights(backend, MISTRAL) == {"stable": 50, "canary": 50}
 
 
@@ -521,7 +545,7 @@ def test_a_concurrent_edit_makes_the_patch_fail_whole_and_is_audited(demo, tmp_p
         "gateway.networking.k8s.io", "v1", "httproutes", "llm", "llama-3-70b-instruct"))
     backend.writer.set_weights("llm", "llama-3-70b-instruct", {"v1": 70, "v2": 30})  # someone else
     with pytest.raises(ShiftError, match="changed since it was read"):
-        apply_shift(plan, backend.writer, audit_of(tmp_path))
+        apply_shift(plan, backend.writer, audit_of(tmp_path), force=True)
     assert demo_weights(backend, LLAMA) == {"v1": 70, "v2": 30}
     (entry,) = audit_lines(tmp_path)
     assert "changed since it was read (422: the server rejected our request" in entry["result"]
@@ -587,7 +611,7 @@ def test_rollout_apply_reads_the_rollout_then_sends_status_and_spec_in_argos_ord
 def test_weights_from_the_route_steer_the_demos_sessions(demo, tmp_path):
     backend, clock = demo
     snap = backend.reader.snapshot()
-    apply_shift(plan_shift(snap, LLAMA, {"v1": 0}), backend.writer, audit_of(tmp_path))
+    apply_shift(plan_shift(snap, LLAMA, {"v1": 0}), backend.writer, audit_of(tmp_path), force=True)
     for _ in range(3):  # far longer than sessions last (mean 70 s)
         clock.advance(600)
         backend.reader.snapshot()
@@ -713,7 +737,7 @@ def run(tmp_path, *argv, read_only=False, backend=None):
 
 
 def test_headless_dry_run_prints_the_plan_and_exact_patch(tmp_path, capsys):
-    code, backend = run(tmp_path, "llama-3-70b-instruct", "--to", "v2=25", "--dry-run")
+    code, backend = run(tmp_path, "llama-3-70b-instruct", "--to", "v2=25", "--dry-run", "--force")
     out = capsys.readouterr().out
     assert code == 0
     assert "PATCH /apis/gateway.networking.k8s.io/v1/namespaces/llm/httproutes/llama-3-70b-instruct" in out
@@ -724,7 +748,7 @@ def test_headless_dry_run_prints_the_plan_and_exact_patch(tmp_path, capsys):
 
 
 def test_headless_dry_run_json(tmp_path, capsys):
-    code, _ = run(tmp_path, "llm/mistral-7b", "--to", "canary=40", "--dry-run", "-o", "json")
+    code, _ = run(tmp_path, "llm/mistral-7b", "--to", "canary=40", "--dry-run", "-o", "json", "--force")
     doc = json.loads(capsys.readouterr().out)
     assert code == 0 and doc["dry_run"] is True and doc["simulated"] is True
     assert {v["name"]: v["target_weight"] for v in doc["versions"]} == {"stable": 60, "canary": 40}
@@ -732,7 +756,7 @@ def test_headless_dry_run_json(tmp_path, capsys):
 
 
 def test_headless_apply_prints_one_line(tmp_path, capsys):
-    code, backend = run(tmp_path, "llm/llama-3-70b-instruct", "--to", "v1=70", "--to", "v2=30")
+    code, backend = run(tmp_path, "llm/llama-3-70b-instruct", "--to", "v1=70", "--to", "v2=30", "--force")
     out = capsys.readouterr().out
     assert code == 0
     assert out.splitlines() == ["httproute/llm/llama-3-70b-instruct: v1 90% → 70%, v2 10% → 30% [SIMULATED: demo cluster]"]

@@ -13,6 +13,9 @@ from gputui.ops.traffic.vocabulary import ARGO_MANAGER, DEFAULT_SCALE, Patch, RO
 from gputui.ops.traffic.weights import apportion, resolve_targets, route_scale, shares
 
 
+CAPACITY_SLACK_PCT = 2.0  # rounding and one small step of a canary above its ready share are not an overload
+
+
 def router_api(kind: str, api_versions: Mapping[str, str] | None = None) -> tuple[str, str, str]:
     group, version, plural = ROUTER_APIS[kind]
     return group, (api_versions or {}).get(group, version), plural
@@ -178,9 +181,20 @@ def _plan(service, facts, current, targets, route, api_versions) -> ShiftPlan:
         errors += adapter.validate(weights)
     target_pcts = {k: 100.0 * w / scale for k, w in weights.items()}
 
+    total_ready = sum(f[0] for f in facts.values())
+    primary = max(current_pcts, key=lambda name: current_pcts[name] or 0.0, default=None)
     for v in service.versions:
         ready, desired, sessions = facts[v.name]
         now, then = current_pcts.get(v.name, 0.0), target_pcts[v.name]
+        capacity = 100.0 * ready / total_ready if total_ready else 0.0  # its share of the ready pods
+        if ready and then > capacity + CAPACITY_SLACK_PCT and then > now + 1e-9:
+            overload = (f"{v.name} would get {fmt_pct(then)} of new sessions on {fmt_pct(capacity)} of the ready "
+                        f"pods ({ready} of {total_ready}): each of its pods {then / capacity:.1f}× an even share")
+            # Traffic going back to the version that carries the most is the rollback path: never held up.
+            if v.name == primary:
+                warnings.append(overload)
+            else:
+                blockers.append(overload + "; scale it up first")
         if then > 0 and ready == 0:
             if then > now + 1e-9:
                 blockers.append(f"{v.name} has no ready replicas (0/{desired}): it would get {fmt_pct(then)} of "

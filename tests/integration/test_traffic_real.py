@@ -265,3 +265,16 @@ def test_argo_rollout_verbs_on_its_real_crd(cluster, routes, tmp_path):
     finished = gputui("--rollout", "promote-full")
     assert finished.returncode == 1 and "fully promoted already" in finished.stderr
     assert "promoteFull" not in status()
+
+
+def test_services_lists_each_routed_service_as_shift_names_it(cluster, routes, tmp_path):
+    from tests.support.gputui_cli import run
+
+    done = run("services", "--kubeconfig", str(cluster.admin_kubeconfig), "-o", "json", home=tmp_path)
+    assert done.returncode == 0, done.stderr
+    found = {s["service"]: s for s in json.loads(done.stdout)}
+    chat, embed = found[f"{TNS}/chat"], found[f"{TNS}/embed"]
+    assert chat["simulated"] is False and chat["router"] == {"kind": "HTTPRoute", "name": "chat"}
+    assert [v["name"] for v in chat["versions"]] == ["v1", "v2"] and sum(v["share_pct"] for v in chat["versions"]) == 100
+    assert embed["router"]["kind"] == "VirtualService" and [v["name"] for v in embed["versions"]] == ["stable", "canary"]
+    assert all(len(v["pods"]) == 1 and v["pods"][0]["node"] for v in chat["versions"])  # one replica each, placed

@@ -67,7 +67,9 @@ def _shift(backend, key, targets, tmp_path):
     plan = plan_shift(snap, key, targets, api_versions=served_api_versions(backend))
     route = read_route(plan, backend.writer)
     plan = plan_shift(snap, key, targets, route=route, api_versions=served_api_versions(backend))
-    return apply_shift(plan, backend.writer, AuditLog(tmp_path / "audit.jsonl", backend.writer.identity, backend.context))
+    # One pod per version here: past the capacity rule (its own tests are in tests/unit/test_traffic.py).
+    return apply_shift(plan, backend.writer, AuditLog(tmp_path / "audit.jsonl", backend.writer.identity, backend.context),
+                       force=True)
 
 
 def test_httproute_weights_patched_and_only_the_split_rule(cluster, routes, tmp_path):
@@ -122,7 +124,7 @@ def test_concurrent_edit_makes_the_patch_fail_whole_and_says_so(cluster, routes,
         mark = cluster.audit_mark()
         audit = AuditLog(tmp_path / "audit.jsonl", backend.writer.identity, backend.context)
         with pytest.raises(ShiftError, match="changed since it was read") as err:
-            apply_shift(plan, backend.writer, audit)
+            apply_shift(plan, backend.writer, audit, force=True)
         assert "look again and retry" in str(err.value)
         # The apiserver's own answer, as its audit log has it: our patch refused whole (422).
         cluster.wait_for_audit("admin", since=mark, verb="patch", resource="httproutes", code=422)

@@ -72,6 +72,8 @@ def add_shift_parser(subparsers: Any, common: Callable[[argparse.ArgumentParser]
                       help="target share of new traffic, e.g. --to v2=20 (repeatable)")
     what.add_argument("--rollout", choices=("promote", "promote-full", "abort", "retry"),
                       help="an Argo Rollout's own verb, sent as kubectl argo rollouts sends it")
+    what.add_argument("--undo", action="store_true",
+                      help="back to the weights before this service's last shift (from the audit log)")
     parser.add_argument("--dry-run", action="store_true", help="print the plan and the exact patch; write nothing")
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
     parser.add_argument("--force", action="store_true",

@@ -45,7 +45,16 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
         except ShiftError as exc:
             return fail(str(exc), EXIT_USAGE)
         api = served_api_versions(backend)
-        if args.rollout:
+        from gputui.ops.audit import audit_for
+
+        audit = audit_for(settings.audit_log, backend)
+        if args.undo:
+            from gputui.ops.traffic.undo import plan_undo
+
+            plan = plan_undo(snapshot, service.key, audit, api_versions=api)
+            if needs_route(plan):
+                plan = plan_undo(snapshot, service.key, audit, route=read_route(plan, writer), api_versions=api)
+        elif args.rollout:
             plan = plan_rollout(snapshot, service.key, args.rollout, api_versions=api)
             if needs_route(plan):  # Argo's patches follow the Rollout as it is now
                 plan = plan_rollout(snapshot, service.key, args.rollout, rollout=read_route(plan, writer),
@@ -60,9 +69,6 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
             return fail("; ".join(problems), EXIT_REFUSED) if problems else 0
         if problems:
             return fail("; ".join(problems), EXIT_REFUSED)
-        from gputui.ops.audit import audit_for
-
-        audit = audit_for(settings.audit_log, backend)
         line = apply_shift(plan, writer, audit, force=args.force)
         for warning in plan.warnings:  # stdout stays the one result line
             print(f"gputui: warning: {warning}", file=sys.stderr)

@@ -811,3 +811,27 @@ def test_headless_rbac_refusal(tmp_path, capsys):
     refused = Backend(backend.reader, backend.writer, "demo", True, permissions={"shift": False})
     code, _ = run(tmp_path, "llama-3-70b-instruct", "--to", "v2=20", backend=refused)
     assert code == 1 and "may not patch" in capsys.readouterr().err
+
+
+def test_undo_goes_back_to_the_weights_before_the_last_shift(tmp_path, capsys):
+    backend = demo_backend(clock=ManualClock())
+    code, _ = run(tmp_path, "llm/llama-3-70b-instruct", "--undo", backend=backend)
+    assert code == 1 and "no shift of llm/llama-3-70b-instruct" in capsys.readouterr().err  # nothing to undo yet
+    assert run(tmp_path, "llm/llama-3-70b-instruct", "--to", "v2=5", backend=backend)[0] == 0
+    assert demo_weights(backend, LLAMA) == {"v1": 95, "v2": 5}
+    code, _ = run(tmp_path, "llm/llama-3-70b-instruct", "--undo", backend=backend)
+    assert code == 0, capsys.readouterr().err
+    assert demo_weights(backend, LLAMA) == {"v1": 90, "v2": 10}
+    undo = audit_lines(tmp_path)[-1]
+    assert undo["action"] == "shift" and undo["params"]["to"] == {"v1": 90, "v2": 10}
+
+
+def test_undo_refuses_when_the_route_moved_since_that_shift_unless_forced(tmp_path, capsys):
+    backend = demo_backend(clock=ManualClock())
+    assert run(tmp_path, "llm/llama-3-70b-instruct", "--to", "v2=5", backend=backend)[0] == 0
+    backend.writer.set_weights("llm", "llama-3-70b-instruct", {"v1": 97, "v2": 3})  # someone else, since
+    code, _ = run(tmp_path, "llm/llama-3-70b-instruct", "--undo", backend=backend)
+    assert code == 1 and "moved since that shift" in capsys.readouterr().err
+    assert demo_weights(backend, LLAMA) == {"v1": 97, "v2": 3}
+    assert run(tmp_path, "llm/llama-3-70b-instruct", "--undo", "--force", backend=backend)[0] == 0
+    assert demo_weights(backend, LLAMA) == {"v1": 90, "v2": 10}

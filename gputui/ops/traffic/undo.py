@@ -1,0 +1,49 @@
+"""Undo the last shift of a service: the weights it had before, as the audit log recorded them. Planned like
+any shift (the route read fresh, the same checks), and refused unless forced when the route moved since that
+shift: undoing it then would also revert whatever changed it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Mapping
+
+from gputui.ops.audit import AuditLog
+from gputui.ops.traffic.plans import find_service, plan_shift
+from gputui.ops.traffic.vocabulary import ShiftError, ShiftPlan, fmt_pct
+from gputui.ops.traffic.weights import shares
+from gputui.snapshot import ClusterSnapshot
+
+AUDIT_LINES_READ = 5000  # the last shift of a service is recent: no need to read a year of log
+
+
+def last_shift(audit: AuditLog, service_key: str) -> dict[str, Any]:
+    """The last shift of this service that went through, as the audit log has it."""
+    for entry in reversed(audit.entries(limit=AUDIT_LINES_READ)):
+        params = entry.get("params") or {}
+        if entry.get("action") == "shift" and entry.get("result") == "ok" and params.get("service") == service_key:
+            return entry
+    where = audit.path or "the audit log"
+    raise ShiftError(f"no shift of {service_key} in {where} to undo")
+
+
+def plan_undo(snapshot: ClusterSnapshot, service_key: str, audit: AuditLog, *, route: Mapping[str, Any] | None = None,
+              api_versions: Mapping[str, str] | None = None) -> ShiftPlan:
+    service = find_service(snapshot, service_key)
+    entry = last_shift(audit, service.key)
+    params = entry["params"]
+    before: dict[str, int | None] = dict(params.get("from") or {})
+    after: dict[str, int | None] = dict(params.get("to") or {})
+    names = {v.name for v in service.versions}
+    if set(before) != names:
+        raise ShiftError(f"{service.key}'s versions changed since the shift of {entry.get('time')} "
+                         f"({', '.join(sorted(before))} then, {', '.join(sorted(names))} now): nothing to undo to")
+    plan = plan_shift(snapshot, service.key, shares(before), route=route, api_versions=api_versions)
+    note = (f"undoes the shift of {entry.get('time')} by {entry.get('identity')}: back to "
+            + ", ".join(f"{k} {fmt_pct(p)}" for k, p in shares(before).items()))
+    blockers = list(plan.blockers)
+    now = {v.name: v.current_weight for v in plan.versions}
+    if any(now.get(k) != w for k, w in after.items()):
+        blockers.append(f"{plan.target} moved since that shift (now "
+                        + ", ".join(f"{v.name} {fmt_pct(v.current_pct)}" for v in plan.versions)
+                        + "): undoing it would also revert that change")
+    return replace(plan, blockers=tuple(blockers), notes=(*plan.notes, note))

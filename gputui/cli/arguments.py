@@ -98,3 +98,17 @@ def add_check_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]
     drill.add_argument("--drill-timeout", type=duration, default=600.0, metavar="DURATION",
                        help="give up waiting for recovery after this long (default 10m)")
     drill.add_argument("--yes-i-mean-it", action="store_true", help="run the drill on a real cluster")
+
+
+def add_scale_down_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> None:
+    p = sub.add_parser("scale-down", help="scale a version down once its sessions are low, the idlest pods first")
+    common(p)
+    p.add_argument("service", metavar="SERVICE", help="namespace/name, or name when only one namespace has it")
+    p.add_argument("version", metavar="VERSION")
+    p.add_argument("replicas", metavar="REPLICAS", type=int, help="how many pods of the version to keep")
+    p.add_argument("--threshold", type=int, default=0, metavar="N",
+                   help="remove a pod only with at most N live sessions (default 0)")
+    p.add_argument("--dry-run", action="store_true", help="print which pods would go; write nothing")
+    p.add_argument("--force", action="store_true", help="remove pods above the threshold too (cuts their sessions)")
+    p.add_argument("--confirm-sessions", type=int, metavar="N",
+                   help="the number of live sessions the removed pods hold (the plan says it), typed back")

@@ -30,6 +30,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gputui.cli import services
 
             return services.run(settings, args.output)
+        if args.command == "scale-down":
+            from gputui.cli import scale_down
+
+            return scale_down.run(settings, args, backend)
         if args.command == "shift":
             from gputui.cli import shift
 

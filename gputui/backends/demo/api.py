@@ -90,7 +90,7 @@ class DemoCluster(Simulation):
             if pod is not None:
                 self._terminate(pod, grace_seconds)
 
-    def _terminate(self, pod: _SimPod, grace_seconds: int | None) -> None:
+    def _terminate(self, pod: _SimPod, grace_seconds: int | None, replace: bool = True) -> None:
         if pod.deleting_at is not None:
             return
         # The pod leaves its endpoints at once: every session it held is cut.
@@ -100,6 +100,8 @@ class DemoCluster(Simulation):
         if grace_seconds is not None:  # None: the pod's own terminationGracePeriodSeconds
             pod.grace_s = grace_seconds
         svc = self._services.get(f"{pod.namespace}/{pod.service}")
+        if not replace:  # scaled down: its ReplicaSet wants one pod fewer
+            return
         if svc is not None and pod.owner_kind == "ReplicaSet":
             # The ReplicaSet replaces it at once; the scheduler avoids cordoned nodes.
             replacement = self._create_pod(svc, pod.version, pod.labels["pod-template-hash"], 0)
@@ -163,6 +165,15 @@ class DemoCluster(Simulation):
         patch: dict | list, patch_type: str = "merge", subresource: str = "",
     ) -> dict:
         with self._lock:
+            if (group, plural, subresource) == ("", "pods", "") and patch_type == "merge":
+                from gputui.backends.demo.workloads import annotate_pod
+
+                return annotate_pod(self, namespace, name, patch)
+            if (group, plural, subresource) == ("apps", "deployments", "scale") and patch_type == "merge":
+                from gputui.backends.demo.workloads import scale
+
+                self._advance(self._clock())
+                return scale(self, namespace, name, patch)
             kind, route = self._find(group, version, plural, namespace, name)
             if subresource not in ("", "status"):
                 raise DemoApiError(404, "the server could not find the requested resource")

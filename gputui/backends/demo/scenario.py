@@ -115,6 +115,7 @@ class _SimPod:
     phase: str = "Running"
     signal: bool = True  # exports a session metric
     restarts: int = 0
+    annotations: dict[str, str] = field(default_factory=dict)
 
     def ready(self, t: float) -> bool:
         return self.deleting_at is None and t >= self.ready_at and bool(self.node)

@@ -1,0 +1,52 @@
+"""The demo's answer to writes on pods and Deployments: a pod's annotations (the pod-deletion-cost a
+scale-down sets) and a Deployment's scale subresource, with the ReplicaSet controller's order of removal:
+unready pods first, then the lowest pod-deletion-cost, then the name."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping
+
+from gputui.backends.demo.errors import DemoApiError
+
+if TYPE_CHECKING:
+    from gputui.backends.demo.api import DemoCluster
+
+COST = "controller.kubernetes.io/pod-deletion-cost"
+
+
+def annotate_pod(sim: DemoCluster, namespace: str, name: str, patch: Any) -> dict[str, Any]:
+    pod = sim._pods.get(f"{namespace}/{name}")
+    if pod is None:
+        raise DemoApiError(404, f'pods "{name}" not found')
+    notes = ((patch or {}).get("metadata") or {}).get("annotations") if isinstance(patch, Mapping) else None
+    if not isinstance(notes, Mapping) or set(patch) - {"metadata"}:
+        raise DemoApiError(422, "the demo cluster patches only a pod's annotations")
+    for key, value in notes.items():
+        if value is None:
+            pod.annotations.pop(key, None)
+        else:
+            pod.annotations[key] = str(value)
+    return {"metadata": {"name": name, "namespace": namespace, "annotations": dict(pod.annotations)}}
+
+
+def scale(sim: DemoCluster, namespace: str, workload: str, patch: Any) -> dict[str, Any]:
+    for svc in sim._services.values():
+        for version in svc.versions:
+            if svc.namespace == namespace and f"{svc.name}-{version.name}" == workload:
+                replicas = ((patch or {}).get("spec") or {}).get("replicas") if isinstance(patch, Mapping) else None
+                if not isinstance(replicas, int) or replicas < 0:
+                    raise DemoApiError(422, f'Scale.autoscaling "{workload}" is invalid: spec.replicas: Invalid value')
+                live = [p for p in sim._version_pods(svc, version.name) if p.deleting_at is None]
+
+                def rank(p: Any) -> tuple[bool, int, str]:
+                    try:
+                        cost = int(p.annotations.get(COST, "0"))
+                    except ValueError:
+                        cost = 0
+                    return (p.ready(sim._t), cost, p.name)
+
+                version.replicas = replicas
+                for pod in sorted(live, key=rank)[: max(0, len(live) - replicas)]:
+                    sim._terminate(pod, None, replace=False)
+                return {"spec": {"replicas": replicas}, "status": {"replicas": len(live)}}
+    raise DemoApiError(404, f'deployments.apps "{workload}" not found')

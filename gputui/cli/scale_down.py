@@ -1,0 +1,36 @@
+"""`gputui scale-down SERVICE VERSION REPLICAS`: the old version scaled down once its sessions are low, the
+idlest pods first (pod-deletion-cost from live sessions). Exit 0 done or a clean dry run; 1 refused (a pod
+still holds sessions) or a failed write; 2 bad input or read-only."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Callable
+
+from gputui.backends.base import Backend, BackendError, error_line
+from gputui.cli.common import EXIT_NOT_DONE, EXIT_USAGE, fail
+from gputui.ops.audit import audit_for
+from gputui.ops.scale_down import plan_scale_down, run_scale_down
+from gputui.settings import Settings
+
+
+def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[[Settings], Backend]) -> int:
+    backend = backend_factory(settings)
+    try:
+        if backend.writer is None and not args.dry_run:
+            return fail("read-only: scale-down is unavailable", EXIT_USAGE)
+        snapshot = backend.reader.snapshot()
+        tag = "SIMULATED: " if snapshot.simulated else ""
+        plan = plan_scale_down(snapshot, args.service, args.version, args.replicas, args.threshold)
+        print(tag + plan.describe())
+        for blocker in plan.blockers:
+            print(f"{tag}blocked: {blocker}")
+        if args.dry_run:
+            return EXIT_NOT_DONE if plan.blockers and not args.force else 0
+        print(tag + run_scale_down(plan, backend.writer, audit_for(settings.audit_log, backend), force=args.force,
+                                   confirm_sessions=args.confirm_sessions))
+        return 0
+    except BackendError as exc:
+        return fail(error_line(exc), EXIT_NOT_DONE)
+    finally:
+        backend.close()

@@ -13,7 +13,8 @@ from typing import Collection, Mapping, Protocol, Sequence, runtime_checkable
 
 from gputui.checks.facts import CheckFacts
 from gputui.errors import one_line
-from gputui.model import Gpu, NodeDescription
+from gputui.model import Gpu, InferenceService, NodeDescription
+from gputui.signals import VersionSignals
 from gputui.snapshot import ClusterSnapshot
 
 
@@ -92,6 +93,13 @@ class FactsReader(Protocol):
         """GPU memory growth per pod over the window and the alert rules loaded; a part that cannot be read
         carries its reason."""
         ...
+
+
+@runtime_checkable
+class SignalsReader(Protocol):
+    """A reader that reads each version's health from its engines' metrics (the live and demo ones)."""
+
+    def version_signals(self, service: InferenceService, window_s: float) -> dict[str, VersionSignals]: ...
 
 
 @runtime_checkable
@@ -182,6 +190,12 @@ class Backend:
         if isinstance(self.writer, GrantsProber):
             facts = replace(facts, beyond_needs=self.writer.beyond_needs())
         return facts
+
+    def version_signals(self, service: InferenceService, window_s: float) -> dict[str, VersionSignals]:
+        """Each version's error ratio and p95 latency from its engines' metrics (a canary's gates)."""
+        if not isinstance(self.reader, SignalsReader):
+            raise BackendError("this backend reads no engine metrics")
+        return self.reader.version_signals(service, window_s)
 
     def may(self, action: str) -> bool:
         return self.writer is not None and self.permissions.get(action, True)

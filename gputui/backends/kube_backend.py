@@ -18,7 +18,8 @@ from gputui.backends.prom_review import read_facts
 from gputui.checks.facts import CheckFacts
 from gputui.backends.prom import HOST_LABELS, PromConfig, PromSource
 from gputui.backends.session_metrics import engines
-from gputui.model import Gpu, NodeDescription
+from gputui.model import Gpu, InferenceService, NodeDescription
+from gputui.signals import VersionSignals
 from gputui.snapshot import ClusterSnapshot, SourceStatus
 from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS, Settings
 
@@ -294,6 +295,13 @@ class KubeReader:
 
     def check_facts(self, window_s: float) -> CheckFacts:
         return read_facts(self.prom, window_s)
+
+    def version_signals(self, service: InferenceService, window_s: float) -> dict[str, VersionSignals]:
+        if self.prom is None:
+            raise BackendError("no metrics source (give --prometheus): the canary's gates cannot be read")
+        from gputui.backends.prom_canary import version_signals
+
+        return version_signals(self.prom, self.snapshot(), service, window_s)
 
     def close(self) -> None:
         self._closed = True

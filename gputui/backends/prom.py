@@ -23,7 +23,7 @@ from gputui.backends.base import BackendError
 from gputui.errors import TRANSPORT_MARKERS, first_line, one_line, transport_reason
 from gputui.backends.gcpause import gc_paused
 from gputui.backends.join import GpuSample, Metrics
-from gputui.backends.session_metrics import BUILTIN_ENGINES, Engine, queries as session_queries
+from gputui.backends.session_metrics import BUILTIN_ENGINES, Engine, engine_pod, queries as session_queries
 from gputui.model import UNREADABLE, GpuSummary
 
 HOST_LABELS = ("Hostname", "hostname")
@@ -293,13 +293,12 @@ def _counts_by_pod(series_list: list[dict[str, Any]]) -> dict[tuple[str, str], i
     get = out.get
     for series in series_list:
         try:
-            labels = series["metric"]
-            key = (labels.get("namespace") or labels["exported_namespace"], labels.get("pod") or labels["exported_pod"])
+            key = engine_pod(series["metric"])
             text = series["value"][1]
         except (KeyError, TypeError, IndexError, AttributeError):
-            continue  # no pod to name
-        if not (key[0] and key[1]):
             continue
+        if key is None:
+            continue  # no pod to name
         try:
             value = int(text)  # Prometheus writes whole numbers without a point; int() is 6x faster
         except (ValueError, TypeError):

@@ -86,6 +86,14 @@ def union(selectors: Iterable[str], extra: str = "") -> str:
 BY_POD = "sum by (namespace, pod, exported_namespace, exported_pod)"
 
 
+def engine_pod(labels: Mapping[str, str]) -> tuple[str, str] | None:
+    """The pod an engine's series belongs to: the scrape target's pod/namespace, else the exported_ ones
+    (honor_labels off). None when the series names no pod."""
+    namespace = labels.get("namespace") or labels.get("exported_namespace")
+    pod = labels.get("pod") or labels.get("exported_pod")
+    return (namespace, pod) if namespace and pod else None
+
+
 def queries(table: Sequence[Engine], pod_names: Iterable[str] | None = None) -> dict[str, str]:
     """The running and waiting queries, per pod, for every pod or for the pods named."""
     out = {}

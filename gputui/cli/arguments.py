@@ -112,3 +112,29 @@ def add_scale_down_parser(sub: Any, common: Callable[[argparse.ArgumentParser], 
     p.add_argument("--force", action="store_true", help="remove pods above the threshold too (cuts their sessions)")
     p.add_argument("--confirm-sessions", type=int, metavar="N",
                    help="the number of live sessions the removed pods hold (the plan says it), typed back")
+
+
+def _steps(text: str) -> list[float]:
+    try:
+        return [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of percentages (e.g. 5,25,50,100)") from None
+
+
+def add_rollout_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> None:
+    p = sub.add_parser("rollout", help="guided canary: raise a version's share step by step, gated, rolled back on "
+                                       "a failing gate")
+    common(p)
+    p.add_argument("service", metavar="SERVICE", help="namespace/name, or name when only one namespace has it")
+    p.add_argument("version", metavar="VERSION", help="the new version")
+    p.add_argument("--steps", type=_steps, default=[5.0, 25.0, 50.0, 100.0], metavar="P,P,...",
+                   help="its share of new sessions at each step (default 5,25,50,100)")
+    p.add_argument("--hold", type=duration, default=300.0, metavar="DURATION",
+                   help="how long each step is watched before the next (default 5m)")
+    p.add_argument("--window", type=duration, default=300.0, metavar="DURATION",
+                   help="the rate window of the error and latency metrics (default 5m)")
+    p.add_argument("--poll", type=duration, default=15.0, metavar="DURATION", help="how often the gates are read")
+    p.add_argument("--error-x", type=float, default=2.0, metavar="X",
+                   help="error ratio gate: at most X times the old version's (or +1 point)")
+    p.add_argument("--latency-x", type=float, default=1.5, metavar="X", help="p95 latency gate: at most X times the old")
+    p.add_argument("--dry-run", action="store_true", help="print the plan and the gates; write nothing")

@@ -30,6 +30,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gputui.cli import services
 
             return services.run(settings, args.output)
+        if args.command == "rollout":
+            from gputui.cli import rollout
+
+            return rollout.run(settings, args, backend)
         if args.command == "scale-down":
             from gputui.cli import scale_down
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import NoReturn
 
-from gputui.cli.arguments import add_check_parser, add_drain_parser, add_scale_down_parser, add_shift_parser
+from gputui.cli.arguments import (add_check_parser, add_drain_parser, add_rollout_parser, add_scale_down_parser,
+                                  add_shift_parser)
 from gputui.cli.common import UsageError
 from gputui.settings import Settings, SettingsError, load_settings
 
@@ -75,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_shift_parser(sub, common)
     add_check_parser(sub, common)
     add_scale_down_parser(sub, common)
+    add_rollout_parser(sub, common)
     return parser
 
 

@@ -17,6 +17,7 @@ import json
 import math
 import os
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -348,10 +349,52 @@ class InferencePod:
     kv_cache: float = 0.0
     target_labels: dict[str, str] = field(default_factory=dict)
     broken: bool = False  # its endpoint answers 404: the scrape fails, Prometheus marks its series stale
+    traffic: "Traffic | None" = None  # finished requests and their latency (vLLM's counters), when served
 
     @property
     def path(self) -> str:
         return f"/pods/{self.namespace}/{self.pod}/metrics"
+
+
+LATENCY_BUCKETS = (0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, float("inf"))
+
+
+@dataclass
+class Traffic:
+    """Requests a pod finishes: per second, the share that ends aborted (vLLM's finished_reason="abort"),
+    and their end-to-end latency. The counters advance with the clock at every scrape, as a live engine's."""
+
+    per_s: float
+    error_ratio: float = 0.0
+    latency_s: float = 1.0
+    finished: dict[str, float] = field(default_factory=lambda: {"stop": 0.0, "abort": 0.0})
+    buckets: dict[float, float] = field(default_factory=lambda: dict.fromkeys(LATENCY_BUCKETS, 0.0))
+    latency_sum: float = 0.0
+    since: float = field(default_factory=time.monotonic)
+
+    def advance(self) -> None:
+        now = time.monotonic()
+        n, self.since = self.per_s * (now - self.since), now
+        self.finished["abort"] += n * self.error_ratio
+        self.finished["stop"] += n * (1 - self.error_ratio)
+        for le in self.buckets:
+            if self.latency_s <= le:
+                self.buckets[le] += n
+        self.latency_sum += n * self.latency_s
+
+    def render(self, labels: dict[str, str]) -> str:
+        self.advance()
+        name = "vllm:e2e_request_latency_seconds"
+        out = ["# HELP vllm:request_success_total Count of successfully processed requests.",
+               "# TYPE vllm:request_success_total counter"]
+        out += [f"vllm:request_success_total{format_labels({**labels, 'finished_reason': r})} {format_value(v)}"
+                for r, v in self.finished.items()]
+        out += [f"# HELP {name} Histogram of end to end request latency in seconds.", f"# TYPE {name} histogram"]
+        out += [f"{name}_bucket{format_labels({**labels, 'le': '+Inf' if le == float('inf') else repr(le)})} "
+                f"{format_value(v)}" for le, v in self.buckets.items()]
+        out += [f"{name}_sum{format_labels(labels)} {format_value(self.latency_sum)}",
+                f"{name}_count{format_labels(labels)} {format_value(self.buckets[float('inf')])}"]
+        return "\n".join(out) + "\n"
 
 
 class InferenceExporter:
@@ -403,6 +446,17 @@ class InferenceExporter:
             if kv_cache is not None:
                 p.kv_cache = kv_cache
 
+    def serve(self, namespace: str, pod: str, per_s: float, *, error_ratio: float = 0.0, latency_s: float = 1.0) -> None:
+        """The pod finishes per_s requests a second, error_ratio of them aborted, each taking latency_s: its
+        vLLM counters and latency histogram advance from now (a change keeps the totals so far)."""
+        with self._lock:
+            p = self._pods[(namespace, pod)]
+            if p.traffic is None:
+                p.traffic = Traffic(per_s, error_ratio, latency_s)
+            else:
+                p.traffic.advance()
+                p.traffic.per_s, p.traffic.error_ratio, p.traffic.latency_s = per_s, error_ratio, latency_s
+
     def break_scrape(self, namespace: str, pod: str, broken: bool = True) -> None:
         """Make the pod's scrape fail (or work again): its target goes down, its series go stale."""
         with self._lock:
@@ -446,7 +500,8 @@ class InferenceExporter:
         fams.append(Family(waiting_m, "Number of requests waiting to be processed.", "gauge", [(labels, p.waiting)]))
         if kv_m:
             fams.append(Family(kv_m, "KV-cache usage. 1 means 100 percent usage.", "gauge", [(labels, p.kv_cache)]))
-        return render_text(fams)
+        text = render_text(fams)
+        return text + p.traffic.render(labels) if p.traffic is not None and p.server == "vllm" else text
 
     def _handle(self, path: str) -> str | None:
         with self._lock:

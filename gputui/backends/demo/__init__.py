@@ -35,6 +35,7 @@ class _ReadOnlyView:
         self.node_gpus = cluster.node_gpus
         self.describe = cluster.describe
         self.check_facts = cluster.check_facts
+        self.version_signals = cluster.version_signals
         self.close = cluster.close
 
 

@@ -9,7 +9,8 @@ from typing import Any, Mapping, Sequence
 
 from gputui.backends.base import ConflictError, EvictionOutcome, EvictionResult, WriteError, stale_json_patch
 from gputui.checks.facts import CheckFacts
-from gputui.model import NodeDescription
+from gputui.model import InferenceService, NodeDescription
+from gputui.signals import VersionSignals
 from gputui.backends.demo.errors import DemoApiError
 from gputui.backends.demo.patches import json_patch, merge_patch
 from gputui.backends.demo.routes import _backend_name, _validate_route
@@ -33,6 +34,12 @@ class DemoCluster(Simulation):
 
         with self._lock:
             return check_facts(self, window_s)
+
+    def version_signals(self, service: InferenceService, window_s: float) -> dict[str, VersionSignals]:
+        from gputui.backends.demo.review import version_signals
+
+        with self._lock:
+            return version_signals(self, service, window_s)
 
     def _node(self, name: str) -> _SimNode:
         node = self._nodes.get(name)

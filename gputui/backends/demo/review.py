@@ -1,12 +1,15 @@
-"""The demo's answer to `gputui check`'s questions about its metrics store: GPU memory growth per pod (one
-mistral pod leaks) and the alert rules a typical cluster loads (XID and temperature, nothing on GPU
-memory), firing where the simulation's own state says they would."""
+"""The demo's answers from its metrics store: to `gputui check` (GPU memory growth per pod, one mistral pod
+leaking; the alert rules a typical cluster loads, XID and temperature but nothing on GPU memory, firing
+where the simulation's own state says they would) and to a canary's gates (each version's requests, error
+ratio and p95 latency: every demo version is healthy)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from gputui.checks.facts import AlertRule, CheckFacts
+from gputui.model import InferenceService
+from gputui.signals import VersionSignals
 
 if TYPE_CHECKING:
     from gputui.backends.demo.simulation import Simulation
@@ -45,3 +48,20 @@ def check_facts(sim: Simulation, window_s: float) -> CheckFacts:
                   "inactive"),
     )
     return CheckFacts(window_s, memory_growth_mib=growth, alert_rules=rules)
+
+
+ERROR_RATIO = 0.002  # engines abort a few requests (clients going away)
+
+
+def version_signals(sim: Simulation, service: InferenceService, window_s: float) -> dict[str, VersionSignals]:
+    svc = sim._services.get(service.key)
+    out = {}
+    for v in service.versions:
+        ready = [p for p in sim._version_pods(svc, v.name) if p.ready(sim._t)] if svc else []
+        share = (service.share_pct(v.name) or 0.0) / 100
+        if not ready or svc is None:
+            out[v.name] = VersionSignals()
+            continue
+        # A bigger model answers slower: half a second plus a second per 15 GB of weights per GPU.
+        out[v.name] = VersionSignals(svc.arrivals_per_s * share, ERROR_RATIO, 0.5 + svc.weights_gb / 15, len(ready))
+    return out

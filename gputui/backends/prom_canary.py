@@ -1,0 +1,60 @@
+"""A canary's gates from the engines' own metrics (vLLM, ../shared/reference/inference-routing.md): finished
+requests by reason and the end-to-end latency histogram, two queries for the whole fleet, joined to
+versions through the snapshot's pods (engines do not label their series with the version)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from gputui.backends.prom import PromSource, _finite
+from gputui.backends.session_metrics import engine_pod
+from gputui.model import InferenceService
+from gputui.signals import VersionSignals, quantile
+from gputui.snapshot import ClusterSnapshot
+
+BY_POD = "namespace, pod, exported_namespace, exported_pod"
+
+
+def version_signals(prom: PromSource, snapshot: ClusterSnapshot, service: InferenceService,
+                    window_s: float) -> dict[str, VersionSignals]:
+    """Per version of the service; a version none of whose pods reported is all unknown. Raises BackendError
+    when Prometheus cannot answer (the caller holds the canary: unknown is not a pass)."""
+    w = f"{max(1, int(window_s))}s"
+    finished = prom.query(f"sum by ({BY_POD}, finished_reason) (rate(vllm:request_success_total[{w}]))")
+    buckets = prom.query(f"sum by ({BY_POD}, le) (rate(vllm:e2e_request_latency_seconds_bucket[{w}]))")
+    version_of = {(p.namespace, p.name): v.name for v in service.versions for p in snapshot.pods_of(service, v.name)}
+    done: dict[str, float] = defaultdict(float)
+    errors: dict[str, float] = defaultdict(float)
+    hist: dict[str, dict[float, float]] = defaultdict(lambda: defaultdict(float))
+    pods: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    for row in finished:
+        labels = row.get("metric") or {}
+        key = engine_pod(labels)
+        value = _finite((row.get("value") or [None, None])[1])
+        if key not in version_of or value is None:
+            continue
+        version = version_of[key]
+        pods[version].add(key)
+        done[version] += value
+        if labels.get("finished_reason") == "abort":
+            errors[version] += value
+    for row in buckets:
+        labels = row.get("metric") or {}
+        key = engine_pod(labels)
+        value = _finite((row.get("value") or [None, None])[1])
+        try:
+            le = float(labels.get("le", ""))
+        except ValueError:
+            continue
+        if key in version_of and value is not None:
+            hist[version_of[key]][le] += value
+    out = {}
+    for v in service.versions:
+        if not pods[v.name]:
+            out[v.name] = VersionSignals()
+            continue
+        rate = done[v.name]
+        out[v.name] = VersionSignals(rate, errors[v.name] / rate if rate > 0 else None,
+                                     quantile(0.95, hist[v.name]) if hist[v.name] else None, len(pods[v.name]))
+    return out
+

@@ -1,0 +1,51 @@
+"""`gputui rollout SERVICE VERSION`: the guided canary, headless, with a line per step and per look at the
+gates. Exit 0 when the version reached its last step; 1 when it was rolled back or held (gates failing or
+unreadable, not enough ready pods); 2 on bad input or read-only. Ctrl-C stops where it is and says how to
+roll back."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Callable
+
+from gputui.backends.base import Backend, BackendError, error_line
+from gputui.cli.common import EXIT_NOT_DONE, EXIT_OK, EXIT_USAGE, fail
+from gputui.ops.audit import audit_for
+from gputui.ops.canary import CanaryReport, Gates, plan_canary, run_canary
+from gputui.ops.traffic import fmt_pct
+from gputui.settings import Settings
+
+
+def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[[Settings], Backend]) -> int:
+    backend = backend_factory(settings)
+    try:
+        why = backend.why_not("shift")
+        if why or backend.writer is None:
+            return fail(why or "read-only: the canary is unavailable", EXIT_USAGE)
+        snapshot = backend.reader.snapshot()
+        tag = "SIMULATED: " if snapshot.simulated else ""
+        plan = plan_canary(snapshot, args.service, args.version, tuple(args.steps))
+        gates = Gates(error_ratio_x=args.error_x, latency_x=args.latency_x, window_s=args.window, hold_s=args.hold)
+        print(f"{tag}{plan.describe()}\n{tag}{gates.describe()}", flush=True)
+        if args.dry_run:
+            return EXIT_OK
+        steps = run_canary(plan, backend.reader, backend, backend.writer, audit_for(settings.audit_log, backend),
+                           gates, time.time, time.sleep, poll_s=args.poll)
+        try:
+            while True:
+                print(f"{tag}{next(steps)}", flush=True)
+        except StopIteration as done:
+            report: CanaryReport = done.value
+        except KeyboardInterrupt:
+            back = " ".join(f"--to {k}={v:g}" for k, v in plan.start.items())
+            print(f"{tag}stopped by the operator; traffic left as it is. Back to the start: "
+                  f"gputui shift {plan.service.key} {back}", flush=True)
+            return EXIT_NOT_DONE
+    except BackendError as exc:
+        return fail(error_line(exc), EXIT_NOT_DONE)
+    finally:
+        backend.close()
+    reached = "–" if report.reached is None else fmt_pct(report.reached)
+    print(f"{tag}{report.outcome}: {report.reason} (reached {reached})")
+    return EXIT_OK if report.outcome == "done" else EXIT_NOT_DONE

@@ -1,0 +1,146 @@
+"""The guided canary of seed 001 §7: the new version's share raised step by step (default 5 → 25 → 50 → 100),
+each step gated on its ready pods against its share (the shift's own capacity rule) and, while it holds, on
+its error ratio and p95 latency against the old version's; a failing gate sends traffic back to where it
+was at the start at once (a route patch only: the old version is never deleted or scaled down). A gate
+that cannot be read holds the canary where it is; unknown is never a pass. Each step is audited."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Generator, Mapping
+
+from gputui.backends.base import BackendError, Reader, SignalsReader, Writer
+from gputui.model import InferenceService
+from gputui.ops.audit import AuditLog
+from gputui.ops.traffic.apply import apply_shift
+from gputui.ops.traffic.plans import find_service, needs_route, plan_shift, read_route
+from gputui.ops.traffic.adapters import ADAPTERS
+from gputui.ops.traffic.vocabulary import ShiftError, fmt_pct
+from gputui.signals import VersionSignals
+from gputui.snapshot import ClusterSnapshot
+
+DEFAULT_STEPS = (5.0, 25.0, 50.0, 100.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Gates:
+    """How much worse than the old version the new one may be (both shown to the operator)."""
+
+    error_ratio_x: float = 2.0  # new error ratio ≤ this × old's ...
+    error_floor: float = 0.01  # ... or old's + this, whichever is larger (a clean old version is not 0 × 2)
+    latency_x: float = 1.5  # new p95 ≤ this × old's
+    window_s: float = 300.0  # the rate window of the metrics
+    hold_s: float = 300.0  # how long each step is watched before the next
+
+    def describe(self) -> str:
+        return (f"gates: error ratio ≤ max({self.error_ratio_x:g}× old, old + {self.error_floor:g}), "
+                f"p95 latency ≤ {self.latency_x:g}× old, over {self.window_s:g}s; {self.hold_s:g}s per step")
+
+
+def judge(signals: Mapping[str, VersionSignals], new: str, old: str, gates: Gates) -> tuple[bool | None, str]:
+    """(True: within the gates, False: beyond them, None: cannot tell) and the figures in words."""
+    n, o = signals.get(new, VersionSignals()), signals.get(old, VersionSignals())
+    if n.error_ratio is None or o.error_ratio is None or n.p95_latency_s is None or o.p95_latency_s is None:
+        missing = [v for v, s in ((new, n), (old, o)) if s.error_ratio is None or s.p95_latency_s is None]
+        return None, f"no error ratio or latency for {', '.join(missing)} (no finished requests read)"
+    words = (f"{new}: errors {n.error_ratio:.2%}, p95 {n.p95_latency_s:.2f}s; "
+             f"{old}: errors {o.error_ratio:.2%}, p95 {o.p95_latency_s:.2f}s")
+    if n.error_ratio > max(gates.error_ratio_x * o.error_ratio, o.error_ratio + gates.error_floor):
+        return False, f"error ratio beyond the gate ({words})"
+    if n.p95_latency_s > gates.latency_x * o.p95_latency_s:
+        return False, f"p95 latency beyond the gate ({words})"
+    return True, words
+
+
+@dataclass(frozen=True, slots=True)
+class CanaryPlan:
+    service: InferenceService
+    new: str
+    old: str  # the version it is compared with: the one carrying the most now
+    steps: tuple[float, ...]
+    start: Mapping[str, float]  # each version's share before the canary: where a rollback returns
+
+    def describe(self) -> str:
+        return (f"Canary of {self.service.key}: {self.new} to " + " → ".join(fmt_pct(s) for s in self.steps)
+                + f", compared with {self.old}; on a failing gate, back to "
+                + ", ".join(f"{k} {fmt_pct(v)}" for k, v in self.start.items()))
+
+
+def plan_canary(snapshot: ClusterSnapshot, service_key: str, new: str,
+                steps: tuple[float, ...] = DEFAULT_STEPS) -> CanaryPlan:
+    service = find_service(snapshot, service_key)
+    if service.router_kind not in ADAPTERS:
+        raise ShiftError(f"{service.key} is routed by {service.router_kind or 'nothing'}: a guided canary shifts "
+                         "weights on an HTTPRoute, VirtualService or TrafficSplit (an Argo Rollout runs its own)")
+    names = [v.name for v in service.versions]
+    if new not in names:
+        raise ShiftError(f'{service.key} has no version "{new}" ({", ".join(names)})')
+    start = {v.name: service.share_pct(v.name) or 0.0 for v in service.versions}
+    if not steps or any(not 0 < s <= 100 for s in steps) or list(steps) != sorted(set(steps)):
+        raise ShiftError("steps must rise, each above 0 and at most 100 (e.g. 5,25,50,100)")
+    if steps[0] <= start[new]:
+        raise ShiftError(f"{new} has {fmt_pct(start[new])} already: the first step must be above it")
+    old = max((n for n in names if n != new), key=lambda n: start[n])
+    return CanaryPlan(service, new, old, tuple(steps), start)
+
+
+@dataclass
+class CanaryReport:
+    plan: CanaryPlan
+    reached: float | None = None  # the last step applied
+    outcome: str = ""  # done | rolled back | held
+    reason: str = ""
+    log: list[str] = field(default_factory=list)
+
+
+def _shift(reader: Reader, writer: Writer, audit: AuditLog, key: str, targets: Mapping[str, float],
+           force: bool) -> str:
+    snap = reader.snapshot()
+    plan = plan_shift(snap, key, dict(targets))
+    if needs_route(plan):
+        plan = plan_shift(snap, key, dict(targets), route=read_route(plan, writer))
+    return apply_shift(plan, writer, audit, force=force)
+
+
+def run_canary(plan: CanaryPlan, reader: Reader, signals: SignalsReader, writer: Writer | None, audit: AuditLog,
+               gates: Gates, clock: Callable[[], float], sleep: Callable[[float], None],
+               poll_s: float = 5.0) -> Generator[str, None, CanaryReport]:
+    if writer is None:
+        raise ShiftError("read-only: the canary is unavailable")
+    report, key, target = CanaryReport(plan), plan.service.key, f"service/{plan.service.key}"
+    audit.record("canary-start", target, "ok", {"version": plan.new, "steps": list(plan.steps),
+                                                "start": dict(plan.start), "gates": gates.describe()})
+
+    def end(outcome: str, reason: str) -> CanaryReport:
+        report.outcome, report.reason = outcome, reason
+        audit.record("canary-end", target, outcome, {"reached": report.reached, "reason": reason})
+        return report
+
+    for step in plan.steps:
+        try:
+            line = _shift(reader, writer, audit, key, {plan.new: step}, force=False)
+        except ShiftError as exc:  # the capacity rule, no ready pods, a conflict: hold where it is
+            return end("held", f"step {fmt_pct(step)} not taken: {exc}")
+        report.reached = step
+        yield f"step {fmt_pct(step)}: {line}"
+        if step >= 100:
+            break
+        deadline, verdict, words = clock() + gates.hold_s, None, ""
+        while clock() < deadline:
+            sleep(poll_s)
+            try:
+                service = reader.snapshot().service(key) or plan.service
+                verdict, words = judge(signals.version_signals(service, gates.window_s), plan.new, plan.old, gates)
+            except BackendError as exc:
+                verdict, words = None, f"metrics unreadable: {exc}"
+            if verdict is False:
+                yield f"gate failed at {fmt_pct(step)}: {words}; rolling back"
+                try:
+                    yield "rolled back: " + _shift(reader, writer, audit, key, plan.start, force=True)
+                except BackendError as exc:
+                    return end("rollback failed", f"{words}; the rollback failed: {exc} (shift it back by hand)")
+                return end("rolled back", words)
+            yield f"  holding at {fmt_pct(step)}: {words}"
+        if verdict is None:
+            return end("held", f"held at {fmt_pct(step)}: cannot tell ({words}); not advancing blind")
+    return end("done", f"{plan.new} at {fmt_pct(report.reached)}")

@@ -1,0 +1,35 @@
+"""What an inference version's engines say about its health over a window: requests finished, the share that
+ended in error, and the 95th-percentile end-to-end latency; a canary's gates compare them between versions.
+A figure that cannot be read is None (unknown), never 0 or healthy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+
+@dataclass(frozen=True, slots=True)
+class VersionSignals:
+    requests_per_s: float | None = None
+    error_ratio: float | None = None  # of finished requests, those aborted (vLLM's finished_reason="abort")
+    p95_latency_s: float | None = None
+    pods_read: int = 0  # pods of the version whose series were found
+
+
+def quantile(q: float, buckets: Mapping[float, float]) -> float | None:
+    """Prometheus' histogram_quantile over cumulative bucket rates (le -> rate): linear within a bucket,
+    the upper bound of the last finite one when it falls in +Inf, None without observations."""
+    ordered = sorted(buckets.items())
+    if not ordered or ordered[-1][1] <= 0:
+        return None
+    rank = q * ordered[-1][1]
+    lower_bound, lower_count = 0.0, 0.0
+    for le, count in ordered:
+        if count >= rank:
+            if le == float("inf"):
+                return lower_bound
+            if count == lower_count:
+                return le
+            return lower_bound + (le - lower_bound) * (rank - lower_count) / (count - lower_count)
+        lower_bound, lower_count = le, count
+    return lower_bound

@@ -1,0 +1,100 @@
+"""The guided canary on the demo cluster with a clock the test moves and gates it is fed: steps taken in
+order and audited, a failing gate rolls back at once to where it started (a route patch; the old version's
+pods untouched), an unreadable gate holds instead of advancing, and Prometheus' histogram_quantile."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gputui.backends.demo import DemoCluster
+from gputui.ops.audit import AuditLog
+from gputui.ops.canary import Gates, judge, plan_canary, run_canary
+from gputui.ops.traffic.vocabulary import ShiftError
+from gputui.signals import VersionSignals, quantile
+from tests.demo_clock import ManualClock
+
+LLAMA = "llm/llama-3-70b-instruct"
+GOOD = VersionSignals(10.0, 0.002, 1.2, 1)
+GATES = Gates(window_s=60, hold_s=30)
+
+
+class Fed:
+    """Gates as the test wants them, step by step (what Prometheus would say)."""
+
+    def __init__(self, new_by_look: list[VersionSignals | None]):
+        self.looks = list(new_by_look)
+
+    def version_signals(self, service, window_s):
+        new = self.looks.pop(0) if len(self.looks) > 1 else self.looks[0]
+        return {"v1": GOOD, "v2": new or VersionSignals()}
+
+
+def run(tmp_path, fed: Fed, steps=(11.0, 12.0, 13.0)):  # the demo's v2 has 10% and 1 of 8 ready pods
+    clock = ManualClock()
+    cluster = DemoCluster(seed=7, clock=clock)
+    v1_pods = {p.uid for p in cluster.snapshot().pods if p.service == "llama-3-70b-instruct" and p.version == "v1"}
+    plan = plan_canary(cluster.snapshot(), LLAMA, "v2", steps)
+    audit = AuditLog(tmp_path / "audit.jsonl", "tester", "demo")
+    gen = run_canary(plan, cluster, fed, cluster, audit, GATES, clock, clock.advance, poll_s=10)
+    lines = []
+    while True:
+        try:
+            lines.append(next(gen))
+        except StopIteration as done:
+            report = done.value
+            break
+    weights = {v.name: v.weight for v in cluster.snapshot().service(LLAMA).versions}
+    entries = [json.loads(x) for x in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    still = {p.uid for p in cluster.snapshot().pods if p.service == "llama-3-70b-instruct" and p.version == "v1"}
+    return report, lines, weights, entries, v1_pods <= still
+
+
+def test_healthy_gates_take_every_step_each_audited(tmp_path):
+    report, lines, weights, entries, _ = run(tmp_path, Fed([GOOD]))
+    assert report.outcome == "done" and report.reached == 13.0
+    assert weights == {"v1": 87, "v2": 13}
+    assert [e["action"] for e in entries] == ["canary-start", "shift", "shift", "shift", "canary-end"]
+    assert lines[0].startswith("step 11%") and any("holding at 11%" in x for x in lines)
+
+
+def test_a_failing_gate_rolls_back_at_once_and_never_touches_the_old_version(tmp_path):
+    bad = VersionSignals(10.0, 0.30, 1.2, 1)  # 30% of its requests abort
+    report, lines, weights, entries, v1_kept = run(tmp_path, Fed([GOOD, GOOD, GOOD, bad]))
+    assert report.outcome == "rolled back" and report.reached == 12.0 and "error ratio beyond the gate" in report.reason
+    assert weights == {"v1": 90, "v2": 10}  # where it started
+    assert v1_kept  # v1's pods are the same pods: nothing deleted or scaled
+    assert entries[-2]["action"] == "shift" and entries[-2]["params"]["force"] is True  # the rollback is never held up
+    assert any(x.startswith("gate failed at 12%") for x in lines)
+
+
+def test_gates_that_cannot_be_read_hold_the_canary_instead_of_advancing(tmp_path):
+    report, _lines, weights, _entries, _ = run(tmp_path, Fed([None]))
+    assert report.outcome == "held" and report.reached == 11.0 and "cannot tell" in report.reason
+    assert weights == {"v1": 89, "v2": 11}
+
+
+def test_a_step_beyond_the_ready_pods_is_not_taken(tmp_path):
+    report, _lines, weights, _entries, _ = run(tmp_path, Fed([GOOD]), steps=(11.0, 50.0))
+    assert report.outcome == "held" and "scale it up first" in report.reason and weights == {"v1": 89, "v2": 11}
+
+
+def test_judge_and_plan_words():
+    assert judge({"v1": GOOD, "v2": VersionSignals(5.0, 0.003, 1.3, 1)}, "v2", "v1", GATES)[0] is True
+    slow = judge({"v1": GOOD, "v2": VersionSignals(5.0, 0.002, 2.0, 1)}, "v2", "v1", GATES)
+    assert slow[0] is False and "p95 latency beyond the gate" in slow[1]
+    assert judge({"v1": GOOD, "v2": VersionSignals()}, "v2", "v1", GATES)[0] is None
+    cluster = DemoCluster(seed=7, clock=ManualClock())
+    with pytest.raises(ShiftError, match="steps must rise"):
+        plan_canary(cluster.snapshot(), LLAMA, "v2", (50.0, 25.0))
+    with pytest.raises(ShiftError, match="an Argo Rollout runs its own|routed by nothing"):
+        plan_canary(cluster.snapshot(), "llm/qwen2-72b", "v3")
+
+
+def test_quantile_follows_histogram_quantile():
+    buckets = {0.5: 0.0, 1.0: 50.0, 2.5: 100.0, float("inf"): 100.0}
+    assert quantile(0.5, buckets) == pytest.approx(1.0)
+    assert quantile(0.95, buckets) == pytest.approx(1.0 + 1.5 * 45 / 50)
+    assert quantile(0.95, {1.0: 0.0, float("inf"): 0.0}) is None
+    assert quantile(0.99, {1.0: 10.0, float("inf"): 20.0}) == 1.0  # in +Inf: the last finite bound

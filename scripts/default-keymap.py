@@ -26,7 +26,7 @@ TITLES = {
     "confirm": "yes/no questions", "diagnostics": "diagnostics", "audit": "audit log", "drain-plan": "drain plan",
     "drain-progress": "drain progress board", "shift": "traffic shift", "themes": "theme picker",
     "wallboard": "wallboard", "command": "command line", "detail": "detail views (an audit entry in full)",
-    "check": "checks (:check)",
+    "check": "checks (:check)", "service": "service screen (enter on a service)",
 }
 
 

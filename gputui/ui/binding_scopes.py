@@ -24,6 +24,7 @@ def binding_scopes() -> dict[str, tuple[type, ...]]:
     from gputui.ui.item_list import ItemList
     from gputui.ui.key_table import KeyTable
     from gputui.ui.node_detail import NodeDetailScreen
+    from gputui.ui.service_screen import ServiceScreen
     from gputui.ui.theme_picker import ThemePickerScreen
     from gputui.ui.traffic_screen import TrafficShiftScreen
     from gputui.ui.virtual_table import VirtualTable
@@ -33,6 +34,7 @@ def binding_scopes() -> dict[str, tuple[type, ...]]:
     return {
         "dashboard": app + (DashboardScreen, VirtualTable, KeyTable),
         "node": app + (NodeDetailScreen, KeyTable),
+        "service": app + (ServiceScreen,),
         "help": app + (HelpScreen,),
         "confirm": app + (ConfirmScreen,),
         "diagnostics": app + (DiagnosticsScreen, ItemList),

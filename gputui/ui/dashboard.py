@@ -187,9 +187,13 @@ class DashboardScreen(ClusterScreen):
         self.action_open_node()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        """enter on a service: its weights (the service screen will come with the guided canary)."""
+        """enter on a service: the service in full (w from there shifts its traffic)."""
         if event.data_table is self.services_table:
-            self.action_shift()
+            from gputui.ui.service_screen import ServiceScreen
+
+            key = event.row_key.value
+            if key is not None:
+                self.app.push_screen(ServiceScreen(key))
 
     def action_next_problem(self) -> None:
         """`!`: the next node (below the cursor, wrapping) that has an alert."""

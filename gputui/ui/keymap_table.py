@@ -69,6 +69,13 @@ SCOPES: dict[str, dict[str, str]] = {
         'first': 'home',
         'last': 'end',
     },
+    'service': {
+        '(app.focus_next)': 'tab',
+        '(app.focus_previous)': 'shift+tab',
+        '(screen.copy_text)': 'ctrl+c,super+c',
+        'back': 'escape',
+        'service-shift': 'w',
+    },
     'help': {
         '(app.focus_next)': 'tab',
         '(app.focus_previous)': 'shift+tab',

@@ -10,6 +10,7 @@ from textual.message import Message
 
 if TYPE_CHECKING:
     from gputui.checks.facts import CheckFacts
+    from gputui.signals import VersionSignals
     from gputui.checks.result import CheckResult
     from gputui.backends.base import Backend
     from gputui.model import Gpu, NodeDescription
@@ -79,6 +80,15 @@ class DescriptionRead(Message):
         super().__init__()
         self.node = node
         self.description = description
+        self.error = error
+
+
+class SignalsRead(Message):
+    """A service's versions' error ratio and p95 latency from the engines' metrics, or why they are unknown."""
+
+    def __init__(self, signals: dict[str, VersionSignals] | None, error: str) -> None:
+        super().__init__()
+        self.signals = signals
         self.error = error
 
 

@@ -75,6 +75,16 @@ async def command_typed(pilot) -> None:
     await pilot.pause()
 
 
+async def service_screen(pilot) -> None:
+    from gputui.ui.service_screen import ServiceScreen
+
+    await loaded(pilot)
+    screen = ServiceScreen("llm/mistral-7b")
+    pilot.app.push_screen(screen)
+    await wait_for(pilot, lambda: pilot.app.screen is screen and screen.signals is not None)
+    await pilot.pause()
+
+
 def wallboard_page(flips: int):
     async def run(pilot) -> None:
         await wallboard_loaded(pilot)
@@ -164,6 +174,11 @@ def test_drain_plan_says_what_will_happen_before_anything_is_written(snap_compar
 @each_size
 def test_shift_dialog_shows_current_and_target_weights_per_version(snap_compare, size):
     assert picture(snap_compare, shift_dialog, size)
+
+
+@each_size
+def test_service_screen_shows_versions_pods_gates_and_history(snap_compare, size):
+    assert picture(snap_compare, service_screen, size)
 
 
 @each_size

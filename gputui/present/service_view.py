@@ -1,0 +1,88 @@
+"""A service in full, for its screen: the router object; per version its share of new sessions, replicas,
+live sessions and the gates' figures (error ratio, p95 latency); its pods and the nodes they run on; and the
+shifts and canaries the audit log holds for it. Textual-free: built from a snapshot, the signals read and
+the audit entries; strings from the cluster stay data."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from gputui.model import InferenceService, SessionState
+from gputui.present.cells import Palette
+from gputui.signals import VersionSignals
+from gputui.snapshot import ClusterSnapshot
+
+HISTORY_SHOWN = 8
+HISTORY_ACTIONS = ("shift", "canary-start", "canary-end", "scale-down", "rollout-promote", "rollout-promote-full",
+                   "rollout-abort", "rollout-retry")
+
+
+def _sessions(snapshot: ClusterSnapshot, service: InferenceService, version: str) -> str:
+    pods = [p for p in snapshot.pods_of(service, version) if not p.terminated]
+    unknown = sum(1 for p in pods if p.session_state is SessionState.UNKNOWN)
+    known = sum(p.live_sessions or 0 for p in pods)
+    return f"≥{known} ({unknown} unknown)" if unknown else str(known)
+
+
+def _gates(signals: VersionSignals | None) -> tuple[str, str]:
+    if signals is None or signals.error_ratio is None:
+        return "–", "–" if signals is None or signals.p95_latency_s is None else f"{signals.p95_latency_s:.2f}s"
+    latency = "–" if signals.p95_latency_s is None else f"{signals.p95_latency_s:.2f}s"
+    return f"{signals.error_ratio:.2%}", latency
+
+
+def history(entries: Sequence[Mapping[str, Any]], service_key: str) -> list[Mapping[str, Any]]:
+    """The audit entries about this service, newest first."""
+    mine = [e for e in entries if e.get("action") in HISTORY_ACTIONS
+            and ((e.get("params") or {}).get("service") == service_key or str(e.get("target", "")).endswith(service_key))]
+    return list(reversed(mine))[:HISTORY_SHOWN]
+
+
+def service_view(snapshot: ClusterSnapshot, service: InferenceService, signals: Mapping[str, VersionSignals] | None,
+                 signals_error: str, entries: Sequence[Mapping[str, Any]], palette: Palette) -> RenderableType:
+    head = Text()
+    head.append("router ", style="dim")
+    head.append(f"{service.router_kind} {service.namespace}/{service.router_name}" if service.router_kind
+                else "none: every version gets its pods' share")
+    versions = Table(box=None, pad_edge=False, expand=False)
+    for label in ("VERSION", "SHARE", "WEIGHT", "READY", "SESSIONS", "ERRORS", "P95"):
+        versions.add_column(label, no_wrap=True, style="bold" if label == "VERSION" else "")
+    for v in service.versions:
+        share = service.share_pct(v.name)
+        errors, p95 = _gates((signals or {}).get(v.name))
+        ready = Text(f"{v.rollout.ready}/{v.rollout.replicas_desired}",
+                     style="" if v.rollout.ready >= v.rollout.replicas_desired else palette.cordoned)
+        versions.add_row(Text(v.name), "–" if share is None else f"{share:.0f}%", "–" if v.weight is None else str(v.weight),
+                         ready, _sessions(snapshot, service, v.name), errors, p95)
+    pods = Table(box=None, pad_edge=False, expand=False)
+    for label in ("POD", "VERSION", "NODE", "READY", "SESSIONS"):
+        pods.add_column(label, no_wrap=True)
+    for v in service.versions:
+        for p in snapshot.pods_of(service, v.name):
+            if p.terminated:
+                continue
+            live = "?" if p.session_state is SessionState.UNKNOWN else "–" if p.live_sessions is None else str(p.live_sessions)
+            pods.add_row(Text(p.name), Text(v.name), Text(p.node or "(pending)"),
+                         Text("yes" if p.ready else "no", style="" if p.ready else palette.cordoned), live)
+    parts: list[RenderableType] = [head, Text(""), versions]
+    if signals_error:
+        parts.append(Text(f"errors and latency unknown: {signals_error}", style="dim"))
+    parts += [Text(""), pods, Text("")]
+    past = history(entries, service.key)
+    parts.append(Text("history (audit log)", style="bold"))
+    if not past:
+        parts.append(Text("no shift, canary or scale-down of this service in the audit log", style="dim"))
+    for e in past:
+        params = e.get("params") or {}
+        line = Text(f"{e.get('time', '?')}  {e.get('action')}  ")
+        if "to" in params and isinstance(params["to"], Mapping):
+            line.append(" ".join(f"{k}={w}" for k, w in params["to"].items()))
+        elif params.get("version"):
+            line.append(f"{params['version']}")
+        line.append(f"  {e.get('identity', '?')}  {e.get('result', '')}", style="dim")
+        parts.append(line)
+    return Group(*parts)

@@ -429,8 +429,8 @@ async def test_keys_act_on_the_focused_panel_only(app_factory):
         await pilot.pause()
         assert not isinstance(app.screen, ConfirmScreen)  # no cordon of the node selected earlier
         assert any("tab to the nodes panel" in str(n.message) for n in app._notifications)
-        await pilot.press("enter")  # enter on a service: its weights
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "TrafficShiftScreen")
+        await pilot.press("enter")  # enter on a service: its screen
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ServiceScreen")
 
 
 async def test_node_detail_reaches_drain_shift_and_diagnostics(app_factory):

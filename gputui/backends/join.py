@@ -52,6 +52,7 @@ class KubeState:
     services: tuple[ServiceRecord, ...] = ()
     routes: tuple[RouteRecord, ...] = ()
     subset_rules: tuple[SubsetRule, ...] = ()  # Istio DestinationRules, when the cluster serves them
+    pools: tuple[ServiceRecord, ...] = ()  # InferencePools, when the cluster serves them
 
 
 def _first(labels: Mapping[str, str], keys: Iterable[str]) -> str:
@@ -101,11 +102,13 @@ def _summary(node: NodeRecord, summary: GpuSummary | None) -> GpuSummary | None:
 def _versions_for_route(
     route: RouteRecord, services: Mapping[tuple[str, str], ServiceRecord], workloads: list[WorkloadRecord],
     version_labels: tuple[str, ...], subsets: Mapping[tuple[str, str], Mapping[str, Mapping[str, str]]],
+    pools: Mapping[tuple[str, str], ServiceRecord] | None = None,
 ) -> list[tuple[ServiceVersion, Mapping[str, str]]]:
-    """Each backend of the route, with the pod selector that finds its pods."""
+    """Each backend of the route, with the pod selector that finds its pods (a Service's or an
+    InferencePool's)."""
     out: list[tuple[ServiceVersion, Mapping[str, str]]] = []
     for backend in route.backends:
-        svc = services.get((route.namespace, backend.service))
+        svc = ((pools or {}) if backend.pool else services).get((route.namespace, backend.service))
         selector: dict[str, str] = dict(svc.selector) if svc else {}
         if backend.subset:
             # An Istio subset selects the labels its DestinationRule gives it, on top of the host's
@@ -199,7 +202,7 @@ class Joiner:
         context: str,
         sources: tuple[SourceStatus, ...],
     ) -> ClusterSnapshot:
-        inputs = (state.workloads, state.services, state.routes, state.subset_rules)
+        inputs = (state.workloads, state.services, state.routes, state.subset_rules, state.pools)
         if self._service_inputs is None or not all(map(_same, inputs, self._service_inputs)):
             self._services, self._identities = self._join_services(state)
             self._service_inputs = inputs
@@ -230,13 +233,14 @@ class Joiner:
     def _join_services(self, state: KubeState) -> tuple[tuple[InferenceService, ...], _Identities]:
         """Services from routes, then from GPU workloads no route covers."""
         services_by_key = {(s.namespace, s.name): s for s in state.services}
+        pools_by_key = {(p.namespace, p.name): p for p in state.pools}
         subsets = {(r.namespace, r.host): r.subsets for r in state.subset_rules}
         workloads = list(state.workloads)
         inference: list[InferenceService] = []
         pod_identity: list[tuple[str, Mapping[str, str], str, str]] = []  # ns, selector, service, version
         covered: set[tuple[str, str]] = set()
         for route in sorted(state.routes, key=lambda r: (r.namespace, r.name)):
-            routed = _versions_for_route(route, services_by_key, workloads, self.version_labels, subsets)
+            routed = _versions_for_route(route, services_by_key, workloads, self.version_labels, subsets, pools_by_key)
             if not routed:
                 continue
             inference.append(InferenceService(route.namespace, route.name, tuple(v for v, _ in routed),

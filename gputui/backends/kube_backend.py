@@ -68,15 +68,18 @@ def with_vanished(fresh: Mapping[tuple[str, str], tuple[int | None, int | None]]
     return out
 
 
-def discover(conn: Connection) -> tuple[dict[str, tuple[str, str]], str | None]:
-    """Served route and rollout groups -> (preferred version, plural); and the version serving Istio's
-    DestinationRules (what an Istio subset selects), None when the cluster has none."""
+def discover(conn: Connection) -> tuple[dict[str, tuple[str, str]], str | None, str | None]:
+    """Served route and rollout groups -> (preferred version, plural); the version serving Istio's
+    DestinationRules (what an Istio subset selects) and the one serving InferencePools (what an HTTPRoute's
+    pool backend selects), None when the cluster has none. Neither is patched: they only find pods."""
     found: dict[str, tuple[str, str]] = {}
     subset_rules: str | None = None
+    pools: str | None = None
     groups = conn.request("GET", "/apis", timeout=PROBE_TIMEOUT_S * 2).get("groups") or []
     for group in groups:
         name = group.get("name")
-        wanted = ROUTE_KINDS.get(name, ("rollouts", None) if name == ROLLOUT_GROUP else None)
+        wanted = ROUTE_KINDS.get(name, ("rollouts", None) if name == ROLLOUT_GROUP else
+                                 ("inferencepools", None) if name == ko.POOL_GROUP else None)
         if not wanted:
             continue
         version = (group.get("preferredVersion") or {}).get("version")
@@ -84,11 +87,13 @@ def discover(conn: Connection) -> tuple[dict[str, tuple[str, str]], str | None]:
             continue
         resources = conn.request("GET", f"/apis/{name}/{version}", timeout=PROBE_TIMEOUT_S * 2).get("resources") or []
         served = {r.get("name") for r in resources}
-        if wanted[0] in served:
+        if name == ko.POOL_GROUP:
+            pools = version if "inferencepools" in served else None
+        elif wanted[0] in served:
             found[name] = (version, wanted[0])
         if name == ISTIO_GROUP and "destinationrules" in served:
             subset_rules = version
-    return found, subset_rules
+    return found, subset_rules, pools
 
 
 class KubeReader:
@@ -112,9 +117,9 @@ class KubeReader:
         self._changed = threading.Event()
         ns = namespace
         try:
-            routes, subset_rules = discover(conn)
+            routes, subset_rules, pools = discover(conn)
         except BackendError:
-            routes, subset_rules = {}, None  # discovery failing is an API error the caches will report too
+            routes, subset_rules, pools = {}, None, None  # discovery failing is an API error the caches report too
         self.route_kinds = routes
 
         def cache(path: str, transform) -> ListWatchCache:
@@ -134,6 +139,9 @@ class KubeReader:
         if subset_rules:
             self.caches["destinationrules"] = cache(path_of(ISTIO_GROUP, subset_rules, "destinationrules", ns),
                                                     ko.destinationrule_record)
+        if pools:
+            self.caches["inferencepools"] = cache(path_of(ko.POOL_GROUP, pools, "inferencepools", ns),
+                                                  ko.inferencepool_record)
         for c in self.caches.values():
             c.start()
         self._metrics: Metrics | None = None
@@ -189,6 +197,7 @@ class KubeReader:
             routes=tuple(r for plural in ("httproutes", "virtualservices", "trafficsplits")
                          if plural in self.caches for r in self.caches[plural].items()),
             subset_rules=self.caches["destinationrules"].items() if "destinationrules" in self.caches else (),
+            pools=self.caches["inferencepools"].items() if "inferencepools" in self.caches else (),
         )
         now = self.clock()
         if self.prom is not None:

@@ -297,6 +297,16 @@ class ServiceRecord:
     selector: Mapping[str, str]
 
 
+POOL_GROUP = "inference.networking.k8s.io"  # the Gateway API Inference Extension's InferencePool
+
+
+def inferencepool_record(obj: dict[str, Any]) -> ServiceRecord:
+    """An InferencePool selects its model-server pods as a Service does (spec.selector.matchLabels)."""
+    meta = obj.get("metadata") or {}
+    selector = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    return ServiceRecord(meta.get("namespace", ""), meta.get("name", ""), dict(selector))
+
+
 def service_record(obj: dict[str, Any]) -> ServiceRecord:
     meta = obj.get("metadata") or {}
     return ServiceRecord(meta.get("namespace", ""), meta.get("name", ""), dict((obj.get("spec") or {}).get("selector") or {}))
@@ -304,9 +314,10 @@ def service_record(obj: dict[str, Any]) -> ServiceRecord:
 
 @dataclass(frozen=True, slots=True)
 class RouteBackend:
-    service: str  # Service name (or VirtualService host / subset)
+    service: str  # Service name (or VirtualService host / subset, or InferencePool name)
     weight: int | None
     subset: str = ""
+    pool: bool = False  # an HTTPRoute backendRef to an InferencePool (its selector finds the pods), not a Service
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,7 +334,9 @@ def httproute_record(obj: dict[str, Any]) -> RouteRecord:
     for rule in (obj.get("spec") or {}).get("rules") or []:
         refs = rule.get("backendRefs") or []
         if len(refs) > len(backends):  # the rule that splits traffic is the widest one
-            backends = [RouteBackend(r.get("name", ""), int(r.get("weight", 1))) for r in refs]
+            backends = [RouteBackend(r.get("name", ""), int(r.get("weight", 1)),
+                                     pool=r.get("group") == POOL_GROUP and r.get("kind") == "InferencePool")
+                        for r in refs]
     return RouteRecord("HTTPRoute", meta.get("namespace", ""), meta.get("name", ""), tuple(backends))
 
 

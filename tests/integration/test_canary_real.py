@@ -27,9 +27,7 @@ def test_a_failing_gate_rolls_the_canary_back_to_v1_at_once(cluster, fake_kubele
     fake_kubelet.add_node("canary-a", gpus=8, labels={"gputui.test/pool": "canary"})
     core.create_namespace({"metadata": {"name": NS}})
     for version in ("v1", "v2"):
-        body = deployment(f"chat-{version}", "chat", version, 2, 1, ns=NS)
-        body["spec"]["template"]["spec"]["nodeSelector"] = {"gputui.test/pool": "canary"}
-        apps.create_namespaced_deployment(NS, body)
+        apps.create_namespaced_deployment(NS, deployment(f"chat-{version}", "chat", version, 2, 1, ns=NS, pool="canary"))
         core.create_namespaced_service(NS, {"metadata": {"name": f"chat-{version}"}, "spec": {
             "selector": {"app.kubernetes.io/name": "chat", "app.kubernetes.io/version": version},
             "ports": [{"port": 80}]}})

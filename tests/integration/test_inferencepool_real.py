@@ -45,9 +45,7 @@ def pools(cluster, fake_kubelet):
     fake_kubelet.add_node("pools-a", gpus=8, labels={"gputui.test/pool": "pools"})
     core.create_namespace({"metadata": {"name": NS}})
     for version in ("v1", "v2"):
-        body = deployment(f"summ-{version}", "summ", version, 2, 1, ns=NS)
-        body["spec"]["template"]["spec"]["nodeSelector"] = {"gputui.test/pool": "pools"}
-        apps.create_namespaced_deployment(NS, body)
+        apps.create_namespaced_deployment(NS, deployment(f"summ-{version}", "summ", version, 2, 1, ns=NS, pool="pools"))
         custom.create_namespaced_custom_object(POOL_GROUP, "v1", NS, "inferencepools", {
             "apiVersion": f"{POOL_GROUP}/v1", "kind": "InferencePool", "metadata": {"name": f"summ-{version}"},
             "spec": {"selector": {"matchLabels": {"app.kubernetes.io/name": "summ", "app.kubernetes.io/version": version}},

@@ -19,9 +19,7 @@ def test_the_replicaset_controller_removes_the_pods_gputui_ranked_idlest(cluster
     core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
     fake_kubelet.add_node("scale-a", gpus=8, labels={"gputui.test/pool": "scale"})
     core.create_namespace({"metadata": {"name": NS}})
-    body = deployment("old-v1", "old", "v1", 3, 1, ns=NS)
-    body["spec"]["template"]["spec"]["nodeSelector"] = {"gputui.test/pool": "scale"}
-    apps.create_namespaced_deployment(NS, body)
+    apps.create_namespaced_deployment(NS, deployment("old-v1", "old", "v1", 3, 1, ns=NS, pool="scale"))
 
     def running():
         pods = [p for p in core.list_namespaced_pod(NS).items

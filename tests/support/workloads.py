@@ -30,8 +30,10 @@ def workload(kind: str, name: str, ns: str, pool_name: str, replicas: int) -> di
     return {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name, "namespace": ns}, "spec": spec}
 
 
-def deployment(name: str, service: str, version: str, replicas: int, gpus: int, ns: str = "t-backend") -> dict:
-    """A version of an inference service, labelled the Kubernetes way (app.kubernetes.io/name, /version)."""
+def deployment(name: str, service: str, version: str, replicas: int, gpus: int, ns: str = "t-backend",
+               pool: str | None = None) -> dict:
+    """A version of an inference service, labelled the Kubernetes way (app.kubernetes.io/name, /version);
+    with `pool`, pinned to the nodes labelled gputui.test/pool=POOL."""
     labels = {"app.kubernetes.io/name": service, "app.kubernetes.io/version": version}
     return {
         "apiVersion": "apps/v1", "kind": "Deployment",
@@ -41,7 +43,8 @@ def deployment(name: str, service: str, version: str, replicas: int, gpus: int, 
                      "terminationGracePeriodSeconds": 1,
                      "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
                      "containers": [{"name": "server", "image": "vllm/vllm-openai:v0.9.0",
-                                     "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]}}},
+                                     "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}],
+                     **({"nodeSelector": {"gputui.test/pool": pool}} if pool else {})}}},
     }
 
 

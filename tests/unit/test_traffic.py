@@ -835,3 +835,10 @@ def test_undo_refuses_when_the_route_moved_since_that_shift_unless_forced(tmp_pa
     assert demo_weights(backend, LLAMA) == {"v1": 97, "v2": 3}
     assert run(tmp_path, "llm/llama-3-70b-instruct", "--undo", "--force", backend=backend)[0] == 0
     assert demo_weights(backend, LLAMA) == {"v1": 90, "v2": 10}
+
+
+def test_every_shift_plan_says_where_live_sessions_keep_flowing():
+    svc = two("HTTPRoute")
+    route = httproute([{"backendRefs": [ref("m-v1", 90), ref("m-v2", 10)]}])
+    plan = plan_shift(snapshot(svc, sessions={"v1": 40, "v2": 3}), svc.key, {"v2": 30}, route=route)
+    assert "live sessions stay on their pods (v1 40, v2 3); new sessions follow the new weights" in plan.notes

@@ -204,6 +204,10 @@ def _plan(service, facts, current, targets, route, api_versions) -> ShiftPlan:
         if then == 0 and now > 0 and sessions:
             warnings.append(f"{v.name} goes to 0%: its {sessions} live sessions continue on its pods until "
                             "they finish; only new sessions move")
+    live = {v.name: facts[v.name][2] for v in service.versions if facts[v.name][2] is not None}
+    if live:
+        notes.append("live sessions stay on their pods (" + ", ".join(f"{k} {n}" for k, n in live.items())
+                     + "); new sessions follow the new weights")
     versions = tuple(
         VersionShift(v.name, v.backend, current.get(v.name), current_pcts.get(v.name), weights[v.name],
                      target_pcts[v.name], *facts[v.name])

@@ -11,6 +11,7 @@ from gputui.backends.base import Backend
 from gputui.cli.common import EXIT_NOT_DONE, EXIT_OK, UsageError
 from gputui.ops.audit import audit_for
 from gputui.ops.drill import DrillReport, plan_drill, run_drill
+from gputui.ops.steps import run_steps
 from gputui.settings import Settings
 
 CONFIRM_FLAG = "--yes-i-mean-it"
@@ -29,12 +30,7 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
             raise UsageError(f"a drill on {backend.context} evicts a live pod: add {CONFIRM_FLAG} to run it")
         steps = run_drill(plan, backend.reader, backend.writer, audit_for(settings.audit_log, backend), time.time,
                           time.sleep, timeout_s=args.drill_timeout)
-        while True:
-            try:
-                print(f"  {tag}{next(steps)}", flush=True)
-            except StopIteration as done:
-                report: DrillReport = done.value
-                break
+        report: DrillReport = run_steps(steps, lambda line: print(f"  {tag}{line}", flush=True))
     finally:
         backend.close()
     print(tag + summary(report))

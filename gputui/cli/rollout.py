@@ -13,6 +13,7 @@ from gputui.backends.base import Backend, BackendError, error_line
 from gputui.cli.common import EXIT_NOT_DONE, EXIT_OK, EXIT_USAGE, fail
 from gputui.ops.audit import audit_for
 from gputui.ops.canary import CanaryReport, Gates, plan_canary, run_canary
+from gputui.ops.steps import run_steps
 from gputui.ops.traffic import fmt_pct
 from gputui.settings import Settings
 
@@ -33,10 +34,7 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
         steps = run_canary(plan, backend.reader, backend, backend.writer, audit_for(settings.audit_log, backend),
                            gates, time.time, time.sleep, poll_s=args.poll)
         try:
-            while True:
-                print(f"{tag}{next(steps)}", flush=True)
-        except StopIteration as done:
-            report: CanaryReport = done.value
+            report: CanaryReport = run_steps(steps, lambda line: print(f"{tag}{line}", flush=True))
         except KeyboardInterrupt:
             back = " ".join(f"--to {k}={v:g}" for k, v in plan.start.items())
             print(f"{tag}stopped by the operator; traffic left as it is. Back to the start: "

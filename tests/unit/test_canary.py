@@ -11,6 +11,7 @@ import pytest
 from gputui.backends.demo import DemoCluster
 from gputui.ops.audit import AuditLog
 from gputui.ops.canary import Gates, judge, plan_canary, run_canary
+from gputui.ops.steps import run_steps
 from gputui.ops.traffic.vocabulary import ShiftError
 from gputui.signals import VersionSignals, quantile
 from tests.demo_clock import ManualClock
@@ -38,13 +39,8 @@ def run(tmp_path, fed: Fed, steps=(11.0, 12.0, 13.0)):  # the demo's v2 has 10% 
     plan = plan_canary(cluster.snapshot(), LLAMA, "v2", steps)
     audit = AuditLog(tmp_path / "audit.jsonl", "tester", "demo")
     gen = run_canary(plan, cluster, fed, cluster, audit, GATES, clock, clock.advance, poll_s=10)
-    lines = []
-    while True:
-        try:
-            lines.append(next(gen))
-        except StopIteration as done:
-            report = done.value
-            break
+    lines: list[str] = []
+    report = run_steps(gen, lines.append)
     weights = {v.name: v.weight for v in cluster.snapshot().service(LLAMA).versions}
     entries = [json.loads(x) for x in (tmp_path / "audit.jsonl").read_text().splitlines()]
     still = {p.uid for p in cluster.snapshot().pods if p.service == "llama-3-70b-instruct" and p.version == "v1"}

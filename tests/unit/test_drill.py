@@ -11,6 +11,7 @@ import pytest
 from gputui.backends.demo import DemoCluster
 from gputui.ops.audit import AuditLog
 from gputui.ops.drill import DrillError, DrillReport, plan_drill, run_drill
+from gputui.ops.steps import run_steps
 from tests.demo_clock import ManualClock
 from tests.support.gputui_cli import run
 
@@ -23,13 +24,8 @@ def drill(tmp_path, timeout_s: float = 600.0) -> tuple[DemoCluster, list[str], D
     plan = plan_drill(cluster.snapshot(), NODE)
     audit = AuditLog(tmp_path / "audit.jsonl", "tester", "demo")
     steps = run_drill(plan, cluster, cluster, audit, clock, clock.advance, timeout_s=timeout_s)
-    lines = []
-    while True:
-        try:
-            lines.append(next(steps))
-        except StopIteration as done:
-            report = done.value
-            break
+    lines: list[str] = []
+    report = run_steps(steps, lines.append)
     entries = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
     return cluster, lines, report, entries
 

@@ -99,7 +99,10 @@ class FactsReader(Protocol):
 class SignalsReader(Protocol):
     """A reader that reads each version's health from its engines' metrics (the live and demo ones)."""
 
-    def version_signals(self, service: InferenceService, window_s: float) -> dict[str, VersionSignals]: ...
+    def version_signals(self, snapshot: ClusterSnapshot, service: InferenceService,
+                        window_s: float) -> dict[str, VersionSignals]:
+        """Per version of the service; its pods are found in `snapshot` (the caller's: no second read)."""
+        ...
 
 
 @runtime_checkable
@@ -191,11 +194,12 @@ class Backend:
             facts = replace(facts, beyond_needs=self.writer.beyond_needs())
         return facts
 
-    def version_signals(self, service: InferenceService, window_s: float) -> dict[str, VersionSignals]:
+    def version_signals(self, snapshot: ClusterSnapshot, service: InferenceService,
+                        window_s: float) -> dict[str, VersionSignals]:
         """Each version's error ratio and p95 latency from its engines' metrics (a canary's gates)."""
         if not isinstance(self.reader, SignalsReader):
             raise BackendError("this backend reads no engine metrics")
-        return self.reader.version_signals(service, window_s)
+        return self.reader.version_signals(snapshot, service, window_s)
 
     def may(self, action: str) -> bool:
         return self.writer is not None and self.permissions.get(action, True)

@@ -305,12 +305,14 @@ class KubeReader:
     def check_facts(self, window_s: float) -> CheckFacts:
         return read_facts(self.prom, window_s)
 
-    def version_signals(self, service: InferenceService, window_s: float) -> dict[str, VersionSignals]:
+    def version_signals(self, snapshot: ClusterSnapshot, service: InferenceService,
+                        window_s: float) -> dict[str, VersionSignals]:
+        # The caller's snapshot, not a fresh one: snapshot() belongs to the poll thread (its join caches).
         if self.prom is None:
             raise BackendError("no metrics source (give --prometheus): the canary's gates cannot be read")
         from gputui.backends.prom_canary import version_signals
 
-        return version_signals(self.prom, self.snapshot(), service, window_s)
+        return version_signals(self.prom, snapshot, service, window_s)
 
     def close(self) -> None:
         self._closed = True

@@ -129,8 +129,9 @@ def run_canary(plan: CanaryPlan, reader: Reader, signals: SignalsReader, writer:
         while clock() < deadline:
             sleep(poll_s)
             try:
-                service = reader.snapshot().service(key) or plan.service
-                verdict, words = judge(signals.version_signals(service, gates.window_s), plan.new, plan.old, gates)
+                snap = reader.snapshot()
+                service = snap.service(key) or plan.service
+                verdict, words = judge(signals.version_signals(snap, service, gates.window_s), plan.new, plan.old, gates)
             except BackendError as exc:
                 verdict, words = None, f"metrics unreadable: {exc}"
             if verdict is False:

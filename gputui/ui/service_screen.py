@@ -67,7 +67,7 @@ class ServiceScreen(ClusterScreen):
 
             def read() -> None:
                 try:
-                    self.post_message(SignalsRead(backend.version_signals(service, SIGNALS_WINDOW_S), ""))
+                    self.post_message(SignalsRead(backend.version_signals(snapshot, service, SIGNALS_WINDOW_S), ""))
                 except BackendError as exc:
                     self.post_message(SignalsRead(None, error_line(exc)))
 

@@ -27,7 +27,7 @@ class Fed:
     def __init__(self, new_by_look: list[VersionSignals | None]):
         self.looks = list(new_by_look)
 
-    def version_signals(self, service, window_s):
+    def version_signals(self, snapshot, service, window_s):
         new = self.looks.pop(0) if len(self.looks) > 1 else self.looks[0]
         return {"v1": GOOD, "v2": new or VersionSignals()}
 

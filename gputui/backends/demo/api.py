@@ -10,6 +10,7 @@ from typing import Any, Mapping, Sequence
 from gputui.backends.base import ConflictError, EvictionOutcome, EvictionResult, WriteError, stale_json_patch
 from gputui.checks.facts import CheckFacts
 from gputui.model import InferenceService, NodeDescription
+from gputui.snapshot import ClusterSnapshot
 from gputui.signals import VersionSignals
 from gputui.backends.demo.errors import DemoApiError
 from gputui.backends.demo.patches import json_patch, merge_patch
@@ -35,7 +36,8 @@ class DemoCluster(Simulation):
         with self._lock:
             return check_facts(self, window_s)
 
-    def version_signals(self, service: InferenceService, window_s: float) -> dict[str, VersionSignals]:
+    def version_signals(self, snapshot: ClusterSnapshot, service: InferenceService,
+                        window_s: float) -> dict[str, VersionSignals]:
         from gputui.backends.demo.review import version_signals
 
         with self._lock:

@@ -9,17 +9,15 @@ import sys
 from typing import Any
 
 from gputui.cli import common
-from gputui.model import InferenceService, SessionState
+from gputui.model import InferenceService
+from gputui.present.service_view import version_sessions
 from gputui.settings import Settings
 from gputui.snapshot import ClusterSnapshot
 
 
 def _sessions(snapshot: ClusterSnapshot, service: InferenceService, version: str) -> dict[str, Any]:
-    """Live sessions of a version's pods: the known sum, and how many pods cannot be read (never read as 0)."""
-    pods = [p for p in snapshot.pods_of(service, version) if not p.terminated]
-    unknown = sum(1 for p in pods if p.session_state is SessionState.UNKNOWN)
-    known = [p.live_sessions for p in pods if p.live_sessions is not None]
-    return {"known": sum(known) if known else None, "pods_unknown": unknown}
+    known, unknown = version_sessions(snapshot, service, version)
+    return {"known": known, "pods_unknown": unknown}
 
 
 def service_record(snapshot: ClusterSnapshot, service: InferenceService) -> dict[str, Any]:

@@ -21,11 +21,18 @@ HISTORY_ACTIONS = ("shift", "canary-start", "canary-end", "scale-down", "rollout
                    "rollout-abort", "rollout-retry")
 
 
-def _sessions(snapshot: ClusterSnapshot, service: InferenceService, version: str) -> str:
+def version_sessions(snapshot: ClusterSnapshot, service: InferenceService, version: str) -> tuple[int | None, int]:
+    """A version's live sessions: the sum of the counts read (None: none read) and how many of its pods'
+    counts cannot be read (never summed as 0). The service screen and `gputui services` say both."""
     pods = [p for p in snapshot.pods_of(service, version) if not p.terminated]
     unknown = sum(1 for p in pods if p.session_state is SessionState.UNKNOWN)
-    known = sum(p.live_sessions or 0 for p in pods)
-    return f"≥{known} ({unknown} unknown)" if unknown else str(known)
+    known = [p.live_sessions for p in pods if p.live_sessions is not None]
+    return (sum(known) if known else None), unknown
+
+
+def _sessions(snapshot: ClusterSnapshot, service: InferenceService, version: str) -> str:
+    known, unknown = version_sessions(snapshot, service, version)
+    return f"≥{known or 0} ({unknown} unknown)" if unknown else str(known or 0)
 
 
 def _gates(signals: VersionSignals | None) -> tuple[str, str]:

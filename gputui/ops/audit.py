@@ -36,6 +36,7 @@ class AuditLog:
         self.path = path
         self.identity = identity
         self.context = context
+        self._read: tuple[tuple[int, int, int], list[dict[str, Any]]] | None = None  # entries() as last read
 
     def record(
         self, action: str, target: str, result: str, params: Mapping[str, Any] | None = None
@@ -62,12 +63,22 @@ class AuditLog:
                 os.close(fd)
 
     def entries(self, limit: int = 200) -> list[dict[str, Any]]:
-        if self.path is None or not self.path.exists():
+        """The last `limit` entries. Screens ask on every refresh: the file is read again only when it changed
+        (its size or mtime), so a quiet refresh costs one stat."""
+        if self.path is None:
             return []
+        try:
+            stat = self.path.stat()
+        except OSError:
+            return []
+        key = (stat.st_size, stat.st_mtime_ns, limit)
+        if self._read is not None and self._read[0] == key:
+            return list(self._read[1])
         out = []
         for line in self.path.read_text(encoding="utf-8", errors="replace").splitlines()[-limit:]:
             try:
                 out.append(json.loads(line))
             except json.JSONDecodeError:
                 continue
-        return out
+        self._read = (key, out)
+        return list(out)

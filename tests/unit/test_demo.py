@@ -116,3 +116,14 @@ def test_read_only_backend_has_no_writer_at_all():
     assert not hasattr(backend.reader, "set_unschedulable")
     assert not hasattr(backend.reader, "evict_pod")
     assert backend.reader.snapshot().nodes
+
+
+def test_an_eviction_without_a_grace_period_keeps_the_pods_own():
+    """bge-large's pods have 10 s of grace: evicted without one, they are gone after 10 s, not the default 30."""
+    clock = ManualClock()
+    cluster = DemoCluster(seed=7, clock=clock)
+    pod = next(p for p in cluster.snapshot().pods if p.service == "bge-large" and p.node)
+    assert pod.termination_grace_s == 10
+    cluster.evict_pod(pod.namespace, pod.name)
+    clock.advance(12)
+    assert cluster.pod_uid(pod.namespace, pod.name) is None

@@ -41,6 +41,8 @@ def test_a_failing_gate_rolls_the_canary_back_to_v1_at_once(cluster, fake_kubele
 
     try:
         pods = wait_until(running, 60, what="4 chat pods running")
+        wait_until(lambda: all((d.status.ready_replicas or 0) == 2 for d in apps.list_namespaced_deployment(NS).items),
+                   30, what="both Deployments' status ready")  # the capacity rule reads it
         by_version = {v: [p.metadata.name for p in pods if p.metadata.labels["app.kubernetes.io/version"] == v]
                       for v in ("v1", "v2")}
         v1_uids = {p.metadata.uid for p in pods if p.metadata.name in by_version["v1"]}

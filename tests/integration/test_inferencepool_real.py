@@ -66,9 +66,10 @@ def test_inferencepool_backends_are_versions_and_their_weights_shift(cluster, po
             snap = backend.reader.snapshot()
             svc = snap.service(f"{NS}/summ")
             pods = [p for p in snap.pods if p.namespace == NS and p.phase == "Running"]
-            return (snap, svc) if svc and len(pods) == 4 and all(p.service == "summ" for p in pods) else None
+            ready = svc is not None and all(v.rollout.ready == 2 for v in svc.versions)  # the Deployments' status too
+            return (snap, svc) if ready and len(pods) == 4 and all(p.service == "summ" for p in pods) else None
 
-        snap, svc = wait_until(joined, 60, what="the pools' pods joined to their versions")
+        snap, svc = wait_until(joined, 60, what="the pools' pods joined to their versions, all ready")
         assert svc.router_kind == "HTTPRoute"
         assert [(v.name, v.weight, v.backend, v.workload) for v in svc.versions] == [
             ("v1", 90, "summ-v1", "summ-v1"), ("v2", 10, "summ-v2", "summ-v2")]

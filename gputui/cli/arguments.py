@@ -70,8 +70,9 @@ def add_shift_parser(subparsers: Any, common: Callable[[argparse.ArgumentParser]
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--to", dest="targets", action="append", type=_target, metavar="VERSION=PCT",
                       help="target share of new traffic, e.g. --to v2=20 (repeatable)")
-    what.add_argument("--rollout", choices=("promote", "promote-full", "abort", "retry"),
-                      help="an Argo Rollout's own verb, sent as kubectl argo rollouts sends it")
+    what.add_argument("--rollout", choices=("promote", "promote-full", "abort", "retry", "undo"),
+                      help="an Argo Rollout's own verb, sent as kubectl argo rollouts sends it (undo: back to the "
+                           "previous revision's pod template)")
     what.add_argument("--undo", action="store_true",
                       help="back to the weights before this service's last shift (from the audit log)")
     parser.add_argument("--dry-run", action="store_true", help="print the plan and the exact patch; write nothing")
@@ -127,8 +128,8 @@ def add_rollout_parser(sub: Any, common: Callable[[argparse.ArgumentParser], Non
     common(p)
     p.add_argument("service", metavar="SERVICE", help="namespace/name, or name when only one namespace has it")
     p.add_argument("version", metavar="VERSION", help="the new version")
-    p.add_argument("--steps", type=_steps, default=[5.0, 25.0, 50.0, 100.0], metavar="P,P,...",
-                   help="its share of new sessions at each step (default 5,25,50,100)")
+    p.add_argument("--steps", type=_steps, default=None, metavar="P,P,...",
+                   help="its share of new sessions at each step (default: those of 5,25,50,100 above its share now)")
     p.add_argument("--hold", type=duration, default=300.0, metavar="DURATION",
                    help="how long each step is watched before the next (default 5m)")
     p.add_argument("--window", type=duration, default=300.0, metavar="DURATION",

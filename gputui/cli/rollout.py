@@ -26,7 +26,7 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
             return fail(why or "read-only: the canary is unavailable", EXIT_USAGE)
         snapshot = backend.reader.snapshot()
         tag = "SIMULATED: " if snapshot.simulated else ""
-        plan = plan_canary(snapshot, args.service, args.version, tuple(args.steps))
+        plan = plan_canary(snapshot, args.service, args.version, tuple(args.steps) if args.steps else None)
         gates = Gates(error_ratio_x=args.error_x, latency_x=args.latency_x, window_s=args.window, hold_s=args.hold)
         print(f"{tag}{plan.describe()}\n{tag}{gates.describe()}", flush=True)
         if args.dry_run:

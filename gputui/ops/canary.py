@@ -2,10 +2,12 @@
 each step gated on its ready pods against its share (the shift's own capacity rule) and, while it holds, on
 its error ratio and p95 latency against the old version's; a failing gate sends traffic back to where it
 was at the start at once (a route patch only: the old version is never deleted or scaled down). A gate
-that cannot be read holds the canary where it is; unknown is never a pass. Each step is audited."""
+that cannot be read holds the canary where it is; unknown is never a pass. Each step is audited. The
+operator's hand on a running canary is a CanaryControl: pause, stop where it is, or roll back now."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Callable, Generator, Mapping
 
@@ -67,7 +69,8 @@ class CanaryPlan:
 
 
 def plan_canary(snapshot: ClusterSnapshot, service_key: str, new: str,
-                steps: tuple[float, ...] = DEFAULT_STEPS) -> CanaryPlan:
+                steps: tuple[float, ...] | None = None) -> CanaryPlan:
+    """`steps` None: the default steps above the version's share now (a canary at 10% goes on at 25%)."""
     service = find_service(snapshot, service_key)
     if service.router_kind not in ADAPTERS:
         raise ShiftError(f"{service.key} is routed by {service.router_kind or 'nothing'}: a guided canary shifts "
@@ -76,6 +79,10 @@ def plan_canary(snapshot: ClusterSnapshot, service_key: str, new: str,
     if new not in names:
         raise ShiftError(f'{service.key} has no version "{new}" ({", ".join(names)})')
     start = {v.name: service.share_pct(v.name) or 0.0 for v in service.versions}
+    if steps is None:
+        steps = tuple(s for s in DEFAULT_STEPS if s > start[new])
+        if not steps:
+            raise ShiftError(f"{new} has {fmt_pct(start[new])} already: nothing left to step through")
     if not steps or any(not 0 < s <= 100 for s in steps) or list(steps) != sorted(set(steps)):
         raise ShiftError("steps must rise, each above 0 and at most 100 (e.g. 5,25,50,100)")
     if steps[0] <= start[new]:
@@ -88,9 +95,49 @@ def plan_canary(snapshot: ClusterSnapshot, service_key: str, new: str,
 class CanaryReport:
     plan: CanaryPlan
     reached: float | None = None  # the last step applied
-    outcome: str = ""  # done | rolled back | held
+    outcome: str = ""  # done | rolled back | held | stopped | rollback failed
     reason: str = ""
     log: list[str] = field(default_factory=list)
+
+
+class CanaryControl:
+    """Written by the UI thread, read by the canary's. Pausing holds the current step (its gates are still
+    watched: a failing one still rolls back); `stop` leaves traffic where it is; `rollback` sends it back to
+    the start at once. `wait` is the canary's sleep: a request wakes it, so a rollback never waits a poll."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._paused = False
+        self._request: str | None = None
+
+    @property
+    def paused(self) -> bool:
+        with self._lock:
+            return self._paused
+
+    def set_paused(self, paused: bool) -> None:
+        with self._lock:
+            self._paused = paused
+        self._wake.set()
+
+    def request(self, what: str) -> None:
+        """"stop" or "rollback"; a rollback asked for wins over a stop."""
+        with self._lock:
+            if self._request != "rollback":
+                self._request = what
+        self._wake.set()
+
+    def take(self) -> str | None:
+        with self._lock:
+            what, self._request = self._request, None
+            return what
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep up to `seconds`; True when a key woke it early."""
+        woken = self._wake.wait(seconds)
+        self._wake.clear()
+        return woken
 
 
 def _shift(reader: Reader, writer: Writer, audit: AuditLog, key: str, targets: Mapping[str, float],
@@ -104,7 +151,7 @@ def _shift(reader: Reader, writer: Writer, audit: AuditLog, key: str, targets: M
 
 def run_canary(plan: CanaryPlan, reader: Reader, signals: SignalsReader, writer: Writer | None, audit: AuditLog,
                gates: Gates, clock: Callable[[], float], sleep: Callable[[float], None],
-               poll_s: float = 5.0) -> Generator[str, None, CanaryReport]:
+               poll_s: float = 5.0, control: CanaryControl | None = None) -> Generator[str, None, CanaryReport]:
     if writer is None:
         raise ShiftError("read-only: the canary is unavailable")
     report, key, target = CanaryReport(plan), plan.service.key, f"service/{plan.service.key}"
@@ -116,7 +163,20 @@ def run_canary(plan: CanaryPlan, reader: Reader, signals: SignalsReader, writer:
         audit.record("canary-end", target, outcome, {"reached": report.reached, "reason": reason})
         return report
 
+    def rollback(why: str) -> Generator[str, None, CanaryReport]:
+        try:
+            yield "rolled back: " + _shift(reader, writer, audit, key, plan.start, force=True)
+        except BackendError as exc:
+            return end("rollback failed", f"{why}; the rollback failed: {exc} (shift it back by hand)")
+        return end("rolled back", why)
+
+    hand = control or CanaryControl()
     for step in plan.steps:
+        asked = hand.take()
+        if asked == "rollback":
+            return (yield from rollback("by the operator"))
+        if asked == "stop":
+            return end("stopped", f"stopped by the operator before {fmt_pct(step)}: traffic left as it is")
         try:
             line = _shift(reader, writer, audit, key, {plan.new: step}, force=False)
         except ShiftError as exc:  # the capacity rule, no ready pods, a conflict: hold where it is
@@ -125,9 +185,23 @@ def run_canary(plan: CanaryPlan, reader: Reader, signals: SignalsReader, writer:
         yield f"step {fmt_pct(step)}: {line}"
         if step >= 100:
             break
-        deadline, verdict, words = clock() + gates.hold_s, None, ""
-        while clock() < deadline:
+        # The hold counts only unpaused time: a pause of ten minutes leaves the step's remaining watch as it was.
+        remaining, last, verdict, words, was_paused = gates.hold_s, clock(), None, "", False
+        while remaining > 0 or hand.paused:
             sleep(poll_s)
+            now = clock()
+            if not hand.paused:
+                remaining -= now - last
+            last = now
+            if hand.paused != was_paused:
+                was_paused = hand.paused
+                yield f"  {'paused' if was_paused else 'continuing'} at {fmt_pct(step)}"
+            asked = hand.take()
+            if asked == "rollback":
+                yield f"rollback asked for at {fmt_pct(step)}"
+                return (yield from rollback(f"by the operator at {fmt_pct(step)}"))
+            if asked == "stop":
+                return end("stopped", f"stopped by the operator at {fmt_pct(step)}: traffic left as it is")
             try:
                 snap = reader.snapshot()
                 service = snap.service(key) or plan.service
@@ -136,11 +210,7 @@ def run_canary(plan: CanaryPlan, reader: Reader, signals: SignalsReader, writer:
                 verdict, words = None, f"metrics unreadable: {exc}"
             if verdict is False:
                 yield f"gate failed at {fmt_pct(step)}: {words}; rolling back"
-                try:
-                    yield "rolled back: " + _shift(reader, writer, audit, key, plan.start, force=True)
-                except BackendError as exc:
-                    return end("rollback failed", f"{words}; the rollback failed: {exc} (shift it back by hand)")
-                return end("rolled back", words)
+                return (yield from rollback(words))
             yield f"  holding at {fmt_pct(step)}: {words}"
         if verdict is None:
             return end("held", f"held at {fmt_pct(step)}: cannot tell ({words}); not advancing blind")

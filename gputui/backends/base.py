@@ -137,6 +137,10 @@ class Writer(Protocol):
 
     def get_object(self, group: str, version: str, plural: str, namespace: str, name: str) -> dict: ...
 
+    def list_objects(self, group: str, version: str, plural: str, namespace: str, label_selector: str = "") -> list[dict]:
+        """The namespace's objects of a kind, read now (Argo's undo reads a Rollout's ReplicaSets)."""
+        ...
+
     def patch_object(
         self, group: str, version: str, plural: str, namespace: str, name: str,
         patch: dict | list, patch_type: str = "merge", subresource: str = "",
@@ -150,6 +154,7 @@ class Writer(Protocol):
 NEEDS: Mapping[str, tuple[str, ...]] = {
     "cordon": ("cordon",), "uncordon": ("cordon",), "drain": ("cordon", "evict"),
     "resume_drains": ("cordon", "evict"), "shift": ("shift",),
+    "canary": ("shift",), "rollback": ("shift",), "rollout": ("shift",), "undo": ("shift",),
 }
 
 PERMISSION_WORDS = {"cordon": "patch nodes", "evict": "create pods/eviction", "shift": "patch routes"}

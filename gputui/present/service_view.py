@@ -18,7 +18,7 @@ from gputui.snapshot import ClusterSnapshot
 
 HISTORY_SHOWN = 8
 HISTORY_ACTIONS = ("shift", "canary-start", "canary-end", "scale-down", "rollout-promote", "rollout-promote-full",
-                   "rollout-abort", "rollout-retry")
+                   "rollout-abort", "rollout-retry", "rollout-undo")
 
 
 def version_sessions(snapshot: ClusterSnapshot, service: InferenceService, version: str) -> tuple[int | None, int]:
@@ -50,7 +50,10 @@ def history(entries: Sequence[Mapping[str, Any]], service_key: str) -> list[Mapp
 
 
 def service_view(snapshot: ClusterSnapshot, service: InferenceService, signals: Mapping[str, VersionSignals] | None,
-                 signals_error: str, entries: Sequence[Mapping[str, Any]], palette: Palette) -> RenderableType:
+                 signals_error: str, entries: Sequence[Mapping[str, Any]], palette: Palette,
+                 canary: tuple[str, Sequence[str], bool] | None = None) -> RenderableType:
+    """`canary`: the guided canary of this service started from this gputui, if any (its state line, its
+    last log lines, whether it ended)."""
     head = Text()
     head.append("router ", style="dim")
     head.append(f"{service.router_kind} {service.namespace}/{service.router_name}" if service.router_kind
@@ -78,6 +81,13 @@ def service_view(snapshot: ClusterSnapshot, service: InferenceService, signals: 
     parts: list[RenderableType] = [head, Text(""), versions]
     if signals_error:
         parts.append(Text(f"errors and latency unknown: {signals_error}", style="dim"))
+    if canary is not None:
+        state, lines, ended = canary
+        head_line = Text("guided canary ", style="bold")
+        head_line.append(state, style="" if ended else palette.cordoned)
+        if not ended:
+            head_line.append("   space pause/continue · x stop · b roll back now", style="dim")
+        parts += [Text(""), head_line, *(Text(line, style="dim") for line in lines)]
     parts += [Text(""), pods, Text("")]
     past = history(entries, service.key)
     parts.append(Text("history (audit log)", style="bold"))

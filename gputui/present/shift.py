@@ -67,3 +67,29 @@ def key_hints(keys: list[tuple[str, str]]) -> Text:
         out.append(key, style="bold")
         out.append(" " + what)
     return out
+
+
+def plan_text(plan: ShiftPlan, simulated: bool) -> str:
+    """The plan in plain lines: the object, each version's share now and after, what blocks or warns, and the
+    exact patches. `gputui shift --dry-run` prints it; the service screen's confirmations show it."""
+    out: list[str] = ["# demo cluster (simulated)"] if simulated else []
+    out.append(f"{plan.kind} {plan.service.namespace}/{plan.object_name}  ({plan.group}/{plan.api_version} {plan.plural})")
+    if plan.action != "shift":
+        out.append(f"action: {plan.action}")
+    rows = [("VERSION", "NOW", "TARGET", "WEIGHT", "READY", "SESSIONS")]
+    for v in plan.versions:
+        weight = "–" if v.target_weight is None else (
+            f"{v.current_weight} → {v.target_weight}" if v.changes else str(v.target_weight))
+        rows.append((v.name, fmt_pct(v.current_pct), fmt_pct(v.target_pct), weight,
+                     f"{v.ready}/{v.desired}", "–" if v.sessions is None else str(v.sessions)))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    out += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    if plan.scale != 100:
+        out.append(f"weights out of {plan.scale:,}")
+    for label, items in (("error", plan.errors), ("blocked", plan.blockers), ("warning", plan.warnings),
+                         ("note", plan.notes)):
+        out += [f"{label}: {item}" for item in items]
+    out += [patch.render() for patch in (plan.patch, plan.then) if patch is not None]
+    if plan.patch is None and plan.ok and not plan.changes:
+        out.append("no change: nothing would be sent")
+    return "\n".join(out) + "\n"

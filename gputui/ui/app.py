@@ -21,10 +21,11 @@ from gputui.paths import shown
 from gputui.present.cells import MONO, Palette
 from gputui.settings import Settings
 from gputui.ui.keymaps import DEFAULT, keymap_files, load_keymaps, resolve, watched_dirs
-from gputui.ui.messages import Connected, DrainProgress, SnapshotReady, WriteDone
+from gputui.ui.messages import CanaryProgress, Connected, DrainProgress, SnapshotReady, WriteDone
 from gputui.ui.theming import ThemesRead, load_themes, palette_defaults, palette_from
 
 if TYPE_CHECKING:
+    from gputui.ui.canary_session import CanarySession
     from gputui.ui.drain_session import DrainSession  # imported when a drain starts, not at start-up
 
 
@@ -54,6 +55,7 @@ class GputuiApp(App[None]):
     data_revision: reactive[int] = reactive(0, init=False)  # a snapshot, a poll error, the theme, the namespace view
     clock_tick: reactive[int] = reactive(0, init=False)  # every second: ages and countdowns
     drain_revision: reactive[int] = reactive(0, init=False)  # the running drain moved
+    canary_revision: reactive[int] = reactive(0, init=False)  # a guided canary logged a line or ended
 
     def __init__(
         self,
@@ -81,6 +83,8 @@ class GputuiApp(App[None]):
         self._themes_read = themes_read
         self.drain_session: DrainSession | None = None  # the maintenance batch running now, if any
         self.drain_poll_s = 1.0  # how often a running drain re-reads sessions
+        self.canaries: dict[str, CanarySession] = {}  # guided canaries by service key, running or ended
+        self.canary_poll_s = 15.0  # how often a running canary reads its gates
         self.polls = 0  # refreshes done (benchmarks count queries per refresh)
         self.keymap_name = settings.keymap
         self.keymaps: dict = {}
@@ -227,6 +231,10 @@ class GputuiApp(App[None]):
         if message.finished:  # what the drain did shows at once, not at the next refresh
             self.poll_now()
 
+    def on_canary_progress(self, message: CanaryProgress) -> None:
+        self.canary_revision += 1
+        self.poll_now()  # a step moved the weights: show them
+
     # ----- command mode and the theme picker ----------------------------------------
 
     def action_command(self) -> None:
@@ -371,7 +379,8 @@ class GputuiApp(App[None]):
 
     async def action_quit(self) -> None:
         session = self.drain_session
-        if session is None or session.finished:
+        running = [k for k, c in self.canaries.items() if not c.finished]
+        if (session is None or session.finished) and not running:
             self.exit()
             return
         from gputui.ui.confirm import ConfirmScreen
@@ -380,11 +389,15 @@ class GputuiApp(App[None]):
             if yes:
                 self.exit()
 
-        self.push_screen(ConfirmScreen(
-            "Quit while draining?",
-            f"A drain of {', '.join(session.nodes)} is running. Quitting interrupts it; the nodes stay "
-            "cordoned and the drain can be resumed with R from the next gputui.",
-        ), answer)
+        said = []
+        if session is not None and not session.finished:
+            said.append(f"A drain of {', '.join(session.nodes)} is running. Quitting interrupts it; the nodes stay "
+                        "cordoned and the drain can be resumed with R from the next gputui.")
+        if running:
+            said.append(f"A guided canary of {', '.join(running)} is running. Quitting stops it where it is: its "
+                        "traffic stays as it is now.")
+        self.push_screen(ConfirmScreen("Quit while draining?" if session and not session.finished else
+                                       "Quit during a canary?", "\n".join(said)), answer)
 
     def action_help(self) -> None:
         from gputui.ui.help import HelpScreen

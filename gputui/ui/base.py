@@ -1,8 +1,9 @@
 """The spine every gputui screen stands on: a typed app, and how its state reaches a screen.
 
-The app owns the state (settings, backend, snapshot, palette, drain session) and announces its changes through
-three reactives: `data_revision` (a new snapshot, a poll error, the theme, the namespace view), `clock_tick`
-(a second passed: ages move) and `drain_revision` (the running drain moved). Every ClusterScreen, ClusterModal
+The app owns the state (settings, backend, snapshot, palette, drain session, canaries) and announces its changes
+through four reactives: `data_revision` (a new snapshot, a poll error, the theme, the namespace view),
+`clock_tick` (a second passed: ages move), `drain_revision` (the running drain moved) and `canary_revision` (a
+guided canary moved). Every ClusterScreen, ClusterModal
 and ClusterWidget subscribes when it mounts, and draws from `self.app` (typed as GputuiApp), never from a copy.
 Its subscriptions end with it.
 """
@@ -34,9 +35,12 @@ class SnapshotView:
     def show_drain(self) -> None:
         """The running drain moved: redraw its progress."""
 
+    def show_canary(self) -> None:
+        """A guided canary logged a line or ended: redraw it."""
+
 
 def subscribe(view: SnapshotView, node: DOMNode, only_on_top: Screen | None) -> None:
-    """Make `view` follow the app's three reactives. `only_on_top`: ages are redrawn only while that screen
+    """Make `view` follow the app's four reactives. `only_on_top`: ages are redrawn only while that screen
     is the one shown (screens below it are redrawn when they come back)."""
     app = node.app
 
@@ -47,6 +51,7 @@ def subscribe(view: SnapshotView, node: DOMNode, only_on_top: Screen | None) -> 
     node.watch(app, "data_revision", view.show_snapshot, init=False)
     node.watch(app, "clock_tick", tick, init=False)
     node.watch(app, "drain_revision", view.show_drain, init=False)
+    node.watch(app, "canary_revision", view.show_canary, init=False)
 
 
 class ClusterScreen(SnapshotView, Screen[ResultT]):

@@ -22,7 +22,11 @@ class KeyFooter(Footer):
     def compose(self) -> ComposeResult:
         backend = getattr(self.app, "backend", None)  # gputui's app; a bare App in widget tests has none
         for widget in super().compose():
-            if isinstance(widget, FooterKey) and widget.action in NEEDS and backend and backend.why_not(widget.action):
+            if not isinstance(widget, FooterKey):
+                yield widget
+                continue
+            operation = widget.action.partition("(")[0]  # rollout('promote') needs what rollout needs
+            if operation in NEEDS and backend and backend.why_not(operation):
                 widget._disabled = True  # as Footer marks a binding its screen disabled
                 widget.add_class("-disabled")
             yield widget

@@ -44,7 +44,8 @@ class HelpScreen(ClusterModal[None]):
             if not binding.description or not binding.id:
                 continue  # widget plumbing (copy, focus)
             # Write keys stay live (they say why when refused): the backend says which are unavailable.
-            usable = active.enabled and not (binding.action in NEEDS and app.backend.why_not(binding.action))
+            operation = binding.action.partition("(")[0]
+            usable = active.enabled and not (operation in NEEDS and app.backend.why_not(operation))
             keys, _, enabled = rows.setdefault(binding.id, ([], binding.tooltip or binding.description, usable))
             keys.append(key_label(app, key))
         refused = "unavailable (read-only)" if app.read_only else "unavailable (not permitted)"

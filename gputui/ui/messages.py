@@ -43,6 +43,14 @@ class DrainProgress(Message):
         return isinstance(message, DrainProgress) and not message.finished
 
 
+class CanaryProgress(Message):
+    """A guided canary (app.canaries[service]) logged a line or ended; the session carries the rest."""
+
+    def __init__(self, service: str) -> None:
+        super().__init__()
+        self.service = service
+
+
 class WriteDone(Message):
     """A write (cordon, shift, uncordon…) ended: what to tell the operator."""
 
@@ -112,5 +120,16 @@ class RouteRead(Message):
     def __init__(self, seq: int, plan: ShiftPlan | None, error: str | None) -> None:
         super().__init__()
         self.seq = seq
+        self.plan = plan
+        self.error = error
+
+
+class PlanRead(Message):
+    """A plan built off the UI thread on the objects as read now (the service screen's undo, rollback and
+    Argo verbs), or why it could not be built."""
+
+    def __init__(self, title: str, plan: ShiftPlan | None, error: str | None) -> None:
+        super().__init__()
+        self.title = title
         self.plan = plan
         self.error = error

@@ -5,15 +5,16 @@ from __future__ import annotations
 from gputui.ui.virtual_table import VirtualTable
 
 
-async def wait_for(pilot, predicate, timeout: float = 5.0) -> None:
-    """Let the app work until the predicate holds; fail loudly when it never does."""
+async def wait_for(pilot, predicate, timeout: float = 5.0, what=None) -> None:
+    """Let the app work until the predicate holds; fail loudly when it never does (with `what()`, if given:
+    the state that explains why)."""
     import asyncio
 
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not predicate():
         if loop.time() > deadline:
-            raise AssertionError("condition never became true")
+            raise AssertionError("condition never became true" + (f": {what()}" if what else ""))
         await pilot.pause(0.05)
 
 

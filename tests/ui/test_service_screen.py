@@ -8,6 +8,7 @@ from gputui.ui.traffic_screen import TrafficShiftScreen
 from tests.ui.pilot import loaded, wait_for
 
 MISTRAL = "llm/mistral-7b"
+LLAMA = "llm/llama-3-70b-instruct"
 
 
 def body_text(screen: ServiceScreen) -> str:
@@ -60,3 +61,59 @@ async def test_w_opens_the_shift_dialog_and_the_shift_shows_in_the_history(app_f
         await pilot.press("y")
         await wait_for(pilot, lambda: app.screen is screen)
         await wait_for(pilot, lambda: "shift  canary=10 stable=90" in body_text(screen))
+
+
+async def test_g_runs_a_guided_canary_and_b_rolls_it_back_at_once(app_factory, tmp_path):
+    """v2 scaled up first (its 1 of 8 pods cannot take 25%); g, y: the canary takes its first step from 10% to
+    25%; space pauses it; b sends traffic back to the start at once, without a question, and v1's pods stay."""
+    from gputui.backends.demo.scenario import POD_START_S
+
+    app = app_factory()
+    app.canary_poll_s = 0.05
+    cluster = app.backend.writer
+    cluster.patch_object("apps", "v1", "deployments", "llm", "llama-3-70b-instruct-v2", {"spec": {"replicas": 4}},
+                         subresource="scale")
+    app.test_clock.advance(POD_START_S + 5)
+    v1_pods = {p.uid for p in cluster.snapshot().pods if p.service == "llama-3-70b-instruct" and p.version == "v1"}
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_service(pilot, LLAMA)
+        await pilot.press("g")
+        await wait_for(pilot, lambda: app.screen is not screen)
+        assert "v2 to 25% → 50% → 100%, compared with v1" in str(app.screen.query_one("#dialog-body").content)
+        await pilot.press("y")
+        await wait_for(pilot, lambda: weights(app) == {"v1": 75, "v2": 25})
+        await wait_for(pilot, lambda: "holding at 25%" in body_text(screen))
+        await pilot.press("space")
+        await wait_for(pilot, lambda: "guided canary paused at 25%" in body_text(screen))
+        await pilot.press("b")
+        await wait_for(pilot, lambda: weights(app) == {"v1": 90, "v2": 10})
+        await wait_for(pilot, lambda: "guided canary rolled back: by the operator at 25%" in body_text(screen))
+        assert v1_pods <= {p.uid for p in cluster.snapshot().pods if p.version == "v1"}
+        actions = [e["action"] for e in app.audit.entries()]
+        assert actions == ["canary-start", "shift", "shift", "canary-end"]
+
+
+async def test_b_after_a_canary_asks_and_goes_back_to_its_start_and_u_undoes_a_shift(app_factory):
+    app = app_factory()
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_service(pilot, MISTRAL)
+        await pilot.press("U")  # nothing shifted yet: said, nothing sent
+        await wait_for(pilot, lambda: any("no shift of llm/mistral-7b" in n.message for n in app._notifications))
+        await pilot.press("w")
+        await wait_for(pilot, lambda: isinstance(app.screen, TrafficShiftScreen) and app.screen.plan is not None)
+        await pilot.press("minus", "enter")
+        await wait_for(pilot, lambda: getattr(app.screen, "confirm_plan", None) is not None)
+        await pilot.press("y")
+        await wait_for(pilot, lambda: weights(app, MISTRAL) == {"stable": 90, "canary": 10})
+        await pilot.press("U")
+        await wait_for(pilot, lambda: app.screen is not screen, what=lambda: [n.message for n in app._notifications])
+        body = str(app.screen.query_one("#dialog-body").content)
+        assert "undoes the shift of" in body and "blocked: canary would get 20% of new sessions" in body
+        assert "anyway?" in str(app.screen.query_one("#dialog-title").content)  # confirming is the force
+        await pilot.press("y")
+        await wait_for(pilot, lambda: weights(app, MISTRAL) == {"stable": 80, "canary": 20})
+
+
+def weights(app, key: str = "") -> dict:
+    service = app.backend.writer.snapshot().service(key or LLAMA)
+    return {v.name: v.weight for v in service.versions}

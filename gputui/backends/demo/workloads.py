@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping
 
 from gputui.backends.demo.errors import DemoApiError
+from gputui.backends.demo.scenario import POD_START_S
 
 if TYPE_CHECKING:
     from gputui.backends.demo.api import DemoCluster
@@ -48,5 +49,10 @@ def scale(sim: DemoCluster, namespace: str, workload: str, patch: Any) -> dict[s
                 version.replicas = replicas
                 for pod in sorted(live, key=rank)[: max(0, len(live) - replicas)]:
                     sim._terminate(pod, None, replace=False)
+                # Scaled up: its ReplicaSet makes the pods; they wait for free GPUs (Pending) like any other.
+                rs_hash = live[0].labels["pod-template-hash"] if live else sim._suffix(9)
+                for _ in range(replicas - len(live)):
+                    pod = sim._create_pod(svc, version.name, rs_hash, 0)
+                    pod.ready_at = sim._t + POD_START_S
                 return {"spec": {"replicas": replicas}, "status": {"replicas": len(live)}}
     raise DemoApiError(404, f'deployments.apps "{workload}" not found')

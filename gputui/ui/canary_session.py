@@ -1,0 +1,108 @@
+"""A guided canary as the TUI holds it: like a drain, it outlives the service screen that started it. It runs
+in an app-level thread worker (ops.canary.run_canary) and keeps its log and outcome in a CanarySession; the
+operator's keys reach it through the session's CanaryControl, whose wait is the canary's sleep, so a
+rollback asked for is sent at once, not at the next look at the gates."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from gputui.backends.base import error_line
+from gputui.ops.canary import CanaryControl, CanaryPlan, CanaryReport, Gates, run_canary
+from gputui.ops.traffic import fmt_pct
+from gputui.ui.messages import CanaryProgress
+
+if TYPE_CHECKING:
+    from gputui.ui.app import GputuiApp
+
+LOG_KEPT = 200
+
+
+class _Interrupted(Exception):
+    pass
+
+
+@dataclass
+class CanarySession:
+    """What the service screen shows of a canary; written by the canary's thread, read by the UI."""
+
+    plan: CanaryPlan
+    gates: Gates
+    control: CanaryControl = field(default_factory=CanaryControl)
+    log: list[str] = field(default_factory=list)
+    reached: float | None = None
+    _last: str = ""  # the last line as the canary said it, and how often in a row
+    _repeats: int = 0
+    report: CanaryReport | None = None
+    finished: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, line: str, now: float) -> None:
+        with self.lock:
+            if line.startswith("step "):
+                self.reached = float(line.split()[1].rstrip("%:"))
+            stamp = time.strftime('%H:%M:%S', time.localtime(now))
+            if line == self._last and self.log:  # a step held with the same figures: one line, counted
+                self._repeats += 1
+                self.log[-1] = f"{stamp} {line} (×{self._repeats})"
+                return
+            self._last, self._repeats = line, 1
+            self.log.append(f"{stamp} {line}")
+            del self.log[:-LOG_KEPT]
+
+    def state(self) -> str:
+        """One line: where the canary is and what it is doing."""
+        with self.lock:
+            if self.report is not None:
+                return f"{self.report.outcome}: {self.report.reason}"
+            if self.finished:
+                return "ended"
+            where = "before its first step" if self.reached is None else f"at {fmt_pct(self.reached)}"
+            return f"{'paused' if self.control.paused else 'running'} {where}"
+
+    def lines(self, last: int) -> list[str]:
+        with self.lock:
+            return self.log[-last:]
+
+
+def start_canary(app: GputuiApp, plan: CanaryPlan, gates: Gates, poll_s: float) -> CanarySession:
+    """Run the canary on the backend it was planned on; the session is app.canaries[service key]."""
+    backend, writer = app.backend, app.backend.writer
+    session = CanarySession(plan, gates)
+    app.canaries[plan.service.key] = session
+
+    def work() -> None:
+        from textual.worker import get_current_worker
+
+        worker = get_current_worker()
+
+        def nap(seconds: float) -> None:
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                if worker.is_cancelled:  # quitting gputui: the canary stops where it is
+                    raise _Interrupted
+                if session.control.wait(min(0.2, max(0.0, end - time.monotonic()))):
+                    return  # a key was pressed: the canary acts on it now
+
+        steps = run_canary(plan, backend.reader, backend, writer, app.audit, gates, app.clock, nap,
+                           poll_s=poll_s, control=session.control)
+        try:
+            while True:
+                session.add(next(steps), app.clock())
+                app.post_message(CanaryProgress(plan.service.key))
+        except StopIteration as done:
+            session.report = done.value
+        except _Interrupted:
+            session.add("interrupted by quitting: traffic left as it is", app.clock())
+        except Exception as exc:  # shown, never a traceback
+            session.add(f"failed: {error_line(exc)}", app.clock())
+        finally:
+            session.finished = True
+            if not worker.is_cancelled:
+                app.post_message(CanaryProgress(plan.service.key))
+
+    app.run_worker(work, thread=True, group=f"canary-{plan.service.key}", exit_on_error=False)
+    return session

@@ -81,6 +81,17 @@ class KubeWriter:
     def get_object(self, group: str, version: str, plural: str, namespace: str, name: str) -> dict:
         return self.conn.request("GET", path_of(group, version, plural, namespace, name))
 
+    def list_objects(self, group: str, version: str, plural: str, namespace: str, label_selector: str = "") -> list[dict]:
+        items: list[dict] = []
+        cont = ""
+        while True:
+            page = self.conn.request("GET", path_of(group, version, plural, namespace),
+                                     query={"labelSelector": label_selector or None, "limit": 500, "continue": cont or None})
+            items += page.get("items") or []
+            cont = (page.get("metadata") or {}).get("continue") or ""
+            if not cont:
+                return items
+
     def patch_object(
         self, group: str, version: str, plural: str, namespace: str, name: str,
         patch: dict | list, patch_type: str = "merge", subresource: str = "",

@@ -842,3 +842,28 @@ def test_every_shift_plan_says_where_live_sessions_keep_flowing():
     route = httproute([{"backendRefs": [ref("m-v1", 90), ref("m-v2", 10)]}])
     plan = plan_shift(snapshot(svc, sessions={"v1": 40, "v2": 3}), svc.key, {"v2": 30}, route=route)
     assert "live sessions stay on their pods (v1 40, v2 3); new sessions follow the new weights" in plan.notes
+
+
+def test_argo_undo_puts_back_the_previous_revisions_template_as_the_plugin_does():
+    """Objects shaped as the Argo controller writes them (its ReplicaSets carry the revision annotation and
+    the pod-template-hash label; only those it controls count)."""
+    from gputui.ops.traffic.argo import HASH_LABEL, REVISION, undo_body
+
+    def template(image: str, hash_: str) -> dict:
+        return {"metadata": {"labels": {"app": "chat", HASH_LABEL: hash_}},
+                "spec": {"containers": [{"name": "vllm", "image": image}]}}
+
+    def rs(rev, image, hash_, owner="uid-1") -> dict:
+        return {"metadata": {"name": f"chat-{hash_}", "annotations": {REVISION: str(rev)},
+                             "ownerReferences": [{"uid": owner, "controller": True}]},
+                "spec": {"template": template(image, hash_)}}
+
+    rollout = {"metadata": {"uid": "uid-1"}, "spec": {"template": template("vllm:0.9", "")}}
+    sets = [rs(1, "vllm:0.8", "a"), rs(2, "vllm:0.9", "b"), rs(7, "vllm:0.1", "z", owner="someone-else")]
+    body, why, revision = undo_body(rollout, sets)
+    assert why == "" and revision == 1
+    assert body == [{"op": "replace", "path": "/spec/template",
+                     "value": {"metadata": {"labels": {"app": "chat"}}, "spec": {"containers": [{"name": "vllm", "image": "vllm:0.8"}]}}}]
+    assert undo_body(rollout, sets, to_revision=2)[1] == "its template already matches revision 2"
+    assert "revision 5 is not in its history (1, 2)" in undo_body(rollout, sets, to_revision=5)[1]
+    assert undo_body(rollout, sets[:1])[1] == "no earlier revision in its history to go back to"

@@ -169,6 +169,11 @@ class DemoCluster(Simulation):
             out["apiVersion"] = f"{group}/{version}"
             return out
 
+    def list_objects(self, group: str, version: str, plural: str, namespace: str, label_selector: str = "") -> list[dict]:
+        if (group, plural) == ("apps", "replicasets"):
+            return []  # the demo's workloads are Deployments without ReplicaSets, and it has no Argo Rollout
+        raise DemoApiError(404, "the server could not find the requested resource")
+
     def patch_object(
         self, group: str, version: str, plural: str, namespace: str, name: str,
         patch: dict | list, patch_type: str = "merge", subresource: str = "",

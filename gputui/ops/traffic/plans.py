@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from gputui.backends.base import Writer
 from gputui.model import InferenceService
@@ -82,10 +82,11 @@ def plan_shift(
 
 def plan_rollout(
     snapshot: ClusterSnapshot, service_key: str, action: str, *, rollout: Mapping[str, Any] | None = None,
-    api_versions: Mapping[str, str] | None = None,
+    api_versions: Mapping[str, str] | None = None, replicasets: Sequence[Mapping[str, Any]] = (),
 ) -> ShiftPlan:
-    """An Argo Rollouts action: promote (next step), promote-full, abort or retry. Its patches follow the
-    Rollout object as read (`rollout`); without it the plan has none yet (`needs_route`)."""
+    """An Argo Rollouts action: promote (next step), promote-full, abort, retry or undo. Its patches follow
+    the Rollout object as read (`rollout`, and for undo its `replicasets`); without it the plan has none yet
+    (`needs_route`)."""
     service = find_service(snapshot, service_key)
     facts = {
         v.name: (v.rollout.ready, v.rollout.replicas_desired, snapshot.sessions_of(service, v.name))
@@ -95,7 +96,24 @@ def plan_rollout(
         return _bare(service, facts, api_versions, [f"{service.key} is not an Argo Rollout ({service.router_kind or 'no router'})"])
     if action not in ROLLOUT_ACTIONS:
         return _bare(service, facts, api_versions, [f'unknown Rollout action "{action}" ({", ".join(ROLLOUT_ACTIONS)})'])
-    return _rollout_plan(service, facts, {v.name: v.weight for v in service.versions}, action, api_versions, rollout)
+    return _rollout_plan(service, facts, {v.name: v.weight for v in service.versions}, action, api_versions, rollout,
+                         replicasets)
+
+
+def plan_rollout_now(snapshot: ClusterSnapshot, service_key: str, action: str, writer: Writer,
+                     api_versions: Mapping[str, str] | None = None) -> ShiftPlan:
+    """plan_rollout on the Rollout as read now (and, for undo, the ReplicaSets it owns)."""
+    plan = plan_rollout(snapshot, service_key, action, api_versions=api_versions)
+    if not needs_route(plan):
+        return plan
+    rollout = read_route(plan, writer)
+    replicasets: list[dict] = []
+    if action == "undo":
+        labels = ((rollout.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+        replicasets = writer.list_objects("apps", "v1", "replicasets", plan.service.namespace,
+                                          ",".join(f"{k}={v}" for k, v in labels.items()))
+    return plan_rollout(snapshot, service_key, action, rollout=rollout, api_versions=api_versions,
+                        replicasets=replicasets)
 
 
 def _bare(service, facts, api_versions, errors, kind: str | None = None) -> ShiftPlan:
@@ -109,12 +127,27 @@ def _bare(service, facts, api_versions, errors, kind: str | None = None) -> Shif
                      DEFAULT_SCALE, {}, errors=tuple(errors))
 
 
-def _rollout_plan(service, facts, current, action, api_versions, rollout=None) -> ShiftPlan:
+def _rollout_plan(service, facts, current, action, api_versions, rollout=None, replicasets=()) -> ShiftPlan:
     group, version, plural = router_api("Rollout", api_versions)
     name = route_object_name(service)
     patches: list[Patch] = []
     errors: list[str] = []
-    if rollout is not None:
+    notes: list[str] = []
+    if rollout is not None and action == "undo":
+        body, why, revision = argo.undo_body(rollout, replicasets)
+        ref = (rollout.get("spec") or {}).get("workloadRef")
+        if why:
+            errors.append(f"nothing to send: {why}")
+        elif ref and ref.get("kind") != "Deployment":
+            errors.append(f"its pod template lives in {ref.get('kind')} {ref.get('name')}: undo it there")
+        elif ref:  # the plugin patches the Deployment the Rollout refers to
+            patches = [Patch("apps", "v1", "deployments", service.namespace, ref.get("name", ""), "json", body)]
+        else:
+            patches = [Patch(group, version, plural, service.namespace, name, "json", body)]
+        if not why:
+            notes.append(f"back to revision {revision}'s pod template: the controller rolls it out as a new "
+                         "revision, through the Rollout's own steps")
+    elif rollout is not None:
         (status_body, spec_body), why = argo.bodies(action, rollout)
         if why:
             errors.append(f"nothing to send: {why}")
@@ -138,7 +171,7 @@ def _rollout_plan(service, facts, current, action, api_versions, rollout=None) -
                            "controller scales it down; only new sessions move")
     return ShiftPlan(
         service, "Rollout", action, group, version, plural, name, versions, DEFAULT_SCALE, target or {},
-        errors=tuple(errors), warnings=tuple(warnings), patch=patches[0] if patches else None,
+        errors=tuple(errors), warnings=tuple(warnings), notes=tuple(notes), patch=patches[0] if patches else None,
         then=patches[1] if len(patches) > 1 else None, route_read=rollout is not None,
     )
 

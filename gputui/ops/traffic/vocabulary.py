@@ -21,7 +21,7 @@ ROUTER_APIS: dict[str, tuple[str, str, str]] = {
 HTTPROUTE_MAX_WEIGHT = 1_000_000
 DEFAULT_SCALE = 100
 ARGO_MANAGER = "rollouts-controller"  # the Argo Rollouts controller's field manager
-ROLLOUT_ACTIONS = ("promote", "promote-full", "abort", "retry")
+ROLLOUT_ACTIONS = ("promote", "promote-full", "abort", "retry", "undo")
 STEP_PCT = 10.0
 
 
@@ -101,7 +101,7 @@ class VersionShift:
 class ShiftPlan:
     service: InferenceService
     kind: str
-    action: str  # shift | promote | promote-full | abort | retry
+    action: str  # shift | promote | promote-full | abort | retry | undo
     group: str
     api_version: str
     plural: str

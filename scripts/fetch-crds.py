@@ -38,8 +38,12 @@ PINS: dict[str, list[tuple[str, list[str]]]] = {
         ("kubernetes/customresourcedefinitions.gen.yaml",
          ["virtualservices.networking.istio.io", "destinationrules.networking.istio.io"]),
     ],
-    "github.com/argoproj/argo-rollouts@v1.8.3": [
+    "github.com/argoproj/argo-rollouts@v1.8.3": [  # all five: its controller waits for each kind's informer
         ("manifests/crds/rollout-crd.yaml", ["rollouts.argoproj.io"]),
+        ("manifests/crds/analysis-run-crd.yaml", ["analysisruns.argoproj.io"]),
+        ("manifests/crds/analysis-template-crd.yaml", ["analysistemplates.argoproj.io"]),
+        ("manifests/crds/cluster-analysis-template-crd.yaml", ["clusteranalysistemplates.argoproj.io"]),
+        ("manifests/crds/experiment-crd.yaml", ["experiments.argoproj.io"]),
     ],
     "github.com/servicemeshinterface/smi-sdk-go@v0.5.0": [
         ("crds/split.yaml", ["trafficsplits.split.smi-spec.io"]),

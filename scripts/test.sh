@@ -19,6 +19,8 @@ echo "== prometheus"
 bash scripts/install-prometheus.sh
 echo "== control plane"
 bash scripts/build-control-plane.sh
+echo "== Argo Rollouts controller"
+bash scripts/build-argo-rollouts.sh
 
 echo "== router CRDs"
 python3 scripts/fetch-crds.py

@@ -239,9 +239,23 @@ class Joiner:
         inference: list[InferenceService] = []
         pod_identity: list[tuple[str, Mapping[str, str], str, str]] = []  # ns, selector, service, version
         covered: set[tuple[str, str]] = set()
+        # A route an Argo Rollout drives is that Rollout's: its controller sets the weights, and gputui shows
+        # (and acts on) the Rollout, with the route's backends telling its stable pods from its canary's.
+        driven = {(w.namespace, r): w for w in workloads if w.kind == "Rollout" for r in w.routes}
+        route_weights: dict[tuple[str, str], dict[str, int]] = {}
         for route in sorted(state.routes, key=lambda r: (r.namespace, r.name)):
             routed = _versions_for_route(route, services_by_key, workloads, self.version_labels, subsets, pools_by_key)
             if not routed:
+                continue
+            owner = driven.get((route.namespace, route.name))
+            if owner is not None:
+                service = self._service_name(owner)
+                for (routed_version, selector), backend in zip(routed, route.backends):
+                    role = owner.roles.get(backend.subset or backend.service)
+                    if role:
+                        pod_identity.append((route.namespace, selector, service, role))
+                        if routed_version.weight is not None:
+                            route_weights.setdefault((owner.namespace, owner.name), {})[role] = routed_version.weight
                 continue
             inference.append(InferenceService(route.namespace, route.name, tuple(v for v, _ in routed),
                                               route.kind, route.name))
@@ -253,10 +267,10 @@ class Joiner:
         for w in sorted(workloads, key=lambda w: (w.namespace, w.name)):
             if w.gpu_request <= 0 or (w.namespace, w.name) in covered:
                 continue
-            service = _first(w.template_labels, self.service_labels) or _first(w.labels, self.service_labels) \
-                or w.name
-            if w.kind == "Rollout" and w.canary_weights:
-                for role, weight in w.canary_weights.items():
+            service = self._service_name(w)
+            weights = w.canary_weights or route_weights.get((w.namespace, w.name), {})
+            if w.kind == "Rollout" and weights:
+                for role, weight in weights.items():
                     grouped.setdefault((w.namespace, service), []).append(
                         ServiceVersion(role, weight, w.rollout, workload=w.name))
                 pod_identity.append((w.namespace, w.template_labels, service, ""))
@@ -269,6 +283,9 @@ class Joiner:
             kind = "Rollout" if any(v.weight is not None for v in versions) else ""
             inference.append(InferenceService(ns, name, tuple(versions), kind, name if kind else ""))
         return tuple(inference), _Identities(pod_identity)
+
+    def _service_name(self, w: WorkloadRecord) -> str:
+        return _first(w.template_labels, self.service_labels) or _first(w.labels, self.service_labels) or w.name
 
     def _join_nodes(self, gpu_nodes: list[NodeRecord], metrics: Metrics | None) -> tuple[Node, ...]:
         by_host: dict[str, list[GpuSample]] = {}

@@ -236,6 +236,8 @@ class WorkloadRecord:
     gpu_request: int
     rollout: Rollout
     canary_weights: Mapping[str, int] = field(default_factory=dict)  # Argo: stable/canary
+    routes: tuple[str, ...] = ()  # Argo: the routes its trafficRouting names (its controller owns their weights)
+    roles: Mapping[str, str] = field(default_factory=dict)  # Argo: canary/stable Service or subset -> role
 
 
 def deployment_record(obj: dict[str, Any]) -> WorkloadRecord:
@@ -257,17 +259,38 @@ def deployment_record(obj: dict[str, Any]) -> WorkloadRecord:
         revision=(meta.get("annotations") or {}).get("deployment.kubernetes.io/revision", ""),
     )
     weights: dict[str, int] = {}
+    routes: tuple[str, ...] = ()
+    roles: dict[str, str] = {}
     if obj.get("kind") == "Rollout":
         canary = (status.get("canary") or {}).get("weights") or {}
         for role in ("stable", "canary"):
             if isinstance(canary.get(role), dict) and "weight" in canary[role]:
                 weights[role] = int(canary[role]["weight"])
+        routes, roles = _argo_routing(meta.get("name", ""), ((spec.get("strategy") or {}).get("canary") or {}))
     return WorkloadRecord(
         kind=obj.get("kind") or "Deployment", namespace=meta.get("namespace", ""), name=meta.get("name", ""),
         labels=dict(meta.get("labels") or {}),
         template_labels=dict((template.get("metadata") or {}).get("labels") or {}),
         gpu_request=_gpu_request(template.get("spec") or {}), rollout=rollout, canary_weights=weights,
+        routes=routes, roles=roles,
     )
+
+
+def _argo_routing(name: str, canary: Mapping[str, Any]) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The routes a Rollout's canary drives (Istio VirtualServices, SMI TrafficSplit, the Gateway API plugin's
+    HTTPRoutes) and which of their backends is which role: its canary/stable Services, or Istio subsets."""
+    routing = canary.get("trafficRouting") or {}
+    routes: list[str] = []
+    istio = routing.get("istio") or {}
+    routes += [v.get("name", "") for v in [istio.get("virtualService") or {}, *(istio.get("virtualServices") or [])]]
+    if "smi" in routing:
+        routes.append((routing.get("smi") or {}).get("trafficSplitName") or name)
+    gateway = (routing.get("plugins") or {}).get("argoproj-labs/gatewayAPI") or {}
+    routes += [gateway.get("httpRoute") or "", *((r or {}).get("name", "") for r in gateway.get("httpRoutes") or [])]
+    rule = istio.get("destinationRule") or {}
+    roles = {canary.get("canaryService"): "canary", canary.get("stableService"): "stable",
+             rule.get("canarySubsetName"): "canary", rule.get("stableSubsetName"): "stable"}
+    return tuple(r for r in routes if r), {k: v for k, v in roles.items() if k}
 
 
 def pdb_record(obj: dict[str, Any]) -> Budget:

@@ -221,54 +221,6 @@ def test_trafficsplit_weights_patched_on_its_real_crd(cluster, routes, tmp_path)
         backend.close()
 
 
-def test_argo_rollout_verbs_on_its_real_crd(cluster, routes, tmp_path):
-    """No Argo controller runs here (see the note in the README): the test writes the Rollout's status as
-    the controller would (a canary at 20%, paused on its step-1 pause) and checks what `gputui shift
-    --rollout` sends, on the real CRD and its status subresource, against what kubectl argo rollouts sends."""
-    from tests.support.gputui_cli import run
-
-    install_crd(routes, "rollouts")
-    custom = client.CustomObjectsApi(routes)
-    labels = {"app.kubernetes.io/name": "summarize"}
-    create_custom(routes, "rollouts", TNS, {"metadata": {"name": "summarize"}, "spec": {
-        "replicas": 2, "selector": {"matchLabels": labels},
-        "template": {"metadata": {"labels": labels}, "spec": {"containers": [{
-            "name": "vllm", "image": "vllm/vllm-openai:v0.9.0", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}},
-        "strategy": {"canary": {"steps": [{"setWeight": 20}, {"pause": {}}, {"setWeight": 50}]}}}})
-    custom.patch_namespaced_custom_object_status("argoproj.io", "v1alpha1", TNS, "rollouts", "summarize", {"status": {
-        "currentPodHash": "new", "stableRS": "old", "currentStepIndex": 1, "phase": "Paused", "controllerPause": True,
-        "pauseConditions": [{"reason": "CanaryPauseStep", "startTime": "2026-12-01T00:00:00Z"}],
-        "canary": {"weights": {"stable": {"weight": 80}, "canary": {"weight": 20}}}}})
-
-    def gputui(*args: str):
-        return run("shift", f"{TNS}/summarize", "--kubeconfig", str(cluster.admin_kubeconfig), *args, home=tmp_path)
-
-    def status() -> dict:
-        return get_custom(routes, "rollouts", TNS, "summarize").get("status") or {}
-
-    backend = _backend(cluster)
-    try:  # the snapshot knows it as a Rollout with its controller's weights
-        svc = wait_until(lambda: backend.reader.snapshot().service(f"{TNS}/summarize"), 15, what="the Rollout's service")
-        assert svc.router_kind == "Rollout" and [(v.name, v.weight) for v in svc.versions] == [("stable", 80), ("canary", 20)]
-    finally:
-        backend.close()
-    refused = gputui("--to", "canary=50")
-    assert refused.returncode == 1 and "no set-weight" in refused.stderr
-    mark = cluster.audit_mark()
-    done = gputui("--rollout", "promote")
-    assert done.returncode == 0, done.stderr
-    assert "pauseConditions" not in status() and status()["currentStepIndex"] == 1  # the controller moves on from here
-    (patch,) = cluster.wait_for_audit("admin", since=mark, verb="patch", resource="rollouts", code=200)
-    assert patch["objectRef"].get("subresource") == "status"
-    assert gputui("--rollout", "abort").returncode == 0 and status()["abort"] is True
-    assert gputui("--rollout", "retry").returncode == 0 and status()["abort"] is False
-    custom.patch_namespaced_custom_object_status("argoproj.io", "v1alpha1", TNS, "rollouts", "summarize",
-                                                 {"status": {"stableRS": "new"}})
-    finished = gputui("--rollout", "promote-full")
-    assert finished.returncode == 1 and "fully promoted already" in finished.stderr
-    assert "promoteFull" not in status()
-
-
 def test_services_lists_each_routed_service_as_shift_names_it(cluster, routes, tmp_path):
     from tests.support.gputui_cli import run
 

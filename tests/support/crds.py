@@ -26,6 +26,11 @@ ROUTE_CRDS = {
     "virtualservices": ("networking.istio.io", "v1", "VirtualService"),
     "destinationrules": ("networking.istio.io", "v1", "DestinationRule"),
     "rollouts": ("argoproj.io", "v1alpha1", "Rollout"),
+    # What Argo Rollouts' controller watches besides its Rollouts (it waits for every informer).
+    "analysisruns": ("argoproj.io", "v1alpha1", "AnalysisRun"),
+    "analysistemplates": ("argoproj.io", "v1alpha1", "AnalysisTemplate"),
+    "clusteranalysistemplates": ("argoproj.io", "v1alpha1", "ClusterAnalysisTemplate"),
+    "experiments": ("argoproj.io", "v1alpha1", "Experiment"),
     "trafficsplits": ("split.smi-spec.io", "v1alpha4", "TrafficSplit"),
 }
 

@@ -325,6 +325,7 @@ class ServiceVersion:
     rollout: Rollout = field(default_factory=Rollout)
     backend: str = ""  # the Service (or subset) the route points at
     workload: str = ""  # Deployment / Rollout name
+    pool: bool = False  # the backend is an InferencePool: its endpoint picker (EPP) reports on it
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,17 @@ class VersionSignals:
     error_ratio: float | None = None  # of finished requests, those aborted (vLLM's finished_reason="abort")
     p95_latency_s: float | None = None
     pods_read: int = 0  # pods of the version whose series were found
+    picker: "PickerSignals | None" = None  # an InferencePool version: what its endpoint picker reports
+
+
+@dataclass(frozen=True, slots=True)
+class PickerSignals:
+    """An InferencePool's endpoint picker (EPP) on its pool: the pool-wide averages it schedules by and the
+    ready pods it sees (inference_pool_* gauges, labelled name=<pool>). None: not reported."""
+
+    kv_cache: float | None = None  # 0..1
+    queue: float | None = None  # requests waiting, averaged over the pool's pods
+    ready_pods: int | None = None
 
 
 def quantile(q: float, buckets: Mapping[float, float]) -> float | None:

@@ -123,7 +123,7 @@ def _versions_for_route(
             ServiceVersion(
                 name=name, weight=backend.weight,
                 rollout=workload.rollout if workload else Rollout(),
-                backend=backend.service, workload=workload.name if workload else "",
+                backend=backend.service, workload=workload.name if workload else "", pool=backend.pool,
             ),
             selector,
         ))

@@ -42,6 +42,25 @@ def _gates(signals: VersionSignals | None) -> tuple[str, str]:
     return f"{signals.error_ratio:.2%}", latency
 
 
+def _picker_lines(service: InferenceService, signals: Mapping[str, VersionSignals] | None) -> list[Text]:
+    """For versions behind an InferencePool: what its endpoint picker reports, or that it reports nothing."""
+    pooled = [v for v in service.versions if v.pool]
+    if not pooled or signals is None:
+        return []
+    line = Text("endpoint picker  ", style="dim")
+    for i, v in enumerate(pooled):
+        picker = (signals.get(v.name) or VersionSignals()).picker
+        line.append(("  ·  " if i else "") + f"{v.name} ({v.backend}): ")
+        if picker is None:
+            line.append("no metrics read (its EPP not scraped?)", style="dim")
+            continue
+        kv = "–" if picker.kv_cache is None else f"{picker.kv_cache:.0%}"
+        queue = "–" if picker.queue is None else f"{picker.queue:.1f}"
+        ready = "–" if picker.ready_pods is None else str(picker.ready_pods)
+        line.append(f"KV cache {kv}, queue {queue}, ready pods {ready}")
+    return [line]
+
+
 def history(entries: Sequence[Mapping[str, Any]], service_key: str) -> list[Mapping[str, Any]]:
     """The audit entries about this service, newest first."""
     mine = [e for e in entries if e.get("action") in HISTORY_ACTIONS
@@ -79,6 +98,7 @@ def service_view(snapshot: ClusterSnapshot, service: InferenceService, signals: 
             pods.add_row(Text(p.name), Text(v.name), Text(p.node or "(pending)"),
                          Text("yes" if p.ready else "no", style="" if p.ready else palette.cordoned), live)
     parts: list[RenderableType] = [head, Text(""), versions]
+    parts += _picker_lines(service, signals)
     if signals_error:
         parts.append(Text(f"errors and latency unknown: {signals_error}", style="dim"))
     if canary is not None:

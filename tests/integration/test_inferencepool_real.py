@@ -36,7 +36,7 @@ def _install_pool_crd(api) -> None:
                what="InferencePool served")
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def pools(cluster, fake_kubelet):
     api = cluster.harness_client()
     core, apps, custom = client.CoreV1Api(api), client.AppsV1Api(api), client.CustomObjectsApi(api)
@@ -83,5 +83,36 @@ def test_inferencepool_backends_are_versions_and_their_weights_shift(cluster, po
         refs = get_custom(pools, "httproutes", NS, "summ")["spec"]["rules"][0]["backendRefs"]
         assert [(r["kind"], r["name"], r["weight"]) for r in refs] == [
             ("InferencePool", "summ-v1", 60), ("InferencePool", "summ-v2", 40)]
+    finally:
+        backend.close()
+
+
+def test_the_endpoint_pickers_figures_reach_the_service_screen(cluster, pools, prometheus, inference_exporter):
+    """An EPP's pool gauges scraped by the real Prometheus: a version behind a reported pool gets its
+    figures, the other one is unknown (never zero), and the service screen says both."""
+    from gputui.present.cells import Palette
+    from gputui.present.service_view import service_view
+    from rich.console import Console
+    from tests.support.workloads import backend_for
+
+    inference_exporter.add_picker(NS, "summ-v1-epp-0", {"summ-v1": (0.42, 1.5, 2)})
+    backend = backend_for(cluster, prometheus)
+    try:
+        def read():
+            snap = backend.reader.snapshot()
+            svc = snap.service(f"{NS}/summ")
+            signals = backend.version_signals(snap, svc, 300) if svc else {}
+            return (snap, svc, signals) if signals and signals["v1"].picker is not None else None
+
+        snap, svc, signals = wait_until(read, 60, what="the picker's gauges scraped")
+        assert [v.pool for v in svc.versions] == [True, True]
+        picker = signals["v1"].picker
+        assert (picker.kv_cache, picker.queue, picker.ready_pods) == (0.42, 1.5, 2)
+        assert signals["v2"].picker is None
+        console = Console(width=200, record=True)
+        console.print(service_view(snap, svc, signals, "", [], Palette()))
+        text = console.export_text()
+        assert "v1 (summ-v1): KV cache 42%, queue 1.5, ready pods 2" in text
+        assert "v2 (summ-v2): no metrics read" in text
     finally:
         backend.close()

@@ -410,6 +410,7 @@ class InferenceExporter:
     def __init__(self, sd_file: Path | str, *, port: int = 0):
         self.sd_file = Path(sd_file)
         self._pods: dict[tuple[str, str], InferencePod] = {}
+        self._pickers: dict[tuple[str, str], dict[str, tuple[float, float, int]]] = {}
         self._lock = threading.Lock()
         self._server = MetricsHTTPServer(self._handle, port)
         self.port = self._server.port
@@ -457,6 +458,14 @@ class InferenceExporter:
                 p.traffic.advance()
                 p.traffic.per_s, p.traffic.error_ratio, p.traffic.latency_s = per_s, error_ratio, latency_s
 
+    def add_picker(self, namespace: str, pod: str, pools: dict[str, tuple[float, float, int]]) -> None:
+        """Serve an endpoint picker's (EPP) pool gauges as the Gateway API Inference Extension's EPP exports
+        them (pool name -> KV cache utilisation, average queue, ready pods). The EPP binary itself is not
+        built here (its module is not served by this machine's proxy): its documented series are."""
+        with self._lock:
+            self._pickers[(namespace, pod)] = dict(pools)
+            self._write_sd_locked()
+
     def break_scrape(self, namespace: str, pod: str, broken: bool = True) -> None:
         """Make the pod's scrape fail (or work again): its target goes down, its series go stale."""
         with self._lock:
@@ -476,6 +485,9 @@ class InferenceExporter:
             labels = {"__metrics_path__": p.path, "namespace": p.namespace, "pod": p.pod}
             labels.update(p.target_labels)
             groups.append({"targets": [self.address], "labels": labels})
+        for namespace, pod in sorted(self._pickers):
+            groups.append({"targets": [self.address], "labels": {
+                "__metrics_path__": f"/pickers/{namespace}/{pod}/metrics", "namespace": namespace, "pod": pod}})
         self.sd_file.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.sd_file.with_name(f".{self.sd_file.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(groups, indent=1))
@@ -508,4 +520,16 @@ class InferenceExporter:
             for p in self._pods.values():
                 if p.path == path:
                     return None if p.broken else self.render_pod(p)
+            for (namespace, pod), pools in self._pickers.items():
+                if path == f"/pickers/{namespace}/{pod}/metrics":
+                    return render_text([
+                        Family("inference_pool_average_kv_cache_utilization",
+                               "The average kv cache utilization for an inference server pool.", "gauge",
+                               [({"name": n}, kv) for n, (kv, _q, _r) in pools.items()]),
+                        Family("inference_pool_average_queue_size",
+                               "The average number of requests pending in the model server queue.", "gauge",
+                               [({"name": n}, q) for n, (_kv, q, _r) in pools.items()]),
+                        Family("inference_pool_ready_pods", "The number of ready pods in the inference server pool.",
+                               "gauge", [({"name": n}, r) for n, (_kv, _q, r) in pools.items()]),
+                    ])
         return None

@@ -54,3 +54,27 @@ def test_a_vanished_session_series_stays_unknown_while_its_pod_exists():
     assert with_vanished(fresh, last, alive) == {("n", "c"): (0, 0), ("n", "a"): (None, None)}
     assert with_vanished(last, last, alive) is last  # nothing vanished: the same mapping back
     assert unknown_sessions(last) == {("n", "a"): (None, None), ("n", "b"): (None, None)}
+
+
+def test_a_picker_gauge_from_another_namespace_or_not_a_number_is_not_this_pools():
+    from gputui.backends.prom_canary import picker_signals
+    from gputui.model import InferenceService, ServiceVersion
+
+    class Rows:
+        def __init__(self):
+            self.asked = ""
+
+        def query(self, promql):
+            self.asked = promql
+            return [
+                {"metric": {"__name__": "inference_pool_ready_pods", "name": "p-v1", "namespace": "other"}, "value": [0, "9"]},
+                {"metric": {"__name__": "inference_pool_ready_pods", "name": "p-v1", "namespace": "llm"}, "value": [0, "2"]},
+                {"metric": {"__name__": "inference_pool_average_queue_size", "name": "p-v1"}, "value": [0, "NaN"]},
+            ]
+
+    prom = Rows()
+    service = InferenceService("llm", "p", (ServiceVersion("v1", 50, backend="p-v1", pool=True),
+                                            ServiceVersion("v2", 50, backend="p.v2", pool=True)))
+    found = picker_signals(prom, service)
+    assert found["p-v1"].ready_pods == 2 and found["p-v1"].queue is None and "p-v2" not in found
+    assert 'name=~"p\\\\-v1|p\\\\.v2"' in prom.asked  # escaped for RE2, then for the PromQL string

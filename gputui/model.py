@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Iterable, Mapping
+from gputui.gpu_resources import GpuResource
 
-GPU_RESOURCE = "nvidia.com/gpu"
 
 # Driver upgrade states (GPU Operator) that mean "in progress", in the
 # operator's order. `upgrade-done` and an empty label are idle; failed is an alert.
@@ -156,6 +156,9 @@ class Node:
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
     summary: GpuSummary | None = None
+    # How it hands its GPUs out (gputui.gpu_resources): gpu_capacity/gpu_allocatable are these units summed.
+    gpu_resources: tuple[GpuResource, ...] = ()
+    gpu_count: int = 0  # physical cards (0: unknown, e.g. MIG slices without GFD's count)
 
     @property
     def drain_phase(self) -> str:
@@ -254,6 +257,7 @@ class InferencePod:
     termination_grace_s: int | None = None  # terminationGracePeriodSeconds (None: not read)
     prestop_sleep_s: int = 0  # its preStop hook's sleep before SIGTERM
     probes: PodProbes | None = None  # None: the spec was not read
+    gpu_units: Mapping[str, int] = field(default_factory=dict)  # by resource (dra:<driver> for DRA devices)
 
     @property
     def key(self) -> str:

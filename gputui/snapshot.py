@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from gputui.gpu_resources import WHOLE_GPU
 from gputui.model import Budget, InferencePod, InferenceService, Node
 
 
@@ -31,20 +32,24 @@ class SourceStatus:
         return stale(self.age(now), max(refresh, self.every or 0.0))
 
 
-PodIndexes = tuple[Mapping[str, int], Mapping[str, tuple["InferencePod", ...]]]
+PodIndexes = tuple[Mapping[str, Mapping[str, int]], Mapping[str, tuple["InferencePod", ...]]]
 
 
 def pod_indexes(pods: tuple[InferencePod, ...]) -> PodIndexes:
-    """GPUs allocated and pods per node, computed from the pods. Pure: a backend that keeps its pods tuple
-    across quiet refreshes keeps these too and hands them to the snapshot (see join.Joiner)."""
-    allocated: dict[str, int] = {}
+    """GPU units allocated per node and resource, and pods per node, computed from the pods. Pure: a backend
+    that keeps its pods tuple across quiet refreshes keeps these too and hands them to the snapshot (see
+    join.Joiner)."""
+    allocated: dict[str, dict[str, int]] = {}
     by_node: dict[str, list[InferencePod]] = {}
     for pod in pods:
         if not pod.node:
             continue
         by_node.setdefault(pod.node, []).append(pod)
-        if not pod.terminated:
-            allocated[pod.node] = allocated.get(pod.node, 0) + pod.gpu_request
+        if not pod.terminated and pod.gpu_request:
+            per = allocated.setdefault(pod.node, {})
+            # A pod that names no resource (built by hand, in tests) asks for whole cards.
+            for name, n in (pod.gpu_units or {WHOLE_GPU: pod.gpu_request}).items():
+                per[name] = per.get(name, 0) + n
     return allocated, {k: tuple(v) for k, v in by_node.items()}
 
 
@@ -61,7 +66,7 @@ class ClusterSnapshot:
     # The pod indexes when the backend already holds them for this very pods tuple (None: built here).
     indexes: PodIndexes | None = field(default=None, repr=False, compare=False)
     # Indexes built once per snapshot; every consumer shares them.
-    _allocated: Mapping[str, int] = field(init=False, repr=False, compare=False)
+    _allocated: Mapping[str, Mapping[str, int]] = field(init=False, repr=False, compare=False)
     _pods_by_node: Mapping[str, tuple[InferencePod, ...]] = field(
         init=False, repr=False, compare=False
     )
@@ -81,7 +86,12 @@ class ClusterSnapshot:
         return self._pods_by_node.get(node, ())
 
     def gpus_allocated(self, node: str) -> int:
-        return self._allocated.get(node, 0)
+        """GPU units allocated on the node, every resource together."""
+        return sum(self._allocated.get(node, {}).values())
+
+    def allocated_by_resource(self, node: str) -> Mapping[str, int]:
+        """GPU units allocated on the node per resource name ("" for pods that name none: the demo's)."""
+        return self._allocated.get(node, {})
 
     def source(self, name: str) -> SourceStatus | None:
         return next((s for s in self.sources if s.name == name), None)

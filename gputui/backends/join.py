@@ -8,9 +8,11 @@ that a refresh where only metrics moved rebuilds only what they touch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping
 
+from gputui.backends.kube_dra import ClaimRecord, DraView, SliceRecord, device_taint_conditions, dra_view
+from gputui.gpu_resources import physical_gpus
 from gputui.backends.kube_objects import NodeRecord, PodRecord, RouteRecord, ServiceRecord, SubsetRule, WorkloadRecord
 from gputui.model import SESSION_SIGNAL_LABEL, Budget, Gpu, GpuSummary, Health, InferencePod, InferenceService, Node, Rollout, ServiceVersion, selector_matches
 from gputui.snapshot import ClusterSnapshot, PodIndexes, SourceStatus, pod_indexes
@@ -53,6 +55,8 @@ class KubeState:
     routes: tuple[RouteRecord, ...] = ()
     subset_rules: tuple[SubsetRule, ...] = ()  # Istio DestinationRules, when the cluster serves them
     pools: tuple[ServiceRecord, ...] = ()  # InferencePools, when the cluster serves them
+    resource_slices: tuple[SliceRecord, ...] = ()  # DRA, when the cluster serves resource.k8s.io
+    resource_claims: tuple[ClaimRecord, ...] = ()
 
 
 def _first(labels: Mapping[str, str], keys: Iterable[str]) -> str:
@@ -190,6 +194,8 @@ class Joiner:
         self._node_result: tuple[tuple[Node, ...], frozenset[str]] = ((), frozenset())
         self._pod_inputs: tuple = ()
         self._pod_result: tuple[InferencePod, ...] = ()
+        self._dra_inputs: tuple = ()
+        self._dra: DraView = dra_view((), ())
         # The pod indexes of _pod_result, kept while the pods tuple is the same (a quiet refresh reuses them).
         self._indexes: tuple[tuple[InferencePod, ...], PodIndexes] = ((), ({}, {}))
 
@@ -208,13 +214,18 @@ class Joiner:
             self._service_inputs = inputs
             self._pod_records, self._pods = {}, {}  # pod identities depend on the services
             self._pod_inputs = ()
-        node_inputs = (state.nodes, metrics.nodes if metrics else None, metrics.gpus if metrics else None)
+        if not _same((state.resource_slices, state.resource_claims), self._dra_inputs):
+            self._dra_inputs = (state.resource_slices, state.resource_claims)
+            self._dra = dra_view(state.resource_slices, state.resource_claims)
+        dra = self._dra
+        node_inputs = (state.nodes, metrics.nodes if metrics else None, metrics.gpus if metrics else None, dra)
         if not _same(node_inputs, self._node_inputs):
-            gpu_nodes = sorted((n for n in state.nodes if n.is_gpu_node), key=lambda n: n.name)
-            self._node_result = (self._join_nodes(gpu_nodes, metrics), frozenset(n.name for n in gpu_nodes))
+            gpu_nodes = sorted((n for n in state.nodes if n.is_gpu_node or n.name in dra.capacity),
+                               key=lambda n: n.name)
+            self._node_result = (self._join_nodes(gpu_nodes, metrics, dra), frozenset(n.name for n in gpu_nodes))
             self._node_inputs = node_inputs
         nodes, node_names = self._node_result
-        pod_inputs = (state.pods, node_names, metrics.sessions if metrics else None)
+        pod_inputs = (state.pods, node_names, metrics.sessions if metrics else None, dra)
         if not _same(pod_inputs, self._pod_inputs):
             self._pod_result = self._join_pods(state.pods, node_names, metrics)
             self._pod_inputs = pod_inputs
@@ -224,6 +235,14 @@ class Joiner:
             taken_at=now, context=context, nodes=nodes, pods=self._pod_result,
             services=self._services, budgets=state.budgets, sources=sources, indexes=self._indexes[1],
         )
+
+    def with_claims(self, record: PodRecord) -> PodRecord:
+        """The pod with its DRA devices among its GPUs: they are in no container's limits."""
+        claimed = self._dra.pod_units.get(record.uid)
+        if not claimed:
+            return record
+        return replace(record, gpu_units={**record.gpu_units, **claimed},
+                       gpu_request=record.gpu_request + sum(claimed.values()))
 
     def identity(self, p: PodRecord) -> tuple[str, str]:
         """The service and version the last join gave this record ("" when it has not seen it)."""
@@ -287,7 +306,7 @@ class Joiner:
     def _service_name(self, w: WorkloadRecord) -> str:
         return _first(w.template_labels, self.service_labels) or _first(w.labels, self.service_labels) or w.name
 
-    def _join_nodes(self, gpu_nodes: list[NodeRecord], metrics: Metrics | None) -> tuple[Node, ...]:
+    def _join_nodes(self, gpu_nodes: list[NodeRecord], metrics: Metrics | None, dra: DraView) -> tuple[Node, ...]:
         by_host: dict[str, list[GpuSample]] = {}
         summaries: Mapping[str, GpuSummary] = {}
         if metrics is not None:
@@ -305,15 +324,22 @@ class Joiner:
             summary = summaries.get(n.name)
             group = by_host.get(n.name)  # in fleet mode only GPUs with a problem: mostly none
             samples = tuple(sorted(group, key=lambda s: s.index)) if group else ()
-            if old_records.get(key) is n and old_metrics.get(key) == summary and old_samples.get(key, ()) == samples:
+            claimed = dra.resources(n.name)
+            resources = n.gpu_resources + claimed
+            if old_records.get(key) is n and old_metrics.get(key) == summary and old_samples.get(key, ()) == samples \
+                    and old_nodes[key].gpu_resources == resources:
                 node = old_nodes[key]
             else:
+                taints = dra.taints.get(n.name, ())
                 node = Node(
                     name=n.name, ready=n.ready, unschedulable=n.unschedulable, gpu_product=n.gpu_product,
-                    gpu_capacity=n.gpu_capacity, gpu_allocatable=n.gpu_allocatable,
+                    gpu_capacity=sum(r.capacity for r in resources),
+                    gpu_allocatable=sum(r.allocatable for r in resources),
                     driver_version=n.driver_version, cuda_version=n.cuda_version, upgrade_state=n.upgrade_state,
-                    gpu_memory_mib=n.gpu_memory_mib, conditions=n.conditions, gpus=_gpus(n, samples),
-                    labels=n.labels, annotations=n.annotations, summary=_summary(n, summary),
+                    gpu_memory_mib=n.gpu_memory_mib, conditions=n.conditions + device_taint_conditions(taints),
+                    gpus=_gpus(n, samples), labels=n.labels, annotations=n.annotations, summary=_summary(n, summary),
+                    gpu_resources=resources,
+                    gpu_count=physical_gpus(n.labels, n.gpu_resources, sum(r.capacity for r in claimed)),
                 )
             records[key], node_metrics[key], nodes[key] = n, summary, node
             if samples:
@@ -328,14 +354,15 @@ class Joiner:
         old_records, old_pods = self._pod_records, self._pods
         records: dict[int, PodRecord] = {}
         out: dict[int, InferencePod] = {}
-        for p in pods:
+        for record in pods:
+            p = self.with_claims(record)  # keyed and cached by the record as read
             if p.node not in node_names and not (not p.node and p.gpu_request > 0):
                 continue  # only what runs on GPU nodes, and GPU pods still waiting for one
-            key = id(p)
+            key = id(record)
             counts = sessions.get((p.namespace, p.name))
             running, waiting = counts if counts is not None else (None, None)
-            if old_records.get(key) is p:
-                # Same record, same services: only the session counts may have moved.
+            if old_records.get(key) is record and old_pods[key].gpu_units == p.gpu_units:
+                # Same record, same services, same DRA devices: only the session counts may have moved.
                 pod = old_pods[key]
                 if pod.sessions_running != running or pod.sessions_waiting != waiting \
                         or (counts is not None and not pod.session_signal):
@@ -346,7 +373,7 @@ class Joiner:
                 if found and not version:
                     version = _first(p.labels, self.version_labels)
                 pod = inference_pod(p, service, version, running, waiting, counts is not None)
-            records[key], out[key] = p, pod
+            records[key], out[key] = record, pod
         self._pod_records, self._pods = records, out
         return tuple(out.values())
 
@@ -365,7 +392,7 @@ def inference_pod(p: PodRecord, service: str, version: str, running: int | None,
                   has_series: bool = False) -> InferencePod:
     return InferencePod(
         namespace=p.namespace, name=p.name, uid=p.uid, node=p.node, phase=p.phase, ready=p.ready,
-        gpu_request=p.gpu_request, service=service, version=version, restarts=p.restarts,
+        gpu_request=p.gpu_request, gpu_units=p.gpu_units, service=service, version=version, restarts=p.restarts,
         deleting=p.deleting, owner_kind=p.owner_kind, labels=p.labels, has_emptydir=p.has_emptydir,
         mirror=p.mirror, sessions_running=running, sessions_waiting=waiting,
         session_signal=session_signal(p.labels, service, has_series), pending_reason=p.pending_reason,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Iterable, Mapping, Sequence
 
 from gputui.backends.base import Backend, BackendError
@@ -12,6 +13,7 @@ from gputui.backends.join import Joiner, KubeState, Metrics, inference_pod, join
 from gputui.backends.kube_cache import ListWatchCache
 from gputui.backends.kube_http import Connection, connect, path_of, PROBE_TIMEOUT_S
 from gputui.backends.kube_writer import KubeWriter, allowed, whoami
+from gputui.backends.kube_dra import DRA_GROUP, claim_record, slice_record
 from gputui.backends.kube_objects import PodRecord
 from gputui.backends import kube_objects as ko
 from gputui.backends.prom_review import read_facts
@@ -68,18 +70,28 @@ def with_vanished(fresh: Mapping[tuple[str, str], tuple[int | None, int | None]]
     return out
 
 
-def discover(conn: Connection) -> tuple[dict[str, tuple[str, str]], str | None, str | None]:
-    """Served route and rollout groups -> (preferred version, plural); the version serving Istio's
-    DestinationRules (what an Istio subset selects) and the one serving InferencePools (what an HTTPRoute's
-    pool backend selects), None when the cluster has none. Neither is patched: they only find pods."""
-    found: dict[str, tuple[str, str]] = {}
+@dataclass(frozen=True, slots=True)
+class Served:
+    """What the cluster serves beyond the core kinds, from discovery: route and rollout groups -> (preferred
+    version, plural); the versions serving Istio's DestinationRules (what a subset selects), InferencePools
+    (what a pool backend selects) and DRA's ResourceSlices and ResourceClaims (GPUs no container limit
+    shows). None when absent. Only routes and rollouts are ever patched."""
+
+    routes: dict[str, tuple[str, str]] = field(default_factory=dict)
     subset_rules: str | None = None
     pools: str | None = None
+    dra: str | None = None
+
+
+def discover(conn: Connection) -> Served:
+    found: dict[str, tuple[str, str]] = {}
+    subset_rules = pools = dra = None
     groups = conn.request("GET", "/apis", timeout=PROBE_TIMEOUT_S * 2).get("groups") or []
     for group in groups:
         name = group.get("name")
         wanted = ROUTE_KINDS.get(name, ("rollouts", None) if name == ROLLOUT_GROUP else
-                                 ("inferencepools", None) if name == ko.POOL_GROUP else None)
+                                 ("inferencepools", None) if name == ko.POOL_GROUP else
+                                 ("resourceslices", None) if name == DRA_GROUP else None)
         if not wanted:
             continue
         version = (group.get("preferredVersion") or {}).get("version")
@@ -89,11 +101,13 @@ def discover(conn: Connection) -> tuple[dict[str, tuple[str, str]], str | None, 
         served = {r.get("name") for r in resources}
         if name == ko.POOL_GROUP:
             pools = version if "inferencepools" in served else None
+        elif name == DRA_GROUP:
+            dra = version if {"resourceslices", "resourceclaims"} <= served else None
         elif wanted[0] in served:
             found[name] = (version, wanted[0])
         if name == ISTIO_GROUP and "destinationrules" in served:
             subset_rules = version
-    return found, subset_rules, pools
+    return Served(found, subset_rules, pools, dra)
 
 
 class KubeReader:
@@ -117,9 +131,10 @@ class KubeReader:
         self._changed = threading.Event()
         ns = namespace
         try:
-            routes, subset_rules, pools = discover(conn)
+            served = discover(conn)
         except BackendError:
-            routes, subset_rules, pools = {}, None, None  # discovery failing is an API error the caches report too
+            served = Served()  # discovery failing is an API error the caches report too
+        routes, subset_rules, pools = served.routes, served.subset_rules, served.pools
         self.route_kinds = routes
 
         def cache(path: str, transform) -> ListWatchCache:
@@ -142,6 +157,9 @@ class KubeReader:
         if pools:
             self.caches["inferencepools"] = cache(path_of(ko.POOL_GROUP, pools, "inferencepools", ns),
                                                   ko.inferencepool_record)
+        if served.dra:  # cluster-wide, like pods: a node's allocation counts every claim on it
+            self.caches["resourceslices"] = cache(path_of(DRA_GROUP, served.dra, "resourceslices"), slice_record)
+            self.caches["resourceclaims"] = cache(path_of(DRA_GROUP, served.dra, "resourceclaims"), claim_record)
         for c in self.caches.values():
             c.start()
         self._metrics: Metrics | None = None
@@ -198,6 +216,8 @@ class KubeReader:
                          if plural in self.caches for r in self.caches[plural].items()),
             subset_rules=self.caches["destinationrules"].items() if "destinationrules" in self.caches else (),
             pools=self.caches["inferencepools"].items() if "inferencepools" in self.caches else (),
+            resource_slices=self.caches["resourceslices"].items() if "resourceslices" in self.caches else (),
+            resource_claims=self.caches["resourceclaims"].items() if "resourceclaims" in self.caches else (),
         )
         now = self.clock()
         if self.prom is not None:
@@ -273,7 +293,8 @@ class KubeReader:
                          error if self.prom is not None else "not configured (--prometheus)"),
         )
         with self._join_lock:
-            pods = tuple(inference_pod(r, *self._joiner.identity(r), running, waiting, (r.namespace, r.name) in fresh or (r.namespace, r.name) in seen)
+            pods = tuple(inference_pod(self._joiner.with_claims(r), *self._joiner.identity(r), running, waiting,
+                                       (r.namespace, r.name) in fresh or (r.namespace, r.name) in seen)
                          for r, (running, waiting) in zip(records, counts))
         return ClusterSnapshot(taken_at=now, context=self.conn.context, pods=pods,
                                budgets=self.caches["pdbs"].items(), sources=sources)

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from sys import intern
 from typing import Any, Mapping
 
-from gputui.model import GPU_RESOURCE, Budget, Condition, PodProbes, Rollout
+from gputui.gpu_resources import GpuResource, node_resources, request_units
+from gputui.model import Budget, Condition, PodProbes, Rollout
 
 # Labels that name a node's GPUs (GPU Feature Discovery); older spellings as fallbacks.
 PRODUCT_LABEL = "nvidia.com/gpu.product"
@@ -86,6 +87,7 @@ class NodeRecord:
     driver_version: str
     cuda_version: str
     upgrade_state: str
+    gpu_resources: tuple[GpuResource, ...] = ()  # every GPU resource it advertises (capacity/allocatable: their sums)
 
     @property
     def is_gpu_node(self) -> bool:
@@ -100,11 +102,12 @@ def node_record(obj: dict[str, Any]) -> NodeRecord:
     conditions = _conditions(status.get("conditions"))
     ready = any(c.type == "Ready" and c.status == "True" for c in conditions)
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k.startswith("gputui.io/")}
+    resources = node_resources(status.get("capacity") or {}, status.get("allocatable") or {}, labels)
     return NodeRecord(
         name=meta.get("name", ""), uid=meta.get("uid", ""), labels=labels, annotations=annotations,
         unschedulable=bool(spec.get("unschedulable")), ready=ready, conditions=conditions,
-        gpu_capacity=_quantity((status.get("capacity") or {}).get(GPU_RESOURCE)),
-        gpu_allocatable=_quantity((status.get("allocatable") or {}).get(GPU_RESOURCE)),
+        gpu_capacity=sum(r.capacity for r in resources), gpu_allocatable=sum(r.allocatable for r in resources),
+        gpu_resources=resources,
         gpu_product=labels.get(PRODUCT_LABEL, ""), gpu_memory_mib=_quantity(labels.get(MEMORY_LABEL)),
         driver_version=_driver(labels), cuda_version=_cuda(labels),
         upgrade_state=labels.get(UPGRADE_LABEL, ""),
@@ -131,6 +134,7 @@ class PodRecord:
     pending_reason: str = ""
     prestop_sleep_s: int = 0  # the longest preStop sleep of its containers (sleep action or `sleep N`)
     probes: PodProbes | None = None
+    gpu_units: Mapping[str, int] = field(default_factory=dict)  # by resource name; gpu_request is their sum
 
     @property
     def key(self) -> str:
@@ -167,16 +171,25 @@ def _probes(spec: dict[str, Any]) -> PodProbes:
     )
 
 
-def _gpu_request(spec: dict[str, Any]) -> int:
-    """Effective request as the scheduler sees it: max(sum of containers, any init container)."""
-
-    def of(container: dict[str, Any]) -> int:
+def _gpu_units(spec: dict[str, Any]) -> dict[str, int]:
+    """GPU units by resource as the scheduler counts them: per resource, max(sum of containers, any init
+    container)."""
+    def of(container: dict[str, Any]) -> dict[str, int]:
         res = container.get("resources") or {}
-        return _quantity((res.get("requests") or {}).get(GPU_RESOURCE) or (res.get("limits") or {}).get(GPU_RESOURCE))
+        return request_units(res.get("requests") or {}, res.get("limits") or {})
 
-    main = sum(of(c) for c in spec.get("containers") or [])
-    init = max((of(c) for c in spec.get("initContainers") or []), default=0)
-    return max(main, init)
+    main: dict[str, int] = {}
+    for c in spec.get("containers") or []:
+        for name, n in of(c).items():
+            main[name] = main.get(name, 0) + n
+    for c in spec.get("initContainers") or []:
+        for name, n in of(c).items():
+            main[name] = max(main.get(name, 0), n)
+    return main
+
+
+def _gpu_request(spec: dict[str, Any]) -> int:
+    return sum(_gpu_units(spec).values())
 
 
 _SLEEP = re.compile(r"\bsleep\s+(\d{1,6})\b")
@@ -198,7 +211,6 @@ def _prestop_sleep(spec: dict[str, Any]) -> int:
             continue
     return longest
 
-
 def pod_record(obj: dict[str, Any]) -> PodRecord:
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
@@ -210,10 +222,11 @@ def pod_record(obj: dict[str, Any]) -> PodRecord:
         (c.get("message") or c.get("reason") or "" for c in conditions
          if c.get("type") == "PodScheduled" and c.get("status") == "False"), "",
     )
+    units = _gpu_units(spec)
     return PodRecord(
         namespace=intern(meta.get("namespace", "")), name=meta.get("name", ""), uid=meta.get("uid", ""),
         node=intern(spec.get("nodeName") or ""), phase=intern(status.get("phase") or "Pending"), ready=ready,
-        gpu_request=_gpu_request(spec), labels=_labels(meta.get("labels")),
+        gpu_request=sum(units.values()), gpu_units=units, labels=_labels(meta.get("labels")),
         owner_kind=intern(owner.get("kind", "")), owner_name=intern(owner.get("name", "")),
         deleting=bool(meta.get("deletionTimestamp")),
         restarts=sum(int(c.get("restartCount") or 0) for c in status.get("containerStatuses") or []),

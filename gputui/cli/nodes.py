@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from gputui.cli import common
+from gputui.gpu_resources import allocation_text
 from gputui.settings import Settings
 from gputui.health import majority_driver
 
@@ -20,9 +21,18 @@ def node_record(snapshot, node) -> dict[str, Any]:
         "simulated": snapshot.simulated,  # true: the demo cluster, nothing here is real
         "state": node.state.value,
         "gpu_model": node.gpu_product,
+        # GPU units (whole cards, MIG slices, shared replicas, DRA devices: see gpu_resources) in use / offered.
         "gpus_allocated": snapshot.gpus_allocated(node.name),
         "gpus_total": node.gpu_allocatable,
         "gpus_capacity": node.gpu_capacity,
+        "physical_gpus": node.gpu_count or None,  # null: unknown (MIG slices without GFD's count)
+        "allocation": _allocation(snapshot, node),
+        "gpu_resources": [
+            {"name": r.name, "scheme": r.scheme.value, "capacity": r.capacity, "allocatable": r.allocatable,
+             "allocated": snapshot.allocated_by_resource(node.name).get(r.name, 0),
+             **({"replicas": r.replicas} if r.replicas > 1 else {})}
+            for r in node.gpu_resources
+        ],
         "driver_version": node.driver_version,
         "alerts": [f"{a.kind}: {a.message}" for a in node_alerts(node)],
         "gpus": [
@@ -38,6 +48,12 @@ def node_record(snapshot, node) -> dict[str, Any]:
             for g in node.gpus
         ],
     }
+
+
+def _allocation(snapshot, node) -> str:
+    if not node.gpu_resources:
+        return f"{snapshot.gpus_allocated(node.name)}/{node.gpu_allocatable}"
+    return allocation_text(node.gpu_resources, snapshot.allocated_by_resource(node.name), node.gpu_count)
 
 
 def run(settings: Settings, output: str) -> int:
@@ -64,7 +80,7 @@ def run(settings: Settings, output: str) -> int:
     for n in snapshot.nodes:
         table.add_row(
             Text(n.name), n.state.value, Text(cells.short_model(n.gpu_product)),
-            f"{snapshot.gpus_allocated(n.name)}/{n.gpu_allocatable}", cells.pct(n.mean_util).strip(),
+            _allocation(snapshot, n), cells.pct(n.mean_util).strip(),
             cells.mem_used_total(n.mem_used_mib, n.mem_total_mib), cells.temp(n.max_temp),
             cells.power(n.power_w),
             Text(("≠" if has_driver_drift(n, majority) else "") + (n.driver_version or "–")),

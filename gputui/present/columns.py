@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 from rich.text import Text
 
+from gputui.gpu_resources import allocation_text
 from gputui.present import cells
 from gputui.model import InferenceService, Node, NodeState, ServiceVersion
 from gputui.snapshot import ClusterSnapshot
@@ -68,7 +69,9 @@ def _temp(node: Node, ctx: RowContext, width: int) -> Text:
 
 
 def _gpus(node: Node, ctx: RowContext, width: int) -> Text:
-    text = Text(f"{ctx.snapshot.gpus_allocated(node.name)}/{node.gpu_allocatable}")
+    text = Text(allocation_text(node.gpu_resources, ctx.snapshot.allocated_by_resource(node.name), node.gpu_count,
+                                short=True) if node.gpu_resources
+                else f"{ctx.snapshot.gpus_allocated(node.name)}/{node.gpu_allocatable}")
     if node.gpu_allocatable < node.gpu_capacity:  # the device plugin took a GPU out
         text.append(f"({node.gpu_capacity})", style=ctx.palette.alert)
     return text

@@ -12,6 +12,7 @@ from collections import deque
 from typing import Any, Callable
 
 from gputui.backends.kube_objects import RouteBackend, httproute_record, virtualservice_record
+from gputui.gpu_resources import WHOLE_GPU, GpuResource, Scheme
 from gputui.model import DRAIN_PHASE_ANNOTATION, Budget, Condition, Gpu, Health, InferencePod, InferenceService, Node, Rollout, ServiceVersion
 from gputui.snapshot import ClusterSnapshot, SourceStatus
 from gputui.backends.demo.routes import _backend_name, _route_object
@@ -319,6 +320,7 @@ class Simulation:
             conditions=(ready, *n.conditions),
             gpus=tuple(self._gpu_model(n, i) for i in range(p.count)),
             labels=labels, annotations=dict(n.annotations),
+            gpu_resources=(GpuResource(WHOLE_GPU, Scheme.WHOLE, p.count, n.allocatable),), gpu_count=p.count,
         )
 
     def _pod_model(self, p: _SimPod) -> InferencePod:
@@ -326,6 +328,7 @@ class Simulation:
         return InferencePod(
             namespace=p.namespace, name=p.name, uid=p.uid, node=p.node, phase=p.phase,
             ready=p.ready(self._t), gpu_request=p.gpu_request, service=p.service,
+            gpu_units={WHOLE_GPU: p.gpu_request} if p.gpu_request else {},
             version=p.version, deleting=p.deleting_at is not None, owner_kind=p.owner_kind,
             labels=dict(p.labels), has_emptydir=p.has_emptydir,
             sessions_running=running, sessions_waiting=p.waiting if p.signal else None, session_signal=p.signal,

@@ -15,7 +15,7 @@ from gputui.backends.base import BackendError, Reader, Writer
 from gputui.ops.audit import AuditLog
 from gputui.ops.drain.events import DrainControl, DrainEvent, EventKind
 from gputui.ops.drain.options import DrainOptions
-from gputui.ops.drain.plan import capacity_after, plan_drain
+from gputui.ops.drain.plan import capacity_after, plan_drain, units_needed
 from gputui.ops.drain.report import DrainReport, Outcome
 from gputui.ops.drain.run import run_drain
 
@@ -85,15 +85,15 @@ def run_batch(
 def _guard(snap, draining: set[str], members: set[str], options: Mapping[str, DrainOptions]) -> str | None:
     """Every GPU pod still on a node being drained (this one included) must fit outside the batch,
     model by model: None when they do, else what does not fit."""
-    needed: dict[str, list[int]] = {}
+    needed: dict[tuple[str, str], list[int]] = {}
     for name in sorted(draining):
         node = snap.node(name)
         if node is None:
             continue
-        needed.setdefault(node.gpu_product, []).extend(
-            p.pod.gpu_request for p in plan_drain(snap, name, options[name]).pods if p.moves)
-    for product, gpus in sorted(needed.items()):
-        check = capacity_after(snap, members, product, gpus)
+        for resource, units in units_needed(plan_drain(snap, name, options[name]).pods).items():
+            needed.setdefault((node.gpu_product, resource), []).extend(units)
+    for (product, resource), gpus in sorted(needed.items()):
+        check = capacity_after(snap, members, product, gpus, resource)
         if not check.fits:
             return check.describe()
     return None

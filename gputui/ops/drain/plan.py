@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Iterable, Mapping
 
-from gputui.model import Budget, InferencePod, SessionState, selector_matches
+from gputui.gpu_resources import WHOLE_GPU
+from gputui.model import Budget, InferencePod, Node, SessionState, selector_matches
 from gputui.snapshot import ClusterSnapshot
 from gputui.ops.drain.options import DEFAULT_SESSION_DEADLINE_S, DrainOptions
 
@@ -88,9 +89,12 @@ class PodPlan:
 
 @dataclass(frozen=True, slots=True)
 class CapacityCheck:
+    """One kind of GPU unit (a resource, on one GPU model): the pods' requests of it against what is free."""
+
     product: str
     needed: tuple[int, ...]  # GPU requests of the pods that must be placed elsewhere
     free_by_node: Mapping[str, int]
+    resource: str = WHOLE_GPU  # counted in the units the pods request: MIG slices, shared replicas, DRA devices
 
     @property
     def fits(self) -> bool:
@@ -113,7 +117,9 @@ class CapacityCheck:
         if not self.needed:
             return "no GPU pods to place elsewhere"
         verdict = "fits" if self.fits else "does NOT fit"
-        return (f"{sum(self.needed)} {self.product or 'GPUs'} GPUs in {len(self.needed)} pods need a new home; "
+        what = f"{self.product or 'GPUs'} GPUs" if self.resource == WHOLE_GPU else \
+            f"{self.resource} on {self.product or 'any model'}"
+        return (f"{sum(self.needed)} {what} in {len(self.needed)} pods need a new home; "
                 f"{self.free_total} free on other schedulable nodes: {verdict}")
 
 
@@ -198,18 +204,35 @@ def selected(pod: InferencePod, selector: Mapping[str, str]) -> bool:
     return selector_matches(selector, pod.labels, empty_matches=True)  # kubectl drain without -l: every pod
 
 
-def _free_outside(snapshot: ClusterSnapshot, nodes: Iterable[str], product: str) -> dict[str, int]:
-    """Free GPUs of one model on Ready, schedulable nodes outside the given set."""
+def _offered(node: Node, resource: str) -> int:
+    if not node.gpu_resources:  # a node known only by its count (hand-built, older demo data): whole cards
+        return node.gpu_allocatable if resource == WHOLE_GPU else 0
+    return sum(r.allocatable for r in node.gpu_resources if r.name == resource)
+
+
+def _free_outside(snapshot: ClusterSnapshot, nodes: Iterable[str], product: str, resource: str) -> dict[str, int]:
+    """Free units of one resource on one GPU model, on Ready, schedulable nodes outside the given set."""
     excluded = set(nodes)
     return {
-        n.name: max(0, n.gpu_allocatable - snapshot.gpus_allocated(n.name))
+        n.name: max(0, _offered(n, resource) - snapshot.allocated_by_resource(n.name).get(resource, 0))
         for n in snapshot.nodes
         if n.name not in excluded and n.gpu_product == product and n.ready and not n.unschedulable
     }
 
 
-def capacity_after(snapshot: ClusterSnapshot, nodes: set[str], product: str, needed: list[int]) -> CapacityCheck:
-    return CapacityCheck(product, tuple(needed), _free_outside(snapshot, nodes, product))
+def capacity_after(snapshot: ClusterSnapshot, nodes: set[str], product: str, needed: list[int],
+                   resource: str = WHOLE_GPU) -> CapacityCheck:
+    return CapacityCheck(product, tuple(needed), _free_outside(snapshot, nodes, product, resource), resource)
+
+
+def units_needed(pods: Iterable[PodPlan]) -> dict[str, list[int]]:
+    """Resource -> each moving pod's units of it: what must find room elsewhere, in the units asked for."""
+    out: dict[str, list[int]] = {}
+    for p in pods:
+        if p.moves:
+            for resource, n in (p.pod.gpu_units or {WHOLE_GPU: p.pod.gpu_request}).items():
+                out.setdefault(resource, []).append(n)
+    return out
 
 
 def plan_drain(
@@ -225,8 +248,12 @@ def plan_drain(
             continue
         step, note = classify(pod, options, reason)
         plans.append(PodPlan(pod, step, note, tuple(snapshot.budget_for(pod))))
-    needed = [p.pod.gpu_request for p in plans if p.moves]
-    capacity = capacity_after(snapshot, (batch or set()) | {node}, target.gpu_product, needed)
+    away = (batch or set()) | {node}
+    checks = [capacity_after(snapshot, away, target.gpu_product, units, resource)
+              for resource, units in sorted(units_needed(plans).items())]
+    # The plan shows one check: the first that does not fit, else the first (a node rarely mixes schemes).
+    capacity = next((c for c in checks if not c.fits), checks[0] if checks else
+                    capacity_after(snapshot, away, target.gpu_product, []))
     warnings = tuple(dict.fromkeys(
         [f"{p.pod.key}: {d}" for p in plans if p.step is not Step.SKIP and len(p.budgets) == 1
          and (d := p.budgets[0].deadlock())]
@@ -265,14 +292,17 @@ def plan_batch(snapshot: ClusterSnapshot, nodes: list[str], options: Mapping[str
     members = set(nodes)
     per_node = options if isinstance(options, Mapping) else {n: options for n in nodes}
     plans = tuple(plan_drain(snapshot, n, per_node[n], batch=members) for n in nodes)
-    needed: dict[str, list[int]] = {}
+    needed: dict[tuple[str, str], list[int]] = {}
     stop_before = None
     for plan in plans:
         product = snapshot.node(plan.node).gpu_product  # type: ignore[union-attr]
-        needed.setdefault(product, []).extend(p.pod.gpu_request for p in plan.pods if p.moves)
-        if stop_before is None and not capacity_after(snapshot, members, product, needed[product]).fits:
-            stop_before = plan.node
-    checks = tuple(capacity_after(snapshot, members, product, gpus) for product, gpus in sorted(needed.items()))
+        for resource, units in units_needed(plan.pods).items():
+            needed.setdefault((product, resource), []).extend(units)
+            if stop_before is None and not capacity_after(snapshot, members, product, needed[(product, resource)],
+                                                          resource).fits:
+                stop_before = plan.node
+    checks = tuple(capacity_after(snapshot, members, product, units, resource)
+                   for (product, resource), units in sorted(needed.items()))
     return BatchPlan(plans, checks, stop_before)
 
 
@@ -289,7 +319,8 @@ def plan_json(plan: DrainPlan) -> dict:
                     "session_threshold": plan.options.session_threshold,
                     "session_deadline_s": plan.options.session_deadline_s,
                     "evict_unknown_at_deadline": plan.options.evict_unknown_at_deadline},
-        "capacity": {"product": plan.capacity.product, "needed_gpus": list(plan.capacity.needed),
+        "capacity": {"product": plan.capacity.product, "resource": plan.capacity.resource,
+                     "needed_gpus": list(plan.capacity.needed),
                      "free_gpus": plan.capacity.free_total, "fits": plan.capacity.fits},
         "pods": [
             {"namespace": p.pod.namespace, "name": p.pod.name, "step": p.step.value, "note": p.note,
@@ -307,7 +338,7 @@ def plan_json(plan: DrainPlan) -> dict:
 def batch_json(batch: BatchPlan) -> dict:
     return {
         "nodes": [plan_json(p) for p in batch.plans],
-        "capacity": [{"product": c.product, "needed_gpus": sum(c.needed), "pods": len(c.needed),
+        "capacity": [{"product": c.product, "resource": c.resource, "needed_gpus": sum(c.needed), "pods": len(c.needed),
                       "free_gpus": c.free_total, "fits": c.fits} for c in batch.capacity],
         "guard_stops_before": batch.stop_before,
     }

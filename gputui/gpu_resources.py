@@ -1,0 +1,125 @@
+"""How a node hands out its GPUs (../shared/reference/gpu-resources.md): whole cards, MIG slices (one resource
+per profile in the mixed strategy; `nvidia.com/gpu` itself in the single one), time-sliced or MPS replicas
+(`nvidia.com/gpu.shared`, or replicas on the plain name), and devices a DRA driver publishes in
+ResourceSlices. Resource names are discovered from the node, never listed: a fixed list shows what it does
+not know as nothing. A pod asks in the same units (`InferencePod.gpu_requests`), so allocation and the drain's
+capacity guard count like for like. Pure: no I/O, no Kubernetes client."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Iterable, Mapping
+
+WHOLE_GPU = "nvidia.com/gpu"  # the device plugin's default resource
+GPU_COUNT_LABEL = "nvidia.com/gpu.count"  # GFD: physical GPUs, whatever the slicing
+REPLICAS_LABEL = "nvidia.com/gpu.replicas"
+SHARING_LABEL = "nvidia.com/gpu.sharing-strategy"  # none | time-slicing | mps
+MIG_STRATEGY_LABEL = "nvidia.com/mig.strategy"  # single | mixed
+DRA_PREFIX = "dra:"  # a DRA driver's devices, named like a resource: "dra:gpu.nvidia.com"
+
+
+class Scheme(str, Enum):
+    WHOLE = "whole"
+    MIG = "mig"
+    SHARED = "shared"
+    DRA = "dra"
+
+
+@dataclass(frozen=True, slots=True)
+class GpuResource:
+    """One kind of GPU unit a node offers, and how many."""
+
+    name: str  # the resource name pods request (or dra:<driver>)
+    scheme: Scheme
+    capacity: int
+    allocatable: int
+    replicas: int = 1  # shared: units per physical GPU
+
+
+def is_gpu_resource(name: str) -> bool:
+    """An extended resource that hands out a GPU or a piece of one: `<vendor>/gpu…` (nvidia.com/gpu,
+    nvidia.com/gpu.shared, amd.com/gpu), `<vendor>/mig-…`, or any resource of a `gpu.` domain
+    (gpu.intel.com/i915, gpu.intel.com/xe)."""
+    domain, slash, item = name.partition("/")
+    if not slash or domain.endswith("kubernetes.io") or domain == "hugepages":
+        return False
+    return item.startswith(("gpu", "mig-")) or domain.startswith("gpu.")
+
+
+def _count(value: object) -> int:
+    try:
+        return max(0, int(str(value)))
+    except (TypeError, ValueError):
+        return 0
+
+
+def node_resources(capacity: Mapping[str, object], allocatable: Mapping[str, object],
+                   labels: Mapping[str, str]) -> tuple[GpuResource, ...]:
+    """The node's GPU resources from its status, each with its scheme (GFD's labels tell shared replicas and
+    the MIG single strategy apart from whole cards)."""
+    replicas = max(1, _count(labels.get(REPLICAS_LABEL)))
+    sharing = labels.get(SHARING_LABEL, "none")
+    single_mig = labels.get(MIG_STRATEGY_LABEL) == "single" and "-MIG-" in labels.get("nvidia.com/gpu.product", "")
+    out = []
+    for name in sorted(set(capacity) | set(allocatable)):
+        if not is_gpu_resource(name):
+            continue
+        item = name.partition("/")[2]
+        if item.startswith("mig-") or (single_mig and item == "gpu"):
+            scheme, per = Scheme.MIG, 1
+        elif item.endswith(".shared") or (item == "gpu" and sharing not in ("", "none") and replicas > 1):
+            scheme, per = Scheme.SHARED, replicas
+        else:
+            scheme, per = Scheme.WHOLE, 1
+        cap = _count(capacity.get(name))
+        out.append(GpuResource(name, scheme, cap, _count(allocatable.get(name, cap)), per))
+    return tuple(r for r in out if r.capacity or r.allocatable)
+
+
+def physical_gpus(labels: Mapping[str, str], resources: Iterable[GpuResource], dra_devices: int = 0) -> int:
+    """Cards in the node: GFD's count when it has one; else whole cards, shared units over their replicas,
+    and DRA devices (MIG slices alone do not say how many cards they came from: 0, unknown)."""
+    counted = _count(labels.get(GPU_COUNT_LABEL))
+    if counted:
+        return counted
+    total = 0
+    for r in resources:
+        if r.scheme is Scheme.WHOLE:
+            total += r.capacity
+        elif r.scheme is Scheme.SHARED:
+            total += r.capacity // r.replicas
+    return total + dra_devices
+
+
+def request_units(requests: Mapping[str, object], limits: Mapping[str, object]) -> dict[str, int]:
+    """A container's GPU units by resource (an extended resource's request equals its limit; either may be set)."""
+    out: dict[str, int] = {}
+    for name in set(requests) | set(limits):
+        if is_gpu_resource(name):
+            n = _count(requests.get(name, limits.get(name)))
+            if n:
+                out[name] = n
+    return out
+
+
+def allocation_text(resources: Iterable[GpuResource], allocated: Mapping[str, int], physical: int,
+                    short: bool = False) -> str:
+    """A node's GPUs in a few characters: `3/8` whole cards, `3/7 MIG of 2 GPUs` (every MIG profile together),
+    `3/32 ×4 shared`, `1/4 DRA`; several schemes on one node joined with `+`. `short`, for the node table's
+    narrow column: `3/7MIG`, `3/32×4`, `1/4DRA`."""
+    by_scheme: dict[Scheme, list[GpuResource]] = {}
+    for r in resources:
+        by_scheme.setdefault(r.scheme, []).append(r)
+    parts = []
+    for scheme, group in by_scheme.items():
+        figure = f"{sum(allocated.get(r.name, 0) for r in group)}/{sum(r.allocatable for r in group)}"
+        if scheme is Scheme.MIG:
+            figure += "MIG" if short else " MIG" + (f" of {physical} GPUs" if physical else "")
+        elif scheme is Scheme.SHARED:
+            replicas = max(r.replicas for r in group)
+            figure += f"×{replicas}" if short else f" ×{replicas} shared"
+        elif scheme is Scheme.DRA:
+            figure += "DRA" if short else " DRA"
+        parts.append(figure)
+    return "+".join(parts) if short else " + ".join(parts) if parts else "0/0"

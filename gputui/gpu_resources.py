@@ -16,6 +16,7 @@ GPU_COUNT_LABEL = "nvidia.com/gpu.count"  # GFD: physical GPUs, whatever the sli
 REPLICAS_LABEL = "nvidia.com/gpu.replicas"
 SHARING_LABEL = "nvidia.com/gpu.sharing-strategy"  # none | time-slicing | mps
 MIG_STRATEGY_LABEL = "nvidia.com/mig.strategy"  # single | mixed
+DEVICE_TAINT_CONDITION = "DRADeviceTaint"  # a node problem gputui makes of a tainted DRA device (its message says it)
 DRA_PREFIX = "dra:"  # a DRA driver's devices, named like a resource: "dra:gpu.nvidia.com"
 
 
@@ -115,7 +116,7 @@ def allocation_text(resources: Iterable[GpuResource], allocated: Mapping[str, in
     for scheme, group in by_scheme.items():
         figure = f"{sum(allocated.get(r.name, 0) for r in group)}/{sum(r.allocatable for r in group)}"
         if scheme is Scheme.MIG:
-            figure += "MIG" if short else " MIG" + (f" of {physical} GPUs" if physical else "")
+            figure += "MIG" if short else " MIG" + (f" of {physical} GPU{'s' * (physical != 1)}" if physical else "")
         elif scheme is Scheme.SHARED:
             replicas = max(r.replicas for r in group)
             figure += f"×{replicas}" if short else f" ×{replicas} shared"

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Iterable
 
+from gputui.gpu_resources import DEVICE_TAINT_CONDITION
 from gputui.model import UPGRADE_FAILED, Health, Node
 from gputui.snapshot import ClusterSnapshot
 
@@ -136,7 +137,8 @@ def node_alerts(node: Node, temp_threshold: float = DEFAULT_TEMP_ALERT_C) -> lis
             and not any(g.temp_c is not None for g in node.gpus):
         alerts.append(Alert(node.name, "Temp", f"hottest GPU {summary.temp_max:.0f}°C", Severity.THERMAL))
     for cond in node.problem_conditions:
-        detail = f": {cond.reason}" if cond.reason else ""
+        # A device taint's message is gputui's own and says what the taint will do: shown whole.
+        detail = f": {cond.message}" if cond.type == DEVICE_TAINT_CONDITION else f": {cond.reason}" if cond.reason else ""
         alerts.append(Alert(node.name, "Condition", f"{cond.type}{detail}", Severity.HEALTH))
     if node.upgrade_state == UPGRADE_FAILED:
         alerts.append(Alert(node.name, "Upgrade", "driver upgrade failed", Severity.UPGRADE_FAILED))

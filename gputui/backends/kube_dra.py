@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from gputui.gpu_resources import DRA_PREFIX, GpuResource, Scheme
+from gputui.gpu_resources import DEVICE_TAINT_CONDITION, DRA_PREFIX, GpuResource, Scheme
 from gputui.model import Condition
 
 DRA_GROUP = "resource.k8s.io"
@@ -117,5 +117,5 @@ def device_taint_conditions(taints: Iterable[DeviceTaint]) -> tuple[Condition, .
                        "PodDisruptionBudgets and session waits")
         else:
             message = f"device {t.device} tainted {t.key}={t.value}:{t.effect or 'None'}"
-        out.append(Condition("DRADeviceTaint", "True", t.effect or "None", message))
+        out.append(Condition(DEVICE_TAINT_CONDITION, "True", t.effect or "None", message))
     return tuple(out)

@@ -181,3 +181,26 @@ def test_plan_warns_when_the_grace_period_is_shorter_than_prestop_plus_engine_sh
     assert plan_json(plan)["pods"][0]["max_seconds"] == 630
     ample = pod(name="llm", service="s", sessions_running=1, termination_grace_s=120, prestop_sleep_s=45)
     assert plan_drain(snapshot_with([ample]), "n1", DrainOptions(engine_shutdown_s=10)).warnings == ()
+
+
+def test_the_capacity_guard_counts_in_the_units_the_pods_ask_for():
+    """A MIG pod needs a free slice of its own profile elsewhere: free whole GPUs and other profiles do not
+    count (the old guard added them all up as GPUs)."""
+    from gputui.gpu_resources import GpuResource, Scheme
+
+    small, large = "nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb"
+
+    def mig_node(name, small_n, large_n):
+        res = (GpuResource(small, Scheme.MIG, small_n, small_n), GpuResource(large, Scheme.MIG, large_n, large_n))
+        return Node(name, True, False, "A100", small_n + large_n, small_n + large_n, gpu_resources=res, gpu_count=2)
+
+    nodes = (mig_node("n1", 7, 2), mig_node("n2", 7, 2),
+             Node("n3", True, False, "A100", 8, 8, gpu_resources=(GpuResource("nvidia.com/gpu", Scheme.WHOLE, 8, 8),)))
+    pods = [pod(name="a", gpu_request=2, gpu_units={small: 2}),
+            pod(name="full", node="n2", gpu_request=6, gpu_units={small: 6}),
+            pod(name="big", node="n2", gpu_request=1, gpu_units={large: 1})]
+    plan = plan_drain(snapshot_with(pods, nodes=nodes), "n1")
+    assert plan.capacity.resource == small and plan.capacity.free_by_node == {"n2": 1, "n3": 0}
+    assert not plan.capacity.fits  # 2 slices needed, 1 free: 8 whole GPUs on n3 are no help
+    assert "2 nvidia.com/mig-1g.10gb on A100 in 1 pods need a new home; 1 free" in plan.capacity.describe()
+    assert plan_json(plan)["capacity"]["resource"] == small

@@ -1,0 +1,124 @@
+"""Every way a cluster hands out GPUs, on the real control plane: MIG (mixed and single strategy) and
+time-sliced nodes from the fake kubelet with the device plugin's resources and GFD's labels, pods placed on
+them by the real scheduler in those units; and Dynamic Resource Allocation (resource.k8s.io/v1): a
+ResourceSlice published as a DRA driver would, a DeviceClass, and a claim the real scheduler allocates and
+reserves for its pod. `gputui nodes -o json` must give what the API holds, counted here independently."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from kubernetes import client
+
+from tests.support.fake_kubelet import GPU_TOLERATION
+from tests.support.gputui_cli import run
+from tests.support.procs import wait_until
+
+NS = "t-schemes"
+POOL = {"gputui.test/pool": "schemes"}
+GFD = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB",
+       "nvidia.com/cuda.driver-version.full": "550.54.15", **POOL}
+DRIVER = "gpu.nvidia.com"
+
+
+def _pod(name: str, node: str, resources: dict[str, int], claim: str | None = None) -> dict:
+    container: dict = {"name": "server", "image": "vllm/vllm-openai:v0.9.0"}
+    if resources:
+        container["resources"] = {"limits": {k: str(v) for k, v in resources.items()}}
+    spec: dict = {"nodeSelector": {"kubernetes.io/hostname": node}, "tolerations": [GPU_TOLERATION],
+                  "terminationGracePeriodSeconds": 1, "containers": [container]}
+    if claim:
+        container["resources"] = {"claims": [{"name": "gpu"}]}
+        spec["resourceClaims"] = [{"name": "gpu", "resourceClaimName": claim}]
+    return {"metadata": {"name": name, "labels": {"app.kubernetes.io/name": name}}, "spec": spec}
+
+
+@pytest.fixture(scope="module")
+def schemes(cluster, fake_kubelet):
+    api = cluster.harness_client()
+    core = client.CoreV1Api(api)
+    fake_kubelet.add_node("mig-mixed", gpus=0, labels={**GFD, "nvidia.com/gpu.count": "2", "nvidia.com/mig.strategy": "mixed"},
+                          extra_resources={"nvidia.com/mig-1g.10gb": "7", "nvidia.com/mig-3g.40gb": "2"})
+    fake_kubelet.add_node("mig-single", gpus=0, labels={
+        **GFD, "nvidia.com/gpu.count": "1", "nvidia.com/mig.strategy": "single",
+        "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB-MIG-1g.10gb"}, extra_resources={"nvidia.com/gpu": "7"})
+    fake_kubelet.add_node("shared", gpus=0, labels={
+        **GFD, "nvidia.com/gpu.count": "4", "nvidia.com/gpu.replicas": "4",
+        "nvidia.com/gpu.sharing-strategy": "time-slicing", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB-SHARED"},
+        extra_resources={"nvidia.com/gpu.shared": "16"})
+    fake_kubelet.add_node("dra", gpus=0, labels=dict(GFD))
+    core.create_namespace({"metadata": {"name": NS}})
+    yield api
+    core.delete_namespace(NS)
+    for name in ("mig-mixed", "mig-single", "shared", "dra"):
+        fake_kubelet.remove_node(name)
+
+
+def _dra_objects(api) -> None:
+    """As NVIDIA's DRA driver publishes them (a slice per node, its devices with attributes; a tainted one),
+    a DeviceClass selecting its devices, and a claim for two of them."""
+    custom = client.CustomObjectsApi(api)
+    devices = [{"name": f"gpu-{i}", "attributes": {"productName": {"string": "NVIDIA A100-SXM4-80GB"},
+                                                  "driverVersion": {"version": "550.54.15"}}}
+               for i in range(4)]
+    devices[3]["taints"] = [{"key": "gpu.nvidia.com/xid", "value": "79", "effect": "NoExecute"}]
+    custom.create_cluster_custom_object("resource.k8s.io", "v1", "resourceslices", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "dra-gpu.nvidia.com"},
+        "spec": {"driver": DRIVER, "nodeName": "dra", "pool": {"name": "dra", "generation": 1, "resourceSliceCount": 1},
+                 "devices": devices}})
+    custom.create_cluster_custom_object("resource.k8s.io", "v1", "deviceclasses", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": DRIVER},
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}})
+    custom.create_namespaced_custom_object("resource.k8s.io", "v1", NS, "resourceclaims", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "two-gpus"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": DRIVER, "count": 2}}]}}})
+
+
+def test_every_scheme_is_counted_as_the_api_holds_it(cluster, schemes, tmp_path):
+    core = client.CoreV1Api(schemes)
+    _dra_objects(schemes)
+    pods = [("mig-small", "mig-mixed", {"nvidia.com/mig-1g.10gb": 2}), ("mig-large", "mig-mixed", {"nvidia.com/mig-3g.40gb": 1}),
+            ("single", "mig-single", {"nvidia.com/gpu": 3}), ("shared-a", "shared", {"nvidia.com/gpu.shared": 2}),
+            ("shared-b", "shared", {"nvidia.com/gpu.shared": 1})]
+    for name, node, res in pods:
+        core.create_namespaced_pod(NS, _pod(name, node, res))
+    core.create_namespaced_pod(NS, _pod("claimant", "dra", {}, claim="two-gpus"))
+    custom = client.CustomObjectsApi(schemes)
+
+    def running():
+        items = core.list_namespaced_pod(NS).items
+        return items if len(items) == 6 and all(p.status.phase == "Running" for p in items) else None
+
+    wait_until(running, 60, what="the pods of every scheme running")
+    claim = custom.get_namespaced_custom_object("resource.k8s.io", "v1", NS, "resourceclaims", "two-gpus")
+    results = claim["status"]["allocation"]["devices"]["results"]  # the real scheduler's allocation
+    assert len(results) == 2 and all(r["driver"] == DRIVER and r["pool"] == "dra" for r in results)
+    assert [r["name"] for r in claim["status"]["reservedFor"]] == ["claimant"]
+
+    # Counted here from the API objects, independently of gputui.
+    expected: dict[str, dict[str, tuple[int, int]]] = {}
+    for node in ("mig-mixed", "mig-single", "shared"):
+        allocatable = core.read_node(node).status.allocatable
+        on_node = [p for p in core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}").items]
+        for name, value in allocatable.items():
+            if name.startswith("nvidia.com/"):
+                used = sum(int((c.resources.limits or {}).get(name, 0)) for p in on_node for c in p.spec.containers)
+                expected.setdefault(node, {})[name] = (used, int(value))
+    slice_devices = custom.get_cluster_custom_object("resource.k8s.io", "v1", "resourceslices", "dra-gpu.nvidia.com")
+    expected["dra"] = {f"dra:{DRIVER}": (len(results), len(slice_devices["spec"]["devices"]))}
+
+    out = run("nodes", "--kubeconfig", str(cluster.admin_kubeconfig), "-o", "json", home=tmp_path)
+    assert out.returncode == 0, out.stderr
+    nodes = {n["name"]: n for n in json.loads(out.stdout)}
+    got = {name: {r["name"]: (r["allocated"], r["allocatable"]) for r in nodes[name]["gpu_resources"]}
+           for name in expected}
+    assert got == expected
+    assert {name: nodes[name]["allocation"] for name in expected} == {
+        "mig-mixed": "3/9 MIG of 2 GPUs", "mig-single": "3/7 MIG of 1 GPU", "shared": "3/16 ×4 shared",
+        "dra": "2/4 DRA"}
+    # GFD's count where GFD labels it; a DRA node's cards are its driver's devices.
+    assert {name: nodes[name]["physical_gpus"] for name in expected} == {
+        "mig-mixed": 2, "mig-single": 1, "shared": 4, "dra": len(slice_devices["spec"]["devices"])}
+    assert any("gpu-3 tainted gpu.nvidia.com/xid=79:NoExecute: its pods are deleted, past PodDisruptionBudgets"
+               in a for a in nodes["dra"]["alerts"])

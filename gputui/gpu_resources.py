@@ -124,3 +124,17 @@ def allocation_text(resources: Iterable[GpuResource], allocated: Mapping[str, in
             figure += "DRA" if short else " DRA"
         parts.append(figure)
     return "+".join(parts) if short else " + ".join(parts) if parts else "0/0"
+
+
+def holders(resources: Iterable[GpuResource], pods: Iterable[tuple[str, Mapping[str, int]]],
+            allocated: Mapping[str, int]) -> list[str]:
+    """One line per resource for a node's detail: its units in use, offered, and the pods holding them (pod
+    name, units), e.g. `nvidia.com/mig-1g.10gb  3/7  chat-0 ×2, chat-1 ×1`."""
+    lines = []
+    pods = list(pods)
+    for r in resources:
+        held = [f"{name} ×{units[r.name]}" for name, units in pods if units.get(r.name)]
+        kind = {Scheme.MIG: "MIG", Scheme.SHARED: f"shared ×{r.replicas}", Scheme.DRA: "DRA"}.get(r.scheme, "")
+        lines.append(f"{r.name}{f' ({kind})' if kind else ''}  {allocated.get(r.name, 0)}/{r.allocatable}"
+                     + (f"  {', '.join(held)}" if held else "  free"))
+    return lines

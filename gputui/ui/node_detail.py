@@ -10,6 +10,7 @@ from textual.widgets import DataTable, Static
 
 from gputui.ui.base import ClusterScreen
 
+from gputui.gpu_resources import Scheme, allocation_text, holders
 from gputui.model import Gpu
 from gputui.present import cells
 from gputui.model import Node
@@ -206,8 +207,12 @@ class NodeDetailScreen(ClusterScreen):
         text.append(node.name, style="bold")
         text.append("  ")
         text.append_text(cells.node_state_text(node, palette))
-        text.append(f"  {cells.short_model(node.gpu_product)} ×{node.gpu_capacity}")
-        text.append(f"  GPUs {snap.gpus_allocated(node.name)}/{node.gpu_allocatable} allocated")
+        text.append(f"  {cells.short_model(node.gpu_product)} ×{node.gpu_count or node.gpu_capacity}")
+        allocated = snap.allocated_by_resource(node.name)
+        if node.gpu_resources:
+            text.append(f"  GPUs {allocation_text(node.gpu_resources, allocated, node.gpu_count)} allocated")
+        else:
+            text.append(f"  GPUs {snap.gpus_allocated(node.name)}/{node.gpu_allocatable} allocated")
         text.append("  driver ")
         drift = has_driver_drift(node, majority_driver(snap.nodes))
         text.append(node.driver_version or "–", style=f"bold {palette.drift}" if drift else "")
@@ -217,6 +222,11 @@ class NodeDetailScreen(ClusterScreen):
             text.append(f"  CUDA {node.cuda_version}")
         if node.upgrade_state:
             text.append(f"  upgrade: {node.upgrade_state}", style=palette.upgrading)
+        if len(node.gpu_resources) > 1 or any(r.scheme is not Scheme.WHOLE for r in node.gpu_resources):
+            # Slices, replicas and DRA devices: which pods hold them (whole cards show in the pods table).
+            on_node = [(p.name, p.gpu_units) for p in snap.pods_on(node.name) if not p.terminated and p.gpu_units]
+            for line in holders(node.gpu_resources, on_node, allocated):
+                text.append(f"\n   {line}")
         for alert in node_alerts(node, self.app.settings.temp_threshold):
             text.append("\n ▲ ", style=f"bold {palette.alert}")
             text.append(alert.message, style=palette.alert)

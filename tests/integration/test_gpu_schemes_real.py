@@ -20,6 +20,9 @@ POOL = {"gputui.test/pool": "schemes"}
 GFD = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB",
        "nvidia.com/cuda.driver-version.full": "550.54.15", **POOL}
 DRIVER = "gpu.nvidia.com"
+PODS = [("mig-small", "mig-mixed", {"nvidia.com/mig-1g.10gb": 2}), ("mig-large", "mig-mixed", {"nvidia.com/mig-3g.40gb": 1}),
+        ("single", "mig-single", {"nvidia.com/gpu": 3}), ("shared-a", "shared", {"nvidia.com/gpu.shared": 2}),
+        ("shared-b", "shared", {"nvidia.com/gpu.shared": 1})]
 
 
 def _pod(name: str, node: str, resources: dict[str, int], claim: str | None = None) -> dict:
@@ -49,8 +52,21 @@ def schemes(cluster, fake_kubelet):
         extra_resources={"nvidia.com/gpu.shared": "16"})
     fake_kubelet.add_node("dra", gpus=0, labels=dict(GFD))
     core.create_namespace({"metadata": {"name": NS}})
+    _dra_objects(api)
+    for name, node, res in PODS:
+        core.create_namespaced_pod(NS, _pod(name, node, res))
+    core.create_namespaced_pod(NS, _pod("claimant", "dra", {}, claim="two-gpus"))
+
+    def running():
+        items = core.list_namespaced_pod(NS).items
+        return items if len(items) == 6 and all(p.status.phase == "Running" for p in items) else None
+
+    wait_until(running, 60, what="the pods of every scheme running")
     yield api
     core.delete_namespace(NS)
+    custom = client.CustomObjectsApi(api)
+    custom.delete_cluster_custom_object("resource.k8s.io", "v1", "resourceslices", "dra-gpu.nvidia.com")
+    custom.delete_cluster_custom_object("resource.k8s.io", "v1", "deviceclasses", DRIVER)
     for name in ("mig-mixed", "mig-single", "shared", "dra"):
         fake_kubelet.remove_node(name)
 
@@ -77,20 +93,7 @@ def _dra_objects(api) -> None:
 
 def test_every_scheme_is_counted_as_the_api_holds_it(cluster, schemes, tmp_path):
     core = client.CoreV1Api(schemes)
-    _dra_objects(schemes)
-    pods = [("mig-small", "mig-mixed", {"nvidia.com/mig-1g.10gb": 2}), ("mig-large", "mig-mixed", {"nvidia.com/mig-3g.40gb": 1}),
-            ("single", "mig-single", {"nvidia.com/gpu": 3}), ("shared-a", "shared", {"nvidia.com/gpu.shared": 2}),
-            ("shared-b", "shared", {"nvidia.com/gpu.shared": 1})]
-    for name, node, res in pods:
-        core.create_namespaced_pod(NS, _pod(name, node, res))
-    core.create_namespaced_pod(NS, _pod("claimant", "dra", {}, claim="two-gpus"))
     custom = client.CustomObjectsApi(schemes)
-
-    def running():
-        items = core.list_namespaced_pod(NS).items
-        return items if len(items) == 6 and all(p.status.phase == "Running" for p in items) else None
-
-    wait_until(running, 60, what="the pods of every scheme running")
     claim = custom.get_namespaced_custom_object("resource.k8s.io", "v1", NS, "resourceclaims", "two-gpus")
     results = claim["status"]["allocation"]["devices"]["results"]  # the real scheduler's allocation
     assert len(results) == 2 and all(r["driver"] == DRIVER and r["pool"] == "dra" for r in results)
@@ -122,3 +125,47 @@ def test_every_scheme_is_counted_as_the_api_holds_it(cluster, schemes, tmp_path)
         "mig-mixed": 2, "mig-single": 1, "shared": 4, "dra": len(slice_devices["spec"]["devices"])}
     assert any("gpu-3 tainted gpu.nvidia.com/xid=79:NoExecute: its pods are deleted, past PodDisruptionBudgets"
                in a for a in nodes["dra"]["alerts"])
+
+
+async def test_node_detail_lists_slices_and_devices_with_the_pods_holding_them(cluster, schemes, tmp_path):
+    """The detail of a MIG and a DRA node: each resource, its units in use, and which pods hold them."""
+    import asyncio
+
+    from gputui.backends.kube_backend import live_backend
+    from gputui.ops.audit import AuditLog
+    from gputui.settings import Settings
+    from gputui.ui.app import GputuiApp
+    from gputui.ui.node_detail import NodeDetailScreen
+
+    settings = Settings(kubeconfig=str(cluster.admin_kubeconfig), refresh=1.0)
+    backend = live_backend(settings)
+    app = GputuiApp(settings, backend, audit=AuditLog(tmp_path / "audit.jsonl", "admin", backend.context))
+
+    async def info(pilot, node: str) -> str:
+        app.push_screen(NodeDetailScreen(node))
+        deadline = asyncio.get_running_loop().time() + 30
+        while True:
+            screen = app.screen
+            found = screen.query("#node-info") if isinstance(screen, NodeDetailScreen) and screen.node_name == node else []
+            if found:
+                text = str(found.first().content)
+                if "allocated" in text:
+                    return text
+            if asyncio.get_running_loop().time() > deadline:
+                raise AssertionError(f"no detail of {node}")
+            await pilot.pause(0.1)
+
+    try:
+        async with app.run_test(size=(160, 50)) as pilot:
+            while app.snapshot is None or app.snapshot.node("dra") is None:
+                await pilot.pause(0.1)
+            mig = await info(pilot, "mig-mixed")
+            assert "GPUs 3/9 MIG of 2 GPUs allocated" in mig
+            assert "nvidia.com/mig-1g.10gb (MIG)  2/7  mig-small ×2" in mig
+            assert "nvidia.com/mig-3g.40gb (MIG)  1/2  mig-large ×1" in mig
+            app.pop_screen()
+            dra = await info(pilot, "dra")
+            assert "dra:gpu.nvidia.com (DRA)  2/4  claimant ×2" in dra
+            assert "gpu-3 tainted gpu.nvidia.com/xid=79:NoExecute" in dra
+    finally:
+        app.backend.close()

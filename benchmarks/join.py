@@ -14,8 +14,12 @@ pod. Four cases:
                  each refresh (status updates in a busy cluster)
 Reported as CPU time of the joining thread (time.thread_time), so other load
 on the machine does not count; the collector is paused as KubeReader pauses it.
+With --mixed, the same fleet hands its GPUs out four ways, a quarter each
+(whole cards; MIG mixed strategy, two profiles; time-sliced ×4; DRA devices in
+ResourceSlices, one claim per pod), and each case is printed with its ratio to
+the whole-cards fleet measured in the same run.
 
-    python benchmarks/join.py [--nodes 10000] [--services 100] [--refreshes 10]
+    python benchmarks/join.py [--nodes 10000] [--services 100] [--refreshes 10] [--mixed]
 """
 
 from __future__ import annotations
@@ -35,14 +39,47 @@ from gputui.backends.join import Joiner, KubeState, Metrics  # noqa: E402
 from gputui.model import GpuSummary  # noqa: E402
 
 
+MIXED = False  # --mixed: node i hands its GPUs out by SCHEMES[i % 4]
+SCHEMES = ("whole", "mig", "shared", "dra")
+OFFERED = {"whole": {"nvidia.com/gpu": "8"}, "mig": {"nvidia.com/mig-1g.10gb": "28", "nvidia.com/mig-3g.40gb": "8"},
+           "shared": {"nvidia.com/gpu.shared": "32"}, "dra": {}}
+ASKED = {"whole": {"nvidia.com/gpu": "8"}, "mig": {"nvidia.com/mig-1g.10gb": "4"}, "shared": {"nvidia.com/gpu.shared": "2"},
+         "dra": {}}
+
+
+def scheme(i: int) -> str:
+    return SCHEMES[i % 4] if MIXED else "whole"
+
+
 def node_json(i: int) -> dict:
     name = f"gpu-{i:05d}"
     labels = {"kubernetes.io/hostname": name, "nvidia.com/gpu.present": "true",
               "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.memory": "81559",
-              "nvidia.com/cuda.driver-version.full": "550.54.15"}
+              "nvidia.com/cuda.driver-version.full": "550.54.15", "nvidia.com/gpu.count": "8"}
+    if scheme(i) == "shared":
+        labels.update({"nvidia.com/gpu.replicas": "4", "nvidia.com/gpu.sharing-strategy": "time-slicing"})
+    offered = OFFERED[scheme(i)]
     return {"metadata": {"name": name, "uid": f"uid-{i}", "labels": labels},
-            "status": {"capacity": {"nvidia.com/gpu": "8"}, "allocatable": {"nvidia.com/gpu": "8"},
+            "status": {"capacity": dict(offered), "allocatable": dict(offered),
                        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]}}
+
+
+def dra_records(n: int) -> tuple[tuple, tuple]:
+    """Slices for the DRA quarter of the fleet (8 devices each) and one claim of 2 devices per pod there."""
+    from gputui.backends.kube_dra import claim_record, slice_record
+
+    slices, claims = [], []
+    for i in range(n):
+        if scheme(i) != "dra":
+            continue
+        node = f"gpu-{i:05d}"
+        slices.append(slice_record({"spec": {"driver": "gpu.nvidia.com", "nodeName": node, "pool": {"name": node},
+                                             "devices": [{"name": f"gpu-{d}"} for d in range(8)]}}))
+        claims.append(claim_record({"metadata": {"namespace": "llm", "name": f"claim-{i}"}, "status": {
+            "allocation": {"devices": {"results": [{"driver": "gpu.nvidia.com", "pool": node, "device": f"gpu-{d}"}
+                                                   for d in range(2)]}},
+            "reservedFor": [{"resource": "pods", "name": f"llm-{i:05d}", "uid": f"pod-{i}-0"}]}}))
+    return tuple(slices), tuple(claims)
 
 
 def pod_json(i: int, services: int, generation: int = 0) -> dict:
@@ -51,7 +88,7 @@ def pod_json(i: int, services: int, generation: int = 0) -> dict:
                          "labels": {"app.kubernetes.io/name": svc, "app.kubernetes.io/version": version},
                          "ownerReferences": [{"kind": "ReplicaSet", "name": f"{svc}-{version}", "controller": True}]},
             "spec": {"nodeName": f"gpu-{i:05d}",
-                     "containers": [{"resources": {"limits": {"nvidia.com/gpu": "8"}}}]},
+                     "containers": [{"resources": {"limits": dict(ASKED[scheme(i)])}}]},
             "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
 
 
@@ -69,9 +106,11 @@ def kube_state(n: int, services: int) -> KubeState:
                                            "spec": {"selector": labels}}))
         routes.append(ko.httproute_record({"metadata": {"name": name, "namespace": "llm"}, "spec": {"rules": [
             {"backendRefs": [{"name": f"{name}-v1", "weight": 90}, {"name": f"{name}-v2", "weight": 10}]}]}}))
+    slices, claims = dra_records(n)
     return KubeState(nodes=tuple(ko.node_record(node_json(i)) for i in range(n)),
                      pods=tuple(ko.pod_record(pod_json(i, services)) for i in range(n)),
-                     workloads=tuple(workloads), services=tuple(svcs), routes=tuple(routes))
+                     workloads=tuple(workloads), services=tuple(svcs), routes=tuple(routes),
+                     resource_slices=slices, resource_claims=claims)
 
 
 def metrics(n: int, rng: random.Random) -> Metrics:
@@ -97,7 +136,8 @@ def run(case: str, n: int, services: int, refreshes: int) -> float:
             for i in rng.sample(range(n), max(1, n // 100)):
                 pods[i] = ko.pod_record(pod_json(i, services, generation=r))
             state = KubeState(nodes=state.nodes, pods=tuple(pods), workloads=state.workloads,
-                              services=state.services, routes=state.routes)
+                              services=state.services, routes=state.routes,
+                              resource_slices=state.resource_slices, resource_claims=state.resource_claims)
         if case == "full":
             joiner = Joiner()
         t = time.thread_time()  # CPU, not wall: the machine is shared, contention must not count
@@ -113,11 +153,18 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=10000)
     parser.add_argument("--services", type=int, default=100)
     parser.add_argument("--refreshes", type=int, default=10)
+    parser.add_argument("--mixed", action="store_true", help="a quarter each: whole, MIG, time-sliced, DRA")
     args = parser.parse_args()
+    global MIXED
     for case in ("full", "steady", "metrics", "churn"):
-        per_refresh = run(case, args.nodes, args.services, args.refreshes)
-        print(f"{case:8s} {per_refresh * 1000:8.1f} ms CPU per refresh  "
-              f"{per_refresh / args.nodes * 1e6:6.1f} µs per node")
+        MIXED = False
+        whole = run(case, args.nodes, args.services, args.refreshes)
+        line = f"{case:8s} {whole * 1000:8.1f} ms CPU per refresh  {whole / args.nodes * 1e6:6.1f} µs per node"
+        if args.mixed:
+            MIXED = True
+            mixed = run(case, args.nodes, args.services, args.refreshes)
+            line += f"   mixed schemes {mixed * 1000:8.1f} ms  ({mixed / whole:4.2f}× whole cards)"
+        print(line)
 
 
 if __name__ == "__main__":

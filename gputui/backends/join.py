@@ -325,7 +325,7 @@ class Joiner:
             group = by_host.get(n.name)  # in fleet mode only GPUs with a problem: mostly none
             samples = tuple(sorted(group, key=lambda s: s.index)) if group else ()
             claimed = dra.resources(n.name)
-            resources = n.gpu_resources + claimed
+            resources = n.gpu_resources + claimed if claimed else n.gpu_resources  # the same tuple when no DRA
             if old_records.get(key) is n and old_metrics.get(key) == summary and old_samples.get(key, ()) == samples \
                     and old_nodes[key].gpu_resources == resources:
                 node = old_nodes[key]
@@ -354,20 +354,27 @@ class Joiner:
         old_records, old_pods = self._pod_records, self._pods
         records: dict[int, PodRecord] = {}
         out: dict[int, InferencePod] = {}
+        claimed_by = self._dra.pod_units
         for record in pods:
-            p = self.with_claims(record)  # keyed and cached by the record as read
-            if p.node not in node_names and not (not p.node and p.gpu_request > 0):
+            claimed = claimed_by.get(record.uid)
+            if record.node not in node_names and not (not record.node and (record.gpu_request > 0 or claimed)):
                 continue  # only what runs on GPU nodes, and GPU pods still waiting for one
             key = id(record)
-            counts = sessions.get((p.namespace, p.name))
+            counts = sessions.get((record.namespace, record.name))
             running, waiting = counts if counts is not None else (None, None)
-            if old_records.get(key) is record and old_pods[key].gpu_units == p.gpu_units:
+            pod = old_pods.get(key) if old_records.get(key) is record else None
+            if pod is not None and (pod.gpu_units is not record.gpu_units if not claimed else
+                                    len(pod.gpu_units) != len(record.gpu_units) + len(claimed)
+                                    or any(pod.gpu_units.get(k) != v for k, v in claimed.items())):
+                pod = None  # its DRA devices moved (claimed, released, or other devices)
+            if pod is not None:
                 # Same record, same services, same DRA devices: only the session counts may have moved.
-                pod = old_pods[key]
                 if pod.sessions_running != running or pod.sessions_waiting != waiting \
                         or (counts is not None and not pod.session_signal):
-                    pod = inference_pod(p, pod.service, pod.version, running, waiting, counts is not None)
+                    pod = inference_pod(self.with_claims(record), pod.service, pod.version, running, waiting,
+                                        counts is not None)
             else:
+                p = self.with_claims(record)  # keyed and cached by the record as read
                 found = self._identities.find(p)
                 service, version = found if found else ("", "")
                 if found and not version:

@@ -76,10 +76,10 @@ class DraView:
     capacity: Mapping[str, Mapping[str, int]]  # node -> dra:<driver> -> devices
     pod_units: Mapping[str, Mapping[str, int]]  # pod UID -> dra:<driver> -> devices allocated to it
     taints: Mapping[str, tuple[DeviceTaint, ...]]  # node -> its devices' taints
-    claims_by_pod: Mapping[str, tuple[str, ...]]  # pod UID -> its claims' names
+    by_node: Mapping[str, tuple[GpuResource, ...]]  # node -> its DRA resources (built once per view)
 
     def resources(self, node: str) -> tuple[GpuResource, ...]:
-        return tuple(GpuResource(name, Scheme.DRA, n, n) for name, n in sorted(self.capacity.get(node, {}).items()))
+        return self.by_node.get(node, ())
 
 
 def dra_view(slices: Iterable[SliceRecord], claims: Iterable[ClaimRecord]) -> DraView:
@@ -94,16 +94,15 @@ def dra_view(slices: Iterable[SliceRecord], claims: Iterable[ClaimRecord]) -> Dr
         per[DRA_PREFIX + s.driver] = per.get(DRA_PREFIX + s.driver, 0) + len(s.devices)
         taints.setdefault(s.node, []).extend(s.taints)
     pod_units: dict[str, dict[str, int]] = {}
-    claims_by_pod: dict[str, list[str]] = {}
     for c in claims:
         gpu = [(d, p) for d, p, _dev in c.devices if is_gpu_driver(d) and (d, p) in node_of_pool]
         for pod in c.reserved_for:
-            claims_by_pod.setdefault(pod, []).append(c.name)
             units = pod_units.setdefault(pod, {})
             for driver, _pool in gpu:
                 units[DRA_PREFIX + driver] = units.get(DRA_PREFIX + driver, 0) + 1
-    return DraView(capacity, pod_units, {k: tuple(v) for k, v in taints.items()},
-                   {k: tuple(v) for k, v in claims_by_pod.items()})
+    by_node = {node: tuple(GpuResource(name, Scheme.DRA, n, n) for name, n in sorted(per.items()))
+               for node, per in capacity.items()}
+    return DraView(capacity, pod_units, {k: tuple(v) for k, v in taints.items()}, by_node)
 
 
 def device_taint_conditions(taints: Iterable[DeviceTaint]) -> tuple[Condition, ...]:

@@ -259,3 +259,30 @@ def test_first_matching_selector_wins_among_many_services():
     snap = join(state, None, now=0.0, context="c", sources=())
     assert [(p.name, p.service, p.version) for p in snap.pods] == [
         ("llama-a", "llama", "v1"), ("other-7-a", "other-7", "v1"), ("stray", "", "")]
+
+
+def test_dra_devices_follow_their_claims_from_one_refresh_to_the_next():
+    """A pod's DRA devices are in no container's limits: they come from claims reserved for it, and go
+    when the claim is released, though the pod's record did not change (the join's per-record cache)."""
+    from gputui.backends.join import Joiner
+    from gputui.backends.kube_dra import claim_record, slice_record
+
+    node = {"metadata": {"name": "d1", "uid": "d1", "labels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}},
+            "status": {"capacity": {}, "allocatable": {}, "conditions": [{"type": "Ready", "status": "True"}]}}
+    pod = pod_json("p", "d1", gpus=0)
+    slices = (slice_record({"spec": {"driver": "gpu.nvidia.com", "nodeName": "d1", "pool": {"name": "d1"},
+                                     "devices": [{"name": f"gpu-{i}"} for i in range(4)]}}),)
+    claim = claim_record({"metadata": {"namespace": "llm", "name": "c"}, "status": {
+        "allocation": {"devices": {"results": [{"driver": "gpu.nvidia.com", "pool": "d1", "device": "gpu-0"},
+                                               {"driver": "gpu.nvidia.com", "pool": "d1", "device": "gpu-1"}]}},
+        "reservedFor": [{"resource": "pods", "name": "p", "uid": "p-uid"}]}})
+    nodes, pods = (ko.node_record(node),), (ko.pod_record(pod),)
+    joiner = Joiner()
+    held = joiner.join(KubeState(nodes=nodes, pods=pods, resource_slices=slices, resource_claims=(claim,)),
+                       None, now=0, context="t", sources=())
+    assert [n.name for n in held.nodes] == ["d1"] and held.nodes[0].gpu_allocatable == 4
+    assert held.pods[0].gpu_units == {"dra:gpu.nvidia.com": 2} and held.allocated_by_resource("d1") == {
+        "dra:gpu.nvidia.com": 2}
+    released = joiner.join(KubeState(nodes=nodes, pods=pods, resource_slices=slices), None, now=1, context="t",
+                           sources=())
+    assert released.pods[0].gpu_units == {} and released.gpus_allocated("d1") == 0

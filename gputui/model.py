@@ -159,6 +159,7 @@ class Node:
     # How it hands its GPUs out (gputui.gpu_resources): gpu_capacity/gpu_allocatable are these units summed.
     gpu_resources: tuple[GpuResource, ...] = ()
     gpu_count: int = 0  # physical cards (0: unknown, e.g. MIG slices without GFD's count)
+    node_info: Mapping[str, str] = field(default_factory=dict)  # kubelet, runtime, kernel, OS (status.nodeInfo)
 
     @property
     def drain_phase(self) -> str:
@@ -258,6 +259,7 @@ class InferencePod:
     prestop_sleep_s: int = 0  # its preStop hook's sleep before SIGTERM
     probes: PodProbes | None = None  # None: the spec was not read
     gpu_units: Mapping[str, int] = field(default_factory=dict)  # by resource (dra:<driver> for DRA devices)
+    images: tuple[str, ...] = ()  # its containers' images
 
     @property
     def key(self) -> str:

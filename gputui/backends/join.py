@@ -338,7 +338,7 @@ class Joiner:
                     driver_version=n.driver_version, cuda_version=n.cuda_version, upgrade_state=n.upgrade_state,
                     gpu_memory_mib=n.gpu_memory_mib, conditions=n.conditions + device_taint_conditions(taints),
                     gpus=_gpus(n, samples), labels=n.labels, annotations=n.annotations, summary=_summary(n, summary),
-                    gpu_resources=resources,
+                    gpu_resources=resources, node_info=n.node_info,
                     gpu_count=physical_gpus(n.labels, n.gpu_resources, sum(r.capacity for r in claimed)),
                 )
             records[key], node_metrics[key], nodes[key] = n, summary, node
@@ -399,7 +399,7 @@ def inference_pod(p: PodRecord, service: str, version: str, running: int | None,
                   has_series: bool = False) -> InferencePod:
     return InferencePod(
         namespace=p.namespace, name=p.name, uid=p.uid, node=p.node, phase=p.phase, ready=p.ready,
-        gpu_request=p.gpu_request, gpu_units=p.gpu_units, service=service, version=version, restarts=p.restarts,
+        gpu_request=p.gpu_request, gpu_units=p.gpu_units, images=p.images, service=service, version=version, restarts=p.restarts,
         deleting=p.deleting, owner_kind=p.owner_kind, labels=p.labels, has_emptydir=p.has_emptydir,
         mirror=p.mirror, sessions_running=running, sessions_waiting=waiting,
         session_signal=session_signal(p.labels, service, has_series), pending_reason=p.pending_reason,

@@ -71,6 +71,9 @@ def _cuda(labels: Mapping[str, str]) -> str:
     return f"{major}.{minor}" if major and minor else ""
 
 
+NODE_INFO_KEYS = ("kubeletVersion", "containerRuntimeVersion", "kernelVersion", "osImage")
+
+
 @dataclass(frozen=True, slots=True)
 class NodeRecord:
     name: str
@@ -88,6 +91,7 @@ class NodeRecord:
     cuda_version: str
     upgrade_state: str
     gpu_resources: tuple[GpuResource, ...] = ()  # every GPU resource it advertises (capacity/allocatable: their sums)
+    node_info: Mapping[str, str] = field(default_factory=dict)  # status.nodeInfo's versions (NODE_INFO_KEYS)
 
     @property
     def is_gpu_node(self) -> bool:
@@ -108,6 +112,7 @@ def node_record(obj: dict[str, Any]) -> NodeRecord:
         unschedulable=bool(spec.get("unschedulable")), ready=ready, conditions=conditions,
         gpu_capacity=sum(r.capacity for r in resources), gpu_allocatable=sum(r.allocatable for r in resources),
         gpu_resources=resources,
+        node_info={k: intern(str(v)) for k, v in (status.get("nodeInfo") or {}).items() if k in NODE_INFO_KEYS and v},
         gpu_product=labels.get(PRODUCT_LABEL, ""), gpu_memory_mib=_quantity(labels.get(MEMORY_LABEL)),
         driver_version=_driver(labels), cuda_version=_cuda(labels),
         upgrade_state=labels.get(UPGRADE_LABEL, ""),
@@ -135,6 +140,7 @@ class PodRecord:
     prestop_sleep_s: int = 0  # the longest preStop sleep of its containers (sleep action or `sleep N`)
     probes: PodProbes | None = None
     gpu_units: Mapping[str, int] = field(default_factory=dict)  # by resource name; gpu_request is their sum
+    images: tuple[str, ...] = ()  # its containers' images (versions of engines and GPU Operator components)
 
     @property
     def key(self) -> str:
@@ -227,6 +233,7 @@ def pod_record(obj: dict[str, Any]) -> PodRecord:
         namespace=intern(meta.get("namespace", "")), name=meta.get("name", ""), uid=meta.get("uid", ""),
         node=intern(spec.get("nodeName") or ""), phase=intern(status.get("phase") or "Pending"), ready=ready,
         gpu_request=sum(units.values()), gpu_units=units, labels=_labels(meta.get("labels")),
+        images=tuple(intern(str(c.get("image") or "")) for c in spec.get("containers") or []),
         owner_kind=intern(owner.get("kind", "")), owner_name=intern(owner.get("name", "")),
         deleting=bool(meta.get("deletionTimestamp")),
         restarts=sum(int(c.get("restartCount") or 0) for c in status.get("containerStatuses") or []),

@@ -26,6 +26,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gputui.cli import nodes
 
             return nodes.run(settings, args.output)
+        if args.command == "versions":
+            from gputui.cli import versions
+
+            return versions.run(settings, args.output)
         if args.command == "services":
             from gputui.cli import services
 

@@ -69,6 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
     nodes = sub.add_parser("nodes", help="print the GPU nodes (table or JSON) and exit")
     common(nodes)
     nodes.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    versions = sub.add_parser("versions", help="print each GPU node's driver, CUDA, kubelet, runtime, kernel, OS, GPU "
+                              "Operator components and engines, drift within its pool flagged, and exit")
+    common(versions)
+    versions.add_argument("-o", "--output", choices=("table", "json"), default="table")
     services = sub.add_parser("services", help="print the inference services, versions, weights and sessions, and exit")
     common(services)
     services.add_argument("-o", "--output", choices=("table", "json"), default="table")

@@ -28,6 +28,7 @@ def binding_scopes() -> dict[str, tuple[type, ...]]:
     from gputui.ui.theme_picker import ThemePickerScreen
     from gputui.ui.traffic_screen import TrafficShiftScreen
     from gputui.ui.virtual_table import VirtualTable
+    from gputui.ui.versions_screen import VersionsScreen
     from gputui.ui.wallboard import WallboardScreen
 
     app = (GputuiApp,)
@@ -40,6 +41,7 @@ def binding_scopes() -> dict[str, tuple[type, ...]]:
         "diagnostics": app + (DiagnosticsScreen, ItemList),
         "audit": app + (AuditScreen, ItemList),
         "check": app + (CheckScreen, ItemList),
+        "versions": app + (VersionsScreen, KeyTable),
         "detail": app + (DetailScreen,),
         "drain-plan": app + (DrainPlanScreen, Input),
         "drain-progress": app + (DrainProgressScreen, KeyTable),

@@ -24,6 +24,8 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("services", None, "the inference services", ("svc",)),
     CommandSpec("diag", None, "diagnostics: pending GPU pods, lost GPUs, drift", ("diagnostics",)),
     CommandSpec("check", None, "the seeds' validation checklists (as gputui check)", ("checks",)),
+    CommandSpec("versions", None, "driver, CUDA, kubelet, runtime, kernel, OS, GPU Operator and engines per node",
+                ("ver",)),
     CommandSpec("ctx", "context", "switch to another kubeconfig context", ("context",)),
     CommandSpec("ns", "namespace", "show one namespace's workloads (:ns all for every one)", ("namespace",)),
     CommandSpec("theme", "theme", "switch theme (no name: the picker)", optional=True),

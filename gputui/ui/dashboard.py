@@ -234,6 +234,10 @@ class DashboardScreen(ClusterScreen):
             from gputui.ui.check_screen import CheckScreen
 
             self.app.push_screen(CheckScreen())
+        elif name == "versions":
+            from gputui.ui.versions_screen import VersionsScreen
+
+            self.app.push_screen(VersionsScreen())
         elif name == "diag":
             self.action_diagnostics()
         elif name == "audit":

@@ -110,6 +110,7 @@ class FakeNode:
     uid: str | None = None
     heartbeats: bool = True
     pod_ips: itertools.count = field(default_factory=lambda: itertools.count(2))
+    node_info: dict[str, str] = field(default_factory=dict)  # overrides of status.nodeInfo (kernel, runtime...)
 
     def status(self, heartbeat: str) -> dict[str, Any]:
         conds = []
@@ -134,6 +135,7 @@ class FakeNode:
                 "kubeProxyVersion": "",
                 "operatingSystem": "linux",
                 "architecture": "amd64",
+                **self.node_info,
             },
         }
 
@@ -245,6 +247,7 @@ class FakeKubelet:
         allocatable_gpus: int | None = None,
         extra_resources: dict[str, str] | None = None,
         ready: bool = True,
+        node_info: dict[str, str] | None = None,
     ) -> dict[str, Any]:
         """Create (or adopt) a GPU node and keep it alive. Returns the Node as a dict.
 
@@ -269,6 +272,7 @@ class FakeKubelet:
             name=name, index=index, gpus=gpus, product=product, driver=driver, memory_mib=memory_mib,
             labels=all_labels, taints=all_taints, capacity=capacity, allocatable=allocatable,
             ip=f"10.10.{index // 250}.{index % 250 + 1}", conditions=_healthy_conditions(),
+            node_info=dict(node_info or {}),
         )
         if not ready:
             node.conditions["Ready"] = _condition("Ready", "False", "KubeletNotReady", "fake kubelet: not ready")

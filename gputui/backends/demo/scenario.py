@@ -19,6 +19,10 @@ DEFAULT_GRACE_S = 30
 DRIVER = "550.127.05"
 OLD_DRIVER = "535.183.01"
 CUDA = "12.4"
+# What every node's status says of its software (the version matrix's node columns), and the engines' tag.
+NODE_INFO = {"kubeletVersion": "v1.33.5", "containerRuntimeVersion": "containerd://1.7.27",
+             "kernelVersion": "6.8.0-1031-nvidia", "osImage": "Ubuntu 22.04.5 LTS"}
+ENGINE = "v0.9.0"
 
 # The route kinds the demo serves, as a cluster with Gateway API and Istio installed would:
 # kind -> (group, plural, served versions, preferred first).

@@ -17,7 +17,7 @@ from gputui.model import DRAIN_PHASE_ANNOTATION, Budget, Condition, Gpu, Health,
 from gputui.snapshot import ClusterSnapshot, SourceStatus
 from gputui.backends.demo.routes import _backend_name, _route_object
 from gputui.backends.demo.scenario import (
-    STEP_S, HISTORY_S, SAMPLE_EVERY_S, MAX_CATCH_UP_STEPS, WARM_UP_S, POD_START_S, CUDA, _Product, H100, A100, _SimNode, _SimService, _SimPod, _fleet, _services,
+    STEP_S, HISTORY_S, SAMPLE_EVERY_S, MAX_CATCH_UP_STEPS, WARM_UP_S, POD_START_S, CUDA, ENGINE, NODE_INFO, _Product, H100, A100, _SimNode, _SimService, _SimPod, _fleet, _services,
 )
 
 
@@ -321,6 +321,7 @@ class Simulation:
             gpus=tuple(self._gpu_model(n, i) for i in range(p.count)),
             labels=labels, annotations=dict(n.annotations),
             gpu_resources=(GpuResource(WHOLE_GPU, Scheme.WHOLE, p.count, n.allocatable),), gpu_count=p.count,
+            node_info=NODE_INFO,
         )
 
     def _pod_model(self, p: _SimPod) -> InferencePod:
@@ -329,6 +330,7 @@ class Simulation:
             namespace=p.namespace, name=p.name, uid=p.uid, node=p.node, phase=p.phase,
             ready=p.ready(self._t), gpu_request=p.gpu_request, service=p.service,
             gpu_units={WHOLE_GPU: p.gpu_request} if p.gpu_request else {},
+            images=(f"vllm/vllm-openai:{ENGINE}",) if p.service else (),
             version=p.version, deleting=p.deleting_at is not None, owner_kind=p.owner_kind,
             labels=dict(p.labels), has_emptydir=p.has_emptydir,
             sessions_running=running, sessions_waiting=p.waiting if p.signal else None, session_signal=p.signal,

@@ -1,0 +1,45 @@
+"""`gputui versions`: the version matrix (gputui.versions), a table or JSON; drift against the node's pool
+flagged with ≠ (JSON: each row's `drift`). Exit 0 (drift is information, `gputui check` judges it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from gputui.cli import common
+from gputui.settings import Settings
+from gputui.versions import COLUMNS, version_matrix
+
+
+def run(settings: Settings, output: str) -> int:
+    backend = common.backend(settings)
+    try:
+        snapshot = backend.reader.snapshot()
+    finally:
+        backend.close()
+    rows = version_matrix(snapshot)
+    if output == "json":
+        json.dump([{**r.to_dict(), "simulated": snapshot.simulated} for r in rows], sys.stdout, indent=2,
+                  ensure_ascii=False)
+        sys.stdout.write("\n")
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(box=None, pad_edge=False)
+    for label in ("NODE", "POOL", *(c.upper() for c in COLUMNS)):
+        table.add_column(label, no_wrap=True)
+    for r in rows:
+        table.add_row(Text(r.node), Text(r.pool), *(
+            Text(("≠" if c in r.drift else "") + (r.values.get(c) or "–"), style="bold" if c in r.drift else "")
+            for c in COLUMNS))
+    console = Console(no_color=bool(os.environ.get("NO_COLOR")), width=240 if not sys.stdout.isatty() else None)
+    if snapshot.simulated:
+        console.print(Text("# SIMULATED: the demo cluster, nothing here is real", style="dim"))
+    console.print(table)
+    drifting = sum(1 for r in rows if r.drift)
+    console.print(Text(f"{drifting} of {len(rows)} nodes differ from their pool's majority"
+                       if drifting else f"{len(rows)} nodes, no drift within their pools", style="dim"))
+    return 0

@@ -1,0 +1,90 @@
+"""The version matrix on the real control plane: node software from the kubelets' status, the GPU Operator's
+components from the pods its DaemonSets run on each node (made by the real DaemonSet controller), the
+engines from the inference pods' images; drift flagged against the node's pool, counted here from the API."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+from kubernetes import client
+
+from tests.support.fake_kubelet import GPU_TOLERATION
+from tests.support.gputui_cli import run
+from tests.support.procs import wait_until
+from tests.support.workloads import deployment
+
+OPERATOR = "gpu-operator"
+NS = "t-versions"
+NODES = ("ver-1", "ver-2", "ver-3")
+POOL = {"gpu.pool": "versions"}
+
+
+def _daemonset(name: str, image: str, nodes: dict[str, str]) -> dict:
+    labels = {"app": name}
+    return {"metadata": {"name": name}, "spec": {"selector": {"matchLabels": labels}, "template": {
+        "metadata": {"labels": labels}, "spec": {"nodeSelector": nodes, "tolerations": [GPU_TOLERATION],
+                                                 "terminationGracePeriodSeconds": 1,
+                                                 "containers": [{"name": "c", "image": image}]}}}}
+
+
+@pytest.fixture(scope="module")
+def fleet(cluster, fake_kubelet):
+    api = cluster.harness_client()
+    core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
+    for i, name in enumerate(NODES):
+        fake_kubelet.add_node(name, gpus=8, labels={**POOL, "gputui.test/node": name},
+                              node_info={"kernelVersion": "6.8.0-fake" if i < 2 else "6.5.0-old"})
+    for ns in (OPERATOR, NS):
+        core.create_namespace({"metadata": {"name": ns}})
+    # The plugin everywhere; the exporter at one tag on two nodes and another on the third.
+    apps.create_namespaced_daemon_set(OPERATOR, _daemonset(
+        "nvidia-device-plugin-daemonset", "nvcr.io/nvidia/k8s-device-plugin:v0.17.1", POOL))
+    apps.create_namespaced_daemon_set(OPERATOR, _daemonset(
+        "nvidia-dcgm-exporter", "nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.1.1-ubuntu22.04",
+        {**POOL, "gputui.test/exporter": "new"}))
+    apps.create_namespaced_daemon_set(OPERATOR, _daemonset(
+        "nvidia-dcgm-exporter-old", "nvcr.io/nvidia/k8s/dcgm-exporter:3.3.9-3.6.1-ubuntu22.04",
+        {**POOL, "gputui.test/exporter": "old"}))
+    for i, name in enumerate(NODES):
+        core.patch_node(name, {"metadata": {"labels": {"gputui.test/exporter": "old" if i == 2 else "new"}}})
+    body = deployment("ver-chat", "ver-chat", "v1", 3, 1, ns=NS)
+    body["spec"]["template"]["spec"]["nodeSelector"] = POOL
+    apps.create_namespaced_deployment(NS, body)
+
+    def placed():
+        pods = core.list_namespaced_pod(OPERATOR).items + core.list_namespaced_pod(NS).items
+        mine = [p for p in pods if p.spec.node_name in NODES and p.status.phase == "Running"]
+        return mine if len(mine) == 3 + 3 + 3 else None
+
+    wait_until(placed, 90, what="the operator's DaemonSet pods and the engines running on the pool")
+    yield api
+    for ns in (OPERATOR, NS):
+        core.delete_namespace(ns)
+    for name in NODES:
+        fake_kubelet.remove_node(name)
+
+
+def test_versions_are_what_the_api_holds_with_drift_within_the_pool(cluster, fleet, tmp_path):
+    core = client.CoreV1Api(fleet)
+    out = run("versions", "--kubeconfig", str(cluster.admin_kubeconfig), "-o", "json", home=tmp_path)
+    assert out.returncode == 0, out.stderr
+    rows = {r["node"]: r for r in json.loads(out.stdout) if r["node"] in NODES}
+    assert set(rows) == set(NODES) and {r["pool"] for r in rows.values()} == {"versions"}
+    # Counted from the API: each node's nodeInfo, and the tags of the pods on it.
+    for name in NODES:
+        info = core.read_node(name).status.node_info
+        pods = core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={name}").items
+        tags = {p.metadata.name.rsplit("-", 1)[0]: p.spec.containers[0].image.rsplit(":", 1)[1] for p in pods}
+        got = rows[name]["versions"]
+        assert (got["kubelet"], got["runtime"], got["kernel"], got["os"]) == (
+            info.kubelet_version, info.container_runtime_version, info.kernel_version, info.os_image)
+        assert got["device-plugin"] == tags["nvidia-device-plugin-daemonset"]
+        exporter = tags.get("nvidia-dcgm-exporter") or tags.get("nvidia-dcgm-exporter-old")
+        assert got["dcgm-exporter"] == exporter
+        assert got["engines"] == "v0.9.0" and got["toolkit"] is None  # no toolkit DaemonSet: unknown, not drift
+    kernels = Counter(core.read_node(n).status.node_info.kernel_version for n in NODES)
+    odd = next(n for n in NODES if kernels[core.read_node(n).status.node_info.kernel_version] == 1)
+    assert rows[odd]["drift"] == ["dcgm-exporter", "kernel"]
+    assert all(rows[n]["drift"] == [] for n in NODES if n != odd)

@@ -21,11 +21,22 @@ UPGRADE_IN_PROGRESS = (
     "wait-for-jobs-required",
     "pod-deletion-required",
     "drain-required",
+    "node-maintenance-required",  # with an external maintenance operator
+    "post-maintenance-required",
     "pod-restart-required",
     "validation-required",
     "uncordon-required",
 )
 UPGRADE_FAILED = "upgrade-failed"
+
+
+@dataclass(frozen=True, slots=True)
+class UpgradePolicy:
+    """The GPU Operator's ClusterPolicy spec.driver.upgradePolicy (its CRD's defaults when a field is unset)."""
+
+    auto_upgrade: bool = False
+    max_parallel: int = 1  # 0: no limit
+    max_unavailable: str = "25%"  # a count or a percentage of the GPU nodes, rounded up
 
 # Conditions every kubelet reports; any other condition that is True is a
 # problem raised by a GPU health agent (NVSentinel and friends).

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from gputui.gpu_resources import WHOLE_GPU
-from gputui.model import Budget, InferencePod, InferenceService, Node
+from gputui.model import Budget, InferencePod, InferenceService, Node, UpgradePolicy
 
 
 def stale(age: float | None, every: float) -> bool:
@@ -63,6 +63,7 @@ class ClusterSnapshot:
     budgets: tuple[Budget, ...] = ()
     sources: tuple[SourceStatus, ...] = ()
     simulated: bool = False
+    upgrade_policy: UpgradePolicy | None = None  # the GPU Operator's, when its ClusterPolicy was read
     # The pod indexes when the backend already holds them for this very pods tuple (None: built here).
     indexes: PodIndexes | None = field(default=None, repr=False, compare=False)
     # Indexes built once per snapshot; every consumer shares them.

@@ -1,6 +1,7 @@
 """The version matrix (seed 001 §8.1, §10.5; seed 000 §6's driver consistency spot check): per GPU node, the
 driver (GFD's or DCGM's label), the CUDA runtime, kubelet, container runtime, kernel and OS image (node
-status), the GPU Operator's components running on it (their images' tags) and the inference engines' images.
+status), the GPU Operator's components running on it (their images' tags) and the inference engines' images,
+with the node's driver-upgrade state and why it is stuck (gputui.upgrades).
 Each column is compared with the majority of the node's pool: a node that differs is flagged in that column.
 A value not read is unknown ("" here, "–" shown), never drift. Pure: built from a snapshot."""
 
@@ -13,6 +14,7 @@ from typing import Iterable, Mapping
 from gputui.model import InferencePod, Node
 from gputui.pools import DEFAULT_POOL_LABELS, pool_of
 from gputui.snapshot import ClusterSnapshot
+from gputui.upgrades import stuck_because
 
 # The GPU Operator's DaemonSets (and the standalone charts' names), by the component they run.
 COMPONENTS: Mapping[str, tuple[str, ...]] = {
@@ -47,10 +49,12 @@ class VersionRow:
     pool: str
     values: Mapping[str, str]  # column -> version ("" unknown)
     drift: frozenset[str]  # columns differing from the pool's majority
+    upgrade: str = ""  # the GPU Operator's driver-upgrade state ("" not labelled)
+    stuck: str = ""  # why that upgrade does not move (gputui.upgrades)
 
     def to_dict(self) -> dict:
         return {"node": self.node, "pool": self.pool, "versions": {c: self.values.get(c) or None for c in COLUMNS},
-                "drift": sorted(self.drift)}
+                "drift": sorted(self.drift), "upgrade": {"state": self.upgrade or None, "stuck": self.stuck or None}}
 
 
 def _values(node: Node, pods: Iterable[InferencePod]) -> dict[str, str]:
@@ -85,6 +89,7 @@ def version_matrix(snapshot: ClusterSnapshot, pool_labels: Iterable[str] = DEFAU
             if len(top) == 1 or top[0][1] > top[1][1]:  # a tie has no majority: nothing is flagged
                 majority[(pool, column)] = top[0][0]
     return [VersionRow(n.name, pool, values, frozenset(
-        c for c in COLUMNS if values.get(c) and majority.get((pool, c), values[c]) != values[c]))
+        c for c in COLUMNS if values.get(c) and majority.get((pool, c), values[c]) != values[c]),
+        n.upgrade_state, stuck_because(snapshot, n))
         for n, pool, values in raw]
 

@@ -45,6 +45,10 @@ PINS: dict[str, list[tuple[str, list[str]]]] = {
         ("manifests/crds/cluster-analysis-template-crd.yaml", ["clusteranalysistemplates.argoproj.io"]),
         ("manifests/crds/experiment-crd.yaml", ["experiments.argoproj.io"]),
     ],
+    # The GPU Operator publishes no tagged module version; this is the proxy's latest (its main, 2025-09-17).
+    "github.com/NVIDIA/gpu-operator@v0.0.0-20250917190837-d73a0086a6ba": [
+        ("deployments/gpu-operator/crds/nvidia.com_clusterpolicies.yaml", ["clusterpolicies.nvidia.com"]),
+    ],
     "github.com/servicemeshinterface/smi-sdk-go@v0.5.0": [
         ("crds/split.yaml", ["trafficsplits.split.smi-spec.io"]),
     ],

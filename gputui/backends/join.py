@@ -14,7 +14,7 @@ from typing import Iterable, Mapping
 from gputui.backends.kube_dra import ClaimRecord, DraView, SliceRecord, device_taint_conditions, dra_view
 from gputui.gpu_resources import physical_gpus
 from gputui.backends.kube_objects import NodeRecord, PodRecord, RouteRecord, ServiceRecord, SubsetRule, WorkloadRecord
-from gputui.model import SESSION_SIGNAL_LABEL, Budget, Gpu, GpuSummary, Health, InferencePod, InferenceService, Node, Rollout, ServiceVersion, selector_matches
+from gputui.model import UpgradePolicy, SESSION_SIGNAL_LABEL, Budget, Gpu, GpuSummary, Health, InferencePod, InferenceService, Node, Rollout, ServiceVersion, selector_matches
 from gputui.snapshot import ClusterSnapshot, PodIndexes, SourceStatus, pod_indexes
 from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS
 
@@ -57,6 +57,7 @@ class KubeState:
     pools: tuple[ServiceRecord, ...] = ()  # InferencePools, when the cluster serves them
     resource_slices: tuple[SliceRecord, ...] = ()  # DRA, when the cluster serves resource.k8s.io
     resource_claims: tuple[ClaimRecord, ...] = ()
+    upgrade_policies: tuple[UpgradePolicy, ...] = ()  # the GPU Operator's ClusterPolicies (one, as a rule)
 
 
 def _first(labels: Mapping[str, str], keys: Iterable[str]) -> str:
@@ -234,6 +235,7 @@ class Joiner:
         return ClusterSnapshot(
             taken_at=now, context=context, nodes=nodes, pods=self._pod_result,
             services=self._services, budgets=state.budgets, sources=sources, indexes=self._indexes[1],
+            upgrade_policy=state.upgrade_policies[0] if state.upgrade_policies else None,
         )
 
     def with_claims(self, record: PodRecord) -> PodRecord:

@@ -15,6 +15,7 @@ from gputui.backends.kube_http import Connection, connect, path_of, PROBE_TIMEOU
 from gputui.backends.kube_writer import KubeWriter, allowed, whoami
 from gputui.backends.kube_dra import DRA_GROUP, claim_record, slice_record
 from gputui.backends.kube_objects import PodRecord
+from gputui.upgrades import policy_from
 from gputui.backends import kube_objects as ko
 from gputui.backends.prom_review import read_facts
 from gputui.checks.facts import CheckFacts
@@ -24,6 +25,8 @@ from gputui.model import Gpu, InferenceService, NodeDescription
 from gputui.signals import VersionSignals
 from gputui.snapshot import ClusterSnapshot, SourceStatus
 from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS, Settings
+
+OPERATOR_GROUP = "nvidia.com"  # the GPU Operator's ClusterPolicy
 
 FIRST_SYNC_TIMEOUT_S = 10.0
 
@@ -81,17 +84,19 @@ class Served:
     subset_rules: str | None = None
     pools: str | None = None
     dra: str | None = None
+    cluster_policy: str | None = None  # the GPU Operator's ClusterPolicy (nvidia.com): its upgrade policy
 
 
 def discover(conn: Connection) -> Served:
     found: dict[str, tuple[str, str]] = {}
-    subset_rules = pools = dra = None
+    subset_rules = pools = dra = cluster_policy = None
     groups = conn.request("GET", "/apis", timeout=PROBE_TIMEOUT_S * 2).get("groups") or []
     for group in groups:
         name = group.get("name")
         wanted = ROUTE_KINDS.get(name, ("rollouts", None) if name == ROLLOUT_GROUP else
                                  ("inferencepools", None) if name == ko.POOL_GROUP else
-                                 ("resourceslices", None) if name == DRA_GROUP else None)
+                                 ("resourceslices", None) if name == DRA_GROUP else
+                                 ("clusterpolicies", None) if name == OPERATOR_GROUP else None)
         if not wanted:
             continue
         version = (group.get("preferredVersion") or {}).get("version")
@@ -103,11 +108,13 @@ def discover(conn: Connection) -> Served:
             pools = version if "inferencepools" in served else None
         elif name == DRA_GROUP:
             dra = version if {"resourceslices", "resourceclaims"} <= served else None
+        elif name == OPERATOR_GROUP:
+            cluster_policy = version if "clusterpolicies" in served else None
         elif wanted[0] in served:
             found[name] = (version, wanted[0])
         if name == ISTIO_GROUP and "destinationrules" in served:
             subset_rules = version
-    return Served(found, subset_rules, pools, dra)
+    return Served(found, subset_rules, pools, dra, cluster_policy)
 
 
 class KubeReader:
@@ -160,6 +167,9 @@ class KubeReader:
         if served.dra:  # cluster-wide, like pods: a node's allocation counts every claim on it
             self.caches["resourceslices"] = cache(path_of(DRA_GROUP, served.dra, "resourceslices"), slice_record)
             self.caches["resourceclaims"] = cache(path_of(DRA_GROUP, served.dra, "resourceclaims"), claim_record)
+        if served.cluster_policy:
+            self.caches["clusterpolicies"] = cache(path_of(OPERATOR_GROUP, served.cluster_policy, "clusterpolicies"),
+                                                   policy_from)
         for c in self.caches.values():
             c.start()
         self._metrics: Metrics | None = None
@@ -218,6 +228,7 @@ class KubeReader:
             pools=self.caches["inferencepools"].items() if "inferencepools" in self.caches else (),
             resource_slices=self.caches["resourceslices"].items() if "resourceslices" in self.caches else (),
             resource_claims=self.caches["resourceclaims"].items() if "resourceclaims" in self.caches else (),
+            upgrade_policies=self.caches["clusterpolicies"].items() if "clusterpolicies" in self.caches else (),
         )
         now = self.clock()
         if self.prom is not None:

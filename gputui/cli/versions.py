@@ -29,16 +29,19 @@ def run(settings: Settings, output: str) -> int:
     from rich.text import Text
 
     table = Table(box=None, pad_edge=False)
-    for label in ("NODE", "POOL", *(c.upper() for c in COLUMNS)):
+    for label in ("NODE", "POOL", *(c.upper() for c in COLUMNS), "UPGRADE"):
         table.add_column(label, no_wrap=True)
     for r in rows:
         table.add_row(Text(r.node), Text(r.pool), *(
             Text(("≠" if c in r.drift else "") + (r.values.get(c) or "–"), style="bold" if c in r.drift else "")
-            for c in COLUMNS))
+            for c in COLUMNS), Text(r.upgrade or "–"))
     console = Console(no_color=bool(os.environ.get("NO_COLOR")), width=240 if not sys.stdout.isatty() else None)
     if snapshot.simulated:
         console.print(Text("# SIMULATED: the demo cluster, nothing here is real", style="dim"))
     console.print(table)
+    for r in rows:
+        if r.stuck:
+            console.print(Text(f"{r.node}: upgrade {r.upgrade or '–'}: {r.stuck}"))
     drifting = sum(1 for r in rows if r.drift)
     console.print(Text(f"{drifting} of {len(rows)} nodes differ from their pool's majority"
                        if drifting else f"{len(rows)} nodes, no drift within their pools", style="dim"))

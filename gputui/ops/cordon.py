@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from gputui.backends.base import BackendError, Writer
 from gputui.snapshot import ClusterSnapshot
+from gputui.upgrades import owner_warning
 from gputui.ops.audit import AuditLog
 
 
@@ -20,6 +21,7 @@ class CordonPlan:
     cordon: bool  # True: cordon; False: uncordon
     already: bool  # nothing to send
     running_pods: int
+    warning: str = ""  # another controller owns the node now (the GPU Operator mid-upgrade)
 
     @property
     def verb(self) -> str:
@@ -28,12 +30,13 @@ class CordonPlan:
     def describe(self) -> str:
         if self.already:
             return f"{self.node} is already {'cordoned' if self.cordon else 'schedulable'}"
+        warning = f" Warning: {self.warning}." if self.warning else ""
         if self.cordon:
             return (
                 f"Cordon {self.node}: no new pods will be scheduled on it. "
-                f"Its {self.running_pods} running pods stay."
+                f"Its {self.running_pods} running pods stay.{warning}"
             )
-        return f"Uncordon {self.node}: new pods may be scheduled on it again."
+        return f"Uncordon {self.node}: new pods may be scheduled on it again.{warning}"
 
 
 def plan_cordon(snapshot: ClusterSnapshot, node: str, cordon: bool = True) -> CordonPlan:
@@ -41,7 +44,7 @@ def plan_cordon(snapshot: ClusterSnapshot, node: str, cordon: bool = True) -> Co
     if found is None:
         raise BackendError(f'node "{node}" not found')
     running = sum(1 for p in snapshot.pods_on(node) if not p.terminated)
-    return CordonPlan(node, cordon, found.unschedulable == cordon, running)
+    return CordonPlan(node, cordon, found.unschedulable == cordon, running, owner_warning(found))
 
 
 def run_cordon(plan: CordonPlan, writer: Writer | None, audit: AuditLog) -> str:

@@ -28,7 +28,7 @@ class VersionsScreen(ClusterScreen):
 
     def on_mount(self) -> None:
         table = self.query_one("#versions", KeyTable)
-        for label in ("Node", "Pool", *(c.capitalize() for c in COLUMNS)):
+        for label in ("Node", "Pool", *(c.capitalize() for c in COLUMNS), "Upgrade", "Stuck because"):
             table.add_column(label, key=label.lower())
         self.show_snapshot()
         table.focus()
@@ -48,5 +48,5 @@ class VersionsScreen(ClusterScreen):
         sync_rows(self.query_one("#versions", KeyTable), {
             r.node: (Text(r.node), Text(r.pool), *(
                 Text(("≠" if c in r.drift else "") + (r.values.get(c) or "–"), style=drift_style if c in r.drift else "")
-                for c in COLUMNS))
+                for c in COLUMNS), Text(r.upgrade or "–"), Text(r.stuck or "", style=drift_style))
             for r in rows})

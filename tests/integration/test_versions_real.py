@@ -88,3 +88,36 @@ def test_versions_are_what_the_api_holds_with_drift_within_the_pool(cluster, fle
     odd = next(n for n in NODES if kernels[core.read_node(n).status.node_info.kernel_version] == 1)
     assert rows[odd]["drift"] == ["dcgm-exporter", "kernel"]
     assert all(rows[n]["drift"] == [] for n in NODES if n != odd)
+
+
+def test_the_upgrade_cockpit_says_why_a_node_does_not_move_and_drains_warn(cluster, fleet, tmp_path):
+    """The GPU Operator's own ClusterPolicy CRD, a policy allowing one upgrade at a time, and three nodes in
+    three states of its state machine, labelled as the operator labels them."""
+    from tests.support.crds import install_crd
+
+    install_crd(fleet, "clusterpolicies")
+    client.CustomObjectsApi(fleet).create_cluster_custom_object("nvidia.com", "v1", "clusterpolicies", {
+        "apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "cluster-policy"},
+        # What the real schema requires of a policy, each section as its chart leaves it by default.
+        "spec": {**{k: {} for k in ("daemonsets", "dcgm", "dcgmExporter", "devicePlugin", "gfd",
+                                     "nodeStatusExporter", "operator", "toolkit")},
+                 "driver": {"upgradePolicy": {"autoUpgrade": True, "maxParallelUpgrades": 1}}}})
+    core = client.CoreV1Api(fleet)
+    states = {"ver-1": "drain-required", "ver-2": "upgrade-required", "ver-3": "upgrade-failed"}
+    for node, state in states.items():
+        core.patch_node(node, {"metadata": {"labels": {"nvidia.com/gpu-driver-upgrade-state": state}}})
+    policy = client.CustomObjectsApi(fleet).get_cluster_custom_object("nvidia.com", "v1", "clusterpolicies",
+                                                                      "cluster-policy")
+    assert policy["spec"]["driver"]["upgradePolicy"]["maxUnavailable"] == "25%"  # the CRD's default, applied
+    out = run("versions", "--kubeconfig", str(cluster.admin_kubeconfig), "-o", "json", home=tmp_path)
+    assert out.returncode == 0, out.stderr
+    upgrade = {r["node"]: r["upgrade"] for r in json.loads(out.stdout) if r["node"] in NODES}
+    on_ver_1 = [p for p in core.list_pod_for_all_namespaces(field_selector="spec.nodeName=ver-1").items
+                if p.metadata.namespace == NS]  # the engines' pods there (the operator's own are DaemonSet pods)
+    assert upgrade["ver-1"]["state"] == "drain-required"
+    assert upgrade["ver-1"]["stuck"] == (f"{len(on_ver_1)} GPU pods still on the node; the operator waits for them "
+                                         "or evicts them" if on_ver_1 else None)
+    assert upgrade["ver-2"]["stuck"] == "waiting its turn: 1 nodes upgrading, maxParallelUpgrades 1"
+    assert upgrade["ver-3"]["stuck"].startswith("upgrade failed: the operator leaves the node for manual recovery")
+    plan = run("drain", "ver-1", "--dry-run", "-o", "json", "--kubeconfig", str(cluster.admin_kubeconfig), home=tmp_path)
+    assert "mid driver upgrade under the GPU Operator (state drain-required)" in plan.stdout, plan.stderr

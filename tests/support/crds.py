@@ -31,6 +31,7 @@ ROUTE_CRDS = {
     "analysistemplates": ("argoproj.io", "v1alpha1", "AnalysisTemplate"),
     "clusteranalysistemplates": ("argoproj.io", "v1alpha1", "ClusterAnalysisTemplate"),
     "experiments": ("argoproj.io", "v1alpha1", "Experiment"),
+    "clusterpolicies": ("nvidia.com", "v1", "ClusterPolicy"),  # the GPU Operator's (its upgrade policy)
     "trafficsplits": ("split.smi-spec.io", "v1alpha4", "TrafficSplit"),
 }
 

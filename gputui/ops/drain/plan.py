@@ -21,6 +21,7 @@ from typing import Iterable, Mapping
 from gputui.gpu_resources import WHOLE_GPU
 from gputui.model import Budget, InferencePod, Node, SessionState, selector_matches
 from gputui.snapshot import ClusterSnapshot
+from gputui.upgrades import owner_warning
 from gputui.ops.drain.options import DEFAULT_SESSION_DEADLINE_S, DrainOptions
 
 __all__ = ["DEFAULT_SESSION_DEADLINE_S", "DrainOptions", "Step", "PodPlan", "CapacityCheck", "DrainPlan",
@@ -254,9 +255,11 @@ def plan_drain(
     # The plan shows one check: the first that does not fit, else the first (a node rarely mixes schemes).
     capacity = next((c for c in checks if not c.fits), checks[0] if checks else
                     capacity_after(snapshot, away, target.gpu_product, []))
+    owner = owner_warning(target)
     warnings = tuple(dict.fromkeys(
-        [f"{p.pod.key}: {d}" for p in plans if p.step is not Step.SKIP and len(p.budgets) == 1
-         and (d := p.budgets[0].deadlock())]
+        ([owner] if owner else [])
+        + [f"{p.pod.key}: {d}" for p in plans if p.step is not Step.SKIP and len(p.budgets) == 1
+           and (d := p.budgets[0].deadlock())]
         + [f"{p.pod.key}: {w}" for p in plans if (w := p.grace_warning(options))]))
     return DrainPlan(node, options, tuple(plans), capacity, target.unschedulable, warnings)
 

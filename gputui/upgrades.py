@@ -1,0 +1,96 @@
+"""The GPU Operator's driver upgrades, node by node (../shared/reference/gpu-resources.md): each node's state
+in the operator's state machine (`nvidia.com/gpu-driver-upgrade-state`) and, when it is not moving, why: it
+failed, it is skipped by label, the ClusterPolicy's maxParallelUpgrades or maxUnavailable holds it back, its
+driver pod restarts, GPU pods are still on it. And the warning gputui gives before it cordons, drains or
+uncordons a node the operator is upgrading: two controllers on one node undo each other's work. Pure."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from gputui.model import UPGRADE_FAILED, UPGRADE_IN_PROGRESS, Node, UpgradePolicy
+from gputui.snapshot import ClusterSnapshot
+
+STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
+SKIP_LABEL = "nvidia.com/gpu-driver-upgrade.skip"
+DRIVER_POD_PREFIX = "nvidia-driver"  # the operator's driver DaemonSet's pods
+RESTARTS_STUCK = 3
+# Past upgrade-required: the operator has taken the node (counted against maxParallelUpgrades).
+TAKEN = UPGRADE_IN_PROGRESS[1:]
+WITH_PODS = ("wait-for-jobs-required", "pod-deletion-required", "drain-required")
+
+
+def policy_from(obj: Mapping[str, Any]) -> UpgradePolicy:
+    """A ClusterPolicy's upgrade policy; its CRD's defaults for what it leaves unset."""
+    up = ((obj.get("spec") or {}).get("driver") or {}).get("upgradePolicy") or {}
+    try:
+        parallel = max(0, int(up.get("maxParallelUpgrades", 1)))
+    except (TypeError, ValueError):
+        parallel = 1
+    return UpgradePolicy(bool(up.get("autoUpgrade", False)), parallel, str(up.get("maxUnavailable", "25%")))
+
+
+def max_unavailable(policy: UpgradePolicy, nodes: int) -> int:
+    """maxUnavailable as a node count: a percentage of the nodes rounded up, as the operator reads it."""
+    text = policy.max_unavailable.strip()
+    try:
+        return math.ceil(nodes * float(text[:-1]) / 100) if text.endswith("%") else int(text)
+    except ValueError:
+        return math.ceil(nodes * 0.25)
+
+
+@dataclass(frozen=True, slots=True)
+class UpgradeRow:
+    node: str
+    state: str  # "" when the operator has not labelled the node
+    stuck: str  # why it does not move ("" when nothing holds it, or it is idle)
+
+    def to_dict(self) -> dict:
+        return {"node": self.node, "state": self.state or None, "stuck": self.stuck or None}
+
+
+def _unavailable(n: Node) -> bool:
+    return n.unschedulable or not n.ready
+
+
+def stuck_because(snapshot: ClusterSnapshot, node: Node) -> str:
+    state = node.upgrade_state
+    if state == UPGRADE_FAILED:
+        return ("upgrade failed: the operator leaves the node for manual recovery (fix the cause, then set "
+                f"{STATE_LABEL}=upgrade-required)")
+    if node.labels.get(SKIP_LABEL) == "true" and state not in ("", "upgrade-done"):
+        return f"skipped: labelled {SKIP_LABEL}=true"
+    driver = [p for p in snapshot.pods_on(node.name) if p.name.startswith(DRIVER_POD_PREFIX) and not p.terminated]
+    for pod in driver:
+        if pod.restarts >= RESTARTS_STUCK and not pod.ready:
+            return (f"driver pod {pod.name} restarting ({pod.restarts} restarts, not ready): often the old driver "
+                    "is still in use by a process holding a GPU")
+    policy = snapshot.upgrade_policy
+    if state == "upgrade-required" and policy is not None:
+        taken = sum(1 for n in snapshot.nodes if n.upgrade_state in TAKEN)
+        if policy.max_parallel and taken >= policy.max_parallel:
+            return f"waiting its turn: {taken} nodes upgrading, maxParallelUpgrades {policy.max_parallel}"
+        limit = max_unavailable(policy, len(snapshot.nodes))
+        down = sum(1 for n in snapshot.nodes if _unavailable(n))
+        if down >= limit:
+            return f"waiting: {down} nodes unavailable, maxUnavailable {policy.max_unavailable} ({limit} nodes)"
+    if state in WITH_PODS:
+        gpu_pods = [p for p in snapshot.pods_on(node.name)
+                    if p.gpu_request and not p.terminated and p.owner_kind != "DaemonSet"]
+        if gpu_pods:
+            return f"{len(gpu_pods)} GPU pods still on the node; the operator waits for them or evicts them"
+    return ""
+
+
+def upgrade_rows(snapshot: ClusterSnapshot) -> list[UpgradeRow]:
+    return [UpgradeRow(n.name, n.upgrade_state, stuck_because(snapshot, n)) for n in snapshot.nodes]
+
+
+def owner_warning(node: Node) -> str:
+    """What gputui says before it cordons, uncordons or drains a node the GPU Operator is upgrading."""
+    if node.upgrade_state in UPGRADE_IN_PROGRESS[1:] or node.upgrade_state == UPGRADE_FAILED:
+        return (f"{node.name} is mid driver upgrade under the GPU Operator (state {node.upgrade_state}): the "
+                "operator cordons, drains and uncordons it itself; acting now can undo its step")
+    return ""

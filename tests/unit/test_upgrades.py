@@ -1,0 +1,33 @@
+"""Why a GPU Operator driver upgrade does not move, from the node's labels, its pods and the ClusterPolicy."""
+
+from gputui.model import InferencePod, Node, UpgradePolicy
+from gputui.snapshot import ClusterSnapshot
+from gputui.upgrades import SKIP_LABEL, max_unavailable, owner_warning, policy_from, stuck_because
+
+
+def node(name, state="", unschedulable=False, labels=None) -> Node:
+    return Node(name, True, unschedulable, "H100", 8, 8, upgrade_state=state, labels=labels or {})
+
+
+def test_max_unavailable_rounds_a_percentage_up_as_the_operator_does():
+    assert max_unavailable(UpgradePolicy(max_unavailable="25%"), 10) == 3
+    assert max_unavailable(UpgradePolicy(max_unavailable="2"), 10) == 2
+    assert policy_from({"spec": {"driver": {"upgradePolicy": {"maxParallelUpgrades": 0}}}}) == UpgradePolicy(
+        False, 0, "25%")
+
+
+def test_each_reason_a_node_is_held():
+    skip = node("a", "upgrade-required", labels={SKIP_LABEL: "true"})
+    busy = node("b", "pod-restart-required")
+    waiting = node("c", "upgrade-required")
+    cordoned = [node(f"x{i}", unschedulable=True) for i in range(3)]
+    crash = InferencePod("gpu-operator", "nvidia-driver-daemonset-abcde", "u", "b", ready=False, restarts=7,
+                         owner_kind="DaemonSet")
+    snap = ClusterSnapshot(0, "t", nodes=(skip, busy, waiting, *cordoned), pods=(crash,),
+                           upgrade_policy=UpgradePolicy(max_parallel=2, max_unavailable="50%"))
+    assert stuck_because(snap, skip) == f"skipped: labelled {SKIP_LABEL}=true"
+    assert stuck_because(snap, busy).startswith("driver pod nvidia-driver-daemonset-abcde restarting (7 restarts")
+    # One node upgrading of two allowed; 3 of 6 unavailable reaches maxUnavailable 50% (3 nodes).
+    assert stuck_because(snap, waiting) == "waiting: 3 nodes unavailable, maxUnavailable 50% (3 nodes)"
+    assert "mid driver upgrade under the GPU Operator (state pod-restart-required)" in owner_warning(busy)
+    assert owner_warning(waiting) == ""  # not taken yet: the operator is not acting on it

@@ -27,6 +27,13 @@ from gputui.backends.session_metrics import BUILTIN_ENGINES, Engine, engine_pod,
 from gputui.model import UNREADABLE, GpuSummary
 
 HOST_LABELS = ("Hostname", "hostname")
+# A MIG instance's series carry GPU_I_ID (and GPU_I_PROFILE); DCGM_FI_DEV_GPU_UTIL is not supported on MIG, so
+# a MIG GPU's utilisation is its instances' graphics-engine activity (0..1, as a percentage).
+def util_expr(on: str, matchers: str = "") -> str:
+    """Per-GPU utilisation series, MIG or not: a GPU's own gauge, unless it has MIG instances (then theirs).
+    `matchers`: label matchers both sides share (one host's, for a node's detail)."""
+    mig = f'DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{matchers + "," if matchers else ""}GPU_I_ID!=""}}'
+    return f"(DCGM_FI_DEV_GPU_UTIL{{{matchers}}} unless on ({on}) {mig}) or (100 * {mig})"
 DEFAULT_TIMEOUT_S = 3.0
 
 
@@ -138,7 +145,8 @@ class PromSource:
         by = self._by()
         sel = self._host_selector(host, host_label)
         queries = {
-            "util": f"max by ({by}, UUID) (DCGM_FI_DEV_GPU_UTIL{sel})",
+            # A MIG GPU: the mean of its instances (series of the parent's UUID, one per GPU_I_ID).
+            "util": f"avg by ({by}, UUID) ({util_expr(by, sel[1:-1])})",
             "fb_used": f"max by ({by}) (DCGM_FI_DEV_FB_USED{sel})",
             "fb_free": f"max by ({by}) (DCGM_FI_DEV_FB_FREE{sel})",
             "temp": f"max by ({by}) (DCGM_FI_DEV_GPU_TEMP{sel})",
@@ -191,8 +199,9 @@ class PromSource:
         by_host = ", ".join(host_labels)
         by_gpu = self._by()
         queries = {
-            "util": f"avg by ({by_host}) (DCGM_FI_DEV_GPU_UTIL)",
-            "count": f"count by ({by_host}) (DCGM_FI_DEV_GPU_UTIL)",
+            # A MIG GPU is the mean of its instances, then counts once, like any card, in its node's mean.
+            "util": f"avg by ({by_host}) (avg by ({by_gpu}) ({util_expr(by_gpu)}))",
+            "count": f"count by ({by_host}) (group by ({by_gpu}) ({util_expr(by_gpu)}))",
             "fb_used": f"sum by ({by_host}) (DCGM_FI_DEV_FB_USED)",
             "temp": f"max by ({by_host}) (DCGM_FI_DEV_GPU_TEMP)",
             "power": f"sum by ({by_host}) (DCGM_FI_DEV_POWER_USAGE)",
@@ -263,7 +272,9 @@ class PromSource:
         end = time.time()
         escaped = node.replace("\\", "\\\\").replace('"', '\\"')
         labels = [self.cfg.host_label] if self.cfg.host_label else list(HOST_LABELS)
-        promql = " or ".join(f'DCGM_FI_DEV_GPU_UTIL{{{label}="{escaped}"}}' for label in labels)
+        by = ", ".join(labels + ["gpu"])
+        matchers = [f'{label}="{escaped}"' for label in labels]
+        promql = " or ".join(f"avg by (gpu) ({util_expr(by, m)})" for m in matchers)
         self.queries += 1
         try:
             result = self._prom.custom_query_range(

@@ -169,3 +169,36 @@ async def test_node_detail_lists_slices_and_devices_with_the_pods_holding_them(c
             assert "gpu-3 tainted gpu.nvidia.com/xid=79:NoExecute" in dra
     finally:
         app.backend.close()
+
+
+def test_a_mig_gpus_utilisation_is_its_instances_activity(cluster, schemes, dcgm_exporter, prometheus):
+    """dcgm-exporter serves no utilisation gauge for a MIG GPU, only its instances' graphics-engine activity
+    (with GPU_I_PROFILE and GPU_I_ID): the real Prometheus answers gputui's queries, and the MIG node's
+    utilisation is its instances' mean (30%), and the node's the mean of its two cards (55%), per GPU and per
+    node, never unknown, 0, or weighted by how many slices a card was cut into."""
+    from gputui.backends.kube_backend import live_backend
+    from gputui.settings import Settings
+
+    dcgm_exporter.add_node("mig-mixed", gpus=2, model="NVIDIA A100-SXM4-80GB")
+    try:
+        dcgm_exporter.set("mig-mixed", util=0)
+        dcgm_exporter.set_mig("mig-mixed", 0, [("1g.10gb", 1, 0.5), ("1g.10gb", 2, 0.3), ("3g.40gb", 3, 0.1)])
+        dcgm_exporter.set("mig-mixed", 1, util=80)  # the other GPU is not partitioned
+        for per_gpu in (True, False):
+            backend = live_backend(Settings(kubeconfig=str(cluster.admin_kubeconfig), prometheus=prometheus.url),
+                                   per_gpu=per_gpu)
+            try:
+                def read():
+                    node = backend.reader.snapshot().node("mig-mixed")
+                    return node if node is not None and node.mean_util is not None and \
+                        abs(node.mean_util - 55.0) < 0.01 else None
+
+                node = wait_until(read, 60, what="the MIG node's utilisation from its instances")
+                if node.summary is None:  # per GPU: GPU 0 is the mean of its instances
+                    assert {g.index: round(g.util_pct, 2) for g in node.gpus} == {0: 30.0, 1: 80.0}
+                else:
+                    assert node.summary.count == 2  # two cards, whatever their slicing
+            finally:
+                backend.close()
+    finally:
+        dcgm_exporter.remove_node("mig-mixed")

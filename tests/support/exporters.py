@@ -164,6 +164,9 @@ class DcgmGpu:
     host_value: str
     values: dict[str, float] = field(default_factory=dict)
     pod: dict[str, str] | None = None  # namespace/pod/container labels when a pod holds the GPU
+    # MIG instances (GPU_I_PROFILE, GPU_I_ID, graphics-engine activity 0..1): as dcgm-exporter serves a MIG
+    # GPU, its utilisation gauge is then absent and each instance has its own profiling series.
+    mig: list[tuple[str, int, float]] = field(default_factory=list)
 
     def value(self, fld: str) -> float:
         if fld in self.values:
@@ -262,6 +265,12 @@ class DcgmExporter:
             g.pod = None if namespace is None else {self.pod_labels[0]: namespace, self.pod_labels[1]: pod or "",
                                                      self.pod_labels[2]: container}
 
+    def set_mig(self, node: str, gpu: int, instances: list[tuple[str, int, float]]) -> None:
+        """Make the GPU a MIG GPU with these instances (profile, GPU_I_ID, engine activity 0..1)."""
+        with self._lock:
+            self._gpus[(node, gpu)].mig = list(instances)
+            self._rendered = None
+
     def get(self, node: str, gpu: int, fld: str) -> float:
         with self._lock:
             return self._gpus[(node, gpu)].value(_DCGM_BY_METRIC.get(fld, fld))
@@ -301,7 +310,12 @@ class DcgmExporter:
                 fams = []
                 for fld in self.fields:
                     metric, help_, typ = DCGM_FIELDS[fld]
-                    fams.append(Family(metric, help_, typ, [(self._labels(g, fld), g.value(fld)) for g in gpus]))
+                    samples = [(self._labels(g, fld), g.value(fld)) for g in gpus
+                               if not (g.mig and fld in ("util", "gr_engine_active"))]
+                    if fld == "gr_engine_active":
+                        samples += [({**self._labels(g, fld), "GPU_I_PROFILE": profile, "GPU_I_ID": str(gi)}, active)
+                                    for g in gpus for profile, gi, active in g.mig]
+                    fams.append(Family(metric, help_, typ, samples))
                 self._rendered = render_text(fams)
             return self._rendered
 

@@ -1,5 +1,5 @@
 """The demo cluster's scenario: its GPU models, its 24 nodes (one with drift, one with an XID, one mid-upgrade,
-one cordoned, one NotReady), its five inference services, and the simulated objects that hold their state."""
+one whose driver upgrade failed, one NotReady; a pool label per GPU family), its five inference services, and the simulated objects that hold their state."""
 
 from __future__ import annotations
 
@@ -135,7 +135,9 @@ def _fleet() -> list[_SimNode]:
     xid.conditions = [Condition("SysLogsXIDError", "True", "XID79", "GPU has fallen off the bus")]
     by_name["gpu-h100-04"].temp_offset = 31.0  # a blocked air intake
     by_name["gpu-a100-05"].driver = OLD_DRIVER
-    by_name["gpu-a100-08"].unschedulable = True
+    failed = by_name["gpu-a100-08"]  # cordoned by the GPU Operator, its driver upgrade failed
+    failed.unschedulable = True
+    failed.upgrade_state = "upgrade-failed"
     upgrading = by_name["gpu-l40s-03"]
     upgrading.unschedulable = True
     upgrading.upgrade_state = "pod-restart-required"

@@ -308,6 +308,7 @@ class Simulation:
             "nvidia.com/gpu.family": p.family,
             "nvidia.com/cuda.driver-version.full": n.driver,
             "nvidia.com/cuda.runtime-version.full": CUDA,
+            "gpu.pool": p.family,  # the seeds' pool label: one pool per GPU family
         }
         if n.upgrade_state:
             labels["nvidia.com/gpu-driver-upgrade-state"] = n.upgrade_state

@@ -206,6 +206,14 @@ class Backend:
             raise BackendError("this backend reads no engine metrics")
         return self.reader.version_signals(snapshot, service, window_s)
 
+    def idle_gpus(self, window_s: float, below_pct: float) -> dict[str, int] | None:
+        """Per node, GPUs held by a pod but idle over the window (None: attribution unavailable)."""
+        reader = getattr(self.reader, "idle_gpus", None)
+        if reader is None:
+            raise BackendError("this backend reads no metrics history")
+        result: dict[str, int] | None = reader(window_s, below_pct)
+        return result
+
     def may(self, action: str) -> bool:
         return self.writer is not None and self.permissions.get(action, True)
 

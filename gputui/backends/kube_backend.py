@@ -337,6 +337,13 @@ class KubeReader:
     def check_facts(self, window_s: float) -> CheckFacts:
         return read_facts(self.prom, window_s)
 
+    def idle_gpus(self, window_s: float, below_pct: float) -> dict[str, int] | None:
+        if self.prom is None:
+            raise BackendError("no metrics source (give --prometheus): idle GPUs cannot be told")
+        from gputui.backends.prom_review import idle_gpus
+
+        return idle_gpus(self.prom, window_s, below_pct)
+
     def version_signals(self, snapshot: ClusterSnapshot, service: InferenceService,
                         window_s: float) -> dict[str, VersionSignals]:
         # The caller's snapshot, not a fresh one: snapshot() belongs to the poll thread (its join caches).

@@ -81,3 +81,26 @@ def read_facts(prom: PromSource | None, window_s: float) -> CheckFacts:
     rules, rules_error = alert_rules(prom)
     return CheckFacts(window_s, growth, growth_error, rules, rules_error)
 
+
+
+UTIL = "DCGM_FI_DEV_GPU_UTIL"
+
+
+def idle_gpus(prom: PromSource, window_s: float, below_pct: float) -> dict[str, int] | None:
+    """Per node, the GPUs a pod holds (the exporter's pod mapping) whose mean utilisation over the window is
+    below the threshold: allocated but idle. None when no GPU series names a pod (attribution unavailable,
+    never "none idle"). One range-aggregating query, asked on demand (pools), not every refresh. MIG
+    instances are not counted (their series are profiling ratios per instance, not per card)."""
+    attributed = " or ".join(f'{UTIL}{{{pod}!=""}}' for _ns, pod in POD_LABELS)
+    if not prom.query(f"count({attributed})"):
+        return None
+    w = f"{max(1, int(window_s))}s"
+    idle = " or ".join(f'avg_over_time({UTIL}{{{pod}!=""}}[{w}]) < {below_pct:g}' for _ns, pod in POD_LABELS)
+    by = prom._by().replace(", gpu", "")
+    out: dict[str, int] = {}
+    for row in prom.query(f"count by ({by}) ({idle})"):
+        host = prom._host(row.get("metric") or {})
+        value = _finite((row.get("value") or [None, None])[1])
+        if host and value is not None:
+            out[host] = int(value)
+    return out

@@ -26,6 +26,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gputui.cli import nodes
 
             return nodes.run(settings, args.output)
+        if args.command == "pools":
+            from gputui.cli import pools
+
+            return pools.run(settings, args)
         if args.command == "versions":
             from gputui.cli import versions
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import NoReturn
 
-from gputui.cli.arguments import (add_check_parser, add_drain_parser, add_rollout_parser, add_scale_down_parser,
+from gputui.cli.arguments import (duration, add_check_parser, add_drain_parser, add_rollout_parser, add_scale_down_parser,
                                   add_shift_parser)
 from gputui.cli.common import UsageError
 from gputui.settings import Settings, SettingsError, load_settings
@@ -73,6 +73,13 @@ def build_parser() -> argparse.ArgumentParser:
                               "Operator components and engines, drift within its pool flagged, and exit")
     common(versions)
     versions.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    pools = sub.add_parser("pools", help="print GPU use per node pool (allocated, unallocated, idle) and exit")
+    common(pools)
+    pools.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    pools.add_argument("--idle-window", type=duration, default=3600.0, metavar="DURATION",
+                       help="the window an allocated GPU must stay idle over (default 1h)")
+    pools.add_argument("--idle-below", type=float, default=5.0, metavar="PCT",
+                       help="mean utilisation below which it counts as idle (default 5)")
     services = sub.add_parser("services", help="print the inference services, versions, weights and sessions, and exit")
     common(services)
     services.add_argument("-o", "--output", choices=("table", "json"), default="table")

@@ -28,6 +28,7 @@ def binding_scopes() -> dict[str, tuple[type, ...]]:
     from gputui.ui.theme_picker import ThemePickerScreen
     from gputui.ui.traffic_screen import TrafficShiftScreen
     from gputui.ui.virtual_table import VirtualTable
+    from gputui.ui.pools_screen import PoolsScreen
     from gputui.ui.versions_screen import VersionsScreen
     from gputui.ui.wallboard import WallboardScreen
 
@@ -42,6 +43,7 @@ def binding_scopes() -> dict[str, tuple[type, ...]]:
         "audit": app + (AuditScreen, ItemList),
         "check": app + (CheckScreen, ItemList),
         "versions": app + (VersionsScreen, KeyTable),
+        "pools": app + (PoolsScreen, KeyTable),
         "detail": app + (DetailScreen,),
         "drain-plan": app + (DrainPlanScreen, Input),
         "drain-progress": app + (DrainProgressScreen, KeyTable),

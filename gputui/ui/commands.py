@@ -24,6 +24,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("services", None, "the inference services", ("svc",)),
     CommandSpec("diag", None, "diagnostics: pending GPU pods, lost GPUs, drift", ("diagnostics",)),
     CommandSpec("check", None, "the seeds' validation checklists (as gputui check)", ("checks",)),
+    CommandSpec("pools", None, "GPU use per node pool: allocated, unallocated, idle", ("pool",)),
     CommandSpec("versions", None, "driver, CUDA, kubelet, runtime, kernel, OS, GPU Operator and engines per node",
                 ("ver",)),
     CommandSpec("ctx", "context", "switch to another kubeconfig context", ("context",)),

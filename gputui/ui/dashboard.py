@@ -234,6 +234,10 @@ class DashboardScreen(ClusterScreen):
             from gputui.ui.check_screen import CheckScreen
 
             self.app.push_screen(CheckScreen())
+        elif name == "pools":
+            from gputui.ui.pools_screen import PoolsScreen
+
+            self.app.push_screen(PoolsScreen())
         elif name == "versions":
             from gputui.ui.versions_screen import VersionsScreen
 

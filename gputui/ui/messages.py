@@ -133,3 +133,12 @@ class PlanRead(Message):
         self.title = title
         self.plan = plan
         self.error = error
+
+
+class IdleRead(Message):
+    """Per node, GPUs allocated but idle over the window, or why that is unknown (the pools screen)."""
+
+    def __init__(self, idle: dict[str, int] | None, why: str) -> None:
+        super().__init__()
+        self.idle = idle
+        self.why = why

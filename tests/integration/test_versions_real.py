@@ -121,3 +121,30 @@ def test_the_upgrade_cockpit_says_why_a_node_does_not_move_and_drains_warn(clust
     assert upgrade["ver-3"]["stuck"].startswith("upgrade failed: the operator leaves the node for manual recovery")
     plan = run("drain", "ver-1", "--dry-run", "-o", "json", "--kubeconfig", str(cluster.admin_kubeconfig), home=tmp_path)
     assert "mid driver upgrade under the GPU Operator (state drain-required)" in plan.stdout, plan.stderr
+
+
+def test_pools_count_allocated_idle_and_unallocated_gpus_from_the_real_prometheus(cluster, fake_kubelet,
+                                                                                   dcgm_exporter, prometheus, tmp_path):
+    """A pool of one node whose four GPUs the exporter maps to pods or not: two held and idle, one held and
+    busy, one free. The idle figure is a range query over the window on the real Prometheus."""
+    fake_kubelet.add_node("idle-a", gpus=4, labels={"gpu.pool": "idle-test"})
+    dcgm_exporter.add_node("idle-a", gpus=4)
+    try:
+        for gpu, (pod, util) in enumerate([("a", 1), ("b", 2), ("c", 60), (None, 0)]):
+            dcgm_exporter.set("idle-a", gpu, util=util)
+            dcgm_exporter.assign("idle-a", gpu, "t-idle" if pod else None, pod)
+        expected_idle = sum(1 for pod, util in [("a", 1), ("b", 2), ("c", 60)] if util < 5)
+
+        def pool():
+            out = run("pools", "-o", "json", "--idle-window", "15s", "--kubeconfig", str(cluster.admin_kubeconfig),
+                      "--prometheus", prometheus.url, home=tmp_path)
+            assert out.returncode == 0, out.stderr
+            rows = {r["pool"]: r for r in json.loads(out.stdout)["pools"]}
+            row = rows.get("idle-test")
+            return row if row and row["allocated_idle"] == expected_idle else None
+
+        row = wait_until(pool, 60, what="two idle GPUs over the window")
+        assert (row["nodes"], row["gpus"], row["allocated"], row["unallocated"]) == (1, 4, 0, 4)
+    finally:
+        dcgm_exporter.remove_node("idle-a")
+        fake_kubelet.remove_node("idle-a")

@@ -126,3 +126,28 @@ async def test_check_screen_lists_failures_first_and_enter_shows_the_objects_and
         await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
         body = str(app.screen._body)
         assert "fix:" in body and items.selected.objects[0] in body
+
+
+async def test_pools_and_versions_screens_show_the_demos_pools_drift_and_failed_upgrade(app_factory):
+    from gputui.ui.key_table import KeyTable
+    from gputui.ui.pools_screen import PoolsScreen
+    from gputui.ui.versions_screen import VersionsScreen
+
+    app = app_factory()
+    async with app.run_test(size=(160, 40)) as pilot:
+        await loaded(pilot)
+        await command(pilot, "pools", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, PoolsScreen) and app.screen.idle is not None)
+        table = app.screen.query_one("#pools", KeyTable)
+        rows = {str(table.get_row(k)[0]): [str(c) for c in table.get_row(k)] for k in table.rows}
+        assert set(rows) == {"hopper", "ampere", "ada-lovelace", "(fleet)"}
+        snap = app.snapshot
+        assert rows["(fleet)"][2:5] == [str(snap.gpus_total), str(snap.gpus_in_use),
+                                        str(snap.gpus_total - snap.gpus_in_use)]
+        await pilot.press("escape")
+        await command(pilot, "versions", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, VersionsScreen))
+        table = app.screen.query_one("#versions", KeyTable)
+        a100_05, a100_08 = ([str(c) for c in table.get_row(n)] for n in ("gpu-a100-05", "gpu-a100-08"))
+        assert a100_05[2] == "≠535.183.01"  # drift within its pool
+        assert a100_08[-2] == "upgrade-failed" and a100_08[-1].startswith("upgrade failed: the operator leaves")

@@ -31,3 +31,22 @@ def test_each_reason_a_node_is_held():
     assert stuck_because(snap, waiting) == "waiting: 3 nodes unavailable, maxUnavailable 50% (3 nodes)"
     assert "mid driver upgrade under the GPU Operator (state pod-restart-required)" in owner_warning(busy)
     assert owner_warning(waiting) == ""  # not taken yet: the operator is not acting on it
+
+
+def test_idle_gpus_are_unknown_without_pod_attribution_and_pools_sum_to_the_fleet():
+    from gputui.backends.prom_review import idle_gpus
+    from gputui.pools import FLEET, pool_rows
+
+    class NoPods:
+        def query(self, promql):
+            return []  # no GPU series names a pod
+
+    assert idle_gpus(NoPods(), 3600, 5) is None  # never "none idle"
+    nodes = (Node("a", True, False, "H100", 8, 8, labels={"gpu.pool": "p1"}),
+             Node("b", True, False, "H100", 8, 8, labels={"karpenter.sh/nodepool": "p2"}), Node("c", True, False, "H100", 4, 4))
+    snap = ClusterSnapshot(0, "t", nodes=nodes, pods=(InferencePod("ns", "x", "u", "a", gpu_request=3),))
+    rows = {r.pool: r for r in pool_rows(snap, {"a": 2})}
+    assert set(rows) == {"p1", "p2", "(no pool)", FLEET}
+    assert (rows["p1"].allocated, rows["p1"].unallocated, rows["p1"].idle) == (3, 5, 2)
+    assert (rows[FLEET].gpus, rows[FLEET].allocated, rows[FLEET].idle) == (20, 3, 2)
+    assert all(r.idle is None for r in pool_rows(snap, None))

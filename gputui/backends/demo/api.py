@@ -43,6 +43,13 @@ class DemoCluster(Simulation):
         with self._lock:
             return version_signals(self, service, window_s)
 
+    def idle_gpus(self, window_s: float, below_pct: float) -> dict[str, int] | None:
+        from gputui.backends.demo.review import idle_gpus
+
+        with self._lock:
+            self._advance(self._clock())
+            return idle_gpus(self, window_s, below_pct)
+
     def _node(self, name: str) -> _SimNode:
         node = self._nodes.get(name)
         if node is None:

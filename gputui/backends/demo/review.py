@@ -65,3 +65,16 @@ def version_signals(sim: Simulation, service: InferenceService, window_s: float)
         # A bigger model answers slower: half a second plus a second per 15 GB of weights per GPU.
         out[v.name] = VersionSignals(svc.arrivals_per_s * share, ERROR_RATIO, 0.5 + svc.weights_gb / 15, len(ready))
     return out
+
+
+def idle_gpus(sim: Simulation, window_s: float, below_pct: float) -> dict[str, int]:
+    """Per node, GPUs a pod holds whose mean utilisation over the window (the simulated DCGM history) is below
+    the threshold; the demo's exporter maps every GPU to its pod, so attribution is always available."""
+    out: dict[str, int] = {}
+    since = sim._t - window_s
+    for node in sim._nodes.values():
+        for index in node.holders:
+            samples = [u for t, u in node.history.get(index, ()) if t >= since and u is not None]
+            if samples and sum(samples) / len(samples) < below_pct:
+                out[node.name] = out.get(node.name, 0) + 1
+    return out

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from gputui.backends.base import Backend
 from gputui.errors import first_line
 from gputui.settings import Settings
+
+if TYPE_CHECKING:
+    from gputui.snapshot import ClusterSnapshot
 
 # Exit codes of every gputui command (README): 0 done; 1 refused, blocked or not done (a node not drained, a
 # shift refused by validation, a failed write); 2 bad input: flags, files, no cluster, read-only.
@@ -38,3 +42,12 @@ def backend(settings: Settings, per_gpu: bool = False) -> Backend:
     from gputui.backends.factory import build_backend
 
     return build_backend(settings, per_gpu=per_gpu)
+
+
+def read_snapshot(settings: Settings, per_gpu: bool = False) -> "ClusterSnapshot":
+    """One snapshot, the connection closed after it: what a listing subcommand prints."""
+    source = backend(settings, per_gpu=per_gpu)
+    try:
+        return source.reader.snapshot()
+    finally:
+        source.close()

@@ -57,11 +57,7 @@ def _allocation(snapshot, node) -> str:
 
 
 def run(settings: Settings, output: str) -> int:
-    backend = common.backend(settings, per_gpu=True)  # the JSON lists every GPU
-    try:
-        snapshot = backend.reader.snapshot()
-    finally:
-        backend.close()
+    snapshot = common.read_snapshot(settings, per_gpu=True)  # the JSON lists every GPU
     if output == "json":
         json.dump([node_record(snapshot, n) for n in snapshot.nodes], sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -44,11 +44,7 @@ def service_record(snapshot: ClusterSnapshot, service: InferenceService) -> dict
 
 
 def run(settings: Settings, output: str) -> int:
-    backend = common.backend(settings)
-    try:
-        snapshot = backend.reader.snapshot()
-    finally:
-        backend.close()
+    snapshot = common.read_snapshot(settings)
     if output == "json":
         json.dump([service_record(snapshot, s) for s in snapshot.services], sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")

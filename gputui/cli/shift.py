@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from functools import partial
 from typing import Callable
 
 from gputui.backends.base import Backend, BackendError, error_line
@@ -16,10 +17,9 @@ from gputui.ops.traffic import (
     ShiftError,
     apply_shift,
     find_service,
-    needs_route,
+    on_route_now,
     plan_rollout_now,
     plan_shift,
-    read_route,
     served_api_versions,
 )
 from gputui.present.shift import plan_text
@@ -50,15 +50,11 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
         if args.undo:
             from gputui.ops.traffic.undo import plan_undo
 
-            plan = plan_undo(snapshot, service.key, audit, api_versions=api)
-            if needs_route(plan):
-                plan = plan_undo(snapshot, service.key, audit, route=read_route(plan, writer), api_versions=api)
+            plan = on_route_now(partial(plan_undo, snapshot, service.key, audit, api_versions=api), writer)
         elif args.rollout:
             plan = plan_rollout_now(snapshot, service.key, args.rollout, writer, api)
         else:
-            plan = plan_shift(snapshot, service.key, targets, api_versions=api)
-            if needs_route(plan):  # the exact patch is built on the route as it is now
-                plan = plan_shift(snapshot, service.key, targets, route=read_route(plan, writer), api_versions=api)
+            plan = on_route_now(partial(plan_shift, snapshot, service.key, targets, api_versions=api), writer)
         problems = list(plan.errors) + ([] if args.force else [b + " (--force to shift anyway)" for b in plan.blockers])
         if args.dry_run:
             if args.output == "json":

@@ -13,11 +13,7 @@ from gputui.versions import COLUMNS, version_matrix
 
 
 def run(settings: Settings, output: str) -> int:
-    backend = common.backend(settings)
-    try:
-        snapshot = backend.reader.snapshot()
-    finally:
-        backend.close()
+    snapshot = common.read_snapshot(settings)
     rows = version_matrix(snapshot)
     if output == "json":
         json.dump([{**r.to_dict(), "simulated": snapshot.simulated} for r in rows], sys.stdout, indent=2,

@@ -8,6 +8,7 @@ operator's hand on a running canary is a CanaryControl: pause, stop where it is,
 from __future__ import annotations
 
 import threading
+from functools import partial
 from dataclasses import dataclass, field
 from typing import Callable, Generator, Mapping
 
@@ -15,7 +16,7 @@ from gputui.backends.base import BackendError, Reader, SignalsReader, Writer
 from gputui.model import InferenceService
 from gputui.ops.audit import AuditLog
 from gputui.ops.traffic.apply import apply_shift
-from gputui.ops.traffic.plans import find_service, needs_route, plan_shift, read_route
+from gputui.ops.traffic.plans import find_service, on_route_now, plan_shift
 from gputui.ops.traffic.adapters import ADAPTERS
 from gputui.ops.traffic.vocabulary import ShiftError, fmt_pct
 from gputui.signals import VersionSignals
@@ -142,10 +143,7 @@ class CanaryControl:
 
 def _shift(reader: Reader, writer: Writer, audit: AuditLog, key: str, targets: Mapping[str, float],
            force: bool) -> str:
-    snap = reader.snapshot()
-    plan = plan_shift(snap, key, dict(targets))
-    if needs_route(plan):
-        plan = plan_shift(snap, key, dict(targets), route=read_route(plan, writer))
+    plan = on_route_now(partial(plan_shift, reader.snapshot(), key, dict(targets)), writer)
     return apply_shift(plan, writer, audit, force=force)
 
 

@@ -7,6 +7,7 @@ the cluster is read in a worker and shown in full before anything is sent."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable
 
 from textual.app import ComposeResult
@@ -17,8 +18,8 @@ from rich.text import Text
 
 from gputui.backends.base import BackendError, error_line
 from gputui.ops.canary import Gates, plan_canary
-from gputui.ops.traffic import ShiftError, ShiftPlan, apply_shift, needs_route, plan_rollout_now, plan_shift, \
-    read_route, served_api_versions
+from gputui.ops.traffic import ShiftError, ShiftPlan, apply_shift, on_route_now, plan_rollout_now, plan_shift, \
+    served_api_versions
 from gputui.present.service_view import service_view
 from gputui.present.shift import plan_text
 from gputui.signals import VersionSignals
@@ -203,13 +204,8 @@ class ServiceScreen(ClusterScreen):
         if ended is not None:
             start = dict(ended.plan.start)
 
-            def back(snap, backend, api) -> ShiftPlan:
-                plan = plan_shift(snap, self.key, start, api_versions=api)
-                if needs_route(plan):
-                    plan = plan_shift(snap, self.key, start, route=read_route(plan, backend.writer), api_versions=api)
-                return plan
-
-            self._plan_and_confirm("Back to where the canary started?", back)
+            self._plan_and_confirm("Back to where the canary started?", lambda snap, backend, api: on_route_now(
+                partial(plan_shift, snap, self.key, start, api_versions=api), backend.writer))
             return
         self.action_undo()
 
@@ -223,13 +219,8 @@ class ServiceScreen(ClusterScreen):
 
         audit = self.app.audit
 
-        def undo(snap, backend, api) -> ShiftPlan:
-            plan = plan_undo(snap, self.key, audit, api_versions=api)
-            if needs_route(plan):
-                plan = plan_undo(snap, self.key, audit, route=read_route(plan, backend.writer), api_versions=api)
-            return plan
-
-        self._plan_and_confirm("Undo the last shift?", undo)
+        self._plan_and_confirm("Undo the last shift?", lambda snap, backend, api: on_route_now(
+            partial(plan_undo, snap, self.key, audit, api_versions=api), backend.writer))
 
     def action_rollout(self, verb: str) -> None:
         if not self.allowed("rollout"):

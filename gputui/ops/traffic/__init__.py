@@ -44,7 +44,7 @@ from gputui.ops.traffic.adapters import (  # noqa: F401 - the package's API
     ADAPTERS,
 )
 from gputui.ops.traffic.plans import (  # noqa: F401 - the package's API
-    find_service, needs_route, plan_rollout, plan_rollout_now, plan_shift, read_route, replan, route_object_name, router_api, served_api_versions,
+    find_service, needs_route, on_route_now, plan_rollout, plan_rollout_now, plan_shift, read_route, replan, route_object_name, router_api, served_api_versions,
 )
 from gputui.ops.traffic.apply import (  # noqa: F401 - the package's API
     apply_shift,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from gputui.backends.base import Writer
 from gputui.model import InferenceService
@@ -40,6 +40,13 @@ def needs_route(plan: ShiftPlan) -> bool:
 
 def read_route(plan: ShiftPlan, writer: Writer) -> dict:
     return writer.get_object(plan.group, plan.api_version, plan.plural, plan.service.namespace, plan.object_name)
+
+
+def on_route_now(build: Callable[..., ShiftPlan], writer: Writer) -> ShiftPlan:
+    """`build(route=None)` from the snapshot, then, when its patch needs the route object, `build(route=...)`
+    again on the object as read now: the exact patch is built on what the apiserver holds."""
+    plan = build(route=None)
+    return build(route=read_route(plan, writer)) if needs_route(plan) else plan
 
 
 def find_service(snapshot: ClusterSnapshot, name: str) -> InferenceService:

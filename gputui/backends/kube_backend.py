@@ -27,6 +27,8 @@ from gputui.snapshot import ClusterSnapshot, SourceStatus
 from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS, Settings
 
 OPERATOR_GROUP = "nvidia.com"  # the GPU Operator's ClusterPolicy
+# Caches an identity may be refused without gputui refusing to start (see _wait_first_sync).
+OPTIONAL_CACHES = frozenset({"destinationrules", "resourceslices", "resourceclaims", "clusterpolicies"})
 
 FIRST_SYNC_TIMEOUT_S = 10.0
 
@@ -182,6 +184,7 @@ class KubeReader:
         self._joiner = Joiner(service_labels, version_labels)
         self._closed = False
         self._join_lock = threading.Lock()  # the UI's poll and a drain may both ask for snapshots
+        self._dra_error: str | None = None
 
     def _probe(self) -> None:
         """A cheap request each refresh: a hung apiserver shows as stale within one refresh."""
@@ -197,10 +200,14 @@ class KubeReader:
         deadline = time.monotonic() + FIRST_SYNC_TIMEOUT_S
         for name, c in list(self.caches.items()):
             while not c.synced.wait(0.1):
-                if name == "destinationrules" and c.error and c.error.startswith("forbidden"):
-                    # Only a refinement (subset labels); without it subsets are taken as version labels.
+                if name in OPTIONAL_CACHES and c.error and c.error.startswith("forbidden"):
+                    # Refinements: subset labels (else subsets are taken as version labels), the operator's
+                    # upgrade policy (else its limits are not named). DRA is not a refinement: GPUs it
+                    # allocates would go uncounted, and the header says so (the "DRA" source).
                     c.stop()
                     del self.caches[name]
+                    if name in ("resourceslices", "resourceclaims"):
+                        self._dra_error = "not readable (forbidden): GPUs it allocates are not counted"
                     break
                 # Refused, forbidden or unauthorised will not get better by waiting.
                 if c.error and (c.error.startswith(("forbidden", "cannot reach")) or "401" in c.error):
@@ -243,7 +250,7 @@ class KubeReader:
             SourceStatus("metrics", self._metrics_at,
                          self._metrics_error if self.prom is not None else "not configured (--prometheus)",
                          every=self.dcgm_interval or None),
-        )
+        ) + ((SourceStatus("DRA", now, self._dra_error),) if self._dra_error else ())
         with self._join_lock, gc_paused():  # a snapshot is tens of thousands of new objects, no cycles
             return self._joiner.join(state, self._metrics, now=now, context=self.conn.context, sources=sources)
 

@@ -202,3 +202,36 @@ def test_a_mig_gpus_utilisation_is_its_instances_activity(cluster, schemes, dcgm
                 backend.close()
     finally:
         dcgm_exporter.remove_node("mig-mixed")
+
+
+def test_an_identity_refused_dra_still_starts_and_says_what_it_cannot_count(cluster, schemes, tmp_path):
+    """A role that may read nodes and pods but not resource.k8s.io: gputui starts (before, the refused
+    watch stopped it), and the snapshot says DRA is not readable instead of counting the DRA node as empty."""
+    import yaml
+
+    from gputui.backends.kube_backend import live_backend
+    from gputui.settings import Settings
+
+    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all([
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "no-dra", "namespace": NS}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "t-no-dra"},
+         "rules": [{"apiGroups": ["", "apps", "policy"], "verbs": ["get", "list", "watch"],
+                    "resources": ["nodes", "pods", "services", "deployments", "poddisruptionbudgets"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "t-no-dra"},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "t-no-dra"},
+         "subjects": [{"kind": "ServiceAccount", "name": "no-dra", "namespace": NS}]}]).encode())
+    token = cluster.kubectl("-n", NS, "create", "token", "no-dra").stdout.decode().strip()
+    kubeconfig = tmp_path / "no-dra.yaml"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "sa",
+        "clusters": [{"name": "c", "cluster": {"server": cluster.api_url, "certificate-authority": str(cluster.ca_file)}}],
+        "users": [{"name": "sa", "user": {"token": token}}],
+        "contexts": [{"name": "sa", "context": {"cluster": "c", "user": "sa"}}]}))
+    backend = live_backend(Settings(kubeconfig=str(kubeconfig), read_only=True))
+    try:
+        snap = backend.reader.snapshot()
+    finally:
+        backend.close()
+    dra = snap.source("DRA")
+    assert dra is not None and dra.error == "not readable (forbidden): GPUs it allocates are not counted"
+    assert snap.node("mig-mixed") is not None  # the rest of the fleet is there

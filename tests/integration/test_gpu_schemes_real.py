@@ -215,8 +215,10 @@ def test_an_identity_refused_dra_still_starts_and_says_what_it_cannot_count(clus
     cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all([
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "no-dra", "namespace": NS}},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "t-no-dra"},
-         "rules": [{"apiGroups": ["", "apps", "policy"], "verbs": ["get", "list", "watch"],
-                    "resources": ["nodes", "pods", "services", "deployments", "poddisruptionbudgets"]}]},
+         # Every group another test may have installed, read-only; all but resource.k8s.io.
+         "rules": [{"apiGroups": ["", "apps", "policy", "gateway.networking.k8s.io", "networking.istio.io",
+                                  "split.smi-spec.io", "argoproj.io", "inference.networking.k8s.io", "nvidia.com"],
+                    "verbs": ["get", "list", "watch"], "resources": ["*"]}]},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "t-no-dra"},
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "t-no-dra"},
          "subjects": [{"kind": "ServiceAccount", "name": "no-dra", "namespace": NS}]}]).encode())

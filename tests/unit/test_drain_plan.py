@@ -204,3 +204,18 @@ def test_the_capacity_guard_counts_in_the_units_the_pods_ask_for():
     assert not plan.capacity.fits  # 2 slices needed, 1 free: 8 whole GPUs on n3 are no help
     assert "2 nvidia.com/mig-1g.10gb on A100 in 1 pods need a new home; 1 free" in plan.capacity.describe()
     assert plan_json(plan)["capacity"]["resource"] == small
+
+
+def test_a_batch_beyond_the_gpu_operators_max_unavailable_says_so():
+    from gputui.model import UpgradePolicy
+    from gputui.ops.drain.plan import batch_json, plan_batch
+
+    nodes = tuple(Node(f"n{i}", True, i == 0, "H100", 8, 8) for i in range(8))  # n0 cordoned already
+    snap = ClusterSnapshot(0.0, "t", nodes=nodes, upgrade_policy=UpgradePolicy(max_unavailable="25%"))
+    assert plan_batch(snap, ["n1"], DrainOptions()).unavailable_note == ""  # 2 of 8: within 25% (2)
+    batch = plan_batch(snap, ["n1", "n2"], DrainOptions())
+    assert batch.unavailable_note.startswith("draining these leaves 3 of 8 GPU nodes unavailable, beyond the GPU "
+                                             "Operator's maxUnavailable 25% (2)")
+    assert batch.unavailable_note in batch.describe() and batch_json(batch)["beyond_max_unavailable"]
+    without = ClusterSnapshot(0.0, "t", nodes=nodes)
+    assert plan_batch(without, ["n1", "n2"], DrainOptions()).unavailable_note == ""  # no policy read: nothing said

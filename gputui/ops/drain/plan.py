@@ -21,7 +21,7 @@ from typing import Iterable, Mapping
 from gputui.gpu_resources import WHOLE_GPU
 from gputui.model import Budget, InferencePod, Node, SessionState, selector_matches
 from gputui.snapshot import ClusterSnapshot
-from gputui.upgrades import owner_warning
+from gputui.upgrades import max_unavailable, owner_warning
 from gputui.ops.drain.options import DEFAULT_SESSION_DEADLINE_S, DrainOptions
 
 __all__ = ["DEFAULT_SESSION_DEADLINE_S", "DrainOptions", "Step", "PodPlan", "CapacityCheck", "DrainPlan",
@@ -272,15 +272,19 @@ class BatchPlan:
     plans: tuple[DrainPlan, ...]
     capacity: tuple[CapacityCheck, ...]  # one per GPU model, the whole batch's pods
     stop_before: str | None  # the first node the guard would not start; None: all of them
+    unavailable_note: str = ""  # beyond the GPU Operator's maxUnavailable once these nodes are drained
 
     @property
     def fits(self) -> bool:
         return self.stop_before is None
 
     def describe(self) -> list[str]:
-        lines = [f"this batch needs {sum(c.needed)} {c.product or 'GPUs'} GPUs ({len(c.needed)} pods); "
-                 f"{c.free_total} are free outside it: {'fits' if c.fits else 'does NOT fit'}"
+        lines = [f"this batch needs {sum(c.needed)} "
+                 + (f"{c.product or 'GPUs'} GPUs" if c.resource == WHOLE_GPU else f"{c.resource} on {c.product}")
+                 + f" ({len(c.needed)} pods); {c.free_total} are free outside it: {'fits' if c.fits else 'does NOT fit'}"
                  for c in self.capacity if c.needed]
+        if self.unavailable_note:
+            lines.append(self.unavailable_note)
         if self.stop_before is not None:
             done = [p.node for p in self.plans][: [p.node for p in self.plans].index(self.stop_before)]
             lines.append(f"the capacity guard would stop before {self.stop_before}: "
@@ -306,7 +310,22 @@ def plan_batch(snapshot: ClusterSnapshot, nodes: list[str], options: Mapping[str
                 stop_before = plan.node
     checks = tuple(capacity_after(snapshot, members, product, units, resource)
                    for (product, resource), units in sorted(needed.items()))
-    return BatchPlan(plans, checks, stop_before)
+    return BatchPlan(plans, checks, stop_before, _beyond_max_unavailable(snapshot, members))
+
+
+def _beyond_max_unavailable(snapshot: ClusterSnapshot, batch: set[str]) -> str:
+    """The GPU Operator upgrades drivers only while fewer than maxUnavailable GPU nodes are unavailable: a
+    batch that takes the fleet past it stalls the operator's upgrades until nodes come back. Said, with the
+    figures; the operator chooses."""
+    policy = snapshot.upgrade_policy
+    if policy is None:
+        return ""
+    limit = max_unavailable(policy, len(snapshot.nodes))
+    after = {n.name for n in snapshot.nodes if n.unschedulable or not n.ready} | batch
+    if len(after) <= limit:
+        return ""
+    return (f"draining these leaves {len(after)} of {len(snapshot.nodes)} GPU nodes unavailable, beyond the GPU "
+            f"Operator's maxUnavailable {policy.max_unavailable} ({limit}): its driver upgrades wait meanwhile")
 
 
 def plan_json(plan: DrainPlan) -> dict:
@@ -344,4 +363,5 @@ def batch_json(batch: BatchPlan) -> dict:
         "capacity": [{"product": c.product, "resource": c.resource, "needed_gpus": sum(c.needed), "pods": len(c.needed),
                       "free_gpus": c.free_total, "fits": c.fits} for c in batch.capacity],
         "guard_stops_before": batch.stop_before,
+        "beyond_max_unavailable": batch.unavailable_note or None,
     }

@@ -531,8 +531,12 @@ class ControlPlane:
         events: list[dict[str, Any]] = []
         try:
             with open(self.audit_log_path, "rb") as f:
-                if since is not None:
-                    f.seek(since.offset)
+                if since is not None and since.offset:
+                    f.seek(since.offset - 1)
+                    if f.read(1) != b"\n":
+                        # The mark fell inside a line the apiserver was writing: that event is older than
+                        # the mark, and its tail is no JSON (seen once: every read of it failed for 10 s).
+                        f.readline()
                 for raw in f:
                     if not raw.endswith(b"\n"):
                         break  # a line being written right now

@@ -48,11 +48,16 @@ def is_gpu_resource(name: str) -> bool:
     return item.startswith(("gpu", "mig-")) or domain.startswith("gpu.")
 
 
-def _count(value: object) -> int:
+def quantity(value: object) -> int:
+    """A whole-number Kubernetes quantity or label value; 0 when it is not one (the one parser for both)."""
     try:
-        return max(0, int(str(value)))
+        return int(str(value))
     except (TypeError, ValueError):
         return 0
+
+
+def _count(value: object) -> int:
+    return max(0, quantity(value))
 
 
 def node_resources(capacity: Mapping[str, object], allocatable: Mapping[str, object],

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from sys import intern
 from typing import Any, Mapping
 
-from gputui.gpu_resources import GpuResource, node_resources, request_units
+from gputui.gpu_resources import GpuResource, node_resources, quantity, request_units
 from gputui.model import Budget, Condition, PodProbes, Rollout
 
 # Labels that name a node's GPUs (GPU Feature Discovery); older spellings as fallbacks.
@@ -46,13 +46,6 @@ def _conditions(raw: Any) -> tuple[Condition, ...]:
             _CONDITIONS.clear()
         shared = _CONDITIONS[key] = tuple(Condition(*fields) for fields in key)
     return shared
-
-
-def _quantity(value: Any) -> int:
-    try:
-        return int(str(value))
-    except (TypeError, ValueError):
-        return 0
 
 
 def _driver(labels: Mapping[str, str]) -> str:
@@ -113,7 +106,7 @@ def node_record(obj: dict[str, Any]) -> NodeRecord:
         gpu_capacity=sum(r.capacity for r in resources), gpu_allocatable=sum(r.allocatable for r in resources),
         gpu_resources=resources,
         node_info={k: intern(str(v)) for k, v in (status.get("nodeInfo") or {}).items() if k in NODE_INFO_KEYS and v},
-        gpu_product=labels.get(PRODUCT_LABEL, ""), gpu_memory_mib=_quantity(labels.get(MEMORY_LABEL)),
+        gpu_product=labels.get(PRODUCT_LABEL, ""), gpu_memory_mib=quantity(labels.get(MEMORY_LABEL)),
         driver_version=_driver(labels), cuda_version=_cuda(labels),
         upgrade_state=labels.get(UPGRADE_LABEL, ""),
     )
@@ -425,7 +418,7 @@ def destinationrule_record(obj: dict[str, Any]) -> SubsetRule:
 def trafficsplit_record(obj: dict[str, Any]) -> RouteRecord:
     meta = obj.get("metadata") or {}
     backends = tuple(
-        RouteBackend(b.get("service", ""), _quantity(b.get("weight")))
+        RouteBackend(b.get("service", ""), quantity(b.get("weight")))
         for b in (obj.get("spec") or {}).get("backends") or []
     )
     return RouteRecord("TrafficSplit", meta.get("namespace", ""), meta.get("name", ""), backends)

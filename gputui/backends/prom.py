@@ -124,9 +124,13 @@ class PromSource:
                 out[host] = value
         return out
 
+    @property
+    def host_labels(self) -> list[str]:
+        """The labels that may name a series' node: the configured one, else dcgm-exporter's two spellings."""
+        return [self.cfg.host_label] if self.cfg.host_label else list(HOST_LABELS)
+
     def _by(self) -> str:
-        labels = [self.cfg.host_label] if self.cfg.host_label else list(HOST_LABELS)
-        return ", ".join(labels + ["gpu"])
+        return ", ".join(self.host_labels + ["gpu"])
 
     def fetch(self, node_names: set[str], per_gpu: bool = True, host: str | None = None,
               host_label: str | None = None) -> Metrics:
@@ -195,8 +199,7 @@ class PromSource:
         return f'{{{label}="{escaped}"}}'
 
     def _fetch_fleet(self, node_names: set[str]) -> Metrics:
-        host_labels = [self.cfg.host_label] if self.cfg.host_label else list(HOST_LABELS)
-        by_host = ", ".join(host_labels)
+        by_host = ", ".join(self.host_labels)
         by_gpu = self._by()
         queries = {
             # A MIG GPU is the mean of its instances, then counts once, like any card, in its node's mean.
@@ -271,9 +274,8 @@ class PromSource:
     def gpu_history(self, node: str, minutes: int) -> dict[int, list[float | None]]:
         end = time.time()
         escaped = node.replace("\\", "\\\\").replace('"', '\\"')
-        labels = [self.cfg.host_label] if self.cfg.host_label else list(HOST_LABELS)
-        by = ", ".join(labels + ["gpu"])
-        matchers = [f'{label}="{escaped}"' for label in labels]
+        by = self._by()
+        matchers = [f'{label}="{escaped}"' for label in self.host_labels]
         promql = " or ".join(f"avg by (gpu) ({util_expr(by, m)})" for m in matchers)
         self.queries += 1
         try:

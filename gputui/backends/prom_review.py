@@ -96,9 +96,8 @@ def idle_gpus(prom: PromSource, window_s: float, below_pct: float) -> dict[str, 
         return None
     w = f"{max(1, int(window_s))}s"
     idle = " or ".join(f'avg_over_time({UTIL}{{{pod}!=""}}[{w}]) < {below_pct:g}' for _ns, pod in POD_LABELS)
-    by = prom._by().replace(", gpu", "")
     out: dict[str, int] = {}
-    for row in prom.query(f"count by ({by}) ({idle})"):
+    for row in prom.query(f"count by ({', '.join(prom.host_labels)}) ({idle})"):
         host = prom._host(row.get("metric") or {})
         value = _finite((row.get("value") or [None, None])[1])
         if host and value is not None:

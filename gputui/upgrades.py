@@ -90,7 +90,7 @@ def upgrade_rows(snapshot: ClusterSnapshot) -> list[UpgradeRow]:
 
 def owner_warning(node: Node) -> str:
     """What gputui says before it cordons, uncordons or drains a node the GPU Operator is upgrading."""
-    if node.upgrade_state in UPGRADE_IN_PROGRESS[1:] or node.upgrade_state == UPGRADE_FAILED:
+    if node.upgrade_state in TAKEN or node.upgrade_state == UPGRADE_FAILED:
         return (f"{node.name} is mid driver upgrade under the GPU Operator (state {node.upgrade_state}): the "
                 "operator cordons, drains and uncordons it itself; acting now can undo its step")
     return ""

@@ -149,10 +149,13 @@ def _shift(reader: Reader, writer: Writer, audit: AuditLog, key: str, targets: M
 
 def run_canary(plan: CanaryPlan, reader: Reader, signals: SignalsReader, writer: Writer | None, audit: AuditLog,
                gates: Gates, clock: Callable[[], float], sleep: Callable[[float], None],
-               poll_s: float = 5.0, control: CanaryControl | None = None) -> Generator[str, None, CanaryReport]:
+               poll_s: float = 5.0, control: CanaryControl | None = None,
+               report: CanaryReport | None = None) -> Generator[str, None, CanaryReport]:
+    """`report`: filled in as the canary goes (a UI shows its step while it runs); returned at the end."""
     if writer is None:
         raise ShiftError("read-only: the canary is unavailable")
-    report, key, target = CanaryReport(plan), plan.service.key, f"service/{plan.service.key}"
+    report = report if report is not None else CanaryReport(plan)
+    key, target = plan.service.key, f"service/{plan.service.key}"
     audit.record("canary-start", target, "ok", {"version": plan.new, "steps": list(plan.steps),
                                                 "start": dict(plan.start), "gates": gates.describe()})
 

@@ -31,19 +31,16 @@ class CanarySession:
 
     plan: CanaryPlan
     gates: Gates
+    report: CanaryReport  # filled in by the canary as it goes: its step, then its outcome
     control: CanaryControl = field(default_factory=CanaryControl)
     log: list[str] = field(default_factory=list)
-    reached: float | None = None
     _last: str = ""  # the last line as the canary said it, and how often in a row
     _repeats: int = 0
-    report: CanaryReport | None = None
     finished: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, line: str, now: float) -> None:
         with self.lock:
-            if line.startswith("step "):
-                self.reached = float(line.split()[1].rstrip("%:"))
             stamp = time.strftime('%H:%M:%S', time.localtime(now))
             if line == self._last and self.log:  # a step held with the same figures: one line, counted
                 self._repeats += 1
@@ -56,11 +53,12 @@ class CanarySession:
     def state(self) -> str:
         """One line: where the canary is and what it is doing."""
         with self.lock:
-            if self.report is not None:
+            if self.report.outcome:
                 return f"{self.report.outcome}: {self.report.reason}"
             if self.finished:
                 return "ended"
-            where = "before its first step" if self.reached is None else f"at {fmt_pct(self.reached)}"
+            reached = self.report.reached
+            where = "before its first step" if reached is None else f"at {fmt_pct(reached)}"
             return f"{'paused' if self.control.paused else 'running'} {where}"
 
     def lines(self, last: int) -> list[str]:
@@ -71,7 +69,7 @@ class CanarySession:
 def start_canary(app: GputuiApp, plan: CanaryPlan, gates: Gates, poll_s: float) -> CanarySession:
     """Run the canary on the backend it was planned on; the session is app.canaries[service key]."""
     backend, writer = app.backend, app.backend.writer
-    session = CanarySession(plan, gates)
+    session = CanarySession(plan, gates, CanaryReport(plan))
     app.canaries[plan.service.key] = session
 
     def work() -> None:
@@ -88,13 +86,11 @@ def start_canary(app: GputuiApp, plan: CanaryPlan, gates: Gates, poll_s: float) 
                     return  # a key was pressed: the canary acts on it now
 
         steps = run_canary(plan, backend.reader, backend, writer, app.audit, gates, app.clock, nap,
-                           poll_s=poll_s, control=session.control)
+                           poll_s=poll_s, control=session.control, report=session.report)
         try:
-            while True:
-                session.add(next(steps), app.clock())
+            for line in steps:  # its outcome lands in session.report
+                session.add(line, app.clock())
                 app.post_message(CanaryProgress(plan.service.key))
-        except StopIteration as done:
-            session.report = done.value
         except _Interrupted:
             session.add("interrupted by quitting: traffic left as it is", app.clock())
         except Exception as exc:  # shown, never a traceback

@@ -132,13 +132,16 @@ def allocation_text(resources: Iterable[GpuResource], allocated: Mapping[str, in
 
 
 def holders(resources: Iterable[GpuResource], pods: Iterable[tuple[str, Mapping[str, int]]],
-            allocated: Mapping[str, int]) -> list[str]:
+            allocated: Mapping[str, int], names: int = 2) -> list[str]:
     """One line per resource for a node's detail: its units in use, offered, and the pods holding them (pod
-    name, units), e.g. `nvidia.com/mig-1g.10gb  3/7  chat-0 ×2, chat-1 ×1`."""
+    name, units), e.g. `nvidia.com/mig-1g.10gb  3/7  chat-0 ×2, chat-1 ×1`. Past `names` pods the rest are
+    counted (`+3 more`), so a slice shared by many pods stays one line (the pods table lists them all)."""
     lines = []
     pods = list(pods)
     for r in resources:
         held = [f"{name} ×{units[r.name]}" for name, units in pods if units.get(r.name)]
+        if len(held) > names:
+            held = held[:names] + [f"+{len(held) - names} more"]
         kind = {Scheme.MIG: "MIG", Scheme.SHARED: f"shared ×{r.replicas}", Scheme.DRA: "DRA"}.get(r.scheme, "")
         lines.append(f"{r.name}{f' ({kind})' if kind else ''}  {allocated.get(r.name, 0)}/{r.allocatable}"
                      + (f"  {', '.join(held)}" if held else "  free"))

@@ -127,3 +127,32 @@ def test_an_eviction_without_a_grace_period_keeps_the_pods_own():
     cluster.evict_pod(pod.namespace, pod.name)
     clock.advance(12)
     assert cluster.pod_uid(pod.namespace, pod.name) is None
+
+
+def test_the_demo_hands_out_gpus_as_mig_slices_shared_replicas_and_dra_devices():
+    """One node per scheme beyond whole cards; what each hands out is counted here from the pods, independently
+    of gputui's own per-node figures, and a drain's capacity guard asks for the same units the pods hold."""
+    from gputui.gpu_resources import Scheme
+    from gputui.ops.drain.plan import DrainOptions, plan_batch
+
+    snap = DemoCluster(seed=7, clock=ManualClock()).snapshot()
+    nodes = {n.name: n for n in snap.nodes}
+    expected = {"gpu-a100-09": ({"nvidia.com/mig-3g.40gb": (8, Scheme.MIG), "nvidia.com/mig-1g.10gb": (28, Scheme.MIG)},
+                                "nvidia.com/mig-3g.40gb", 1),
+                "gpu-l40s-07": ({"nvidia.com/gpu.shared": (16, Scheme.SHARED)}, "nvidia.com/gpu.shared", 1),
+                "gpu-h100-11": ({"dra:gpu.nvidia.com": (8, Scheme.DRA)}, "dra:gpu.nvidia.com", 2)}
+    for name, (offered, asked, per_pod) in expected.items():
+        node = nodes[name]
+        assert {r.name: (r.capacity, r.scheme) for r in node.gpu_resources} == offered
+        assert node.gpu_count == (4 if "l40s" in name else 8)  # the cards, not the units
+        on_node = [p for p in snap.pods if p.node == name and not p.terminated and p.gpu_request]
+        assert on_node and all(dict(p.gpu_units) == {asked: per_pod} for p in on_node)
+        assert snap.allocated_by_resource(name) == {asked: per_pod * len(on_node)}
+        # Busy slices make a busy card: the node is not shown idle.
+        assert any(g.util_pct for g in node.gpus)
+    assert nodes["gpu-l40s-07"].labels["nvidia.com/gpu.sharing-strategy"] == "time-slicing"
+    assert nodes["gpu-a100-09"].labels["nvidia.com/mig.strategy"] == "mixed"
+    # Whole-card pods never land on a sliced node, and the guard counts MIG slices, not cards.
+    assert not any(p.gpu_units.get("nvidia.com/gpu") for p in snap.pods if p.node in expected)
+    batch = plan_batch(snap, ["gpu-a100-09"], DrainOptions())
+    assert "needs 5 nvidia.com/mig-3g.40gb on NVIDIA-A100-SXM4-80GB (5 pods); 0 are free" in batch.describe()[0]

@@ -170,7 +170,8 @@ def test_batch_parallelism_and_capacity_guard():
     clock = ManualClock()
     cluster = DemoCluster(seed=7, clock=clock)
     snap = cluster.snapshot()
-    l40s = [n.name for n in snap.nodes if n.gpu_product == "NVIDIA-L40S" and n.ready and not n.unschedulable]
+    l40s = [n.name for n in snap.nodes if n.gpu_product == "NVIDIA-L40S" and n.ready and not n.unschedulable
+            and n.name != "gpu-l40s-07"]  # the time-sliced one: its pods need shared units, not whole cards
     # bge-large's 4 pods (1 GPU each) live on gpu-l40s-01; the other schedulable L40S nodes are idle. Drained
     # last, 01's pods need room outside the batch, and there is none (03 is cordoned, 06 NotReady).
     order = sorted(l40s, key=lambda n: n == "gpu-l40s-01")

@@ -16,7 +16,8 @@ def test_the_demo_services_as_json_name_what_shift_takes(tmp_path):
     assert done.returncode == 0, done.stderr
     services = {s["service"]: s for s in json.loads(done.stdout)}
     assert set(services) == {"llm/llama-3-70b-instruct", "llm/qwen2-72b", "llm/mistral-7b", "llm/codellama-34b",
-                             "embeddings/bge-large"}
+                             "embeddings/bge-large", "llm/llama-3-8b-instruct", "embeddings/gte-base",
+                             "llm/deepseek-r1-distill-70b"}
     mistral = services["llm/mistral-7b"]
     assert mistral["simulated"] is True and mistral["router"] == {"kind": "VirtualService", "name": "mistral-7b"}
     canary = next(v for v in mistral["versions"] if v["name"] == "canary")

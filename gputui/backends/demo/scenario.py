@@ -1,11 +1,14 @@
-"""The demo cluster's scenario: its GPU models, its 24 nodes (one with drift, one with an XID, one mid-upgrade,
-one whose driver upgrade failed, one NotReady; a pool label per GPU family), its five inference services, and the simulated objects that hold their state."""
+"""The demo cluster's scenario: its GPU models, its 27 nodes (one with drift, one with an XID, one mid-upgrade,
+one whose driver upgrade failed, one NotReady; one in MIG slices, one time-sliced, one handing out its GPUs
+through DRA claims; a pool label per GPU family), its eight inference services, and the simulated objects
+that hold their state."""
 
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
 
+from gputui.gpu_resources import DRA_PREFIX, MIG_STRATEGY_LABEL, REPLICAS_LABEL, SHARING_LABEL, WHOLE_GPU
 from gputui.model import Condition, PodProbes
 
 STEP_S = 1.0  # simulation tick
@@ -45,6 +48,16 @@ class _Product:
     family: str
 
 
+# How a node hands out its cards: per physical GPU, the resource it is offered as and how many units of it.
+# Whole cards are one unit each; a MIG card in the mixed strategy is its profile's slices; a time-sliced card is
+# its replicas; DRA devices are whole cards a claim holds (no container asks for them).
+MIG_3G = "nvidia.com/mig-3g.40gb"
+MIG_1G = "nvidia.com/mig-1g.10gb"
+SHARED = "nvidia.com/gpu.shared"
+DRA_GPU = DRA_PREFIX + "gpu.nvidia.com"
+SHARED_REPLICAS = 4
+
+
 H100 = _Product("NVIDIA-H100-80GB-HBM3", "NVIDIA H100 80GB HBM3", 8, 81559, 72.0, 700.0, "hopper")
 A100 = _Product("NVIDIA-A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB", 8, 81920, 55.0, 400.0, "ampere")
 L40S = _Product("NVIDIA-L40S", "NVIDIA L40S", 4, 46068, 35.0, 350.0, "ada-lovelace")
@@ -64,12 +77,29 @@ class _SimNode:
     annotations: dict[str, str] = field(default_factory=dict)
     uuids: list[str] = field(default_factory=list)
     history: dict[int, deque[tuple[float, float | None]]] = field(default_factory=dict)  # (time, util %; None: no sample)
-    holders: dict[int, tuple[str, bool]] = field(default_factory=dict)  # GPU -> (pod uid, ready)
+    holders: dict[int, list[tuple[str, bool]]] = field(default_factory=dict)  # GPU -> [(pod uid, ready)] holding it
     version: int = 1  # as a resourceVersion: bumped by every annotation write (the drain lease's precondition)
+    # (resource, physical GPU) per unit the node offers, in order; a pod holds unit indices. Whole cards by default,
+    # where unit i is GPU i.
+    units: list[tuple[str, int]] = field(default_factory=list)
+    scheme_labels: dict[str, str] = field(default_factory=dict)  # what GFD says of its slicing
 
-    @property
-    def allocatable(self) -> int:
-        return self.product.count - len(self.bad_gpus)
+    def __post_init__(self) -> None:
+        if not self.units:
+            self.units = [(WHOLE_GPU, i) for i in range(self.product.count)]
+
+    def offered(self) -> dict[str, tuple[int, int]]:
+        """resource -> (capacity, allocatable): units on a GPU fallen off the bus are not allocatable."""
+        out: dict[str, tuple[int, int]] = {}
+        for resource, gpu in self.units:
+            cap, alloc = out.get(resource, (0, 0))
+            out[resource] = (cap + 1, alloc + (gpu not in self.bad_gpus))
+        return out
+
+
+def _sliced(product: _Product, layout: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """Units from one (resource, units per card) per physical GPU."""
+    return [(resource, gpu) for gpu, (resource, per) in enumerate(layout) for _ in range(per)]
 
 
 @dataclass
@@ -96,6 +126,7 @@ class _SimService:
     probes: PodProbes = field(default_factory=lambda: PodProbes(True, False, 900, True))
     grace_s: int = DEFAULT_GRACE_S
     restarts: int = 0  # of its first pod: a restart loop
+    resource: str = WHOLE_GPU  # what its pods ask for (DRA: devices its ResourceClaims are allocated)
 
 
 @dataclass
@@ -107,7 +138,7 @@ class _SimPod:
     service: str
     version: str
     gpu_request: int
-    gpu_indices: list[int]
+    gpu_indices: list[int]  # the node's units it holds (see _SimNode.units)
     ready_at: float
     labels: dict[str, str]
     owner_kind: str = "ReplicaSet"
@@ -118,8 +149,10 @@ class _SimPod:
     waiting: int = 0
     phase: str = "Running"
     signal: bool = True  # exports a session metric
+    busy: bool = True  # a pod of no service: a training job keeps its GPUs busy, a forgotten notebook does not
     restarts: int = 0
     annotations: dict[str, str] = field(default_factory=dict)
+    resource: str = WHOLE_GPU
 
     def ready(self, t: float) -> bool:
         return self.deleting_at is None and t >= self.ready_at and bool(self.node)
@@ -142,7 +175,15 @@ def _fleet() -> list[_SimNode]:
     upgrading.unschedulable = True
     upgrading.upgrade_state = "pod-restart-required"
     by_name["gpu-l40s-06"].ready = False
-    return nodes
+    # One node per way of handing GPUs out beyond whole cards.
+    mig = _SimNode("gpu-a100-09", A100, scheme_labels={MIG_STRATEGY_LABEL: "mixed"})
+    mig.units = _sliced(A100, [(MIG_3G, 2)] * 4 + [(MIG_1G, 7)] * 4)
+    shared = _SimNode("gpu-l40s-07", L40S, scheme_labels={REPLICAS_LABEL: str(SHARED_REPLICAS),
+                                                          SHARING_LABEL: "time-slicing"})
+    shared.units = _sliced(L40S, [(SHARED, SHARED_REPLICAS)] * L40S.count)
+    dra = _SimNode("gpu-h100-11", H100)
+    dra.units = _sliced(H100, [(DRA_GPU, 1)] * H100.count)
+    return nodes + [mig, shared, dra]
 
 
 def _services() -> list[_SimService]:
@@ -173,5 +214,20 @@ def _services() -> list[_SimService]:
             "", 9.0, 0.6, 64, 1.4,
             # Planted: its readiness probe is its liveness probe, and 10 s of grace cut what is in flight.
             probes=PodProbes(True, True, 900, True), grace_s=10,
+        ),
+        # On the MIG node: a small model in one 3g.40gb slice per pod (weights per unit, not per card).
+        _SimService(
+            "llm", "llama-3-8b-instruct", A100, 1, [_SimVersion("v1", 5, None)],
+            "", 1.2, 25.0, 16, 16.0, resource=MIG_3G,
+        ),
+        # On the time-sliced node: embeddings sharing cards, four pods to a card at most.
+        _SimService(
+            "embeddings", "gte-base", L40S, 1, [_SimVersion("v1", 6, None)],
+            "", 4.0, 0.5, 32, 0.4, resource=SHARED,
+        ),
+        # On the DRA node: two devices per pod, allocated to its ResourceClaim.
+        _SimService(
+            "llm", "deepseek-r1-distill-70b", H100, 2, [_SimVersion("v1", 3, None)],
+            "", 0.5, 150.0, 24, 36.0, resource=DRA_GPU,
         ),
     ]

@@ -12,7 +12,7 @@ from collections import deque
 from typing import Any, Callable
 
 from gputui.backends.kube_objects import RouteBackend, httproute_record, virtualservice_record
-from gputui.gpu_resources import WHOLE_GPU, GpuResource, Scheme
+from gputui.gpu_resources import DRA_PREFIX, GpuResource, Scheme, node_resources
 from gputui.model import DRAIN_PHASE_ANNOTATION, Budget, Condition, Gpu, Health, InferencePod, InferenceService, Node, Rollout, ServiceVersion
 from gputui.snapshot import ClusterSnapshot, SourceStatus
 from gputui.backends.demo.routes import _backend_name, _route_object
@@ -85,6 +85,11 @@ class Simulation:
             "research", "pretrain-moe-16x-4kq9z", self._uid(), "", "", "", 16, [], self._t,
             {"job-name": "pretrain-moe-16x"}, owner_kind="Job", signal=False,
         ), H100)
+        # A notebook holding a GPU it does not use: what the idle figures are for (seed 000 §7).
+        self._add_pod(_SimPod(
+            "research", "jupyter-alice-0", self._uid(), "", "", "", 1, [], self._t,
+            {"app": "jupyter"}, owner_kind="StatefulSet", signal=False, busy=False,
+        ), A100)
         for node in self._nodes.values():
             if node.ready:
                 pod = _SimPod(
@@ -106,7 +111,7 @@ class Simulation:
         }
         pod = _SimPod(
             svc.namespace, f"{svc.name}-{version}-{rs_hash}-{self._suffix(5)}", self._uid(), "",
-            svc.name, version, svc.gpus_per_pod, [], ready_at, labels, grace_s=svc.grace_s,
+            svc.name, version, svc.gpus_per_pod, [], ready_at, labels, grace_s=svc.grace_s, resource=svc.resource,
         )
         return self._add_pod(pod, svc.product)
 
@@ -115,16 +120,17 @@ class Simulation:
         self._pods[f"{pod.namespace}/{pod.name}"] = pod
         return pod
 
-    def _free_indices(self, node: _SimNode) -> list[int]:
+    def _free_units(self, node: _SimNode, resource: str) -> list[int]:
         used = {i for p in self._pods.values() if p.node == node.name for i in p.gpu_indices}
-        return [i for i in range(node.product.count) if i not in used and i not in node.bad_gpus]
+        return [i for i, (name, gpu) in enumerate(node.units)
+                if name == resource and i not in used and gpu not in node.bad_gpus]
 
     def _schedule(self, pod: _SimPod, product: _Product) -> None:
-        """Bind to the first schedulable, Ready node of the model with enough free GPUs."""
+        """Bind to the first schedulable, Ready node of the model with enough free units of what it asks for."""
         for node in self._nodes.values():
             if node.product is not product or not node.ready or node.unschedulable:
                 continue
-            free = self._free_indices(node)
+            free = self._free_units(node, pod.resource)
             if len(free) >= pod.gpu_request:
                 pod.node = node.name
                 pod.gpu_indices = free[: pod.gpu_request]
@@ -206,30 +212,37 @@ class Simulation:
                 ]
 
     def _sample_gpus(self, node: _SimNode, node_pods: list[_SimPod], t: float) -> None:
-        holders: dict[int, tuple[_SimPod, _SimService | None]] = {}
+        # GPU -> the pods holding its units (a whole card has one; a sliced or shared card several).
+        holders: dict[int, list[tuple[_SimPod, _SimService | None]]] = {}
         for pod in node_pods:
             svc = self._services.get(f"{pod.namespace}/{pod.service}")
-            for i in pod.gpu_indices:
-                holders[i] = (pod, svc)
-        p = node.product
-        for i in range(p.count):
+            for unit in pod.gpu_indices:
+                holders.setdefault(node.units[unit][1], []).append((pod, svc))
+        per_gpu = self._units_per_gpu(node)
+        for i in range(node.product.count):
             if not node.ready or i in node.bad_gpus:
                 # No exporter answers for a node that is down or a GPU fallen off the bus: no sample, a gap.
                 node.history[i].append((t, None))
                 continue
-            if i in holders:
-                pod, svc = holders[i]
+            util = 0.0
+            for pod, svc in holders.get(i, ()):  # each unit is its share of the card's engine time
                 noise = self._rng.gauss(0, 2.5)
-                if svc is None:  # a training job: busy and steady
-                    util = 96.0 + noise / 2
+                if svc is None:  # a training job: busy and steady; a notebook: idle
+                    busy = 96.0 + noise / 2 if pod.busy else abs(noise) / 5
                 elif pod.ready(t):
-                    util = 18.0 + 78.0 * len(pod.session_ends) / svc.max_running + noise
+                    busy = 18.0 + 78.0 * len(pod.session_ends) / svc.max_running + noise
                 else:  # loading weights
-                    util = 4.0 + abs(noise)
-            else:
-                util = 0.0
+                    busy = 4.0 + abs(noise)
+                util += busy / per_gpu[i]
             node.history[i].append((t, round(max(0.0, min(100.0, util)), 1)))
-        node.holders = {i: (pod.uid, pod.ready(t)) for i, (pod, _) in holders.items()}
+        node.holders = {i: [(pod.uid, pod.ready(t)) for pod, _ in held] for i, held in holders.items()}
+
+    @staticmethod
+    def _units_per_gpu(node: _SimNode) -> dict[int, int]:
+        per: dict[int, int] = {}
+        for _name, gpu in node.units:
+            per[gpu] = per.get(gpu, 0) + 1
+        return per
 
     def _gpu_model(self, node: _SimNode, i: int) -> Gpu:
         """A GPU's metrics from its last utilisation sample (no randomness: re-reads agree)."""
@@ -242,22 +255,21 @@ class Simulation:
         util = node.history[i][-1][1] if node.history[i] else None
         if util is None:  # not sampled yet
             return Gpu(i, node.uuids[i])
-        if i in node.holders:
-            uid, ready = node.holders[i]
+        mem = 512.0 if i not in node.holders else 0.0
+        unit_mem = mem_total / self._units_per_gpu(node)[i]  # a slice's or a replica's share of the card
+        for uid, ready in node.holders.get(i, ()):
             pod = next((q for q in self._pods.values() if q.uid == uid), None)
             svc = self._services.get(f"{pod.namespace}/{pod.service}") if pod else None
             if pod is None:
-                mem = 512.0
+                mem += 512.0
             elif svc is None:
-                mem = 0.88 * mem_total
+                mem += 0.88 * unit_mem
             elif ready:
                 load = len(pod.session_ends) / svc.max_running
-                kv = max(0.0, 0.9 * mem_total - svc.weights_gb * 1024)
-                mem = svc.weights_gb * 1024 + kv * min(1.0, 0.3 + load)
+                kv = max(0.0, 0.9 * unit_mem - svc.weights_gb * 1024)
+                mem += svc.weights_gb * 1024 + kv * min(1.0, 0.3 + load)
             else:
-                mem = svc.weights_gb * 1024 * 0.6
-        else:
-            mem = 512.0
+                mem += svc.weights_gb * 1024 * 0.6
         temp = 31.0 + 0.5 * util + node.temp_offset + (i % 3) * 0.7
         power = p.idle_w + (p.max_w - p.idle_w) * (util / 100.0) ** 1.3
         return Gpu(
@@ -309,19 +321,27 @@ class Simulation:
             "nvidia.com/cuda.driver-version.full": n.driver,
             "nvidia.com/cuda.runtime-version.full": CUDA,
             "gpu.pool": p.family,  # the seeds' pool label: one pool per GPU family
+            **n.scheme_labels,
         }
         if n.upgrade_state:
             labels["nvidia.com/gpu-driver-upgrade-state"] = n.upgrade_state
         ready = Condition("Ready", "True" if n.ready else "Unknown",
                           "KubeletReady" if n.ready else "NodeStatusUnknown")
+        offered = n.offered()
+        # Read as the live backend reads a node: the device plugin's resources from its status (GFD's labels
+        # tell their scheme), a DRA driver's devices from its ResourceSlice.
+        resources = node_resources({k: c for k, (c, _a) in offered.items() if not k.startswith(DRA_PREFIX)},
+                                   {k: a for k, (_c, a) in offered.items() if not k.startswith(DRA_PREFIX)}, labels)
+        resources += tuple(GpuResource(k, Scheme.DRA, c, a) for k, (c, a) in offered.items() if k.startswith(DRA_PREFIX))
         return Node(
             name=n.name, ready=n.ready, unschedulable=n.unschedulable, gpu_product=p.label,
-            gpu_capacity=p.count, gpu_allocatable=n.allocatable, driver_version=n.driver,
+            gpu_capacity=sum(r.capacity for r in resources), gpu_allocatable=sum(r.allocatable for r in resources),
+            driver_version=n.driver,
             cuda_version=CUDA, upgrade_state=n.upgrade_state, gpu_memory_mib=p.mem_mib,
             conditions=(ready, *n.conditions),
             gpus=tuple(self._gpu_model(n, i) for i in range(p.count)),
             labels=labels, annotations=dict(n.annotations),
-            gpu_resources=(GpuResource(WHOLE_GPU, Scheme.WHOLE, p.count, n.allocatable),), gpu_count=p.count,
+            gpu_resources=resources, gpu_count=p.count,
             node_info=NODE_INFO,
         )
 
@@ -330,7 +350,7 @@ class Simulation:
         return InferencePod(
             namespace=p.namespace, name=p.name, uid=p.uid, node=p.node, phase=p.phase,
             ready=p.ready(self._t), gpu_request=p.gpu_request, service=p.service,
-            gpu_units={WHOLE_GPU: p.gpu_request} if p.gpu_request else {},
+            gpu_units={p.resource: p.gpu_request} if p.gpu_request else {},
             images=(f"vllm/vllm-openai:{ENGINE}",) if p.service else (),
             version=p.version, deleting=p.deleting_at is not None, owner_kind=p.owner_kind,
             labels=dict(p.labels), has_emptydir=p.has_emptydir,
@@ -342,7 +362,7 @@ class Simulation:
 
     def _pending_reason(self, p: _SimPod) -> str:
         n = len(self._nodes)
-        return f"0/{n} nodes are available: {n} Insufficient nvidia.com/gpu. preemption: not helpful."
+        return f"0/{n} nodes are available: {n} Insufficient {p.resource}. preemption: not helpful."
 
     def _version_pods(self, svc: _SimService, version: str) -> list[_SimPod]:
         return [

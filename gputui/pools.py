@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Mapping
 
 if TYPE_CHECKING:
+    from gputui.backends.base import Backend
     from gputui.snapshot import ClusterSnapshot
 
 DEFAULT_POOL_LABELS = ("gpu.pool", "cloud.google.com/gke-nodepool", "eks.amazonaws.com/nodegroup",
@@ -20,6 +21,20 @@ def pool_of(labels: Mapping[str, str], keys: Iterable[str] = DEFAULT_POOL_LABELS
 
 
 FLEET = "(fleet)"
+NO_ATTRIBUTION = "GPU series carry no pod label: allocated-but-idle cannot be told"
+IDLE_WINDOW_S = 3600.0  # the TUI's idle figures: allocated GPUs below IDLE_BELOW_PCT over the last hour
+IDLE_BELOW_PCT = 5.0
+
+
+def read_idle(backend: Backend, window_s: float, below_pct: float) -> tuple[dict[str, int] | None, str]:
+    """Per node, allocated GPUs idle over the window (one range query), or None and why it is unknown."""
+    from gputui.backends.base import BackendError, error_line
+
+    try:
+        idle = backend.idle_gpus(window_s, below_pct)
+    except BackendError as exc:
+        return None, error_line(exc)
+    return idle, "" if idle is not None else NO_ATTRIBUTION
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from typing import Any, Mapping
 import yaml
 
 from gputui.paths import config_dir
+from gputui.pools import DEFAULT_POOL_LABELS
 
 
 class SettingsError(ValueError):
@@ -63,6 +64,8 @@ class Settings:
     # Labels naming a pod's or workload's service and version, first found wins (a list, or "a,b" in a string).
     service_labels: tuple[str, ...] = DEFAULT_SERVICE_LABELS
     version_labels: tuple[str, ...] = DEFAULT_VERSION_LABELS
+    # Labels naming a node's pool, first found wins: the seeds' gpu.pool, then the clouds' and Karpenter's.
+    pool_labels: tuple[str, ...] = DEFAULT_POOL_LABELS
     # Inference engines' session series on top of the built-in table (vllm, sglang, tgi, trtllm, triton):
     # {engine: {running: [selector, ...], waiting: [selector, ...]}}; an engine named again is replaced.
     session_metrics: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
@@ -81,6 +84,7 @@ _ENV = {
     "GPUTUI_HOST_LABEL": "host_label",
     "GPUTUI_SERVICE_LABELS": "service_labels",
     "GPUTUI_VERSION_LABELS": "version_labels",
+    "GPUTUI_POOL_LABELS": "pool_labels",
 }
 _NAMES = {f.name for f in fields(Settings)}
 

@@ -8,26 +8,19 @@ import argparse
 import json
 import sys
 
-from gputui.backends.base import BackendError, error_line
 from gputui.cli import common
-from gputui.pools import pool_rows
+from gputui.pools import pool_rows, read_idle
 from gputui.settings import Settings
 
 
 def run(settings: Settings, args: argparse.Namespace) -> int:
     backend = common.backend(settings)
-    why = ""
     try:
         snapshot = backend.reader.snapshot()
-        try:
-            idle = backend.idle_gpus(args.idle_window, args.idle_below)
-            if idle is None:
-                why = "GPU series carry no pod label: allocated-but-idle cannot be told"
-        except BackendError as exc:
-            idle, why = None, error_line(exc)
+        idle, why = read_idle(backend, args.idle_window, args.idle_below)
     finally:
         backend.close()
-    rows = pool_rows(snapshot, idle)
+    rows = pool_rows(snapshot, idle, settings.pool_labels)
     if args.output == "json":
         json.dump({"simulated": snapshot.simulated, "idle_window_s": args.idle_window, "idle_below_pct": args.idle_below,
                    "idle_unknown_because": why or None, "pools": [r.to_dict() for r in rows]},

@@ -14,7 +14,7 @@ from gputui.versions import COLUMNS, version_matrix
 
 def run(settings: Settings, output: str) -> int:
     snapshot = common.read_snapshot(settings)
-    rows = version_matrix(snapshot)
+    rows = version_matrix(snapshot, settings.pool_labels)
     if output == "json":
         json.dump([{**r.to_dict(), "simulated": snapshot.simulated} for r in rows], sys.stdout, indent=2,
                   ensure_ascii=False)

@@ -13,6 +13,7 @@ from gputui.model import InferenceService, Node, NodeState, ServiceVersion
 from gputui.snapshot import ClusterSnapshot
 from gputui.health import has_driver_drift, node_alerts, problem_order, version_key
 from gputui.present.cells import Palette
+from gputui.pools import DEFAULT_POOL_LABELS, pool_of
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,7 @@ class RowContext:
     palette: Palette
     temp_threshold: float
     majority_driver: str
+    pool_labels: tuple[str, ...] = DEFAULT_POOL_LABELS
 
 
 @dataclass(frozen=True)
@@ -106,7 +108,10 @@ NODE_COLUMNS: tuple[NodeColumn, ...] = (
                lambda n, c: STATE_ORDER[n.state], *WORST),
     NodeColumn("model", "Model", 14, 5, lambda n, c, w: Text(cells.short_model(n.gpu_product)[:w]),
                lambda n, c: n.gpu_product, *A_Z),
-    NodeColumn("gpus", "GPUs", 6, 0, _gpus, lambda n, c: -c.snapshot.gpus_allocated(n.name), "most in use first",
+    # Sorted by pool, the table is the nodes grouped by pool (names A→Z within each).
+    NodeColumn("pool", "Pool", 12, 6, lambda n, c, w: Text(pool_of(n.labels, c.pool_labels)[:w]),
+               lambda n, c: pool_of(n.labels, c.pool_labels), *A_Z),
+    NodeColumn("gpus", "GPUs", 7, 0, _gpus, lambda n, c: -c.snapshot.gpus_allocated(n.name), "most in use first",
                "fewest in use first"),
     NodeColumn("util", "Util", 12, 0, _util, lambda n, c: _high_first(n.mean_util), compact=4),
     NodeColumn("mem", "Memory", 17, 0, _mem, lambda n, c: _high_first(n.mem_used_mib), compact=8),

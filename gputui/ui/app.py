@@ -21,7 +21,8 @@ from gputui.paths import shown
 from gputui.present.cells import MONO, Palette
 from gputui.settings import Settings
 from gputui.ui.keymaps import DEFAULT, keymap_files, load_keymaps, resolve, watched_dirs
-from gputui.ui.messages import CanaryProgress, Connected, DrainProgress, SnapshotReady, WriteDone
+from gputui.ui.idle_watch import IdleWatch
+from gputui.ui.messages import CanaryProgress, Connected, DrainProgress, IdleRead, SnapshotReady, WriteDone
 from gputui.ui.theming import ThemesRead, load_themes, palette_defaults, palette_from
 
 if TYPE_CHECKING:
@@ -84,6 +85,7 @@ class GputuiApp(App[None]):
         self.drain_session: DrainSession | None = None  # the maintenance batch running now, if any
         self.drain_poll_s = 1.0  # how often a running drain re-reads sessions
         self.canaries: dict[str, CanarySession] = {}  # guided canaries by service key, running or ended
+        self.idle_watch = IdleWatch()  # allocated-but-idle GPUs, read while a view shows them
         self.canary_poll_s = 15.0  # how often a running canary reads its gates
         self.polls = 0  # refreshes done (benchmarks count queries per refresh)
         self.keymap_name = settings.keymap
@@ -231,6 +233,9 @@ class GputuiApp(App[None]):
         if message.finished:  # what the drain did shows at once, not at the next refresh
             self.poll_now()
 
+    def on_idle_read(self, message: IdleRead) -> None:
+        self.idle_watch.store(self, message)
+
     def on_canary_progress(self, message: CanaryProgress) -> None:
         self.canary_revision += 1
         self.poll_now()  # a step moved the weights: show them
@@ -346,6 +351,7 @@ class GputuiApp(App[None]):
         self.settings, self.backend = settings, backend
         self.audit = AuditLog(self.audit.path, getattr(backend.writer, "identity", "unknown"), backend.context)
         self.snapshot, self.poll_error = None, None
+        self.idle_watch.reset()
         session = self.drain_session
         if session is not None and not session.finished and session.backend is old:
             # The running drain keeps its own connection (and closes it when it ends): closing it now

@@ -29,6 +29,8 @@ from gputui.ui.resume import offer_resume, resume_drains
 from gputui.ui.virtual_table import VirtualTable
 from gputui.health import majority_driver
 from gputui.present.node_filter import node_matches, words_of
+from gputui.present.pools import has_pools, pool_strip
+from gputui.pools import pool_rows
 
 class DashboardScreen(ClusterScreen):
     BINDINGS = [
@@ -66,6 +68,7 @@ class DashboardScreen(ClusterScreen):
 
     def compose(self) -> ComposeResult:
         yield HeaderBar()
+        yield Static(id="pool-strip")
         yield Static(id="nodes-title", classes="panel-title")
         yield VirtualTable(id="nodes")
         yield Static(id="services-title", classes="panel-title")
@@ -113,7 +116,8 @@ class DashboardScreen(ClusterScreen):
         if snap is None or not self._columns:
             self.query_one("#nodes-title", Static).update(Text(" Nodes", style="bold"))
             return
-        ctx = RowContext(snap, self.app.palette, self.app.settings.temp_threshold, majority_driver(snap.nodes))
+        settings = self.app.settings
+        ctx = RowContext(snap, self.app.palette, settings.temp_threshold, majority_driver(snap.nodes), settings.pool_labels)
         sort_col = NODE_COLUMNS[self.sort_index]
         words = words_of(self.filter_text)
         nodes = {n.name: n for n in snap.nodes
@@ -141,7 +145,18 @@ class DashboardScreen(ClusterScreen):
             )
             services = sum(1 for s in snap.services if namespace in (None, s.namespace))
             self._titles(len(nodes), len(snap.nodes), services)
+            self._pool_strip(snap)
         self._offer_resume(snap)
+
+    def _pool_strip(self, snap) -> None:
+        watch = self.app.idle_watch
+        rows = pool_rows(snap, watch.idle, self.app.settings.pool_labels)
+        strip = self.query_one("#pool-strip", Static)
+        shown = has_pools(rows)
+        strip.set_class(shown, "shown")
+        if shown:
+            strip.update(pool_strip(rows, self.app.size.width, self.app.palette, watch.why))
+            watch.want(self.app)
 
     def _offer_resume(self, snap) -> None:
         if self.app.drain_session is None or self.app.drain_session.finished:

@@ -136,9 +136,11 @@ class PlanRead(Message):
 
 
 class IdleRead(Message):
-    """Per node, GPUs allocated but idle over the window, or why that is unknown (the pools screen)."""
+    """Per node, GPUs allocated but idle over the window, or why that is unknown; `asked`: the backend read
+    (an answer from a cluster since left is dropped)."""
 
-    def __init__(self, idle: dict[str, int] | None, why: str) -> None:
+    def __init__(self, idle: dict[str, int] | None, why: str, asked: object) -> None:
         super().__init__()
         self.idle = idle
         self.why = why
+        self.asked = asked

@@ -37,7 +37,7 @@ class VersionsScreen(ClusterScreen):
         snapshot = self.app.snapshot
         if snapshot is None:
             return
-        rows = version_matrix(snapshot)
+        rows = version_matrix(snapshot, self.app.settings.pool_labels)
         drifting = sum(1 for r in rows if r.drift)
         title = Text(" Versions ", style="bold")
         title.append(f"{drifting} of {len(rows)} nodes differ from their pool" if drifting

@@ -18,11 +18,13 @@ from gputui.present.columns import fit_service_columns, service_rows
 from gputui.ui.footer import KeyFooter
 from gputui.ui.header import HeaderBar
 from gputui.present.wallboard import figures, heat_map, legend
+from gputui.pools import FLEET, pool_rows
 from gputui.health import fleet_alerts
 
-PAGES = ("heat", "services", "alerts")
-TITLES = {"heat": "Fleet heat map", "services": "Services and rollouts", "alerts": "Alerts and findings"}
-FIGURES = ("gpus", "util", "alerts", "drains", "canaries")
+PAGES = ("heat", "services", "pools", "alerts")
+TITLES = {"heat": "Fleet heat map", "services": "Services and rollouts", "pools": "Pools: allocated, free and idle GPUs",
+          "alerts": "Alerts and findings"}
+FIGURES = ("gpus", "util", "idle", "alerts", "drains", "canaries")
 
 
 class Figure(Vertical):
@@ -104,9 +106,12 @@ class WallboardScreen(ClusterScreen):
         threshold = app.settings.temp_threshold
         f = figures(snap, threshold)
         util = f.mean_util
+        idle = self._idle_fleet(snap)
         shown = {
             "gpus": ("GPUs in use", str(f.gpus_in_use), ""),
             "util": ("Mean util %", "–" if util is None else f"{util:.0f}", palette.heat(util)),
+            # Allocated but below 5% for the last hour (seed 000 §7); unknown is "–", never 0.
+            "idle": ("Idle GPUs", "–" if idle is None else str(idle), palette.cordoned if idle else ""),
             "alerts": ("Alerts", str(f.alerts), palette.alert if f.alerts else palette.ok),
             "drains": ("Drains", str(f.drains), palette.draining if f.drains else ""),
             "canaries": ("Canaries", str(f.canaries), palette.upgrading if f.canaries else ""),
@@ -162,6 +167,26 @@ class WallboardScreen(ClusterScreen):
             line.truncate(max(1, width - len(more)), overflow="ellipsis")
             strip.append_text(line + more)
         self.query_one("#wall-alerts", Static).update(strip)
+
+    def _idle_fleet(self, snap) -> int | None:
+        rows = pool_rows(snap, self.app.idle_watch.idle, self.app.settings.pool_labels)
+        self.app.idle_watch.want(self.app)
+        return rows[-1].idle
+
+    def _page_pools(self, snap) -> Table:
+        watch = self.app.idle_watch
+        table = Table(box=None, expand=True, padding=(0, 1), show_edge=False)
+        for label in ("POOL", "NODES", "GPUS", "ALLOCATED", "FREE", "UTIL", "IDLE"):
+            table.add_column(label, no_wrap=True, header_style="bold", overflow="ellipsis",
+                             justify="left" if label == "POOL" else "right")
+        for r in pool_rows(snap, watch.idle, self.app.settings.pool_labels):
+            table.add_row(Text(r.pool, style="bold" if r.pool == FLEET else ""), str(r.nodes), str(r.gpus),
+                          str(r.allocated), str(r.unallocated), cells.pct(r.util),
+                          Text("?" if r.idle is None else str(r.idle),
+                               style=f"bold {self.app.palette.cordoned}" if r.idle else ""))
+        if watch.idle is None:
+            table.caption = f"idle unknown: {watch.why}"
+        return table
 
     def _page_size(self) -> tuple[int, int]:
         page = self.query_one("#page", Static)

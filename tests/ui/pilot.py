@@ -21,6 +21,13 @@ async def wait_for(pilot, predicate, timeout: float = 5.0, what=None) -> None:
 async def loaded(pilot) -> None:
     """The dashboard shows the first snapshot: its node table has rows."""
     await wait_for(pilot, lambda: pilot.app.snapshot is not None and pilot.app.screen.query_one("#nodes").row_count > 0)
+    await idle_read(pilot)
+
+
+async def idle_read(pilot) -> None:
+    """The idle GPUs a view asked for are read (in a worker): what is drawn next no longer waits on them."""
+    await wait_for(pilot, lambda: not pilot.app.idle_watch.pending)
+    await pilot.pause()
 
 
 async def wallboard_loaded(pilot) -> None:
@@ -29,6 +36,7 @@ async def wallboard_loaded(pilot) -> None:
 
     await wait_for(pilot, lambda: pilot.app.snapshot is not None and isinstance(pilot.app.screen, WallboardScreen))
     await pilot.pause()
+    await idle_read(pilot)
 
 
 def rows(app) -> list[str]:

@@ -137,7 +137,7 @@ async def test_pools_and_versions_screens_show_the_demos_pools_drift_and_failed_
     async with app.run_test(size=(160, 40)) as pilot:
         await loaded(pilot)
         await command(pilot, "pools", "enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, PoolsScreen) and app.screen.idle is not None)
+        await wait_for(pilot, lambda: isinstance(app.screen, PoolsScreen) and app.idle_watch.idle is not None)
         table = app.screen.query_one("#pools", KeyTable)
         rows = {str(table.get_row(k)[0]): [str(c) for c in table.get_row(k)] for k in table.rows}
         assert set(rows) == {"hopper", "ampere", "ada-lovelace", "(fleet)"}

@@ -59,7 +59,13 @@ async def test_problems_come_first_and_each_sort_says_its_order(app_factory):
         await pilot.press("s")  # name
         await pilot.pause()
         assert rows(app) == sorted(rows(app)) and "sort node, A→Z" in title(app)
-        await pilot.press("s", "s", "s", "s")  # state, model, gpus, util
+        await pilot.press("s", "s", "s")  # state, model, pool: the nodes grouped by pool, names A→Z in each
+        await pilot.pause()
+        pools = [snap.node(n).labels["gpu.pool"] for n in rows(app)]
+        assert pools == sorted(pools) and len(set(pools)) == 3 and "sort pool, A→Z" in title(app)
+        hopper = [n for n in rows(app) if snap.node(n).labels["gpu.pool"] == "hopper"]
+        assert hopper == sorted(hopper)
+        await pilot.press("s", "s")  # gpus, util
         await pilot.pause()
         utils = {n.name: n.mean_util or -1 for n in snap.nodes}
         assert [utils[n] for n in rows(app)] == sorted(utils.values(), reverse=True)
@@ -90,6 +96,22 @@ async def test_every_mission_field_shows_at_80x24(app_factory):
         await pilot.resize_terminal(100, 30)
         await pilot.pause()
         assert "Power" in [label for _, label, _ in app.screen.nodes_table.columns]
+
+
+async def test_the_pool_strip_shows_each_pool_and_the_fleets_idle_gpus_once_read(app_factory):
+    from gputui.pools import pool_rows
+
+    app = app_factory()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await loaded(pilot)
+        strip = app.screen.query_one("#pool-strip")
+        await wait_for(pilot, lambda: app.idle_watch.idle is not None and "idle ?" not in str(strip.render()))
+        text = str(strip.render())
+        for r in pool_rows(app.snapshot, app.idle_watch.idle):
+            if r.pool != "(fleet)":
+                assert f"{r.pool} {r.allocated}/{r.gpus}" in text
+        fleet = pool_rows(app.snapshot, app.idle_watch.idle)[-1]
+        assert text.rstrip().endswith(f"idle {fleet.idle}/{fleet.allocated}")
 
 
 def majority(app) -> str:

@@ -85,10 +85,12 @@ async def service_screen(pilot) -> None:
     await pilot.pause()
 
 
-def wallboard_page(flips: int):
+def wallboard_page(page: str):
+    from gputui.ui.wallboard import PAGES
+
     async def run(pilot) -> None:
         await wallboard_loaded(pilot)
-        await pilot.press(*["n"] * flips)
+        await pilot.press(*["n"] * PAGES.index(page))
         await pilot.pause()
 
     return run
@@ -127,7 +129,7 @@ def test_dashboard_shows_every_node_and_service_with_state_and_heat_in_each_them
 @each_theme
 @each_size
 def test_wallboard_heat_map_reads_in_each_theme(snap_compare, size, theme):
-    assert picture(snap_compare, wallboard_page(0), size, theme, wallboard=True, read_only=True, wallboard_rotate=3600.0)
+    assert picture(snap_compare, wallboard_page("heat"), size, theme, wallboard=True, read_only=True, wallboard_rotate=3600.0)
 
 
 @each_theme
@@ -193,12 +195,17 @@ def test_command_mode_completes_as_you_type(snap_compare, size):
 
 @each_size
 def test_wallboard_services_page(snap_compare, size):
-    assert picture(snap_compare, wallboard_page(1), size, wallboard=True, read_only=True, wallboard_rotate=3600.0)
+    assert picture(snap_compare, wallboard_page("services"), size, wallboard=True, read_only=True, wallboard_rotate=3600.0)
+
+
+@each_size
+def test_wallboard_pools_page_counts_allocated_free_and_idle_gpus(snap_compare, size):
+    assert picture(snap_compare, wallboard_page("pools"), size, wallboard=True, read_only=True, wallboard_rotate=3600.0)
 
 
 @each_size
 def test_wallboard_alerts_page(snap_compare, size):
-    assert picture(snap_compare, wallboard_page(2), size, wallboard=True, read_only=True, wallboard_rotate=3600.0)
+    assert picture(snap_compare, wallboard_page("alerts"), size, wallboard=True, read_only=True, wallboard_rotate=3600.0)
 
 
 @each_size

@@ -85,7 +85,7 @@ async def test_a_cut_alerts_page_says_how_many_more(app_factory):
     app = wallboard_app(app_factory)
     async with app.run_test(size=(80, 14)) as pilot:
         await wallboard_loaded(pilot)
-        await pilot.press("n", "n")  # the alerts page
+        await pilot.press(*["n"] * PAGES.index("alerts"))  # the alerts page
         await wait_for(pilot, lambda: "more" in table_text(app))
         shown = table_text(app)
         assert len(shown.strip().splitlines()) <= app.screen._page_size()[1]
@@ -100,3 +100,23 @@ async def test_the_alert_strip_keeps_its_more_count_whole_at_80_columns(app_fact
         strip = str(app.screen.query_one("#wall-alerts").render()).splitlines()
         assert len(strip) == 3 and strip[2].endswith("more on the alerts page)")  # the message gave way
         assert all(len(line) <= 80 for line in strip)
+
+
+async def test_the_wallboard_shows_idle_gpus_and_a_pools_page(app_factory):
+    from textual.widgets import Digits
+
+    from gputui.pools import pool_rows
+
+    app = wallboard_app(app_factory)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wallboard_loaded(pilot)
+        await wait_for(pilot, lambda: app.idle_watch.idle is not None)  # read-only, and still read
+        fleet = pool_rows(app.snapshot, app.idle_watch.idle)[-1]
+        await wait_for(pilot, lambda: app.screen.query_one("#fig-idle Digits", Digits).value == str(fleet.idle))
+        app.screen.page = PAGES.index("pools")
+        app.screen.show_snapshot()
+        await pilot.pause()
+        text = table_text(app)
+        for r in pool_rows(app.snapshot, app.idle_watch.idle):
+            assert r.pool in text
+        assert "idle unknown" not in text

@@ -36,6 +36,7 @@ class _ReadOnlyView:
         self.describe = cluster.describe
         self.check_facts = cluster.check_facts
         self.version_signals = cluster.version_signals
+        self.idle_gpus = cluster.idle_gpus
         self.close = cluster.close
 
 

@@ -1,0 +1,51 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from gputui.backends.demo import DemoCluster, demo_backend
+from gputui.pools import FLEET, PoolRow, pool_rows, read_idle
+from gputui.present.cells import Palette
+from gputui.present.pools import has_pools, pool_strip
+from gputui.settings import SettingsError, load_settings
+from tests.demo_clock import ManualClock
+
+
+def test_a_read_only_demo_still_reads_idle_gpus():
+    """The wallboard is read-only: its idle figures must not be unknown for want of a reader method."""
+    backend = demo_backend(clock=ManualClock(), read_only=True)
+    idle, why = read_idle(backend, 3600, 5)
+    assert why == "" and idle is not None
+    done = subprocess.run([sys.executable, "-m", "gputui", "--demo", "--read-only", "pools", "-o", "json"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["idle_unknown_because"] is None
+
+
+def test_pool_labels_are_a_setting_and_a_bad_one_is_one_line(tmp_path):
+    settings = load_settings({}, env={"GPUTUI_POOL_LABELS": "team,gpu.pool"}, config_path=tmp_path / "none.yaml")
+    assert settings.pool_labels == ("team", "gpu.pool")
+    snap = DemoCluster(seed=7, clock=ManualClock()).snapshot()
+    # No node has `team`: every node falls to gpu.pool, the next label named.
+    assert {r.pool for r in pool_rows(snap, None, settings.pool_labels)} == {"hopper", "ampere", "ada-lovelace", FLEET}
+    assert {r.pool for r in pool_rows(snap, None, ("team",))} == {"(no pool)", FLEET}
+    with pytest.raises(SettingsError, match="pool_labels: 'not a label!' is not a valid label name"):
+        load_settings({}, env={"GPUTUI_POOL_LABELS": "not a label!"}, config_path=tmp_path / "none.yaml")
+
+
+def _row(pool: str, gpus: int, allocated: int, idle: int | None) -> PoolRow:
+    return PoolRow(pool, 1, gpus, allocated, None, idle)
+
+
+def test_the_pool_strip_fits_counts_what_it_leaves_out_and_says_unknown():
+    rows = [_row(f"pool-{i:02d}", 8, 4, 1) for i in range(20)]
+    rows.append(_row(FLEET, 160, 80, 20))
+    line = pool_strip(rows, 80, Palette())
+    assert len(line) <= 80
+    shown = line.plain.count("pool-")
+    assert 0 < shown < 20 and f"+{20 - shown} (:pools)" in line.plain
+    assert line.plain.endswith("idle 20/80")
+    unknown = pool_strip([_row("a", 8, 4, None), _row(FLEET, 8, 4, None)], 200, Palette(), "no pod label")
+    assert unknown.plain == " Pools  a 4/8  idle ? (no pod label)"
+    assert not has_pools([_row("(no pool)", 8, 4, None), _row(FLEET, 8, 4, None)])

@@ -41,6 +41,25 @@ def max_unavailable(policy: UpgradePolicy, nodes: int) -> int:
         return math.ceil(nodes * 0.25)
 
 
+def parallel_hold(snapshot: ClusterSnapshot, starting: str, draining: set[str]) -> str:
+    """Why a maintenance batch must not start draining `starting` beside the drains it runs: the GPU Operator
+    upgrades only while at most maxUnavailable GPU nodes are unavailable, and one more drained in parallel
+    would take the fleet past it. "" when there is room, or the node is unavailable already (draining it
+    costs nothing more). The batch still drains one node at a time: the limit holds back parallelism, never
+    the maintenance itself (the plan says when the batch as a whole goes beyond it)."""
+    policy = snapshot.upgrade_policy
+    if policy is None:
+        return ""
+    limit = max_unavailable(policy, len(snapshot.nodes))
+    # The batch's running drains count as unavailable even before their cordon shows in the snapshot.
+    down = {n.name for n in snapshot.nodes if _unavailable(n)} | draining
+    if starting in down or len(down) < limit:
+        return ""
+    return (f"{starting} waits for the drains running: {len(down)} of {len(snapshot.nodes)} GPU nodes are "
+            f"unavailable, the GPU Operator's maxUnavailable {policy.max_unavailable} ({limit}); one more at once "
+            "would hold its driver upgrades back")
+
+
 @dataclass(frozen=True, slots=True)
 class UpgradeRow:
     node: str

@@ -196,3 +196,51 @@ def test_batch_parallelism_and_capacity_guard():
     starts = [e.node for e in events if e.kind == "started"]
     assert starts[:2] == order[:2]
     assert cluster.lost_sessions == 0
+
+
+class _WithPolicy:
+    """The demo read as a cluster whose GPU Operator ClusterPolicy allows `limit` unavailable nodes."""
+
+    def __init__(self, cluster, limit: str) -> None:
+        from gputui.model import UpgradePolicy
+
+        self.cluster, self.policy = cluster, UpgradePolicy(True, 1, limit)
+
+    def snapshot(self):
+        from dataclasses import replace
+
+        return replace(self.cluster.snapshot(), upgrade_policy=self.policy)
+
+    def __getattr__(self, name):
+        return getattr(self.cluster, name)
+
+
+def _run(limit: str):
+    from gputui.ops.drain.batch import run_batch
+
+    clock = ManualClock()
+    cluster = DemoCluster(seed=7, clock=clock)
+    busy = ["gpu-h100-01", "gpu-h100-02"]  # llama pods with live sessions: each drain takes a while
+    gen = run_batch(busy, _WithPolicy(cluster, limit), cluster, AuditLog(None, "t", "demo"), parallel=2,
+                    clock=clock, sleep=clock.advance, poll_s=2.0)
+    events = []
+    try:
+        while True:
+            events.append(next(gen))
+    except StopIteration as stop:
+        return events, stop.value
+
+
+def test_a_parallel_batch_waits_its_turn_when_the_gpu_operators_max_unavailable_has_no_room():
+    # The demo has 3 unavailable GPU nodes (two cordoned, one NotReady): maxUnavailable 4 leaves room for one.
+    events, reports = _run("4")
+    kinds = [(e.kind.value, e.node) for e in events if e.kind.value in ("started", "done", "info")]
+    assert kinds.index(("started", "gpu-h100-02")) > kinds.index(("done", "gpu-h100-01"))
+    held = [e.message for e in events if e.kind.value == "info" and e.node == "gpu-h100-02"]
+    assert len(held) == 1 and "4 of 27 GPU nodes are unavailable, the GPU Operator's maxUnavailable 4 (4)" in held[0]
+    assert all(r.outcome is Outcome.DRAINED for r in reports.values())  # held back, never refused
+    # With room for both, both start before either is done.
+    events, _ = _run("50%")
+    kinds = [(e.kind.value, e.node) for e in events if e.kind.value in ("started", "done")]
+    assert kinds[:2] == [("started", "gpu-h100-01"), ("started", "gpu-h100-02")]
+    assert not [e for e in events if e.kind.value == "info" and "maxUnavailable" in e.message]

@@ -1,4 +1,5 @@
-"""Draining several nodes: at most N at once, and a capacity guard that stops before GPUs run out.
+"""Draining several nodes: at most N at once (fewer while the GPU Operator's maxUnavailable leaves no room for
+another: gputui.upgrades.parallel_hold), and a capacity guard that stops before GPUs run out.
 
 Runs interleave in one thread (each drain yields a tick per poll), so the order of writes is
 deterministic and a batch needs no locks. Each node runs with its own options (a resumed batch
@@ -18,6 +19,7 @@ from gputui.ops.drain.options import DrainOptions
 from gputui.ops.drain.plan import capacity_after, plan_drain, units_needed
 from gputui.ops.drain.report import DrainReport, Outcome
 from gputui.ops.drain.run import run_drain
+from gputui.upgrades import parallel_hold
 
 
 def run_batch(
@@ -43,6 +45,7 @@ def run_batch(
     wake: dict[str, float] = {}  # when each run asked to be polled again (a paused one backs off)
     reports: dict[str, DrainReport] = {}
     controls = controls or {}
+    told_held: set[str] = set()
     while pending or active:
         while pending and len(active) < max(1, parallel):
             node = pending[0]
@@ -51,6 +54,11 @@ def run_batch(
             except BackendError as exc:
                 yield DrainEvent(node, EventKind.PAUSED, message=f"cannot read the cluster to start {node}: {exc}")
                 sleep(poll_s)
+                break
+            if active and (held := parallel_hold(snap, node, set(active))):
+                if node not in told_held:  # said once per node, not on every poll it waits
+                    told_held.add(node)
+                    yield DrainEvent(node, EventKind.INFO, message=held)
                 break
             guard = _guard(snap, set(active) | {node}, members, per_node)
             if guard is not None:

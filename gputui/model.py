@@ -271,6 +271,7 @@ class InferencePod:
     probes: PodProbes | None = None  # None: the spec was not read
     gpu_units: Mapping[str, int] = field(default_factory=dict)  # by resource (dra:<driver> for DRA devices)
     images: tuple[str, ...] = ()  # its containers' images
+    gpus_unrequested: bool = False  # sees GPUs (NVIDIA_VISIBLE_DEVICES) without asking for any: see upgrades
 
     @property
     def key(self) -> str:

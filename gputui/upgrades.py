@@ -1,7 +1,8 @@
 """The GPU Operator's driver upgrades, node by node (../shared/reference/gpu-resources.md): each node's state
 in the operator's state machine (`nvidia.com/gpu-driver-upgrade-state`) and, when it is not moving, why: it
 failed, it is skipped by label, the ClusterPolicy's maxParallelUpgrades or maxUnavailable holds it back, its
-driver pod restarts, GPU pods are still on it. And the warning gputui gives before it cordons, drains or
+driver pod restarts, a pod uses GPUs without requesting them (never evicted, it keeps the driver in use),
+GPU pods are still on it. And the warning gputui gives before it cordons, drains or
 uncordons a node the operator is upgrading: two controllers on one node undo each other's work. Pure."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
 SKIP_LABEL = "nvidia.com/gpu-driver-upgrade.skip"
 DRIVER_POD_PREFIX = "nvidia-driver"  # the operator's driver DaemonSet's pods
 RESTARTS_STUCK = 3
+OPERATOR_POD_PREFIXES = ("nvidia-", "gpu-feature-discovery", "gpu-operator")  # its own pods see GPUs by design
 # Past upgrade-required: the operator has taken the node (counted against maxParallelUpgrades).
 TAKEN = UPGRADE_IN_PROGRESS[1:]
 WITH_PODS = ("wait-for-jobs-required", "pod-deletion-required", "drain-required")
@@ -86,6 +88,13 @@ def stuck_because(snapshot: ClusterSnapshot, node: Node) -> str:
         if pod.restarts >= RESTARTS_STUCK and not pod.ready:
             return (f"driver pod {pod.name} restarting ({pod.restarts} restarts, not ready): often the old driver "
                     "is still in use by a process holding a GPU")
+    if state in TAKEN:  # taken by the operator: a pod it cannot see keeps the old driver loaded
+        hidden = [p.key for p in snapshot.pods_on(node.name)
+                  if p.gpus_unrequested and not p.terminated and not p.name.startswith(OPERATOR_POD_PREFIXES)]
+        if hidden:
+            return (f"{len(hidden)} pod{'s' * (len(hidden) != 1)} use{'s' * (len(hidden) == 1)} GPUs without "
+                    f"requesting any (NVIDIA_VISIBLE_DEVICES): the operator never evicts {'them' if len(hidden) > 1 else 'it'}"
+                    f" and the driver stays in use: {', '.join(hidden[:3])}" + (" …" if len(hidden) > 3 else ""))
     policy = snapshot.upgrade_policy
     if state == "upgrade-required" and policy is not None:
         taken = sum(1 for n in snapshot.nodes if n.upgrade_state in TAKEN)

@@ -406,6 +406,7 @@ def inference_pod(p: PodRecord, service: str, version: str, running: int | None,
         mirror=p.mirror, sessions_running=running, sessions_waiting=waiting,
         session_signal=session_signal(p.labels, service, has_series), pending_reason=p.pending_reason,
         termination_grace_s=p.grace_seconds, prestop_sleep_s=p.prestop_sleep_s, probes=p.probes,
+        gpus_unrequested=p.gpus_unrequested,
     )
 
 

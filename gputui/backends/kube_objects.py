@@ -134,6 +134,7 @@ class PodRecord:
     probes: PodProbes | None = None
     gpu_units: Mapping[str, int] = field(default_factory=dict)  # by resource name; gpu_request is their sum
     images: tuple[str, ...] = ()  # its containers' images (versions of engines and GPU Operator components)
+    gpus_unrequested: bool = False  # a container sets NVIDIA_VISIBLE_DEVICES to GPUs, and the pod requests none
 
     @property
     def key(self) -> str:
@@ -234,7 +235,18 @@ def pod_record(obj: dict[str, Any]) -> PodRecord:
         mirror="kubernetes.io/config.mirror" in (meta.get("annotations") or {}),
         grace_seconds=spec.get("terminationGracePeriodSeconds"),
         pending_reason=str(pending)[:200], prestop_sleep_s=_prestop_sleep(spec), probes=_probes(spec),
+        gpus_unrequested=not units and _sees_gpus(spec),
     )
+
+
+def _sees_gpus(spec: dict[str, Any]) -> bool:
+    """A container the NVIDIA runtime gives GPUs by environment (`all`, indices or UUIDs): without a resource
+    request the scheduler and the device plugin know nothing of it, and it holds the driver open."""
+    for c in spec.get("containers") or []:
+        for env in c.get("env") or []:
+            if isinstance(env, dict) and env.get("name") == "NVIDIA_VISIBLE_DEVICES":
+                return str(env.get("value") or "").strip().lower() not in ("", "void", "none")
+    return False
 
 
 @dataclass(frozen=True, slots=True)

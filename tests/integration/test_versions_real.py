@@ -121,6 +121,23 @@ def test_the_upgrade_cockpit_says_why_a_node_does_not_move_and_drains_warn(clust
     assert upgrade["ver-3"]["stuck"].startswith("upgrade failed: the operator leaves the node for manual recovery")
     plan = run("drain", "ver-1", "--dry-run", "-o", "json", "--kubeconfig", str(cluster.admin_kubeconfig), home=tmp_path)
     assert "mid driver upgrade under the GPU Operator (state drain-required)" in plan.stdout, plan.stderr
+    # A monitoring agent that sees the GPUs by environment and requests none: the operator never evicts it, so
+    # it is why ver-1's driver cannot be swapped, and said so (the real fake-kubelet runs it there).
+    core.create_namespaced_pod(NS, {"metadata": {"name": "gpu-agent"}, "spec": {
+        "nodeName": "ver-1", "tolerations": [GPU_TOLERATION], "terminationGracePeriodSeconds": 1,
+        "containers": [{"name": "c", "image": "example.com/gpu-agent:1",
+                        "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]}]}})
+    try:
+        wait_until(lambda: core.read_namespaced_pod("gpu-agent", NS).status.phase == "Running", 60,
+                   what="the agent running on ver-1")
+        out = run("versions", "--kubeconfig", str(cluster.admin_kubeconfig), "-o", "json", home=tmp_path)
+        upgrade = {r["node"]: r["upgrade"] for r in json.loads(out.stdout) if r["node"] in NODES}
+        assert upgrade["ver-1"]["stuck"] == ("1 pod uses GPUs without requesting any (NVIDIA_VISIBLE_DEVICES): the "
+                                             f"operator never evicts it and the driver stays in use: {NS}/gpu-agent")
+        # The operator's own DaemonSet pods on the node see GPUs too: they are not named.
+        assert "nvidia-" not in upgrade["ver-1"]["stuck"]
+    finally:
+        core.delete_namespaced_pod("gpu-agent", NS, grace_period_seconds=0)
 
 
 def test_pools_count_allocated_idle_and_unallocated_gpus_from_the_real_prometheus(cluster, fake_kubelet,

@@ -33,6 +33,30 @@ def test_each_reason_a_node_is_held():
     assert owner_warning(waiting) == ""  # not taken yet: the operator is not acting on it
 
 
+def test_a_pod_using_gpus_without_requesting_them_is_why_a_taken_node_stays():
+    from gputui.backends.kube_objects import pod_record
+
+    def pod(name: str, env: list, resources: dict | None = None) -> dict:
+        return {"metadata": {"name": name, "namespace": "mon", "uid": name},
+                "spec": {"nodeName": "b", "containers": [{"name": "c", "env": env, "resources": resources or {}}]},
+                "status": {"phase": "Running"}}
+
+    seen = pod_record(pod("gpu-agent-x", [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]))
+    asked = pod_record(pod("chat-0", [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}],
+                           {"limits": {"nvidia.com/gpu": "1"}}))
+    void = pod_record(pod("cpu-job", [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}]))
+    assert (seen.gpus_unrequested, asked.gpus_unrequested, void.gpus_unrequested) == (True, False, False)
+    agent = InferencePod("mon", "gpu-agent-x", "u1", "b", gpus_unrequested=True)
+    plugin = InferencePod("gpu-operator", "nvidia-device-plugin-daemonset-q", "u2", "b", gpus_unrequested=True,
+                          owner_kind="DaemonSet")  # the operator's own pods see GPUs by design
+    taken, waiting = node("b", "pod-restart-required"), node("c", "upgrade-required")
+    snap = ClusterSnapshot(0, "t", nodes=(taken, waiting), pods=(agent, plugin,
+                                                                  InferencePod("mon", "agent-c", "u3", "c", gpus_unrequested=True)))
+    assert stuck_because(snap, taken) == ("1 pod uses GPUs without requesting any (NVIDIA_VISIBLE_DEVICES): the "
+                                          "operator never evicts it and the driver stays in use: mon/gpu-agent-x")
+    assert stuck_because(snap, waiting) == ""  # not taken yet: the pod is not what holds it
+
+
 def test_idle_gpus_are_unknown_without_pod_attribution_and_pools_sum_to_the_fleet():
     from gputui.backends.prom_review import idle_gpus
     from gputui.pools import FLEET, pool_rows

@@ -150,6 +150,7 @@ class _SimPod:
     phase: str = "Running"
     signal: bool = True  # exports a session metric
     busy: bool = True  # a pod of no service: a training job keeps its GPUs busy, a forgotten notebook does not
+    gpus_unrequested: bool = False  # sees GPUs by NVIDIA_VISIBLE_DEVICES without requesting any
     restarts: int = 0
     annotations: dict[str, str] = field(default_factory=dict)
     resource: str = WHOLE_GPU

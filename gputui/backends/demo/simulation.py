@@ -90,6 +90,12 @@ class Simulation:
             "research", "jupyter-alice-0", self._uid(), "", "", "", 1, [], self._t,
             {"app": "jupyter"}, owner_kind="StatefulSet", signal=False, busy=False,
         ), A100)
+        # A monitoring agent seeing every GPU without asking for one, on the node whose driver restart waits:
+        # why its upgrade does not finish (named, not drawn from the seed, so nothing else moves).
+        agent = _SimPod("monitoring", "gpu-agent-0", "9d1c7e52-agent-0000-0000-000000000000", "gpu-l40s-03", "", "", 0,
+                        [], self._t, {"app": "gpu-agent"}, owner_kind="StatefulSet", signal=False,
+                        gpus_unrequested=True)
+        self._pods[f"{agent.namespace}/{agent.name}"] = agent
         for node in self._nodes.values():
             if node.ready:
                 pod = _SimPod(
@@ -356,7 +362,7 @@ class Simulation:
             labels=dict(p.labels), has_emptydir=p.has_emptydir,
             sessions_running=running, sessions_waiting=p.waiting if p.signal else None, session_signal=p.signal,
             pending_reason=self._pending_reason(p) if p.phase == "Pending" else "",
-            termination_grace_s=int(p.grace_s), restarts=p.restarts,
+            termination_grace_s=int(p.grace_s), restarts=p.restarts, gpus_unrequested=p.gpus_unrequested,
             probes=svc.probes if (svc := self._services.get(f"{p.namespace}/{p.service}")) else None,
         )
 

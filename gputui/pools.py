@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Mapping
 
 if TYPE_CHECKING:
-    from gputui.backends.base import Backend
+    from gputui.model import Node
     from gputui.snapshot import ClusterSnapshot
 
 DEFAULT_POOL_LABELS = ("gpu.pool", "cloud.google.com/gke-nodepool", "eks.amazonaws.com/nodegroup",
@@ -22,19 +22,19 @@ def pool_of(labels: Mapping[str, str], keys: Iterable[str] = DEFAULT_POOL_LABELS
 
 FLEET = "(fleet)"
 NO_ATTRIBUTION = "GPU series carry no pod label: allocated-but-idle cannot be told"
+
+
+@dataclass(frozen=True, slots=True)
+class IdleReading:
+    """What the metrics say of GPUs held by pods, per node, in the units pods are allocated (cards, MIG
+    instances): how many are idle over the window, and how many series name a pod at all. A node with more
+    units allocated than attributed cannot be told (some exporters leave MIG or shared GPUs unlabelled):
+    its idle figure is unknown, never guessed from the rest."""
+
+    idle: Mapping[str, int]
+    attributed: Mapping[str, int]
 IDLE_WINDOW_S = 3600.0  # the TUI's idle figures: allocated GPUs below IDLE_BELOW_PCT over the last hour
 IDLE_BELOW_PCT = 5.0
-
-
-def read_idle(backend: Backend, window_s: float, below_pct: float) -> tuple[dict[str, int] | None, str]:
-    """Per node, allocated GPUs idle over the window (one range query), or None and why it is unknown."""
-    from gputui.backends.base import BackendError, error_line
-
-    try:
-        idle = backend.idle_gpus(window_s, below_pct)
-    except BackendError as exc:
-        return None, error_line(exc)
-    return idle, "" if idle is not None else NO_ATTRIBUTION
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +47,7 @@ class PoolRow:
     allocated: int
     util: float | None  # mean over the pool's GPUs reporting; None: none reports
     idle: int | None  # allocated to a pod but below the idle threshold over the window; None: unknown
+    unattributed: int = 0  # nodes whose allocated GPUs the metrics do not map to pods (why idle is unknown)
 
     @property
     def unallocated(self) -> int:
@@ -55,26 +56,43 @@ class PoolRow:
     def to_dict(self) -> dict:
         return {"pool": self.pool, "nodes": self.nodes, "gpus": self.gpus, "allocated": self.allocated,
                 "unallocated": self.unallocated, "util_pct": None if self.util is None else round(self.util, 1),
-                "allocated_idle": self.idle}
+                "allocated_idle": self.idle, "idle_unattributed_nodes": self.unattributed}
 
 
-def pool_rows(snapshot: ClusterSnapshot, idle: Mapping[str, int] | None,
+def idle_why(row: PoolRow, why: str) -> str:
+    """Why a row's idle figure is unknown ("" when it is known)."""
+    if row.idle is not None:
+        return ""
+    if row.unattributed:
+        return f"no pod attribution on {row.unattributed} node{'s' * (row.unattributed != 1)} with GPUs allocated"
+    return why or "not read yet"
+
+
+def pool_rows(snapshot: ClusterSnapshot, reading: IdleReading | None,
               keys: Iterable[str] = DEFAULT_POOL_LABELS) -> list[PoolRow]:
-    """One row per pool, then the fleet's. `idle`: per node, allocated GPUs idle over the window (None:
-    attribution unavailable, so every idle figure is unknown)."""
+    """One row per pool, then the fleet's. `reading`: the idle GPUs the metrics could tell (None: no series
+    names a pod, so every idle figure is unknown). A pool with a node whose allocation is not attributed has
+    an unknown idle figure too, and says on how many nodes."""
     keys = tuple(keys)
     groups: dict[str, list] = {}
     for n in snapshot.nodes:
         groups.setdefault(pool_of(n.labels, keys), []).append(n)
+
+    def node_idle(n: Node, allocated: int) -> int | None:
+        if reading is None or allocated > reading.attributed.get(n.name, 0):
+            return None if reading is None or allocated else 0
+        return reading.idle.get(n.name, 0)
 
     def row(name: str, nodes: list) -> PoolRow:
         weighted = [(n.mean_util, n.summary.count if n.summary and n.summary.count else len(n.gpus) or 1)
                     for n in nodes if n.mean_util is not None]
         weight = sum(w for _u, w in weighted)
         util = sum(u * w for u, w in weighted) / weight if weight else None
-        return PoolRow(name, len(nodes), sum(n.gpu_allocatable for n in nodes),
-                       sum(min(snapshot.gpus_allocated(n.name), n.gpu_allocatable) for n in nodes), util,
-                       None if idle is None else sum(idle.get(n.name, 0) for n in nodes))
+        allocated = [min(snapshot.gpus_allocated(n.name), n.gpu_allocatable) for n in nodes]
+        idle = [node_idle(n, a) for n, a in zip(nodes, allocated)]
+        unknown = sum(1 for i in idle if i is None) if reading is not None else 0
+        return PoolRow(name, len(nodes), sum(n.gpu_allocatable for n in nodes), sum(allocated), util,
+                       None if reading is None or unknown else sum(i or 0 for i in idle), unknown)
 
     rows = [row(name, nodes) for name, nodes in sorted(groups.items())]
     return rows + [row(FLEET, list(snapshot.nodes))]

@@ -14,6 +14,7 @@ from typing import Collection, Mapping, Protocol, Sequence, runtime_checkable
 from gputui.checks.facts import CheckFacts
 from gputui.errors import one_line
 from gputui.model import Gpu, InferenceService, NodeDescription
+from gputui.pools import NO_ATTRIBUTION, IdleReading
 from gputui.signals import VersionSignals
 from gputui.snapshot import ClusterSnapshot
 
@@ -206,13 +207,21 @@ class Backend:
             raise BackendError("this backend reads no engine metrics")
         return self.reader.version_signals(snapshot, service, window_s)
 
-    def idle_gpus(self, window_s: float, below_pct: float) -> dict[str, int] | None:
+    def idle_gpus(self, window_s: float, below_pct: float) -> IdleReading | None:
         """Per node, GPUs held by a pod but idle over the window (None: attribution unavailable)."""
         reader = getattr(self.reader, "idle_gpus", None)
         if reader is None:
             raise BackendError("this backend reads no metrics history")
-        result: dict[str, int] | None = reader(window_s, below_pct)
+        result: IdleReading | None = reader(window_s, below_pct)
         return result
+
+    def read_idle(self, window_s: float, below_pct: float) -> tuple[IdleReading | None, str]:
+        """idle_gpus, or None and why it is unknown (one line), for the views and `gputui pools`."""
+        try:
+            idle = self.idle_gpus(window_s, below_pct)
+        except BackendError as exc:
+            return None, error_line(exc)
+        return idle, "" if idle is not None else NO_ATTRIBUTION
 
     def may(self, action: str) -> bool:
         return self.writer is not None and self.permissions.get(action, True)

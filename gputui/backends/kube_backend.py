@@ -15,6 +15,7 @@ from gputui.backends.kube_http import Connection, connect, path_of, PROBE_TIMEOU
 from gputui.backends.kube_writer import KubeWriter, allowed, whoami
 from gputui.backends.kube_dra import DRA_GROUP, claim_record, slice_record
 from gputui.backends.kube_objects import PodRecord
+from gputui.pools import IdleReading
 from gputui.upgrades import policy_from
 from gputui.backends import kube_objects as ko
 from gputui.backends.prom_review import read_facts
@@ -344,7 +345,7 @@ class KubeReader:
     def check_facts(self, window_s: float) -> CheckFacts:
         return read_facts(self.prom, window_s)
 
-    def idle_gpus(self, window_s: float, below_pct: float) -> dict[str, int] | None:
+    def idle_gpus(self, window_s: float, below_pct: float) -> IdleReading | None:
         if self.prom is None:
             raise BackendError("no metrics source (give --prometheus): idle GPUs cannot be told")
         from gputui.backends.prom_review import idle_gpus

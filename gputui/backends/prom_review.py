@@ -10,6 +10,7 @@ from gputui.backends.base import BackendError
 from gputui.backends.prom import PromSource, _finite
 from gputui.checks.facts import AlertRule, CheckFacts
 from gputui.errors import first_line
+from gputui.pools import IdleReading
 
 FB_USED = "DCGM_FI_DEV_FB_USED"
 # Which labels name the pod holding a GPU, most specific first: with honor_labels off the exporter's own
@@ -86,20 +87,36 @@ def read_facts(prom: PromSource | None, window_s: float) -> CheckFacts:
 UTIL = "DCGM_FI_DEV_GPU_UTIL"
 
 
-def idle_gpus(prom: PromSource, window_s: float, below_pct: float) -> dict[str, int] | None:
-    """Per node, the GPUs a pod holds (the exporter's pod mapping) whose mean utilisation over the window is
-    below the threshold: allocated but idle. None when no GPU series names a pod (attribution unavailable,
-    never "none idle"). One range-aggregating query, asked on demand (pools), not every refresh. MIG
-    instances are not counted (their series are profiling ratios per instance, not per card)."""
-    attributed = " or ".join(f'{UTIL}{{{pod}!=""}}' for _ns, pod in POD_LABELS)
-    if not prom.query(f"count({attributed})"):
+MIG_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"  # a MIG instance's busy ratio (0-1): the util gauge is not served
+
+
+def _held(pod: str) -> tuple[str, str]:
+    """The series of GPUs a pod holds, by the exporter's pod label: whole cards, and MIG instances."""
+    return f'{UTIL}{{{pod}!=""}}', f'{MIG_ACTIVE}{{GPU_I_ID!="",{pod}!=""}}'
+
+
+def idle_gpus(prom: PromSource, window_s: float, below_pct: float) -> IdleReading | None:
+    """Per node, the GPUs and MIG instances a pod holds (the exporter's pod mapping), and those whose mean
+    utilisation over the window is below the threshold: allocated but idle. None when no series names a pod
+    (attribution unavailable, never "none idle"); per node, pools.pool_rows compares what is attributed with
+    what is allocated. Two range-aggregating queries, asked on demand, not every refresh."""
+    by_host = f"count by ({', '.join(prom.host_labels)})"
+    attributed = _per_host(prom, prom.query(f"{by_host} ({' or '.join(s for _ns, pod in POD_LABELS for s in _held(pod))})"))
+    if not attributed:
         return None
     w = f"{max(1, int(window_s))}s"
-    idle = " or ".join(f'avg_over_time({UTIL}{{{pod}!=""}}[{w}]) < {below_pct:g}' for _ns, pod in POD_LABELS)
+    idle = []
+    for _ns, pod in POD_LABELS:
+        card, mig = _held(pod)
+        idle += [f"avg_over_time({card}[{w}]) < {below_pct:g}", f"avg_over_time({mig}[{w}]) * 100 < {below_pct:g}"]
+    return IdleReading(_per_host(prom, prom.query(f"{by_host} ({' or '.join(idle)})")), attributed)
+
+
+def _per_host(prom: PromSource, rows: list[dict[str, Any]]) -> dict[str, int]:
     out: dict[str, int] = {}
-    for row in prom.query(f"count by ({', '.join(prom.host_labels)}) ({idle})"):
+    for row in rows:
         host = prom._host(row.get("metric") or {})
         value = _finite((row.get("value") or [None, None])[1])
         if host and value is not None:
-            out[host] = int(value)
+            out[host] = out.get(host, 0) + int(value)
     return out

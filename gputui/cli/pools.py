@@ -9,7 +9,7 @@ import json
 import sys
 
 from gputui.cli import common
-from gputui.pools import pool_rows, read_idle
+from gputui.pools import idle_why, pool_rows
 from gputui.settings import Settings
 
 
@@ -17,10 +17,11 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     backend = common.backend(settings)
     try:
         snapshot = backend.reader.snapshot()
-        idle, why = read_idle(backend, args.idle_window, args.idle_below)
+        idle, why = backend.read_idle(args.idle_window, args.idle_below)
     finally:
         backend.close()
     rows = pool_rows(snapshot, idle, settings.pool_labels)
+    why = idle_why(rows[-1], why)
     if args.output == "json":
         json.dump({"simulated": snapshot.simulated, "idle_window_s": args.idle_window, "idle_below_pct": args.idle_below,
                    "idle_unknown_because": why or None, "pools": [r.to_dict() for r in rows]},

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from gputui.pools import FLEET, NO_POOL, PoolRow
+from gputui.pools import FLEET, NO_POOL, PoolRow, idle_why
 from gputui.present.cells import Palette
 
 
@@ -17,8 +17,9 @@ def pool_strip(rows: list[PoolRow], width: int, palette: Palette, why_unknown: s
     tail = Text("  idle ", style="dim")
     if fleet.idle is None:
         tail.append("?", style="bold")
-        if why_unknown:
-            tail.append(f" ({why_unknown})", style="dim")
+        why = idle_why(fleet, why_unknown)
+        if why:
+            tail.append(f" ({why})", style="dim")
     else:
         tail.append(f"{fleet.idle}", style=f"bold {palette.cordoned}" if fleet.idle else "")
         tail.append(f"/{fleet.allocated}")

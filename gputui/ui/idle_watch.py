@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gputui.pools import IDLE_BELOW_PCT, IDLE_WINDOW_S, read_idle
+from gputui.pools import IDLE_BELOW_PCT, IDLE_WINDOW_S, IdleReading
 from gputui.ui.messages import IdleRead
 
 if TYPE_CHECKING:
@@ -18,7 +18,7 @@ IDLE_EVERY_S = 60.0
 
 class IdleWatch:
     def __init__(self) -> None:
-        self.idle: dict[str, int] | None = None  # per node; None: unknown
+        self.idle: IdleReading | None = None  # None: unknown (why says why)
         self.why = ""
         self._asked_at: float | None = None
         self.pending = False  # a read is under way (tests wait on it for a settled frame)
@@ -34,7 +34,7 @@ class IdleWatch:
         backend = app.backend
 
         def read() -> None:
-            idle, why = read_idle(backend, IDLE_WINDOW_S, IDLE_BELOW_PCT)
+            idle, why = backend.read_idle(IDLE_WINDOW_S, IDLE_BELOW_PCT)
             app.post_message(IdleRead(idle, why, backend))
 
         app.run_worker(read, thread=True, exclusive=True, group="idle", exit_on_error=False)

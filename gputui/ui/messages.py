@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from gputui.checks.result import CheckResult
     from gputui.backends.base import Backend
     from gputui.model import Gpu, NodeDescription
+    from gputui.pools import IdleReading
     from gputui.snapshot import ClusterSnapshot
     from gputui.ops.traffic import ShiftPlan
     from gputui.settings import Settings
@@ -139,7 +140,7 @@ class IdleRead(Message):
     """Per node, GPUs allocated but idle over the window, or why that is unknown; `asked`: the backend read
     (an answer from a cluster since left is dropped)."""
 
-    def __init__(self, idle: dict[str, int] | None, why: str, asked: object) -> None:
+    def __init__(self, idle: IdleReading | None, why: str, asked: object) -> None:
         super().__init__()
         self.idle = idle
         self.why = why

@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
 
-from gputui.pools import FLEET, IDLE_BELOW_PCT, pool_rows
+from gputui.pools import FLEET, IDLE_BELOW_PCT, idle_why, pool_rows
 from gputui.ui.base import ClusterScreen
 from gputui.ui.footer import KeyFooter
 from gputui.ui.header import HeaderBar
@@ -49,7 +49,7 @@ class PoolsScreen(ClusterScreen):
                      Text("–" if r.util is None else f"{r.util:.0f}%"),
                      Text("?" if r.idle is None else str(r.idle), style=f"bold {app.palette.cordoned}" if r.idle else ""))
             for r in rows})
-        note = (f"Idle: allocated GPUs below {IDLE_BELOW_PCT:g}% over the last hour"
-                + (f" (unknown: {watch.why})" if watch.idle is None else ""))
+        why = idle_why(rows[-1], watch.why)
+        note = f"Idle: allocated GPUs below {IDLE_BELOW_PCT:g}% over the last hour" + (f" (unknown: {why})" if why else "")
         self.query_one("#pools-note", Static).update(Text(note, style="dim"))
         watch.want(app)

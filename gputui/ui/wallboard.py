@@ -18,7 +18,7 @@ from gputui.present.columns import fit_service_columns, service_rows
 from gputui.ui.footer import KeyFooter
 from gputui.ui.header import HeaderBar
 from gputui.present.wallboard import figures, heat_map, legend
-from gputui.pools import FLEET, pool_rows
+from gputui.pools import FLEET, idle_why, pool_rows
 from gputui.health import fleet_alerts
 
 PAGES = ("heat", "services", "pools", "alerts")
@@ -179,13 +179,14 @@ class WallboardScreen(ClusterScreen):
         for label in ("POOL", "NODES", "GPUS", "ALLOCATED", "FREE", "UTIL", "IDLE"):
             table.add_column(label, no_wrap=True, header_style="bold", overflow="ellipsis",
                              justify="left" if label == "POOL" else "right")
-        for r in pool_rows(snap, watch.idle, self.app.settings.pool_labels):
+        rows = pool_rows(snap, watch.idle, self.app.settings.pool_labels)
+        for r in rows:
             table.add_row(Text(r.pool, style="bold" if r.pool == FLEET else ""), str(r.nodes), str(r.gpus),
                           str(r.allocated), str(r.unallocated), cells.pct(r.util),
                           Text("?" if r.idle is None else str(r.idle),
                                style=f"bold {self.app.palette.cordoned}" if r.idle else ""))
-        if watch.idle is None:
-            table.caption = f"idle unknown: {watch.why}"
+        if why := idle_why(rows[-1], watch.why):
+            table.caption = f"idle unknown: {why}"
         return table
 
     def _page_size(self) -> tuple[int, int]:

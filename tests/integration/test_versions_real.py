@@ -142,26 +142,48 @@ def test_the_upgrade_cockpit_says_why_a_node_does_not_move_and_drains_warn(clust
 
 def test_pools_count_allocated_idle_and_unallocated_gpus_from_the_real_prometheus(cluster, fake_kubelet,
                                                                                    dcgm_exporter, prometheus, tmp_path):
-    """A pool of one node whose four GPUs the exporter maps to pods or not: two held and idle, one held and
-    busy, one free. The idle figure is a range query over the window on the real Prometheus."""
+    """A pool of one node whose GPUs the exporter maps to pods or not: two held and idle, one held and busy,
+    one free, and a MIG card whose two instances a pod holds (one idle). A second pool whose node has a GPU
+    allocated by the real scheduler that no series maps to a pod: its idle figure is unknown, never 0. The
+    idle figures are range queries over the window on the real Prometheus."""
+    from tests.support.workloads import deployment, running
+
+    core = client.CoreV1Api(cluster.harness_client())
     fake_kubelet.add_node("idle-a", gpus=4, labels={"gpu.pool": "idle-test"})
-    dcgm_exporter.add_node("idle-a", gpus=4)
+    fake_kubelet.add_node("idle-b", gpus=2, labels={"gpu.pool": "idle-unattributed", "gputui.test/pool": "idle-b"})
+    dcgm_exporter.add_node("idle-a", gpus=5)
+    dcgm_exporter.add_node("idle-b", gpus=2)
+    core.create_namespace({"metadata": {"name": "t-idle"}})
     try:
-        for gpu, (pod, util) in enumerate([("a", 1), ("b", 2), ("c", 60), (None, 0)]):
+        cards = [("a", 1), ("b", 2), ("c", 60), (None, 0)]
+        for gpu, (pod, util) in enumerate(cards):
             dcgm_exporter.set("idle-a", gpu, util=util)
             dcgm_exporter.assign("idle-a", gpu, "t-idle" if pod else None, pod)
-        expected_idle = sum(1 for pod, util in [("a", 1), ("b", 2), ("c", 60)] if util < 5)
+        dcgm_exporter.set_mig("idle-a", 4, [("3g.40gb", 1, 0.01), ("3g.40gb", 2, 0.6)])
+        dcgm_exporter.assign("idle-a", 4, "t-idle", "m")
+        expected_idle = sum(1 for pod, util in cards if pod and util < 5) + 1  # + the MIG instance at 1%
+        client.AppsV1Api(cluster.harness_client()).create_namespaced_deployment(
+            "t-idle", deployment("held", "held", "v1", 1, 1, ns="t-idle", pool="idle-b"))
+        running(core, "t-idle", 1, "idle-b")
 
         def pool():
             out = run("pools", "-o", "json", "--idle-window", "15s", "--kubeconfig", str(cluster.admin_kubeconfig),
                       "--prometheus", prometheus.url, home=tmp_path)
             assert out.returncode == 0, out.stderr
-            rows = {r["pool"]: r for r in json.loads(out.stdout)["pools"]}
+            data = json.loads(out.stdout)
+            rows = {r["pool"]: r for r in data["pools"]}
             row = rows.get("idle-test")
-            return row if row and row["allocated_idle"] == expected_idle else None
+            return (row, rows, data) if row and row["allocated_idle"] == expected_idle else None
 
-        row = wait_until(pool, 60, what="two idle GPUs over the window")
+        row, rows, data = wait_until(pool, 60, what="three idle GPUs (two cards, one MIG instance) over the window")
         assert (row["nodes"], row["gpus"], row["allocated"], row["unallocated"]) == (1, 4, 0, 4)
+        unattributed = rows["idle-unattributed"]
+        assert (unattributed["allocated"], unattributed["allocated_idle"], unattributed["idle_unattributed_nodes"]) \
+            == (1, None, 1)
+        assert rows["(fleet)"]["allocated_idle"] is None  # a part unknown leaves the whole unknown
+        assert data["idle_unknown_because"].startswith("no pod attribution on ")
     finally:
-        dcgm_exporter.remove_node("idle-a")
-        fake_kubelet.remove_node("idle-a")
+        core.delete_namespace("t-idle")
+        for node in ("idle-a", "idle-b"):
+            dcgm_exporter.remove_node(node)
+            fake_kubelet.remove_node(node)

@@ -5,7 +5,7 @@ import sys
 import pytest
 
 from gputui.backends.demo import DemoCluster, demo_backend
-from gputui.pools import FLEET, PoolRow, pool_rows, read_idle
+from gputui.pools import FLEET, PoolRow, pool_rows
 from gputui.present.cells import Palette
 from gputui.present.pools import has_pools, pool_strip
 from gputui.settings import SettingsError, load_settings
@@ -15,7 +15,7 @@ from tests.demo_clock import ManualClock
 def test_a_read_only_demo_still_reads_idle_gpus():
     """The wallboard is read-only: its idle figures must not be unknown for want of a reader method."""
     backend = demo_backend(clock=ManualClock(), read_only=True)
-    idle, why = read_idle(backend, 3600, 5)
+    idle, why = backend.read_idle(3600, 5)
     assert why == "" and idle is not None
     done = subprocess.run([sys.executable, "-m", "gputui", "--demo", "--read-only", "pools", "-o", "json"],
                           capture_output=True, text=True, timeout=60)

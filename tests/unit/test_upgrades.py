@@ -59,9 +59,11 @@ def test_a_pod_using_gpus_without_requesting_them_is_why_a_taken_node_stays():
 
 def test_idle_gpus_are_unknown_without_pod_attribution_and_pools_sum_to_the_fleet():
     from gputui.backends.prom_review import idle_gpus
-    from gputui.pools import FLEET, pool_rows
+    from gputui.pools import FLEET, IdleReading, idle_why, pool_rows
 
     class NoPods:
+        host_labels = ("Hostname",)
+
         def query(self, promql):
             return []  # no GPU series names a pod
 
@@ -69,8 +71,14 @@ def test_idle_gpus_are_unknown_without_pod_attribution_and_pools_sum_to_the_flee
     nodes = (Node("a", True, False, "H100", 8, 8, labels={"gpu.pool": "p1"}),
              Node("b", True, False, "H100", 8, 8, labels={"karpenter.sh/nodepool": "p2"}), Node("c", True, False, "H100", 4, 4))
     snap = ClusterSnapshot(0, "t", nodes=nodes, pods=(InferencePod("ns", "x", "u", "a", gpu_request=3),))
-    rows = {r.pool: r for r in pool_rows(snap, {"a": 2})}
+    rows = {r.pool: r for r in pool_rows(snap, IdleReading({"a": 2}, {"a": 3}))}
     assert set(rows) == {"p1", "p2", "(no pool)", FLEET}
     assert (rows["p1"].allocated, rows["p1"].unallocated, rows["p1"].idle) == (3, 5, 2)
     assert (rows[FLEET].gpus, rows[FLEET].allocated, rows[FLEET].idle) == (20, 3, 2)
     assert all(r.idle is None for r in pool_rows(snap, None))
+    # Three GPUs allocated on a, two of them mapped to a pod by the exporter: a's idle figure cannot be told,
+    # so neither can its pool's nor the fleet's; the pools with nothing allocated still can (0).
+    rows = {r.pool: r for r in pool_rows(snap, IdleReading({"a": 2}, {"a": 2}))}
+    assert (rows["p1"].idle, rows["p1"].unattributed, rows[FLEET].idle) == (None, 1, None)
+    assert (rows["p2"].idle, rows["(no pool)"].idle) == (0, 0)
+    assert idle_why(rows[FLEET], "") == "no pod attribution on 1 node with GPUs allocated"

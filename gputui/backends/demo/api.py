@@ -10,6 +10,7 @@ from typing import Any, Mapping, Sequence
 from gputui.backends.base import ConflictError, EvictionOutcome, EvictionResult, WriteError, stale_json_patch
 from gputui.checks.facts import CheckFacts
 from gputui.model import InferenceService, NodeDescription
+from gputui.pools import IdleReading
 from gputui.snapshot import ClusterSnapshot
 from gputui.signals import VersionSignals
 from gputui.backends.demo.errors import DemoApiError
@@ -43,7 +44,7 @@ class DemoCluster(Simulation):
         with self._lock:
             return version_signals(self, service, window_s)
 
-    def idle_gpus(self, window_s: float, below_pct: float) -> dict[str, int] | None:
+    def idle_gpus(self, window_s: float, below_pct: float) -> IdleReading | None:
         from gputui.backends.demo.review import idle_gpus
 
         with self._lock:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from gputui.checks.facts import AlertRule, CheckFacts
 from gputui.model import InferenceService
+from gputui.pools import IdleReading
 from gputui.signals import VersionSignals
 
 if TYPE_CHECKING:
@@ -67,14 +68,16 @@ def version_signals(sim: Simulation, service: InferenceService, window_s: float)
     return out
 
 
-def idle_gpus(sim: Simulation, window_s: float, below_pct: float) -> dict[str, int]:
+def idle_gpus(sim: Simulation, window_s: float, below_pct: float) -> IdleReading:
     """Per node, GPUs a pod holds whose mean utilisation over the window (the simulated DCGM history) is below
-    the threshold; the demo's exporter maps every GPU to its pod, so attribution is always available."""
+    the threshold; the demo's exporter maps every unit a pod holds to it, so attribution is always complete."""
     out: dict[str, int] = {}
+    attributed = {n.name: sum(len(p.gpu_indices) for p in sim._pods.values() if p.node == n.name)
+                  for n in sim._nodes.values()}
     since = sim._t - window_s
     for node in sim._nodes.values():
         for index in node.holders:
             samples = [u for t, u in node.history.get(index, ()) if t >= since and u is not None]
             if samples and sum(samples) / len(samples) < below_pct:
                 out[node.name] = out.get(node.name, 0) + 1
-    return out
+    return IdleReading(out, attributed)

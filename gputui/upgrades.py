@@ -116,6 +116,30 @@ def upgrade_rows(snapshot: ClusterSnapshot) -> list[UpgradeRow]:
     return [UpgradeRow(n.name, n.upgrade_state, stuck_because(snapshot, n)) for n in snapshot.nodes]
 
 
+class StateClock:
+    """How long each node has been in its upgrade state, as far as gputui has watched: the operator records no
+    time. A state seen at gputui's first look is a lower bound ("≥"); a change seen live is exact."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[str, float, bool]] = {}  # node -> (state, since, exact)
+        self._looked = False
+
+    def observe(self, snapshot: ClusterSnapshot, now: float) -> None:
+        seen = {}
+        for n in snapshot.nodes:
+            old = self._seen.get(n.name)
+            if old is not None and old[0] == n.upgrade_state:
+                seen[n.name] = old
+            else:  # moved while watched (exact), or new to gputui (since at least now)
+                seen[n.name] = (n.upgrade_state, now, self._looked and old is not None)
+        self._seen, self._looked = seen, True
+
+    def since(self, node: str, now: float) -> tuple[float, bool] | None:
+        """(seconds in its current state, exact), or None when gputui has not seen the node."""
+        entry = self._seen.get(node)
+        return None if entry is None else (max(0.0, now - entry[1]), entry[2])
+
+
 def owner_warning(node: Node) -> str:
     """What gputui says before it cordons, uncordons or drains a node the GPU Operator is upgrading."""
     if node.upgrade_state in TAKEN or node.upgrade_state == UPGRADE_FAILED:

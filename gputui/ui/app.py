@@ -22,6 +22,7 @@ from gputui.present.cells import MONO, Palette
 from gputui.settings import Settings
 from gputui.ui.keymaps import DEFAULT, keymap_files, load_keymaps, resolve, watched_dirs
 from gputui.ui.idle_watch import IdleWatch
+from gputui.upgrades import StateClock
 from gputui.ui.messages import CanaryProgress, Connected, DrainProgress, IdleRead, SnapshotReady, WriteDone
 from gputui.ui.theming import ThemesRead, load_themes, palette_defaults, palette_from
 
@@ -86,6 +87,9 @@ class GputuiApp(App[None]):
         self.drain_poll_s = 1.0  # how often a running drain re-reads sessions
         self.canaries: dict[str, CanarySession] = {}  # guided canaries by service key, running or ended
         self.idle_watch = IdleWatch()  # allocated-but-idle GPUs, read while a view shows them
+        self.upgrade_clock = StateClock()  # how long each node has been in its driver-upgrade state
+        if first_snapshot is not None:
+            self.upgrade_clock.observe(first_snapshot, clock())
         self.canary_poll_s = 15.0  # how often a running canary reads its gates
         self.polls = 0  # refreshes done (benchmarks count queries per refresh)
         self.keymap_name = settings.keymap
@@ -213,6 +217,7 @@ class GputuiApp(App[None]):
         old, new = self.snapshot, message.snapshot
         if new is not None:
             self.snapshot = new
+            self.upgrade_clock.observe(new, self.clock())
         changed = message.error != self.poll_error or not same_content(old, new)
         self.poll_error = message.error
         if changed:

@@ -9,6 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
 
+from gputui.present import cells
 from gputui.ui.base import ClusterScreen
 from gputui.ui.footer import KeyFooter
 from gputui.ui.header import HeaderBar
@@ -48,5 +49,13 @@ class VersionsScreen(ClusterScreen):
         sync_rows(self.query_one("#versions", KeyTable), {
             r.node: (Text(r.node), Text(r.pool), *(
                 Text(("≠" if c in r.drift else "") + (r.values.get(c) or "–"), style=drift_style if c in r.drift else "")
-                for c in COLUMNS), Text(r.upgrade or "–"), Text(r.stuck or "", style=drift_style))
+                for c in COLUMNS), Text(self._upgrade(r.node, r.upgrade)), Text(r.stuck or "", style=drift_style))
             for r in rows})
+
+    def _upgrade(self, node: str, state: str) -> str:
+        """The state and how long it has held, as far as gputui has watched (≥: since gputui first looked)."""
+        since = self.app.upgrade_clock.since(node, self.app.clock()) if state else None
+        if since is None:
+            return state or "–"
+        seconds, exact = since
+        return f"{state} {'' if exact else '≥'}{cells.ago(seconds)}"

@@ -150,4 +150,5 @@ async def test_pools_and_versions_screens_show_the_demos_pools_drift_and_failed_
         table = app.screen.query_one("#versions", KeyTable)
         a100_05, a100_08 = ([str(c) for c in table.get_row(n)] for n in ("gpu-a100-05", "gpu-a100-08"))
         assert a100_05[2] == "≠535.183.01"  # drift within its pool
-        assert a100_08[-2] == "upgrade-failed" and a100_08[-1].startswith("upgrade failed: the operator leaves")
+        # In that state since before gputui looked: "≥" and how long it has watched.
+        assert a100_08[-2].startswith("upgrade-failed ≥") and a100_08[-1].startswith("upgrade failed: the operator leaves")

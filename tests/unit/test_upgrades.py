@@ -82,3 +82,19 @@ def test_idle_gpus_are_unknown_without_pod_attribution_and_pools_sum_to_the_flee
     assert (rows["p1"].idle, rows["p1"].unattributed, rows[FLEET].idle) == (None, 1, None)
     assert (rows["p2"].idle, rows["(no pool)"].idle) == (0, 0)
     assert idle_why(rows[FLEET], "") == "no pod attribution on 1 node with GPUs allocated"
+
+
+def test_time_in_upgrade_state_is_a_lower_bound_until_a_change_is_seen():
+    from gputui.upgrades import StateClock
+
+    clock = StateClock()
+    snap = ClusterSnapshot(0, "t", nodes=(node("a", "drain-required"), node("b", "")))
+    clock.observe(snap, 100.0)
+    assert clock.since("a", 160.0) == (60.0, False)  # in that state since before gputui looked: at least 60 s
+    clock.observe(snap, 130.0)
+    assert clock.since("a", 160.0) == (60.0, False)  # the same state: the clock keeps running
+    moved = ClusterSnapshot(0, "t", nodes=(node("a", "pod-restart-required"), node("b", ""), node("c", "upgrade-required")))
+    clock.observe(moved, 150.0)
+    assert clock.since("a", 160.0) == (10.0, True)  # the move was seen: exact
+    assert clock.since("c", 160.0) == (10.0, False)  # a node new to gputui: since at least then
+    assert clock.since("x", 160.0) is None

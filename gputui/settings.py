@@ -66,6 +66,8 @@ class Settings:
     version_labels: tuple[str, ...] = DEFAULT_VERSION_LABELS
     # Labels naming a node's pool, first found wins: the seeds' gpu.pool, then the clouds' and Karpenter's.
     pool_labels: tuple[str, ...] = DEFAULT_POOL_LABELS
+    # Contexts gputui never writes to, by name or shell pattern ("prod-*"): read-only below the UI there.
+    protected_contexts: tuple[str, ...] = ()
     # Inference engines' session series on top of the built-in table (vllm, sglang, tgi, trtllm, triton):
     # {engine: {running: [selector, ...], waiting: [selector, ...]}}; an engine named again is replaced.
     session_metrics: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
@@ -85,6 +87,7 @@ _ENV = {
     "GPUTUI_SERVICE_LABELS": "service_labels",
     "GPUTUI_VERSION_LABELS": "version_labels",
     "GPUTUI_POOL_LABELS": "pool_labels",
+    "GPUTUI_PROTECTED_CONTEXTS": "protected_contexts",
 }
 _NAMES = {f.name for f in fields(Settings)}
 
@@ -131,9 +134,25 @@ def _session_metrics(value: Any, origin: str) -> dict[str, dict[str, tuple[str, 
     return out
 
 
+def _patterns(name: str, value: Any, origin: str) -> tuple[str, ...]:
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)) or not all(isinstance(k, str) for k in items):
+        raise SettingsError(f"{origin}: {name}: expected a list of context names or patterns")
+    return tuple(k.strip() for k in items if k.strip())
+
+
+def protection(settings: Settings, context: str) -> str:
+    """The protected_contexts entry that makes `context` read-only ("" when none does)."""
+    from fnmatch import fnmatchcase
+
+    return next((p for p in settings.protected_contexts if fnmatchcase(context, p)), "")
+
+
 def _coerce(name: str, value: Any, origin: str) -> Any:
     if name == "session_metrics":
         return _session_metrics(value, origin)
+    if name == "protected_contexts":
+        return _patterns(name, value, origin)
     default = getattr(Settings(), name)
     if isinstance(default, tuple):
         return _label_keys(name, value, origin)

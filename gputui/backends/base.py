@@ -169,6 +169,7 @@ class Backend:
     simulated: bool = False
     # What the identity may do (SelfSubjectAccessReview); an action not listed is allowed.
     permissions: Mapping[str, bool] = field(default_factory=dict)
+    protected: str = ""  # the protected_contexts entry that made this context read-only ("" when none)
 
     @property
     def read_only(self) -> bool:
@@ -182,6 +183,9 @@ class Backend:
     def why_not(self, operation: str) -> str | None:
         """Why `operation` is unavailable, in words for the operator (None: it is available)."""
         if self.writer is None:
+            if self.protected:
+                return (f"read-only: context {self.context} is protected ({self.protected!r} in protected_contexts): "
+                        f"{operation.replace('_', ' ')} is unavailable")
             return f"read-only: {operation.replace('_', ' ')} is unavailable"
         missing = [p for p in NEEDS.get(operation, ()) if not self.may(p)]
         if missing:

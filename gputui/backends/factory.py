@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Callable
 
 from gputui.backends.base import Backend
-from gputui.settings import Settings
+from gputui.settings import Settings, protection
 
 
 def kubeconfig_paths(settings: Settings) -> list[Path]:
@@ -32,7 +32,10 @@ def build_backend(settings: Settings, clock: Callable[[], float] = time.time, pe
     if settings.demo or not have_cluster_config(settings):
         from gputui.backends.demo import demo_backend
 
-        return demo_backend(seed=settings.seed, clock=clock, read_only=settings.read_only)
+        guard = protection(settings, "demo")
+        backend = demo_backend(seed=settings.seed, clock=clock, read_only=settings.read_only or bool(guard))
+        backend.protected = guard
+        return backend
     from gputui.backends.kube_backend import live_backend
 
     return live_backend(settings, per_gpu=per_gpu)

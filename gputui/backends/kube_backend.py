@@ -25,7 +25,7 @@ from gputui.backends.session_metrics import engines
 from gputui.model import Gpu, InferenceService, NodeDescription
 from gputui.signals import VersionSignals
 from gputui.snapshot import ClusterSnapshot, SourceStatus
-from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS, Settings
+from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS, Settings, protection
 
 OPERATOR_GROUP = "nvidia.com"  # the GPU Operator's ClusterPolicy
 # Caches an identity may be refused without gputui refusing to start (see _wait_first_sync).
@@ -394,9 +394,10 @@ def live_backend(settings: Settings, clock: Callable[[], float] = time.time, per
     reader = KubeReader(conn, prom, namespace=settings.namespace, clock=clock, per_gpu=per_gpu,
                         dcgm_interval=settings.dcgm_interval,
                         service_labels=settings.service_labels, version_labels=settings.version_labels)
-    if settings.read_only:
+    guard = protection(settings, conn.context)
+    if settings.read_only or guard:
         # No identity or access reviews either: read-only sends no POST at all.
-        return Backend(reader=reader, writer=None, context=conn.context, permissions={})
+        return Backend(reader=reader, writer=None, context=conn.context, permissions={}, protected=guard)
     permissions = {action: allowed(conn, **attrs) for action, attrs in PERMISSIONS.items()}
     # Shifting traffic means patching the route kinds this cluster serves.
     route_checks = [allowed(conn, "patch", plural, group=group) for group, (_v, plural) in reader.route_kinds.items()]

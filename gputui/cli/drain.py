@@ -54,6 +54,8 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
         return fail("read-only: drain is unavailable", EXIT_USAGE)
     backend = backend_factory(settings)
     try:
+        if backend.writer is None and not args.dry_run:  # a protected context: read-only though not asked
+            return fail(backend.why_not("drain") or "read-only", EXIT_USAGE)
         snap = backend.reader.snapshot()
         nodes = list(args.nodes)
         if args.resume:

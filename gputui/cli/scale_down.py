@@ -18,7 +18,7 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
     backend = backend_factory(settings)
     try:
         if backend.writer is None and not args.dry_run:
-            return fail("read-only: scale-down is unavailable", EXIT_USAGE)
+            return fail(backend.why_not("scale_down") or "read-only", EXIT_USAGE)
         snapshot = backend.reader.snapshot()
         tag = "SIMULATED: " if snapshot.simulated else ""
         plan = plan_scale_down(snapshot, args.service, args.version, args.replicas, args.threshold)

@@ -63,7 +63,9 @@ class HeaderBar(ClusterWidget, Static):
         text.append(Text(context, style="bold"))
         if app.backend.simulated:
             text.append(" SIM" if narrow else " SIMULATED", style=f"bold {palette.draining}")
-        if app.read_only:
+        if app.backend.protected:  # read-only because the config protects this context
+            text.append(" PROT" if narrow else " PROTECTED", style=f"bold {palette.cordoned}")
+        elif app.read_only:
             text.append(" RO" if narrow else " READ-ONLY", style=f"bold {palette.cordoned}")
         if snap is None:
             _sep(text)

@@ -15,6 +15,10 @@ echo "== tmux (the end-to-end test drives the installed gputui in it)"
 if ! command -v tmux >/dev/null 2>&1; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null
 fi
+echo "== chromium (the browser test loads gputui serve's page in it)"
+if ! command -v chromium >/dev/null 2>&1; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
 echo "== prometheus"
 bash scripts/install-prometheus.sh
 echo "== control plane"

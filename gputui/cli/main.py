@@ -54,6 +54,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gputui.cli import check
 
             return check.run(settings, args, backend)
+        if args.command == "serve":
+            from gputui.cli import serve
+
+            return serve.run(settings, args)
         if args.command == "drain":
             from gputui.cli import drain
 

@@ -83,6 +83,18 @@ def build_parser() -> argparse.ArgumentParser:
     services = sub.add_parser("services", help="print the inference services, versions, weights and sessions, and exit")
     common(services)
     services.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    serve = sub.add_parser("serve", help="serve gputui (or the wallboard) to a browser; read-only unless --allow-writes")
+    common(serve)
+    serve.add_argument("--wallboard", action="store_true", help="the wallboard, started by itself in the page")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; any other "
+                       "needs the token printed at start)")
+    serve.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
+    serve.add_argument("--allow-writes", action="store_true", help="let the page cordon, drain and shift")
+    serve.add_argument("--refresh", type=_positive_float, default=argparse.SUPPRESS, metavar="SECONDS")
+    serve.add_argument("--theme", default=argparse.SUPPRESS)
+    serve.add_argument("--keymap", default=argparse.SUPPRESS)
+    serve.add_argument("--rotate", dest="wallboard_rotate", type=_positive_float, default=argparse.SUPPRESS,
+                       metavar="SECONDS")
     add_drain_parser(sub, common)
     add_shift_parser(sub, common)
     add_check_parser(sub, common)

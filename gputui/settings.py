@@ -68,6 +68,8 @@ class Settings:
     pool_labels: tuple[str, ...] = DEFAULT_POOL_LABELS
     # Contexts gputui never writes to, by name or shell pattern ("prod-*"): read-only below the UI there.
     protected_contexts: tuple[str, ...] = ()
+    # A fleet of clusters (`--context a,b` or `contexts:`): the fleet view polls each on its own.
+    contexts: tuple[str, ...] = ()
     # Inference engines' session series on top of the built-in table (vllm, sglang, tgi, trtllm, triton):
     # {engine: {running: [selector, ...], waiting: [selector, ...]}}; an engine named again is replaced.
     session_metrics: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
@@ -151,7 +153,7 @@ def protection(settings: Settings, context: str) -> str:
 def _coerce(name: str, value: Any, origin: str) -> Any:
     if name == "session_metrics":
         return _session_metrics(value, origin)
-    if name == "protected_contexts":
+    if name in ("protected_contexts", "contexts"):
         return _patterns(name, value, origin)
     default = getattr(Settings(), name)
     if isinstance(default, tuple):
@@ -244,4 +246,9 @@ def load_settings(
     settings = _apply(settings, given, "flag")
     if settings.wallboard:
         settings = replace(settings, read_only=True)
+    if settings.context and "," in settings.context:  # --context a,b: a fleet, the first one in front
+        names = tuple(dict.fromkeys(c.strip() for c in settings.context.split(",") if c.strip()))
+        settings = replace(settings, context=names[0] if names else None, contexts=names)
+    elif settings.contexts and not settings.context:
+        settings = replace(settings, context=settings.contexts[0])
     return _check(settings)

@@ -56,7 +56,40 @@ def _allocation(snapshot, node) -> str:
     return allocation_text(node.gpu_resources, snapshot.allocated_by_resource(node.name), node.gpu_count)
 
 
+def run_fleet(settings: Settings, output: str) -> int:
+    """`--context a,b`: every cluster read at once (one slow cluster delays only the end, never the others'
+    reads), each node tagged with its cluster; a cluster that cannot be read is one line on stderr and exit 1,
+    the others still printed."""
+    from concurrent.futures import ThreadPoolExecutor
+    from dataclasses import replace
+
+    from gputui.backends.base import error_line
+
+    def read(context: str) -> tuple[str, Any, str]:
+        try:
+            return context, common.read_snapshot(replace(settings, context=context, contexts=()), per_gpu=True), ""
+        except Exception as exc:  # one cluster's failure is its own line
+            return context, None, error_line(exc)
+
+    with ThreadPoolExecutor(max_workers=len(settings.contexts)) as pool:
+        results = list(pool.map(read, settings.contexts))
+    records = [{"cluster": context, **node_record(snapshot, n)}
+               for context, snapshot, _ in results if snapshot is not None for n in snapshot.nodes]
+    failed = [(context, why) for context, snapshot, why in results if snapshot is None]
+    if output == "json":
+        json.dump(records, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        for r in records:
+            print(f"{r['cluster']}\t{r['name']}\t{r['state']}\t{r['allocation']}")
+    for context, why in failed:
+        print(f"gputui: error: {context}: {why}", file=sys.stderr)
+    return 1 if failed else 0
+
+
 def run(settings: Settings, output: str) -> int:
+    if len(settings.contexts) > 1:
+        return run_fleet(settings, output)
     snapshot = common.read_snapshot(settings, per_gpu=True)  # the JSON lists every GPU
     if output == "json":
         json.dump([node_record(snapshot, n) for n in snapshot.nodes], sys.stdout, indent=2)

@@ -21,9 +21,11 @@ from gputui.paths import shown
 from gputui.present.cells import MONO, Palette
 from gputui.settings import Settings
 from gputui.ui.keymaps import DEFAULT, keymap_files, load_keymaps, resolve, watched_dirs
+from gputui.ui import app_clusters
+from gputui.ui.fleet_watch import FleetWatch
 from gputui.ui.idle_watch import IdleWatch
 from gputui.upgrades import StateClock
-from gputui.ui.messages import CanaryProgress, Connected, DrainProgress, IdleRead, SnapshotReady, WriteDone
+from gputui.ui.messages import CanaryProgress, Connected, DrainProgress, FleetRead, IdleRead, SnapshotReady, WriteDone
 from gputui.ui.theming import ThemesRead, load_themes, palette_defaults, palette_from
 
 if TYPE_CHECKING:
@@ -88,6 +90,7 @@ class GputuiApp(App[None]):
         self.canaries: dict[str, CanarySession] = {}  # guided canaries by service key, running or ended
         self.idle_watch = IdleWatch()  # allocated-but-idle GPUs, read while a view shows them
         self.upgrade_clock = StateClock()  # how long each node has been in its driver-upgrade state
+        self.fleet: FleetWatch | None = None  # the fleet's clusters, polled each on its own (:fleet)
         if first_snapshot is not None:
             self.upgrade_clock.observe(first_snapshot, clock())
         self.canary_poll_s = 15.0  # how often a running canary reads its gates
@@ -121,6 +124,8 @@ class GputuiApp(App[None]):
             from gputui.ui.dashboard import DashboardScreen
 
             self.push_screen(DashboardScreen())
+            if len(self.settings.contexts) > 1:  # --context a,b: the fleet first
+                self.open_fleet()
         if self._notice:
             self.notify(self._notice, title="Simulation", timeout=15)
         self.set_interval(1.0, self._tick_age)
@@ -238,6 +243,24 @@ class GputuiApp(App[None]):
         if message.finished:  # what the drain did shows at once, not at the next refresh
             self.poll_now()
 
+    # ----- clusters: the one on screen and the fleet (gputui.ui.app_clusters) ----------
+
+    def contexts(self) -> list[str]:
+        return app_clusters.contexts(self)
+
+    def switch_context(self, context: str) -> None:
+        app_clusters.switch_context(self, context)
+
+    def on_connected(self, message: Connected) -> None:
+        app_clusters.connected(self, message)
+
+    def open_fleet(self) -> None:
+        app_clusters.open_fleet(self)
+
+    def on_fleet_read(self, message: FleetRead) -> None:
+        if self.fleet is not None:
+            self.fleet.store(message)
+
     def on_idle_read(self, message: IdleRead) -> None:
         self.idle_watch.store(self, message)
 
@@ -265,13 +288,6 @@ class GputuiApp(App[None]):
             "context": self.contexts(),
         }
 
-    def contexts(self) -> list[str]:
-        if self.backend.simulated:
-            return [self.backend.context]
-        from gputui.backends.factory import context_names
-
-        return context_names(self.settings)
-
     def run_command(self, command) -> None:
         from gputui.ui.commands import ALL_NAMESPACES
 
@@ -295,6 +311,8 @@ class GputuiApp(App[None]):
             self._show_snapshot()
         elif name == "ctx":
             self.switch_context(arg)
+        elif name == "fleet":
+            self.open_fleet()
         else:
             dashboard = self._dashboard()
             if dashboard is None:
@@ -323,51 +341,6 @@ class GputuiApp(App[None]):
         if not isinstance(self.screen, ThemePickerScreen):
             names = sorted(self.available_themes, key=lambda n: (not n.startswith("gputui-"), n))  # ours first
             self.push_screen(ThemePickerScreen(names, self.theme))
-
-    def switch_context(self, context: str) -> None:
-        """Connect to another context off the UI thread; the old one stays until the new one answers."""
-        if context == self.backend.context:
-            self.notify(f"already on {context}")
-            return
-        if self.backend.simulated:
-            self.notify("the demo cluster has a single context", severity="warning")
-            return
-        from dataclasses import replace
-
-        settings = replace(self.settings, context=context)
-        self.notify(f"connecting to {context}…", timeout=5)
-
-        def connect() -> None:
-            from gputui.backends.factory import build_backend
-
-            try:
-                self.post_message(Connected(context, settings, build_backend(settings), None))
-            except Exception as exc:
-                self.post_message(Connected(context, settings, None, error_line(exc)))
-
-        self.run_worker(connect, thread=True, group="connect", exclusive=True, exit_on_error=False)
-
-    def on_connected(self, message: Connected) -> None:
-        if message.backend is None:
-            self.notify(f"{message.context}: {message.error}", severity="error", markup=False)
-            return
-        settings, backend = message.settings, message.backend
-        old = self.backend
-        self.settings, self.backend = settings, backend
-        self.audit = AuditLog(self.audit.path, getattr(backend.writer, "identity", "unknown"), backend.context)
-        self.snapshot, self.poll_error = None, None
-        self.idle_watch.reset()
-        session = self.drain_session
-        if session is not None and not session.finished and session.backend is old:
-            # The running drain keeps its own connection (and closes it when it ends): closing it now
-            # would make every pod look gone.
-            self.notify(f"now on {backend.context}; the drain of {', '.join(session.nodes)} goes on on {old.context}",
-                        markup=False)
-        else:
-            old.close()
-            self.notify(f"now on {backend.context}")
-        self._show_snapshot()
-        self.poll_now()
 
     # ----- writes ---------------------------------------------------------------
 

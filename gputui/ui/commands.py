@@ -28,6 +28,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("versions", None, "driver, CUDA, kubelet, runtime, kernel, OS, GPU Operator and engines per node",
                 ("ver",)),
     CommandSpec("ctx", "context", "switch to another kubeconfig context", ("context",)),
+    CommandSpec("fleet", None, "every cluster (contexts: in the config, or the kubeconfig's), one row each"),
     CommandSpec("ns", "namespace", "show one namespace's workloads (:ns all for every one)", ("namespace",)),
     CommandSpec("theme", "theme", "switch theme (no name: the picker)", optional=True),
     CommandSpec("keymap", "keymap", "switch keymap"),

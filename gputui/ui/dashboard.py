@@ -385,7 +385,12 @@ class DashboardScreen(ClusterScreen):
         box.focus()
 
     def action_clear_filter(self) -> None:
-        self.query_one("#filter", Input).value = ""
+        """esc: clears the filter; with none, back to the fleet view when gputui watches a fleet."""
+        filtering = self.query_one("#filter", Input)
+        if not filtering.value and not filtering.has_class("shown") and self.app.fleet is not None:
+            self.app.open_fleet()
+            return
+        filtering.value = ""
         self._close_filter()
 
     def _close_filter(self) -> None:

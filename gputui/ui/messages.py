@@ -145,3 +145,13 @@ class IdleRead(Message):
         self.idle = idle
         self.why = why
         self.asked = asked
+
+
+class FleetRead(Message):
+    """One cluster of the fleet read (or not): its snapshot, or why there is none this time."""
+
+    def __init__(self, context: str, snapshot: ClusterSnapshot | None, error: str) -> None:
+        super().__init__()
+        self.context = context
+        self.snapshot = snapshot
+        self.error = error

@@ -1,0 +1,80 @@
+"""A fleet of clusters, one row each (issue 17): nodes, GPUs in use of total, mean utilisation, alerts by
+severity, drains running, canaries in flight, and how fresh the cluster's last read is, or why it failed.
+Built from each cluster's own snapshot (the same figures as its wallboard); the fleet's totals sum the
+clusters that answered, and say how many did not. Pure: no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+from gputui.health import Severity, fleet_alerts
+from gputui.present.wallboard import figures
+from gputui.snapshot import ClusterSnapshot, stale
+
+FLEET = "(fleet)"
+SEVERITY_WORDS = {Severity.NOT_READY: "down", Severity.GPU_LOST: "lost", Severity.HEALTH: "health",
+                  Severity.UPGRADE_FAILED: "upgrade", Severity.THERMAL: "hot"}
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterRow:
+    context: str
+    nodes: int = 0
+    gpus_in_use: int = 0
+    gpus_total: int = 0
+    util: float | None = None
+    alerts: Mapping[Severity, int] = field(default_factory=dict)
+    drains: int = 0
+    canaries: int = 0
+    taken_at: float | None = None  # the last snapshot's time; None: never read
+    error: str = ""  # why the last read failed ("" when it did not)
+    clusters: int = 1  # the fleet row: how many clusters it sums
+    unread: int = 0  # the fleet row: clusters without a snapshot (not in the sums)
+
+    def alerts_text(self) -> str:
+        """`2 down, 1 lost, 3 health`, worst first; "" when none."""
+        return ", ".join(f"{n} {SEVERITY_WORDS.get(s, s.name.lower())}" for s, n in sorted(self.alerts.items()) if n)
+
+    def freshness(self, now: float, refresh: float) -> str:
+        if self.taken_at is None:
+            return self.error or "connecting…"
+        age = max(0.0, now - self.taken_at)
+        text = f"{age:.0f}s"
+        if stale(age, refresh):
+            text = f"STALE {text}"
+        return f"{text}: {self.error}" if self.error else text
+
+
+def cluster_row(context: str, snapshot: ClusterSnapshot | None, error: str, temp_threshold: float) -> ClusterRow:
+    if snapshot is None:
+        return ClusterRow(context, error=error)
+    # A backend with watch caches answers from them while its apiserver is down: the API source says how old
+    # they are and why, and that is the cluster's freshness (not the time the snapshot was assembled).
+    api = next((src for src in snapshot.sources if src.name == "API"), None)
+    taken_at = api.fetched_at if api is not None and api.fetched_at is not None else snapshot.taken_at
+    error = error or (api.error if api is not None and api.error else "")
+    f = figures(snapshot, temp_threshold)
+    alerts: dict[Severity, int] = {}
+    for a in fleet_alerts(snapshot, temp_threshold):
+        alerts[a.severity] = alerts.get(a.severity, 0) + 1
+    return ClusterRow(context, len(snapshot.nodes), f.gpus_in_use, f.gpus_total, f.mean_util, alerts, f.drains,
+                      f.canaries, taken_at, error)
+
+
+def fleet_total(rows: Iterable[ClusterRow]) -> ClusterRow:
+    """The clusters summed; utilisation weighted by GPUs; the oldest read's time (the fleet is as fresh as its
+    stalest member)."""
+    rows = list(rows)
+    read = [r for r in rows if r.taken_at is not None]
+    alerts: dict[Severity, int] = {}
+    for r in read:
+        for s, n in r.alerts.items():
+            alerts[s] = alerts.get(s, 0) + n
+    weighted = [(r.util, r.gpus_total) for r in read if r.util is not None and r.gpus_total]
+    weight = sum(w for _u, w in weighted)
+    return ClusterRow(
+        FLEET, sum(r.nodes for r in read), sum(r.gpus_in_use for r in read), sum(r.gpus_total for r in read),
+        sum(u * w for u, w in weighted) / weight if weight else None, alerts, sum(r.drains for r in read),
+        sum(r.canaries for r in read), min((r.taken_at for r in read if r.taken_at), default=None),
+        clusters=len(rows), unread=len(rows) - len(read))

@@ -1,0 +1,85 @@
+"""The app's clusters: the context it is on (`:ctx` switches, off the UI thread, the old one kept until the new
+one answers) and the fleet it watches (`:fleet`, `--context a,b`: gputui.ui.fleet_watch). Functions of
+the app (GputuiApp's handlers and commands call them), kept here so the app stays its spine."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gputui.backends.base import error_line
+from gputui.ops.audit import AuditLog
+from gputui.ui.fleet_watch import FleetWatch
+from gputui.ui.messages import Connected
+
+if TYPE_CHECKING:
+    from gputui.ui.app import GputuiApp
+
+
+def contexts(app: GputuiApp) -> list[str]:
+    if app.backend.simulated:
+        return [app.backend.context]
+    from gputui.backends.factory import context_names
+
+    return context_names(app.settings)
+
+
+def switch_context(app: GputuiApp, context: str) -> None:
+    """Connect to another context off the UI thread; the old one stays until the new one answers."""
+    if context == app.backend.context:
+        app.notify(f"already on {context}")
+        return
+    if app.backend.simulated:
+        app.notify("the demo cluster has a single context", severity="warning")
+        return
+    from dataclasses import replace
+
+    settings = replace(app.settings, context=context)
+    app.notify(f"connecting to {context}…", timeout=5)
+
+    def connect() -> None:
+        from gputui.backends.factory import build_backend
+
+        try:
+            app.post_message(Connected(context, settings, build_backend(settings), None))
+        except Exception as exc:
+            app.post_message(Connected(context, settings, None, error_line(exc)))
+
+    app.run_worker(connect, thread=True, group="connect", exclusive=True, exit_on_error=False)
+
+
+def connected(app: GputuiApp, message: Connected) -> None:
+    if message.backend is None:
+        app.notify(f"{message.context}: {message.error}", severity="error", markup=False)
+        return
+    settings, backend = message.settings, message.backend
+    old = app.backend
+    app.settings, app.backend = settings, backend
+    app.audit = AuditLog(app.audit.path, getattr(backend.writer, "identity", "unknown"), backend.context)
+    app.snapshot, app.poll_error = None, None
+    app.idle_watch.reset()
+    session = app.drain_session
+    if session is not None and not session.finished and session.backend is old:
+        # The running drain keeps its own connection (and closes it when it ends): closing it now
+        # would make every pod look gone.
+        app.notify(f"now on {backend.context}; the drain of {', '.join(session.nodes)} goes on on {old.context}",
+                    markup=False)
+    else:
+        old.close()
+        app.notify(f"now on {backend.context}")
+    app._show_snapshot()
+    app.poll_now()
+
+
+def open_fleet(app: GputuiApp) -> None:
+    """The fleet view: the configured contexts (--context a,b or contexts:), else the kubeconfig's."""
+    from gputui.backends.factory import context_names
+    from gputui.ui.fleet_screen import FleetScreen
+
+    if app.fleet is None:
+        contexts = app.settings.contexts or tuple(context_names(app.settings))
+        if not contexts or app.backend.simulated:
+            app.notify("no fleet: the demo cluster, or a kubeconfig with no contexts", severity="warning")
+            return
+        app.fleet = FleetWatch(contexts)
+        app.fleet.start(app)
+    app.push_screen(FleetScreen())

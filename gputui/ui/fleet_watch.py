@@ -1,0 +1,64 @@
+"""The fleet's clusters, each polled by its own worker thread at the refresh interval, so a slow or dead
+cluster never stalls the others (or the screen): it just grows stale, and says why. Each is read-only
+(no writer, no access review): the fleet view only looks; `enter` dives in through `:ctx`, with the
+settings' own read-only and protections. Owned by the app; answers arrive as FleetRead messages."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from textual.worker import get_current_worker
+
+from gputui.fleet import ClusterRow, cluster_row
+from gputui.snapshot import ClusterSnapshot
+from gputui.ui.messages import FleetRead
+
+if TYPE_CHECKING:
+    from gputui.ui.app import GputuiApp
+
+RETRY_S = 10.0  # after a failed connection, before the next try
+
+
+class FleetWatch:
+    def __init__(self, contexts: tuple[str, ...]) -> None:
+        self.contexts = contexts
+        self.latest: dict[str, tuple[ClusterSnapshot | None, str]] = {c: (None, "") for c in contexts}
+
+    def start(self, app: GputuiApp) -> None:
+        for context in self.contexts:
+            app.run_worker(lambda c=context: self._poll(app, c), thread=True, group=f"fleet-{context}",
+                           exclusive=True, exit_on_error=False)
+
+    def _poll(self, app: GputuiApp, context: str) -> None:
+        from gputui.backends.factory import build_backend
+        from gputui.backends.base import error_line
+
+        worker = get_current_worker()
+        settings = replace(app.settings, context=context, contexts=(), read_only=True)
+        backend = None
+        while not worker.is_cancelled:
+            try:
+                if backend is None:
+                    backend = build_backend(settings)
+                app.post_message(FleetRead(context, backend.reader.snapshot(), ""))
+                pause = app.settings.refresh
+            except Exception as exc:  # one cluster's failure is its own row's, never the app's
+                app.post_message(FleetRead(context, None, error_line(exc)))
+                pause = RETRY_S if backend is None else app.settings.refresh
+            deadline = time.monotonic() + pause
+            while not worker.is_cancelled and time.monotonic() < deadline:
+                time.sleep(0.1)
+        if backend is not None:
+            backend.close()
+
+    def store(self, message: FleetRead) -> None:
+        """The app's handler of FleetRead: a failed read keeps the last snapshot (shown stale, with why). Views
+        draw the fleet on the clock's tick (each second), not on every cluster's read: N clusters must not
+        mean N redraws of whatever screen is up."""
+        old, _ = self.latest.get(message.context, (None, ""))
+        self.latest[message.context] = (message.snapshot or old, message.error)
+
+    def rows(self, temp_threshold: float) -> list[ClusterRow]:
+        return [cluster_row(c, *self.latest[c], temp_threshold) for c in self.contexts]

@@ -1,0 +1,29 @@
+from gputui.backends.demo import DemoCluster
+from gputui.fleet import FLEET, cluster_row, fleet_total
+from gputui.health import fleet_alerts
+from tests.demo_clock import ManualClock
+
+
+def test_a_cluster_row_is_its_wallboard_figures_and_the_fleet_sums_what_answered():
+    snap = DemoCluster(seed=7, clock=ManualClock()).snapshot()
+    row = cluster_row("east", snap, "", 85.0)
+    assert (row.nodes, row.gpus_in_use, row.gpus_total) == (len(snap.nodes), snap.gpus_in_use, snap.gpus_total)
+    assert sum(row.alerts.values()) == len(fleet_alerts(snap, 85.0))
+    assert row.alerts_text().startswith("1 down")  # worst first: the NotReady node
+    dead = cluster_row("west", None, "connection refused", 85.0)
+    total = fleet_total([row, row, dead])
+    assert total.context == FLEET and (total.clusters, total.unread) == (3, 1)
+    assert (total.nodes, total.gpus_total) == (2 * row.nodes, 2 * row.gpus_total)
+    assert dead.freshness(0, 2) == "connection refused"  # never read: why, not an age
+
+
+def test_a_cluster_answering_from_its_caches_is_as_old_as_its_api_source():
+    from dataclasses import replace
+
+    from gputui.snapshot import SourceStatus
+
+    snap = DemoCluster(seed=7, clock=ManualClock()).snapshot()
+    cached = replace(snap, taken_at=1000.0, sources=(SourceStatus("API", 900.0, "apiserver unreachable"),))
+    row = cluster_row("west", cached, "", 85.0)
+    assert row.taken_at == 900.0 and row.error == "apiserver unreachable"
+    assert row.freshness(1000.0, 2.0) == "STALE 100s: apiserver unreachable"

@@ -32,9 +32,12 @@ class ClusterRow:
     clusters: int = 1  # the fleet row: how many clusters it sums
     unread: int = 0  # the fleet row: clusters without a snapshot (not in the sums)
 
-    def alerts_text(self) -> str:
-        """`2 down, 1 lost, 3 health`, worst first; "" when none."""
-        return ", ".join(f"{n} {SEVERITY_WORDS.get(s, s.name.lower())}" for s, n in sorted(self.alerts.items()) if n)
+    def alerts_text(self, compact: bool = False) -> str:
+        """`2 down, 1 lost, 3 health`, worst first; compact: the count and the worst, `6 (2 down)`. "" when none."""
+        parts = [f"{n} {SEVERITY_WORDS.get(s, s.name.lower())}" for s, n in sorted(self.alerts.items()) if n]
+        if compact and len(parts) > 1:
+            return f"{sum(self.alerts.values())} ({parts[0]})"
+        return ", ".join(parts)
 
     def freshness(self, now: float, refresh: float) -> str:
         if self.taken_at is None:

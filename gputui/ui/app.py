@@ -119,6 +119,8 @@ class GputuiApp(App[None]):
         if self.settings.wallboard:
             from gputui.ui.wallboard import WallboardScreen
 
+            if len(self.settings.contexts) > 1:  # the board sums the fleet, and lists it on a page
+                app_clusters.watch_fleet(self, self.settings.contexts)
             self.push_screen(WallboardScreen())
         else:
             from gputui.ui.dashboard import DashboardScreen

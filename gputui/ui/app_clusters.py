@@ -80,6 +80,11 @@ def open_fleet(app: GputuiApp) -> None:
         if not contexts or app.backend.simulated:
             app.notify("no fleet: the demo cluster, or a kubeconfig with no contexts", severity="warning")
             return
-        app.fleet = FleetWatch(contexts)
-        app.fleet.start(app)
+        watch_fleet(app, contexts)
     app.push_screen(FleetScreen())
+
+
+def watch_fleet(app: GputuiApp, contexts: tuple[str, ...]) -> None:
+    """Start polling every cluster of the fleet, each on its own worker (the fleet view and the wallboard)."""
+    app.fleet = FleetWatch(contexts)
+    app.fleet.start(app)

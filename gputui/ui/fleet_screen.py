@@ -15,7 +15,8 @@ from gputui.ui.footer import KeyFooter
 from gputui.ui.key_table import KeyTable
 from gputui.ui.table_sync import sync_rows
 
-COLUMNS = ("Cluster", "Nodes", "GPUs", "Util", "Alerts", "Drains", "Canaries", "Read")
+# Freshness early: at 80 columns what is cut is the least needed (counts of drains and canaries).
+COLUMNS = ("Cluster", "GPUs", "Util", "Alerts", "Read", "Nodes", "Drains", "Canaries")
 
 
 class FleetScreen(ClusterScreen):
@@ -48,7 +49,7 @@ class FleetScreen(ClusterScreen):
         title.append(f"{total.clusters} clusters", style="dim")
         if total.unread:
             title.append(f"  {total.unread} not read", style=f"bold {app.palette.alert}")
-        title.append(f"  now on {app.backend.context} (enter opens a cluster, esc there comes back)", style="dim")
+        title.append(f"  now on {app.backend.context}  enter opens one, esc there comes back", style="dim")
         self.query_one("#fleet-title", Static).update(title)
         sync_rows(self.query_one("#fleet", KeyTable), {r.context: self._cells(r, now, refresh) for r in [*rows, total]})
 
@@ -58,14 +59,20 @@ class FleetScreen(ClusterScreen):
         fresh = r.freshness(now, refresh) if r.context != FLEET else (
             f"{r.clusters - r.unread}/{r.clusters} read" + (f", oldest {now - r.taken_at:.0f}s" if r.taken_at else ""))
         bad = r.error or (read and fresh.startswith("STALE")) or (r.context == FLEET and r.unread)
+        known = read or r.context == FLEET  # a cluster never read has no figures: –, not 0
+
+        def figure(value: object, style: str = "") -> Text:
+            return Text(str(value) if known else "–", style=style if known else "")
+
         return (Text(r.context, style="bold" if r.context in (FLEET, self.app.backend.context) else ""),
-                Text(str(r.nodes) if read or r.context == FLEET else "–"),
-                Text(f"{r.gpus_in_use}/{r.gpus_total}" if read or r.context == FLEET else "–"),
+                figure(f"{r.gpus_in_use}/{r.gpus_total}"),
                 Text(cells.pct(r.util), style=palette.heat(r.util)),
-                Text(r.alerts_text() or ("none" if read else "–"), style=f"bold {palette.alert}" if r.alerts else ""),
-                Text(str(r.drains), style=palette.draining if r.drains else ""),
-                Text(str(r.canaries), style=palette.upgrading if r.canaries else ""),
-                Text(fresh, style=f"bold {palette.alert}" if bad else "dim"))
+                figure(r.alerts_text(compact=self.app.size.width < 120) or "none",
+                       f"bold {palette.alert}" if r.alerts else ""),
+                Text(fresh, style=f"bold {palette.alert}" if bad else "dim"),
+                figure(r.nodes),
+                figure(r.drains, palette.draining if r.drains else ""),
+                figure(r.canaries, palette.upgrading if r.canaries else ""))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """enter on a cluster: its dashboard (as :ctx)."""

@@ -17,13 +17,14 @@ from gputui.health import diagnose
 from gputui.present.columns import fit_service_columns, service_rows
 from gputui.ui.footer import KeyFooter
 from gputui.ui.header import HeaderBar
-from gputui.present.wallboard import figures, heat_map, legend
+from gputui.fleet import FLEET as FLEET_ROW, fleet_total
+from gputui.present.wallboard import Figures, figures, heat_map, legend
 from gputui.pools import FLEET, idle_why, pool_rows
 from gputui.health import fleet_alerts
 
 PAGES = ("heat", "services", "pools", "alerts")
 TITLES = {"heat": "Fleet heat map", "services": "Services and rollouts", "pools": "Pools: allocated, free and idle GPUs",
-          "alerts": "Alerts and findings"}
+          "alerts": "Alerts and findings", "fleet": "Clusters of the fleet"}
 FIGURES = ("gpus", "util", "idle", "alerts", "drains", "canaries")
 
 
@@ -86,8 +87,12 @@ class WallboardScreen(ClusterScreen):
     def on_resize(self) -> None:
         self.show_snapshot()
 
+    def pages(self) -> tuple[str, ...]:
+        """Watching a fleet (--context a,b), one more page: every cluster, one row each."""
+        return (*PAGES, "fleet") if self.app.fleet is not None else PAGES
+
     def action_page(self, step: int) -> None:
-        self.page = (self.page + step) % len(PAGES)
+        self.page = (self.page + step) % len(self.pages())
         self.show_snapshot()
 
     def action_metric(self) -> None:
@@ -105,13 +110,20 @@ class WallboardScreen(ClusterScreen):
         palette = app.palette
         threshold = app.settings.temp_threshold
         f = figures(snap, threshold)
-        util = f.mean_util
         idle = self._idle_fleet(snap)
+        idle_label = "Idle GPUs"
+        if app.fleet is not None:  # the big figures sum the fleet's clusters (idle is this cluster's own)
+            total = fleet_total(app.fleet.rows(threshold))
+            f = Figures(total.gpus_in_use, total.gpus_total, total.util, sum(total.alerts.values()), total.drains,
+                        total.canaries)
+            idle_label = f"Idle, {app.backend.context}"[:14]
+        util = f.mean_util
         shown = {
-            "gpus": ("GPUs in use", str(f.gpus_in_use), ""),
+            "gpus": ("GPUs in use" if app.fleet is None else f"GPUs, {len(app.fleet.contexts)} clusters",
+                     str(f.gpus_in_use), ""),
             "util": ("Mean util %", "–" if util is None else f"{util:.0f}", palette.heat(util)),
             # Allocated but below 5% for the last hour (seed 000 §7); unknown is "–", never 0.
-            "idle": ("Idle GPUs", "–" if idle is None else str(idle), palette.cordoned if idle else ""),
+            "idle": (idle_label, "–" if idle is None else str(idle), palette.cordoned if idle else ""),
             "alerts": ("Alerts", str(f.alerts), palette.alert if f.alerts else palette.ok),
             "drains": ("Drains", str(f.drains), palette.draining if f.drains else ""),
             "canaries": ("Canaries", str(f.canaries), palette.upgrading if f.canaries else ""),
@@ -119,16 +131,21 @@ class WallboardScreen(ClusterScreen):
         for key, (label, value, style) in shown.items():
             self.query_one(f"#fig-{key}", Figure).show(label, value, style)
         self._alert_strip(snap, threshold)
-        page = PAGES[self.page]
+        pages = self.pages()
+        page = pages[self.page % len(pages)]
         title = Text(f" {TITLES[page]}", style="bold")
         if page == "heat":
             title.append(f" ({'utilisation' if self.metric == 'util' else 'temperature'})")
-        title.append(f"   page {self.page + 1}/{len(PAGES)} · every {app.settings.wallboard_rotate:g}s", style="dim")
+        title.append(f"   page {self.page % len(pages) + 1}/{len(pages)} · every {app.settings.wallboard_rotate:g}s",
+                     style="dim")
         self.query_one("#page-title", Static).update(title)
         self.query_one("#page", Static).update(getattr(self, f"_page_{page}")(snap))
 
     def refresh_age(self) -> None:
-        self._banner()
+        if self.app.fleet is not None:  # the fleet's clusters answer on their own clocks: their sums move
+            self.show_snapshot()
+        else:
+            self._banner()
 
     def _banner(self) -> None:
         """Unmissable when the data is older than three refreshes: the board must never lie quietly."""
@@ -187,6 +204,25 @@ class WallboardScreen(ClusterScreen):
                                style=f"bold {self.app.palette.cordoned}" if r.idle else ""))
         if why := idle_why(rows[-1], watch.why):
             table.caption = f"idle unknown: {why}"
+        return table
+
+    def _page_fleet(self, snap) -> Table:
+        fleet = self.app.fleet
+        assert fleet is not None  # the page exists only with a fleet
+        settings, palette = self.app.settings, self.app.palette
+        rows = fleet.rows(settings.temp_threshold)
+        table = Table(box=None, expand=True, padding=(0, 1), show_edge=False)
+        for label in ("CLUSTER", "GPUS", "UTIL", "ALERTS", "READ"):
+            table.add_column(label, no_wrap=True, header_style="bold", overflow="ellipsis")
+        now = self.app.clock()
+        for r in [*rows, fleet_total(rows)]:
+            read = r.taken_at is not None or r.context == FLEET_ROW
+            fresh = r.freshness(now, settings.refresh) if r.context != FLEET_ROW else f"{r.clusters - r.unread}/{r.clusters} read"
+            table.add_row(Text(r.context, style="bold" if r.context == FLEET_ROW else ""),
+                          f"{r.gpus_in_use}/{r.gpus_total}" if read else "–", cells.pct(r.util),
+                          Text(r.alerts_text(compact=True) or ("none" if read else "–"),
+                               style=f"bold {palette.alert}" if r.alerts else ""),
+                          Text(fresh, style=f"bold {palette.alert}" if r.error or "STALE" in fresh or r.unread else "dim"))
         return table
 
     def _page_size(self) -> tuple[int, int]:

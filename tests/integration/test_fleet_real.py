@@ -106,9 +106,9 @@ async def test_each_cluster_polls_on_its_own_and_a_stopped_one_goes_stale(cluste
                 assert west_row.taken_at is not None and west_row.error  # the last read kept, and why it is old
                 await pilot.pause(3.5)  # past three refreshes: stale
                 table = app.screen.query_one("#fleet")
-                read_cell = str(table.get_row("west")[-1])
+                read_cell = str(table.get_cell("west", "read"))
                 assert read_cell.startswith("STALE") and west_row.error[:20] in read_cell
-                assert not str(table.get_row("east")[-1]).startswith("STALE")
+                assert not str(table.get_cell("east", "read")).startswith("STALE")
             finally:
                 west.start_apiserver()
             # enter on a cluster: its dashboard; esc there: the fleet again.
@@ -118,5 +118,43 @@ async def test_each_cluster_polls_on_its_own_and_a_stopped_one_goes_stale(cluste
             await until(pilot, lambda: isinstance(app.screen, DashboardScreen), what="east's dashboard")
             await pilot.press("escape")
             await until(pilot, lambda: isinstance(app.screen, FleetScreen), what="back to the fleet")
+    finally:
+        app.backend.close()
+
+
+async def test_the_wallboard_sums_the_fleet_and_lists_its_clusters(cluster, fake_kubelet, west, tmp_path, monkeypatch):
+    import io
+
+    from rich.console import Console
+    from textual.widgets import Digits, Static
+
+    from gputui.backends.kube_backend import live_backend
+    from gputui.fleet import fleet_total
+    from gputui.ui.app import GputuiApp
+    from gputui.ui.wallboard import WallboardScreen
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    kubeconfig = merged_kubeconfig(tmp_path / "fleet.yaml", east=cluster, west=west)
+    settings = Settings(kubeconfig=str(kubeconfig), context="east", contexts=("east", "west"), refresh=1.0,
+                        wallboard=True, read_only=True, wallboard_rotate=3600.0)
+    backend = live_backend(settings)
+    app = GputuiApp(settings, backend, audit=AuditLog(tmp_path / "audit.jsonl", "admin", backend.context))
+    try:
+        async with app.run_test(size=(160, 45)) as pilot:
+            await until(pilot, lambda: isinstance(app.screen, WallboardScreen) and app.fleet is not None
+                        and all(app.fleet.latest[c][0] is not None for c in ("east", "west")), what="both read")
+            total = fleet_total(app.fleet.rows(85.0))
+            assert total.gpus_total >= 16 + 8  # west's two 8-GPU nodes and east's
+            await until(pilot, lambda: app.screen.query_one("#fig-gpus Digits", Digits).value
+                        == str(fleet_total(app.fleet.rows(85.0)).gpus_in_use), what="the fleet's sum on the board")
+            pages = app.screen.pages()
+            assert pages[-1] == "fleet"
+            app.screen.page = len(pages) - 1
+            app.screen.show_snapshot()
+            await pilot.pause()
+            console = Console(width=150, file=io.StringIO(), record=True)
+            console.print(app.screen.query_one("#page", Static).content)
+            text = console.export_text()
+            assert "east" in text and "west" in text and "2/2 read" in text
     finally:
         app.backend.close()

@@ -42,6 +42,15 @@ class Tmux:
                               capture_output=True).returncode == 0
 
 
+def _demo_nodes() -> int:
+    from gputui.backends.demo import DemoCluster
+
+    return len(DemoCluster(seed=7).snapshot().nodes)
+
+
+NODES = _demo_nodes()  # the seeded demo's fleet, as the header counts it
+
+
 @pytest.fixture
 def tmux(tmp_path):
     for tool in ("tmux", "gputui"):
@@ -57,19 +66,19 @@ def tmux(tmp_path):
 
 
 def test_filter_open_cordon_help_quit(tmux, tmp_path):
-    tmux.wait_for("Nodes 24")
+    tmux.wait_for(f"Nodes {NODES}")
     tmux.keys("/")
     tmux.wait_for("filter: a name")  # as a person does: type once the box is there
     tmux.keys("-l", "h100-07")
     tmux.keys("Enter")
-    screen = tmux.wait_for("Nodes 1/24")
+    screen = tmux.wait_for(f"Nodes 1/{NODES}")
     assert "gpu-h100-07" in screen and "gpu-h100-01" not in screen
 
     tmux.keys("Enter")
     screen = tmux.wait_for("Pods on this node")
     assert "gpu-h100-07" in screen and "XID" in screen
     tmux.keys("Escape")
-    tmux.wait_for("Nodes 1/24")
+    tmux.wait_for(f"Nodes 1/{NODES}")
 
     tmux.keys("c")
     tmux.wait_for("Cordon?")
@@ -84,7 +93,7 @@ def test_filter_open_cordon_help_quit(tmux, tmp_path):
     screen = tmux.wait_for("gputui keys")
     assert "Cordon the selected node" in screen
     tmux.keys("Escape")
-    tmux.wait_for("Nodes 1/24")
+    tmux.wait_for(f"Nodes 1/{NODES}")
 
     tmux.keys("q")
     deadline = time.monotonic() + 10
@@ -102,7 +111,7 @@ def test_no_color_draws_in_greys_only(tmp_path):
            "-e", "TERM=xterm-256color"]
     session("new-session", "-d", "-s", "gputui", "-x", "100", "-y", "30", *env, "gputui --demo --seed 7")
     try:
-        session.wait_for("Nodes 24")
+        session.wait_for(f"Nodes {NODES}")
         time.sleep(0.5)
         styled = session("capture-pane", "-p", "-e", "-t", "gputui")
         colours = re.findall(r"\x1b\[[0-9;]*m", styled)
@@ -135,7 +144,7 @@ def test_the_3am_path_at_80x24(tmp_path):
         lines = screen.splitlines()
         first = next(i for i, line in enumerate(lines) if line.lstrip().startswith("Node "))
         worst = lines[first + 1]
-        assert "NotReady" in worst, screen  # the down node is the first row, not the 24th
+        assert "NotReady" in worst, screen  # the down node is the first row, not the last
         name = worst.split()[0]
         for field in ("Util", "Memory", "Temp", "Driver"):
             assert field in lines[first], f"{field} missing at 80x24:\n{screen}"

@@ -178,14 +178,8 @@ def test_batch_parallelism_and_capacity_guard():
     batch = plan_batch(snap, order, DrainOptions())
     assert batch.stop_before == "gpu-l40s-01"
     assert "this batch needs 4 NVIDIA-L40S GPUs (4 pods); 0 are free outside it: does NOT fit" in batch.describe()[0]
-    gen = run_batch(order, cluster, cluster, AuditLog(None, "t", "demo"), parallel=2,
-                    clock=clock, sleep=clock.advance, poll_s=2.0)
-    events = []
-    try:
-        while True:
-            events.append(next(gen))
-    except StopIteration as stop:
-        reports = stop.value
+    events, reports = _drained(run_batch(order, cluster, cluster, AuditLog(None, "t", "demo"), parallel=2,
+                                         clock=clock, sleep=clock.advance, poll_s=2.0))
     guard = [e for e in events if "capacity guard" in e.message]
     assert guard and "before gpu-l40s-01" in guard[0].message
     # The run stops where the plan said, and every node named has a truthful report.
@@ -221,8 +215,12 @@ def _run(limit: str):
     clock = ManualClock()
     cluster = DemoCluster(seed=7, clock=clock)
     busy = ["gpu-h100-01", "gpu-h100-02"]  # llama pods with live sessions: each drain takes a while
-    gen = run_batch(busy, _WithPolicy(cluster, limit), cluster, AuditLog(None, "t", "demo"), parallel=2,
-                    clock=clock, sleep=clock.advance, poll_s=2.0)
+    return _drained(run_batch(busy, _WithPolicy(cluster, limit), cluster, AuditLog(None, "t", "demo"), parallel=2,
+                              clock=clock, sleep=clock.advance, poll_s=2.0))
+
+
+def _drained(gen):
+    """A batch run to its end: every event it yielded, and the reports it returned."""
     events = []
     try:
         while True:

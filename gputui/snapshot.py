@@ -23,6 +23,7 @@ class SourceStatus:
     fetched_at: float | None = None
     error: str | None = None
     every: float | None = None  # seconds between reads when slower than the refresh (fleet-wide DCGM)
+    mode: str = ""  # how it is read, when there is a choice (the metrics: recorded rules or raw series)
 
     def age(self, now: float) -> float | None:
         return None if self.fetched_at is None else max(0.0, now - self.fetched_at)

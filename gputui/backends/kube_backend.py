@@ -250,7 +250,7 @@ class KubeReader:
             SourceStatus("API", api_at, api_error),
             SourceStatus("metrics", self._metrics_at,
                          self._metrics_error if self.prom is not None else "not configured (--prometheus)",
-                         every=self.dcgm_interval or None),
+                         every=self.dcgm_interval or None, mode=self.prom.mode if self.prom is not None else ""),
         ) + ((SourceStatus("DRA", now, self._dra_error),) if self._dra_error else ())
         with self._join_lock, gc_paused():  # a snapshot is tens of thousands of new objects, no cycles
             return self._joiner.join(state, self._metrics, now=now, context=self.conn.context, sources=sources)

@@ -24,17 +24,12 @@ from gputui.errors import TRANSPORT_MARKERS, first_line, one_line, transport_rea
 from gputui.backends.gcpause import gc_paused
 from gputui.backends.join import GpuSample, Metrics
 from gputui.backends.session_metrics import BUILTIN_ENGINES, Engine, engine_pod, queries as session_queries
+from gputui.backends.prom_rules import MODE_RAW, MODE_RECORDED, PROBE, rule_names, util_expr
 from gputui.model import UNREADABLE, GpuSummary
 
 HOST_LABELS = ("Hostname", "hostname")
-# A MIG instance's series carry GPU_I_ID (and GPU_I_PROFILE); DCGM_FI_DEV_GPU_UTIL is not supported on MIG, so
-# a MIG GPU's utilisation is its instances' graphics-engine activity (0..1, as a percentage).
-def util_expr(on: str, matchers: str = "") -> str:
-    """Per-GPU utilisation series, MIG or not: a GPU's own gauge, unless it has MIG instances (then theirs).
-    `matchers`: label matchers both sides share (one host's, for a node's detail)."""
-    mig = f'DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{matchers + "," if matchers else ""}GPU_I_ID!=""}}'
-    return f"(DCGM_FI_DEV_GPU_UTIL{{{matchers}}} unless on ({on}) {mig}) or (100 * {mig})"
 DEFAULT_TIMEOUT_S = 3.0
+RULES_RECHECK_S = 300.0  # recording rules loaded or dropped are noticed within this
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +68,11 @@ class PromSource:
         )
         self.queries = 0  # for the benchmark: queries sent so far
         self.session_queries = session_queries(cfg.engines)
+        # Whether gputui's recording rules are loaded (prom_rules): the host label their series carry, or None
+        # (raw series); looked for at the first fleet read and every RULES_RECHECK_S after.
+        self._recorded: str | None = None
+        self._rules_checked_at: float | None = None
+        self.mode = MODE_RAW
 
     def query(self, promql: str) -> list[dict[str, Any]]:
         self.queries += 1
@@ -198,7 +198,27 @@ class PromSource:
         label = host_label or self.cfg.host_label or "Hostname"
         return f'{{{label}="{escaped}"}}'
 
+    def _rules_host(self) -> str | None:
+        """The host label of gputui's recorded series when they exist (one query per host label)."""
+        for host in self.host_labels:
+            if self.query(f"count({rule_names(host)[PROBE]})"):
+                return host
+        return None
+
     def _fetch_fleet(self, node_names: set[str]) -> Metrics:
+        now = time.monotonic()
+        if self._rules_checked_at is None or now - self._rules_checked_at >= RULES_RECHECK_S:
+            self._rules_checked_at = now
+            self._recorded = self._rules_host()
+        if self._recorded is not None:
+            names = rule_names(self._recorded)
+            results = self._run({**{f: names[f] for f in ("util", "fb_used", "temp", "power", "xid", "health")},
+                                 "count": names[PROBE], **self.session_queries})
+            if results["count"]:
+                self.mode = MODE_RECORDED
+                return self._fleet_metrics(node_names, results)
+            self._recorded = None  # the rules stopped being evaluated: the raw series, at once
+        self.mode = MODE_RAW
         by_host = ", ".join(self.host_labels)
         by_gpu = self._by()
         queries = {
@@ -212,7 +232,9 @@ class PromSource:
             "health": f"max by ({by_gpu}) (DCGM_EXP_GPU_HEALTH_STATUS > 0)",
             **self.session_queries,
         }
-        results = self._run(queries)
+        return self._fleet_metrics(node_names, self._run(queries))
+
+    def _fleet_metrics(self, node_names: set[str], results: Mapping[str, list[dict[str, Any]]]) -> Metrics:
         util, count, fb_used, temp, power = (
             self._values_by_host(results[f]) for f in ("util", "count", "fb_used", "temp", "power"))
         problems: dict[tuple[str, int], dict[str, Any]] = {}

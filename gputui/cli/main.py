@@ -20,6 +20,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         settings = settings_from(args)
+        if args.command == "rules":  # needs no cluster: a file to load into Prometheus
+            import re
+
+            from gputui.backends.prom_rules import rules_yaml
+
+            if not re.fullmatch(r"[a-zA-Z_][a-zA-Z0-9_]*", args.host_label):
+                raise UsageError(f"--host-label {args.host_label!r} is not a Prometheus label name")
+            if not re.fullmatch(r"\d+(ms|s|m|h)", args.interval):
+                raise UsageError(f"--interval {args.interval!r} is not a Prometheus duration (e.g. 30s, 1m)")
+            sys.stdout.write(rules_yaml(args.host_label, args.interval))
+            return 0
         if args.command is not None:
             require_cluster(settings)
         if args.command == "nodes":

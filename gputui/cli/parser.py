@@ -95,6 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--keymap", default=argparse.SUPPRESS)
     serve.add_argument("--rotate", dest="wallboard_rotate", type=_positive_float, default=argparse.SUPPRESS,
                        metavar="SECONDS")
+    rules = sub.add_parser("rules", help="print Prometheus recording rules for the fleet view (gputui reads their "
+                           "series when they exist) and exit")
+    rules.add_argument("--host-label", default="Hostname", help="the label naming a node on DCGM series "
+                       "(dcgm-exporter: Hostname, or hostname in newer builds)")
+    rules.add_argument("--interval", default="30s", help="evaluation interval (default 30s, DCGM's usual cadence)")
     add_drain_parser(sub, common)
     add_shift_parser(sub, common)
     add_check_parser(sub, common)

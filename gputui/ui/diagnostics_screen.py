@@ -51,6 +51,9 @@ class DiagnosticsScreen(ClusterScreen):
         title = Text(" Diagnostics ", style="bold")
         title.append(f"{len(findings)} finding{'s' if len(findings) != 1 else ''}" if findings else "nothing to report")
         title.append("   enter opens the node", style="dim")
+        modes = [f"{s.name}: {s.mode}" for s in snap.sources if s.mode]
+        if modes:  # e.g. whether the fleet's GPU figures come from gputui's recording rules
+            title.append(f"   {'; '.join(modes)}", style="dim")
         self.query_one("#diag-title", Static).update(title)
         if findings == self.findings:
             return  # nothing changed: keep the cursor and skip the redraw

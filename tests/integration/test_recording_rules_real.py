@@ -1,0 +1,43 @@
+"""`gputui rules` loaded into a real Prometheus: gputui finds the recorded series and reads them, with the same
+per-node figures the raw series give on the session's Prometheus (which has no rules: the fallback)."""
+
+from __future__ import annotations
+
+import yaml
+
+from gputui.backends.prom import PromConfig, PromSource
+from gputui.backends.prom_rules import MODE_RAW, MODE_RECORDED
+from tests.support.gputui_cli import run
+from tests.support.prom import PrometheusServer, dcgm_scrape_config
+
+
+def test_recorded_series_are_read_when_the_rules_are_loaded_and_agree_with_the_raw_ones(dcgm_exporter, prometheus,
+                                                                                         tmp_path):
+    out = run("rules", home=tmp_path)
+    assert out.returncode == 0, out.stderr
+    rules = yaml.safe_load(out.stdout)
+    names = [r["record"] for r in rules["groups"][0]["rules"]]
+    assert all(name.count(":") == 2 for name in names)  # level:metric:operations
+    rules["groups"][0]["interval"] = "1s"  # the test's scrape cadence
+    recorded = PrometheusServer([dcgm_scrape_config(dcgm_exporter)], rules=rules)  # promtool checks the file
+    try:
+        recorded.start(ready="Hostname:gputui_gpu:count")
+        assert [g["name"] for g in recorded.rules_loaded()] == ["gputui.fleet"]
+        hosts = {host for host, _ in dcgm_exporter.gpus()}
+        with_rules = PromSource(PromConfig(recorded.url, timeout=10))
+        raw = PromSource(PromConfig(prometheus.url, timeout=10))
+        a = with_rules.fetch(hosts, per_gpu=False)
+        b = raw.fetch(hosts, per_gpu=False)
+        assert (with_rules.mode, raw.mode) == (MODE_RECORDED, MODE_RAW)
+        assert set(a.nodes) == set(b.nodes) == hosts
+        for host in hosts:  # the exporter's gauges are steady: both reads see the same values
+            x, y = a.nodes[host], b.nodes[host]
+            assert (x.count, x.temp_max) == (y.count, y.temp_max), host
+            assert x.util_mean is not None and abs(x.util_mean - (y.util_mean or 0)) < 0.5, host
+            assert x.mem_used_mib == y.mem_used_mib and x.power_w == y.power_w, host
+        assert {k for k in a.gpus} == {k for k in b.gpus}  # the same cards with an XID or failed health
+        sent = with_rules.queries
+        with_rules.fetch(hosts, per_gpu=False)
+        assert with_rules.queries - sent <= 10  # one refresh, rules found: the recorded series and sessions
+    finally:
+        recorded.close()

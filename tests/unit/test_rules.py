@@ -1,0 +1,50 @@
+import subprocess
+import sys
+
+import yaml
+
+from gputui.backends.prom_rules import PROBE, rule_exprs, rule_names, rules_yaml
+
+
+def test_every_rule_is_named_level_metric_operations_by_its_host_label():
+    for host in ("Hostname", "hostname"):
+        doc = yaml.safe_load(rules_yaml(host))
+        rules = doc["groups"][0]["rules"]
+        assert [r["record"] for r in rules] == list(rule_names(host).values())
+        assert [r["expr"] for r in rules] == list(rule_exprs(host).values())
+        for r in rules:
+            level, _metric, _ops = r["record"].split(":")
+            assert level in (host, f"{host}_gpu") and f"by ({host}" in r["expr"]
+    assert PROBE in rule_names("Hostname")
+
+
+def test_bad_rules_flags_are_one_line():
+    for args, says in ((["--host-label", "host name"], "not a Prometheus label name"),
+                       (["--interval", "soon"], "not a Prometheus duration")):
+        done = subprocess.run([sys.executable, "-m", "gputui", "rules", *args], capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1 and says in done.stderr
+
+
+def test_rules_that_stop_being_evaluated_fall_back_to_the_raw_series_in_the_same_refresh():
+    from gputui.backends.prom import PromConfig, PromSource
+    from gputui.backends.prom_rules import MODE_RAW, MODE_RECORDED
+
+    src = PromSource(PromConfig("http://127.0.0.1:9", host_label="Hostname"))
+    sent: list[str] = []
+    evaluated = {"on": True}
+
+    def query(promql: str) -> list[dict]:
+        sent.append(promql)
+        if promql.startswith("count(Hostname:gputui_gpu:count)") or promql == "Hostname:gputui_gpu:count":
+            return [{"metric": {"Hostname": "n1"}, "value": [0, "8"]}] if evaluated["on"] else []
+        if promql.startswith("Hostname:gputui_gpu_util:avg"):
+            return [{"metric": {"Hostname": "n1"}, "value": [0, "40"]}] if evaluated["on"] else []
+        if promql.startswith("avg by (Hostname)"):  # the raw aggregate
+            return [{"metric": {"Hostname": "n1"}, "value": [0, "41"]}]
+        return []
+
+    src.query = query  # type: ignore[method-assign]
+    assert src.fetch({"n1"}, per_gpu=False).nodes["n1"].util_mean == 40.0 and src.mode == MODE_RECORDED
+    evaluated["on"] = False  # the rule group was removed: its series are gone
+    assert src.fetch({"n1"}, per_gpu=False).nodes["n1"].util_mean == 41.0 and src.mode == MODE_RAW

@@ -19,6 +19,10 @@ echo "== chromium (the browser test loads gputui serve's page in it)"
 if ! command -v chromium >/dev/null 2>&1; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
+echo "== victoria-metrics (the metrics tests run against it as well as Prometheus)"
+if ! command -v victoria-metrics >/dev/null 2>&1; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq victoria-metrics >/dev/null
+fi
 echo "== prometheus"
 bash scripts/install-prometheus.sh
 echo "== control plane"

@@ -1,0 +1,120 @@
+"""The backend's metric queries against both stores it must work with: Debian's Prometheus and Debian's
+VictoriaMetrics (PromQL-compatible, built for large series counts), each scraping the same exporters. The
+figures are compared with what the exporters serve; failures (a store down, one that never answers) are one
+line and unknown values, never zeros or stale figures passed off as fresh."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+
+from gputui.backends.base import BackendError
+from gputui.backends.prom import PromConfig, PromSource
+from tests.support.prom import dcgm_scrape_config, inference_scrape_config
+from tests.support.procs import wait_until
+from tests.support.victoria import VictoriaServer
+
+NS = "t-stores"
+
+
+@pytest.fixture(scope="module", params=["prometheus", "victoria-metrics"])
+def store(request, prometheus, dcgm_exporter, inference_exporter):
+    """(name, base URL) of a store scraping the session's exporters every second."""
+    if request.param == "prometheus":
+        yield request.param, prometheus.url, None
+        return
+    vm = VictoriaServer([dcgm_scrape_config(dcgm_exporter), inference_scrape_config(inference_exporter.sd_file)])
+    try:
+        vm.start(ready="DCGM_FI_DEV_GPU_UTIL")
+        yield request.param, vm.url, vm
+    finally:
+        vm.close()
+
+
+def source(url: str, **kw) -> PromSource:
+    return PromSource(PromConfig(url, timeout=kw.pop("timeout", 10), **kw))
+
+
+def test_fleet_and_per_gpu_figures_are_what_the_exporter_serves(store, dcgm_exporter):
+    _name, url, _ = store
+    host, _gpu = dcgm_exporter.gpus()[0]
+    gpus = [g for h, g in dcgm_exporter.gpus() if h == host]
+    for g in gpus:
+        dcgm_exporter.set(host, g, util=10 + g, temp=40 + g)
+    src = source(url)
+    want_util = sum(10 + g for g in gpus) / len(gpus)
+
+    def fleet_sees_it():
+        m = src.fetch({host}, per_gpu=False).nodes.get(host)
+        return m if m and m.util_mean is not None and abs(m.util_mean - want_util) < 0.01 else None
+
+    summary = wait_until(fleet_sees_it, 20, what="the fleet query to see the values set")
+    assert summary.count == len(gpus) and summary.temp_max == 40 + max(gpus)
+    per_gpu = src.fetch({host}, per_gpu=True, host=host).gpus
+    assert {i: s.util for (h, i), s in per_gpu.items() if h == host} == {g: 10.0 + g for g in gpus}
+
+
+def test_sessions_and_the_idle_range_query(store, inference_exporter, dcgm_exporter):
+    _name, url, _ = store
+    inference_exporter.add_pod(NS, "chat-0", running=7, waiting=2)
+    try:
+        src = source(url)
+        wait_until(lambda: src.sessions().get((NS, "chat-0")) == (7, 2), 20, what="the pod's sessions read")
+    finally:
+        inference_exporter.remove_pod(NS, "chat-0")
+    host, gpu = dcgm_exporter.gpus()[0]
+    dcgm_exporter.set(host, gpu, util=1)
+    dcgm_exporter.assign(host, gpu, NS, "held-idle")
+    try:
+        from gputui.backends.prom_review import idle_gpus
+
+        src = source(url)
+        reading = wait_until(lambda: idle_gpus(src, 3, 5), 20, what="the attributed GPU")
+        assert reading.attributed.get(host, 0) >= 1
+        wait_until(lambda: idle_gpus(src, 3, 5).idle.get(host, 0) >= 1, 20, what="the held GPU counted idle")
+    finally:
+        dcgm_exporter.assign(host, gpu, None)
+
+
+def test_a_store_behind_a_path_prefix_with_a_tenant_header(store, dcgm_exporter):
+    """VictoriaMetrics' cluster reads at /select/<account>/prometheus, Mimir wants X-Scope-OrgID: the base URL
+    keeps its path and the configured headers go with every query."""
+    name, url, _ = store
+    # VictoriaMetrics serves the API under /prometheus too, as its cluster version does under
+    # /select/<account>/prometheus; Prometheus itself only at its root (and ignores the tenant header).
+    prefixed = f"{url}/prometheus" if name == "victoria-metrics" else url
+    src = source(prefixed, headers={"X-Scope-OrgID": "team-a"})
+    host, _ = dcgm_exporter.gpus()[0]
+    assert src.fetch({host}, per_gpu=False).nodes[host].count >= 1
+
+
+def test_a_store_down_or_silent_is_one_line_and_unknown(store, dcgm_exporter):
+    name, url, vm = store
+    # One that accepts and never answers: the query times out, in about its timeout, as one line.
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    held: list[socket.socket] = []
+    accepting = threading.Thread(target=lambda: [held.append(silent.accept()[0]) for _ in range(8)], daemon=True)
+    accepting.start()
+    try:
+        started = time.monotonic()
+        with pytest.raises(BackendError) as exc:
+            source(f"http://127.0.0.1:{silent.getsockname()[1]}", timeout=1.0).fetch({"x"}, per_gpu=False)
+        assert time.monotonic() - started < 8 and "\n" not in str(exc.value)
+    finally:
+        for s in held:
+            s.close()
+        silent.close()
+    if vm is None:
+        return  # the session's Prometheus is shared: test_kube_backend stops and restarts it
+    vm.stop()
+    try:
+        with pytest.raises(BackendError) as exc:
+            source(url, timeout=2).fetch({"x"}, per_gpu=False)
+        assert "\n" not in str(exc.value)
+    finally:
+        vm.start(ready="DCGM_FI_DEV_GPU_UTIL")

@@ -1,0 +1,74 @@
+"""Debian's VictoriaMetrics (single node) on 127.0.0.1, scraping like the test Prometheus: the store built for
+large series counts that gputui's queries must work against as well (issue 18). Same interface as
+PrometheusServer for what the metrics tests use (url, start, stop, close, query); no backfill."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from tests.support.procs import LOOPBACK, HarnessError, ManagedProcess, free_port, http, port_is_free, wait_for
+
+BINARY = "victoria-metrics"
+
+
+def find_victoria() -> str:
+    path = shutil.which(BINARY)
+    if path is None:
+        raise HarnessError("victoria-metrics is not installed (scripts/test.sh installs Debian's package)")
+    return path
+
+
+class VictoriaServer:
+    def __init__(self, scrape_configs: list[dict[str, Any]], *, scrape_interval: str = "1s") -> None:
+        self.binary = find_victoria()
+        self.workdir = Path(tempfile.mkdtemp(prefix="gputui-vm-"))
+        self.port = free_port()
+        self.url = f"http://{LOOPBACK}:{self.port}"
+        self.config_file = self.workdir / "scrape.yml"
+        self.config_file.write_text(yaml.safe_dump(
+            {"global": {"scrape_interval": scrape_interval}, "scrape_configs": scrape_configs}, sort_keys=False))
+        self.log_path = self.workdir / "victoria-metrics.log"
+        self.proc: ManagedProcess | None = None
+        self._http = http()
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.running()
+
+    def start(self, *, timeout: float = 30, ready: str | Callable[["VictoriaServer"], Any] | None = None
+              ) -> "VictoriaServer":
+        """Start, then wait for /health and for `ready` (a query that must return a series)."""
+        wait_for(lambda: port_is_free(self.port), timeout=15, what=f"port {self.port} free for VictoriaMetrics")
+        self.proc = ManagedProcess(BINARY, [
+            self.binary, f"-httpListenAddr={LOOPBACK}:{self.port}", f"-storageDataPath={self.workdir / 'data'}",
+            f"-promscrape.config={self.config_file}", "-retentionPeriod=1d",
+            "-promscrape.config.strictParse=false",  # Prometheus-only fields (file_sd refresh_interval)
+            "-promscrape.fileSDCheckInterval=1s",  # pods come and go in the file during a test
+            # Answer with what was scraped a moment ago (the default hides the last 30 s).
+            "-search.latencyOffset=0s",
+        ], self.log_path, cwd=self.workdir).start()
+        self.proc.wait_ready(lambda: self._http.get(f"{self.url}/health", timeout=2).text.strip() == "OK",
+                             timeout=timeout, what="GET /health == OK")
+        if ready is not None:
+            check = (lambda: self.query(ready)) if isinstance(ready, str) else (lambda: ready(self))
+            self.proc.wait_ready(check, timeout=timeout, what=f"{ready!r} answered")
+        return self
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.stop(timeout=15)
+
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def query(self, expr: str) -> list[dict[str, Any]]:
+        r = self._http.get(f"{self.url}/api/v1/query", params={"query": expr}, timeout=10)
+        body = r.json()
+        if r.status_code != 200 or body.get("status") != "success":
+            raise HarnessError(f"VictoriaMetrics query {expr!r}: {r.status_code} {body}")
+        return body["data"]["result"]

@@ -24,7 +24,7 @@ from gputui.errors import TRANSPORT_MARKERS, first_line, one_line, transport_rea
 from gputui.backends.gcpause import gc_paused
 from gputui.backends.join import GpuSample, Metrics
 from gputui.backends.session_metrics import BUILTIN_ENGINES, Engine, engine_pod, queries as session_queries
-from gputui.backends.prom_rules import MODE_RAW, MODE_RECORDED, PROBE, rule_names, util_expr
+from gputui.backends.recording_rules import MODE_RAW, MODE_RECORDED, PROBE, rule_names, util_expr
 from gputui.model import UNREADABLE, GpuSummary
 
 HOST_LABELS = ("Hostname", "hostname")
@@ -68,7 +68,7 @@ class PromSource:
         )
         self.queries = 0  # for the benchmark: queries sent so far
         self.session_queries = session_queries(cfg.engines)
-        # Whether gputui's recording rules are loaded (prom_rules): the host label their series carry, or None
+        # Whether gputui's recording rules are loaded (recording_rules): the host label their series carry, or None
         # (raw series); looked for at the first fleet read and every RULES_RECHECK_S after.
         self._recorded: str | None = None
         self._rules_checked_at: float | None = None

@@ -23,7 +23,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "rules":  # needs no cluster: a file to load into Prometheus
             import re
 
-            from gputui.backends.prom_rules import rules_yaml
+            from gputui.backends.recording_rules import rules_yaml
 
             if not re.fullmatch(r"[a-zA-Z_][a-zA-Z0-9_]*", args.host_label):
                 raise UsageError(f"--host-label {args.host_label!r} is not a Prometheus label name")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import yaml
 
 from gputui.backends.prom import PromConfig, PromSource
-from gputui.backends.prom_rules import MODE_RAW, MODE_RECORDED
+from gputui.backends.recording_rules import MODE_RAW, MODE_RECORDED
 from tests.support.gputui_cli import run
 from tests.support.prom import PrometheusServer, dcgm_scrape_config
 

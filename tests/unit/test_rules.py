@@ -3,7 +3,7 @@ import sys
 
 import yaml
 
-from gputui.backends.prom_rules import PROBE, rule_exprs, rule_names, rules_yaml
+from gputui.backends.recording_rules import PROBE, rule_exprs, rule_names, rules_yaml
 
 
 def test_every_rule_is_named_level_metric_operations_by_its_host_label():
@@ -28,7 +28,7 @@ def test_bad_rules_flags_are_one_line():
 
 def test_rules_that_stop_being_evaluated_fall_back_to_the_raw_series_in_the_same_refresh():
     from gputui.backends.prom import PromConfig, PromSource
-    from gputui.backends.prom_rules import MODE_RAW, MODE_RECORDED
+    from gputui.backends.recording_rules import MODE_RAW, MODE_RECORDED
 
     src = PromSource(PromConfig("http://127.0.0.1:9", host_label="Hostname"))
     sent: list[str] = []

@@ -22,10 +22,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gputui.backends.demo import demo_backend  # noqa: E402
-from gputui.model import GpuSummary
-from gputui.snapshot import ClusterSnapshot
+from gputui.model import GpuSummary  # noqa: E402
+from gputui.snapshot import ClusterSnapshot  # noqa: E402
 from gputui.ops.audit import AuditLog  # noqa: E402
 from gputui.settings import Settings  # noqa: E402
+from gputui.present.columns import SORTABLE  # noqa: E402
 from gputui.ui.app import GputuiApp  # noqa: E402
 from gputui.ui.messages import SnapshotReady  # noqa: E402
 from tests.demo_clock import ManualClock  # noqa: E402
@@ -78,7 +79,7 @@ def main() -> None:
     for per_gpu in (False, True):
         shape = "every GPU" if per_gpu else "per-node summaries"
         for size in ((80, 24), (200, 50)):
-            for sort_index, label in ((0, "name"), (4, "util")):
+            for sort_index, label in ((0, "name"), (SORTABLE.index("util"), "util")):
                 cost = asyncio.run(measure(args.nodes, args.refreshes, size, sort_index, per_gpu))
                 print(f"{args.nodes} nodes ({shape}), {size[0]}x{size[1]}, sorted by {label}: "
                       f"{cost * 1000:.0f} ms CPU per refresh (median)")

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Mapping
 
 if TYPE_CHECKING:
-    from gputui.model import Node
     from gputui.snapshot import ClusterSnapshot
 
 DEFAULT_POOL_LABELS = ("gpu.pool", "cloud.google.com/gke-nodepool", "eks.amazonaws.com/nodegroup",
@@ -72,27 +71,32 @@ def pool_rows(snapshot: ClusterSnapshot, reading: IdleReading | None,
               keys: Iterable[str] = DEFAULT_POOL_LABELS) -> list[PoolRow]:
     """One row per pool, then the fleet's. `reading`: the idle GPUs the metrics could tell (None: no series
     names a pod, so every idle figure is unknown). A pool with a node whose allocation is not attributed has
-    an unknown idle figure too, and says on how many nodes."""
+    an unknown idle figure too, and says on how many nodes. One pass over the nodes (the dashboard asks on
+    every refresh of a fleet of any size); the fleet's row sums the pools'."""
     keys = tuple(keys)
-    groups: dict[str, list] = {}
+    # pool -> [nodes, gpus, allocated, util × weight, weight, idle, nodes whose idle is unknown]
+    acc: dict[str, list[float]] = {}
     for n in snapshot.nodes:
-        groups.setdefault(pool_of(n.labels, keys), []).append(n)
+        a = acc.setdefault(pool_of(n.labels, keys), [0, 0, 0, 0.0, 0, 0, 0])
+        allocated = min(snapshot.gpus_allocated(n.name), n.gpu_allocatable)
+        a[0] += 1
+        a[1] += n.gpu_allocatable
+        a[2] += allocated
+        util = n.mean_util
+        if util is not None:
+            weight = n.summary.count if n.summary and n.summary.count else len(n.gpus) or 1
+            a[3] += util * weight
+            a[4] += weight
+        if reading is not None:
+            if allocated > reading.attributed.get(n.name, 0):
+                a[6] += 1
+            else:
+                a[5] += reading.idle.get(n.name, 0)
+    fleet = [sum(a[i] for a in acc.values()) for i in range(7)]
 
-    def node_idle(n: Node, allocated: int) -> int | None:
-        if reading is None or allocated > reading.attributed.get(n.name, 0):
-            return None if reading is None or allocated else 0
-        return reading.idle.get(n.name, 0)
+    def row(name: str, a: list[float]) -> PoolRow:
+        unknown = int(a[6])
+        return PoolRow(name, int(a[0]), int(a[1]), int(a[2]), a[3] / a[4] if a[4] else None,
+                       None if reading is None or unknown else int(a[5]), unknown)
 
-    def row(name: str, nodes: list) -> PoolRow:
-        weighted = [(n.mean_util, n.summary.count if n.summary and n.summary.count else len(n.gpus) or 1)
-                    for n in nodes if n.mean_util is not None]
-        weight = sum(w for _u, w in weighted)
-        util = sum(u * w for u, w in weighted) / weight if weight else None
-        allocated = [min(snapshot.gpus_allocated(n.name), n.gpu_allocatable) for n in nodes]
-        idle = [node_idle(n, a) for n, a in zip(nodes, allocated)]
-        unknown = sum(1 for i in idle if i is None) if reading is not None else 0
-        return PoolRow(name, len(nodes), sum(n.gpu_allocatable for n in nodes), sum(allocated), util,
-                       None if reading is None or unknown else sum(i or 0 for i in idle), unknown)
-
-    rows = [row(name, nodes) for name, nodes in sorted(groups.items())]
-    return rows + [row(FLEET, list(snapshot.nodes))]
+    return [row(name, a) for name, a in sorted(acc.items())] + [row(FLEET, fleet)]

@@ -65,6 +65,8 @@ class DashboardScreen(ClusterScreen):
         self.marked: set[str] = set()
         self._told_resumable: set[str] = set()
         self._service_columns: tuple = ()
+        self._pools: tuple | None = None  # (snapshot, idle reading, their pool rows): see _pool_strip
+        self._order: tuple | None = None  # ((snapshot, sort, reverse), every node in that order)
 
     def compose(self) -> ComposeResult:
         yield HeaderBar()
@@ -121,11 +123,17 @@ class DashboardScreen(ClusterScreen):
         sort_col = NODE_COLUMNS[self.sort_index]
         words = words_of(self.filter_text)
         nodes = {n.name: n for n in snap.nodes
-                 if not words or node_matches(n, words, node_alerts(n, ctx.temp_threshold), ctx.majority_driver)}
-        if self.sort_index == 0:  # by name: the keys themselves (a third of a refresh at 10,000 nodes)
-            order = sorted(nodes, reverse=self.sort_reverse)
-        else:
-            order = sorted(nodes, key=lambda name: (sort_col.sort(nodes[name], ctx), name), reverse=self.sort_reverse)
+                 if not words or node_matches(n, words, lambda n: node_alerts(n, ctx.temp_threshold), ctx.majority_driver)}
+        # The whole fleet's order, kept for this snapshot and sort: a filter keystroke only drops rows from it.
+        sort = (snap, self.sort_index, self.sort_reverse)
+        if self._order is None or self._order[0][0] is not snap or self._order[0][1:] != sort[1:]:
+            every = {n.name: n for n in snap.nodes}
+            if self.sort_index == 0:  # by name: the keys themselves (a third of a refresh at 10,000 nodes)
+                full = sorted(every, reverse=self.sort_reverse)
+            else:
+                full = sorted(every, key=lambda name: (sort_col.sort(every[name], ctx), name), reverse=self.sort_reverse)
+            self._order = (sort, full)
+        order = self._order[1] if not words else [name for name in self._order[1] if name in nodes]
         columns = self._columns
 
         marked = self.marked
@@ -150,7 +158,10 @@ class DashboardScreen(ClusterScreen):
 
     def _pool_strip(self, snap) -> None:
         watch = self.app.idle_watch
-        rows = pool_rows(snap, watch.idle, self.app.settings.pool_labels)
+        # A sort or a filter keystroke redraws the nodes, not the pools: same snapshot and idle read, same rows.
+        if self._pools is None or self._pools[0] is not snap or self._pools[1] is not watch.idle:
+            self._pools = (snap, watch.idle, pool_rows(snap, watch.idle, self.app.settings.pool_labels))
+        rows = self._pools[2]
         strip = self.query_one("#pool-strip", Static)
         shown = has_pools(rows)
         strip.set_class(shown, "shown")

@@ -11,7 +11,7 @@ from textual.widgets import Digits, Static
 
 from gputui.ui.base import ClusterScreen
 
-from gputui.snapshot import stale
+from gputui.snapshot import ClusterSnapshot, stale
 from gputui.present import cells
 from gputui.health import diagnose
 from gputui.present.columns import fit_service_columns, service_rows
@@ -66,6 +66,7 @@ class WallboardScreen(ClusterScreen):
     def __init__(self) -> None:
         super().__init__()
         self.page = 0
+        self.cluster = 0  # with a fleet: whose pages are up (the board moves to the next after the last page)
         self.metric = "util"  # the setting's choice is read on mount
 
     def compose(self) -> ComposeResult:
@@ -92,8 +93,20 @@ class WallboardScreen(ClusterScreen):
         return (*PAGES, "fleet") if self.app.fleet is not None else PAGES
 
     def action_page(self, step: int) -> None:
-        self.page = (self.page + step) % len(self.pages())
+        pages = len(self.pages())
+        if self.app.fleet is not None and (self.page + step) // pages != 0:  # past the last page (or the first)
+            self.cluster += 1 if step > 0 else -1  # the next cluster's turn: the board rotates across the fleet
+        self.page = (self.page + step) % pages
         self.show_snapshot()
+
+    def shown_cluster(self) -> tuple[str, ClusterSnapshot | None]:
+        """The cluster whose pages are up: this one, or with a fleet the one whose turn it is (its last read)."""
+        fleet = self.app.fleet
+        if fleet is None:
+            return self.app.backend.context, self.app.snapshot
+        context = fleet.contexts[self.cluster % len(fleet.contexts)]
+        return context, fleet.latest[context][0] or (self.app.snapshot if context == self.app.backend.context
+                                                     else None)
 
     def action_metric(self) -> None:
         self.metric = "temp" if self.metric == "util" else "util"
@@ -130,10 +143,16 @@ class WallboardScreen(ClusterScreen):
         }
         for key, (label, value, style) in shown.items():
             self.query_one(f"#fig-{key}", Figure).show(label, value, style)
+        context, on_board = self.shown_cluster()
+        if on_board is None:  # that cluster not read yet: this one's pages meanwhile; the big figures sum all
+            on_board, context = snap, app.backend.context
+        snap = on_board
         self._alert_strip(snap, threshold)
         pages = self.pages()
         page = pages[self.page % len(pages)]
         title = Text(f" {TITLES[page]}", style="bold")
+        if app.fleet is not None and page != "fleet":
+            title.append(f" · {context}")
         if page == "heat":
             title.append(f" ({'utilisation' if self.metric == 'util' else 'temperature'})")
         title.append(f"   page {self.page % len(pages) + 1}/{len(pages)} · every {app.settings.wallboard_rotate:g}s",

@@ -156,5 +156,13 @@ async def test_the_wallboard_sums_the_fleet_and_lists_its_clusters(cluster, fake
             console.print(app.screen.query_one("#page", Static).content)
             text = console.export_text()
             assert "east" in text and "west" in text and "2/2 read" in text
+            # The board rotates across the fleet: past its last page, the first page is the next cluster's.
+            await pilot.press("n")
+            await pilot.pause()
+            assert app.screen.page == 0 and "· west" in str(app.screen.query_one("#page-title", Static).render())
+            for _ in pages:
+                await pilot.press("n")
+            await pilot.pause()
+            assert "· east" in str(app.screen.query_one("#page-title", Static).render())
     finally:
         app.backend.close()

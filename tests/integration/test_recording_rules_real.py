@@ -1,5 +1,5 @@
 """`gputui rules` loaded into a real Prometheus: gputui finds the recorded series and reads them, with the same
-per-node figures the raw series give on the session's Prometheus (which has no rules: the fallback)."""
+per-node figures the same store's raw series give; the session's Prometheus, which has no rules, is read raw."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from tests.support.prom import PrometheusServer, dcgm_scrape_config
 
 def test_recorded_series_are_read_when_the_rules_are_loaded_and_agree_with_the_raw_ones(dcgm_exporter, prometheus,
                                                                                          tmp_path):
+    """On a store that evaluates `gputui rules`, the recorded series give the figures its raw series give."""
     out = run("rules", home=tmp_path)
     assert out.returncode == 0, out.stderr
     rules = yaml.safe_load(out.stdout)
@@ -26,7 +27,15 @@ def test_recorded_series_are_read_when_the_rules_are_loaded_and_agree_with_the_r
         assert [g["name"] for g in recorded.rules_loaded()] == ["gputui.fleet"]
         hosts = {host for host, _ in dcgm_exporter.gpus()}
         with_rules = PromSource(PromConfig(recorded.url, timeout=10))
-        raw = PromSource(PromConfig(prometheus.url, timeout=10))
+        # The raw series of the same store, as a store without the rules is read: one store, the same samples
+        # (the session's Prometheus also holds other tests' history and lookback, so it is only asked its mode).
+        raw = PromSource(PromConfig(recorded.url, timeout=10))
+        raw._rules_checked_at, raw._recorded = float("inf"), None  # never looks for the rules
+        without = PromSource(PromConfig(prometheus.url, timeout=10))
+        without.fetch(hosts, per_gpu=False)
+        assert without.mode == MODE_RAW  # no rules there: the raw series
+
+        last: list[str] = []
 
         def agree():
             """Both reads alike. The recorded series trail the raw ones by up to an evaluation (other tests
@@ -34,6 +43,7 @@ def test_recorded_series_are_read_when_the_rules_are_loaded_and_agree_with_the_r
             a, b = with_rules.fetch(hosts, per_gpu=False), raw.fetch(hosts, per_gpu=False)
             # The session's Prometheus still answers for nodes other tests removed (its 5-minute lookback); the
             # new one never saw them: compare the exporter's nodes of now.
+            last[:] = [f"recorded {a.nodes}", f"raw {b.nodes}", f"bad cards {set(a.gpus)} vs {set(b.gpus)}"]
             if not hosts <= set(a.nodes) or not hosts <= set(b.nodes):
                 return None
             if {k for k in a.gpus if k[0] in hosts} != {k for k in b.gpus if k[0] in hosts}:
@@ -46,8 +56,11 @@ def test_recorded_series_are_read_when_the_rules_are_loaded_and_agree_with_the_r
                     return None
             return a
 
-        wait_until(agree, 20, what="the recorded series to agree with the raw ones")
-        assert (with_rules.mode, raw.mode) == (MODE_RECORDED, MODE_RAW)
+        try:
+            wait_until(agree, 20, what="the recorded series to agree with the raw ones")
+        except Exception:
+            raise AssertionError("they never agreed; last reads:\n" + "\n".join(last)) from None
+        assert with_rules.mode == MODE_RECORDED
         sent = with_rules.queries
         with_rules.fetch(hosts, per_gpu=False)
         assert with_rules.queries - sent <= 10  # one refresh, rules found: the recorded series and sessions

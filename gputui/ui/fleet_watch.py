@@ -25,6 +25,8 @@ class FleetWatch:
     def __init__(self, contexts: tuple[str, ...]) -> None:
         self.contexts = contexts
         self.latest: dict[str, tuple[ClusterSnapshot | None, str]] = {c: (None, "") for c in contexts}
+        self.revision = 0  # bumped by every read: views redraw the fleet only when it moved
+        self._rows: dict[str, tuple[ClusterSnapshot | None, str, float, ClusterRow]] = {}
 
     def start(self, app: GputuiApp) -> None:
         for context in self.contexts:
@@ -59,6 +61,17 @@ class FleetWatch:
         mean N redraws of whatever screen is up."""
         old, _ = self.latest.get(message.context, (None, ""))
         self.latest[message.context] = (message.snapshot or old, message.error)
+        self.revision += 1
 
     def rows(self, temp_threshold: float) -> list[ClusterRow]:
-        return [cluster_row(c, *self.latest[c], temp_threshold) for c in self.contexts]
+        """One row per cluster, worked out once per read (views ask every second: a cluster's alerts over
+        thousands of nodes are not redone on the UI thread for a clock tick)."""
+        out = []
+        for c in self.contexts:
+            snapshot, error = self.latest[c]
+            cached = self._rows.get(c)
+            if cached is None or cached[0] is not snapshot or cached[1] != error or cached[2] != temp_threshold:
+                cached = (snapshot, error, temp_threshold, cluster_row(c, snapshot, error, temp_threshold))
+                self._rows[c] = cached
+            out.append(cached[3])
+        return out

@@ -67,6 +67,7 @@ class WallboardScreen(ClusterScreen):
         super().__init__()
         self.page = 0
         self.cluster = 0  # with a fleet: whose pages are up (the board moves to the next after the last page)
+        self._fleet_seen = -1  # the fleet's revision last drawn
         self.metric = "util"  # the setting's choice is read on mount
 
     def compose(self) -> ComposeResult:
@@ -126,13 +127,16 @@ class WallboardScreen(ClusterScreen):
         idle = self._idle_fleet(snap)
         idle_label = "Idle GPUs"
         if app.fleet is not None:  # the big figures sum the fleet's clusters (idle is this cluster's own)
+            self._fleet_seen = app.fleet.revision
             total = fleet_total(app.fleet.rows(threshold))
             f = Figures(total.gpus_in_use, total.gpus_total, total.util, sum(total.alerts.values()), total.drains,
                         total.canaries)
             idle_label = f"Idle, {app.backend.context}"[:14]
         util = f.mean_util
         shown = {
-            "gpus": ("GPUs in use" if app.fleet is None else f"GPUs, {len(app.fleet.contexts)} clusters",
+            # A sum over the clusters that answered, and said so: never a partial sum passed off as the fleet's.
+            "gpus": ("GPUs in use" if app.fleet is None else
+                     f"GPUs, {total.clusters - total.unread}/{total.clusters} read",
                      str(f.gpus_in_use), ""),
             "util": ("Mean util %", "–" if util is None else f"{util:.0f}", palette.heat(util)),
             # Allocated but below 5% for the last hour (seed 000 §7); unknown is "–", never 0.
@@ -161,7 +165,8 @@ class WallboardScreen(ClusterScreen):
         self.query_one("#page", Static).update(getattr(self, f"_page_{page}")(snap))
 
     def refresh_age(self) -> None:
-        if self.app.fleet is not None:  # the fleet's clusters answer on their own clocks: their sums move
+        fleet = self.app.fleet
+        if fleet is not None and fleet.revision != self._fleet_seen:  # a cluster answered: its sums moved
             self.show_snapshot()
         else:
             self._banner()

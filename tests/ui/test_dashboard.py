@@ -510,3 +510,25 @@ async def test_describe_explains_the_xid_and_reads_taints_heartbeat_and_events(a
         assert "SysLogsXIDError" in text and "Last heartbeat" in text
         text = await described(next(n.name for n in app.snapshot.nodes if not n.ready))
         assert "node.kubernetes.io/unreachable:NoExecute" in text and "NodeNotReady" in text
+
+
+async def test_the_footer_is_one_widget_whose_keys_answer_a_click_and_dim_what_read_only_cannot_do(app_factory):
+    """The footer draws its keys on one line (Textual's Footer rebuilt a widget per key on every screen
+    change: most of a node detail's open and close at any fleet size). A click on a key presses it; a write
+    key a read-only backend cannot use is dimmed and a click on it writes nothing."""
+    from gputui.ui.footer import KeyFooter
+
+    app = app_factory(read_only=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(pilot)
+        footer = app.screen.query_one(KeyFooter)
+        assert not footer.children
+        line = footer.render()
+        assert "Quit" in line.plain and "Help" in line.plain
+        spans = {key: (start, enabled) for start, _end, key, enabled in footer._spans}
+        assert spans["c"][1] is False and spans["question_mark"][1] is True
+        await pilot.click(KeyFooter, offset=(spans["c"][0], 0))
+        await pilot.pause()
+        assert app.screen is not None and not isinstance(app.screen, ConfirmScreen)
+        await pilot.click(KeyFooter, offset=(spans["question_mark"][0], 0))
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))

@@ -31,7 +31,7 @@ OPERATOR_GROUP = "nvidia.com"  # the GPU Operator's ClusterPolicy
 # Caches an identity may be refused without gputui refusing to start (see _wait_first_sync).
 OPTIONAL_CACHES = frozenset({"destinationrules", "resourceslices", "resourceclaims", "clusterpolicies"})
 
-FIRST_SYNC_TIMEOUT_S = 10.0
+FIRST_SYNC_TIMEOUT_S = 10.0  # silence, not the whole first list: each page answered restarts it
 
 # Route kinds gputui understands, by API group; which exist is discovered, never assumed.
 ROUTE_KINDS = {
@@ -200,7 +200,10 @@ class KubeReader:
     def _wait_first_sync(self) -> None:
         deadline = time.monotonic() + FIRST_SYNC_TIMEOUT_S
         for name, c in list(self.caches.items()):
+            pages = c.pages
             while not c.synced.wait(0.1):
+                if c.pages != pages:  # a large cluster's list is still coming in, page by page
+                    pages, deadline = c.pages, time.monotonic() + FIRST_SYNC_TIMEOUT_S
                 if name in OPTIONAL_CACHES and c.error and c.error.startswith("forbidden"):
                     # Refinements: subset labels (else subsets are taken as version labels), the operator's
                     # upgrade policy (else its limits are not named). DRA is not a refinement: GPUs it

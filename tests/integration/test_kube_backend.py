@@ -409,3 +409,40 @@ def test_check_reports_the_violations_planted_on_the_cluster_and_clears_when_fix
     finally:
         backend.close()
         policy.delete_namespaced_pod_disruption_budget("llama-pdb", NS)
+
+
+@pytest.mark.parametrize("page_s, starts", [(0.3, True), (1.5, False)])
+def test_a_first_list_that_keeps_answering_page_by_page_is_waited_for_and_silence_is_not(
+        cluster, prometheus, workload, monkeypatch, page_s, starts):
+    """A 65,000-node cluster's first list takes over a minute, page by page (benchmarks/scale.py found gputui
+    giving up after 10 s). Scaled down on the real apiserver: pages of 1 object, each answered after
+    `page_s`, against a 0.5 s first-sync limit. Pages that keep coming are waited for however long the whole
+    list takes; a page that does not come within the limit is still one clear error."""
+    from gputui.backends import kube_backend, kube_cache
+    from gputui.backends.base import BackendError
+    from gputui.backends.kube_http import Connection
+
+    monkeypatch.setattr(kube_cache, "PAGE_SIZE", 1)
+    monkeypatch.setattr(kube_backend, "FIRST_SYNC_TIMEOUT_S", 0.5)
+    inner = Connection.request
+
+    def slow_pages(self, method, path, query=None, *args, **kw):
+        if method == "GET" and query and "limit" in query:
+            time.sleep(page_s)
+        return inner(self, method, path, query, *args, **kw)
+
+    monkeypatch.setattr(Connection, "request", slow_pages)
+    t0 = time.monotonic()
+    backend = make_backend(cluster, prometheus)
+    try:
+        if starts:
+            snap = backend.reader.snapshot()
+            assert time.monotonic() - t0 > 0.5  # longer than the limit: the old wait gave up here
+            gpu_nodes = {n.metadata.name for n in client.CoreV1Api(workload["api"]).list_node().items
+                         if (n.metadata.labels or {}).get("nvidia.com/gpu.present") == "true"}
+            assert len(gpu_nodes) > 2 and {n.name for n in snap.nodes} == gpu_nodes  # every page, nothing else
+        else:
+            with pytest.raises(BackendError, match="no answer"):
+                backend.reader.snapshot()
+    finally:
+        backend.close()

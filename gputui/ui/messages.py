@@ -74,12 +74,14 @@ class Connected(Message):
 
 
 class HistoryRead(Message):
-    """A node's full GPU rows (None when the snapshot's are complete) and per-GPU utilisation history."""
+    """A node's full GPU rows (None when the snapshot's are complete) and per-GPU utilisation history, for
+    the node named (the detail screen may show another by the time it arrives)."""
 
-    def __init__(self, gpus: tuple[Gpu, ...] | None, history: dict[int, list[float | None]]) -> None:
+    def __init__(self, gpus: tuple[Gpu, ...] | None, history: dict[int, list[float | None]], node: str) -> None:
         super().__init__()
         self.gpus = gpus
         self.history = history
+        self.node = node
 
 
 class DescriptionRead(Message):

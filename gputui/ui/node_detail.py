@@ -71,6 +71,20 @@ class NodeDetailScreen(ClusterScreen):
         yield KeyTable(id="pods", cursor_type="row")
         yield KeyFooter()
 
+    def aim(self, node: str) -> None:
+        """Show a node (the app keeps one detail screen): nothing read for the last one is shown for it, even
+        under the same name (another cluster's, after :ctx)."""
+        self.node_name, self.history, self.full_gpus = node, {}, None
+        if self.is_mounted:
+            for table in self.query(DataTable):
+                table.clear()
+                table.move_cursor(row=0)
+
+    def on_screen_resume(self) -> None:
+        """Shown again (opened anew, or a dialog above it closed): what changed while it was hidden."""
+        if self.is_mounted and hasattr(self, "_laid_out_for"):
+            self.show_snapshot()
+
     def on_mount(self) -> None:
         self._layout(self.app.size.width)
         # This node's GPUs and history on every refresh, even when the fleet view (whose DCGM gauges
@@ -154,7 +168,10 @@ class NodeDetailScreen(ClusterScreen):
         self.app.push_screen(DiagnosticsScreen())
 
     def show_snapshot(self) -> None:
-        """A new snapshot: draw it, then fetch what it does not hold (full GPU rows, history)."""
+        """A new snapshot: draw it, then fetch what it does not hold (full GPU rows, history). Not while it is
+        off the stack (kept for the next open): it draws when it comes back (on_screen_resume)."""
+        if self not in self.app.screen_stack:
+            return
         self._draw()
         self._fetch_history()
 
@@ -232,17 +249,23 @@ class NodeDetailScreen(ClusterScreen):
             text.append(alert.message, style=palette.alert)
         return text
 
-    @work(thread=True, exclusive=True, group="history", exit_on_error=False)
     def _fetch_history(self) -> None:
+        if self in self.app.screen_stack:  # the interval runs on while the screen is kept off the stack
+            self._read_history(self.node_name)
+
+    @work(thread=True, exclusive=True, group="history", exit_on_error=False)
+    def _read_history(self, node: str) -> None:
         reader = self.app.backend.reader
         try:
-            gpus = reader.node_gpus(self.node_name) if hasattr(reader, "node_gpus") else None
-            history = reader.gpu_history(self.node_name, HISTORY_MINUTES)
+            gpus = reader.node_gpus(node) if hasattr(reader, "node_gpus") else None
+            history = reader.gpu_history(node, HISTORY_MINUTES)
         except Exception:
             return  # the rows keep their last values; the header shows source errors
-        self.post_message(HistoryRead(gpus, history))
+        self.post_message(HistoryRead(gpus, history, node))
 
     def on_history_read(self, message: HistoryRead) -> None:
+        if message.node != self.node_name:
+            return  # read for the node shown before
         if message.gpus is not None and message.gpus != self.full_gpus:
             self.full_gpus = message.gpus
             self._draw()

@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
-from gputui.health import Severity, fleet_alerts
-from gputui.present.wallboard import figures
+from gputui.health import Severity
+from gputui.figures import alerts as fleet_alerts_of, figures
 from gputui.snapshot import ClusterSnapshot, stale
 
 FLEET = "(fleet)"
@@ -59,7 +59,7 @@ def cluster_row(context: str, snapshot: ClusterSnapshot | None, error: str, temp
     error = error or (api.error if api is not None and api.error else "")
     f = figures(snapshot, temp_threshold)
     alerts: dict[Severity, int] = {}
-    for a in fleet_alerts(snapshot, temp_threshold):
+    for a in fleet_alerts_of(snapshot, temp_threshold):
         alerts[a.severity] = alerts.get(a.severity, 0) + 1
     return ClusterRow(context, len(snapshot.nodes), f.gpus_in_use, f.gpus_total, f.mean_util, alerts, f.drains,
                       f.canaries, taken_at, error)

@@ -67,6 +67,16 @@ def idle_why(row: PoolRow, why: str) -> str:
     return why or "not read yet"
 
 
+def fleet_pools(snapshot: ClusterSnapshot, reading: IdleReading | None,
+                keys: Iterable[str] = DEFAULT_POOL_LABELS) -> list[PoolRow]:
+    """pool_rows, once per snapshot, idle reading and pool labels: the dashboard's line, :pools and the
+    wallboard share them, and the poll thread works them out before the UI is told (app._poll)."""
+    keys = tuple(keys)
+    # The reading is kept in the value, so its id cannot be reused while this snapshot holds it.
+    held, rows = snapshot.derived(("pools", keys, id(reading)), lambda: (reading, pool_rows(snapshot, reading, keys)))
+    return rows if held is reading else pool_rows(snapshot, reading, keys)
+
+
 def pool_rows(snapshot: ClusterSnapshot, reading: IdleReading | None,
               keys: Iterable[str] = DEFAULT_POOL_LABELS) -> list[PoolRow]:
     """One row per pool, then the fleet's. `reading`: the idle GPUs the metrics could tell (None: no series

@@ -4,10 +4,13 @@ the one staleness rule. Immutable; the indexes a consumer needs are built once p
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Any, Callable, Hashable, Mapping, TypeVar
 
 from gputui.gpu_resources import WHOLE_GPU
 from gputui.model import Budget, InferencePod, InferenceService, Node, UpgradePolicy
+
+
+T = TypeVar("T")
 
 
 def stale(age: float | None, every: float) -> bool:
@@ -72,11 +75,23 @@ class ClusterSnapshot:
     _pods_by_node: Mapping[str, tuple[InferencePod, ...]] = field(
         init=False, repr=False, compare=False
     )
+    # Figures derived from the whole snapshot (gputui.figures), each worked out once by whoever asks first.
+    _derived: dict[Hashable, Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         allocated, by_node = self.indexes if self.indexes is not None else pod_indexes(self.pods)
         object.__setattr__(self, "_allocated", allocated)
         object.__setattr__(self, "_pods_by_node", by_node)
+        object.__setattr__(self, "_derived", {})
+
+    def derived(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """`compute()`, once per snapshot and key. Two threads asking at once may both compute it: it is a
+        pure function of the snapshot, so either answer is the answer."""
+        try:
+            return self._derived[key]
+        except KeyError:
+            value = self._derived[key] = compute()
+            return value
 
     def node(self, name: str) -> Node | None:
         return next((n for n in self.nodes if n.name == name), None)

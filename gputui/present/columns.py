@@ -11,7 +11,7 @@ from gputui.gpu_resources import allocation_text
 from gputui.present import cells
 from gputui.model import InferenceService, Node, NodeState, ServiceVersion
 from gputui.snapshot import ClusterSnapshot
-from gputui.health import has_driver_drift, node_alerts, problem_order, version_key
+from gputui.health import has_driver_drift, majority_driver, node_alerts, problem_order, version_key
 from gputui.present.cells import Palette
 from gputui.pools import DEFAULT_POOL_LABELS, pool_of
 
@@ -125,7 +125,30 @@ NODE_COLUMNS: tuple[NodeColumn, ...] = (
 )
 SORTABLE = tuple(c.key for c in NODE_COLUMNS)
 PROBLEMS_SORT = SORTABLE.index("alerts")  # the default: what needs a look comes first
-COMPACT_ORDER = ("mem", "util", "alerts")  # figures lose their bars first, then alerts show the worst alone
+COMPACT_ORDER = ("mem", "util", "alerts")
+
+
+def row_context(snap: ClusterSnapshot, palette: Palette, temp_threshold: float,
+                pool_labels: tuple[str, ...] = DEFAULT_POOL_LABELS) -> RowContext:
+    """What a node's row needs besides the node; the fleet's majority driver once per snapshot."""
+    driver = snap.derived("majority_driver", lambda: majority_driver(snap.nodes))
+    return RowContext(snap, palette, temp_threshold, driver, tuple(pool_labels))
+
+
+def node_order(ctx: RowContext, sort_index: int, reverse: bool) -> list[str]:
+    """Every node's name in a sort's order, once per snapshot and sort: a filter keystroke only drops names
+    from it, and the poll thread works out the sort in force before the UI is told (app.prepare_snapshot)."""
+    snap = ctx.snapshot
+    key = ("order", sort_index, reverse, ctx.temp_threshold, ctx.majority_driver, ctx.pool_labels)
+
+    def compute() -> list[str]:
+        every = {n.name: n for n in snap.nodes}
+        if sort_index == 0:  # by name: the keys themselves (a third of a refresh at 10,000 nodes)
+            return sorted(every, reverse=reverse)
+        col = NODE_COLUMNS[sort_index]
+        return sorted(every, key=lambda name: (col.sort(every[name], ctx), name), reverse=reverse)
+
+    return snap.derived(key, compute)  # figures lose their bars first, then alerts show the worst alone
 
 
 def fit_columns(columns: tuple[NodeColumn, ...], width: int, padding: int = 2) -> tuple[NodeColumn, ...]:

@@ -6,46 +6,16 @@ glyph (░ ▒ █), so it reads in monochrome and without telling red from gree
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from rich.text import Text
 
-from gputui.model import Health, InferenceService, Node, NodeState, rollout_status
+from gputui.model import Health, Node, NodeState
 from gputui.snapshot import ClusterSnapshot
-from gputui.health import fleet_alerts, majority_driver, node_alerts, problem_order
+from gputui.health import majority_driver, node_alerts, problem_order
 from gputui.present.cells import Palette, heat_band, pct
 
 GLYPHS = ("░", "▒", "█")  # low, mid, high
 NO_DATA = "·"
 FAULT = "✗"  # a GPU with an XID or failed health: never drawn as an idle one
-
-
-@dataclass(frozen=True, slots=True)
-class Figures:
-    gpus_in_use: int
-    gpus_total: int
-    mean_util: float | None
-    alerts: int
-    drains: int
-    canaries: int
-
-
-def canary_in_flight(svc: InferenceService) -> bool:
-    """Traffic split between versions, or a version still rolling out."""
-    shares = [svc.share_pct(v.name) or 0.0 for v in svc.versions]
-    split = sum(1 for s in shares if 0.0 < s < 100.0) >= 2
-    return split or any(rollout_status(v.rollout) != "rolled out" for v in svc.versions)
-
-
-def figures(snap: ClusterSnapshot, temp_threshold: float) -> Figures:
-    return Figures(
-        gpus_in_use=snap.gpus_in_use,
-        gpus_total=snap.gpus_total,
-        mean_util=snap.mean_util,
-        alerts=len(fleet_alerts(snap, temp_threshold)),
-        drains=sum(1 for n in snap.nodes if n.state is NodeState.DRAINING),
-        canaries=sum(1 for s in snap.services if canary_in_flight(s)),
-    )
 
 
 def level(value: float | None, metric: str, temp_threshold: float) -> int | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -15,6 +16,9 @@ from textual.timer import Timer
 from textual.worker import get_current_worker
 
 from gputui.backends.base import Backend, error_line
+from gputui.figures import figures
+from gputui.pools import fleet_pools
+from gputui.present.columns import PROBLEMS_SORT, node_order, row_context
 from gputui.snapshot import ClusterSnapshot
 from gputui.ops.audit import AuditLog
 from gputui.paths import shown
@@ -42,6 +46,9 @@ def same_content(old: ClusterSnapshot | None, new: ClusterSnapshot | None) -> bo
 
     return (old.nodes, old.pods, old.services, old.budgets, source_errors(old)) == \
         (new.nodes, new.pods, new.services, new.budgets, source_errors(new))
+
+
+NODE_DETAIL = "node-detail"  # the installed node-detail screen's name (open_node)
 
 
 class GputuiApp(App[None]):
@@ -95,6 +102,8 @@ class GputuiApp(App[None]):
             self.upgrade_clock.observe(first_snapshot, clock())
         self.canary_poll_s = 15.0  # how often a running canary reads its gates
         self.polls = 0  # refreshes done (benchmarks count queries per refresh)
+        # The dashboard's sort (column index, reversed): the poll thread orders each snapshot by it.
+        self.node_sort: tuple[int, bool] = (PROBLEMS_SORT, False)
         self.keymap_name = settings.keymap
         self.keymaps: dict = {}
         self.namespace_view: str | None = None  # :ns: which namespace's services are listed
@@ -216,15 +225,39 @@ class GputuiApp(App[None]):
             snapshot, error = self.backend.reader.snapshot(), None
         except Exception as exc:  # a dead backend must never take the UI down
             snapshot, error = None, error_line(exc)
+        if snapshot is not None:
+            self.prepare_snapshot(snapshot)
         if not get_current_worker().is_cancelled:
             self.post_message(SnapshotReady(snapshot, error))
+
+    def prepare_snapshot(self, snapshot: ClusterSnapshot) -> None:
+        """What every view derives from the whole fleet (figures, pools), worked out in the poll thread and
+        kept on the snapshot: at 65,000 nodes each walk over every node costs most of a second the UI thread
+        would otherwise take between two keystrokes. Should it fail, the views ask again on the UI thread,
+        where the failure is seen."""
+        self._observe_upgrades(snapshot)
+        with suppress(Exception):
+            figures(snapshot, self.settings.temp_threshold)
+            fleet_pools(snapshot, self.idle_watch.idle, self.settings.pool_labels)
+            if not self.settings.wallboard:  # the dashboard's rows, in the sort in force
+                ctx = row_context(snapshot, self.palette, self.settings.temp_threshold, self.settings.pool_labels)
+                node_order(ctx, *self.node_sort)
+
+    def _observe_upgrades(self, snapshot: ClusterSnapshot) -> None:
+        """The upgrade clock sees each snapshot once (StateClock swaps its table whole: readers never see
+        half of it), from the poll thread or, for a snapshot that came another way, the UI thread."""
+        def observe() -> bool:
+            self.upgrade_clock.observe(snapshot, self.clock())
+            return True
+
+        snapshot.derived("upgrade-clock", observe)
 
     def on_snapshot_ready(self, message: SnapshotReady) -> None:
         self.polls += 1
         old, new = self.snapshot, message.snapshot
         if new is not None:
             self.snapshot = new
-            self.upgrade_clock.observe(new, self.clock())
+            self._observe_upgrades(new)  # done already when the poll thread prepared it
         changed = message.error != self.poll_error or not same_content(old, new)
         self.poll_error = message.error
         if changed:
@@ -332,10 +365,20 @@ class GputuiApp(App[None]):
         return self.screen if isinstance(self.screen, DashboardScreen) else None
 
     def open_node(self, name: str) -> None:
-        """A node's detail, from any screen (screens open it through here: none imports another's)."""
+        """A node's detail, from any screen (screens open it through here: none imports another's). One detail
+        screen is built and kept (installed), then aimed at each node opened: building and styling its widgets
+        was most of the time an open took (benchmarks/keys.py). A second detail above the first gets its own."""
         from gputui.ui.node_detail import NodeDetailScreen
 
-        self.push_screen(NodeDetailScreen(name))
+        if not self.is_screen_installed(NODE_DETAIL):
+            self.install_screen(NodeDetailScreen(name), NODE_DETAIL)
+        kept = self.get_screen(NODE_DETAIL)
+        assert isinstance(kept, NodeDetailScreen)
+        if kept in self.screen_stack:
+            self.push_screen(NodeDetailScreen(name))
+            return
+        kept.aim(name)
+        self.push_screen(kept)
 
     def action_themes(self) -> None:
         from gputui.ui.theme_picker import ThemePickerScreen

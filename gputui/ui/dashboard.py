@@ -16,21 +16,20 @@ from gputui.ui.footer import KeyFooter
 from gputui.ui.key_table import KeyTable
 from gputui.present.columns import (
     NODE_COLUMNS,
-    PROBLEMS_SORT,
     fit_service_columns,
     NodeColumn,
-    RowContext,
     fit_columns,
+    node_order,
+    row_context,
     service_rows,
 )
 from gputui.ui.header import HeaderBar
 from gputui.ui.table_sync import sync_rows
 from gputui.ui.resume import offer_resume, resume_drains
 from gputui.ui.virtual_table import VirtualTable
-from gputui.health import majority_driver
 from gputui.present.node_filter import node_matches, words_of
 from gputui.present.pools import has_pools, pool_strip
-from gputui.pools import pool_rows
+from gputui.pools import fleet_pools
 
 class DashboardScreen(ClusterScreen):
     BINDINGS = [
@@ -56,17 +55,26 @@ class DashboardScreen(ClusterScreen):
         Binding("N", "match(-1)", "Previous match", id="prev-match", show=False, tooltip="Previous node matching the filter"),
     ]
 
+    # The sort in force is the app's (app.node_sort): its poll thread orders the next snapshot by it.
+    @property
+    def sort_index(self) -> int:
+        return self.app.node_sort[0]
+
+    @sort_index.setter
+    def sort_index(self, index: int) -> None:
+        self.app.node_sort = (index, False)
+
+    @property
+    def sort_reverse(self) -> bool:
+        return self.app.node_sort[1]
+
     def __init__(self) -> None:
         super().__init__()
-        self.sort_index = PROBLEMS_SORT  # what needs a look first
-        self.sort_reverse = False
         self.filter_text = ""
         self._columns: tuple[NodeColumn, ...] = ()
         self.marked: set[str] = set()
         self._told_resumable: set[str] = set()
         self._service_columns: tuple = ()
-        self._pools: tuple | None = None  # (snapshot, idle reading, their pool rows): see _pool_strip
-        self._order: tuple | None = None  # ((snapshot, sort, reverse), every node in that order)
 
     def compose(self) -> ComposeResult:
         yield HeaderBar()
@@ -119,21 +127,13 @@ class DashboardScreen(ClusterScreen):
             self.query_one("#nodes-title", Static).update(Text(" Nodes", style="bold"))
             return
         settings = self.app.settings
-        ctx = RowContext(snap, self.app.palette, settings.temp_threshold, majority_driver(snap.nodes), settings.pool_labels)
-        sort_col = NODE_COLUMNS[self.sort_index]
+        ctx = row_context(snap, self.app.palette, settings.temp_threshold, settings.pool_labels)
         words = words_of(self.filter_text)
         nodes = {n.name: n for n in snap.nodes
                  if not words or node_matches(n, words, lambda n: node_alerts(n, ctx.temp_threshold), ctx.majority_driver)}
-        # The whole fleet's order, kept for this snapshot and sort: a filter keystroke only drops rows from it.
-        sort = (snap, self.sort_index, self.sort_reverse)
-        if self._order is None or self._order[0][0] is not snap or self._order[0][1:] != sort[1:]:
-            every = {n.name: n for n in snap.nodes}
-            if self.sort_index == 0:  # by name: the keys themselves (a third of a refresh at 10,000 nodes)
-                full = sorted(every, reverse=self.sort_reverse)
-            else:
-                full = sorted(every, key=lambda name: (sort_col.sort(every[name], ctx), name), reverse=self.sort_reverse)
-            self._order = (sort, full)
-        order = self._order[1] if not words else [name for name in self._order[1] if name in nodes]
+        # The whole fleet's order, kept on the snapshot per sort: a filter keystroke only drops rows from it.
+        full = node_order(ctx, self.sort_index, self.sort_reverse)
+        order = full if not words else [name for name in full if name in nodes]
         columns = self._columns
 
         marked = self.marked
@@ -159,9 +159,7 @@ class DashboardScreen(ClusterScreen):
     def _pool_strip(self, snap) -> None:
         watch = self.app.idle_watch
         # A sort or a filter keystroke redraws the nodes, not the pools: same snapshot and idle read, same rows.
-        if self._pools is None or self._pools[0] is not snap or self._pools[1] is not watch.idle:
-            self._pools = (snap, watch.idle, pool_rows(snap, watch.idle, self.app.settings.pool_labels))
-        rows = self._pools[2]
+        rows = fleet_pools(snap, watch.idle, self.app.settings.pool_labels)
         strip = self.query_one("#pool-strip", Static)
         shown = has_pools(rows)
         strip.set_class(shown, "shown")
@@ -381,12 +379,11 @@ class DashboardScreen(ClusterScreen):
             ask_cordon(self.app, node, cordon)
 
     def action_sort(self) -> None:
-        self.sort_index = (self.sort_index + 1) % len(NODE_COLUMNS)
-        self.sort_reverse = False  # each column's natural order first (its words say which)
+        self.app.node_sort = ((self.sort_index + 1) % len(NODE_COLUMNS), False)  # each column's natural order first
         self.show_snapshot()
 
     def action_reverse_sort(self) -> None:
-        self.sort_reverse = not self.sort_reverse
+        self.app.node_sort = (self.sort_index, not self.sort_reverse)
         self.show_snapshot()
 
     def action_filter(self) -> None:

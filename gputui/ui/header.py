@@ -8,7 +8,7 @@ from textual.widgets import Static
 from gputui.snapshot import stale
 from gputui.present import cells
 from gputui.ui.base import ClusterWidget
-from gputui.health import fleet_alerts
+from gputui.figures import figures
 
 
 def _sep(text: Text) -> None:
@@ -19,10 +19,6 @@ class HeaderBar(ClusterWidget, Static):
     DEFAULT_CSS = """
     HeaderBar { height: 1; background: $panel; color: $foreground; }
     """
-
-    # Keyed by the objects themselves, not their ids: (nodes, threshold, figures) and (snapshot, in use).
-    _node_figures: tuple[object, float, tuple[int, float | None, int, str]] | None = None
-    _in_use: tuple[object, int] | None = None
 
     def on_mount(self) -> None:
         self.refresh_text()
@@ -35,20 +31,6 @@ class HeaderBar(ClusterWidget, Static):
 
     def refresh_age(self) -> None:  # the age keeps counting while a poll hangs: stale data never looks fresh
         self.refresh_text()
-
-    def figures(self, snap, threshold: float) -> tuple[int, int, float | None, int, str]:
-        """GPUs in use and in all, mean utilisation and alerts. The header redraws every second, and at
-        10,000 nodes each figure is a walk over every node: they are counted once per snapshot, and
-        those of the nodes alone once per nodes tuple (a refresh where only sessions moved keeps it)."""
-        cached = self._node_figures
-        if cached is None or cached[0] is not snap.nodes or cached[1] != threshold:
-            alerts = fleet_alerts(snap, threshold)  # worst first: the header names the worst
-            cached = self._node_figures = (snap.nodes, threshold, (snap.gpus_total, snap.mean_util, len(alerts),
-                                                                   alerts[0].kind if alerts else ""))
-        if self._in_use is None or self._in_use[0] is not snap:
-            self._in_use = (snap, snap.gpus_in_use)
-        total, util, alerts_count, worst = cached[2]
-        return self._in_use[1], total, util, alerts_count, worst
 
     def refresh_text(self) -> None:
         self.update(self.summary())
@@ -85,7 +67,8 @@ class HeaderBar(ClusterWidget, Static):
         _sep(text)
         text.append(f"{len(snap.nodes)} nodes")
         _sep(text)
-        in_use, total, util, alerts, worst = self.figures(snap, app.settings.temp_threshold)
+        f = figures(snap, app.settings.temp_threshold)
+        in_use, total, util, alerts, worst = f.gpus_in_use, f.gpus_total, f.mean_util, f.alerts, f.worst
         text.append(f"GPUs {in_use}/{total}")
         _sep(text)
         text.append("util ")

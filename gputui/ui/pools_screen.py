@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
 
-from gputui.pools import FLEET, IDLE_BELOW_PCT, idle_why, pool_rows
+from gputui.pools import FLEET, IDLE_BELOW_PCT, idle_why, fleet_pools
 from gputui.ui.base import ClusterScreen
 from gputui.ui.footer import KeyFooter
 from gputui.ui.header import HeaderBar
@@ -40,7 +40,7 @@ class PoolsScreen(ClusterScreen):
         if snapshot is None:
             return
         watch = app.idle_watch
-        rows = pool_rows(snapshot, watch.idle, app.settings.pool_labels)
+        rows = fleet_pools(snapshot, watch.idle, app.settings.pool_labels)
         self.query_one("#pools-title", Static).update(Text.assemble((" Pools ", "bold"), (
             f"{len(rows) - 1} pools, {snapshot.gpus_in_use}/{snapshot.gpus_total} GPUs allocated", "dim")))
         sync_rows(self.query_one("#pools", KeyTable), {

@@ -18,9 +18,9 @@ from gputui.present.columns import fit_service_columns, service_rows
 from gputui.ui.footer import KeyFooter
 from gputui.ui.header import HeaderBar
 from gputui.fleet import FLEET as FLEET_ROW, fleet_total
-from gputui.present.wallboard import Figures, figures, heat_map, legend
-from gputui.pools import FLEET, idle_why, pool_rows
-from gputui.health import fleet_alerts
+from gputui.figures import Figures, alerts as fleet_alerts_of, figures
+from gputui.present.wallboard import heat_map, legend
+from gputui.pools import FLEET, idle_why, fleet_pools
 
 PAGES = ("heat", "services", "pools", "alerts")
 TITLES = {"heat": "Fleet heat map", "services": "Services and rollouts", "pools": "Pools: allocated, free and idle GPUs",
@@ -191,7 +191,7 @@ class WallboardScreen(ClusterScreen):
     def _alert_strip(self, snap, threshold: float) -> None:
         """The worst first, one line per node and kind, so a hot node does not fill the strip alone."""
         grouped: dict[tuple[str, str], list] = {}
-        for alert in fleet_alerts(snap, threshold):
+        for alert in fleet_alerts_of(snap, threshold):
             grouped.setdefault((alert.node, alert.kind), []).append(alert)
         strip = Text()
         width = max(20, self.app.size.width - 2)
@@ -210,7 +210,7 @@ class WallboardScreen(ClusterScreen):
         self.query_one("#wall-alerts", Static).update(strip)
 
     def _idle_fleet(self, snap) -> int | None:
-        rows = pool_rows(snap, self.app.idle_watch.idle, self.app.settings.pool_labels)
+        rows = fleet_pools(snap, self.app.idle_watch.idle, self.app.settings.pool_labels)
         self.app.idle_watch.want(self.app)
         return rows[-1].idle
 
@@ -220,7 +220,7 @@ class WallboardScreen(ClusterScreen):
         for label in ("POOL", "NODES", "GPUS", "ALLOCATED", "FREE", "UTIL", "IDLE"):
             table.add_column(label, no_wrap=True, header_style="bold", overflow="ellipsis",
                              justify="left" if label == "POOL" else "right")
-        rows = pool_rows(snap, watch.idle, self.app.settings.pool_labels)
+        rows = fleet_pools(snap, watch.idle, self.app.settings.pool_labels)
         for r in rows:
             table.add_row(Text(r.pool, style="bold" if r.pool == FLEET else ""), str(r.nodes), str(r.gpus),
                           str(r.allocated), str(r.unallocated), cells.pct(r.util),
@@ -273,7 +273,7 @@ class WallboardScreen(ClusterScreen):
 
     def _page_alerts(self, snap) -> Table | Text:
         settings = self.app.settings
-        alerts = fleet_alerts(snap, settings.temp_threshold)
+        alerts = fleet_alerts_of(snap, settings.temp_threshold)
         findings = diagnose(snap)
         if not alerts and not findings:
             return Text("No alerts, no findings.", style=self.app.palette.ok)

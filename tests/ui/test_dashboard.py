@@ -532,3 +532,56 @@ async def test_the_footer_is_one_widget_whose_keys_answer_a_click_and_dim_what_r
         assert app.screen is not None and not isinstance(app.screen, ConfirmScreen)
         await pilot.click(KeyFooter, offset=(spans["question_mark"][0], 0))
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+
+
+async def test_the_node_detail_is_built_once_and_shows_each_node_opened_with_nothing_of_the_last(app_factory):
+    """The app keeps one detail screen (building it was most of an open: benchmarks/keys.py) and aims it at
+    each node: the second node's GPUs, pods and history are its own, never the first's; a snapshot that
+    comes while it is closed is drawn when it opens."""
+    app = app_factory()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        first, second = rows(app)[0], next(n.name for n in app.snapshot.nodes
+                                          if n.name != rows(app)[0] and app.snapshot.pods_on(n.name))
+        app.open_node(first)
+        await wait_for(pilot, lambda: isinstance(app.screen, NodeDetailScreen) and app.screen.history)
+        screen = app.screen
+        first_history = dict(screen.history)
+        await pilot.press("escape")
+        app.open_node(second)
+        await wait_for(pilot, lambda: app.screen is screen and screen.node_name == second)
+        await wait_for(pilot, lambda: second in str(screen.query_one("#node-info").render()))
+        assert first not in str(screen.query_one("#node-info").render())
+        pods = screen.query_one("#pods", DataTable)
+        await wait_for(pilot, lambda: pods.row_count == len(app.snapshot.pods_on(second)))
+        assert {str(k.value) for k in pods.rows} == {p.key for p in app.snapshot.pods_on(second)}
+        await wait_for(pilot, lambda: screen.history and screen.history != first_history)
+        # A dialog above it, then back: the same screen, still on the second node.
+        await pilot.press("escape")
+        assert not isinstance(app.screen, NodeDetailScreen)
+
+
+async def test_the_poll_thread_works_out_the_fleet_figures_pools_and_order_before_the_ui_is_told(app_factory):
+    """At 65,000 nodes each walk over the fleet costs most of a second; they are worked out in the poll thread,
+    so a snapshot reaches the UI with its figures, pool rows and the dashboard's order already kept on it."""
+    import threading
+
+    from gputui.ui.messages import SnapshotReady
+
+    app = app_factory()
+    seen: list[tuple[set, bool]] = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        inner = app.post_message
+
+        def spy(message) -> bool:  # what the snapshot holds as it is handed to the UI, and from which thread
+            if isinstance(message, SnapshotReady) and message.snapshot is not None:
+                seen.append(({k[0] if isinstance(k, tuple) else k for k in message.snapshot._derived},
+                             threading.current_thread() is threading.main_thread()))
+            return inner(message)
+
+        app.post_message = spy  # type: ignore[method-assign]
+        app.poll_now()
+        await wait_for(pilot, lambda: seen)
+    kinds, on_ui_thread = seen[0]
+    assert not on_ui_thread and {"figures", "pools", "order", "upgrade-clock"} <= kinds

@@ -7,7 +7,8 @@ import re
 from gputui.backends.demo import DemoCluster
 from gputui.model import NodeState
 from gputui.present.cells import Palette
-from gputui.present.wallboard import FAULT, GLYPHS, NO_DATA, canary_in_flight, figures, heat_map, level, problems_first
+from gputui.figures import canary_in_flight, figures
+from gputui.present.wallboard import FAULT, GLYPHS, NO_DATA, heat_map, level, problems_first
 from gputui.health import fleet_alerts
 from tests.demo_clock import ManualClock
 

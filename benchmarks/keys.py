@@ -4,7 +4,7 @@ copied under new names up to N, as per-node summaries (what the fleet view gets 
 reference, in the same run, is the same keys on the demo's own 27 nodes.
 
 Measured per key as the UI thread's CPU time from the key to its frame (the pilot's own sleeps excluded: they
-are the harness, some 80 ms a press at any size), over --repeat presses: p50, p95, max. Keys: cursor down, page down, sort (s),
+are the harness, some 80 ms a press at any size), over --repeat presses: p50, p95, max. Keys: an unbound key (what the pilot and a frame cost by themselves), cursor down, page down, sort (s),
 each character typed into the filter, enter on a node (its detail) and esc back.
 
     python benchmarks/keys.py [--nodes 10000] [--repeat 30] [--size 200x50]
@@ -59,6 +59,8 @@ async def run(n: int | None, repeat: int, size: tuple[int, int]) -> dict[str, li
             await pilot.pause()  # the frame: layout and render run before the pause returns
             out.setdefault(name, []).append(time.thread_time() - t0)
 
+        for _ in range(repeat):
+            await timed("no-op key (harness floor)", "f12")
         for _ in range(repeat):
             await timed("cursor down", "down")
         for _ in range(repeat):

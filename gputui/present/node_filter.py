@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from gputui.health import Alert, has_driver_drift
+from gputui.health import Alert, has_driver_drift, node_alerts
 from gputui.model import Node, NodeState
+from gputui.snapshot import ClusterSnapshot
 
 STATE_WORDS = {state.value.lower(): state for state in NodeState}
 PROBLEM_WORDS = {"alert", "alerts", "problem", "problems"}
@@ -24,22 +25,57 @@ def words_of(text: str) -> list[str]:
     return text.lower().split()
 
 
-def node_matches(node: Node, words: list[str], alerts_of: Callable[[Node], list[Alert]], majority_driver: str) -> bool:
+def _special(word: str) -> bool:
+    return word in STATE_WORDS or word in PROBLEM_WORDS or word in ALERT_KINDS or word in DRIFT_WORDS
+
+
+def narrows(old: list[str], new: list[str]) -> bool:
+    """Whether every node `new` matches also matched `old` (a character typed at the end of the filter): then
+    only `old`'s matches need looking at. A word that became special (`read` → `ready`, a state) does not
+    narrow: it matches differently."""
+    return (len(old) <= len(new) and all(o in n for o, n in zip(old, new))
+            and not any(_special(w) for w in new))
+
+
+def haystack(node: Node) -> str:
+    """What a plain word is looked for in: the node's name, GPU model and driver version."""
+    return f"{node.name} {node.gpu_product} {node.driver_version}".lower()
+
+
+def node_matches(node: Node, words: list[str], alerts_of: Callable[[Node], list[Alert]], majority_driver: str,
+                 text: str | None = None) -> bool:
     """Whether the node passes every word. `alerts_of`: its alerts (health.node_alerts), worked out only for a
-    word that needs them (every keystroke of the filter runs this over the whole fleet)."""
+    word that needs them (every keystroke of the filter runs this over the whole fleet). `text`: its haystack
+    when the caller keeps them (once per snapshot)."""
     alerts: list[Alert] | None = None
-    haystack = f"{node.name} {node.gpu_product} {node.driver_version}".lower()
+    haystack_ = haystack(node) if text is None else text
     for word in words:
         if word in STATE_WORDS:
             ok = node.state is STATE_WORDS[word]
         elif word in PROBLEM_WORDS or word in ALERT_KINDS:
             alerts = alerts_of(node) if alerts is None else alerts
             ok = bool(alerts) if word in PROBLEM_WORDS else any(a.kind.lower() == word for a in alerts)
-            ok = ok or word in haystack
+            ok = ok or word in haystack_
         elif word in DRIFT_WORDS:
             ok = has_driver_drift(node, majority_driver)
         else:
-            ok = word in haystack
+            ok = word in haystack_
         if not ok:
             return False
     return True
+
+
+Matched = tuple[ClusterSnapshot, list[str], dict[str, Node]]  # a filter's snapshot, words and matches
+
+
+def matching(snap: ClusterSnapshot, words: list[str], temp_threshold: float, majority_driver: str,
+             last: Matched | None) -> Matched:
+    """The nodes the words match (all without words). `last`: the previous keystroke's; a character typed at
+    the end looks only among its matches (narrows). Haystacks are worked out once per snapshot."""
+    if not words:
+        return snap, words, {n.name: n for n in snap.nodes}
+    candidates = last[2].values() if last is not None and last[0] is snap and narrows(last[1], words) else snap.nodes
+    texts = snap.derived("haystacks", lambda: {n.name: haystack(n) for n in snap.nodes})
+    found = {n.name: n for n in candidates
+             if node_matches(n, words, lambda n: node_alerts(n, temp_threshold), majority_driver, texts.get(n.name))}
+    return snap, words, found

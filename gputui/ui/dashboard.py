@@ -16,6 +16,7 @@ from gputui.ui.footer import KeyFooter
 from gputui.ui.key_table import KeyTable
 from gputui.present.columns import (
     NODE_COLUMNS,
+    RowContext,
     fit_service_columns,
     NodeColumn,
     fit_columns,
@@ -27,7 +28,9 @@ from gputui.ui.header import HeaderBar
 from gputui.ui.table_sync import sync_rows
 from gputui.ui.resume import offer_resume, resume_drains
 from gputui.ui.virtual_table import VirtualTable
-from gputui.present.node_filter import node_matches, words_of
+from gputui.model import Node
+from gputui.snapshot import ClusterSnapshot
+from gputui.present.node_filter import matching, words_of
 from gputui.present.pools import has_pools, pool_strip
 from gputui.pools import fleet_pools
 
@@ -71,6 +74,8 @@ class DashboardScreen(ClusterScreen):
     def __init__(self) -> None:
         super().__init__()
         self.filter_text = ""
+        self._drawn: tuple | None = None  # what the last full draw showed (on_screen_resume)
+        self._matched: tuple[ClusterSnapshot, list[str], dict[str, Node]] | None = None  # the last filter's
         self._columns: tuple[NodeColumn, ...] = ()
         self.marked: set[str] = set()
         self._told_resumable: set[str] = set()
@@ -100,7 +105,15 @@ class DashboardScreen(ClusterScreen):
         self.show_snapshot()
 
     def on_screen_resume(self) -> None:
-        self.show_snapshot()
+        # It follows every change while covered (data_revision reaches it), so coming back redraws only when
+        # something it draws moved since: at 65,000 nodes a redraw is a frame's worth of work for nothing.
+        if self._drawn != self._drawn_key():
+            self.show_snapshot()
+
+    def _drawn_key(self) -> tuple:
+        app = self.app
+        return (app.snapshot, app.data_revision, app.size, app.node_sort, self.filter_text, frozenset(self.marked),
+                app.namespace_view, app.poll_error)
 
     def on_resize(self, event: Resize) -> None:
         self._layout_columns(event.size.width)
@@ -129,8 +142,7 @@ class DashboardScreen(ClusterScreen):
         settings = self.app.settings
         ctx = row_context(snap, self.app.palette, settings.temp_threshold, settings.pool_labels)
         words = words_of(self.filter_text)
-        nodes = {n.name: n for n in snap.nodes
-                 if not words or node_matches(n, words, lambda n: node_alerts(n, ctx.temp_threshold), ctx.majority_driver)}
+        nodes = self._matching(snap, words, ctx)
         # The whole fleet's order, kept on the snapshot per sort: a filter keystroke only drops rows from it.
         full = node_order(ctx, self.sort_index, self.sort_reverse)
         order = full if not words else [name for name in full if name in nodes]
@@ -146,7 +158,8 @@ class DashboardScreen(ClusterScreen):
             return tuple(cells)
 
         with self.app.batch_update():
-            self.nodes_table.set_rows(order, render_row)
+            # Same snapshot, columns, marks and looks: a filter keystroke or a sort keeps the rows already drawn.
+            self.nodes_table.set_rows(order, render_row, (snap, columns, frozenset(marked), self.app.data_revision))
             namespace = self.app.namespace_view
             sync_rows(
                 self.services_table, service_rows(snap, self.app.palette, self._service_columns, namespace)
@@ -155,6 +168,11 @@ class DashboardScreen(ClusterScreen):
             self._titles(len(nodes), len(snap.nodes), services)
             self._pool_strip(snap)
         self._offer_resume(snap)
+        self._drawn = self._drawn_key()
+
+    def _matching(self, snap: ClusterSnapshot, words: list[str], ctx: RowContext) -> dict[str, Node]:
+        self._matched = matching(snap, words, ctx.temp_threshold, ctx.majority_driver, self._matched)
+        return self._matched[2]
 
     def _pool_strip(self, snap) -> None:
         watch = self.app.idle_watch

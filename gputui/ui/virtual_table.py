@@ -24,6 +24,9 @@ from textual.strip import Strip
 PADDING = 1  # cells each side of a column
 
 
+LINES_KEPT_PER_SCREEN = 200
+
+
 class VirtualTable(ScrollView, can_focus=True):
     DEFAULT_CSS = """
     VirtualTable { background: $surface; color: $foreground; }
@@ -61,24 +64,33 @@ class VirtualTable(ScrollView, can_focus=True):
         self.keys: list[str] = []
         self._render_row: Callable[[str], Sequence[Text]] = lambda key: ()
         self._cells: dict[str, Sequence[Text]] = {}  # rows rendered since the last set_rows
+        # Whose rows _cells holds (set_rows' cells_key): a filter keystroke or a sort keeps the rows of the
+        # same snapshot, and only repaints lines, from _lines when already painted.
+        self._cells_key: object = None
+        self._lines: dict[tuple, Strip] = {}
         self._index: dict[str, int] = {}
 
     # ----- data -----------------------------------------------------------------
 
     def set_columns(self, columns: Sequence[tuple[str, str, int]]) -> None:
         self.columns = list(columns)
+        self._lines = {}
         self._resize()
         self.refresh()
 
-    def set_rows(self, keys: Sequence[str], render_row: Callable[[str], Sequence[Text]]) -> None:
-        """Replace every row; cells are rendered only when their line is painted.
+    def set_rows(self, keys: Sequence[str], render_row: Callable[[str], Sequence[Text]],
+                 cells_key: object = None) -> None:
+        """Replace every row; cells are rendered only when their line is painted. `cells_key`: what the rows'
+        cells depend on; when it equals the last call's, the cells (and painted lines) already made are kept.
 
         The cursor stays on the key it was on when that key remains.
         """
         selected = self.selected_key
         self.keys = list(keys)
         self._render_row = render_row
-        self._cells = {}
+        if cells_key is None or cells_key != self._cells_key:
+            self._cells, self._lines = {}, {}
+        self._cells_key = cells_key
         self._index = {k: i for i, k in enumerate(self.keys)}
         if selected in self._index:
             self.set_reactive(VirtualTable.cursor_row, self._index[selected])
@@ -168,13 +180,22 @@ class VirtualTable(ScrollView, can_focus=True):
             index = round(self.scroll_offset.y) + y - 1
             if index >= len(self.keys):
                 return Strip.blank(width, base)
+            key, cursor = self.keys[index], index == self.cursor_row
+            painted = (key, cursor, width, scroll_x, base, self.has_focus)
+            strip = self._lines.get(painted)
+            if strip is not None:
+                return strip
             style = base
-            if index == self.cursor_row:
+            if cursor:
                 style = base + self.get_component_rich_style("virtual-table--cursor")
-            segments = self._line(self.cells(self.keys[index]), style)
+            segments = self._line(self.cells(key), style)
             if index == self.cursor_row:
                 # The cursor row's colours win over the cells' own (green on blue is unreadable),
                 # so it reads as one bar in every theme; the words still say the state.
                 segments = list(Segment.apply_style(segments, post_style=Style(color=style.color, bgcolor=style.bgcolor)))
-        strip = Strip(segments).crop(scroll_x, scroll_x + width)
-        return strip.extend_cell_length(width, style)
+        strip = Strip(segments).crop(scroll_x, scroll_x + width).extend_cell_length(width, style)
+        if y:
+            if len(self._lines) > 4 * LINES_KEPT_PER_SCREEN:  # scrolled far: keep memory bounded by screens
+                self._lines = {}
+            self._lines[painted] = strip
+        return strip

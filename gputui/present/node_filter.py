@@ -76,6 +76,9 @@ def matching(snap: ClusterSnapshot, words: list[str], temp_threshold: float, maj
         return snap, words, {n.name: n for n in snap.nodes}
     candidates = last[2].values() if last is not None and last[0] is snap and narrows(last[1], words) else snap.nodes
     texts = snap.derived("haystacks", lambda: {n.name: haystack(n) for n in snap.nodes})
-    found = {n.name: n for n in candidates
-             if node_matches(n, words, lambda n: node_alerts(n, temp_threshold), majority_driver, texts.get(n.name))}
+    if not any(_special(w) for w in words):  # plain words only: a substring test per word (most keystrokes)
+        found = {n.name: n for n in candidates if all(w in texts[n.name] for w in words)}
+    else:
+        found = {n.name: n for n in candidates if node_matches(n, words, lambda n: node_alerts(n, temp_threshold),
+                                                               majority_driver, texts.get(n.name))}
     return snap, words, found

@@ -79,6 +79,7 @@ class DashboardScreen(ClusterScreen):
         self._columns: tuple[NodeColumn, ...] = ()
         self.marked: set[str] = set()
         self._told_resumable: set[str] = set()
+        self._resume_looked: object = None  # the snapshot last looked at for interrupted drains
         self._service_columns: tuple = ()
 
     def compose(self) -> ComposeResult:
@@ -186,7 +187,9 @@ class DashboardScreen(ClusterScreen):
             watch.want(self.app)
 
     def _offer_resume(self, snap) -> None:
-        if self.app.drain_session is None or self.app.drain_session.finished:
+        # Once per snapshot: a filter keystroke or a sort brings no interrupted drain to light.
+        if snap is not self._resume_looked and (self.app.drain_session is None or self.app.drain_session.finished):
+            self._resume_looked = snap
             offer_resume(self.app, snap, self._told_resumable)
 
     def _titles(self, shown: int, total: int, services: int) -> None:

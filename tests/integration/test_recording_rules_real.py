@@ -1,8 +1,13 @@
-"""`gputui rules` loaded into a real Prometheus: gputui finds the recorded series and reads them, with the same
-per-node figures the same store's raw series give; the session's Prometheus, which has no rules, is read raw."""
+"""`gputui rules` loaded into a real Prometheus, and evaluated by vmalert into a real VictoriaMetrics: gputui
+finds the recorded series and reads them, with the same per-node figures the same store's raw series give; the
+session's Prometheus, which has no rules, is read raw."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from typing import Iterator
+
+import pytest
 import yaml
 
 from gputui.backends.prom import PromConfig, PromSource
@@ -10,10 +15,39 @@ from gputui.backends.recording_rules import MODE_RAW, MODE_RECORDED
 from tests.support.gputui_cli import run
 from tests.support.procs import wait_until
 from tests.support.prom import PrometheusServer, dcgm_scrape_config
+from tests.support.victoria import VictoriaServer, Vmalert
 
 
+@contextmanager
+def store_with_rules(kind: str, rules: dict, dcgm_exporter) -> Iterator[str]:
+    """A store scraping the session's exporter with the rules evaluated, as each is run: Prometheus loads them
+    itself (promtool checks the file); VictoriaMetrics has vmalert evaluate them and write the results back."""
+    ready = "Hostname:gputui_gpu:count"
+    if kind == "prometheus":
+        prom = PrometheusServer([dcgm_scrape_config(dcgm_exporter)], rules=rules)
+        try:
+            prom.start(ready=ready)
+            assert [g["name"] for g in prom.rules_loaded()] == ["gputui.fleet"]
+            yield prom.url
+        finally:
+            prom.close()
+        return
+    vm = VictoriaServer([dcgm_scrape_config(dcgm_exporter)])
+    alert = Vmalert(vm, rules)
+    try:
+        vm.start(ready="DCGM_FI_DEV_GPU_TEMP")
+        alert.start()
+        assert alert.groups() == ["gputui.fleet"]
+        wait_until(lambda: vm.query(ready), 30, what="vmalert's recorded series in VictoriaMetrics")
+        yield vm.url
+    finally:
+        alert.close()
+        vm.close()
+
+
+@pytest.mark.parametrize("kind", ["prometheus", "victoria-metrics+vmalert"])
 def test_recorded_series_are_read_when_the_rules_are_loaded_and_agree_with_the_raw_ones(dcgm_exporter, prometheus,
-                                                                                         tmp_path):
+                                                                                         tmp_path, kind):
     """On a store that evaluates `gputui rules`, the recorded series give the figures its raw series give."""
     out = run("rules", home=tmp_path)
     assert out.returncode == 0, out.stderr
@@ -21,15 +55,12 @@ def test_recorded_series_are_read_when_the_rules_are_loaded_and_agree_with_the_r
     names = [r["record"] for r in rules["groups"][0]["rules"]]
     assert all(name.count(":") == 2 for name in names)  # level:metric:operations
     rules["groups"][0]["interval"] = "1s"  # the test's scrape cadence
-    recorded = PrometheusServer([dcgm_scrape_config(dcgm_exporter)], rules=rules)  # promtool checks the file
-    try:
-        recorded.start(ready="Hostname:gputui_gpu:count")
-        assert [g["name"] for g in recorded.rules_loaded()] == ["gputui.fleet"]
+    with store_with_rules(kind, rules, dcgm_exporter) as url:
         hosts = {host for host, _ in dcgm_exporter.gpus()}
-        with_rules = PromSource(PromConfig(recorded.url, timeout=10))
+        with_rules = PromSource(PromConfig(url, timeout=10))
         # The raw series of the same store, as a store without the rules is read: one store, the same samples
         # (the session's Prometheus also holds other tests' history and lookback, so it is only asked its mode).
-        raw = PromSource(PromConfig(recorded.url, timeout=10))
+        raw = PromSource(PromConfig(url, timeout=10))
         raw._rules_checked_at, raw._recorded = float("inf"), None  # never looks for the rules
         without = PromSource(PromConfig(prometheus.url, timeout=10))
         without.fetch(hosts, per_gpu=False)
@@ -64,5 +95,3 @@ def test_recorded_series_are_read_when_the_rules_are_loaded_and_agree_with_the_r
         sent = with_rules.queries
         with_rules.fetch(hosts, per_gpu=False)
         assert with_rules.queries - sent <= 10  # one refresh, rules found: the recorded series and sessions
-    finally:
-        recorded.close()

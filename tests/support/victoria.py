@@ -72,3 +72,41 @@ class VictoriaServer:
         if r.status_code != 200 or body.get("status") != "success":
             raise HarnessError(f"VictoriaMetrics query {expr!r}: {r.status_code} {body}")
         return body["data"]["result"]
+
+
+class Vmalert:
+    """Debian's vmalert evaluating a rules file against a VictoriaMetrics and writing the recorded series back
+    into it (remote write): how VictoriaMetrics runs recording rules."""
+
+    def __init__(self, store: VictoriaServer, rules: dict[str, Any]) -> None:
+        path = shutil.which("vmalert")
+        if path is None:
+            raise HarnessError("vmalert is not installed (Debian's victoria-metrics package ships it)")
+        self.binary = path
+        self.store = store
+        self.workdir = Path(tempfile.mkdtemp(prefix="gputui-vmalert-"))
+        self.rules_file = self.workdir / "rules.yml"
+        self.rules_file.write_text(yaml.safe_dump(rules, sort_keys=False))
+        self.port = free_port()
+        self.url = f"http://{LOOPBACK}:{self.port}"
+        self.proc: ManagedProcess | None = None
+        self._http = http()
+
+    def start(self, *, timeout: float = 30) -> "Vmalert":
+        self.proc = ManagedProcess("vmalert", [
+            self.binary, f"-rule={self.rules_file}", f"-datasource.url={self.store.url}",
+            f"-remoteWrite.url={self.store.url}", f"-httpListenAddr={LOOPBACK}:{self.port}",
+            "-evaluationInterval=1s",
+        ], self.workdir / "vmalert.log", cwd=self.workdir).start()
+        self.proc.wait_ready(lambda: self._http.get(f"{self.url}/health", timeout=2).text.strip() == "OK",
+                             timeout=timeout, what="vmalert GET /health == OK")
+        return self
+
+    def groups(self) -> list[str]:
+        body = self._http.get(f"{self.url}/api/v1/rules", timeout=5).json()
+        return [g["name"] for g in body["data"]["groups"]]
+
+    def close(self) -> None:
+        if self.proc is not None:
+            self.proc.stop(timeout=15)
+        shutil.rmtree(self.workdir, ignore_errors=True)

@@ -9,14 +9,12 @@ from textual.events import Resize
 from textual.widgets import DataTable, Input, Static
 
 from gputui.backends.base import NEEDS
-from gputui.ui.base import ClusterScreen
 
 from gputui.health import node_alerts
 from gputui.ui.footer import KeyFooter
 from gputui.ui.key_table import KeyTable
 from gputui.present.columns import (
     NODE_COLUMNS,
-    RowContext,
     fit_service_columns,
     NodeColumn,
     fit_columns,
@@ -24,17 +22,16 @@ from gputui.present.columns import (
     row_context,
     service_rows,
 )
+from gputui.ui.dashboard_order import NodeOrder
 from gputui.ui.header import HeaderBar
 from gputui.ui.table_sync import sync_rows
 from gputui.ui.resume import offer_resume, resume_drains
 from gputui.ui.virtual_table import VirtualTable
-from gputui.model import Node
-from gputui.snapshot import ClusterSnapshot
-from gputui.present.node_filter import matching, words_of
+from gputui.present.node_filter import words_of
 from gputui.present.pools import has_pools, pool_strip
 from gputui.pools import fleet_pools
 
-class DashboardScreen(ClusterScreen):
+class DashboardScreen(NodeOrder):
     BINDINGS = [
         Binding("enter", "open_node", "Open", id="open-node"),
         Binding("c", "cordon", "Cordon", id="cordon", tooltip="Cordon the selected node"),
@@ -58,24 +55,10 @@ class DashboardScreen(ClusterScreen):
         Binding("N", "match(-1)", "Previous match", id="prev-match", show=False, tooltip="Previous node matching the filter"),
     ]
 
-    # The sort in force is the app's (app.node_sort): its poll thread orders the next snapshot by it.
-    @property
-    def sort_index(self) -> int:
-        return self.app.node_sort[0]
-
-    @sort_index.setter
-    def sort_index(self, index: int) -> None:
-        self.app.node_sort = (index, False)
-
-    @property
-    def sort_reverse(self) -> bool:
-        return self.app.node_sort[1]
-
     def __init__(self) -> None:
         super().__init__()
         self.filter_text = ""
         self._drawn: tuple | None = None  # what the last full draw showed (on_screen_resume)
-        self._matched: tuple[ClusterSnapshot, list[str], dict[str, Node]] | None = None  # the last filter's
         self._columns: tuple[NodeColumn, ...] = ()
         self.marked: set[str] = set()
         self._told_resumable: set[str] = set()
@@ -170,10 +153,6 @@ class DashboardScreen(ClusterScreen):
             self._pool_strip(snap)
         self._offer_resume(snap)
         self._drawn = self._drawn_key()
-
-    def _matching(self, snap: ClusterSnapshot, words: list[str], ctx: RowContext) -> dict[str, Node]:
-        self._matched = matching(snap, words, ctx.temp_threshold, ctx.majority_driver, self._matched)
-        return self._matched[2]
 
     def _pool_strip(self, snap) -> None:
         watch = self.app.idle_watch
@@ -398,14 +377,6 @@ class DashboardScreen(ClusterScreen):
         node = self._node_in_focus("cordon" if cordon else "uncordon")
         if node is not None:
             ask_cordon(self.app, node, cordon)
-
-    def action_sort(self) -> None:
-        self.app.node_sort = ((self.sort_index + 1) % len(NODE_COLUMNS), False)  # each column's natural order first
-        self.show_snapshot()
-
-    def action_reverse_sort(self) -> None:
-        self.app.node_sort = (self.sort_index, not self.sort_reverse)
-        self.show_snapshot()
 
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)

@@ -1,0 +1,52 @@
+"""The dashboard's node order: the sort in force (kept by the app, whose poll thread orders each snapshot by
+it), `s` and `S`, and which nodes the filter's words match. Both are worked out once per snapshot and kept on
+it (present/columns.node_order, present/node_filter.matching): at 65,000 nodes a keystroke must not redo them."""
+
+from __future__ import annotations
+
+
+from gputui.model import Node
+from gputui.present.columns import NODE_COLUMNS, RowContext, node_order, row_context
+from gputui.present.node_filter import Matched, matching
+from gputui.snapshot import ClusterSnapshot
+from gputui.ui.base import ClusterScreen
+
+
+class NodeOrder(ClusterScreen):
+    """The dashboard screen's base: its node order and filter matches."""
+
+    _matched: Matched | None = None  # the last filter keystroke's (present/node_filter.matching)
+
+    # The sort in force is the app's (app.node_sort): its poll thread orders the next snapshot by it.
+    @property
+    def sort_index(self) -> int:
+        return self.app.node_sort[0]
+
+    @sort_index.setter
+    def sort_index(self, index: int) -> None:
+        self.app.node_sort = (index, False)
+
+    @property
+    def sort_reverse(self) -> bool:
+        return self.app.node_sort[1]
+
+    def _matching(self, snap: ClusterSnapshot, words: list[str], ctx: RowContext) -> dict[str, Node]:
+        self._matched = matching(snap, words, ctx.temp_threshold, ctx.majority_driver, self._matched)
+        return self._matched[2]
+
+    def action_sort(self) -> None:
+        self.app.node_sort = ((self.sort_index + 1) % len(NODE_COLUMNS), False)  # each column's natural order first
+        self.show_snapshot()
+        # `s` cycles: the next column's order is worked out now, in a thread, and kept on the snapshot, so a
+        # press that follows finds it (at 65,000 nodes an order costs some 200 ms of the UI thread).
+        snap, settings = self.app.snapshot, self.app.settings
+        if snap is not None:
+            ctx = row_context(snap, self.app.palette, settings.temp_threshold, settings.pool_labels)
+            following = (self.sort_index + 1) % len(NODE_COLUMNS)
+            self.run_worker(lambda: node_order(ctx, following, False), thread=True, group="next-sort",
+                            exclusive=True, exit_on_error=False)
+
+    def action_reverse_sort(self) -> None:
+        self.app.node_sort = (self.sort_index, not self.sort_reverse)
+        self.show_snapshot()
+

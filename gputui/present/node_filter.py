@@ -73,11 +73,15 @@ def matching(snap: ClusterSnapshot, words: list[str], temp_threshold: float, maj
     """The nodes the words match (all without words). `last`: the previous keystroke's; a character typed at
     the end looks only among its matches (narrows). Haystacks are worked out once per snapshot."""
     if not words:
-        return snap, words, {n.name: n for n in snap.nodes}
+        return snap, words, snap.derived("by_name", lambda: {n.name: n for n in snap.nodes})
     candidates = last[2].values() if last is not None and last[0] is snap and narrows(last[1], words) else snap.nodes
     texts = snap.derived("haystacks", lambda: {n.name: haystack(n) for n in snap.nodes})
     if not any(_special(w) for w in words):  # plain words only: a substring test per word (most keystrokes)
-        found = {n.name: n for n in candidates if all(w in texts[n.name] for w in words)}
+        if len(words) == 1:  # what a first word typed is: no generator per node
+            word = words[0]
+            found = {n.name: n for n in candidates if word in texts[n.name]}
+        else:
+            found = {n.name: n for n in candidates if all(w in texts[n.name] for w in words)}
     else:
         found = {n.name: n for n in candidates if node_matches(n, words, lambda n: node_alerts(n, temp_threshold),
                                                                majority_driver, texts.get(n.name))}

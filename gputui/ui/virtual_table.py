@@ -68,7 +68,7 @@ class VirtualTable(ScrollView, can_focus=True):
         # same snapshot, and only repaints lines, from _lines when already painted.
         self._cells_key: object = None
         self._lines: dict[tuple, Strip] = {}
-        self._index: dict[str, int] = {}
+        self._index: dict[str, int] | None = {}  # key -> row, built when first asked (move_to)
 
     # ----- data -----------------------------------------------------------------
 
@@ -91,9 +91,12 @@ class VirtualTable(ScrollView, can_focus=True):
         if cells_key is None or cells_key != self._cells_key:
             self._cells, self._lines = {}, {}
         self._cells_key = cells_key
-        self._index = {k: i for i, k in enumerate(self.keys)}
-        if selected in self._index:
-            self.set_reactive(VirtualTable.cursor_row, self._index[selected])
+        self._index = None  # a dict of 65,000 keys on every filter keystroke costs more than one look-up
+        if selected is not None:
+            try:
+                self.set_reactive(VirtualTable.cursor_row, self.keys.index(selected))
+            except ValueError:
+                pass  # filtered out: the cursor keeps its row number
         self.set_reactive(VirtualTable.cursor_row, max(0, min(self.cursor_row, len(self.keys) - 1)))
         self._resize()
         self._scroll_cursor_into_view()
@@ -114,6 +117,8 @@ class VirtualTable(ScrollView, can_focus=True):
         return cells
 
     def move_to(self, key: str) -> None:
+        if self._index is None:
+            self._index = {k: i for i, k in enumerate(self.keys)}
         if key in self._index:
             self.cursor_row = self._index[key]
 

@@ -208,8 +208,8 @@ class PromSource:
     def _fetch_fleet(self, node_names: set[str]) -> Metrics:
         now = time.monotonic()
         if self._rules_checked_at is None or now - self._rules_checked_at >= RULES_RECHECK_S:
+            self._recorded = self._rules_host()  # a probe that fails raises: looked for again next refresh
             self._rules_checked_at = now
-            self._recorded = self._rules_host()
         if self._recorded is not None:
             names = rule_names(self._recorded)
             results = self._run({**{f: names[f] for f in ("util", "fb_used", "temp", "power", "xid", "health")},

@@ -48,3 +48,32 @@ def test_rules_that_stop_being_evaluated_fall_back_to_the_raw_series_in_the_same
     assert src.fetch({"n1"}, per_gpu=False).nodes["n1"].util_mean == 40.0 and src.mode == MODE_RECORDED
     evaluated["on"] = False  # the rule group was removed: its series are gone
     assert src.fetch({"n1"}, per_gpu=False).nodes["n1"].util_mean == 41.0 and src.mode == MODE_RAW
+
+
+def test_a_probe_that_fails_is_asked_again_at_the_next_refresh_not_five_minutes_later():
+    """The store did not answer when gputui first looked for its recorded series (a timeout, say): that says
+    nothing about the rules, so the next refresh looks again, instead of reading raw series over every GPU for
+    RULES_RECHECK_S (the cost the rules exist to spare at 65,000 nodes)."""
+    from gputui.backends.base import BackendError
+    from gputui.backends.prom import PromConfig, PromSource
+    from gputui.backends.recording_rules import MODE_RECORDED
+
+    src = PromSource(PromConfig("http://127.0.0.1:9", host_label="Hostname"))
+    answering = {"on": False}
+
+    def query(promql: str) -> list[dict]:
+        if not answering["on"]:
+            raise BackendError("Prometheus at http://127.0.0.1:9: no answer within 3s")
+        if promql.startswith("count(Hostname:gputui_gpu:count)") or promql == "Hostname:gputui_gpu:count":
+            return [{"metric": {"Hostname": "n1"}, "value": [0, "8"]}]
+        if promql.startswith("Hostname:gputui_gpu_util:avg"):
+            return [{"metric": {"Hostname": "n1"}, "value": [0, "40"]}]
+        return []
+
+    src.query = query  # type: ignore[method-assign]
+    try:
+        src.fetch({"n1"}, per_gpu=False)
+    except BackendError:
+        pass  # this refresh's metrics are unknown, as any failed read
+    answering["on"] = True
+    assert src.fetch({"n1"}, per_gpu=False).nodes["n1"].util_mean == 40.0 and src.mode == MODE_RECORDED

@@ -6,7 +6,6 @@ canaries. Each is a walk over every node or pod, so each is worked out once per 
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 
 from gputui.health import Alert, fleet_alerts
@@ -33,8 +32,8 @@ def canary_in_flight(svc: InferenceService) -> bool:
 
 
 # The node-only figures of the last nodes tuple: a refresh where only sessions moved keeps its nodes tuple
-# (join.Joiner), and so these. One entry per threshold is enough: every view asks with the same one.
-_nodes_lock = threading.Lock()
+# (join.Joiner), and so these. One entry is enough: every view asks with the same threshold. Replaced whole
+# (one assignment), so a thread reading it never sees half of it.
 _nodes_figures: tuple[object, float, tuple[int, float | None, list[Alert], int]] | None = None
 
 
@@ -50,8 +49,7 @@ def _node_figures(snap: ClusterSnapshot, temp_threshold: float) -> tuple[int, fl
         return cached[2]
     figures_ = (snap.gpus_total, snap.mean_util, fleet_alerts(snap, temp_threshold),
                 sum(1 for n in snap.nodes if n.state is NodeState.DRAINING))
-    with _nodes_lock:
-        _nodes_figures = (snap.nodes, temp_threshold, figures_)
+    _nodes_figures = (snap.nodes, temp_threshold, figures_)
     return figures_
 
 

@@ -2,11 +2,10 @@
 evaluated once by Prometheus (or Thanos, Mimir, VictoriaMetrics' vmalert) instead of at every query over
 every GPU's raw series. Named as the Prometheus convention asks, `level:metric:operations`, the level being
 the host label they are aggregated by. `gputui rules` prints them; PromSource reads them when they exist
-(`recorded_queries`) and falls back to the raw series when they do not, saying which (`MODE_*`)."""
+(`rule_names`) and falls back to the raw series when they do not, saying which (`MODE_*`)."""
 
 from __future__ import annotations
 
-from typing import Mapping
 
 import yaml
 
@@ -67,7 +66,3 @@ def rules_yaml(host: str = "Hostname", interval: str = "30s") -> str:
               "# Load into Prometheus (rule_files:) or vmalert; gputui reads them when their series exist.\n")
     return header + yaml.safe_dump(doc, sort_keys=False, width=200)
 
-
-def recorded_queries(host: str) -> Mapping[str, str]:
-    """What the fleet view asks when the rules are loaded: the recorded series themselves."""
-    return rule_names(host)

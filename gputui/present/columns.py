@@ -125,7 +125,7 @@ NODE_COLUMNS: tuple[NodeColumn, ...] = (
 )
 SORTABLE = tuple(c.key for c in NODE_COLUMNS)
 PROBLEMS_SORT = SORTABLE.index("alerts")  # the default: what needs a look comes first
-COMPACT_ORDER = ("mem", "util", "alerts")
+COMPACT_ORDER = ("mem", "util", "alerts")  # figures lose their bars first, then alerts show the worst alone
 
 
 def row_context(snap: ClusterSnapshot, palette: Palette, temp_threshold: float,
@@ -148,7 +148,7 @@ def node_order(ctx: RowContext, sort_index: int, reverse: bool) -> list[str]:
         col = NODE_COLUMNS[sort_index]
         return sorted(every, key=lambda name: (col.sort(every[name], ctx), name), reverse=reverse)
 
-    return snap.derived(key, compute)  # figures lose their bars first, then alerts show the worst alone
+    return snap.derived(key, compute)
 
 
 def fit_columns(columns: tuple[NodeColumn, ...], width: int, padding: int = 2) -> tuple[NodeColumn, ...]:

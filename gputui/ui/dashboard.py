@@ -96,8 +96,8 @@ class DashboardScreen(NodeOrder):
 
     def _drawn_key(self) -> tuple:
         app = self.app
-        return (app.snapshot, app.data_revision, app.size, app.node_sort, self.filter_text, frozenset(self.marked),
-                app.namespace_view, app.poll_error)
+        # data_revision moves with every new snapshot, poll error, theme and namespace view.
+        return app.data_revision, app.size, app.node_sort, self.filter_text, frozenset(self.marked)
 
     def on_resize(self, event: Resize) -> None:
         self._layout_columns(event.size.width)

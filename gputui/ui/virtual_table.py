@@ -24,7 +24,7 @@ from textual.strip import Strip
 PADDING = 1  # cells each side of a column
 
 
-LINES_KEPT_PER_SCREEN = 200
+LINES_KEPT = 800  # painted lines kept: a few screens' worth, whatever the fleet's size
 
 
 class VirtualTable(ScrollView, can_focus=True):
@@ -194,13 +194,13 @@ class VirtualTable(ScrollView, can_focus=True):
             if cursor:
                 style = base + self.get_component_rich_style("virtual-table--cursor")
             segments = self._line(self.cells(key), style)
-            if index == self.cursor_row:
+            if cursor:
                 # The cursor row's colours win over the cells' own (green on blue is unreadable),
                 # so it reads as one bar in every theme; the words still say the state.
                 segments = list(Segment.apply_style(segments, post_style=Style(color=style.color, bgcolor=style.bgcolor)))
         strip = Strip(segments).crop(scroll_x, scroll_x + width).extend_cell_length(width, style)
         if y:
-            if len(self._lines) > 4 * LINES_KEPT_PER_SCREEN:  # scrolled far: keep memory bounded by screens
+            if len(self._lines) > LINES_KEPT:  # scrolled far: start again
                 self._lines = {}
             self._lines[painted] = strip
         return strip

@@ -10,6 +10,11 @@ Fixtures (all session scope; they fail loudly, never skip):
 ``inference_exporter`` :class:`tests.support.exporters.InferenceExporter` (no pods yet).
 ``prometheus``       :class:`tests.support.prom.PrometheusServer` scraping both every
                      1 s, with :func:`history_util` backfilled for the DCGM GPUs.
+``victoria``         :class:`tests.support.victoria.VictoriaServer` (Debian's VictoriaMetrics)
+                     scraping the same two exporters every 1 s; no history. Started
+                     by the first test that asks for it.
+``metrics_store``    (function scope) each of the two in turn: a test that takes it
+                     runs once against Prometheus and once against VictoriaMetrics.
 
 Session fixtures are shared by every test: a test that changes shared state
 (node conditions, exporter values, a stopped server) should put it back, or
@@ -36,6 +41,7 @@ from tests.support.prom import (
     find_prometheus,
     inference_scrape_config,
 )
+from tests.support.victoria import VictoriaServer
 from tests.support.topology import (
     DEFAULT_CPU_NODES,
     DEFAULT_GPU_NODES,
@@ -113,3 +119,20 @@ def prometheus(dcgm_exporter: DcgmExporter, inference_exporter: InferenceExporte
         yield prom
     finally:
         prom.close()
+
+
+@pytest.fixture(scope="session")
+def victoria(dcgm_exporter: DcgmExporter, inference_exporter: InferenceExporter) -> Iterator[VictoriaServer]:
+    vm = VictoriaServer([dcgm_scrape_config(dcgm_exporter), inference_scrape_config(inference_exporter.sd_file)])
+    try:
+        vm.start(ready="DCGM_FI_DEV_GPU_UTIL")
+        yield vm
+    finally:
+        vm.close()
+
+
+@pytest.fixture(params=["prometheus", "victoria-metrics"])
+def metrics_store(request) -> PrometheusServer | VictoriaServer:
+    """The tests that concern metrics run against both stores gputui must work with (issue 18): the same
+    exporters, the same queries, the same expectations."""
+    return request.getfixturevalue("prometheus" if request.param == "prometheus" else "victoria")

@@ -1,4 +1,5 @@
-"""Session-aware drains on the real apiserver: real evictions, real PDBs, real UIDs, real Prometheus."""
+"""Session-aware drains on the real apiserver: real evictions, real PDBs, real UIDs; session counts read from the
+real Prometheus, and again from VictoriaMetrics (the tests that read them run against each store)."""
 
 from __future__ import annotations
 
@@ -19,22 +20,23 @@ from tests.support.procs import wait_until
 from tests.support.workloads import backend_for, pool, running, workload
 
 
-def test_sessions_gate_eviction_and_a_real_pdb_blocks_until_headroom(cluster, fake_kubelet, prometheus, inference_exporter, tmp_path):
-    ns = "t-drain-pdb"
+def test_sessions_gate_eviction_and_a_real_pdb_blocks_until_headroom(cluster, fake_kubelet, metrics_store,
+                                                                    inference_exporter, tmp_path):
+    ns, pool_name = f"t-drain-pdb-{metrics_store.tag}", f"dpdb-{metrics_store.tag}"  # once per store
     api = cluster.harness_client()
     core, apps, policy = client.CoreV1Api(api), client.AppsV1Api(api), client.PolicyV1Api(api)
     core.create_namespace({"metadata": {"name": ns}})
-    a, b = pool(fake_kubelet, core, "dpdb")
-    apps.create_namespaced_deployment(ns, workload("Deployment", "chat", ns, "dpdb", 2))
+    a, b = pool(fake_kubelet, core, pool_name)
+    apps.create_namespaced_deployment(ns, workload("Deployment", "chat", ns, pool_name, 2))
     policy.create_namespaced_pod_disruption_budget(ns, {"metadata": {"name": "chat-pdb"},
                                                         "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "chat"}}}})
     pods = running(core, ns, 2, a)
     names = sorted(p.metadata.name for p in pods)
     for name in names:
         inference_exporter.add_pod(ns, name, running=3)
-    prometheus.wait_until('vllm:num_requests_running{namespace="%s"}' % ns, lambda v: len(v) == 2, timeout=30)
+    metrics_store.wait_until('vllm:num_requests_running{namespace="%s"}' % ns, lambda v: len(v) == 2, timeout=30)
     core.patch_node(b, {"spec": {"unschedulable": None}})
-    backend = backend_for(cluster, prometheus)
+    backend = backend_for(cluster, metrics_store)
     events, result = [], {}
     try:
         def sessions_visible():
@@ -91,20 +93,21 @@ def test_sessions_gate_eviction_and_a_real_pdb_blocks_until_headroom(cluster, fa
             fake_kubelet.remove_node(node)
 
 
-def test_kill_9_mid_drain_then_resume_waits_for_the_recreated_pods_uid(cluster, fake_kubelet, prometheus, inference_exporter, tmp_path):
-    ns = "t-drain-resume"
+def test_kill_9_mid_drain_then_resume_waits_for_the_recreated_pods_uid(cluster, fake_kubelet, metrics_store,
+                                                                      inference_exporter, tmp_path):
+    ns, pool_name = f"t-drain-resume-{metrics_store.tag}", f"dres-{metrics_store.tag}"  # once per store
     api = cluster.harness_client()
     core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
     core.create_namespace({"metadata": {"name": ns}})
-    a, b = pool(fake_kubelet, core, "dres")
-    apps.create_namespaced_stateful_set(ns, workload("StatefulSet", "kv", ns, "dres", 1))
+    a, b = pool(fake_kubelet, core, pool_name)
+    apps.create_namespaced_stateful_set(ns, workload("StatefulSet", "kv", ns, pool_name, 1))
     old = running(core, ns, 1, a)[0]
     assert old.metadata.name == "kv-0"
     inference_exporter.add_pod(ns, "kv-0", running=2)
-    prometheus.wait_until('vllm:num_requests_running{namespace="%s"}' % ns, timeout=30)
+    metrics_store.wait_until('vllm:num_requests_running{namespace="%s"}' % ns, timeout=30)
     core.patch_node(b, {"spec": {"unschedulable": None}})
     try:
-        proc = start_drain(cluster, prometheus, a, "--session-deadline", "10m", home=tmp_path)
+        proc = start_drain(cluster, metrics_store, a, "--session-deadline", "10m", home=tmp_path)
         read_until(proc, lambda line: " waiting " in line and "kv-0" in line)
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
@@ -112,8 +115,8 @@ def test_kill_9_mid_drain_then_resume_waits_for_the_recreated_pods_uid(cluster, 
         assert node.spec.unschedulable and node.metadata.annotations[DRAIN_PHASE_ANNOTATION] == "waiting"
         assert core.read_namespaced_pod("kv-0", ns).metadata.uid == old.metadata.uid  # nothing evicted yet
         inference_exporter.set(ns, "kv-0", running=0)
-        prometheus.wait_until('vllm:num_requests_running{namespace="%s"} == 0' % ns, timeout=30)
-        proc = start_drain(cluster, prometheus, "--resume", home=tmp_path)
+        metrics_store.wait_until('vllm:num_requests_running{namespace="%s"} == 0' % ns, timeout=30)
+        proc = start_drain(cluster, metrics_store, "--resume", home=tmp_path)
         out, _ = proc.communicate(timeout=120)
         assert proc.returncode == 0, out
         assert "drained, 1 pods evicted" in out

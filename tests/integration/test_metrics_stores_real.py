@@ -13,25 +13,18 @@ import pytest
 
 from gputui.backends.base import BackendError
 from gputui.backends.prom import PromConfig, PromSource
-from tests.support.prom import dcgm_scrape_config, inference_scrape_config
 from tests.support.procs import wait_until
 from tests.support.victoria import VictoriaServer
 
 NS = "t-stores"
 
 
-@pytest.fixture(scope="module", params=["prometheus", "victoria-metrics"])
-def store(request, prometheus, dcgm_exporter, inference_exporter):
-    """(name, base URL) of a store scraping the session's exporters every second."""
-    if request.param == "prometheus":
-        yield request.param, prometheus.url, None
-        return
-    vm = VictoriaServer([dcgm_scrape_config(dcgm_exporter), inference_scrape_config(inference_exporter.sd_file)])
-    try:
-        vm.start(ready="DCGM_FI_DEV_GPU_UTIL")
-        yield request.param, vm.url, vm
-    finally:
-        vm.close()
+@pytest.fixture
+def store(metrics_store):
+    """(name, base URL, the VictoriaMetrics server or None) of a store scraping the session's exporters."""
+    if isinstance(metrics_store, VictoriaServer):
+        return "victoria-metrics", metrics_store.url, metrics_store
+    return "prometheus", metrics_store.url, None
 
 
 def source(url: str, **kw) -> PromSource:

@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from tests.support.exporters import DcgmExporter, format_labels, format_value
+from tests.support.promql import PromQLQueries
 from tests.support.procs import (
     LOOPBACK,
     HarnessError,
@@ -101,8 +102,10 @@ def openmetrics_text(series: Iterable[Series]) -> str:
     return "\n".join(out) + "\n"
 
 
-class PrometheusServer:
+class PrometheusServer(PromQLQueries):
     """Debian's Prometheus on 127.0.0.1:<free port> with its own config and data dir."""
+
+    tag = "prom"
 
     def __init__(self, scrape_configs: list[dict[str, Any]], *, workdir: Path | None = None, port: int | None = None,
                  scrape_interval: str = "1s", keep_workdir: bool = False, rules: dict[str, Any] | None = None):
@@ -271,39 +274,12 @@ class PrometheusServer:
             params["time"] = at
         return self._api("/api/v1/query", params)["result"]
 
-    def query_values(self, expr: str, by: Sequence[str] | str | None = None) -> dict[Any, float]:
-        """Instant vector as {labels-key: float}. ``by`` picks label(s) for the key
-        (a tuple when several); default: frozenset of all label items."""
-        out: dict[Any, float] = {}
-        for item in self.query(expr):
-            m = item["metric"]
-            if by is None:
-                key: Any = frozenset(m.items())
-            elif isinstance(by, str):
-                key = m.get(by)
-            else:
-                key = tuple(m.get(b) for b in by)
-            out[key] = float(item["value"][1])
-        return out
-
     def rules_loaded(self) -> list[dict[str, Any]]:
         """Every rule group Prometheus evaluates (its rules API)."""
         return self._api("/api/v1/rules", {})["groups"]
 
     def query_range(self, expr: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
         return self._api("/api/v1/query_range", {"query": expr, "start": start, "end": end, "step": step})["result"]
-
-    def wait_until(self, expr: str, predicate: Callable[[dict[Any, float]], bool] | None = None, *,
-                   by: Sequence[str] | str | None = None, timeout: float = 20) -> dict[Any, float]:
-        """Poll ``expr`` until ``predicate(query_values(expr, by))`` holds (default: non-empty)."""
-
-        def check() -> dict[Any, float] | None:
-            vals = self.query_values(expr, by)
-            ok = predicate(vals) if predicate else bool(vals)
-            return vals if ok else None
-
-        return wait_for(check, timeout=timeout, interval=0.25, what=f"PromQL {expr!r}",
-                        on_timeout=lambda: f"last: {self.query_values(expr, by)}")
 
 
 def dcgm_history(exporter: DcgmExporter, prom_labels: dict[str, str], *, field: str, start: float, end: float,

@@ -1,6 +1,6 @@
 """Debian's VictoriaMetrics (single node) on 127.0.0.1, scraping like the test Prometheus: the store built for
 large series counts that gputui's queries must work against as well (issue 18). Same interface as
-PrometheusServer for what the metrics tests use (url, start, stop, close, query); no backfill."""
+PrometheusServer for what the metrics tests use (url, start, stop, close, query, wait_until); no backfill."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 import yaml
 
+from tests.support.promql import PromQLQueries
 from tests.support.procs import LOOPBACK, HarnessError, ManagedProcess, free_port, http, port_is_free, wait_for
 
 BINARY = "victoria-metrics"
@@ -23,7 +24,9 @@ def find_victoria() -> str:
     return path
 
 
-class VictoriaServer:
+class VictoriaServer(PromQLQueries):
+    tag = "vm"
+
     def __init__(self, scrape_configs: list[dict[str, Any]], *, scrape_interval: str = "1s") -> None:
         self.binary = find_victoria()
         self.workdir = Path(tempfile.mkdtemp(prefix="gputui-vm-"))
@@ -66,8 +69,9 @@ class VictoriaServer:
         self.stop()
         shutil.rmtree(self.workdir, ignore_errors=True)
 
-    def query(self, expr: str) -> list[dict[str, Any]]:
-        r = self._http.get(f"{self.url}/api/v1/query", params={"query": expr}, timeout=10)
+    def query(self, expr: str, at: float | None = None) -> list[dict[str, Any]]:
+        params: dict[str, Any] = {"query": expr} if at is None else {"query": expr, "time": at}
+        r = self._http.get(f"{self.url}/api/v1/query", params=params, timeout=10)
         body = r.json()
         if r.status_code != 200 or body.get("status") != "success":
             raise HarnessError(f"VictoriaMetrics query {expr!r}: {r.status_code} {body}")

@@ -4,7 +4,7 @@ the one staleness rule. Immutable; the indexes a consumer needs are built once p
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Mapping, TypeVar
+from typing import Any, Callable, Hashable, Iterable, Mapping, TypeVar
 
 from gputui.gpu_resources import WHOLE_GPU
 from gputui.model import Budget, InferencePod, InferenceService, Node, UpgradePolicy
@@ -43,18 +43,24 @@ def pod_indexes(pods: tuple[InferencePod, ...]) -> PodIndexes:
     """GPU units allocated per node and resource, and pods per node, computed from the pods. Pure: a backend
     that keeps its pods tuple across quiet refreshes keeps these too and hands them to the snapshot (see
     join.Joiner)."""
-    allocated: dict[str, dict[str, int]] = {}
     by_node: dict[str, list[InferencePod]] = {}
     for pod in pods:
-        if not pod.node:
-            continue
-        by_node.setdefault(pod.node, []).append(pod)
+        if pod.node:
+            by_node.setdefault(pod.node, []).append(pod)
+    allocated = {node: units for node, on in by_node.items() if (units := node_allocated(on))}
+    return allocated, {k: tuple(v) for k, v in by_node.items()}
+
+
+def node_allocated(pods: Iterable[InferencePod]) -> dict[str, int]:
+    """GPU units the pods on one node hold, per resource (empty when they hold none): what pod_indexes counts
+    for each node, and what an incremental join counts again for a node whose pods moved."""
+    per: dict[str, int] = {}
+    for pod in pods:
         if not pod.terminated and pod.gpu_request:
-            per = allocated.setdefault(pod.node, {})
             # A pod that names no resource (built by hand, in tests) asks for whole cards.
             for name, n in (pod.gpu_units or {WHOLE_GPU: pod.gpu_request}).items():
                 per[name] = per.get(name, 0) + n
-    return allocated, {k: tuple(v) for k, v in by_node.items()}
+    return per
 
 
 @dataclass(frozen=True, slots=True)

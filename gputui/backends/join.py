@@ -8,14 +8,14 @@ that a refresh where only metrics moved rebuilds only what they touch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
-from gputui.backends.kube_dra import ClaimRecord, DraView, SliceRecord, device_taint_conditions, dra_view
-from gputui.gpu_resources import physical_gpus
+from gputui.backends.join_fleet import NodeJoin, PodJoin, gpus_of, same, with_claims
+from gputui.backends.kube_dra import ClaimRecord, DraView, SliceRecord, dra_view
 from gputui.backends.kube_objects import NodeRecord, PodRecord, RouteRecord, ServiceRecord, SubsetRule, WorkloadRecord
-from gputui.model import UpgradePolicy, SESSION_SIGNAL_LABEL, Budget, Gpu, GpuSummary, Health, InferencePod, InferenceService, Node, Rollout, ServiceVersion, selector_matches
-from gputui.snapshot import ClusterSnapshot, PodIndexes, SourceStatus, pod_indexes
+from gputui.model import UpgradePolicy, Budget, Gpu, GpuSummary, InferenceService, Rollout, ServiceVersion, selector_matches
+from gputui.snapshot import ClusterSnapshot, SourceStatus
 from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS
 
 
@@ -68,40 +68,9 @@ def _selects(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:
     return selector_matches(selector, labels, empty_matches=False)  # a Service without a selector has no pods
 
 
-def _health(code: int | None) -> Health:
-    if code is None:
-        return Health.UNKNOWN
-    return Health.PASS if code == 0 else Health.WARN if code < 20 else Health.FAIL
-
-
-def _gpus(node: NodeRecord, samples: Iterable[GpuSample]) -> tuple[Gpu, ...]:
-    out = []
-    for s in samples:
-        # The node label is the card's size; used + free misses the driver's reserve.
-        total = None
-        if node.gpu_memory_mib:
-            total = float(node.gpu_memory_mib)
-        elif s.fb_used is not None and s.fb_free is not None:
-            total = s.fb_used + s.fb_free + (s.fb_reserved or 0.0)
-        out.append(Gpu(
-            index=s.index, uuid=s.uuid, util_pct=s.util, mem_used_mib=s.fb_used, mem_total_mib=total,
-            temp_c=s.temp, power_w=s.power, xid=s.xid,
-            health=_health(s.health) if s.health is not None else (Health.PASS if s.util is not None else Health.UNKNOWN),
-        ))
-    return tuple(out)
-
-
 def join_gpus(node: NodeRecord, metrics: Metrics) -> tuple[Gpu, ...]:
     """One node's GPUs from a per-GPU fetch (the detail screen of a summarised fleet)."""
-    return _gpus(node, sorted((s for s in metrics.gpus.values() if s.host == node.name), key=lambda s: s.index))
-
-
-def _summary(node: NodeRecord, summary: GpuSummary | None) -> GpuSummary | None:
-    if summary is None or summary.mem_total_mib is not None or not node.gpu_memory_mib:
-        return summary
-    # As per GPU: the card size from the node label beats used + free.
-    return GpuSummary(summary.count, summary.util_mean, summary.mem_used_mib,
-                      float(node.gpu_memory_mib * summary.count), summary.temp_max, summary.power_w)
+    return gpus_of(node, sorted((s for s in metrics.gpus.values() if s.host == node.name), key=lambda s: s.index))
 
 
 def _versions_for_route(
@@ -160,10 +129,6 @@ class _Identities:
         return None
 
 
-def _same(a: tuple, b: tuple) -> bool:
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
-
-
 class Joiner:
     """The join, remembering its last result: a refresh rejoins only what changed.
 
@@ -180,25 +145,10 @@ class Joiner:
         self._service_inputs: tuple[tuple, ...] | None = None
         self._services: tuple[InferenceService, ...] = ()
         self._identities = _Identities([])
-        # Keyed by id(record); the record is kept too, so an id is never reused while it is cached.
-        # Plain dicts of existing objects, no tuple per entry: a refresh then allocates little for the
-        # garbage collector to scan, which at 10,000 nodes costs more than the join itself.
-        self._node_records: dict[int, NodeRecord] = {}
-        self._node_metrics: dict[int, GpuSummary | None] = {}
-        self._node_samples: dict[int, tuple[GpuSample, ...]] = {}  # only nodes with per-GPU samples
-        self._nodes: dict[int, Node] = {}
-        self._pod_records: dict[int, PodRecord] = {}
-        self._pods: dict[int, InferencePod] = {}
-        # The inputs of the last node and pod joins, and their results: a quiet refresh hands over the
-        # same tuples and maps, and gets the same tuples back without a walk over the fleet.
-        self._node_inputs: tuple = ()
-        self._node_result: tuple[tuple[Node, ...], frozenset[str]] = ((), frozenset())
-        self._pod_inputs: tuple = ()
-        self._pod_result: tuple[InferencePod, ...] = ()
         self._dra_inputs: tuple = ()
         self._dra: DraView = dra_view((), ())
-        # The pod indexes of _pod_result, kept while the pods tuple is the same (a quiet refresh reuses them).
-        self._indexes: tuple[tuple[InferencePod, ...], PodIndexes] = ((), ({}, {}))
+        self._nodes = NodeJoin()
+        self._pods = PodJoin(self._identify)
 
     def join(
         self,
@@ -210,46 +160,36 @@ class Joiner:
         sources: tuple[SourceStatus, ...],
     ) -> ClusterSnapshot:
         inputs = (state.workloads, state.services, state.routes, state.subset_rules, state.pools)
-        if self._service_inputs is None or not all(map(_same, inputs, self._service_inputs)):
+        if self._service_inputs is None or not all(map(same, inputs, self._service_inputs)):
             self._services, self._identities = self._join_services(state)
             self._service_inputs = inputs
-            self._pod_records, self._pods = {}, {}  # pod identities depend on the services
-            self._pod_inputs = ()
-        if not _same((state.resource_slices, state.resource_claims), self._dra_inputs):
+            self._pods.reset()  # pod identities depend on the services
+        if not same((state.resource_slices, state.resource_claims), self._dra_inputs):
             self._dra_inputs = (state.resource_slices, state.resource_claims)
             self._dra = dra_view(state.resource_slices, state.resource_claims)
-        dra = self._dra
-        node_inputs = (state.nodes, metrics.nodes if metrics else None, metrics.gpus if metrics else None, dra)
-        if not _same(node_inputs, self._node_inputs):
-            gpu_nodes = sorted((n for n in state.nodes if n.is_gpu_node or n.name in dra.capacity),
-                               key=lambda n: n.name)
-            self._node_result = (self._join_nodes(gpu_nodes, metrics, dra), frozenset(n.name for n in gpu_nodes))
-            self._node_inputs = node_inputs
-        nodes, node_names = self._node_result
-        pod_inputs = (state.pods, node_names, metrics.sessions if metrics else None, dra)
-        if not _same(pod_inputs, self._pod_inputs):
-            self._pod_result = self._join_pods(state.pods, node_names, metrics)
-            self._pod_inputs = pod_inputs
-        if self._indexes[0] is not self._pod_result:  # the pods moved: index them once, here
-            self._indexes = (self._pod_result, pod_indexes(self._pod_result))
+        nodes, node_names = self._nodes.join(state.nodes, metrics, self._dra)
+        pods, indexes = self._pods.join(state.pods, node_names, metrics.sessions if metrics else None, self._dra)
         return ClusterSnapshot(
-            taken_at=now, context=context, nodes=nodes, pods=self._pod_result,
-            services=self._services, budgets=state.budgets, sources=sources, indexes=self._indexes[1],
+            taken_at=now, context=context, nodes=nodes, pods=pods,
+            services=self._services, budgets=state.budgets, sources=sources, indexes=indexes,
             upgrade_policy=state.upgrade_policies[0] if state.upgrade_policies else None,
         )
 
     def with_claims(self, record: PodRecord) -> PodRecord:
         """The pod with its DRA devices among its GPUs: they are in no container's limits."""
-        claimed = self._dra.pod_units.get(record.uid)
-        if not claimed:
-            return record
-        return replace(record, gpu_units={**record.gpu_units, **claimed},
-                       gpu_request=record.gpu_request + sum(claimed.values()))
+        return with_claims(record, self._dra)
 
     def identity(self, p: PodRecord) -> tuple[str, str]:
         """The service and version the last join gave this record ("" when it has not seen it)."""
-        pod = self._pods.get(id(p)) if self._pod_records.get(id(p)) is p else None
+        pod = self._pods.cached(p)
         return (pod.service, pod.version) if pod is not None else ("", "")
+
+    def _identify(self, p: PodRecord) -> tuple[str, str]:
+        found = self._identities.find(p)
+        service, version = found if found else ("", "")
+        if found and not version:
+            version = _first(p.labels, self.version_labels)
+        return service, version
 
     def _join_services(self, state: KubeState) -> tuple[tuple[InferenceService, ...], _Identities]:
         """Services from routes, then from GPU workloads no route covers."""
@@ -307,107 +247,6 @@ class Joiner:
 
     def _service_name(self, w: WorkloadRecord) -> str:
         return _first(w.template_labels, self.service_labels) or _first(w.labels, self.service_labels) or w.name
-
-    def _join_nodes(self, gpu_nodes: list[NodeRecord], metrics: Metrics | None, dra: DraView) -> tuple[Node, ...]:
-        by_host: dict[str, list[GpuSample]] = {}
-        summaries: Mapping[str, GpuSummary] = {}
-        if metrics is not None:
-            summaries = metrics.nodes
-            for sample in metrics.gpus.values():
-                by_host.setdefault(sample.host, []).append(sample)
-        old_records, old_metrics, old_samples, old_nodes = (
-            self._node_records, self._node_metrics, self._node_samples, self._nodes)
-        records: dict[int, NodeRecord] = {}
-        node_metrics: dict[int, GpuSummary | None] = {}
-        node_samples: dict[int, tuple[GpuSample, ...]] = {}
-        nodes: dict[int, Node] = {}
-        for n in gpu_nodes:
-            key = id(n)
-            summary = summaries.get(n.name)
-            group = by_host.get(n.name)  # in fleet mode only GPUs with a problem: mostly none
-            samples = tuple(sorted(group, key=lambda s: s.index)) if group else ()
-            claimed = dra.resources(n.name)
-            resources = n.gpu_resources + claimed if claimed else n.gpu_resources  # the same tuple when no DRA
-            if old_records.get(key) is n and old_metrics.get(key) == summary and old_samples.get(key, ()) == samples \
-                    and old_nodes[key].gpu_resources == resources:
-                node = old_nodes[key]
-            else:
-                taints = dra.taints.get(n.name, ())
-                node = Node(
-                    name=n.name, ready=n.ready, unschedulable=n.unschedulable, gpu_product=n.gpu_product,
-                    gpu_capacity=sum(r.capacity for r in resources),
-                    gpu_allocatable=sum(r.allocatable for r in resources),
-                    driver_version=n.driver_version, cuda_version=n.cuda_version, upgrade_state=n.upgrade_state,
-                    gpu_memory_mib=n.gpu_memory_mib, conditions=n.conditions + device_taint_conditions(taints),
-                    gpus=_gpus(n, samples), labels=n.labels, annotations=n.annotations, summary=_summary(n, summary),
-                    gpu_resources=resources, node_info=n.node_info,
-                    gpu_count=physical_gpus(n.labels, n.gpu_resources, sum(r.capacity for r in claimed)),
-                )
-            records[key], node_metrics[key], nodes[key] = n, summary, node
-            if samples:
-                node_samples[key] = samples
-        self._node_records, self._node_metrics, self._node_samples, self._nodes = (
-            records, node_metrics, node_samples, nodes)
-        return tuple(nodes.values())
-
-    def _join_pods(self, pods: Iterable[PodRecord], node_names: frozenset[str], metrics: Metrics | None,
-                   ) -> tuple[InferencePod, ...]:
-        sessions = metrics.sessions if metrics is not None else {}
-        old_records, old_pods = self._pod_records, self._pods
-        records: dict[int, PodRecord] = {}
-        out: dict[int, InferencePod] = {}
-        claimed_by = self._dra.pod_units
-        for record in pods:
-            claimed = claimed_by.get(record.uid)
-            if record.node not in node_names and not (not record.node and (record.gpu_request > 0 or claimed)):
-                continue  # only what runs on GPU nodes, and GPU pods still waiting for one
-            key = id(record)
-            counts = sessions.get((record.namespace, record.name))
-            running, waiting = counts if counts is not None else (None, None)
-            pod = old_pods.get(key) if old_records.get(key) is record else None
-            if pod is not None and (pod.gpu_units is not record.gpu_units if not claimed else
-                                    len(pod.gpu_units) != len(record.gpu_units) + len(claimed)
-                                    or any(pod.gpu_units.get(k) != v for k, v in claimed.items())):
-                pod = None  # its DRA devices moved (claimed, released, or other devices)
-            if pod is not None:
-                # Same record, same services, same DRA devices: only the session counts may have moved.
-                if pod.sessions_running != running or pod.sessions_waiting != waiting \
-                        or (counts is not None and not pod.session_signal):
-                    pod = inference_pod(self.with_claims(record), pod.service, pod.version, running, waiting,
-                                        counts is not None)
-            else:
-                p = self.with_claims(record)  # keyed and cached by the record as read
-                found = self._identities.find(p)
-                service, version = found if found else ("", "")
-                if found and not version:
-                    version = _first(p.labels, self.version_labels)
-                pod = inference_pod(p, service, version, running, waiting, counts is not None)
-            records[key], out[key] = record, pod
-        self._pod_records, self._pods = records, out
-        return tuple(out.values())
-
-
-def session_signal(labels: Mapping[str, str], service: str, has_series: bool) -> bool:
-    """Whether a pod is an inference pod, whose missing session count is *unknown* rather than absent:
-    its label says so, or it belongs to an inference service, or a session series names it (or named
-    it earlier: the reader keeps a vanished series' key with no counts)."""
-    override = labels.get(SESSION_SIGNAL_LABEL, "").strip().lower()
-    if override in ("true", "false"):
-        return override == "true"
-    return bool(service) or has_series
-
-
-def inference_pod(p: PodRecord, service: str, version: str, running: int | None, waiting: int | None,
-                  has_series: bool = False) -> InferencePod:
-    return InferencePod(
-        namespace=p.namespace, name=p.name, uid=p.uid, node=p.node, phase=p.phase, ready=p.ready,
-        gpu_request=p.gpu_request, gpu_units=p.gpu_units, images=p.images, service=service, version=version, restarts=p.restarts,
-        deleting=p.deleting, owner_kind=p.owner_kind, labels=p.labels, has_emptydir=p.has_emptydir,
-        mirror=p.mirror, sessions_running=running, sessions_waiting=waiting,
-        session_signal=session_signal(p.labels, service, has_series), pending_reason=p.pending_reason,
-        termination_grace_s=p.grace_seconds, prestop_sleep_s=p.prestop_sleep_s, probes=p.probes,
-        gpus_unrequested=p.gpus_unrequested,
-    )
 
 
 def join(

@@ -9,7 +9,8 @@ from typing import Any, Callable, Collection, Iterable, Mapping, Sequence
 
 from gputui.backends.base import Backend, BackendError
 from gputui.backends.gcpause import gc_paused
-from gputui.backends.join import Joiner, KubeState, Metrics, inference_pod, join_gpus
+from gputui.backends.join import Joiner, KubeState, Metrics, join_gpus
+from gputui.backends.join_fleet import inference_pod
 from gputui.backends.kube_cache import ListWatchCache
 from gputui.backends.kube_http import Connection, connect, path_of, PROBE_TIMEOUT_S
 from gputui.backends.kube_writer import KubeWriter, allowed, whoami

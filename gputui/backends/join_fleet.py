@@ -1,0 +1,426 @@
+"""The nodes and the pods of a snapshot, joined from the watch caches' records and the metrics, each join
+remembering its last result so that a refresh touches only what moved.
+
+At 65,000 nodes a few hundred records change between two refreshes (node heartbeats, pod status), and a
+walk over the whole fleet in Python cost more than all of them (issue 18). A cache hands its records over
+as a tuple in its dict's order: a record changed in place keeps its position, a new one is appended, a
+deleted one shifts those after it. So the positions where the last tuple and this one hold different
+objects, found in C (`moved`), are what a join must look at again; the same goes for the session counts
+that moved (`changed_keys`). When too much moved for that to pay (metrics read for every node, the counts
+of a whole scrape), the full join runs, which still reuses every object whose inputs are unchanged.
+"""
+
+from __future__ import annotations
+
+from bisect import insort
+from itertools import compress
+from operator import is_not
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+
+from gputui.backends.kube_dra import DraView, device_taint_conditions
+from gputui.backends.kube_objects import NodeRecord, PodRecord
+from gputui.gpu_resources import physical_gpus
+from gputui.model import SESSION_SIGNAL_LABEL, Gpu, GpuSummary, Health, InferencePod, Node
+from gputui.snapshot import PodIndexes, node_allocated, pod_indexes
+
+if TYPE_CHECKING:
+    from gputui.backends.join import GpuSample, Metrics
+
+Sessions = Mapping[tuple[str, str], tuple[int | None, int | None]]
+# The incremental path runs while at most this share of the records moved (and at least MIN_MOVED may):
+# beyond it a full join costs about the same and is the simpler path.
+MOVED_SHARE = 8
+MIN_MOVED = 64
+_MISSING = object()
+
+
+def same(a: tuple, b: tuple) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+
+
+def moved(old: Sequence[Any], new: Sequence[Any], limit: int) -> list[int] | None:
+    """Positions whose object is not the one `old` held there, with those past the shorter's end; None when
+    more than `limit` moved."""
+    common = min(len(old), len(new))
+    tail = max(len(old), len(new)) - common
+    if tail > limit:
+        return None
+    out = list(compress(range(common), map(is_not, old, new)))  # identity, position by position, in C
+    if len(out) + tail > limit:
+        return None
+    out.extend(range(common, common + tail))
+    return out
+
+
+def aligned(old: Sequence[Any], new: Sequence[Any], key: Callable[[Any], Any], limit: int,
+            ) -> tuple[list[tuple[int | None, int]], list[int]] | None:
+    """What moved from `old` to `new` when records may also have been deleted (each deletion shifts the
+    records after it one place, so `moved` would see them all move): (old position or None, new position)
+    of each record replaced or appended, and the old positions deleted. The records neither replaced nor
+    deleted are the very objects, in the same order. None when more than `limit` moved."""
+    positions = moved(old, new, limit)
+    if positions is not None:  # no shift, or one near the end: position by position is as good
+        return ([(i if i < len(old) else None, i) for i in positions if i < len(new)],
+                [i for i in positions if i >= len(new)])
+    changed: list[tuple[int | None, int]] = []
+    deleted: list[int] = []
+    i, n_old = 0, len(old)
+    for j, record in enumerate(new):  # in Python, but only when a cheaper look found too much moved
+        if i < n_old and old[i] is record:
+            i += 1
+            continue
+        k = key(record)
+        while i < n_old and key(old[i]) != k:  # gone: a survivor or a replacement keeps its key and its order
+            deleted.append(i)
+            i += 1
+        changed.append((i if i < n_old else None, j))  # replaced in place, or appended after every survivor
+        i += 1
+        if len(changed) + len(deleted) > limit:
+            return None
+    deleted.extend(range(i, n_old))
+    return (changed, deleted) if len(changed) + len(deleted) <= limit else None
+
+
+def changed_keys(old: Mapping[Any, Any], new: Mapping[Any, Any], limit: int) -> list[Any] | None:
+    """Keys whose value differs between the maps, or that only one holds; None when more than `limit`."""
+    if old is new:
+        return []
+    get = old.get
+    out = [k for k, v in new.items() if get(k, _MISSING) != v]
+    if len(out) > limit:
+        return None
+    added = sum(1 for k in out if k not in old)
+    if len(old) + added != len(new):  # some keys went away
+        out.extend(old.keys() - new.keys())
+    return out if len(out) <= limit else None
+
+
+def limit_for(n: int) -> int:
+    return max(MIN_MOVED, n // MOVED_SHARE)
+
+
+def _health(code: int | None) -> Health:
+    if code is None:
+        return Health.UNKNOWN
+    return Health.PASS if code == 0 else Health.WARN if code < 20 else Health.FAIL
+
+
+def gpus_of(node: NodeRecord, samples: Iterable[GpuSample]) -> tuple[Gpu, ...]:
+    out = []
+    for s in samples:
+        # The node label is the card's size; used + free misses the driver's reserve.
+        total = None
+        if node.gpu_memory_mib:
+            total = float(node.gpu_memory_mib)
+        elif s.fb_used is not None and s.fb_free is not None:
+            total = s.fb_used + s.fb_free + (s.fb_reserved or 0.0)
+        out.append(Gpu(
+            index=s.index, uuid=s.uuid, util_pct=s.util, mem_used_mib=s.fb_used, mem_total_mib=total,
+            temp_c=s.temp, power_w=s.power, xid=s.xid,
+            health=_health(s.health) if s.health is not None else (Health.PASS if s.util is not None else Health.UNKNOWN),
+        ))
+    return tuple(out)
+
+
+def _summary(node: NodeRecord, summary: GpuSummary | None) -> GpuSummary | None:
+    if summary is None or summary.mem_total_mib is not None or not node.gpu_memory_mib:
+        return summary
+    # As per GPU: the card size from the node label beats used + free.
+    return GpuSummary(summary.count, summary.util_mean, summary.mem_used_mib,
+                      float(node.gpu_memory_mib * summary.count), summary.temp_max, summary.power_w)
+
+
+def session_signal(labels: Mapping[str, str], service: str, has_series: bool) -> bool:
+    """Whether a pod is an inference pod, whose missing session count is *unknown* rather than absent:
+    its label says so, or it belongs to an inference service, or a session series names it (or named
+    it earlier: the reader keeps a vanished series' key with no counts)."""
+    override = labels.get(SESSION_SIGNAL_LABEL, "").strip().lower()
+    if override in ("true", "false"):
+        return override == "true"
+    return bool(service) or has_series
+
+
+def inference_pod(p: PodRecord, service: str, version: str, running: int | None, waiting: int | None,
+                  has_series: bool = False) -> InferencePod:
+    return InferencePod(
+        namespace=p.namespace, name=p.name, uid=p.uid, node=p.node, phase=p.phase, ready=p.ready,
+        gpu_request=p.gpu_request, gpu_units=p.gpu_units, images=p.images, service=service, version=version, restarts=p.restarts,
+        deleting=p.deleting, owner_kind=p.owner_kind, labels=p.labels, has_emptydir=p.has_emptydir,
+        mirror=p.mirror, sessions_running=running, sessions_waiting=waiting,
+        session_signal=session_signal(p.labels, service, has_series), pending_reason=p.pending_reason,
+        termination_grace_s=p.grace_seconds, prestop_sleep_s=p.prestop_sleep_s, probes=p.probes,
+        gpus_unrequested=p.gpus_unrequested,
+    )
+
+
+class NodeJoin:
+    """GPU nodes (those GPU Feature Discovery or DRA names), in name order, and the set of their names."""
+
+    def __init__(self) -> None:
+        # Keyed by id(record); the record is kept too, so an id is never reused while it is cached. Plain dicts
+        # of existing objects: a refresh then allocates little for the garbage collector to scan.
+        self._records: dict[int, NodeRecord] = {}
+        self._metrics: dict[int, GpuSummary | None] = {}
+        self._samples: dict[int, tuple[GpuSample, ...]] = {}  # only nodes with per-GPU samples
+        self._nodes: dict[int, Node] = {}
+        self._by_host: dict[str, list[GpuSample]] = {}  # of the metrics last joined
+        self._by_name: dict[str, Node] = {}
+        self._names: list[str] = []  # sorted
+        self._stale = 0  # id entries of records replaced since the last full join (freed by the next)
+        self._inputs: tuple = ()
+        self.result: tuple[tuple[Node, ...], frozenset[str]] = ((), frozenset())
+
+    def join(self, records: tuple[NodeRecord, ...], metrics: Metrics | None,
+             dra: DraView) -> tuple[tuple[Node, ...], frozenset[str]]:
+        inputs = (records, metrics.nodes if metrics else None, metrics.gpus if metrics else None, dra)
+        if same(inputs, self._inputs):
+            return self.result
+        if not (self._inputs and same(inputs[1:], self._inputs[1:]) and self._stale <= len(records) // 2
+                and self._moved(records, metrics, dra)):
+            self._full(records, metrics, dra)
+        self._inputs = inputs
+        return self.result
+
+    def _node(self, n: NodeRecord, summary: GpuSummary | None, dra: DraView) -> Node:
+        group = self._by_host.get(n.name)  # in fleet mode only GPUs with a problem: mostly none
+        samples = tuple(sorted(group, key=lambda s: s.index)) if group else ()
+        claimed = dra.resources(n.name)
+        resources = n.gpu_resources + claimed if claimed else n.gpu_resources  # the same tuple when no DRA
+        key = id(n)
+        old = self._nodes.get(key)
+        if old is not None and self._records.get(key) is n and self._metrics.get(key) == summary \
+                and self._samples.get(key, ()) == samples and old.gpu_resources == resources:
+            return old
+        taints = dra.taints.get(n.name, ())
+        node = Node(
+            name=n.name, ready=n.ready, unschedulable=n.unschedulable, gpu_product=n.gpu_product,
+            gpu_capacity=sum(r.capacity for r in resources),
+            gpu_allocatable=sum(r.allocatable for r in resources),
+            driver_version=n.driver_version, cuda_version=n.cuda_version, upgrade_state=n.upgrade_state,
+            gpu_memory_mib=n.gpu_memory_mib, conditions=n.conditions + device_taint_conditions(taints),
+            gpus=gpus_of(n, samples), labels=n.labels, annotations=n.annotations, summary=_summary(n, summary),
+            gpu_resources=resources, node_info=n.node_info,
+            gpu_count=physical_gpus(n.labels, n.gpu_resources, sum(r.capacity for r in claimed)),
+        )
+        self._records[key], self._metrics[key], self._nodes[key] = n, summary, node
+        if samples:
+            self._samples[key] = samples
+        return node
+
+    def _full(self, records: tuple[NodeRecord, ...], metrics: Metrics | None, dra: DraView) -> None:
+        summaries: Mapping[str, GpuSummary] = metrics.nodes if metrics is not None else {}
+        by_host: dict[str, list[GpuSample]] = {}
+        for sample in (metrics.gpus.values() if metrics is not None else ()):
+            by_host.setdefault(sample.host, []).append(sample)
+        self._by_host = by_host
+        gpu_nodes = sorted((n for n in records if n.is_gpu_node or n.name in dra.capacity), key=lambda n: n.name)
+        old = (self._records, self._metrics, self._samples, self._nodes)
+        records_, metrics_, samples_, nodes_ = {}, {}, {}, {}  # what the last join built for these records
+        for n in gpu_nodes:
+            key = id(n)
+            if key in old[3]:
+                records_[key], metrics_[key], nodes_[key] = old[0][key], old[1][key], old[3][key]
+                if key in old[2]:
+                    samples_[key] = old[2][key]
+        self._records, self._metrics, self._samples, self._nodes = records_, metrics_, samples_, nodes_
+        nodes = tuple(self._node(n, summaries.get(n.name), dra) for n in gpu_nodes)
+        self._by_name = {node.name: node for node in nodes}
+        self._names = [node.name for node in nodes]
+        self._stale = 0
+        names = frozenset(self._names)
+        # The same GPU nodes (a metrics read moved every figure): the same set, so the pods need not all be
+        # looked at again.
+        self.result = (nodes, self.result[1] if names == self.result[1] else names)
+
+    def _moved(self, records: tuple[NodeRecord, ...], metrics: Metrics | None, dra: DraView) -> bool:
+        """Only some records moved (the metrics and DRA are those of the last join): rejoin those."""
+        old = self._inputs[0]
+        found = aligned(old, records, _name, limit_for(len(records)))
+        if found is None:
+            return False
+        changed, deleted = found
+        summaries: Mapping[str, GpuSummary] = metrics.nodes if metrics is not None else {}
+        gone = {old[i].name for i in deleted} | {old[i].name for i, _j in changed if i is not None}
+        came = [records[j] for _i, j in changed]
+        touched = gone | {n.name for n in came}
+        by_name = self._by_name
+        before = {name for name in touched if name in by_name}
+        for name in gone:
+            by_name.pop(name, None)
+        for n in came:
+            if n.is_gpu_node or n.name in dra.capacity:
+                by_name[n.name] = self._node(n, summaries.get(n.name), dra)
+        self._stale += len(gone)
+        names = self.result[1]
+        if {name for name in touched if name in by_name} != before:  # a GPU node came or went
+            self._names = sorted(by_name)
+            names = frozenset(self._names)
+        self.result = (tuple(map(by_name.__getitem__, self._names)), names)
+        return True
+
+
+def _name(record: NodeRecord) -> str:
+    return record.name
+
+
+def _pod_key(record: PodRecord) -> tuple[str, str]:
+    return record.namespace, record.name
+
+
+class PodJoin:
+    """The pods on GPU nodes and the GPU pods waiting for one, in the cache's order, with their indexes per
+    node. `identify` gives a record's service and version (the services' selectors)."""
+
+    def __init__(self, identify: Callable[[PodRecord], tuple[str, str]]) -> None:
+        self.identify = identify
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every pod (their services changed: each is identified again)."""
+        self._records: dict[int, PodRecord] = {}  # keyed by id(record), as NodeJoin's
+        self._pods: dict[int, InferencePod] = {}
+        self._slots: list[InferencePod | None] = []  # one per record of the last join; None: not shown
+        self._pos: dict[tuple[str, str], int] = {}  # (namespace, name) -> slot, of the pods shown
+        self._on_node: dict[str, list[int]] = {}  # node -> the slots of its pods, in order
+        self._stale = 0
+        self._inputs: tuple = ()
+        self.result: tuple[InferencePod, ...] = ()
+        self.indexes: PodIndexes = ({}, {})
+
+    def cached(self, record: PodRecord) -> InferencePod | None:
+        """The pod the last join made of this very record (None when it has not seen it)."""
+        return self._pods.get(id(record)) if self._records.get(id(record)) is record else None
+
+    def join(self, records: tuple[PodRecord, ...], node_names: frozenset[str], sessions: Sessions | None,
+             dra: DraView) -> tuple[tuple[InferencePod, ...], PodIndexes]:
+        inputs = (records, node_names, sessions, dra)
+        if same(inputs, self._inputs):
+            return self.result, self.indexes
+        last = self._inputs
+        if not (last and last[1] is node_names and last[3] is dra and self._stale <= len(records) // 2
+                and self._moved(records, node_names, sessions or {}, dra)):
+            self._full(records, node_names, sessions or {}, dra)
+        self._inputs = inputs
+        return self.result, self.indexes
+
+    def _pod(self, record: PodRecord, node_names: frozenset[str], sessions: Sessions, dra: DraView,
+             ) -> InferencePod | None:
+        claimed = dra.pod_units.get(record.uid)
+        if record.node not in node_names and not (not record.node and (record.gpu_request > 0 or claimed)):
+            return None  # only what runs on GPU nodes, and GPU pods still waiting for one
+        counts = sessions.get((record.namespace, record.name))
+        running, waiting = counts if counts is not None else (None, None)
+        pod = self.cached(record)
+        if pod is not None and (pod.gpu_units is not record.gpu_units if not claimed else
+                                len(pod.gpu_units) != len(record.gpu_units) + len(claimed)
+                                or any(pod.gpu_units.get(k) != v for k, v in claimed.items())):
+            pod = None  # its DRA devices moved (claimed, released, or other devices)
+        p = with_claims(record, dra)
+        if pod is not None:
+            # Same record, same services, same DRA devices: only the session counts may have moved.
+            if pod.sessions_running != running or pod.sessions_waiting != waiting \
+                    or (counts is not None and not pod.session_signal):
+                pod = inference_pod(p, pod.service, pod.version, running, waiting, counts is not None)
+        else:
+            pod = inference_pod(p, *self.identify(p), running, waiting, counts is not None)
+        self._records[id(record)], self._pods[id(record)] = record, pod
+        return pod
+
+    def _full(self, records: tuple[PodRecord, ...], node_names: frozenset[str], sessions: Sessions,
+              dra: DraView) -> None:
+        old_records, old_pods = self._records, self._pods
+        self._records, self._pods = {}, {}
+        for key in map(id, records):  # reuse what the last join built for the same record (a live object
+            if old_records.get(key) is not None:  # held there has this id: it is this record)
+                self._records[key], self._pods[key] = old_records[key], old_pods[key]
+        self._slots = [self._pod(r, node_names, sessions, dra) for r in records]
+        self._index_slots()
+        self._stale = 0
+        self.result = tuple(filter(None, self._slots))
+        self.indexes = pod_indexes(self.result)
+
+    def _moved(self, records: tuple[PodRecord, ...], node_names: frozenset[str], sessions: Sessions,
+               dra: DraView) -> bool:
+        """Only some records or some pods' session counts moved: rejoin those, and their nodes' indexes."""
+        old = self._inputs[0]
+        limit = limit_for(len(records))
+        found = aligned(old, records, _pod_key, limit)
+        keys = changed_keys(self._inputs[2] or {}, sessions, limit) if found is not None else None
+        if found is None or keys is None:
+            return False
+        changed, deleted = found
+        old_slots = self._slots
+        nodes: set[str] = set()
+        if deleted:  # the records after each shifted: the slots follow, and the per-slot maps are redone
+            drop = set(deleted)
+            nodes.update(p.node for i in drop if (p := old_slots[i]) is not None and p.node)
+            slots = [slot for i, slot in enumerate(old_slots) if i not in drop]
+            self._stale += len(deleted)
+        else:
+            slots = old_slots
+        slots.extend([None] * (len(records) - len(slots)))
+        # Session counts that moved, of pods whose record did not: found by the pods' keys.
+        touched = {j: i for i, j in changed}
+        positions = {(p.namespace, p.name): j for j, p in enumerate(slots) if p is not None} if deleted else self._pos
+        for j in map(positions.get, keys):
+            if j is not None and j not in touched:
+                touched[j] = -1  # the same record
+        for j, i in touched.items():
+            before = slots[j] if i == -1 else old_slots[i] if i is not None else None
+            after = self._pod(records[j], node_names, sessions, dra)
+            if i != -1 and i is not None:
+                self._stale += 1
+            for p in (before, after):
+                if p is not None and p.node:
+                    nodes.add(p.node)
+            if not deleted:
+                if before is not None and self._pos.get((before.namespace, before.name)) == j:
+                    del self._pos[(before.namespace, before.name)]
+                if before is not None and before.node:
+                    self._on_node[before.node].remove(j)
+                if after is not None:
+                    self._pos[(after.namespace, after.name)] = j
+                    if after.node:
+                        insort(self._on_node.setdefault(after.node, []), j)
+            slots[j] = after
+        self._slots = slots
+        if deleted:
+            self._index_slots()
+        allocated, by_node = dict(self.indexes[0]), dict(self.indexes[1])
+        for node in nodes:
+            on = self._on_node.get(node)
+            pods = tuple(p for p in (slots[i] for i in on or ()) if p is not None)  # each is, by _on_node
+            if not on:
+                self._on_node.pop(node, None)
+            if pods:
+                by_node[node] = pods
+            else:
+                by_node.pop(node, None)
+            units = node_allocated(pods)
+            if units:
+                allocated[node] = units
+            else:
+                allocated.pop(node, None)
+        self.result = tuple(filter(None, slots))
+        self.indexes = (allocated, by_node)
+        return True
+
+    def _index_slots(self) -> None:
+        """Where each shown pod is, by key and by node."""
+        self._pos, self._on_node = {}, {}
+        for i, pod in enumerate(self._slots):
+            if pod is not None:
+                self._pos[(pod.namespace, pod.name)] = i
+                if pod.node:
+                    self._on_node.setdefault(pod.node, []).append(i)
+
+
+def with_claims(record: PodRecord, dra: DraView) -> PodRecord:
+    """The pod with its DRA devices among its GPUs: they are in no container's limits."""
+    from dataclasses import replace
+
+    claimed = dra.pod_units.get(record.uid)
+    if not claimed:
+        return record
+    return replace(record, gpu_units={**record.gpu_units, **claimed},
+                   gpu_request=record.gpu_request + sum(claimed.values()))

@@ -10,6 +10,7 @@ call has a timeout and no retry: a dead Prometheus must never stall the screen.
 
 from __future__ import annotations
 
+import json
 import time
 from math import isfinite
 from concurrent.futures import ThreadPoolExecutor
@@ -23,11 +24,12 @@ from gputui.backends.base import BackendError
 from gputui.errors import TRANSPORT_MARKERS, first_line, one_line, transport_reason
 from gputui.backends.gcpause import gc_paused
 from gputui.backends.join import GpuSample, Metrics
-from gputui.backends.session_metrics import BUILTIN_ENGINES, Engine, engine_pod, queries as session_queries
+from gputui.backends.session_metrics import BUILTIN_ENGINES, Engine, counts_by_pod, counts_from_body, queries as session_queries
 from gputui.backends.recording_rules import MODE_RAW, MODE_RECORDED, PROBE, rule_names, util_expr
-from gputui.model import UNREADABLE, GpuSummary
+from gputui.model import GpuSummary
 
 HOST_LABELS = ("Hostname", "hostname")
+SESSION_FIELDS = ("running", "waiting")  # session_metrics.queries' names
 DEFAULT_TIMEOUT_S = 3.0
 RULES_RECHECK_S = 300.0  # recording rules loaded or dropped are noticed within this
 
@@ -81,6 +83,31 @@ class PromSource:
         except Exception as exc:  # requests errors and PrometheusApiClientException alike
             raise BackendError(_one_line(exc)) from None
 
+    def query_counts(self, promql: str) -> dict[tuple[str, str], int]:
+        """A per-pod query's answer as counts per (namespace, pod): read straight from the body when every
+        series has the plain shape (session_metrics.counts_from_body), else through the JSON decoder. Sent as
+        custom_query sends a query, with the same errors."""
+        self.queries += 1
+        prom = self._prom
+        try:
+            response = prom._session.request("POST", f"{prom.url}/api/v1/query", params={"query": promql},
+                                             headers=prom.headers, auth=self.cfg.basic_auth, timeout=self.cfg.timeout)
+            if response.status_code != 200:
+                raise BackendError(first_line(f"HTTP Status Code {response.status_code} ({response.content!r})", 120))
+            body = response.content
+        except BackendError:
+            raise
+        except Exception as exc:  # requests errors, as query() reports them
+            raise BackendError(_one_line(exc)) from None
+        found = counts_from_body(body)
+        if found is not None:
+            return found
+        try:
+            series = json.loads(body)["data"]["result"]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise BackendError(f"not a query answer: {one_line(exc)}") from None
+        return counts_by_pod(series if isinstance(series, list) else [])
+
     def api_get(self, path: str, params: Mapping[str, str]) -> dict[str, Any]:
         """Another endpoint of the same API (e.g. /api/v1/rules), with the same auth, headers and timeout."""
         self.queries += 1
@@ -97,10 +124,12 @@ class PromSource:
         data = body.get("data")
         return data if isinstance(data, dict) else {}
 
-    def _run(self, queries: Mapping[str, str]) -> dict[str, list[dict[str, Any]]]:
-        """All queries of a refresh in parallel; the first error is raised."""
+    def _run(self, queries: Mapping[str, str]) -> dict[str, Any]:
+        """All queries of a refresh in parallel; the first error is raised. The session queries' answers
+        come as counts per pod (query_counts), the others as the API's series."""
         with ThreadPoolExecutor(max_workers=4) as pool:
-            futures = {name: pool.submit(self.query, q) for name, q in queries.items()}
+            futures = {name: pool.submit(self.query_counts if name in SESSION_FIELDS else self.query, q)
+                       for name, q in queries.items()}
             return {name: f.result() for name, f in futures.items()}
 
     def _host(self, labels: Mapping[str, str]) -> str:
@@ -262,9 +291,15 @@ class PromSource:
         }
         return Metrics(gpus=gpus, nodes=nodes, sessions=self._sessions(results))
 
-    def _sessions(self, results: Mapping[str, list]) -> dict[tuple[str, str], tuple[int | None, int | None]]:
-        running, waiting = _counts_by_pod(results["running"]), _counts_by_pod(results["waiting"])
-        return {key: (running.get(key), waiting.get(key)) for key in running.keys() | waiting.keys()}
+    def _sessions(self, results: Mapping[str, Any]) -> dict[tuple[str, str], tuple[int | None, int | None]]:
+        running: dict[tuple[str, str], int] = results["running"]
+        waiting: dict[tuple[str, str], int] = results["waiting"]
+        out: dict[tuple[str, str], tuple[int | None, int | None]] = {
+            key: (count, waiting.get(key)) for key, count in running.items()}
+        for key, count in waiting.items():  # no union of the key sets: at 65,000 pods it cost twice this
+            if key not in out:
+                out[key] = (None, count)
+        return out
 
     def sessions(self) -> dict[tuple[str, str], tuple[int | None, int | None]]:
         """Live requests of every inference pod: the part of a refresh that cannot wait for the next
@@ -318,32 +353,6 @@ class PromSource:
 
     def close(self) -> None:
         self._prom._session.close()
-
-
-def _counts_by_pod(series_list: list[dict[str, Any]]) -> dict[tuple[str, str], int]:
-    """Requests per (namespace, pod), summed over a pod's series; UNREADABLE where a value is NaN, +-Inf,
-    negative or not a number (the series is there but says nothing: never read as 0). Runs on every refresh
-    over every inference pod of the fleet: kept plain."""
-    out: dict[tuple[str, str], int] = {}
-    get = out.get
-    for series in series_list:
-        try:
-            key = engine_pod(series["metric"])
-            text = series["value"][1]
-        except (KeyError, TypeError, IndexError, AttributeError):
-            continue
-        if key is None:
-            continue  # no pod to name
-        try:
-            value = int(text)  # Prometheus writes whole numbers without a point; int() is 6x faster
-        except (ValueError, TypeError):
-            try:
-                value = int(float(text))  # NaN raises ValueError, Inf OverflowError
-            except (ValueError, TypeError, OverflowError):
-                value = UNREADABLE
-        before = get(key, 0)
-        out[key] = UNREADABLE if value < 0 or before == UNREADABLE else before + value
-    return out
 
 
 def _finite(text: Any) -> float | None:

@@ -5,6 +5,7 @@ line and unknown values, never zeros or stale figures passed off as fresh."""
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -56,6 +57,15 @@ def test_sessions_and_the_idle_range_query(store, inference_exporter, dcgm_expor
     try:
         src = source(url)
         wait_until(lambda: src.sessions().get((NS, "chat-0")) == (7, 2), 20, what="the pod's sessions read")
+        # The store's own answer is in the plain shape read straight from its bytes, and reads the same so.
+        import requests
+
+        from gputui.backends.session_metrics import counts_by_pod, counts_from_body
+
+        body = requests.post(f"{url}/api/v1/query", params={"query": src.session_queries["running"]}, timeout=10).content
+        fast = counts_from_body(body)
+        assert fast is not None and fast == counts_by_pod(json.loads(body)["data"]["result"])
+        assert fast[(NS, "chat-0")] == 7
     finally:
         inference_exporter.remove_pod(NS, "chat-0")
     host, gpu = dcgm_exporter.gpus()[0]

@@ -3,7 +3,8 @@
 import math
 
 from gputui.present import cells
-from gputui.backends.prom import PromConfig, PromSource, _counts_by_pod
+from gputui.backends.prom import PromConfig, PromSource
+from gputui.backends.session_metrics import counts_by_pod as _counts_by_pod
 from gputui.model import UNREADABLE, InferencePod, SessionState
 
 
@@ -78,3 +79,31 @@ def test_a_picker_gauge_from_another_namespace_or_not_a_number_is_not_this_pools
     found = picker_signals(prom, service)
     assert found["p-v1"].ready_pods == 2 and found["p-v1"].queue is None and "p-v2" not in found
     assert 'name=~"p\\\\-v1|p\\\\.v2"' in prom.asked  # escaped for RE2, then for the PromQL string
+
+
+def test_session_counts_read_from_the_bytes_are_what_the_json_decoder_reads():
+    """The plain per-pod answer is read with a regex (a sixth of decoding the JSON at 65,000 pods); it must
+    give exactly what the decoder gives, NaN, Inf and negatives unreadable included, and step aside for any
+    answer not in the plain shape, rather than misread it."""
+    import json
+
+    from gputui.backends.session_metrics import counts_from_body
+    from gputui.model import UNREADABLE
+
+    def body(series) -> bytes:  # as Prometheus writes it: compact, labels in name order
+        return json.dumps({"status": "success", "data": {"resultType": "vector", "result": series}},
+                          separators=(",", ":")).encode()
+
+    plain = [series(v, namespace="llm", pod=f"p-{i}") for i, v in enumerate(["3", "0", "NaN", "+Inf", "-1", "2.0"])]
+    fast = counts_from_body(body(plain))
+    assert fast == _counts_by_pod(plain) and fast[("llm", "p-0")] == 3 and fast[("llm", "p-2")] == UNREADABLE
+    assert fast[("llm", "p-4")] == UNREADABLE and fast[("llm", "p-5")] == 2
+    assert counts_from_body(body([])) == {}
+    # Not the plain shape: the decoder's turn (None), never a partial or wrong reading.
+    exported = plain + [series("4", exported_namespace="llm", exported_pod="q")]
+    assert counts_from_body(body(exported)) is None
+    escaped = plain + [series("4", namespace="llm", pod='we"ird')]
+    assert counts_from_body(body(escaped)) is None
+    assert counts_from_body(b'{"status":"error","errorType":"timeout","error":"query timed out"}') is None
+    spaced = json.dumps({"status": "success", "data": {"resultType": "vector", "result": plain}}).encode()
+    assert counts_from_body(spaced) is None  # another store's spelling of the same JSON

@@ -129,7 +129,7 @@ class DashboardScreen(NodeOrder):
         nodes = self._matching(snap, words, ctx)
         # The whole fleet's order, kept on the snapshot per sort: a filter keystroke only drops rows from it.
         full = node_order(ctx, self.sort_index, self.sort_reverse)
-        order = full if not words else [name for name in full if name in nodes]
+        order = full if not words or len(nodes) == len(snap.nodes) else [name for name in full if name in nodes]
         columns = self._columns
 
         marked = self.marked

@@ -293,7 +293,7 @@ def test_kill_9_then_resume_keeps_the_selector(cluster, fake_kubelet, prometheus
         proc = start_drain(cluster, prometheus, "--resume", home=tmp_path)
         out, _ = proc.communicate(timeout=120)
         assert proc.returncode == 0, out
-        assert "drained, 1 pods evicted" in out
+        assert "drained, 1 pod evicted" in out
         assert core.read_namespaced_pod(embed, ns).spec.node_name == a  # the selector held on resume
         assert core.read_namespaced_pod(embed, ns).metadata.deletion_timestamp is None
     finally:

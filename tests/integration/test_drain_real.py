@@ -119,7 +119,7 @@ def test_kill_9_mid_drain_then_resume_waits_for_the_recreated_pods_uid(cluster, 
         proc = start_drain(cluster, metrics_store, "--resume", home=tmp_path)
         out, _ = proc.communicate(timeout=120)
         assert proc.returncode == 0, out
-        assert "drained, 1 pods evicted" in out
+        assert "drained, 1 pod evicted" in out
         def recreated_on_b():
             pod = core.read_namespaced_pod("kv-0", ns)
             return pod if pod.spec.node_name == b else None

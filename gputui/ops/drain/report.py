@@ -29,7 +29,7 @@ class DrainReport:
         text = f"{self.node}: {self.outcome.value}"
         if self.outcome is Outcome.NOT_STARTED:
             return f"{text} ({self.reason})" if self.reason else text
-        text += f", {self.evicted} pods evicted"
+        text += f", {self.evicted} pod{'s' * (self.evicted != 1)} evicted"
         if self.reason:
             text += f" ({self.reason})"
         if self.failed:
@@ -39,8 +39,9 @@ class DrainReport:
         if self.cut_sessions:
             text += f", {self.cut_sessions} live sessions cut by choice"
         if self.unknown_cut_pods:
-            text += f", {self.unknown_cut_pods} pods evicted with sessions unknown (possibly cut)"
+            text += (f", {self.unknown_cut_pods} pod{'s' * (self.unknown_cut_pods != 1)} evicted with sessions unknown"
+                     " (possibly cut)")
         if self.pauses:
-            text += f", paused {self.pauses} times (API or metrics failures, retried)"
+            text += f", paused {self.pauses} time{'s' * (self.pauses != 1)} (API or metrics failures, retried)"
         return text
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gputui.health import Alert, fleet_alerts
-from gputui.model import InferenceService, NodeState, rollout_status
-from gputui.snapshot import ClusterSnapshot
+from gputui.fleet_sums import Contribution, NodeSums
+from gputui.health import Alert, node_alerts
+from gputui.model import InferenceService, Node, NodeState, rollout_status
+from gputui.snapshot import ClusterSnapshot, util_sum
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,32 +32,38 @@ def canary_in_flight(svc: InferenceService) -> bool:
     return split or any(rollout_status(v.rollout) != "rolled out" for v in svc.versions)
 
 
-# The node-only figures of the last nodes tuple: a refresh where only sessions moved keeps its nodes tuple
-# (join.Joiner), and so these. One entry is enough: every view asks with the same threshold. Replaced whole
-# (one assignment), so a thread reading it never sees half of it.
-_nodes_figures: tuple[object, float, tuple[int, float | None, list[Alert], int]] | None = None
+# The nodes' part of the figures, kept from one snapshot to the next (fleet_sums): per node its GPUs, those in
+# use, its utilisation sum and count, whether it drains; its alerts as the extra.
+_sums = NodeSums(5)
+
+
+def _node_figures(snap: ClusterSnapshot, temp_threshold: float) -> tuple[int, int, float | None, list[Alert], int]:
+    def contribution(n: Node) -> Contribution:
+        allocatable = n.gpu_allocatable
+        total, count = util_sum(n)
+        return None, (allocatable, min(snap.gpus_allocated(n.name), allocatable), total, count,
+                      n.state is NodeState.DRAINING), tuple(node_alerts(n, temp_threshold))
+
+    def compute() -> tuple[int, int, float | None, list[Alert], int]:
+        groups, extras = _sums.sums(snap, ("figures", temp_threshold), contribution)
+        _nodes, gpus, in_use, total, count, drains = groups.get(None, [0.0] * 6)
+        # Worst first, in the fleet's order within a severity (health.fleet_alerts): a walk, but a lookup per
+        # node where the alerts were a walk over every node's conditions.
+        found = sorted((a for n in snap.nodes for a in extras.get(n.name, ())), key=lambda a: a.severity)
+        return int(gpus), int(in_use), total / count if count else None, found, int(drains)
+
+    return snap.derived(("node-figures", temp_threshold), compute)
 
 
 def alerts(snap: ClusterSnapshot, temp_threshold: float) -> list[Alert]:
-    """Every node's alerts, worst first (health.fleet_alerts), once per nodes tuple."""
-    return _node_figures(snap, temp_threshold)[2]
-
-
-def _node_figures(snap: ClusterSnapshot, temp_threshold: float) -> tuple[int, float | None, list[Alert], int]:
-    global _nodes_figures
-    cached = _nodes_figures
-    if cached is not None and cached[0] is snap.nodes and cached[1] == temp_threshold:
-        return cached[2]
-    figures_ = (snap.gpus_total, snap.mean_util, fleet_alerts(snap, temp_threshold),
-                sum(1 for n in snap.nodes if n.state is NodeState.DRAINING))
-    _nodes_figures = (snap.nodes, temp_threshold, figures_)
-    return figures_
+    """Every node's alerts, worst first (health.fleet_alerts), once per snapshot."""
+    return _node_figures(snap, temp_threshold)[3]
 
 
 def figures(snap: ClusterSnapshot, temp_threshold: float) -> Figures:
     def compute() -> Figures:
-        total, util, found, drains = _node_figures(snap, temp_threshold)
-        return Figures(gpus_in_use=snap.gpus_in_use, gpus_total=total, mean_util=util, alerts=len(found),
+        total, in_use, util, found, drains = _node_figures(snap, temp_threshold)
+        return Figures(gpus_in_use=in_use, gpus_total=total, mean_util=util, alerts=len(found),
                        drains=drains, canaries=sum(1 for s in snap.services if canary_in_flight(s)),
                        worst=found[0].kind if found else "")
 

@@ -5,9 +5,12 @@ none are one pool, "(no pool)", so drift and idle figures still compare like wit
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Mapping
+from typing import TYPE_CHECKING, Callable, Hashable, Iterable, Mapping
+
+from gputui.fleet_sums import Contribution, NodeSums
 
 if TYPE_CHECKING:
+    from gputui.model import Node
     from gputui.snapshot import ClusterSnapshot
 
 DEFAULT_POOL_LABELS = ("gpu.pool", "cloud.google.com/gke-nodepool", "eks.amazonaws.com/nodegroup",
@@ -32,6 +35,7 @@ class IdleReading:
 
     idle: Mapping[str, int]
     attributed: Mapping[str, int]
+_sums = NodeSums(6)  # the pools' sums, kept from one snapshot to the next (fleet_pools)
 IDLE_WINDOW_S = 3600.0  # the TUI's idle figures: allocated GPUs below IDLE_BELOW_PCT over the last hour
 IDLE_BELOW_PCT = 5.0
 
@@ -70,10 +74,17 @@ def idle_why(row: PoolRow, why: str) -> str:
 def fleet_pools(snapshot: ClusterSnapshot, reading: IdleReading | None,
                 keys: Iterable[str] = DEFAULT_POOL_LABELS) -> list[PoolRow]:
     """pool_rows, once per snapshot, idle reading and pool labels: the dashboard's line, :pools and the
-    wallboard share them, and the poll thread works them out before the UI is told (app._poll)."""
+    wallboard share them, and the poll thread works them out before the UI is told (app._poll). The sums are
+    kept from one snapshot to the next (fleet_sums): a refresh looks again only at the nodes that moved."""
     keys = tuple(keys)
+
+    def compute() -> tuple[IdleReading | None, list[PoolRow]]:
+        # The reading is in the key by identity: held by the sums, so its id cannot be reused meanwhile.
+        groups, _ = _sums.sums(snapshot, ("pools", keys, id(reading), reading), _contribution(snapshot, reading, keys))
+        return reading, _rows(groups, reading)
+
     # The reading is kept in the value, so its id cannot be reused while this snapshot holds it.
-    held, rows = snapshot.derived(("pools", keys, id(reading)), lambda: (reading, pool_rows(snapshot, reading, keys)))
+    held, rows = snapshot.derived(("pools", keys, id(reading)), compute)
     return rows if held is reading else pool_rows(snapshot, reading, keys)
 
 
@@ -81,32 +92,46 @@ def pool_rows(snapshot: ClusterSnapshot, reading: IdleReading | None,
               keys: Iterable[str] = DEFAULT_POOL_LABELS) -> list[PoolRow]:
     """One row per pool, then the fleet's. `reading`: the idle GPUs the metrics could tell (None: no series
     names a pod, so every idle figure is unknown). A pool with a node whose allocation is not attributed has
-    an unknown idle figure too, and says on how many nodes. One pass over the nodes (the dashboard asks on
-    every refresh of a fleet of any size); the fleet's row sums the pools'."""
+    an unknown idle figure too, and says on how many nodes. One pass over the nodes; the fleet's row sums the
+    pools'."""
     keys = tuple(keys)
-    # pool -> [nodes, gpus, allocated, util × weight, weight, idle, nodes whose idle is unknown]
-    acc: dict[str, list[float]] = {}
+    contribution = _contribution(snapshot, reading, keys)
+    groups: dict[Hashable, list[float]] = {}
     for n in snapshot.nodes:
-        a = acc.setdefault(pool_of(n.labels, keys), [0, 0, 0, 0.0, 0, 0, 0])
-        allocated = min(snapshot.gpus_allocated(n.name), n.gpu_allocatable)
+        pool, numbers, _ = contribution(n)
+        a = groups.setdefault(pool, [0.0] * (len(numbers) + 1))
         a[0] += 1
-        a[1] += n.gpu_allocatable
-        a[2] += allocated
+        for i, value in enumerate(numbers, 1):
+            a[i] += value
+    return _rows(groups, reading)
+
+
+def _contribution(snapshot: ClusterSnapshot, reading: IdleReading | None,
+                  keys: tuple[str, ...]) -> Callable[[Node], Contribution]:
+    """A node's pool and what it adds to its row: GPUs, allocated, utilisation × weight, weight, idle GPUs,
+    whether its idle figure is unknown."""
+    def contribution(n: Node) -> Contribution:
+        allocated = min(snapshot.gpus_allocated(n.name), n.gpu_allocatable)
         util = n.mean_util
-        if util is not None:
-            weight = n.summary.count if n.summary and n.summary.count else len(n.gpus) or 1
-            a[3] += util * weight
-            a[4] += weight
+        weight = (n.summary.count if n.summary and n.summary.count else len(n.gpus) or 1) if util is not None else 0
+        idle, unknown = 0, 0
         if reading is not None:
             if allocated > reading.attributed.get(n.name, 0):
-                a[6] += 1
+                unknown = 1
             else:
-                a[5] += reading.idle.get(n.name, 0)
-    fleet = [sum(a[i] for a in acc.values()) for i in range(7)]
+                idle = reading.idle.get(n.name, 0)
+        return pool_of(n.labels, keys), (n.gpu_allocatable, allocated, util * weight if util is not None else 0.0,
+                                         weight, idle, unknown), None
+
+    return contribution
+
+
+def _rows(groups: Mapping[Hashable, list[float]], reading: IdleReading | None) -> list[PoolRow]:
+    fleet = [sum(a[i] for a in groups.values()) for i in range(7)]
 
     def row(name: str, a: list[float]) -> PoolRow:
         unknown = int(a[6])
         return PoolRow(name, int(a[0]), int(a[1]), int(a[2]), a[3] / a[4] if a[4] else None,
                        None if reading is None or unknown else int(a[5]), unknown)
 
-    return [row(name, a) for name, a in sorted(acc.items())] + [row(FLEET, fleet)]
+    return [row(str(name), a) for name, a in sorted(groups.items(), key=lambda kv: str(kv[0]))] + [row(FLEET, fleet)]

@@ -51,6 +51,20 @@ def pod_indexes(pods: tuple[InferencePod, ...]) -> PodIndexes:
     return allocated, {k: tuple(v) for k, v in by_node.items()}
 
 
+def util_sum(node: Node) -> tuple[float, int]:
+    """A node's utilisation summed over its GPUs reporting, and how many report: what the fleet's mean adds up."""
+    if node.summary is not None:
+        if node.summary.util_mean is not None and node.summary.count:
+            return node.summary.util_mean * node.summary.count, node.summary.count
+        return 0.0, 0
+    total, count = 0.0, 0
+    for g in node.gpus:
+        if g.util_pct is not None:
+            total += g.util_pct
+            count += 1
+    return total, count
+
+
 def node_allocated(pods: Iterable[InferencePod]) -> dict[str, int]:
     """GPU units the pods on one node hold, per resource (empty when they hold none): what pod_indexes counts
     for each node, and what an incremental join counts again for a node whose pods moved."""
@@ -145,17 +159,16 @@ class ClusterSnapshot:
         return sum(min(self.gpus_allocated(n.name), n.gpu_allocatable) for n in self.nodes)
 
     @property
+    def allocation(self) -> Mapping[str, Mapping[str, int]]:
+        """GPU units allocated per node and resource (the pod index: allocated_by_resource for each node)."""
+        return self._allocated
+
+    @property
     def mean_util(self) -> float | None:
         """Mean over every GPU reporting, whether a node came per GPU or summarised."""
         total, count = 0.0, 0
         for n in self.nodes:
-            if n.summary is not None:
-                if n.summary.util_mean is not None and n.summary.count:
-                    total += n.summary.util_mean * n.summary.count
-                    count += n.summary.count
-            else:
-                for g in n.gpus:
-                    if g.util_pct is not None:
-                        total += g.util_pct
-                        count += 1
+            t, c = util_sum(n)
+            total += t
+            count += c
         return total / count if count else None

@@ -1,0 +1,49 @@
+"""The fleet's figures and pool rows, kept from one refresh to the next (fleet_sums), are those worked out from
+scratch, refresh after refresh of a churning fleet: the header's GPUs, GPUs in use, mean utilisation, alerts
+(worst first, in the fleet's order) and drains, and every pool's row, with and without an idle reading."""
+
+from __future__ import annotations
+
+import pytest
+
+from gputui import fleet_sums
+from gputui.backends.join import Joiner
+from gputui.figures import alerts, figures
+from gputui.health import fleet_alerts
+from gputui.model import NodeState
+from gputui.pools import DEFAULT_POOL_LABELS, IdleReading, fleet_pools, pool_rows
+from tests.support.churn import churn
+
+
+def test_figures_and_pools_kept_between_refreshes_are_those_worked_out_from_scratch(monkeypatch):
+    monkeypatch.setattr(fleet_sums, "INCREMENTAL_FROM", 100)  # the churning fleet is 640 nodes
+    updates = {"kept": 0}
+    real = fleet_sums.NodeSums._update
+
+    def counting(self, *a):
+        kept = real(self, *a)
+        updates["kept"] += bool(kept)
+        return kept
+
+    monkeypatch.setattr(fleet_sums.NodeSums, "_update", counting)
+    joiner = Joiner()
+    steps = 40
+    for step, state, metrics in churn(640, 720, steps):
+        snap = joiner.join(state, metrics, now=float(step), context="c", sources=())
+        f = figures(snap, 85.0)
+        assert (f.gpus_total, f.gpus_in_use) == (snap.gpus_total, snap.gpus_in_use)
+        assert f.mean_util == pytest.approx(snap.mean_util)
+        want = fleet_alerts(snap, 85.0)
+        assert alerts(snap, 85.0) == want and f.alerts == len(want) and f.worst == (want[0].kind if want else "")
+        assert f.drains == sum(1 for n in snap.nodes if n.state is NodeState.DRAINING)
+        # An idle reading for half the refreshes (it is read apart, now and then): a new one redoes the sums.
+        names = [n.name for n in snap.nodes]
+        reading = IdleReading(idle={n: 1 for n in names[::5]}, attributed={n: 2 for n in names[::2]}) \
+            if step % 20 >= 10 else None
+        kept, fresh = fleet_pools(snap, reading, DEFAULT_POOL_LABELS), pool_rows(snap, reading, DEFAULT_POOL_LABELS)
+        assert [(r.pool, r.nodes, r.gpus, r.allocated, r.idle, r.unattributed) for r in kept] == \
+            [(r.pool, r.nodes, r.gpus, r.allocated, r.idle, r.unattributed) for r in fresh]
+        assert [r.util for r in kept] == pytest.approx([r.util for r in fresh])
+        assert {r.pool for r in kept} >= {"pool-0", "pool-1", "pool-2"}
+    # Most refreshes looked only at what moved (both sums: figures and pools).
+    assert updates["kept"] >= steps, updates

@@ -13,6 +13,7 @@ from gputui.model import InferenceService, Node, NodeState, ServiceVersion
 from gputui.snapshot import ClusterSnapshot
 from gputui.health import has_driver_drift, majority_driver, node_alerts, problem_order, version_key
 from gputui.present.cells import Palette
+from gputui.present.kept_order import KeptOrders
 from gputui.pools import DEFAULT_POOL_LABELS, pool_of
 
 
@@ -135,6 +136,9 @@ def row_context(snap: ClusterSnapshot, palette: Palette, temp_threshold: float,
     return RowContext(snap, palette, temp_threshold, driver, tuple(pool_labels))
 
 
+_kept = KeptOrders()
+
+
 def node_order(ctx: RowContext, sort_index: int, reverse: bool) -> list[str]:
     """Every node's name in a sort's order, once per snapshot and sort: a filter keystroke only drops names
     from it, and the poll thread works out the sort in force before the UI is told (app.prepare_snapshot)."""
@@ -142,11 +146,12 @@ def node_order(ctx: RowContext, sort_index: int, reverse: bool) -> list[str]:
     key = ("order", sort_index, reverse, ctx.temp_threshold, ctx.majority_driver, ctx.pool_labels)
 
     def compute() -> list[str]:
-        every = {n.name: n for n in snap.nodes}
         if sort_index == 0:  # by name: the keys themselves (a third of a refresh at 10,000 nodes)
-            return sorted(every, reverse=reverse)
+            return sorted((n.name for n in snap.nodes), reverse=reverse)
         col = NODE_COLUMNS[sort_index]
-        return sorted(every, key=lambda name: (col.sort(every[name], ctx), name), reverse=reverse)
+        # Kept from the last snapshot's order: only the nodes that moved find their place again.
+        return _kept.names(snap, (sort_index, ctx.temp_threshold, ctx.majority_driver, ctx.pool_labels),
+                           lambda node: col.sort(node, ctx), reverse)
 
     return snap.derived(key, compute)
 

@@ -47,3 +47,36 @@ def test_figures_and_pools_kept_between_refreshes_are_those_worked_out_from_scra
         assert {r.pool for r in kept} >= {"pool-0", "pool-1", "pool-2"}
     # Most refreshes looked only at what moved (both sums: figures and pools).
     assert updates["kept"] >= steps, updates
+
+
+def test_the_node_tables_order_kept_between_refreshes_is_a_fresh_sort(monkeypatch):
+    """Each column's order, kept from one refresh to the next (present/kept_order), is the fresh sort: (key,
+    name), reversed on request, through nodes that moved, came, went, and pods that moved between nodes (the
+    GPUs column sorts by allocation)."""
+    from gputui.present import kept_order
+    from gputui.present.cells import Palette
+    from gputui.present.columns import NODE_COLUMNS, node_order, row_context
+
+    monkeypatch.setattr(fleet_sums, "INCREMENTAL_FROM", 100)
+    updates = {"kept": 0}
+    real = kept_order._Order.update
+
+    def counting(self, *a):
+        kept = real(self, *a)
+        updates["kept"] += bool(kept)
+        return kept
+
+    monkeypatch.setattr(kept_order._Order, "update", counting)
+    joiner = Joiner()
+    columns = [i for i in range(1, len(NODE_COLUMNS))]
+    for step, state, metrics in churn(640, 720, 30, seed=5):
+        snap = joiner.join(state, metrics, now=float(step), context="c", sources=())
+        ctx = row_context(snap, Palette(), 85.0)
+        by_name = {n.name: n for n in snap.nodes}
+        for index in (columns[step % len(columns)], NODE_COLUMNS.index(next(c for c in NODE_COLUMNS
+                                                                             if c.key == "gpus"))):
+            col = NODE_COLUMNS[index]
+            reverse = bool(step % 2)
+            fresh = sorted(by_name, key=lambda name: (col.sort(by_name[name], ctx), name), reverse=reverse)
+            assert node_order(ctx, index, reverse) == fresh, col.key
+    assert updates["kept"] >= 15, updates

@@ -1,0 +1,78 @@
+"""What the fleet view works out per refresh from the whole fleet, kept from one refresh to the next
+(fleet_sums: the header's figures and the pools' rows; present/kept_order: the node table's order in the sort
+in force), against the same figures worked out from scratch, in the same run.
+
+The fleet is the seeded demo's nodes copied under new names up to N (benchmarks/ui_refresh.fleet); each refresh
+replaces --moved nodes (a cordon flips), as node status updates do in a large cluster between two refreshes.
+Reported as CPU per refresh (time.process_time), median over --refreshes.
+
+    python benchmarks/fleet_sums.py [--nodes 65000] [--moved 300] [--refreshes 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.ui_refresh import fleet  # noqa: E402
+from gputui.backends.demo import demo_backend  # noqa: E402
+from gputui.figures import figures  # noqa: E402
+from gputui.health import fleet_alerts  # noqa: E402
+from gputui.pools import fleet_pools, pool_rows  # noqa: E402
+from gputui.present.cells import Palette  # noqa: E402
+from gputui.present.columns import NODE_COLUMNS, PROBLEMS_SORT, node_order, row_context  # noqa: E402
+from gputui.snapshot import ClusterSnapshot  # noqa: E402
+from tests.demo_clock import ManualClock  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--nodes", type=int, default=65000)
+    parser.add_argument("--moved", type=int, default=300)
+    parser.add_argument("--refreshes", type=int, default=8)
+    args = parser.parse_args()
+    base = demo_backend(seed=7, clock=ManualClock()).reader.snapshot()
+    snap = fleet(base, args.nodes, 1, per_gpu=False)
+    rng = random.Random(18)
+    palette = Palette()
+    col = NODE_COLUMNS[PROBLEMS_SORT]
+
+    def kept(s: ClusterSnapshot) -> None:
+        figures(s, 85.0)
+        fleet_pools(s, None)
+        node_order(row_context(s, palette, 85.0), PROBLEMS_SORT, False)
+
+    def fresh(s: ClusterSnapshot) -> None:
+        s.gpus_total, s.gpus_in_use, s.mean_util, fleet_alerts(s, 85.0), pool_rows(s, None)
+        ctx = row_context(s, palette, 85.0)
+        by_name = {n.name: n for n in s.nodes}
+        sorted(by_name, key=lambda name: (col.sort(by_name[name], ctx), name))
+
+    kept(snap)
+    times: dict[str, list[float]] = {"kept": [], "fresh": []}
+    for r in range(args.refreshes):
+        nodes = list(snap.nodes)
+        for i in rng.sample(range(len(nodes)), args.moved):
+            nodes[i] = replace(nodes[i], unschedulable=not nodes[i].unschedulable)
+        snap = ClusterSnapshot(taken_at=float(r), context="bench", nodes=tuple(nodes), pods=snap.pods,
+                               services=snap.services, indexes=(snap.allocation, snap._pods_by_node))
+        for name, work in (("kept", kept), ("fresh", fresh)):
+            t0 = time.process_time()
+            work(snap)
+            times[name].append(time.process_time() - t0)
+    k, f = statistics.median(times["kept"]), statistics.median(times["fresh"])
+    print(f"{args.nodes} nodes, {args.moved} moved per refresh: figures, pools and the problems order")
+    print(f"  kept from the last refresh: {k * 1000:7.1f} ms CPU per refresh")
+    print(f"  worked out from scratch:    {f * 1000:7.1f} ms CPU per refresh")
+    print(f"  ratio: {k / f:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""The node table's order in a sort, kept from one snapshot to the next: the nodes that moved are taken out of
+the sorted list and put back where their new key goes, instead of sorting the fleet again (at 65,000 nodes a
+sort is some 100 ms of the poll thread, every refresh, for a few hundred nodes that moved; issue 18).
+
+Entries are (sort key, name): the name breaks ties, so the order is total and equals a fresh sort's. The nodes
+that moved are found as fleet_sums finds them (join_fleet.aligned by name, and the nodes whose allocation
+moved, which the GPUs column sorts by); too many, or a sort that depends on something else that changed (the
+threshold, the majority driver, the pool labels: the `key`), and the fleet is sorted afresh.
+"""
+
+from __future__ import annotations
+
+import threading
+from bisect import bisect_left, insort
+from typing import Any, Callable, Hashable, Mapping
+
+from gputui.backends.join_fleet import aligned, changed_keys, limit_for
+from gputui import fleet_sums
+from gputui.model import Node
+from gputui.snapshot import ClusterSnapshot
+
+KEPT = 2  # orders kept: the sort in force and the next one `s` would show (worked out ahead)
+
+
+def _name(node: Node) -> str:
+    return node.name
+
+
+class _Order:
+    def __init__(self) -> None:
+        self.nodes: tuple[Node, ...] = ()
+        self.allocation: Mapping[str, Mapping[str, int]] = {}
+        self.keys: dict[str, tuple[Any, str]] = {}
+        self.entries: list[tuple[Any, str]] = []
+        self.moved = 0
+
+    def full(self, snap: ClusterSnapshot, sort_key: Callable[[Node], Any]) -> None:
+        self.keys = {n.name: (sort_key(n), n.name) for n in snap.nodes}
+        self.entries = sorted(self.keys.values())
+        self.nodes, self.allocation, self.moved = snap.nodes, snap.allocation, 0
+
+    def update(self, snap: ClusterSnapshot, sort_key: Callable[[Node], Any]) -> bool:
+        limit = limit_for(len(snap.nodes))
+        found = aligned(self.nodes, snap.nodes, _name, limit)
+        allocation = changed_keys(self.allocation, snap.allocation, limit) if found is not None else None
+        if found is None or allocation is None or self.moved > len(snap.nodes):
+            return False
+        changed, deleted = found
+        old, new = self.nodes, snap.nodes
+        for name in [old[i].name for i in deleted] + [old[i].name for i, _j in changed if i is not None]:
+            self._take(name)
+        came = {new[j].name: new[j] for _i, j in changed}
+        if allocation:
+            by_name = {n.name: n for n in new} if len(allocation) > 8 else None
+            for name in allocation:
+                if name in came:
+                    continue
+                node = by_name.get(name) if by_name is not None else next((n for n in new if n.name == name), None)
+                if node is not None:
+                    self._take(name)
+                    came[name] = node
+        for name, node in came.items():
+            entry = (sort_key(node), name)
+            self.keys[name] = entry
+            insort(self.entries, entry)
+        self.moved += len(came)
+        self.nodes, self.allocation = new, snap.allocation
+        return True
+
+    def _take(self, name: str) -> None:
+        entry = self.keys.pop(name, None)
+        if entry is not None:
+            i = bisect_left(self.entries, entry)
+            if i < len(self.entries) and self.entries[i] == entry:
+                del self.entries[i]
+
+
+class KeptOrders:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # the poll thread, the UI thread and the sort worked out ahead
+        self._orders: dict[Hashable, _Order] = {}
+
+    def names(self, snap: ClusterSnapshot, key: Hashable, sort_key: Callable[[Node], Any], reverse: bool) -> list[str]:
+        """Every node's name, sorted by (sort_key(node), name), reversed if asked."""
+        with self._lock:
+            order = self._orders.pop(key, None)
+            if order is None:
+                order = _Order()
+            if not (len(snap.nodes) >= fleet_sums.INCREMENTAL_FROM and order.nodes and order.update(snap, sort_key)):
+                order.full(snap, sort_key)
+            self._orders[key] = order  # the most recent last
+            while len(self._orders) > KEPT:
+                del self._orders[next(iter(self._orders))]
+            names = [name for _key, name in order.entries]
+        if reverse:
+            names.reverse()
+        return names

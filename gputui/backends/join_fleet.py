@@ -341,16 +341,18 @@ class PodJoin:
 
     def _moved(self, records: tuple[PodRecord, ...], node_names: frozenset[str], sessions: Sessions,
                dra: DraView) -> bool:
-        """Only some records or some pods' session counts moved: rejoin those, and their nodes' indexes."""
+        """Only some records moved, or some pods' session counts (any number of them: a busy cluster's counts
+        all move at each scrape, and a count touches no index but its node's list of pods): rejoin those."""
         old = self._inputs[0]
-        limit = limit_for(len(records))
-        found = aligned(old, records, _pod_key, limit)
-        keys = changed_keys(self._inputs[2] or {}, sessions, limit) if found is not None else None
+        found = aligned(old, records, _pod_key, limit_for(len(records)))
+        keys = changed_keys(self._inputs[2] or {}, sessions, len(sessions) + len(self._inputs[2] or {})) \
+            if found is not None else None
         if found is None or keys is None:
             return False
         changed, deleted = found
         old_slots = self._slots
-        nodes: set[str] = set()
+        nodes: set[str] = set()  # whose pods moved: their lists and their GPU allocation are worked out again
+        recounted: set[str] = set()  # whose pods' counts moved: their lists only
         if deleted:  # the records after each shifted: the slots follow, and the per-slot maps are redone
             drop = set(deleted)
             nodes.update(p.node for i in drop if (p := old_slots[i]) is not None and p.node)
@@ -359,16 +361,10 @@ class PodJoin:
         else:
             slots = old_slots
         slots.extend([None] * (len(records) - len(slots)))
-        # Session counts that moved, of pods whose record did not: found by the pods' keys.
-        touched = {j: i for i, j in changed}
-        positions = {(p.namespace, p.name): j for j, p in enumerate(slots) if p is not None} if deleted else self._pos
-        for j in map(positions.get, keys):
-            if j is not None and j not in touched:
-                touched[j] = -1  # the same record
-        for j, i in touched.items():
-            before = slots[j] if i == -1 else old_slots[i] if i is not None else None
+        for i, j in changed:
+            before = old_slots[i] if i is not None else None
             after = self._pod(records[j], node_names, sessions, dra)
-            if i != -1 and i is not None:
+            if i is not None:
                 self._stale += 1
             for p in (before, after):
                 if p is not None and p.node:
@@ -383,11 +379,22 @@ class PodJoin:
                     if after.node:
                         insort(self._on_node.setdefault(after.node, []), j)
             slots[j] = after
+        # Session counts that moved, of pods whose record did not: found by the pods' keys. Same record, same
+        # node, same place: only the pod object is new.
+        positions = {(p.namespace, p.name): j for j, p in enumerate(slots) if p is not None} if deleted else self._pos
+        rejoined = {j for _i, j in changed}
+        for at in map(positions.get, keys):
+            if at is not None and at not in rejoined and slots[at] is not None:
+                pod = slots[at] = self._pod(records[at], node_names, sessions, dra)
+                if pod is not None and pod.node:
+                    recounted.add(pod.node)
         self._slots = slots
         if deleted:
             self._index_slots()
-        allocated, by_node = dict(self.indexes[0]), dict(self.indexes[1])
-        for node in nodes:
+        by_node = dict(self.indexes[1])
+        # The allocation stays the same object when only counts moved: what reads it (fleet_sums) sees so at once.
+        allocated = dict(self.indexes[0]) if nodes else None
+        for node in nodes | recounted:
             on = self._on_node.get(node)
             pods = tuple(p for p in (slots[i] for i in on or ()) if p is not None)  # each is, by _on_node
             if not on:
@@ -396,13 +403,14 @@ class PodJoin:
                 by_node[node] = pods
             else:
                 by_node.pop(node, None)
-            units = node_allocated(pods)
-            if units:
-                allocated[node] = units
-            else:
-                allocated.pop(node, None)
+            if allocated is not None and node in nodes:
+                units = node_allocated(pods)
+                if units:
+                    allocated[node] = units
+                else:
+                    allocated.pop(node, None)
         self.result = tuple(filter(None, slots))
-        self.indexes = (allocated, by_node)
+        self.indexes = (self.indexes[0] if allocated is None else allocated, by_node)
         return True
 
     def _index_slots(self) -> None:

@@ -1,8 +1,8 @@
 """A fleet's records and metrics refresh after refresh, churning as a busy cluster does: node status updates
 in place, nodes joining and leaving (the cache's order shifts), a node losing its GPU label, pods rescheduled,
-pending, finished and replaced, session counts moving, appearing and vanishing, and every few refreshes a
-DCGM read that moves every node's figures. For the tests that check what is kept from one refresh to the next
-against what is worked out from scratch."""
+pending, finished and replaced, session counts moving, appearing and vanishing (now and then all of them),
+and every few refreshes a DCGM read that moves every node's figures. For the tests that check what is kept
+from one refresh to the next against what is worked out from scratch."""
 
 from __future__ import annotations
 
@@ -74,6 +74,8 @@ def churn(nodes_n: int, pods_n: int, steps: int, seed: int = 18) -> Iterator[tup
                 del sessions[key]
             else:
                 sessions[key] = (rng.randrange(9), rng.randrange(3))
+        if step % 17 == 8:  # a scrape in a busy cluster: every pod's count moved
+            sessions = {key: (running + 1, waiting) for key, (running, waiting) in sessions.items()}
         if step % 13 == 0:  # a DCGM read: every node's figures moved
             summaries = {name: GpuSummary(8, util_mean=float(rng.randrange(100))) for name in nodes}
         metrics = Metrics(nodes=summaries, gpus=no_problems, sessions=sessions)  # the reader keeps unchanged maps

@@ -184,23 +184,31 @@ class NodeJoin:
     def _node(self, n: NodeRecord, summary: GpuSummary | None, dra: DraView) -> Node:
         group = self._by_host.get(n.name)  # in fleet mode only GPUs with a problem: mostly none
         samples = tuple(sorted(group, key=lambda s: s.index)) if group else ()
-        claimed = dra.resources(n.name)
-        resources = n.gpu_resources + claimed if claimed else n.gpu_resources  # the same tuple when no DRA
         key = id(n)
         old = self._nodes.get(key)
-        if old is not None and self._records.get(key) is n and self._metrics.get(key) == summary \
-                and self._samples.get(key, ()) == samples and old.gpu_resources == resources:
-            return old
-        taints = dra.taints.get(n.name, ())
+        if old is not None and self._records.get(key) is n and self._inputs and self._inputs[3] is dra:
+            # The same record and devices: only its metrics can have moved (a DCGM read moves every node's).
+            if self._metrics.get(key) == summary and self._samples.get(key, ()) == samples:
+                return old
+            resources, capacity, allocatable = old.gpu_resources, old.gpu_capacity, old.gpu_allocatable
+            conditions, count = old.conditions, old.gpu_count
+        else:
+            claimed = dra.resources(n.name)
+            resources = n.gpu_resources + claimed if claimed else n.gpu_resources  # the same tuple when no DRA
+            if old is not None and self._records.get(key) is n and self._metrics.get(key) == summary \
+                    and self._samples.get(key, ()) == samples and old.gpu_resources == resources:
+                return old
+            capacity = sum(r.capacity for r in resources)
+            allocatable = sum(r.allocatable for r in resources)
+            conditions = n.conditions + device_taint_conditions(dra.taints.get(n.name, ()))
+            count = physical_gpus(n.labels, n.gpu_resources, sum(r.capacity for r in claimed))
         node = Node(
             name=n.name, ready=n.ready, unschedulable=n.unschedulable, gpu_product=n.gpu_product,
-            gpu_capacity=sum(r.capacity for r in resources),
-            gpu_allocatable=sum(r.allocatable for r in resources),
+            gpu_capacity=capacity, gpu_allocatable=allocatable,
             driver_version=n.driver_version, cuda_version=n.cuda_version, upgrade_state=n.upgrade_state,
-            gpu_memory_mib=n.gpu_memory_mib, conditions=n.conditions + device_taint_conditions(taints),
+            gpu_memory_mib=n.gpu_memory_mib, conditions=conditions,
             gpus=gpus_of(n, samples), labels=n.labels, annotations=n.annotations, summary=_summary(n, summary),
-            gpu_resources=resources, node_info=n.node_info,
-            gpu_count=physical_gpus(n.labels, n.gpu_resources, sum(r.capacity for r in claimed)),
+            gpu_resources=resources, node_info=n.node_info, gpu_count=count,
         )
         self._records[key], self._metrics[key], self._nodes[key] = n, summary, node
         if samples:

@@ -36,31 +36,3 @@ def gc_paused() -> Iterator[None]:
             _depth -= 1
             if _depth == 0 and _resume:
                 gc.enable()
-
-
-# At a large fleet's size, what survives a refresh is the snapshot itself (some 25 objects per node and pod):
-# the collector's passes over the older generations walk it again and again and find nothing, for a snapshot
-# holds no cycles (at 65,000 nodes a fifth of the CPU, 0.6 s per full pass). So each refresh's objects are
-# moved out of its sight (gc.freeze) before it runs again. Reference counting still frees every frozen object
-# that is dropped; only a reference cycle frozen alive and dropped later (a closed screen's widgets) would
-# wait: every UNFREEZE_S everything is handed back and collected once (gc.unfreeze, gc.collect).
-FREEZE_FROM = 10_000  # nodes and pods together
-UNFREEZE_S = 600.0
-_frozen_since: float | None = None
-
-
-def settle(objects: int, now: float) -> None:
-    """After a refresh built a snapshot of `objects` nodes and pods (`now`: a monotonic clock)."""
-    global _frozen_since
-    if objects < FREEZE_FROM:
-        if _frozen_since is not None:  # the fleet shrank (another context): back to the usual collector
-            gc.unfreeze()
-            _frozen_since = None
-        return
-    if _frozen_since is not None and now - _frozen_since >= UNFREEZE_S:
-        gc.unfreeze()
-        gc.collect()  # the one full pass in UNFREEZE_S, where without the freeze there were several a minute
-        _frozen_since = None
-    if _frozen_since is None:
-        _frozen_since = now
-    gc.freeze()

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Iterable, Mapping, Sequence
 
 from gputui.backends.base import Backend, BackendError
-from gputui.backends.gcpause import gc_paused, settle
+from gputui.backends.gcpause import gc_paused
 from gputui.backends.join import Joiner, KubeState, Metrics, join_gpus
 from gputui.backends.join_fleet import inference_pod
 from gputui.backends.kube_cache import ListWatchCache
@@ -257,9 +257,7 @@ class KubeReader:
                          every=self.dcgm_interval or None, mode=self.prom.mode if self.prom is not None else ""),
         ) + ((SourceStatus("DRA", now, self._dra_error),) if self._dra_error else ())
         with self._join_lock, gc_paused():  # a snapshot is tens of thousands of new objects, no cycles
-            snap = self._joiner.join(state, self._metrics, now=now, context=self.conn.context, sources=sources)
-            settle(len(snap.nodes) + len(snap.pods), time.monotonic())  # before the collector sees them
-            return snap
+            return self._joiner.join(state, self._metrics, now=now, context=self.conn.context, sources=sources)
 
     def _read_metrics(self, state: KubeState, now: float) -> None:
         """Sessions every refresh; the fleet's DCGM gauges when due, when never read, or to recover from a

@@ -30,6 +30,31 @@ def _name(node: Node) -> str:
     return node.name
 
 
+def nodes_moved(nodes: tuple[Node, ...], allocation: Mapping[str, Mapping[str, int]], snap: ClusterSnapshot,
+                ) -> tuple[list[str], dict[str, Node]] | None:
+    """From the last snapshot's nodes and allocation to this snapshot's: the names to take out (nodes gone,
+    replaced, or whose pods' GPUs moved) and the nodes to put back by name; None when too many moved for
+    that to pay. What a sum or an order kept across snapshots must look at again."""
+    limit = limit_for(len(snap.nodes))
+    found = aligned(nodes, snap.nodes, _name, limit)
+    allocated = changed_keys(allocation, snap.allocation, limit) if found is not None else None
+    if found is None or allocated is None:
+        return None
+    changed, deleted = found
+    new = snap.nodes
+    gone = [nodes[i].name for i in deleted] + [nodes[i].name for i, _j in changed if i is not None]
+    came = {new[j].name: new[j] for _i, j in changed}
+    same_node = [name for name in allocated if name not in came]  # the same node object, other pods on it
+    if same_node:
+        by_name = {n.name: n for n in new} if len(same_node) > 8 else None
+        for name in same_node:
+            node = by_name.get(name) if by_name is not None else next((n for n in new if n.name == name), None)
+            if node is not None:
+                gone.append(name)
+                came[name] = node
+    return gone, came
+
+
 class NodeSums:
     def __init__(self, width: int) -> None:
         self.width = width
@@ -60,26 +85,16 @@ class NodeSums:
         self._key, self._nodes, self._allocated, self._moved = key, snap.nodes, snap.allocation, 0
 
     def _update(self, snap: ClusterSnapshot, contribution: Callable[[Node], Contribution]) -> bool:
-        limit = limit_for(len(snap.nodes))
-        found = aligned(self._nodes, snap.nodes, _name, limit)
-        allocation = changed_keys(self._allocated, snap.allocation, limit) if found is not None else None
-        if found is None or allocation is None or self._moved > len(snap.nodes):
+        found = nodes_moved(self._nodes, self._allocated, snap)
+        if found is None or self._moved > len(snap.nodes):
             return False
-        changed, deleted = found
-        old, new = self._nodes, snap.nodes
-        gone = [old[i].name for i in deleted] + [old[i].name for i, _j in changed if i is not None]
+        gone, came = found
         for name in gone:
             self._remove(name)
-        came = {new[j].name: new[j] for _i, j in changed}
-        for name in allocation:  # same node object, other pods on it
-            held = self._by_name.get(name)
-            if held is not None and name not in came:
-                self._remove(name)
-                came[name] = held[0]
         for node in came.values():
             self._add(node, contribution(node))
         self._moved += len(gone) + len(came)
-        self._nodes, self._allocated = new, snap.allocation
+        self._nodes, self._allocated = snap.nodes, snap.allocation
         return True
 
     def _add(self, node: Node, contributed: Contribution) -> None:

@@ -3,9 +3,9 @@ the sorted list and put back where their new key goes, instead of sorting the fl
 sort is some 100 ms of the poll thread, every refresh, for a few hundred nodes that moved; issue 18).
 
 Entries are (sort key, name): the name breaks ties, so the order is total and equals a fresh sort's. The nodes
-that moved are found as fleet_sums finds them (join_fleet.aligned by name, and the nodes whose allocation
-moved, which the GPUs column sorts by); too many, or a sort that depends on something else that changed (the
-threshold, the majority driver, the pool labels: the `key`), and the fleet is sorted afresh.
+that moved are those fleet_sums.nodes_moved finds (the GPUs column sorts by allocation, so nodes whose pods
+moved count); too many, or a sort that depends on something else that changed (the threshold, the majority
+driver, the pool labels: the `key`), and the fleet is sorted afresh.
 """
 
 from __future__ import annotations
@@ -14,16 +14,12 @@ import threading
 from bisect import bisect_left, insort
 from typing import Any, Callable, Hashable, Mapping
 
-from gputui.backends.join_fleet import aligned, changed_keys, limit_for
 from gputui import fleet_sums
+from gputui.fleet_sums import nodes_moved
 from gputui.model import Node
 from gputui.snapshot import ClusterSnapshot
 
 KEPT = 2  # orders kept: the sort in force and the next one `s` would show (worked out ahead)
-
-
-def _name(node: Node) -> str:
-    return node.name
 
 
 class _Order:
@@ -40,31 +36,18 @@ class _Order:
         self.nodes, self.allocation, self.moved = snap.nodes, snap.allocation, 0
 
     def update(self, snap: ClusterSnapshot, sort_key: Callable[[Node], Any]) -> bool:
-        limit = limit_for(len(snap.nodes))
-        found = aligned(self.nodes, snap.nodes, _name, limit)
-        allocation = changed_keys(self.allocation, snap.allocation, limit) if found is not None else None
-        if found is None or allocation is None or self.moved > len(snap.nodes):
+        found = nodes_moved(self.nodes, self.allocation, snap)
+        if found is None or self.moved > len(snap.nodes):
             return False
-        changed, deleted = found
-        old, new = self.nodes, snap.nodes
-        for name in [old[i].name for i in deleted] + [old[i].name for i, _j in changed if i is not None]:
+        gone, came = found
+        for name in gone:
             self._take(name)
-        came = {new[j].name: new[j] for _i, j in changed}
-        if allocation:
-            by_name = {n.name: n for n in new} if len(allocation) > 8 else None
-            for name in allocation:
-                if name in came:
-                    continue
-                node = by_name.get(name) if by_name is not None else next((n for n in new if n.name == name), None)
-                if node is not None:
-                    self._take(name)
-                    came[name] = node
         for name, node in came.items():
             entry = (sort_key(node), name)
             self.keys[name] = entry
             insort(self.entries, entry)
         self.moved += len(came)
-        self.nodes, self.allocation = new, snap.allocation
+        self.nodes, self.allocation = snap.nodes, snap.allocation
         return True
 
     def _take(self, name: str) -> None:

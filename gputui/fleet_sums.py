@@ -4,7 +4,7 @@ and walking all of them for every figure cost more than the changes (issue 18).
 
 A NodeSums holds, per node name, its group (the fleet, or its pool), its contribution (numbers summed per group)
 and an optional extra (its alerts). Each snapshot is compared with the last one: the nodes whose object moved
-(join_fleet.aligned, by name) and those whose GPU allocation moved are taken out of their group's sums and put
+(moved.aligned, by name) and those whose GPU allocation moved are taken out of their group's sums and put
 back as they are now. Small fleets, a change in what the sums depend on, and too much moved (a metrics read
 moves every node) take the full walk, which is also what the incremental path is tested against. Floating
 sums taken apart and put back drift by an ulp at a time; a full walk every time the changes since the last one
@@ -16,8 +16,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Hashable, Mapping, Sequence
 
-from gputui.backends.join_fleet import aligned, changed_keys, limit_for
 from gputui.model import Node
+from gputui.moved import aligned, changed_keys, limit_for
 from gputui.snapshot import ClusterSnapshot
 
 # Below this many nodes every snapshot takes the full walk: it costs little, and its sums are exact.

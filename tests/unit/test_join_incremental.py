@@ -6,6 +6,7 @@ move, appear and vanish, and refreshes where every node's metrics moved."""
 from __future__ import annotations
 
 from gputui.backends import join_fleet
+from gputui import moved
 from gputui.backends.join import Joiner, join
 from tests.support.churn import churn
 
@@ -49,10 +50,10 @@ def test_refresh_after_refresh_the_incremental_join_is_the_join_from_scratch(mon
 
 def test_moved_and_changed_keys_say_what_moved_or_that_too_much_did():
     a, b, c, d = object(), object(), object(), object()
-    assert join_fleet.moved((a, b, c), (a, d, c), 5) == [1]
-    assert join_fleet.moved((a, b), (a, b, c, d), 5) == [2, 3]  # appended
-    assert join_fleet.moved((a, b, c), (a, c), 5) == [1, 2]  # b deleted: c shifted, and the end is gone
-    assert join_fleet.moved((a, b, c), (d, d, d), 2) is None
-    assert join_fleet.changed_keys({1: "x", 2: "y"}, {1: "x", 2: "z", 3: "w"}, 5) == [2, 3]
-    assert sorted(join_fleet.changed_keys({1: "x", 2: "y"}, {1: "x"}, 5)) == [2]
-    assert join_fleet.changed_keys({1: "x"}, {1: "y", 2: "z"}, 1) is None
+    assert moved.moved((a, b, c), (a, d, c), 5) == [1]
+    assert moved.moved((a, b), (a, b, c, d), 5) == [2, 3]  # appended
+    assert moved.moved((a, b, c), (a, c), 5) == [1, 2]  # b deleted: c shifted, and the end is gone
+    assert moved.moved((a, b, c), (d, d, d), 2) is None
+    assert moved.changed_keys({1: "x", 2: "y"}, {1: "x", 2: "z", 3: "w"}, 5) == [2, 3]
+    assert sorted(moved.changed_keys({1: "x", 2: "y"}, {1: "x"}, 5)) == [2]
+    assert moved.changed_keys({1: "x"}, {1: "y", 2: "z"}, 1) is None

@@ -35,7 +35,8 @@ class IdleReading:
 
     idle: Mapping[str, int]
     attributed: Mapping[str, int]
-_sums = NodeSums(6)  # the pools' sums, kept from one snapshot to the next (fleet_pools)
+
+
 IDLE_WINDOW_S = 3600.0  # the TUI's idle figures: allocated GPUs below IDLE_BELOW_PCT over the last hour
 IDLE_BELOW_PCT = 5.0
 
@@ -69,6 +70,9 @@ def idle_why(row: PoolRow, why: str) -> str:
     if row.unattributed:
         return f"no pod attribution on {row.unattributed} node{'s' * (row.unattributed != 1)} with GPUs allocated"
     return why or "not read yet"
+
+
+_sums = NodeSums(6)  # the pools' sums, kept from one snapshot to the next (fleet_pools)
 
 
 def fleet_pools(snapshot: ClusterSnapshot, reading: IdleReading | None,

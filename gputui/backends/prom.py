@@ -92,13 +92,11 @@ class PromSource:
         try:
             response = prom._session.request("POST", f"{prom.url}/api/v1/query", params={"query": promql},
                                              headers=prom.headers, auth=self.cfg.basic_auth, timeout=self.cfg.timeout)
-            if response.status_code != 200:
-                raise BackendError(first_line(f"HTTP Status Code {response.status_code} ({response.content!r})", 120))
             body = response.content
-        except BackendError:
-            raise
         except Exception as exc:  # requests errors, as query() reports them
             raise BackendError(_one_line(exc)) from None
+        if response.status_code != 200:
+            raise BackendError(first_line(f"HTTP Status Code {response.status_code} ({body!r})", 120))
         found = counts_from_body(body)
         if found is not None:
             return found

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Callable
 
 from gputui.backends.base import Backend
+from gputui.debug_log import log
 from gputui.settings import Settings, protection
 
 
@@ -35,9 +36,12 @@ def build_backend(settings: Settings, clock: Callable[[], float] = time.time, pe
         guard = protection(settings, "demo")
         backend = demo_backend(seed=settings.seed, clock=clock, read_only=settings.read_only or bool(guard))
         backend.protected = guard
+        log.debug("cluster: the embedded demo cluster (SIMULATED, seed %d): it reads no API and no store", settings.seed)
         return backend
     from gputui.backends.kube_backend import live_backend
 
+    log.debug("cluster: a real cluster (kubeconfig context %s); metrics %s", settings.context or "current",
+              "from a store" if settings.prometheus else "not configured")
     return live_backend(settings, per_gpu=per_gpu)
 
 

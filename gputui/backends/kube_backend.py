@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Iterable, Mapping, Sequence
 
 from gputui.backends.base import Backend, BackendError
@@ -14,6 +13,7 @@ from gputui.backends.join_fleet import inference_pod
 from gputui.backends.kube_cache import ListWatchCache
 from gputui.backends.kube_http import Connection, connect, path_of, PROBE_TIMEOUT_S
 from gputui.backends.kube_writer import KubeWriter, allowed, whoami
+from gputui.backends.kube_discovery import ISTIO_GROUP, OPERATOR_GROUP, ROUTE_KINDS, Served, discover
 from gputui.backends.kube_dra import DRA_GROUP, claim_record, slice_record
 from gputui.backends.kube_objects import PodRecord
 from gputui.pools import IdleReading
@@ -23,33 +23,22 @@ from gputui.backends.prom_review import read_facts
 from gputui.checks.facts import CheckFacts
 from gputui.backends.prom import HOST_LABELS, PromConfig, PromSource
 from gputui.backends.session_metrics import engines
+from gputui.debug_log import log
 from gputui.model import Gpu, InferenceService, NodeDescription
 from gputui.signals import VersionSignals
 from gputui.snapshot import ClusterSnapshot, SourceStatus
 from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS, Settings, protection
 
-OPERATOR_GROUP = "nvidia.com"  # the GPU Operator's ClusterPolicy
 # Caches an identity may be refused without gputui refusing to start (see _wait_first_sync).
 OPTIONAL_CACHES = frozenset({"destinationrules", "resourceslices", "resourceclaims", "clusterpolicies"})
 
 FIRST_SYNC_TIMEOUT_S = 10.0  # silence, not the whole first list: each page answered restarts it
-
-# Route kinds gputui understands, by API group; which exist is discovered, never assumed.
-ROUTE_KINDS = {
-    "gateway.networking.k8s.io": ("httproutes", ko.httproute_record),
-    "networking.istio.io": ("virtualservices", ko.virtualservice_record),
-    "split.smi-spec.io": ("trafficsplits", ko.trafficsplit_record),
-}
-ROLLOUT_GROUP = "argoproj.io"
 
 # What the UI may offer, and the access review that decides it.
 PERMISSIONS = {
     "cordon": {"verb": "patch", "resource": "nodes"},
     "evict": {"verb": "create", "resource": "pods", "subresource": "eviction"},
 }
-
-
-ISTIO_GROUP = "networking.istio.io"
 
 
 def _kept(new: Any, old: Any) -> Any:
@@ -75,50 +64,6 @@ def with_vanished(fresh: Mapping[tuple[str, str], tuple[int | None, int | None]]
     out = dict(fresh)
     out.update(dict.fromkeys((k for k in vanished if k in alive), (None, None)))
     return out
-
-
-@dataclass(frozen=True, slots=True)
-class Served:
-    """What the cluster serves beyond the core kinds, from discovery: route and rollout groups -> (preferred
-    version, plural); the versions serving Istio's DestinationRules (what a subset selects), InferencePools
-    (what a pool backend selects) and DRA's ResourceSlices and ResourceClaims (GPUs no container limit
-    shows). None when absent. Only routes and rollouts are ever patched."""
-
-    routes: dict[str, tuple[str, str]] = field(default_factory=dict)
-    subset_rules: str | None = None
-    pools: str | None = None
-    dra: str | None = None
-    cluster_policy: str | None = None  # the GPU Operator's ClusterPolicy (nvidia.com): its upgrade policy
-
-
-def discover(conn: Connection) -> Served:
-    found: dict[str, tuple[str, str]] = {}
-    subset_rules = pools = dra = cluster_policy = None
-    groups = conn.request("GET", "/apis", timeout=PROBE_TIMEOUT_S * 2).get("groups") or []
-    for group in groups:
-        name = group.get("name")
-        wanted = ROUTE_KINDS.get(name, ("rollouts", None) if name == ROLLOUT_GROUP else
-                                 ("inferencepools", None) if name == ko.POOL_GROUP else
-                                 ("resourceslices", None) if name == DRA_GROUP else
-                                 ("clusterpolicies", None) if name == OPERATOR_GROUP else None)
-        if not wanted:
-            continue
-        version = (group.get("preferredVersion") or {}).get("version")
-        if not version:
-            continue
-        resources = conn.request("GET", f"/apis/{name}/{version}", timeout=PROBE_TIMEOUT_S * 2).get("resources") or []
-        served = {r.get("name") for r in resources}
-        if name == ko.POOL_GROUP:
-            pools = version if "inferencepools" in served else None
-        elif name == DRA_GROUP:
-            dra = version if {"resourceslices", "resourceclaims"} <= served else None
-        elif name == OPERATOR_GROUP:
-            cluster_policy = version if "clusterpolicies" in served else None
-        elif wanted[0] in served:
-            found[name] = (version, wanted[0])
-        if name == ISTIO_GROUP and "destinationrules" in served:
-            subset_rules = version
-    return Served(found, subset_rules, pools, dra, cluster_policy)
 
 
 class KubeReader:
@@ -249,6 +194,7 @@ class KubeReader:
                 self._metrics_error = None
             except BackendError as exc:
                 self._metrics_error = f"unavailable: {exc}"
+                log.debug("metrics: read failed: %s", exc)
         api_at = now if api_error is None else self._probe_at
         sources = (
             SourceStatus("API", api_at, api_error),
@@ -256,8 +202,12 @@ class KubeReader:
                          self._metrics_error if self.prom is not None else "not configured (--prometheus)",
                          every=self.dcgm_interval or None, mode=self.prom.mode if self.prom is not None else ""),
         ) + ((SourceStatus("DRA", now, self._dra_error),) if self._dra_error else ())
+        started = time.monotonic()
         with self._join_lock, gc_paused():  # a snapshot is tens of thousands of new objects, no cycles
-            return self._joiner.join(state, self._metrics, now=now, context=self.conn.context, sources=sources)
+            snap = self._joiner.join(state, self._metrics, now=now, context=self.conn.context, sources=sources)
+        log.debug("snapshot: joined %d nodes, %d pods, %d services in %.0f ms%s", len(snap.nodes), len(snap.pods),
+                  len(snap.services), (time.monotonic() - started) * 1000, f"; API: {api_error}" if api_error else "")
+        return snap
 
     def _read_metrics(self, state: KubeState, now: float) -> None:
         """Sessions every refresh; the fleet's DCGM gauges when due, when never read, or to recover from a

@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable
 from gputui.backends.base import BackendError
 from gputui.backends.gcpause import gc_paused
 from gputui.backends.kube_http import ApiError, Connection
+from gputui.debug_log import log
 
 PAGE_SIZE = 500
 WATCH_TIMEOUT_S = 240  # the server ends the watch; we re-watch from the last version
@@ -109,6 +110,7 @@ class ListWatchCache:
                 backoff = BACKOFF_MIN_S
             except ApiError as exc:
                 if exc.status == 410:  # our resourceVersion is too old: start over
+                    log.debug("watch %s: resourceVersion too old (410 Gone): listing again", self.path)
                     self._rv = None
                     continue
                 self._failed(str(exc))
@@ -122,6 +124,7 @@ class ListWatchCache:
             backoff = min(BACKOFF_MAX_S, backoff * 2)
 
     def _failed(self, message: str) -> None:
+        log.debug("watch %s: %s", self.path, message)
         self.connected = False
         self.error = message
 
@@ -131,6 +134,7 @@ class ListWatchCache:
         self.last_ok = self.clock()
 
     def _list(self) -> None:
+        started, pages = time.monotonic(), self.pages
         fresh: dict[str, Any] = {}
         cont: str | None = None
         while True:
@@ -154,6 +158,8 @@ class ListWatchCache:
             self._items = fresh
             self.generation += 1
         self.lists += 1
+        log.debug("watch %s: listed %d objects in %d pages, %.1f s", self.path, len(fresh), self.pages - pages,
+                  time.monotonic() - started)
         self._ok()
         self.synced.set()
         self.on_change()

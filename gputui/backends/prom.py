@@ -26,6 +26,7 @@ from gputui.backends.gcpause import gc_paused
 from gputui.backends.join import GpuSample, Metrics
 from gputui.backends.session_metrics import BUILTIN_ENGINES, Engine, counts_by_pod, counts_from_body, queries as session_queries
 from gputui.backends.recording_rules import MODE_RAW, MODE_RECORDED, PROBE, rule_names, util_expr
+from gputui.debug_log import log
 from gputui.model import GpuSummary
 
 HOST_LABELS = ("Hostname", "hostname")
@@ -75,6 +76,7 @@ class PromSource:
         self._recorded: str | None = None
         self._rules_checked_at: float | None = None
         self.mode = MODE_RAW
+        self._mode_said: str | None = None  # the mode --debug last reported
 
     def query(self, promql: str) -> list[dict[str, Any]]:
         self.queries += 1
@@ -167,10 +169,17 @@ class PromSource:
         refresh moves one series per node and field, not one per GPU; GPUs with an XID or
         failed health still come one by one. host limits every query to one node.
         """
+        started, sent = time.monotonic(), self.queries
         with gc_paused():  # tens of thousands of series decoded per refresh (see gcpause)
-            if not per_gpu:
-                return self._fetch_fleet(node_names)
-            return self._fetch_gpus(node_names, host, host_label)
+            read = self._fetch_fleet(node_names) if not per_gpu else self._fetch_gpus(node_names, host, host_label)
+        if not per_gpu and self.mode != self._mode_said:  # (a per-GPU read always reads the raw series)
+            self._mode_said = self.mode
+            log.debug("metrics: %s", f"gputui's recorded series found (node label {self._recorded}): reading them"
+                      if self.mode == MODE_RECORDED else "no recorded series of `gputui rules`: reading the raw DCGM series")
+        log.debug("metrics: %s read from the %s: %d queries, %.0f ms, %d nodes, %d GPUs, %d pods' sessions",
+                  "per-GPU" if per_gpu else "fleet", self.mode if not per_gpu else MODE_RAW, self.queries - sent,
+                  (time.monotonic() - started) * 1000, len(read.nodes or {}), len(read.gpus), len(read.sessions))
+        return read
 
     def _fetch_gpus(self, node_names: set[str], host: str | None, host_label: str | None) -> Metrics:
         by = self._by()
@@ -302,8 +311,12 @@ class PromSource:
     def sessions(self) -> dict[tuple[str, str], tuple[int | None, int | None]]:
         """Live requests of every inference pod: the part of a refresh that cannot wait for the next
         DCGM read (two queries over a few series per pod)."""
+        started = time.monotonic()
         with gc_paused():
-            return self._sessions(self._run(self.session_queries))
+            read = self._sessions(self._run(self.session_queries))
+        log.debug("metrics: sessions read: %d queries, %.0f ms, %d pods", len(self.session_queries),
+                  (time.monotonic() - started) * 1000, len(read))
+        return read
 
     def sessions_for(self, pods: Iterable[tuple[str, str]]) -> dict[tuple[str, str], tuple[int | None, int | None]]:
         """Live requests of a few pods (namespace, name): what a running drain polls, two small queries

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Sequence
 
 from gputui.backends.base import BackendError
@@ -20,6 +21,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         settings = settings_from(args)
+        debug_file = _debug(args.command is None) if getattr(args, "debug", False) else None
         if args.command == "rules":  # needs no cluster: a file to load into Prometheus
             import re
 
@@ -75,7 +77,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return drain.run(settings, args, backend)
         from gputui.cli import tui
 
-        return tui.run(settings)
+        try:
+            return tui.run(settings)
+        finally:
+            if debug_file is not None:
+                from gputui.paths import shown
+
+                print(f"gputui: debug lines written to {shown(debug_file)}", file=sys.stderr)
     except (UsageError, SettingsError, BackendError) as exc:
         return fail(str(exc))
     except KeyboardInterrupt:
@@ -83,6 +91,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `gputui nodes | head`: the reader left, nothing is wrong
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+def _debug(to_file: bool) -> Path | None:
+    """--debug on: to stderr, or to a file (returned) when the terminal UI will own the terminal."""
+    from gputui import debug_log
+    from gputui.paths import state_dir
+
+    path = state_dir() / "debug.log" if to_file else None
+    try:
+        debug_log.start(path)
+    except OSError as exc:
+        raise UsageError(f"--debug: cannot write {path}: {exc.strerror or exc}") from None
+    return path
 
 
 if __name__ == "__main__":

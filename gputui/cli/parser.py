@@ -53,6 +53,9 @@ def common(parser: argparse.ArgumentParser) -> None:
                    help="seconds between fleet-wide DCGM reads; sessions are read every refresh (default 15, 0: every refresh)")
     g.add_argument("--read-only", action="store_true", default=s, help="never write to the cluster")
     g.add_argument("--config", default=s, metavar="FILE", help="config file (default: $XDG_CONFIG_HOME/gputui/config.yaml)")
+    g.add_argument("--debug", action="store_true", default=s,
+                   help="log the metrics mode, each read's queries and time, and watch relists (to stderr; from the "
+                        "terminal UI to $XDG_STATE_HOME/gputui/debug.log)")
 
 
 def build_parser() -> argparse.ArgumentParser:

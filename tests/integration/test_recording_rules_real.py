@@ -47,7 +47,7 @@ def store_with_rules(kind: str, rules: dict, dcgm_exporter) -> Iterator[str]:
 
 @pytest.mark.parametrize("kind", ["prometheus", "victoria-metrics+vmalert"])
 def test_recorded_series_are_read_when_the_rules_are_loaded_and_agree_with_the_raw_ones(dcgm_exporter, prometheus,
-                                                                                         tmp_path, kind):
+                                                                                         cluster, tmp_path, kind):
     """On a store that evaluates `gputui rules`, the recorded series give the figures its raw series give."""
     out = run("rules", home=tmp_path)
     assert out.returncode == 0, out.stderr
@@ -95,3 +95,14 @@ def test_recorded_series_are_read_when_the_rules_are_loaded_and_agree_with_the_r
         sent = with_rules.queries
         with_rules.fetch(hosts, per_gpu=False)
         assert with_rules.queries - sent <= 10  # one refresh, rules found: the recorded series and sessions
+
+        # --debug says which mode is in force, on the real cluster: the recorded series here, raw without the rules.
+        for store, said in ((url, "gputui's recorded series found (node label Hostname): reading them"),
+                            (prometheus.url, "no recorded series of `gputui rules`: reading the raw DCGM series")):
+            out = run("services", "--kubeconfig", str(cluster.admin_kubeconfig), "--prometheus", store, "--debug",
+                      home=tmp_path)
+            assert out.returncode == 0, out.stderr
+            assert f"gputui debug: metrics: {said}" in out.stderr, out.stderr
+            mode = MODE_RECORDED if store == url else MODE_RAW
+            assert f"gputui debug: metrics: fleet read from the {mode}: " in out.stderr, out.stderr
+            assert store not in out.stderr  # no address (one may carry credentials)

@@ -99,7 +99,7 @@ def stuck_because(snapshot: ClusterSnapshot, node: Node) -> str:
     if state == "upgrade-required" and policy is not None:
         taken = sum(1 for n in snapshot.nodes if n.upgrade_state in TAKEN)
         if policy.max_parallel and taken >= policy.max_parallel:
-            return f"waiting its turn: {taken} nodes upgrading, maxParallelUpgrades {policy.max_parallel}"
+            return f"waiting its turn: {taken} node{'' if taken == 1 else 's'} upgrading, maxParallelUpgrades {policy.max_parallel}"
         limit = max_unavailable(policy, len(snapshot.nodes))
         down = sum(1 for n in snapshot.nodes if _unavailable(n))
         if down >= limit:

@@ -3,6 +3,7 @@ says over time) and the helpers that word a result the same way for all of them.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping
 
@@ -15,6 +16,11 @@ if TYPE_CHECKING:
     from gputui.settings import Settings
 
 LISTED = 5  # objects named in a summary line before "+N more"
+# The head noun of each check's `found` phrase, which is plural ("nodes running hot"): one bad object takes the
+# singular ("1 node running hot"). A new check's phrase must start from one of these (its test says so).
+SINGULAR = {"nodes": "node", "pods": "pod", "services": "service", "gaps": "gap", "alerts": "alert",
+            "grants": "grant"}
+_HEAD = re.compile(r"\b(" + "|".join(SINGULAR) + r")\b")
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,8 @@ def verdict(id: str, seed: str, title: str, bad: list[str], status: Status, foun
     """PASS saying `fine` when nothing is bad; else `status`, counting and naming the bad objects."""
     if not bad:
         return CheckResult(id, seed, title, Status.PASS, fine)
+    if len(bad) == 1:
+        found = _HEAD.sub(lambda m: SINGULAR[m[1]], found, count=1)
     return CheckResult(id, seed, title, status, f"{len(bad)} {found}: {names(bad)}", tuple(bad), fix)
 
 

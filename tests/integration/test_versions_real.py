@@ -117,7 +117,7 @@ def test_the_upgrade_cockpit_says_why_a_node_does_not_move_and_drains_warn(clust
     assert upgrade["ver-1"]["state"] == "drain-required"
     assert upgrade["ver-1"]["stuck"] == (f"{len(on_ver_1)} GPU pods still on the node; the operator waits for them "
                                          "or evicts them" if on_ver_1 else None)
-    assert upgrade["ver-2"]["stuck"] == "waiting its turn: 1 nodes upgrading, maxParallelUpgrades 1"
+    assert upgrade["ver-2"]["stuck"] == "waiting its turn: 1 node upgrading, maxParallelUpgrades 1"
     assert upgrade["ver-3"]["stuck"].startswith("upgrade failed: the operator leaves the node for manual recovery")
     plan = run("drain", "ver-1", "--dry-run", "-o", "json", "--kubeconfig", str(cluster.admin_kubeconfig), home=tmp_path)
     assert "mid driver upgrade under the GPU Operator (state drain-required)" in plan.stdout, plan.stderr

@@ -3,7 +3,10 @@ the demo's planted violations, the outputs (JUnit parsed back) and the exit code
 
 from __future__ import annotations
 
+import ast
 import json
+import re
+from pathlib import Path
 from xml.etree import ElementTree as ET
 
 from gputui.checks.facts import AlertRule, CheckFacts
@@ -80,6 +83,9 @@ def test_each_planted_problem_fails_its_own_check_and_nothing_else():
         found = results(ClusterSnapshot(**{**snap_fields(snap), **change}))
         failing = {k for k, r in found.items() if r.status is Status.FAIL}
         assert failing == {check}, (check, {k: found[k].summary for k in failing})
+        one = found[check]
+        if len(one.objects) == 1:  # one bad object: its noun is singular ("1 node …", never "1 nodes …")
+            assert re.match(r"1 ([A-Za-z]+ )*?(node|pod|service) ", one.summary), one.summary
     warned = results(ClusterSnapshot(**{**snap_fields(snap), "pods": (pod("chat-1"),)}))
     assert warned["services.replicas"].status is Status.WARN  # one replica: one failure takes it down
     for probes, check in ((PodProbes(True, True, 600, True), "services.probes"),
@@ -190,3 +196,18 @@ def test_a_spec_check_is_unknown_when_some_pods_specs_were_not_read():
     found = results(partial)
     for check in ("services.probes", "services.startup", "services.memory"):
         assert found[check].status is Status.UNKNOWN and "llm/chat-2" in found[check].objects, check
+
+
+def test_every_check_phrase_has_a_head_noun_with_a_singular():
+    """verdict() words one bad object in the singular from SINGULAR: each check's phrase must name one of those."""
+    from gputui.checks.context import SINGULAR
+
+    phrases = []
+    for path in Path("gputui/checks").glob("*.py"):
+        for call in ast.walk(ast.parse(path.read_text())):
+            if isinstance(call, ast.Call) and getattr(call.func, "id", "") == "verdict":
+                found = call.args[5] if len(call.args) > 5 else next(k.value for k in call.keywords if k.arg == "found")
+                phrases.append(ast.unparse(found))
+    assert len(phrases) >= 15
+    for phrase in phrases:
+        assert any(re.search(rf"\b{word}\b", phrase) for word in SINGULAR), phrase

@@ -31,6 +31,8 @@ def test_each_reason_a_node_is_held():
     assert stuck_because(snap, waiting) == "waiting: 3 nodes unavailable, maxUnavailable 50% (3 nodes)"
     assert "mid driver upgrade under the GPU Operator (state pod-restart-required)" in owner_warning(busy)
     assert owner_warning(waiting) == ""  # not taken yet: the operator is not acting on it
+    one_at_a_time = ClusterSnapshot(0, "t", nodes=(busy, waiting), upgrade_policy=UpgradePolicy(max_parallel=1))
+    assert stuck_because(one_at_a_time, waiting) == "waiting its turn: 1 node upgrading, maxParallelUpgrades 1"
 
 
 def test_a_pod_using_gpus_without_requesting_them_is_why_a_taken_node_stays():

@@ -1,6 +1,8 @@
 """`gputui check` on a cluster of its own: a fresh control plane, fake kubelet, DCGM and session exporters,
 and a Prometheus with GPU alert rules, where this module plants one violation per check and nothing else.
-The CLI must report exactly those (ids and objects), pass everything else, and say the same in JUnit.
+The CLI must report exactly those (ids and objects), pass everything else, and say the same in JUnit. The
+same again on VictoriaMetrics, with the same history imported and vmalert evaluating the same rules
+(served through VictoriaMetrics' /api/v1/rules, as a cluster running both wires them).
 
 Its own cluster, not the session's: the session cluster carries every other test's nodes and pods, so
 "exactly the planted violations" could not hold there.
@@ -30,6 +32,7 @@ from tests.support.prom import (
     dcgm_scrape_config,
     inference_scrape_config,
 )
+from tests.support.victoria import VictoriaServer, Vmalert
 
 NS = "serve"
 H100, DRIVER, OLD_DRIVER = "NVIDIA-H100-80GB-HBM3", "550.54.15", "535.161.08"
@@ -87,8 +90,21 @@ def _running(core, app: str, n: int) -> list:
 class Planted:
     """What the module set up, and the violations it planted: check id -> the objects it must name."""
 
-    def __init__(self, cp: ControlPlane, prom: PrometheusServer, expected: dict[str, set[str]]) -> None:
+    def __init__(self, cp: ControlPlane, prom: PrometheusServer, expected: dict[str, set[str]],
+                 scrape_configs: list[dict], history: list[Series], dcgm: DcgmExporter, leaking: tuple[str, int],
+                 start: float) -> None:
         self.cp, self.prom, self.expected = cp, prom, expected
+        self.scrape_configs, self.history = scrape_configs, history  # what a second store needs to say the same
+        self.dcgm, self.leaking, self.start = dcgm, leaking, start
+
+    def keep_leaking(self, store: PrometheusServer | VictoriaServer) -> None:
+        """The leaking GPU's live value brought to now, and seen by the store: the exporter's values stand
+        still, so a check run later than planting would see less growth over its window than planted."""
+        node, gpu = self.leaking
+        value = 30000.0 + LEAK_MIB_PER_S * (time.time() - self.start)
+        self.dcgm.set(node, gpu, fb_used=value)
+        store.wait_until(f'DCGM_FI_DEV_FB_USED{{Hostname="{node}",gpu="{gpu}"}}',
+                         lambda v: max(v.values(), default=0.0) >= value - 1, timeout=30)
 
 
 @pytest.fixture(scope="module")
@@ -148,7 +164,8 @@ def planted(k8s_bin_dir, tmp_path_factory) -> Iterator[Planted]:
             history.append(Series("DCGM_FI_DEV_FB_USED", labels, samples))
         dcgm.set(*leaking, fb_used=30000.0 + LEAK_MIB_PER_S * (time.time() - start))
 
-        prom = PrometheusServer([dcgm_scrape_config(dcgm), inference_scrape_config(sessions.sd_file)], rules=RULES)
+        scrape_configs = [dcgm_scrape_config(dcgm), inference_scrape_config(sessions.sd_file)]
+        prom = PrometheusServer(scrape_configs, rules=RULES)
         prom.backfill(history)
         prom.start(ready="DCGM_FI_DEV_GPU_UTIL")
         prom.wait_until('ALERTS{alertname="GPUXidError",alertstate="firing"}', timeout=30)
@@ -174,7 +191,7 @@ def planted(k8s_bin_dir, tmp_path_factory) -> Iterator[Planted]:
             "identity.least_privilege": {"read secrets", "delete nodes", "bind cluster roles",
                                          "do anything (cluster-admin)"},
         }
-        yield Planted(cp, prom, expected)
+        yield Planted(cp, prom, expected, scrape_configs, history, dcgm, leaking, start)
     finally:
         if prom is not None:
             prom.close()
@@ -184,13 +201,34 @@ def planted(k8s_bin_dir, tmp_path_factory) -> Iterator[Planted]:
         cp.stop()
 
 
-def _check(planted: Planted, home: Path, *args: str, kubeconfig: Path | None = None):
+@pytest.fixture(scope="module")
+def victoria_planted(planted: Planted) -> Iterator[VictoriaServer]:
+    """The planted cluster's metrics in VictoriaMetrics: the same exporters scraped, the same history imported,
+    the same alert rules evaluated by vmalert."""
+    vm = VictoriaServer(planted.scrape_configs)
+    alert = Vmalert(vm, RULES)
+    vm.vmalert_proxy = alert.url
+    try:
+        vm.start(ready="DCGM_FI_DEV_GPU_UTIL")
+        vm.backfill(planted.history)
+        alert.start()
+        vm.wait_until('ALERTS{alertname="GPUXidError",alertstate="firing"}', timeout=30)
+        yield vm
+    finally:
+        alert.close()
+        vm.close()
+
+
+def _check(planted: Planted, home: Path, *args: str, kubeconfig: Path | None = None, store: str | None = None):
     return run("check", "--kubeconfig", str(kubeconfig or planted.cp.admin_kubeconfig), "--prometheus",
-               planted.prom.url, "--window", f"{WINDOW_S}s", *args, home=home)
+               store or planted.prom.url, "--window", f"{WINDOW_S}s", *args, home=home)
 
 
-def test_check_reports_exactly_the_planted_violations(planted, tmp_path):
-    done = _check(planted, tmp_path, "-o", "json")
+@pytest.mark.parametrize("kind", ["prometheus", "victoria-metrics"])
+def test_check_reports_exactly_the_planted_violations(planted, tmp_path, kind, request):
+    store = planted.prom if kind == "prometheus" else request.getfixturevalue("victoria_planted")
+    planted.keep_leaking(store)
+    done = _check(planted, tmp_path, "-o", "json", store=store.url)
     assert done.returncode == 1, done.stderr  # something fails
     report = json.loads(done.stdout)
     assert report["simulated"] is False
@@ -208,7 +246,7 @@ def test_check_reports_exactly_the_planted_violations(planted, tmp_path):
     assert found["alerts.firing"]["status"] == "warn" and found["gpu.memory"]["status"] == "warn"
     assert not [c for c in report["checks"] if c["status"] == "unknown"]
 
-    junit = ET.fromstring(_check(planted, tmp_path, "-o", "junit").stdout)
+    junit = ET.fromstring(_check(planted, tmp_path, "-o", "junit", store=store.url).stdout)
     failed = {c.get("name") for c in junit.findall("testcase") if c.find("failure") is not None}
     assert failed == {id for id, c in found.items() if c["status"] == "fail"}
 

@@ -1,16 +1,22 @@
 """Debian's VictoriaMetrics (single node) on 127.0.0.1, scraping like the test Prometheus: the store built for
 large series counts that gputui's queries must work against as well (issue 18). Same interface as
-PrometheusServer for what the metrics tests use (url, start, stop, close, query, wait_until); no backfill."""
+PrometheusServer for what the metrics tests use (url, start, stop, close, query, wait_until, backfill), and
+vmalert evaluating rules for it: recording rules written back, alerting rules served through VictoriaMetrics'
+own /api/v1/rules (its vmalert proxy), as a cluster that runs them wires it."""
 
 from __future__ import annotations
 
 import shutil
 import tempfile
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import yaml
 
+from tests.support.exporters import format_labels, format_value
+from tests.support.prom import Series
 from tests.support.promql import PromQLQueries
 from tests.support.procs import LOOPBACK, HarnessError, ManagedProcess, free_port, http, port_is_free, wait_for
 
@@ -27,8 +33,10 @@ def find_victoria() -> str:
 class VictoriaServer(PromQLQueries):
     tag = "vm"
 
-    def __init__(self, scrape_configs: list[dict[str, Any]], *, scrape_interval: str = "1s") -> None:
+    def __init__(self, scrape_configs: list[dict[str, Any]], *, scrape_interval: str = "1s",
+                 vmalert_proxy: str | None = None) -> None:
         self.binary = find_victoria()
+        self.vmalert_proxy = vmalert_proxy  # a vmalert's URL: /api/v1/rules and /api/v1/alerts go there
         self.workdir = Path(tempfile.mkdtemp(prefix="gputui-vm-"))
         self.port = free_port()
         self.url = f"http://{LOOPBACK}:{self.port}"
@@ -53,6 +61,7 @@ class VictoriaServer(PromQLQueries):
             "-promscrape.fileSDCheckInterval=1s",  # pods come and go in the file during a test
             # Answer with what was scraped a moment ago (the default hides the last 30 s).
             "-search.latencyOffset=0s",
+            *([f"-vmalert.proxyURL={self.vmalert_proxy}"] if self.vmalert_proxy else []),
         ], self.log_path, cwd=self.workdir).start()
         self.proc.wait_ready(lambda: self._http.get(f"{self.url}/health", timeout=2).text.strip() == "OK",
                              timeout=timeout, what="GET /health == OK")
@@ -69,6 +78,15 @@ class VictoriaServer(PromQLQueries):
         self.stop()
         shutil.rmtree(self.workdir, ignore_errors=True)
 
+    def backfill(self, series: Iterable[Series]) -> None:
+        """History written through the import API (Prometheus' text format with a time per sample), running:
+        VictoriaMetrics takes samples of the past as they come."""
+        lines = [f"{s.name}{format_labels(s.labels)} {format_value(v)} {int(t * 1000)}" for s in series for t, v in s.samples]
+        r = self._http.post(f"{self.url}/api/v1/import/prometheus", data="\n".join(lines) + "\n", timeout=60)
+        if r.status_code != 204:
+            raise HarnessError(f"VictoriaMetrics import: {r.status_code} {r.text[:200]}")
+        self._http.get(f"{self.url}/internal/force_flush", timeout=30)  # searchable now, not in a second or two
+
     def query(self, expr: str, at: float | None = None) -> list[dict[str, Any]]:
         params: dict[str, Any] = {"query": expr} if at is None else {"query": expr, "time": at}
         r = self._http.get(f"{self.url}/api/v1/query", params=params, timeout=10)
@@ -83,6 +101,7 @@ class Vmalert:
     into it (remote write): how VictoriaMetrics runs recording rules."""
 
     def __init__(self, store: VictoriaServer, rules: dict[str, Any]) -> None:
+        """`store` need not run yet: this vmalert's url is known at once (for the store's vmalert proxy)."""
         path = shutil.which("vmalert")
         if path is None:
             raise HarnessError("vmalert is not installed (Debian's victoria-metrics package ships it)")
@@ -95,12 +114,17 @@ class Vmalert:
         self.url = f"http://{LOOPBACK}:{self.port}"
         self.proc: ManagedProcess | None = None
         self._http = http()
+        self._sink: AlertSink | None = None
 
     def start(self, *, timeout: float = 30) -> "Vmalert":
+        # Alerting rules need somewhere to send alerts: a sink that takes them (no Alertmanager here).
+        alerting = any("alert" in r for g in yaml.safe_load(self.rules_file.read_text())["groups"] for r in g["rules"])
+        if alerting:
+            self._sink = AlertSink()
         self.proc = ManagedProcess("vmalert", [
             self.binary, f"-rule={self.rules_file}", f"-datasource.url={self.store.url}",
             f"-remoteWrite.url={self.store.url}", f"-httpListenAddr={LOOPBACK}:{self.port}",
-            "-evaluationInterval=1s",
+            "-evaluationInterval=1s", *([f"-notifier.url={self._sink.url}"] if self._sink else []),
         ], self.workdir / "vmalert.log", cwd=self.workdir).start()
         self.proc.wait_ready(lambda: self._http.get(f"{self.url}/health", timeout=2).text.strip() == "OK",
                              timeout=timeout, what="vmalert GET /health == OK")
@@ -113,4 +137,31 @@ class Vmalert:
     def close(self) -> None:
         if self.proc is not None:
             self.proc.stop(timeout=15)
+        if self._sink is not None:
+            self._sink.close()
         shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+class AlertSink:
+    """Takes what vmalert sends an Alertmanager (POST /api/v2/alerts) and drops it."""
+
+    def __init__(self) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server API
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._httpd = ThreadingHTTPServer((LOOPBACK, 0), Handler)
+        self._httpd.daemon_threads = True
+        self.url = f"http://{LOOPBACK}:{self._httpd.server_address[1]}"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()

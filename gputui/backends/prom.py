@@ -15,7 +15,7 @@ import time
 from math import isfinite
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Collection, Iterable, Mapping
 
 import requests
 from urllib3.util import Retry
@@ -24,6 +24,7 @@ from gputui.backends.base import BackendError
 from gputui.errors import TRANSPORT_MARKERS, first_line, one_line, transport_reason
 from gputui.backends.gcpause import gc_paused
 from gputui.backends.join import GpuSample, Metrics
+from gputui.backends.prom_answers import series_by_label, values_by_label
 from gputui.backends.session_metrics import BUILTIN_ENGINES, Engine, counts_by_pod, counts_from_body, queries as session_queries
 from gputui.backends.recording_rules import MODE_RAW, MODE_RECORDED, PROBE, rule_names, util_expr
 from gputui.debug_log import log
@@ -31,6 +32,7 @@ from gputui.model import GpuSummary
 
 HOST_LABELS = ("Hostname", "hostname")
 SESSION_FIELDS = ("running", "waiting")  # session_metrics.queries' names
+BY_HOST = ("util", "count", "fb_used", "temp", "power")  # a fleet read's per-node fields, in this order
 DEFAULT_TIMEOUT_S = 3.0
 RULES_RECHECK_S = 300.0  # recording rules loaded or dropped are noticed within this
 
@@ -85,10 +87,8 @@ class PromSource:
         except Exception as exc:  # requests errors and PrometheusApiClientException alike
             raise BackendError(_one_line(exc)) from None
 
-    def query_counts(self, promql: str) -> dict[tuple[str, str], int]:
-        """A per-pod query's answer as counts per (namespace, pod): read straight from the body when every
-        series has the plain shape (session_metrics.counts_from_body), else through the JSON decoder. Sent as
-        custom_query sends a query, with the same errors."""
+    def _answer(self, promql: str) -> bytes:
+        """A query's answer, undecoded: sent as custom_query sends a query, with the same errors."""
         self.queries += 1
         prom = self._prom
         try:
@@ -99,14 +99,29 @@ class PromSource:
             raise BackendError(_one_line(exc)) from None
         if response.status_code != 200:
             raise BackendError(first_line(f"HTTP Status Code {response.status_code} ({body!r})", 120))
-        found = counts_from_body(body)
-        if found is not None:
-            return found
+        return body
+
+    @staticmethod
+    def _series(body: bytes) -> list[dict[str, Any]]:
         try:
             series = json.loads(body)["data"]["result"]
         except (ValueError, KeyError, TypeError) as exc:
             raise BackendError(f"not a query answer: {one_line(exc)}") from None
-        return counts_by_pod(series if isinstance(series, list) else [])
+        return series if isinstance(series, list) else []
+
+    def query_counts(self, promql: str) -> dict[tuple[str, str], int]:
+        """A per-pod query's answer as counts per (namespace, pod): read straight from the body when every
+        series has the plain shape (session_metrics.counts_from_body), else through the JSON decoder."""
+        body = self._answer(promql)
+        found = counts_from_body(body)
+        return found if found is not None else counts_by_pod(self._series(body))
+
+    def query_by_host(self, promql: str) -> dict[str, float]:
+        """A per-node query's answer as host -> value: straight from the body when every series has the plain
+        shape (prom_answers), else through the JSON decoder; either way NaN and Inf are left out."""
+        body = self._answer(promql)
+        found = values_by_label(body, self.host_labels)
+        return found if found is not None else series_by_label(self._series(body), self.host_labels)
 
     def api_get(self, path: str, params: Mapping[str, str]) -> dict[str, Any]:
         """Another endpoint of the same API (e.g. /api/v1/rules), with the same auth, headers and timeout."""
@@ -124,34 +139,21 @@ class PromSource:
         data = body.get("data")
         return data if isinstance(data, dict) else {}
 
-    def _run(self, queries: Mapping[str, str]) -> dict[str, Any]:
+    def _run(self, queries: Mapping[str, str], by_host: Collection[str] = ()) -> dict[str, Any]:
         """All queries of a refresh in parallel; the first error is raised. The session queries' answers
-        come as counts per pod (query_counts), the others as the API's series."""
+        come as counts per pod (query_counts), those named in `by_host` as host -> value (query_by_host),
+        the others as the API's series."""
+        def reader(name: str) -> Callable[[str], Any]:
+            return self.query_counts if name in SESSION_FIELDS else self.query_by_host if name in by_host else self.query
+
         with ThreadPoolExecutor(max_workers=4) as pool:
-            futures = {name: pool.submit(self.query_counts if name in SESSION_FIELDS else self.query, q)
-                       for name, q in queries.items()}
+            futures = {name: pool.submit(reader(name), q) for name, q in queries.items()}
             return {name: f.result() for name, f in futures.items()}
 
     def _host(self, labels: Mapping[str, str]) -> str:
         if self.cfg.host_label:
             return labels.get(self.cfg.host_label, "")
         return labels.get(HOST_LABELS[0]) or labels.get(HOST_LABELS[1]) or ""
-
-    def _values_by_host(self, series_list: list[dict[str, Any]]) -> dict[str, float]:
-        """One value per host from an aggregated answer (the hot loop at 10,000 nodes: kept plain)."""
-        out: dict[str, float] = {}
-        label = self.cfg.host_label
-        first, second = HOST_LABELS
-        for series in series_list:
-            try:
-                value = float(series["value"][1])
-                labels = series["metric"]
-                host = labels.get(label) if label else labels.get(first) or labels.get(second)
-            except (KeyError, ValueError, TypeError, IndexError, AttributeError):
-                continue
-            if host and isfinite(value):  # NaN or Inf says nothing: the field stays unknown
-                out[host] = value
-        return out
 
     @property
     def host_labels(self) -> list[str]:
@@ -247,9 +249,11 @@ class PromSource:
             self._recorded = self._rules_host()  # a probe that fails raises: looked for again next refresh
             self._rules_checked_at = now
         if self._recorded is not None:
-            names = rule_names(self._recorded)
-            results = self._run({**{f: names[f] for f in ("util", "fb_used", "temp", "power", "xid", "health")},
-                                 "count": names[PROBE], **self.session_queries})
+            names, host = rule_names(self._recorded), self._recorded
+            # Aggregated by the host label alone: the answer then has the plain shape (no __name__, no label a
+            # store adds, such as a replica's), and two replicas' copies of a series count once.
+            results = self._run({**{f: f"max by ({host}) ({names[PROBE if f == 'count' else f]})" for f in BY_HOST},
+                                 **{f: names[f] for f in ("xid", "health")}, **self.session_queries}, BY_HOST)
             if results["count"]:
                 self.mode = MODE_RECORDED
                 return self._fleet_metrics(node_names, results)
@@ -268,11 +272,10 @@ class PromSource:
             "health": f"max by ({by_gpu}) (DCGM_EXP_GPU_HEALTH_STATUS > 0)",
             **self.session_queries,
         }
-        return self._fleet_metrics(node_names, self._run(queries))
+        return self._fleet_metrics(node_names, self._run(queries, BY_HOST))
 
-    def _fleet_metrics(self, node_names: set[str], results: Mapping[str, list[dict[str, Any]]]) -> Metrics:
-        util, count, fb_used, temp, power = (
-            self._values_by_host(results[f]) for f in ("util", "count", "fb_used", "temp", "power"))
+    def _fleet_metrics(self, node_names: set[str], results: Mapping[str, Any]) -> Metrics:
+        util, count, fb_used, temp, power = (results[f] for f in BY_HOST)
         problems: dict[tuple[str, int], dict[str, Any]] = {}
         for fieldname in ("xid", "health"):
             for series in results[fieldname]:

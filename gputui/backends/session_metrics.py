@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
+from gputui.backends.prom_answers import plain_rows
 from gputui.model import UNREADABLE
 
 
@@ -125,26 +126,15 @@ def counts_by_pod(series_list: Iterable[Mapping[str, Any]]) -> dict[tuple[str, s
     return out
 
 
-# A per-pod answer exactly as Prometheus writes it when no series carries exported_* labels: compact JSON,
-# labels in name order, no escapes. Quotes inside a JSON string are always escaped, so these bytes can only
-# be the answer's own structure.
-_ANSWER = b'{"status":"success","data":{"resultType":"vector","result":['
-_SERIES = '{"metric":'
-_PLAIN = re.compile(r'\{"metric":\{"namespace":"([^"\\]+)","pod":"([^"\\]+)"\},"value":\[[^,\]]*,"([^"\\]*)"\]\}')
+_BY_POD = '"namespace":"([^"\\\\]+)","pod":"([^"\\\\]+)"'  # no exported_ labels: the plain per-pod answer
 
 
 def counts_from_body(body: bytes) -> dict[tuple[str, str], int] | None:
-    """counts_by_pod straight from the answer's bytes, when every series in it has the plain shape; None when
-    any has another (exported_ labels, escapes, another store's spelling): then the JSON decoder reads it.
-    At 65,000 pods this is a sixth of decoding the JSON, twice per refresh."""
-    if not body.startswith(_ANSWER):
-        return None
-    try:
-        text = body.decode()  # once: the matches are str then, not 200,000 small decodes
-    except UnicodeDecodeError:
-        return None
-    found = _PLAIN.findall(text)
-    if len(found) != text.count(_SERIES):
+    """counts_by_pod straight from the answer's bytes (prom_answers), when every series in it has the plain
+    shape; None when any has another (exported_ labels, escapes, another store's spelling): then the JSON
+    decoder reads it. At 65,000 pods this is a sixth of decoding the JSON, twice per refresh."""
+    found = plain_rows(body, _BY_POD)
+    if found is None:
         return None
     if not found:
         return {}

@@ -47,6 +47,17 @@ def test_fleet_and_per_gpu_figures_are_what_the_exporter_serves(store, dcgm_expo
 
     summary = wait_until(fleet_sees_it, 20, what="the fleet query to see the values set")
     assert summary.count == len(gpus) and summary.temp_max == 40 + max(gpus)
+    # The store's per-node answers are in the plain shape read straight from their bytes, and read the same so.
+    import requests
+
+    from gputui.backends.prom_answers import series_by_label, values_by_label
+
+    for promql in (f"max by ({', '.join(src.host_labels)}) (DCGM_FI_DEV_GPU_TEMP)",
+                   f"count by ({', '.join(src.host_labels)}) (DCGM_FI_DEV_GPU_UTIL)"):
+        body = requests.post(f"{url}/api/v1/query", params={"query": promql}, timeout=10).content
+        fast = values_by_label(body, src.host_labels)
+        assert fast is not None and fast == series_by_label(json.loads(body)["data"]["result"], src.host_labels)
+        assert fast[host] in (40 + max(gpus), len(gpus))
     per_gpu = src.fetch({host}, per_gpu=True, host=host).gpus
     assert {i: s.util for (h, i), s in per_gpu.items() if h == host} == {g: 10.0 + g for g in gpus}
 

@@ -28,6 +28,7 @@ def test_bad_rules_flags_are_one_line():
 
 def test_rules_that_stop_being_evaluated_fall_back_to_the_raw_series_in_the_same_refresh():
     from gputui.backends.prom import PromConfig, PromSource
+    from gputui.backends.prom_answers import series_by_label
     from gputui.backends.recording_rules import MODE_RAW, MODE_RECORDED
 
     src = PromSource(PromConfig("http://127.0.0.1:9", host_label="Hostname"))
@@ -36,15 +37,16 @@ def test_rules_that_stop_being_evaluated_fall_back_to_the_raw_series_in_the_same
 
     def query(promql: str) -> list[dict]:
         sent.append(promql)
-        if promql.startswith("count(Hostname:gputui_gpu:count)") or promql == "Hostname:gputui_gpu:count":
+        if "Hostname:gputui_gpu:count" in promql:  # the probe, and the count read with the figures
             return [{"metric": {"Hostname": "n1"}, "value": [0, "8"]}] if evaluated["on"] else []
-        if promql.startswith("Hostname:gputui_gpu_util:avg"):
+        if "Hostname:gputui_gpu_util:avg" in promql:
             return [{"metric": {"Hostname": "n1"}, "value": [0, "40"]}] if evaluated["on"] else []
         if promql.startswith("avg by (Hostname)"):  # the raw aggregate
             return [{"metric": {"Hostname": "n1"}, "value": [0, "41"]}]
         return []
 
     src.query = query  # type: ignore[method-assign]
+    src.query_by_host = lambda promql: series_by_label(query(promql), ["Hostname"])  # type: ignore[method-assign]
     src.query_counts = lambda promql: {}  # type: ignore[method-assign]  # no sessions here
     assert src.fetch({"n1"}, per_gpu=False).nodes["n1"].util_mean == 40.0 and src.mode == MODE_RECORDED
     evaluated["on"] = False  # the rule group was removed: its series are gone
@@ -57,6 +59,7 @@ def test_a_probe_that_fails_is_asked_again_at_the_next_refresh_not_five_minutes_
     RULES_RECHECK_S (the cost the rules exist to spare at 65,000 nodes)."""
     from gputui.backends.base import BackendError
     from gputui.backends.prom import PromConfig, PromSource
+    from gputui.backends.prom_answers import series_by_label
     from gputui.backends.recording_rules import MODE_RECORDED
 
     src = PromSource(PromConfig("http://127.0.0.1:9", host_label="Hostname"))
@@ -65,13 +68,14 @@ def test_a_probe_that_fails_is_asked_again_at_the_next_refresh_not_five_minutes_
     def query(promql: str) -> list[dict]:
         if not answering["on"]:
             raise BackendError("Prometheus at http://127.0.0.1:9: no answer within 3s")
-        if promql.startswith("count(Hostname:gputui_gpu:count)") or promql == "Hostname:gputui_gpu:count":
+        if "Hostname:gputui_gpu:count" in promql:
             return [{"metric": {"Hostname": "n1"}, "value": [0, "8"]}]
-        if promql.startswith("Hostname:gputui_gpu_util:avg"):
+        if "Hostname:gputui_gpu_util:avg" in promql:
             return [{"metric": {"Hostname": "n1"}, "value": [0, "40"]}]
         return []
 
     src.query = query  # type: ignore[method-assign]
+    src.query_by_host = lambda promql: series_by_label(query(promql), ["Hostname"])  # type: ignore[method-assign]
     src.query_counts = lambda promql: {}  # type: ignore[method-assign]  # no sessions here
     try:
         src.fetch({"n1"}, per_gpu=False)

@@ -27,9 +27,30 @@ def test_a_sparkline_draws_unknown_samples_as_gaps_and_never_crashes():
 
 
 def test_dcgm_values_that_are_not_finite_are_dropped_at_the_source():
-    source = PromSource(PromConfig("http://127.0.0.1:1"))
-    got = source._values_by_host([series("NaN", Hostname="a"), series("+Inf", Hostname="b"), series("42", Hostname="c")])
-    assert got == {"c": 42.0}
+    """Per node, read from the answer's bytes or through the decoder: the same values, NaN and Inf left out
+    (the field stays unknown), and the fast reader steps aside for any other shape rather than misread it."""
+    import json
+
+    from gputui.backends.prom_answers import series_by_label, values_by_label
+
+    def body(rows) -> bytes:  # as Prometheus writes it: compact, labels in name order
+        return json.dumps({"status": "success", "data": {"resultType": "vector", "result": rows}},
+                          separators=(",", ":")).encode()
+
+    names = list(PromSource(PromConfig("http://127.0.0.1:1")).host_labels)
+    rows = [series("NaN", Hostname="a"), series("+Inf", Hostname="b"), series("42", Hostname="c"),
+            series("7.5", hostname="d"), series("-Inf", hostname="e")]
+    assert series_by_label(rows, names) == values_by_label(body(rows), names) == {"c": 42.0, "d": 7.5}
+    whole = [series(str(i), Hostname=f"n-{i}") for i in range(40)]  # the usual answer: every value finite
+    assert values_by_label(body(whole), names) == series_by_label(whole, names) == {f"n-{i}": float(i) for i in range(40)}
+    assert values_by_label(body([]), names) == {}
+    for other in ([series("1", Hostname="a", job="dcgm")],  # another label: the decoder's turn
+                  [series("1", Hostname='we"ird')],  # an escape
+                  [series("1", __name__="Hostname:gputui_gpu:count", Hostname="a")]):
+        assert values_by_label(body(other), names) is None
+        assert series_by_label(other, names) == {"a": 1.0} or 'we"ird' in series_by_label(other, names)
+    assert values_by_label(json.dumps({"status": "success", "data": {"resultType": "vector", "result": whole}}).encode(),
+                           names) is None  # spaced JSON: another store's spelling
 
 
 def test_session_values_that_are_not_numbers_are_unreadable_never_zero():

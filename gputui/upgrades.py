@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Collection, Mapping
 
 from gputui.model import UPGRADE_FAILED, UPGRADE_IN_PROGRESS, Node, UpgradePolicy
 from gputui.snapshot import ClusterSnapshot
@@ -118,24 +118,28 @@ def upgrade_rows(snapshot: ClusterSnapshot) -> list[UpgradeRow]:
 
 class StateClock:
     """How long each node has been in its upgrade state, as far as gputui has watched: the operator records no
-    time. A state seen at gputui's first look is a lower bound ("≥"); a change seen live is exact."""
+    time. A state seen at gputui's first look is a lower bound ("≥"); a change seen live is exact. Only nodes
+    in some upgrade state are kept (most of a fleet is in none: at 65,000 nodes a table of them all cost a
+    walk in Python per refresh); the names seen, for "live", are the snapshot's own name map."""
 
     def __init__(self) -> None:
-        self._seen: dict[str, tuple[str, float, bool]] = {}  # node -> (state, since, exact)
+        self._seen: dict[str, tuple[str, float, bool]] = {}  # node in an upgrade state -> (state, since, exact)
+        self._names: Collection[str] = ()  # every node of the last snapshot observed
         self._looked = False
 
     def observe(self, snapshot: ClusterSnapshot, now: float) -> None:
         seen = {}
-        for n in snapshot.nodes:
-            old = self._seen.get(n.name)
-            if old is not None and old[0] == n.upgrade_state:
-                seen[n.name] = old
+        for name, state in ((n.name, n.upgrade_state) for n in snapshot.nodes if n.upgrade_state):
+            old = self._seen.get(name)
+            if old is not None and old[0] == state:
+                seen[name] = old
             else:  # moved while watched (exact), or new to gputui (since at least now)
-                seen[n.name] = (n.upgrade_state, now, self._looked and old is not None)
+                seen[name] = (state, now, self._looked and name in self._names)
         self._seen, self._looked = seen, True
+        self._names = snapshot.node_names()
 
     def since(self, node: str, now: float) -> tuple[float, bool] | None:
-        """(seconds in its current state, exact), or None when gputui has not seen the node."""
+        """(seconds in its current state, exact), or None when gputui has not seen the node in one."""
         entry = self._seen.get(node)
         return None if entry is None else (max(0.0, now - entry[1]), entry[2])
 

@@ -73,7 +73,7 @@ def matching(snap: ClusterSnapshot, words: list[str], temp_threshold: float, maj
     """The nodes the words match (all without words). `last`: the previous keystroke's; a character typed at
     the end looks only among its matches (narrows). Haystacks are worked out once per snapshot."""
     if not words:
-        return snap, words, snap.derived("by_name", lambda: {n.name: n for n in snap.nodes})
+        return snap, words, snap.by_name()
     narrowing = last is not None and last[0] is snap and narrows(last[1], words)
     texts = snap.derived("haystacks", lambda: {n.name: haystack(n) for n in snap.nodes})
     candidates = last[2].values() if narrowing and last is not None else snap.nodes

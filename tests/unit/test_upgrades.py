@@ -100,3 +100,10 @@ def test_time_in_upgrade_state_is_a_lower_bound_until_a_change_is_seen():
     assert clock.since("a", 160.0) == (10.0, True)  # the move was seen: exact
     assert clock.since("c", 160.0) == (10.0, False)  # a node new to gputui: since at least then
     assert clock.since("x", 160.0) is None
+    started = ClusterSnapshot(0, "t", nodes=(node("a", "pod-restart-required"), node("b", "upgrade-required"),
+                                             node("c", "upgrade-required")))
+    clock.observe(started, 170.0)
+    assert clock.since("b", 180.0) == (10.0, True)  # seen in no state, then in one: the move was seen, exact
+    assert clock.since("a", 180.0) == (30.0, True) and clock.since("c", 180.0) == (30.0, False)  # kept
+    clock.observe(ClusterSnapshot(0, "t", nodes=(node("a", ""),)), 190.0)
+    assert clock.since("a", 200.0) is None and clock.since("b", 200.0) is None  # done, and gone

@@ -61,6 +61,10 @@ class Settings:
     prometheus_ca_file: str | None = None
     prometheus_insecure: bool = False
     prometheus_headers: Mapping[str, str] = field(default_factory=dict)  # e.g. X-Scope-OrgID
+    # Seconds each metrics query may take before its read counts as failed (its values then unknown). A store
+    # answering for tens of thousands of nodes may need more than the default; a stuck one must not stall
+    # the screen, so there is no retry.
+    prometheus_timeout: float = 3.0
     # Labels naming a pod's or workload's service and version, first found wins (a list, or "a,b" in a string).
     service_labels: tuple[str, ...] = DEFAULT_SERVICE_LABELS
     version_labels: tuple[str, ...] = DEFAULT_VERSION_LABELS
@@ -85,6 +89,7 @@ _ENV = {
     "GPUTUI_AUDIT_LOG": "audit_log",
     "GPUTUI_WALLBOARD_ROTATE": "wallboard_rotate",
     "GPUTUI_DCGM_INTERVAL": "dcgm_interval",
+    "GPUTUI_PROMETHEUS_TIMEOUT": "prometheus_timeout",
     "GPUTUI_HOST_LABEL": "host_label",
     "GPUTUI_SERVICE_LABELS": "service_labels",
     "GPUTUI_VERSION_LABELS": "version_labels",
@@ -188,6 +193,8 @@ def _check(s: Settings) -> Settings:
         raise SettingsError(f"refresh {s.refresh:g}s is over an hour; give seconds")
     if not (0 <= s.dcgm_interval <= 3600):
         raise SettingsError(f"dcgm_interval must be between 0 and 3600 seconds, got {s.dcgm_interval:g}")
+    if not (0 < s.prometheus_timeout <= 300):
+        raise SettingsError(f"prometheus_timeout must be between 0 and 300 seconds, got {s.prometheus_timeout:g}")
     if s.drain_parallel < 1:
         raise SettingsError(f"drain_parallel must be at least 1, got {s.drain_parallel}")
     if s.engine_shutdown < 0:

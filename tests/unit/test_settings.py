@@ -32,6 +32,20 @@ def test_dcgm_interval_and_label_settings_from_the_environment(tmp_path: Path):
         load_settings({}, env={"GPUTUI_SERVICE_LABELS": "bad label!"}, config_path=config)
 
 
+def test_the_metrics_query_timeout_from_config_or_environment_reaches_the_reader(tmp_path: Path):
+    from gputui.backends.kube_backend import prom_config
+
+    config = tmp_path / "config.yaml"
+    config.write_text("prometheus: http://prom:9090\nprometheus_timeout: 20\n")
+    assert prom_config(load_settings({}, env={}, config_path=config)).timeout == 20.0
+    s = load_settings({}, env={"GPUTUI_PROMETHEUS_TIMEOUT": "7.5"}, config_path=config)
+    assert prom_config(s).timeout == 7.5
+    assert prom_config(Settings(prometheus="http://p")).timeout == 3.0  # the default
+    for bad in ("0", "-1", "900", "soon"):
+        with pytest.raises(SettingsError, match="prometheus_timeout|PROMETHEUS_TIMEOUT"):
+            load_settings({}, env={"GPUTUI_PROMETHEUS_TIMEOUT": bad}, config_path=config)
+
+
 def test_missing_config_file_is_defaults(tmp_path: Path):
     assert load_settings({}, env={}, config_path=tmp_path / "none.yaml") == Settings()
 

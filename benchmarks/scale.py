@@ -60,34 +60,45 @@ CREATE_THREADS = 16
 
 
 SESSIONS_SCRAPE = "10s"
+SESSIONS_SHARDS = 50
 
 
 class SessionsExporter:
-    """vLLM's running and waiting requests for every pod, from one target (labels honoured), with new
-    counts at every scrape: thousands of per-pod targets would load this box more than gputui does."""
+    """vLLM's running and waiting requests for every pod (labels honoured), with new counts at every scrape.
+    A real fleet has a target per pod, each scraped at its own offset in the interval, so new samples arrive
+    all the time; here `shards` targets (one server, a path each) stand in for them: thousands of targets
+    would load this box more than gputui does, and one target would change only once per interval."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, shards: int = SESSIONS_SHARDS) -> None:
         import random
 
         self.rng = random.Random(4)
         self.pods = [f"llm-{i:05d}" for i in range(n)]
+        self.shards = shards
         self.server = MetricsHTTPServer(self._render)
 
     def _render(self, path: str) -> str | None:
-        if path != "/metrics":
+        head, _, shard = path.rpartition("/")
+        if head != "/metrics" or not shard.isdigit() or int(shard) >= self.shards:
             return None
+        pods = self.pods[int(shard)::self.shards]
         rand = self.rng.randint
         lines = ["# TYPE vllm:num_requests_running gauge"]
         lines += [f'vllm:num_requests_running{{namespace="scale",pod="{p}",model_name="llm"}} {rand(0, 8)}'
-                  for p in self.pods]
+                  for p in pods]
         lines.append("# TYPE vllm:num_requests_waiting gauge")
         lines += [f'vllm:num_requests_waiting{{namespace="scale",pod="{p}",model_name="llm"}} {rand(0, 3)}'
-                  for p in self.pods]
+                  for p in pods]
         return "\n".join(lines) + "\n"
 
     def scrape_config(self) -> dict:
+        # One target per shard (a label apiece, so Prometheus spreads their scrapes over the interval).
         return {"job_name": "sessions", "honor_labels": True, "scrape_interval": SESSIONS_SCRAPE,
-                "scrape_timeout": SESSIONS_SCRAPE, "static_configs": [{"targets": [self.server.address]}]}
+                "scrape_timeout": SESSIONS_SCRAPE,
+                "static_configs": [{"targets": [self.server.address], "labels": {"shard": str(i)}}
+                                   for i in range(self.shards)],
+                "relabel_configs": [{"source_labels": ["shard"], "target_label": "__metrics_path__",
+                                     "replacement": "/metrics/$1"}]}
 
     def close(self) -> None:
         self.server.close()
@@ -218,9 +229,17 @@ def _top(snapshot, base, limit: int) -> list[str]:
 
 
 def measure_gputui(kubeconfig: str, prom_url: str, n: int, steady_s: float, trace: int = 0,
-                   dcgm_interval: float = 15.0, refresh: float = 2.0) -> dict:
+                   dcgm_interval: float = 15.0, refresh: float = 2.0, prom_timeout: float = 3.0) -> dict:
     """Runs in a fresh child process, so CPU and RSS are gputui's alone."""
     import gc
+    import os
+
+    if os.environ.get("GPUTUI_SCALE_DEBUG"):  # --debug's lines (relists, reads, joins) into that file
+        from pathlib import Path
+
+        from gputui import debug_log
+
+        debug_log.start(Path(os.environ["GPUTUI_SCALE_DEBUG"]))
 
     from gputui.backends.kube_backend import live_backend
     from gputui.settings import Settings
@@ -243,7 +262,11 @@ def measure_gputui(kubeconfig: str, prom_url: str, n: int, steady_s: float, trac
             traces[name] = [f"traced now {tracer.get_traced_memory()[0] / 2**20:.0f} MB, "
                             f"peak {tracer.get_traced_memory()[1] / 2**20:.0f} MB"] + _top(snap_, base, trace)
 
-    settings = Settings(kubeconfig=kubeconfig, prometheus=prom_url, refresh=refresh, dcgm_interval=dcgm_interval)
+    # A store answering for 65,000 nodes on the same two cores as everything else takes more than the default
+    # 3 s per query at times; a read that times out makes every count unknown, which is not the steady state
+    # to measure. An operator at that size sets prometheus_timeout likewise (--prom-timeout).
+    settings = Settings(kubeconfig=kubeconfig, prometheus=prom_url, refresh=refresh, dcgm_interval=dcgm_interval,
+                        prometheus_timeout=prom_timeout)
     t0 = time.monotonic()
     backend = live_backend(settings)
     tries = 0
@@ -263,12 +286,12 @@ def measure_gputui(kubeconfig: str, prom_url: str, n: int, steady_s: float, trac
     phase("closed")
 
     result: dict = {"first_snapshot_s": first_snapshot, "first_snapshot_tries": tries, "dcgm_interval": dcgm_interval,
-                    "refresh": refresh}
+                    "refresh": refresh, "prom_timeout": prom_timeout}
 
     async def run_app() -> None:
         t1 = time.monotonic()
         backend2 = live_backend(settings)
-        polls: list[tuple[float, int]] = []  # (seconds, Prometheus queries) of each refresh
+        polls: list[tuple[float, int, bool]] = []  # (seconds, queries, metrics failed) of each refresh
         _count_polls(backend2.reader, polls)
         app = GputuiApp(settings, backend2)
         async with app.run_test(headless=True, size=(200, 50)) as pilot:
@@ -281,9 +304,13 @@ def measure_gputui(kubeconfig: str, prom_url: str, n: int, steady_s: float, trac
             result["first_frame_s"] = time.monotonic() - t1
             phase("first_frame")
             done0 = len(polls)
+            collector = _CollectorClock()
             cpu0, wall0 = time.process_time(), time.monotonic()
             await asyncio.sleep(steady_s)
             cpu1, wall1 = time.process_time(), time.monotonic()
+            collector.stop()
+            result["gc_s"], result["gc_full"] = collector.seconds, collector.full
+            result["gc_by_gen_s"] = [round(x, 2) for x in collector.by_gen]
             steady = polls[done0:]
             result["cpu_share"] = (cpu1 - cpu0) / (wall1 - wall0)
             # The share depends on how long a refresh takes (a slow Prometheus makes it look cheap);
@@ -291,8 +318,9 @@ def measure_gputui(kubeconfig: str, prom_url: str, n: int, steady_s: float, trac
             result["cpu_per_refresh_s"] = (cpu1 - cpu0) / max(1, len(steady))
             result["refreshes"] = len(steady)
             result["cycle_s"] = (wall1 - wall0) / max(1, len(steady))  # refresh pause + snapshot + drawing
-            result["queries_per_refresh"] = max((q for _s, q in steady), default=0)
-            result["refresh_s"] = statistics.mean(s for s, _q in steady) if steady else float("nan")
+            result["queries_per_refresh"] = max((q for _s, q, _f in steady), default=0)
+            result["refresh_s"] = statistics.mean(s for s, _q, _f in steady) if steady else float("nan")
+            result["metrics_failed"] = sum(1 for _s, _q, failed in steady if failed)
             phase("steady")
         backend2.close()
 
@@ -304,16 +332,45 @@ def measure_gputui(kubeconfig: str, prom_url: str, n: int, steady_s: float, trac
     return result
 
 
-def _count_polls(reader, polls: list[tuple[float, int]]) -> None:
-    """Records each snapshot's wall time and Prometheus queries (exact per refresh, unlike a time window)."""
+class _CollectorClock:
+    """Wall time inside CPython's cycle collector (all generations) and how many full (gen 2) passes ran:
+    the share of the steady CPU that no line of gputui's shows in a profile."""
+
+    def __init__(self) -> None:
+        import gc
+
+        self.seconds, self.full, self._t = 0.0, 0, 0.0
+        self.by_gen = [0.0, 0.0, 0.0]
+        gc.callbacks.append(self._tick)
+
+    def _tick(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._t = time.perf_counter()
+        else:
+            spent = time.perf_counter() - self._t
+            self.seconds += spent
+            self.by_gen[info["generation"]] += spent
+            self.full += info.get("generation") == 2
+
+    def stop(self) -> None:
+        import gc
+
+        gc.callbacks.remove(self._tick)
+
+
+def _count_polls(reader, polls: list[tuple[float, int, bool]]) -> None:
+    """Records each snapshot's wall time, Prometheus queries (exact per refresh, unlike a time window) and
+    whether its metrics read failed (a steady state of failed reads would be a cheap, wrong one)."""
     inner = reader.snapshot
 
     def snapshot():
-        q, t = reader.prom.queries, time.monotonic()
+        q, t, snap = reader.prom.queries, time.monotonic(), None
         try:
-            return inner()
+            snap = inner()
+            return snap
         finally:
-            polls.append((time.monotonic() - t, reader.prom.queries - q))
+            source = snap.source("metrics") if snap is not None else None
+            polls.append((time.monotonic() - t, reader.prom.queries - q, source is None or bool(source.error)))
 
     reader.snapshot = snapshot
 
@@ -395,6 +452,10 @@ def report(fleet: dict, got: dict) -> None:
           f"{got['cpu_per_refresh_s']:.2f}s CPU per refresh")
     print(f"peak RSS of gputui's process:      {got['rss_mb']:.0f} MB (goal <= 1 GB at 65,000 nodes)")
     print(f"Prometheus queries per refresh:    {got['queries_per_refresh']:.0f} at most (goal <= 10)")
+    print(f"cycle collector in the steady state: {got['gc_s']:.2f}s ({got['gc_s'] / got['cpu_per_refresh_s'] / max(1, got['refreshes']) * 100:.0f}% "
+          f"of the CPU), {got['gc_full']} full passes; by generation {got['gc_by_gen_s']} s")
+    print(f"metrics reads failed (timed out):  {got['metrics_failed']} of {got['refreshes']} in the steady state "
+          f"(per-query timeout {got['prom_timeout']:g}s)")
     print(f"refreshes in the steady state:     {got['refreshes']}, a snapshot taking {got['refresh_s']:.2f}s on average "
           f"(fleet-wide DCGM every {got['dcgm_interval']:g}s); one every {got['cycle_s']:.2f}s")
     for name, m in got["phases"].items():
@@ -403,12 +464,13 @@ def report(fleet: dict, got: dict) -> None:
         print("(tracemalloc was on: the timings above are not valid)")
 
 
-def measure(fleet: dict, steady: float, trace: int, dcgm_interval: float, refresh: float) -> dict:
+def measure(fleet: dict, steady: float, trace: int, dcgm_interval: float, refresh: float,
+            prom_timeout: float = 3.0) -> dict:
     import multiprocessing
 
     with multiprocessing.get_context("spawn").Pool(1) as pool:
         return pool.apply(measure_gputui, (fleet["kubeconfig"], fleet["prometheus"], fleet["nodes"], steady, trace,
-                                           dcgm_interval, refresh))
+                                           dcgm_interval, refresh, prom_timeout))
 
 
 def main() -> None:
@@ -420,6 +482,8 @@ def main() -> None:
     parser.add_argument("--refresh", type=float, default=2.0, metavar="S",
                         help="gputui's pause between refreshes (default 2); a slow Prometheus makes a cycle longer, "
                              "so give less to measure a true 2 s cycle")
+    parser.add_argument("--prom-timeout", type=float, default=3.0, metavar="S",
+                        help="gputui's per-query metrics timeout (prometheus_timeout; default 3)")
     parser.add_argument("--dcgm-interval", type=float, default=15.0, metavar="S",
                         help="gputui's dcgm_interval (default 15, as shipped; 0: every refresh)")
     parser.add_argument("--recorded", action="store_true",
@@ -428,7 +492,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.against:
         fleet = json.loads(Path(args.against).read_text())
-        got = measure(fleet, args.steady, args.tracemalloc, args.dcgm_interval, args.refresh)
+        got = measure(fleet, args.steady, args.tracemalloc, args.dcgm_interval, args.refresh, args.prom_timeout)
         fleet["servers_rss_mb"] = server_memory(fleet.get("pids", {}))
         report(fleet, got)
         return
@@ -447,7 +511,7 @@ def main() -> None:
                 pass
             os.unlink(args.serve)
             return
-        got = measure(fleet, args.steady, args.tracemalloc, args.dcgm_interval, args.refresh)
+        got = measure(fleet, args.steady, args.tracemalloc, args.dcgm_interval, args.refresh, args.prom_timeout)
         fleet["servers_rss_mb"] = server_memory(fleet["pids"])  # while they still run
     report(fleet, got)
 

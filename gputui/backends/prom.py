@@ -80,12 +80,18 @@ class PromSource:
         self.mode = MODE_RAW
         self._mode_said: str | None = None  # the mode --debug last reported
 
+    def _why(self, exc: Exception) -> str:
+        """One line for a failed request; a timeout says how long it waited and which setting lengthens it (at
+        tens of thousands of nodes the default is too short for a busy store, and every count goes unknown)."""
+        why = _one_line(exc)
+        return f"{why} after {self.cfg.timeout:g}s (prometheus_timeout)" if why == "timed out" else why
+
     def query(self, promql: str) -> list[dict[str, Any]]:
         self.queries += 1
         try:
             return self._prom.custom_query(promql, timeout=self.cfg.timeout)
         except Exception as exc:  # requests errors and PrometheusApiClientException alike
-            raise BackendError(_one_line(exc)) from None
+            raise BackendError(self._why(exc)) from None
 
     def _answer(self, promql: str) -> bytes:
         """A query's answer, undecoded: sent as custom_query sends a query, with the same errors."""
@@ -96,7 +102,7 @@ class PromSource:
                                              headers=prom.headers, auth=self.cfg.basic_auth, timeout=self.cfg.timeout)
             body = response.content
         except Exception as exc:  # requests errors, as query() reports them
-            raise BackendError(_one_line(exc)) from None
+            raise BackendError(self._why(exc)) from None
         if response.status_code != 200:
             raise BackendError(first_line(f"HTTP Status Code {response.status_code} ({body!r})", 120))
         return body
@@ -133,7 +139,7 @@ class PromSource:
             response.raise_for_status()
             body = response.json()
         except Exception as exc:  # transport, HTTP status and a body that is not JSON alike
-            raise BackendError(_one_line(exc)) from None
+            raise BackendError(self._why(exc)) from None
         if not isinstance(body, dict) or body.get("status") != "success":
             raise BackendError(f"{path}: {first_line(str(body.get('error') if isinstance(body, dict) else body), 120)}")
         data = body.get("data")
@@ -355,7 +361,7 @@ class PromSource:
                 params={"timeout": f"{max(1, round(self.cfg.timeout))}s"},  # Prometheus takes no decimals
             )
         except Exception as exc:
-            raise BackendError(_one_line(exc)) from None
+            raise BackendError(self._why(exc)) from None
         out: dict[int, list[float | None]] = {}
         for s in result:
             try:

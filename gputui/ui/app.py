@@ -19,6 +19,7 @@ from gputui.backends.base import Backend, error_line
 from gputui.figures import figures
 from gputui.pools import fleet_pools
 from gputui.present.columns import PROBLEMS_SORT, node_order, row_context
+from gputui.present.node_filter import haystack_columns
 from gputui.snapshot import ClusterSnapshot
 from gputui.ops.audit import AuditLog
 from gputui.paths import shown
@@ -104,6 +105,7 @@ class GputuiApp(App[None]):
         self.polls = 0  # refreshes done (benchmarks count queries per refresh)
         # The dashboard's sort (column index, reversed): the poll thread orders each snapshot by it.
         self.node_sort: tuple[int, bool] = (PROBLEMS_SORT, False)
+        self.filter_in_use = False  # the dashboard's filter is open or narrows the table (prepare_snapshot)
         self.keymap_name = settings.keymap
         self.keymaps: dict = {}
         self.namespace_view: str | None = None  # :ns: which namespace's services are listed
@@ -242,6 +244,8 @@ class GputuiApp(App[None]):
             if not self.settings.wallboard:  # the dashboard's rows, in the sort in force
                 ctx = row_context(snapshot, self.palette, self.settings.temp_threshold, self.settings.pool_labels)
                 node_order(ctx, *self.node_sort)
+                if self.filter_in_use:  # what the next keystroke tests
+                    haystack_columns(snapshot)
 
     def _observe_upgrades(self, snapshot: ClusterSnapshot) -> None:
         """The upgrade clock sees each snapshot once (StateClock swaps its table whole: readers never see

@@ -129,7 +129,7 @@ class DashboardScreen(NodeOrder):
         nodes = self._matching(snap, words, ctx)
         # The whole fleet's order, kept on the snapshot per sort: a filter keystroke only drops rows from it.
         full = node_order(ctx, self.sort_index, self.sort_reverse)
-        order = full if not words or len(nodes) == len(snap.nodes) else [name for name in full if name in nodes]
+        order = full if not words or len(nodes) == len(snap.nodes) else list(filter(nodes.__contains__, full))
         columns = self._columns
 
         marked = self.marked
@@ -383,6 +383,7 @@ class DashboardScreen(NodeOrder):
         box.add_class("shown")
         box.value = self.filter_text
         box.focus()
+        self._note_filter()
 
     def action_clear_filter(self) -> None:
         """esc: clears the filter; with none, back to the fleet view when gputui watches a fleet."""
@@ -396,10 +397,17 @@ class DashboardScreen(NodeOrder):
     def _close_filter(self) -> None:
         self.query_one("#filter", Input).remove_class("shown")
         self.nodes_table.focus()
+        self._note_filter()
+
+    def _note_filter(self) -> None:
+        """Tell the app whether the filter is open or narrows the table (a filter left in place does, each
+        refresh): its poll thread then readies what the next keystroke tests."""
+        self.app.filter_in_use = bool(self.filter_text) or self.query_one("#filter", Input).has_class("shown")
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "filter":
             self.filter_text = event.value.strip()
+            self._note_filter()
             self.show_snapshot()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:

@@ -23,6 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.ui_refresh import fleet  # noqa: E402
 from gputui.backends.demo import demo_backend  # noqa: E402
+from gputui.backends.gcpause import settle  # noqa: E402
+from gputui.backends.kube_backend import SETTLE_FROM  # noqa: E402
 from gputui.ops.audit import AuditLog  # noqa: E402
 from gputui.settings import Settings  # noqa: E402
 from gputui.ui.app import GputuiApp  # noqa: E402
@@ -48,6 +50,8 @@ async def run(n: int | None, repeat: int, size: tuple[int, int]) -> dict[str, li
             app.post_message(SnapshotReady(fleet(base, n, 1, per_gpu=False), None))
             while len(app.snapshot.nodes) != n:
                 await pilot.pause(0.05)
+            if n >= SETTLE_FROM:  # as the live reader does once a fleet this size is read (gcpause.settle)
+                settle()
         await pilot.pause(0.3)
 
         async def timed(name: str, *keys: str) -> None:

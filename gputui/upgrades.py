@@ -120,7 +120,7 @@ class StateClock:
     """How long each node has been in its upgrade state, as far as gputui has watched: the operator records no
     time. A state seen at gputui's first look is a lower bound ("≥"); a change seen live is exact. Only nodes
     in some upgrade state are kept (most of a fleet is in none: at 65,000 nodes a table of them all cost a
-    walk in Python per refresh); the names seen, for "live", are the snapshot's own name map."""
+    walk in Python per refresh); the names seen, for "live", come from the snapshot's name map."""
 
     def __init__(self) -> None:
         self._seen: dict[str, tuple[str, float, bool]] = {}  # node in an upgrade state -> (state, since, exact)
@@ -136,7 +136,7 @@ class StateClock:
             else:  # moved while watched (exact), or new to gputui (since at least now)
                 seen[name] = (state, now, self._looked and name in self._names)
         self._seen, self._looked = seen, True
-        self._names = snapshot.node_names()
+        self._names = frozenset(snapshot.node_names())  # not the view: it would keep the snapshot's nodes alive
 
     def since(self, node: str, now: float) -> tuple[float, bool] | None:
         """(seconds in its current state, exact), or None when gputui has not seen the node in one."""

@@ -26,7 +26,7 @@ COOKIE = "gputui_token"
 PASSED = {"demo": "--demo", "seed": "--seed", "kubeconfig": "--kubeconfig", "context": "--context",
           "namespace": "--namespace", "prometheus": "--prometheus", "dcgm_interval": "--dcgm-interval",
           "config": "--config", "refresh": "--refresh", "theme": "--theme", "keymap": "--keymap",
-          "wallboard_rotate": "--rotate"}
+          "wallboard_rotate": "--rotate", "debug": "--debug"}  # each page's gputui appends to the debug file
 LOGIN_PAGE = """<!DOCTYPE html><html><head><title>gputui</title><style>
 body {{ background: #0c181f; color: #eee; font-family: monospace; display: flex; height: 90vh;
         align-items: center; justify-content: center; }}

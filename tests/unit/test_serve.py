@@ -14,6 +14,7 @@ def test_the_pages_gputui_is_read_only_unless_writes_are_allowed_and_keeps_the_f
         "--context", "prod-eu", "--refresh", "5.0"]
     assert "--read-only" in argv_of("--kubeconfig", "/k a", "serve")
     assert argv_of("--kubeconfig", "/k a", "serve")[:2] == ["--kubeconfig", "/k a"]  # quoted for the shell
+    assert argv_of("serve", "--debug")[-2:] == ["--debug", "--read-only"]  # the page's gputui logs (to its file)
 
 
 def test_only_loopback_goes_without_a_token():

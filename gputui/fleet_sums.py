@@ -44,14 +44,11 @@ def nodes_moved(nodes: tuple[Node, ...], allocation: Mapping[str, Mapping[str, i
     new = snap.nodes
     gone = [nodes[i].name for i in deleted] + [nodes[i].name for i, _j in changed if i is not None]
     came = {new[j].name: new[j] for _i, j in changed}
-    same_node = [name for name in allocated if name not in came]  # the same node object, other pods on it
-    if same_node:
-        by_name = {n.name: n for n in new} if len(same_node) > 8 else None
-        for name in same_node:
-            node = by_name.get(name) if by_name is not None else next((n for n in new if n.name == name), None)
-            if node is not None:
-                gone.append(name)
-                came[name] = node
+    for name in allocated:  # the same node object, other pods on it: looked up in the snapshot's name map
+        node = snap.node(name) if name not in came else None
+        if node is not None:
+            gone.append(name)
+            came[name] = node
     return gone, came
 
 

@@ -84,39 +84,11 @@ def has_driver_drift(node: Node, majority: str) -> bool:
     return bool(majority and node.driver_version and node.driver_version != majority)
 
 
-class _AlertMemo:
-    """node_alerts' answers by node object. A node object outlives many refreshes when it does not change,
-    and at 10,000 nodes the header's alert count would otherwise walk every condition of every node each
-    second. Keyed by identity (hashing a node would walk it); the node is held so its id cannot be reused.
-    Two generations: an entry not asked for while LIMIT others were added is dropped, so memory stays bounded."""
-
-    LIMIT = 1 << 17
-
-    def __init__(self) -> None:
-        self.current: dict[int, tuple[Node, float, tuple[Alert, ...]]] = {}
-        self.previous: dict[int, tuple[Node, float, tuple[Alert, ...]]] = {}
-
-    def get(self, node: Node, threshold: float) -> tuple[Alert, ...] | None:
-        hit = self.current.get(id(node)) or self.previous.get(id(node))
-        if hit is None or hit[0] is not node or hit[1] != threshold:
-            return None
-        self.current[id(node)] = hit
-        return hit[2]
-
-    def put(self, node: Node, threshold: float, alerts: tuple[Alert, ...]) -> None:
-        if len(self.current) >= self.LIMIT:
-            self.previous, self.current = self.current, {}
-        self.current[id(node)] = (node, threshold, alerts)
-
-
-_memo = _AlertMemo()
-
-
 def node_alerts(node: Node, temp_threshold: float = DEFAULT_TEMP_ALERT_C) -> list[Alert]:
     """Everything about a node an on-call engineer should look at, most severe first."""
-    cached = _memo.get(node, temp_threshold)
-    if cached is not None:
-        return list(cached)
+    memo = node.alerts_memo  # a node object outlives many refreshes when it does not change: asked once per object
+    if memo is not None and memo[0] == temp_threshold:
+        return list(memo[1])
     alerts: list[Alert] = []
     if not node.ready:
         alerts.append(Alert(node.name, "NotReady", "node is NotReady", Severity.NOT_READY))
@@ -143,7 +115,7 @@ def node_alerts(node: Node, temp_threshold: float = DEFAULT_TEMP_ALERT_C) -> lis
     if node.upgrade_state == UPGRADE_FAILED:
         alerts.append(Alert(node.name, "Upgrade", "driver upgrade failed", Severity.UPGRADE_FAILED))
     alerts.sort(key=lambda a: a.severity)  # stable: within a severity, in the order found
-    _memo.put(node, temp_threshold, tuple(alerts))
+    object.__setattr__(node, "alerts_memo", (temp_threshold, tuple(alerts)))  # a cache, not a change of the node
     return alerts
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 from gputui.gpu_resources import GpuResource
 
 
@@ -171,6 +171,10 @@ class Node:
     gpu_resources: tuple[GpuResource, ...] = ()
     gpu_count: int = 0  # physical cards (0: unknown, e.g. MIG slices without GFD's count)
     node_info: Mapping[str, str] = field(default_factory=dict)  # kubelet, runtime, kernel, OS (status.nodeInfo)
+    # health.node_alerts' answer for one temperature threshold, worked out once per node object and kept on it, so
+    # it lives and dies with the node (a memo beside the nodes kept replaced ones alive: at 65,000 nodes, every
+    # DCGM read's worth, for the collector to walk).
+    alerts_memo: tuple[float, tuple[Any, ...]] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def drain_phase(self) -> str:

@@ -145,6 +145,20 @@ def test_a_nodes_alerts_are_remembered_per_threshold_and_not_carried_into_a_chan
     assert node_alerts(cooled, 85.0) == [] and [a.kind for a in node_alerts(warm, 85.0)] == ["Temp"]
 
 
+def test_a_node_asked_for_its_alerts_is_freed_with_its_snapshot():
+    # The answer lives on the node: a memo beside the nodes kept every replaced node alive (at 65,000 nodes,
+    # each DCGM read's worth, walked by every pass of the cycle collector).
+    import gc
+    import sys
+
+    gc.collect()
+    hot = node("hot", gpus=(Gpu(0, "u0", temp_c=90.0),))
+    held = sys.getrefcount(hot)
+    assert [a.kind for a in node_alerts(hot, 85.0)] == ["Temp"]
+    assert sys.getrefcount(hot) == held
+    assert not [r for r in gc.get_referrers(hot) if r is not globals() and not isinstance(r, type(sys._getframe()))]
+
+
 def test_problems_rank_worst_first_and_one_lost_gpu_outranks_many_hot_ones():
     from gputui.health import Severity, node_severity, problem_order, xid_text
 

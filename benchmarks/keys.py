@@ -51,7 +51,7 @@ async def run(n: int | None, repeat: int, size: tuple[int, int]) -> dict[str, li
             while len(app.snapshot.nodes) != n:
                 await pilot.pause(0.05)
             if n >= SETTLE_FROM:  # as the live reader does once a fleet this size is read (gcpause.settle)
-                settle()
+                settle(renew=True)
         await pilot.pause(0.3)
 
         async def timed(name: str, *keys: str) -> None:

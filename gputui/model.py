@@ -213,7 +213,13 @@ class Node:
 
     @property
     def mem_total_mib(self) -> float | None:
-        total = self.summary.mem_total_mib if self.summary is not None else _sum(g.mem_total_mib for g in self.gpus)
+        summary = self.summary
+        if summary is not None:
+            total = summary.mem_total_mib
+            if total is None and self.gpu_memory_mib:  # the card size from the node label times the cards reporting
+                return float(self.gpu_memory_mib * summary.count)
+        else:
+            total = _sum(g.mem_total_mib for g in self.gpus)
         if total is None and self.gpu_memory_mib and self.gpu_capacity:
             return float(self.gpu_memory_mib * self.gpu_capacity)
         return total

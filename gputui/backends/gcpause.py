@@ -38,13 +38,24 @@ def gc_paused() -> Iterator[None]:
                 gc.enable()
 
 
-def settle() -> None:
-    """Once a large fleet's first snapshot is built: collect, then freeze what lives now (the watch caches'
-    records above all) out of the collector's walks. At 65,000 nodes those records are over a million
-    tracked objects that rarely change, and every full pass walked them all: 28% of the steady CPU (issue
-    18). Frozen objects are still freed by reference counting when replaced; only one that is part of a
-    cycle would stay, which is why a reader that closes undoes it (unsettle)."""
-    gc.collect()
+RENEW_S = 60.0  # how often a settled fleet's freeze is renewed by a full collection (settle(renew=True))
+
+
+def settle(renew: bool) -> None:
+    """After each snapshot of a large fleet: freeze what lives now out of the collector's walks.
+
+    At 65,000 nodes the watch caches' records and a snapshot's nodes and pods are over a million tracked objects
+    that the next refreshes replace a share of at most, and each full pass walked them all: a quarter of the
+    steady CPU (issue 18). Frozen objects are still freed by reference counting when replaced; only garbage in a
+    cycle stays. So the freeze after each snapshot follows a young collection (what died since the last one,
+    Textual's cycles included, is collected first), and every RENEW_S (`renew`) everything is thawed, collected
+    in full and frozen again: cyclic garbage among frozen objects lives at most that long. A reader that closes
+    thaws everything (unsettle)."""
+    if renew:
+        gc.unfreeze()
+        gc.collect()
+    else:
+        gc.collect(1)
     gc.freeze()
 
 

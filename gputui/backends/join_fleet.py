@@ -52,14 +52,6 @@ def gpus_of(node: NodeRecord, samples: Iterable[GpuSample]) -> tuple[Gpu, ...]:
     return tuple(out)
 
 
-def _summary(node: NodeRecord, summary: GpuSummary | None) -> GpuSummary | None:
-    if summary is None or summary.mem_total_mib is not None or not node.gpu_memory_mib:
-        return summary
-    # As per GPU: the card size from the node label beats used + free.
-    return GpuSummary(summary.count, summary.util_mean, summary.mem_used_mib,
-                      float(node.gpu_memory_mib * summary.count), summary.temp_max, summary.power_w)
-
-
 def session_signal(labels: Mapping[str, str], service: str, has_series: bool) -> bool:
     """Whether a pod is an inference pod, whose missing session count is *unknown* rather than absent:
     its label says so, or it belongs to an inference service, or a session series names it (or named
@@ -137,7 +129,7 @@ class NodeJoin:
             gpu_capacity=capacity, gpu_allocatable=allocatable,
             driver_version=n.driver_version, cuda_version=n.cuda_version, upgrade_state=n.upgrade_state,
             gpu_memory_mib=n.gpu_memory_mib, conditions=conditions,
-            gpus=gpus_of(n, samples), labels=n.labels, annotations=n.annotations, summary=_summary(n, summary),
+            gpus=gpus_of(n, samples), labels=n.labels, annotations=n.annotations, summary=summary,
             gpu_resources=resources, node_info=n.node_info, gpu_count=count,
         )
         self._records[key], self._metrics[key], self._nodes[key] = n, summary, node

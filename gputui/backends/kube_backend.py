@@ -7,7 +7,7 @@ import time
 from typing import Any, Callable, Collection, Iterable, Mapping, Sequence
 
 from gputui.backends.base import Backend, BackendError
-from gputui.backends.gcpause import gc_paused, settle, unsettle
+from gputui.backends.gcpause import RENEW_S, gc_paused, settle, unsettle
 from gputui.backends.join import Joiner, KubeState, Metrics, join_gpus
 from gputui.backends.join_fleet import inference_pod
 from gputui.backends.kube_cache import ListWatchCache
@@ -130,6 +130,7 @@ class KubeReader:
         self._probe_at: float | None = None
         self._first = True
         self._settled = False  # whether this reader froze its records out of the collector's walks (settle)
+        self._settled_at: float | None = None  # when it last renewed that freeze with a full collection
         self.settle_from = SETTLE_FROM
         self._joiner = Joiner(service_labels, version_labels)
         self._closed = False
@@ -210,11 +211,15 @@ class KubeReader:
             snap = self._joiner.join(state, self._metrics, now=now, context=self.conn.context, sources=sources)
         log.debug("snapshot: joined %d nodes, %d pods, %d services in %.0f ms%s", len(snap.nodes), len(snap.pods),
                   len(snap.services), (time.monotonic() - started) * 1000, f"; API: {api_error}" if api_error else "")
-        if not self._settled and len(snap.nodes) >= self.settle_from:
-            self._settled = True
+        if len(snap.nodes) >= self.settle_from:
             started = time.monotonic()
-            settle()
-            log.debug("collector: the fleet's records frozen out of its walks (%.0f ms)", (time.monotonic() - started) * 1000)
+            renew = self._settled_at is None or started - self._settled_at >= RENEW_S
+            settle(renew)
+            self._settled = True
+            if renew:
+                self._settled_at = started
+                log.debug("collector: the fleet's objects collected and frozen out of its walks (%.0f ms)",
+                          (time.monotonic() - started) * 1000)
         return snap
 
     def _read_metrics(self, state: KubeState, now: float) -> None:

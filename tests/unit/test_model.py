@@ -85,6 +85,12 @@ def test_node_aggregates_ignore_missing_metrics():
     assert n.power_w == 150
     assert node(gpus=()).mean_util is None
     assert node(gpus=(), gpu_memory_mib=1000).mem_total_mib == 8000
+    # A fleet read's summary: the card size from the node label times the cards reporting, not the allocatable
+    # units (MIG slices would count a card seven times); a total the store gave stands.
+    from gputui.model import GpuSummary
+    assert node(gpu_memory_mib=1000, summary=GpuSummary(count=6, mem_used_mib=10.0)).mem_total_mib == 6000
+    assert node(gpu_memory_mib=1000, summary=GpuSummary(count=6, mem_total_mib=5.0)).mem_total_mib == 5
+    assert node(summary=GpuSummary(count=6)).mem_total_mib is None
 
 
 def test_rollout_status_follows_kubectl_order():

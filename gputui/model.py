@@ -75,6 +75,27 @@ def selector_matches(selector: Mapping[str, str], labels: Mapping[str, str], *, 
     return all(labels.get(k) == v for k, v in selector.items())
 
 
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """One of a label selector's matchExpressions, as the API evaluates it (apimachinery's labels package)."""
+
+    key: str
+    operator: str  # In, NotIn, Exists, DoesNotExist
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        value = labels.get(self.key)
+        if self.operator == "In":
+            return value is not None and value in self.values
+        if self.operator == "NotIn":
+            return value is None or value not in self.values
+        if self.operator == "Exists":
+            return value is not None
+        if self.operator == "DoesNotExist":
+            return value is None
+        return True  # the API refuses any other operator; were one to come, the budget is counted, not ignored
+
+
 class NodeState(str, Enum):
     READY = "Ready"
     NOT_READY = "NotReady"
@@ -394,11 +415,16 @@ class Budget:
     desired_healthy: int = 0
     expected_pods: int = 0
     unhealthy_pod_eviction_policy: str = "IfHealthyBudget"  # the API's default when unset
+    expressions: tuple[Requirement, ...] = ()  # the selector's matchExpressions, with its matchLabels (`selector`)
+    selects_none: bool = False  # no selector at all (null): policy/v1 selects no pod, where {} selects every one
 
     def matches(self, pod: InferencePod) -> bool:
-        # An empty equality selector here comes from matchExpressions gputui does not evaluate (see
-        # kube_objects.pdb_record): matching nothing rather than too much.
-        return pod.namespace == self.namespace and selector_matches(self.selector, pod.labels, empty_matches=False)
+        """As the Eviction API and the disruption controller select (policy/v1): matchLabels and matchExpressions
+        all hold; an empty selector ({}) selects every pod of the namespace, a null one none."""
+        if pod.namespace != self.namespace or self.selects_none:
+            return False
+        return selector_matches(self.selector, pod.labels, empty_matches=True) \
+            and all(r.matches(pod.labels) for r in self.expressions)
 
     def describe(self) -> str:
         return (

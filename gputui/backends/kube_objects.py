@@ -13,7 +13,7 @@ from sys import intern
 from typing import Any, Mapping
 
 from gputui.gpu_resources import GpuResource, node_resources, quantity, request_units
-from gputui.model import Budget, Condition, PodProbes, Rollout
+from gputui.model import Budget, Condition, PodProbes, Requirement, Rollout
 
 # Labels that name a node's GPUs (GPU Feature Discovery); older spellings as fallbacks.
 PRODUCT_LABEL = "nvidia.com/gpu.product"
@@ -322,12 +322,16 @@ def pdb_record(obj: dict[str, Any]) -> Budget:
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
-    selector = spec.get("selector") or {}
-    # matchExpressions are not evaluated: such a PDB matches nothing here rather than too much.
-    match = dict(selector.get("matchLabels") or {}) if not selector.get("matchExpressions") else {}
+    raw = spec.get("selector")
+    selector = raw if isinstance(raw, dict) else {}
+    expressions = tuple(Requirement(str(e.get("key") or ""), str(e.get("operator") or ""),
+                                    tuple(str(v) for v in e.get("values") or ()))
+                        for e in selector.get("matchExpressions") or () if isinstance(e, dict))
     fresh = int(status.get("observedGeneration") or 0) >= int(meta.get("generation") or 0)
     return Budget(
-        namespace=meta.get("namespace", ""), name=meta.get("name", ""), selector=match,
+        namespace=meta.get("namespace", ""), name=meta.get("name", ""),
+        selector={str(k): str(v) for k, v in (selector.get("matchLabels") or {}).items()},
+        expressions=expressions, selects_none=raw is None,
         min_available=None if spec.get("minAvailable") is None else str(spec["minAvailable"]),
         max_unavailable=None if spec.get("maxUnavailable") is None else str(spec["maxUnavailable"]),
         disruptions_allowed=int(status.get("disruptionsAllowed") or 0) if fresh else 0,

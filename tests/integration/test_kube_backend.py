@@ -453,6 +453,92 @@ def test_check_reports_the_violations_planted_on_the_cluster_and_clears_when_fix
         policy.delete_namespaced_pod_disruption_budget("llama-pdb", NS)
 
 
+def test_budgets_select_the_pods_the_disruption_controller_and_the_eviction_api_select(cluster, prometheus, workload):
+    """A PDB's selector as policy/v1 has it: `{}` selects every pod of the namespace and matchExpressions are
+    evaluated. gputui read `{}` as selecting nothing and left matchExpressions out, so a drain's plan named no
+    budget where the apiserver would refuse the eviction. The oracle is the real disruption controller: with an
+    integer minAvailable its status.expectedPods counts the pods the selector selects."""
+    policy = client.PolicyV1Api(workload["api"])
+    core = client.CoreV1Api(workload["api"])
+    name_label, version_label = "app.kubernetes.io/name", "app.kubernetes.io/version"
+    selectors = {
+        "sel-everything": {},
+        "sel-v2": {"matchExpressions": [{"key": version_label, "operator": "In", "values": ["v2"]}]},
+        "sel-not-v2": {"matchLabels": {name_label: "llama"},
+                       "matchExpressions": [{"key": version_label, "operator": "NotIn", "values": ["v2"]}]},
+        "sel-unversioned": {"matchExpressions": [{"key": version_label, "operator": "DoesNotExist"}]},
+    }
+    backend = make_backend(cluster, prometheus)
+    try:
+        for name, selector in selectors.items():
+            policy.create_namespaced_pod_disruption_budget(NS, {
+                "metadata": {"name": name}, "spec": {"minAvailable": 0, "selector": selector}})
+
+        def observed() -> dict[str, int] | None:
+            found = {}
+            for pdb in policy.list_namespaced_pod_disruption_budget(NS).items:
+                st = pdb.status
+                if pdb.metadata.name in selectors:
+                    if st is None or st.observed_generation != pdb.metadata.generation:
+                        return None
+                    found[pdb.metadata.name] = st.expected_pods
+            return found if len(found) == len(selectors) else None
+
+        expected = wait_until(observed, 30, what="the disruption controller's status of every budget")
+        assert expected["sel-everything"] >= 3 and expected["sel-v2"] == 1 and expected["sel-not-v2"] == 2
+        api_pods = {p.metadata.name for p in core.list_namespaced_pod(NS).items}
+
+        def gputui_counts() -> dict[str, int] | None:
+            snap = backend.reader.snapshot()
+            budgets = {b.name: b for b in snap.budgets if b.namespace == NS and b.name in selectors}
+            mine = [p for p in snap.pods if p.namespace == NS]
+            if len(budgets) < len(selectors) or {p.name for p in mine} != api_pods:
+                return None
+            return {name: sum(b.matches(p) for p in mine) for name, b in budgets.items()}
+
+        assert wait_until(gputui_counts, 30, what="gputui's budgets") == expected
+
+        # The Eviction API (dry runs: nothing is evicted) agrees: a pod two budgets select cannot be evicted at
+        # all, which gputui's plan says (drain.plan) only if it sees both.
+        v2 = next(p.metadata.name for p in core.list_namespaced_pod(NS).items
+                  if (p.metadata.labels or {}).get(version_label) == "v2")
+
+        def evict(pod: str) -> tuple[int, str]:
+            body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": pod, "namespace": NS}}
+            try:
+                core.create_namespaced_pod_eviction(pod, NS, body, dry_run="All")
+            except client.ApiException as exc:
+                return exc.status, str(exc.body)
+            return 201, ""
+
+        status, why = evict(v2)
+        assert status == 500 and "more than one" in why
+        snap = backend.reader.snapshot()
+        pod = next(p for p in snap.pods if p.namespace == NS and p.name == v2)
+        assert {b.name for b in snap.budget_for(pod)} == {"sel-everything", "sel-v2"}
+
+        # One `{}` budget of maxUnavailable 0 left: the eviction is refused for the budget, and gputui names why.
+        for name in ("sel-v2", "sel-not-v2", "sel-unversioned"):
+            policy.delete_namespaced_pod_disruption_budget(name, NS)
+        policy.patch_namespaced_pod_disruption_budget("sel-everything", NS, {
+            "spec": {"minAvailable": None, "maxUnavailable": 0}})
+        victim = v2
+        wait_until(lambda: evict(victim)[0] == 429, 30, what="the dry-run eviction refused by the budget")
+
+        def named() -> list[str] | None:
+            snap = backend.reader.snapshot()
+            pod = next(p for p in snap.pods if p.namespace == NS and p.name == victim)
+            found = [b.deadlock() for b in snap.budget_for(pod) if b.name == "sel-everything"]
+            return found if found and found[0] else None
+
+        assert "maxUnavailable 0 never allows an eviction" in wait_until(named, 30, what="the budget in gputui")[0]
+    finally:
+        backend.close()
+        for pdb in policy.list_namespaced_pod_disruption_budget(NS).items:
+            if pdb.metadata.name in selectors:
+                policy.delete_namespaced_pod_disruption_budget(pdb.metadata.name, NS)
+
+
 @pytest.mark.parametrize("page_s, starts", [(0.3, True), (1.5, False)])
 def test_a_first_list_that_keeps_answering_page_by_page_is_waited_for_and_silence_is_not(
         cluster, prometheus, workload, monkeypatch, page_s, starts):

@@ -119,7 +119,32 @@ def test_budget_matches_by_namespace_and_labels():
     assert b.matches(pod("p", "n", 1, labels={"app": "x", "other": "y"}))
     assert not b.matches(pod("p", "n", 1, labels={"app": "y"}))
     assert not Budget("other", "pdb", {"app": "x"}).matches(pod("p", "n", 1, labels={"app": "x"}))
-    assert not Budget("llm", "empty", {}).matches(pod("p", "n", 1))
+    # policy/v1: an empty selector ({}) selects every pod of its namespace, a null one none (this test said the
+    # opposite of the first until a PDB written `selector: {}` was found covering nothing in gputui's plans).
+    assert Budget("llm", "empty", {}).matches(pod("p", "n", 1))
+    assert not Budget("other", "empty", {}).matches(pod("p", "n", 1))
+    assert not Budget("llm", "null", {}, selects_none=True).matches(pod("p", "n", 1))
+
+
+def test_budget_selects_by_match_expressions_as_the_api_does():
+    from gputui.model import Requirement
+
+    def selects(*reqs: Requirement, labels: dict, match: dict | None = None) -> bool:
+        return Budget("llm", "b", match or {}, expressions=reqs).matches(pod("p", "n", 1, labels=labels))
+
+    tier = {"tier": "gpu", "app": "x"}
+    assert selects(Requirement("tier", "In", ("gpu", "cpu")), labels=tier)
+    assert not selects(Requirement("tier", "In", ("cpu",)), labels=tier)
+    assert not selects(Requirement("zone", "In", ("a",)), labels=tier)  # In needs the label
+    assert selects(Requirement("tier", "NotIn", ("cpu",)), labels=tier)
+    assert selects(Requirement("zone", "NotIn", ("a",)), labels=tier)  # NotIn holds without the label
+    assert not selects(Requirement("tier", "NotIn", ("gpu",)), labels=tier)
+    assert selects(Requirement("tier", "Exists"), labels=tier) and not selects(Requirement("zone", "Exists"), labels=tier)
+    assert selects(Requirement("zone", "DoesNotExist"), labels=tier)
+    assert not selects(Requirement("tier", "DoesNotExist"), labels=tier)
+    # matchLabels and matchExpressions must all hold
+    assert not selects(Requirement("tier", "Exists"), labels=tier, match={"app": "y"})
+    assert selects(Requirement("tier", "Exists"), Requirement("app", "In", ("x",)), labels=tier, match={"app": "x"})
 
 
 def test_live_sessions_none_without_a_signal():

@@ -200,9 +200,10 @@ def populate(cp: ControlPlane, n: int) -> float:
     return time.monotonic() - start
 
 
-def kubectl_seconds(cp: ControlPlane) -> float:
+def kubectl_seconds(cp: ControlPlane, runs: int = 3) -> float:
+    """kubectl's median list time over `runs` (at 65,000 nodes each takes 1.5 min)."""
     times = []
-    for _ in range(3):
+    for _ in range(runs):
         t = time.monotonic()
         out = cp.kubectl("get", "nodes,pods", "-A", "-o", "json", user="admin", timeout=600)
         times.append(time.monotonic() - t)
@@ -375,7 +376,7 @@ def _count_polls(reader, polls: list[tuple[float, int, bool]]) -> None:
     reader.snapshot = snapshot
 
 
-def build_fleet(stack: ExitStack, n: int, recorded: bool = False) -> dict:
+def build_fleet(stack: ExitStack, n: int, recorded: bool = False, kubectl_runs: int = 3) -> dict:
     """Control plane, N nodes and pods, DCGM exporter (or the recorded series) and Prometheus; closed by
     the stack."""
     if recorded:
@@ -402,7 +403,7 @@ def build_fleet(stack: ExitStack, n: int, recorded: bool = False) -> dict:
     else:
         prom.wait_until("count(DCGM_FI_DEV_GPU_UTIL)", lambda v: sum(v.values()) >= 8 * n, timeout=300)
     prom.wait_until('count({__name__="vllm:num_requests_running"})', lambda v: sum(v.values()) >= n, timeout=300)
-    kubectl = kubectl_seconds(cp)
+    kubectl = kubectl_seconds(cp, kubectl_runs)
     return {"nodes": n, "kubeconfig": str(cp.admin_kubeconfig), "prometheus": prom.url, "kubectl_get_s": kubectl,
             "created_s": created, "recorded": recorded,
             "pids": {"prometheus": prom.proc.pid, **{p.name: p.pid for p in cp.processes()}}}
@@ -488,8 +489,12 @@ def main() -> None:
                         help="gputui's dcgm_interval (default 15, as shipped; 0: every refresh)")
     parser.add_argument("--recorded", action="store_true",
                         help="the store holds gputui's recorded per-node series, not every GPU's raw series")
+    parser.add_argument("--kubectl-runs", type=int, default=3, metavar="N",
+                        help="kubectl lists to take the median of (default 3; each takes 1.5 min at 65,000 nodes)")
     parser.add_argument("--tracemalloc", type=int, default=0, metavar="N", help="top N allocation sites per phase")
     args = parser.parse_args()
+    if args.kubectl_runs < 1:
+        parser.error("--kubectl-runs must be at least 1")
     if args.against:
         fleet = json.loads(Path(args.against).read_text())
         got = measure(fleet, args.steady, args.tracemalloc, args.dcgm_interval, args.refresh, args.prom_timeout)
@@ -497,7 +502,7 @@ def main() -> None:
         report(fleet, got)
         return
     with ExitStack() as stack:
-        fleet = build_fleet(stack, args.nodes, args.recorded)
+        fleet = build_fleet(stack, args.nodes, args.recorded, args.kubectl_runs)
         if args.serve:
             Path(args.serve).write_text(json.dumps(fleet))
             print(f"fleet of {args.nodes} nodes up; kubectl {fleet['kubectl_get_s']:.2f}s; "

@@ -59,7 +59,7 @@ def versions_consistent(ctx: CheckContext) -> CheckResult:
             bad += [f"{name} ({v}; pool {pool} mostly {common})" for v, names in versions.items() if v != common
                     for name in names]
     return verdict("versions.consistent", "001 §8.1, 000 §6", "driver and CUDA versions consistent per GPU model",
-                   bad, Status.FAIL, "nodes off their pool's versions",
+                   bad, Status.FAIL, "nodes off the pool's versions",
                    "upgrade these nodes through the GPU Operator (one at a time: drain first)",
                    f"{len(by_pool)} GPU models, one driver and CUDA version each")
 

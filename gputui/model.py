@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Iterable, Mapping
 from gputui.gpu_resources import GpuResource
+from gputui.label_selectors import Requirement, selector_matches
 
 
 # Driver upgrade states (GPU Operator) that mean "in progress", in the
@@ -64,36 +65,6 @@ class SessionState(str, Enum):
     KNOWN = "known"  # a number, read now
     UNKNOWN = "unknown"  # an inference pod whose count cannot be read now (series gone, NaN, Prometheus down)
     NONE = "none"  # no session signal: not an inference pod
-
-
-def selector_matches(selector: Mapping[str, str], labels: Mapping[str, str], *, empty_matches: bool) -> bool:
-    """Equality label selection, the one matcher every layer uses. What an empty selector means differs by
-    object, so each caller says: a Service or a workload's selector with no labels selects nothing; a
-    drain's `-l` with no labels (kubectl's default) selects every pod."""
-    if not selector:
-        return empty_matches
-    return all(labels.get(k) == v for k, v in selector.items())
-
-
-@dataclass(frozen=True, slots=True)
-class Requirement:
-    """One of a label selector's matchExpressions, as the API evaluates it (apimachinery's labels package)."""
-
-    key: str
-    operator: str  # In, NotIn, Exists, DoesNotExist
-    values: tuple[str, ...] = ()
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        value = labels.get(self.key)
-        if self.operator == "In":
-            return value is not None and value in self.values
-        if self.operator == "NotIn":
-            return value is None or value not in self.values
-        if self.operator == "Exists":
-            return value is not None
-        if self.operator == "DoesNotExist":
-            return value is None
-        return True  # the API refuses any other operator; were one to come, the budget is counted, not ignored
 
 
 class NodeState(str, Enum):

@@ -14,7 +14,8 @@ from typing import Iterable, Mapping
 from gputui.backends.join_fleet import NodeJoin, PodJoin, gpus_of, with_claims
 from gputui.backends.kube_dra import ClaimRecord, DraView, SliceRecord, dra_view
 from gputui.backends.kube_objects import NodeRecord, PodRecord, RouteRecord, ServiceRecord, SubsetRule, WorkloadRecord
-from gputui.model import UpgradePolicy, Budget, Gpu, GpuSummary, InferenceService, Rollout, ServiceVersion, selector_matches
+from gputui.label_selectors import selector_matches
+from gputui.model import UpgradePolicy, Budget, Gpu, GpuSummary, InferenceService, Rollout, ServiceVersion
 from gputui.moved import same
 from gputui.snapshot import ClusterSnapshot, SourceStatus
 from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS

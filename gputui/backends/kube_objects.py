@@ -13,7 +13,8 @@ from sys import intern
 from typing import Any, Mapping
 
 from gputui.gpu_resources import GpuResource, node_resources, quantity, request_units
-from gputui.model import Budget, Condition, PodProbes, Requirement, Rollout
+from gputui.label_selectors import Requirement
+from gputui.model import Budget, Condition, PodProbes, Rollout
 
 # Labels that name a node's GPUs (GPU Feature Discovery); older spellings as fallbacks.
 PRODUCT_LABEL = "nvidia.com/gpu.product"

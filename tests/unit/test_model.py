@@ -127,7 +127,7 @@ def test_budget_matches_by_namespace_and_labels():
 
 
 def test_budget_selects_by_match_expressions_as_the_api_does():
-    from gputui.model import Requirement
+    from gputui.label_selectors import Requirement
 
     def selects(*reqs: Requirement, labels: dict, match: dict | None = None) -> bool:
         return Budget("llm", "b", match or {}, expressions=reqs).matches(pod("p", "n", 1, labels=labels))

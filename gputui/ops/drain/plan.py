@@ -19,7 +19,8 @@ from enum import Enum
 from typing import Iterable, Mapping
 
 from gputui.gpu_resources import WHOLE_GPU
-from gputui.model import Budget, InferencePod, Node, SessionState, selector_matches
+from gputui.label_selectors import selector_matches
+from gputui.model import Budget, InferencePod, Node, SessionState
 from gputui.snapshot import ClusterSnapshot
 from gputui.upgrades import max_unavailable, owner_warning
 from gputui.ops.drain.options import DEFAULT_SESSION_DEADLINE_S, DrainOptions

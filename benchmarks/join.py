@@ -12,6 +12,8 @@ pod. Four cases:
                  and most pods' sessions move (the worst case for metrics)
   - churn:       as metrics, and 1% of the pods are replaced by new records
                  each refresh (status updates in a busy cluster)
+  - sessions:    only most pods' session counts move (the same DCGM summaries):
+                 most refreshes at a 2 s refresh and a 15 s dcgm_interval
 Reported as CPU time of the joining thread (time.thread_time), so other load
 on the machine does not count; the collector is paused as KubeReader pauses it.
 With --mixed, the same fleet hands its GPUs out four ways, a quarter each
@@ -127,6 +129,8 @@ def run(case: str, n: int, services: int, refreshes: int) -> float:
     samples = [metrics(n, rng) for _ in range(refreshes + 1)]
     if case == "steady":
         samples = [copy.deepcopy(samples[0]) for _ in samples]
+    if case == "sessions":
+        samples = [Metrics(gpus=samples[0].gpus, nodes=samples[0].nodes, sessions=m.sessions) for m in samples]
     joiner = Joiner()
     joiner.join(state, samples[0], now=0.0, context="bench", sources=())  # warm: the first snapshot
     spent = 0.0
@@ -156,7 +160,7 @@ def main() -> None:
     parser.add_argument("--mixed", action="store_true", help="a quarter each: whole, MIG, time-sliced, DRA")
     args = parser.parse_args()
     global MIXED
-    for case in ("full", "steady", "metrics", "churn"):
+    for case in ("full", "steady", "metrics", "churn", "sessions"):
         MIXED = False
         whole = run(case, args.nodes, args.services, args.refreshes)
         line = f"{case:8s} {whole * 1000:8.1f} ms CPU per refresh  {whole / args.nodes * 1e6:6.1f} µs per node"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Iterable, Mapping
+from gputui.frozen_init import fast_init
 from gputui.gpu_resources import GpuResource
 from gputui.label_selectors import Requirement, selector_matches
 
@@ -101,6 +102,7 @@ class Gpu:
         return 100.0 * self.mem_used_mib / self.mem_total_mib
 
 
+@fast_init  # built per node or pod at every refresh (frozen_init)
 @dataclass(frozen=True, slots=True)
 class GpuSummary:
     """A node's GPUs in aggregate, as Prometheus computes them for a large fleet."""
@@ -142,6 +144,7 @@ class NodeDescription:
     events: tuple[Event, ...] = ()
 
 
+@fast_init  # built per node or pod at every refresh (frozen_init)
 @dataclass(frozen=True, slots=True)
 class Node:
     name: str
@@ -244,6 +247,7 @@ class PodProbes:
     memory_limited: bool  # every container has a memory limit
 
 
+@fast_init  # built per node or pod at every refresh (frozen_init)
 @dataclass(frozen=True, slots=True)
 class InferencePod:
     namespace: str

@@ -62,13 +62,15 @@ def fleet(nodes: int, services: int) -> ClusterSnapshot:
             svc = (i * 8 + g) % services
             pods.append(InferencePod("llm", f"s{svc}-{i}-{g}", f"u{i}-{g}", name, gpu_request=1, service=f"s{svc}",
                                      version="v1" if g % 2 else "v2", labels={"app": f"s{svc}"}, session_signal=True,
-                                     sessions_running=g, sessions_waiting=0, termination_grace_s=60,
+                                     termination_grace_s=60,
                                      probes=PodProbes(True, False, 900, True)))
     pods += [InferencePod("llm", f"pending-{j}", f"p{j}", "", phase="Pending", gpu_request=8) for j in range(5)]
     budgets = [Budget("llm", f"s{s}-pdb", {"app": f"s{s}"}, max_unavailable="1", disruptions_allowed=1,
                       current_healthy=10, desired_healthy=9, expected_pods=10) for s in range(services)]
     sources = (SourceStatus("API", 1.0), SourceStatus("metrics", 1.0))
-    return ClusterSnapshot(1.0, "bench", tuple(node_list), tuple(pods), budgets=tuple(budgets), sources=sources)
+    counts = {(p.namespace, p.name): (int(p.name.rsplit("-", 1)[1]), 0) for p in pods if p.session_signal}
+    return ClusterSnapshot(1.0, "bench", tuple(node_list), tuple(pods), budgets=tuple(budgets), sources=sources,
+                           session_counts=counts)
 
 
 def cpu(fn: Callable[[], object]) -> float:

@@ -50,24 +50,6 @@ STANDARD_CONDITIONS = frozenset(
 DRAIN_ANNOTATION_PREFIX = "gputui.io/drain-"
 DRAIN_PHASE_ANNOTATION = DRAIN_ANNOTATION_PREFIX + "phase"
 
-# A pod label that says whether the pod exports a session count, overriding what gputui infers:
-# "true" for an inference pod outside any service gputui finds, "false" for a GPU pod that serves
-# no sessions (a batch job grouped with a service by its labels).
-SESSION_SIGNAL_LABEL = "gputui.io/session-signal"
-
-# A session gauge that answered NaN or +-Inf: the series is there but says nothing (counts are never
-# negative, so this cannot be mistaken for one).
-UNREADABLE = -1
-
-
-class SessionState(str, Enum):
-    """The three states of a pod's live session count. Unknown is never zero."""
-
-    KNOWN = "known"  # a number, read now
-    UNKNOWN = "unknown"  # an inference pod whose count cannot be read now (series gone, NaN, Prometheus down)
-    NONE = "none"  # no session signal: not an inference pod
-
-
 class NodeState(str, Enum):
     READY = "Ready"
     NOT_READY = "NotReady"
@@ -265,12 +247,10 @@ class InferencePod:
     labels: Mapping[str, str] = field(default_factory=dict)
     has_emptydir: bool = False
     mirror: bool = False
-    # Live requests (the session signal): None when not read, UNREADABLE for NaN.
-    sessions_running: int | None = None
-    sessions_waiting: int | None = None
-    # An inference pod: it belongs to an inference service, had a session series, or is labelled so.
-    # Such a pod without a readable count is UNKNOWN, never idle.
+    # An inference pod by its own say (sessions.signal_of): it belongs to an inference service or is labelled
+    # so; or labelled not to be. Its counts are the snapshot's (ClusterSnapshot.sessions), not the pod's.
     session_signal: bool = False
+    session_opt_out: bool = False
     pending_reason: str = ""  # the scheduler's word while it cannot place the pod
     termination_grace_s: int | None = None  # terminationGracePeriodSeconds (None: not read)
     prestop_sleep_s: int = 0  # its preStop hook's sleep before SIGTERM
@@ -286,22 +266,6 @@ class InferencePod:
     @property
     def terminated(self) -> bool:
         return self.phase in ("Succeeded", "Failed")
-
-    @property
-    def session_state(self) -> SessionState:
-        running, waiting = self.sessions_running, self.sessions_waiting
-        if running is None and waiting is None:
-            return SessionState.UNKNOWN if self.session_signal else SessionState.NONE
-        if (running or 0) < 0 or (waiting or 0) < 0:
-            return SessionState.UNKNOWN
-        return SessionState.KNOWN
-
-    @property
-    def live_sessions(self) -> int | None:
-        """The known count; None when unknown or when the pod has no session signal (see session_state)."""
-        if self.session_state is not SessionState.KNOWN:
-            return None
-        return (self.sessions_running or 0) + (self.sessions_waiting or 0)
 
 
 @dataclass(frozen=True, slots=True)

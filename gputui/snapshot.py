@@ -8,6 +8,7 @@ from typing import Any, Callable, Collection, Hashable, Iterable, Mapping, TypeV
 
 from gputui.gpu_resources import WHOLE_GPU
 from gputui.model import Budget, InferencePod, InferenceService, Node, UpgradePolicy
+from gputui.sessions import PodSessions, SessionCounts, read_sessions
 
 
 T = TypeVar("T")
@@ -88,6 +89,8 @@ class ClusterSnapshot:
     sources: tuple[SourceStatus, ...] = ()
     simulated: bool = False
     upgrade_policy: UpgradePolicy | None = None  # the GPU Operator's, when its ClusterPolicy was read
+    # Every pod's live-session counts as the metrics read gave them (gputui.sessions): `sessions(pod)` reads one.
+    session_counts: SessionCounts = field(default_factory=dict)
     # The pod indexes when the backend already holds them for this very pods tuple (None: built here).
     indexes: PodIndexes | None = field(default=None, repr=False, compare=False)
     # Indexes built once per snapshot; every consumer shares them.
@@ -151,8 +154,13 @@ class ClusterSnapshot:
             and (version is None or p.version == version)
         ]
 
+    def sessions(self, pod: InferencePod) -> PodSessions:
+        """The pod's live sessions in this snapshot: a count, unknown, or none (not an inference pod)."""
+        return read_sessions(pod.session_signal, pod.session_opt_out,
+                             self.session_counts.get((pod.namespace, pod.name)))
+
     def sessions_of(self, service: InferenceService, version: str | None = None) -> int | None:
-        counts = [p.live_sessions for p in self.pods_of(service, version) if not p.terminated]
+        counts = [self.sessions(p).live for p in self.pods_of(service, version) if not p.terminated]
         known = [c for c in counts if c is not None]
         return sum(known) if known else None
 

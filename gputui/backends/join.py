@@ -17,6 +17,7 @@ from gputui.backends.kube_objects import NodeRecord, PodRecord, RouteRecord, Ser
 from gputui.label_selectors import selector_matches
 from gputui.model import UpgradePolicy, Budget, Gpu, GpuSummary, InferenceService, Rollout, ServiceVersion
 from gputui.moved import same
+from gputui.sessions import SessionCounts
 from gputui.snapshot import ClusterSnapshot, SourceStatus
 from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS
 
@@ -41,10 +42,7 @@ class Metrics:
     gpus: Mapping[tuple[str, int], GpuSample] = field(default_factory=dict)
     # Fleet mode: per-node aggregates from Prometheus; `gpus` then holds only GPUs with a problem.
     nodes: Mapping[str, GpuSummary] = field(default_factory=dict)
-    # Live requests per (namespace, pod): (running, waiting), either None when that gauge is absent,
-    # UNREADABLE when NaN. A key with (None, None) is a pod whose series vanished or could not be read:
-    # it had a session signal, so its count is unknown, never zero.
-    sessions: Mapping[tuple[str, str], tuple[int | None, int | None]] = field(default_factory=dict)
+    sessions: SessionCounts = field(default_factory=dict)  # the snapshot's session_counts (gputui.sessions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,11 +168,12 @@ class Joiner:
             self._dra_inputs = (state.resource_slices, state.resource_claims)
             self._dra = dra_view(state.resource_slices, state.resource_claims)
         nodes, node_names = self._nodes.join(state.nodes, metrics, self._dra)
-        pods, indexes = self._pods.join(state.pods, node_names, metrics.sessions if metrics else None, self._dra)
+        pods, indexes = self._pods.join(state.pods, node_names, self._dra)
         return ClusterSnapshot(
             taken_at=now, context=context, nodes=nodes, pods=pods,
             services=self._services, budgets=state.budgets, sources=sources, indexes=indexes,
             upgrade_policy=state.upgrade_policies[0] if state.upgrade_policies else None,
+            session_counts=metrics.sessions if metrics is not None else {},
         )
 
     def with_claims(self, record: PodRecord) -> PodRecord:

@@ -5,9 +5,9 @@ At 65,000 nodes a few hundred records change between two refreshes (node heartbe
 walk over the whole fleet in Python cost more than all of them (issue 18). A cache hands its records over
 as a tuple in its dict's order: a record changed in place keeps its position, a new one is appended, a
 deleted one shifts those after it. So the positions where the last tuple and this one hold different
-objects (gputui.moved) are what a join must look at again; the same goes for the session counts that
-moved. When too much moved for that to pay (metrics read for every node, the counts
-of a whole scrape), the full join runs, which still reuses every object whose inputs are unchanged.
+objects (gputui.moved) are what a join must look at again. When too much moved for that to pay (metrics
+read for every node), the full join runs, which still reuses every object whose inputs are unchanged. Session
+counts are no input of a pod (gputui.sessions): a scrape moves none of them.
 """
 
 from __future__ import annotations
@@ -19,15 +19,13 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 from gputui.backends.kube_dra import DraView, device_taint_conditions
 from gputui.backends.kube_objects import NodeRecord, PodRecord
 from gputui.gpu_resources import physical_gpus
-from gputui.model import SESSION_SIGNAL_LABEL, Gpu, GpuSummary, Health, InferencePod, Node
-from gputui.moved import aligned, changed_keys, limit_for, same
+from gputui.model import Gpu, GpuSummary, Health, InferencePod, Node
+from gputui.moved import aligned, limit_for, same
+from gputui.sessions import signal_of
 from gputui.snapshot import PodIndexes, node_allocated, pod_indexes
 
 if TYPE_CHECKING:
     from gputui.backends.join import GpuSample, Metrics
-
-Sessions = Mapping[tuple[str, str], tuple[int | None, int | None]]
-
 
 def _health(code: int | None) -> Health:
     if code is None:
@@ -52,24 +50,13 @@ def gpus_of(node: NodeRecord, samples: Iterable[GpuSample]) -> tuple[Gpu, ...]:
     return tuple(out)
 
 
-def session_signal(labels: Mapping[str, str], service: str, has_series: bool) -> bool:
-    """Whether a pod is an inference pod, whose missing session count is *unknown* rather than absent:
-    its label says so, or it belongs to an inference service, or a session series names it (or named
-    it earlier: the reader keeps a vanished series' key with no counts)."""
-    override = labels.get(SESSION_SIGNAL_LABEL, "").strip().lower()
-    if override in ("true", "false"):
-        return override == "true"
-    return bool(service) or has_series
-
-
-def inference_pod(p: PodRecord, service: str, version: str, running: int | None, waiting: int | None,
-                  has_series: bool = False) -> InferencePod:
+def inference_pod(p: PodRecord, service: str, version: str) -> InferencePod:
+    signal, opt_out = signal_of(p.labels, service)
     return InferencePod(
         namespace=p.namespace, name=p.name, uid=p.uid, node=p.node, phase=p.phase, ready=p.ready,
         gpu_request=p.gpu_request, gpu_units=p.gpu_units, images=p.images, service=service, version=version, restarts=p.restarts,
         deleting=p.deleting, owner_kind=p.owner_kind, labels=p.labels, has_emptydir=p.has_emptydir,
-        mirror=p.mirror, sessions_running=running, sessions_waiting=waiting,
-        session_signal=session_signal(p.labels, service, has_series), pending_reason=p.pending_reason,
+        mirror=p.mirror, session_signal=signal, session_opt_out=opt_out, pending_reason=p.pending_reason,
         termination_grace_s=p.grace_seconds, prestop_sleep_s=p.prestop_sleep_s, probes=p.probes,
         gpus_unrequested=p.gpus_unrequested,
     )
@@ -210,7 +197,6 @@ class PodJoin:
         self._records: dict[int, PodRecord] = {}  # keyed by id(record), as NodeJoin's
         self._pods: dict[int, InferencePod] = {}
         self._slots: list[InferencePod | None] = []  # one per record of the last join; None: not shown
-        self._pos: dict[tuple[str, str], int] = {}  # (namespace, name) -> slot, of the pods shown
         self._on_node: dict[str, list[int]] = {}  # node -> the slots of its pods, in order
         self._stale = 0
         self._inputs: tuple = ()
@@ -221,69 +207,54 @@ class PodJoin:
         """The pod the last join made of this very record (None when it has not seen it)."""
         return self._pods.get(id(record)) if self._records.get(id(record)) is record else None
 
-    def join(self, records: tuple[PodRecord, ...], node_names: frozenset[str], sessions: Sessions | None,
+    def join(self, records: tuple[PodRecord, ...], node_names: frozenset[str],
              dra: DraView) -> tuple[tuple[InferencePod, ...], PodIndexes]:
-        inputs = (records, node_names, sessions, dra)
+        inputs = (records, node_names, dra)
         if same(inputs, self._inputs):
             return self.result, self.indexes
         last = self._inputs
-        if not (last and last[1] is node_names and last[3] is dra and self._stale <= len(records) // 2
-                and self._moved(records, node_names, sessions or {}, dra)):
-            self._full(records, node_names, sessions or {}, dra)
+        if not (last and last[1] is node_names and last[2] is dra and self._stale <= len(records) // 2
+                and self._moved(records, node_names, dra)):
+            self._full(records, node_names, dra)
         self._inputs = inputs
         return self.result, self.indexes
 
-    def _pod(self, record: PodRecord, node_names: frozenset[str], sessions: Sessions, dra: DraView,
-             ) -> InferencePod | None:
+    def _pod(self, record: PodRecord, node_names: frozenset[str], dra: DraView) -> InferencePod | None:
         claimed = dra.pod_units.get(record.uid)
         if record.node not in node_names and not (not record.node and (record.gpu_request > 0 or claimed)):
             return None  # only what runs on GPU nodes, and GPU pods still waiting for one
-        counts = sessions.get((record.namespace, record.name))
-        running, waiting = counts if counts is not None else (None, None)
         pod = self.cached(record)
         if pod is not None and (pod.gpu_units is not record.gpu_units if not claimed else
                                 len(pod.gpu_units) != len(record.gpu_units) + len(claimed)
                                 or any(pod.gpu_units.get(k) != v for k, v in claimed.items())):
             pod = None  # its DRA devices moved (claimed, released, or other devices)
-        p = with_claims(record, dra)
-        if pod is not None:
-            # Same record, same services, same DRA devices: only the session counts may have moved.
-            if pod.sessions_running != running or pod.sessions_waiting != waiting \
-                    or (counts is not None and not pod.session_signal):
-                pod = inference_pod(p, pod.service, pod.version, running, waiting, counts is not None)
-        else:
-            pod = inference_pod(p, *self.identify(p), running, waiting, counts is not None)
+        if pod is None:
+            p = with_claims(record, dra)
+            pod = inference_pod(p, *self.identify(p))
         self._records[id(record)], self._pods[id(record)] = record, pod
         return pod
 
-    def _full(self, records: tuple[PodRecord, ...], node_names: frozenset[str], sessions: Sessions,
-              dra: DraView) -> None:
+    def _full(self, records: tuple[PodRecord, ...], node_names: frozenset[str], dra: DraView) -> None:
         old_records, old_pods = self._records, self._pods
         self._records, self._pods = {}, {}
         for key in map(id, records):  # reuse what the last join built for the same record (a live object
             if old_records.get(key) is not None:  # held there has this id: it is this record)
                 self._records[key], self._pods[key] = old_records[key], old_pods[key]
-        self._slots = [self._pod(r, node_names, sessions, dra) for r in records]
+        self._slots = [self._pod(r, node_names, dra) for r in records]
         self._index_slots()
         self._stale = 0
         self.result = tuple(filter(None, self._slots))
         self.indexes = pod_indexes(self.result)
 
-    def _moved(self, records: tuple[PodRecord, ...], node_names: frozenset[str], sessions: Sessions,
-               dra: DraView) -> bool:
-        """Only some records moved, or some pods' session counts (any number of them: a busy cluster's counts
-        all move at each scrape, and a count touches no index but its node's list of pods): rejoin those."""
-        old = self._inputs[0]
-        found = aligned(old, records, _pod_key, limit_for(len(records)))
-        keys = changed_keys(self._inputs[2] or {}, sessions, len(sessions) + len(self._inputs[2] or {})) \
-            if found is not None else None
-        if found is None or keys is None:
+    def _moved(self, records: tuple[PodRecord, ...], node_names: frozenset[str], dra: DraView) -> bool:
+        """Only some records moved: rejoin those, and the lists and GPU allocation of their nodes."""
+        found = aligned(self._inputs[0], records, _pod_key, limit_for(len(records)))
+        if found is None:
             return False
         changed, deleted = found
         old_slots = self._slots
-        nodes: set[str] = set()  # whose pods moved: their lists and their GPU allocation are worked out again
-        recounted: set[str] = set()  # whose pods' counts moved: their lists only
-        if deleted:  # the records after each shifted: the slots follow, and the per-slot maps are redone
+        nodes: set[str] = set()  # whose pods moved
+        if deleted:  # the records after each shifted: the slots follow, and the per-node slots are redone
             drop = set(deleted)
             nodes.update(p.node for i in drop if (p := old_slots[i]) is not None and p.node)
             slots = [slot for i, slot in enumerate(old_slots) if i not in drop]
@@ -293,41 +264,28 @@ class PodJoin:
         slots.extend([None] * (len(records) - len(slots)))
         for i, j in changed:
             before = old_slots[i] if i is not None else None
-            after = self._pod(records[j], node_names, sessions, dra)
+            after = self._pod(records[j], node_names, dra)
             if i is not None:
                 self._stale += 1
             for p in (before, after):
                 if p is not None and p.node:
                     nodes.add(p.node)
             if not deleted:
-                if before is not None and self._pos.get((before.namespace, before.name)) == j:
-                    del self._pos[(before.namespace, before.name)]
                 if before is not None and before.node:
                     self._on_node[before.node].remove(j)
-                if after is not None:
-                    self._pos[(after.namespace, after.name)] = j
-                    if after.node:
-                        insort(self._on_node.setdefault(after.node, []), j)
+                if after is not None and after.node:
+                    insort(self._on_node.setdefault(after.node, []), j)
             slots[j] = after
-        # Session counts that moved, of pods whose record did not: found by the pods' keys. Same record, same
-        # node, same place: only the pod object is new.
-        positions = {(p.namespace, p.name): j for j, p in enumerate(slots) if p is not None} if deleted else self._pos
-        rejoined = {j for _i, j in changed}
-        for at in map(positions.get, keys):
-            if at is not None and at not in rejoined and slots[at] is not None:
-                pod = slots[at] = self._pod(records[at], node_names, sessions, dra)
-                if pod is not None and pod.node:
-                    recounted.add(pod.node)
         self._slots = slots
         if deleted:
             self._index_slots()
-        by_node = dict(self.indexes[1])
-        # The allocation stays the same object when only counts moved: what reads it (fleet_sums) sees so at once.
-        allocated = dict(self.indexes[0]) if nodes else None
-        for node in nodes | recounted:
+        if not nodes:  # the indexes stay the same objects: what reads them (fleet_sums) sees so at once
+            self.result = tuple(filter(None, slots))
+            return True
+        by_node, allocated = dict(self.indexes[1]), dict(self.indexes[0])
+        for node in nodes:
             on = self._on_node.get(node)
-            # Each slot _on_node names holds a pod; C loops all the same (per node a generator cost more than the
-            # pods' counts: most of a refresh in which only counts moved, at 65,000 nodes).
+            # Each slot _on_node names holds a pod; C loops all the same (a generator per node cost more).
             pods = tuple(filter(None, map(slots.__getitem__, on or ())))
             if not on:
                 self._on_node.pop(node, None)
@@ -335,24 +293,21 @@ class PodJoin:
                 by_node[node] = pods
             else:
                 by_node.pop(node, None)
-            if allocated is not None and node in nodes:
-                units = node_allocated(pods)
-                if units:
-                    allocated[node] = units
-                else:
-                    allocated.pop(node, None)
+            units = node_allocated(pods)
+            if units:
+                allocated[node] = units
+            else:
+                allocated.pop(node, None)
         self.result = tuple(filter(None, slots))
-        self.indexes = (self.indexes[0] if allocated is None else allocated, by_node)
+        self.indexes = (allocated, by_node)
         return True
 
     def _index_slots(self) -> None:
-        """Where each shown pod is, by key and by node."""
-        self._pos, self._on_node = {}, {}
+        """The slots of each node's pods, in order."""
+        self._on_node = {}
         for i, pod in enumerate(self._slots):
-            if pod is not None:
-                self._pos[(pod.namespace, pod.name)] = i
-                if pod.node:
-                    self._on_node.setdefault(pod.node, []).append(i)
+            if pod is not None and pod.node:
+                self._on_node.setdefault(pod.node, []).append(i)
 
 
 def with_claims(record: PodRecord, dra: DraView) -> PodRecord:

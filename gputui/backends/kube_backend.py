@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable, Collection, Iterable, Mapping, Sequence
+from typing import Any, Callable, Collection, Iterable, Sequence
 
 from gputui.backends.base import Backend, BackendError
 from gputui.backends.gcpause import RENEW_S, gc_paused, settle, unsettle
@@ -25,6 +25,7 @@ from gputui.backends.prom import HOST_LABELS, PromConfig, PromSource
 from gputui.backends.session_metrics import engines
 from gputui.debug_log import log
 from gputui.model import Gpu, InferenceService, NodeDescription
+from gputui.sessions import SessionCounts
 from gputui.signals import VersionSignals
 from gputui.snapshot import ClusterSnapshot, SourceStatus
 from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS, Settings, protection
@@ -47,14 +48,12 @@ def _kept(new: Any, old: Any) -> Any:
     return old if new is old or new == old else new
 
 
-def unknown_sessions(sessions: Mapping[tuple[str, str], tuple[int | None, int | None]]) -> dict:
+def unknown_sessions(sessions: SessionCounts) -> dict:
     """Every pod that had a session series, with no count: after a failed read they are unknown."""
     return dict.fromkeys(sessions, (None, None))
 
 
-def with_vanished(fresh: Mapping[tuple[str, str], tuple[int | None, int | None]],
-                  last: Mapping[tuple[str, str], tuple[int | None, int | None]],
-                  pods: Iterable[PodRecord]) -> Mapping:
+def with_vanished(fresh: SessionCounts, last: SessionCounts, pods: Iterable[PodRecord]) -> SessionCounts:
     """The fresh counts, plus every pod whose series was there last time and is gone now (scrape failed,
     target down, series stale) with no count: it was an inference pod, so its count is unknown, not absent.
     Such a key stays while its pod exists."""
@@ -269,8 +268,9 @@ class KubeReader:
                 fresh = {}
         else:
             fresh = {}
-        counts = [fresh.get(k, (None, None)) for k in wanted]
         seen = self._metrics.sessions if self._metrics is not None else {}
+        # A pod a series named, now or in the last refresh, is an inference pod: without a fresh count, unknown.
+        counts = {k: fresh.get(k, (None, None)) for k in wanted if k in fresh or k in seen}
         now = self.clock()
         api_errors = [c.error for c in (self.caches["pods"], self.caches["pdbs"]) if c.error]
         sources = (
@@ -279,10 +279,8 @@ class KubeReader:
                          error if self.prom is not None else "not configured (--prometheus)"),
         )
         with self._join_lock:
-            pods = tuple(inference_pod(self._joiner.with_claims(r), *self._joiner.identity(r), running, waiting,
-                                       (r.namespace, r.name) in fresh or (r.namespace, r.name) in seen)
-                         for r, (running, waiting) in zip(records, counts))
-        return ClusterSnapshot(taken_at=now, context=self.conn.context, pods=pods,
+            pods = tuple(inference_pod(self._joiner.with_claims(r), *self._joiner.identity(r)) for r in records)
+        return ClusterSnapshot(taken_at=now, context=self.conn.context, pods=pods, session_counts=counts,
                                budgets=self.caches["pdbs"].items(), sources=sources)
 
     def gpu_history(self, node: str, minutes: int = 5) -> dict[int, list[float | None]]:

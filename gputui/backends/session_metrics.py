@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from gputui.backends.prom_answers import plain_rows
-from gputui.model import UNREADABLE
+from gputui.sessions import UNREADABLE
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from gputui.checks.context import CheckContext, unknown, verdict
 from gputui.checks.facts import AlertRule
 from gputui.checks.result import CheckResult, Status
-from gputui.model import SessionState
+from gputui.sessions import SessionState
 
 GROWTH_WARN_MIB = 1024.0  # a loaded engine preallocates its KV cache: a GiB more over the window is not noise
 # The GPU signals an alert must watch (001 §3.5, §8): what the rule's query names, in words.
@@ -31,8 +31,9 @@ def session_series(ctx: CheckContext) -> CheckResult:
     down = ctx.metrics_down()
     if down:
         return unknown(id, seed, title, down, ASK_PROMETHEUS)
-    bad = [p.key for p in ctx.snapshot.pods
-           if p.session_signal and p.phase == "Running" and not p.terminated and p.session_state is SessionState.UNKNOWN]
+    snap = ctx.snapshot
+    bad = [p.key for p in snap.pods
+           if p.phase == "Running" and not p.terminated and snap.sessions(p).state is SessionState.UNKNOWN]
     return verdict(id, seed, title, bad, Status.WARN, "inference pods whose sessions cannot be read",
                    "expose the engine's /metrics and scrape it (a drain waits on them blind)",
                    "every inference pod's sessions are read")

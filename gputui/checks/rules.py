@@ -10,6 +10,7 @@ from gputui.checks import metrics
 from gputui.checks.context import CheckContext, names, unknown, verdict
 from gputui.checks.result import CheckResult, Status
 from gputui.health import RESTARTS_WORTH_A_LOOK, Severity, node_alerts
+from gputui.sessions import SessionState
 
 MIN_GRACE_S = 30  # seed 001 §6.2: graceful termination of 30 s or more
 MODEL_LOAD_S = 300  # startup allowance a large model needs before liveness may kill it (001 §6.2: warm-up)
@@ -118,14 +119,16 @@ def replicas(ctx: CheckContext) -> CheckResult:
 
 
 def grace_periods(ctx: CheckContext) -> CheckResult:
+    snap = ctx.snapshot
+    inference = [p for p in snap.pods if not p.terminated and snap.sessions(p).state is not SessionState.NONE]
     bad = []
-    for p in ctx.snapshot.pods:
-        if not p.session_signal or p.terminated or p.termination_grace_s is None:
+    for p in inference:
+        if p.termination_grace_s is None:
             continue
         needed = max(MIN_GRACE_S, p.prestop_sleep_s + ctx.engine_shutdown_s)
         if p.termination_grace_s < needed:
             bad.append(f"{p.key} ({p.termination_grace_s}s < {needed:g}s)")
-    unread = [p.key for p in ctx.snapshot.pods if p.session_signal and not p.terminated and p.termination_grace_s is None]
+    unread = [p.key for p in inference if p.termination_grace_s is None]
     if not bad and unread:
         return CheckResult("services.grace", "001 §6.2", "graceful termination long enough", Status.UNKNOWN,
                            f"{len(unread)} inference pods' grace periods not read: {names(unread)}", tuple(unread),

@@ -13,7 +13,7 @@ from gputui.ops.audit import audit_for
 from gputui.ops.drain.batch import run_batch
 from gputui.ops.drain.events import EventKind
 from gputui.ops.drain.options import DrainOptions, DrainRecordError, resumable, saved_drain
-from gputui.ops.drain.plan import DrainPlan, Step, batch_json, plan_batch, sessions_text
+from gputui.ops.drain.plan import DrainPlan, Step, batch_json, plan_batch
 from gputui.ops.drain.report import DrainReport, Outcome
 from gputui.cli.common import EXIT_NOT_DONE, EXIT_OK, EXIT_USAGE, fail
 from gputui.present.cells import ago
@@ -138,7 +138,7 @@ def _print_plan(plan: DrainPlan) -> None:
     head = f"node/{plan.node}: " + ("BLOCKED" if plan.blocked else "ready to drain")
     print(head + ("" if not plan.already_cordoned else " (already cordoned)"))
     for p in plan.pods:
-        sessions = "" if p.step is Step.SKIP else f" sessions={sessions_text(p.pod)}"
+        sessions = "" if p.step is Step.SKIP else f" sessions={p.sessions.text}"
         budget = f" [{p.budget_note}]" if p.budget_note and p.step is not Step.SKIP else ""
         note = f" ({p.note})" if p.note else ""
         most = "" if p.step in (Step.SKIP, Step.ERROR) else f" at-most={ago(p.max_seconds(plan.options))}"

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Generator
 
 from gputui.backends.base import BackendError, EvictionOutcome, Reader, Writer
-from gputui.model import InferencePod, SessionState
+from gputui.model import InferencePod
+from gputui.sessions import SessionState
 from gputui.ops.audit import AuditLog
 from gputui.ops.cordon import ReadOnlyError
 from gputui.snapshot import ClusterSnapshot
@@ -28,10 +29,7 @@ class DrillPlan:
     pod: InferencePod
     already_cordoned: bool
     serving: int  # the other ready replicas of the same version: what serves during the drill
-
-    @property
-    def sessions(self) -> int | None:
-        return self.pod.live_sessions
+    sessions: int | None  # the pod's live sessions when planned (None: unknown, or not an inference pod)
 
     def describe(self) -> str:
         cut = ("an unknown number of live sessions (cannot be read now)" if self.sessions is None
@@ -68,15 +66,16 @@ def plan_drill(snapshot: ClusterSnapshot, node: str, pod_key: str | None = None)
     if not candidates:
         raise DrillError(f"no ready inference pod of a controller on {node}: nothing to drill with")
 
-    def cost(p: InferencePod) -> tuple[int, int, str]:  # fewest known sessions first; unknown last
-        return (p.live_sessions is None, p.live_sessions or 0, p.key)
+    def cost(p: InferencePod) -> tuple[bool, int, str]:  # fewest known sessions first; unknown last
+        live = snapshot.sessions(p).live
+        return (live is None, live or 0, p.key)
 
     pod = min(candidates, key=cost)
     serving = sum(1 for p in _peers(snapshot, pod) if p.ready)
     if not serving:
         raise DrillError(f"{pod.key} is the only ready replica of {pod.namespace}/{pod.service} {pod.version}: "
                          "evicting it takes the service down, which is an outage, not a drill")
-    return DrillPlan(node, pod, found.unschedulable, serving)
+    return DrillPlan(node, pod, found.unschedulable, serving, snapshot.sessions(pod).live)
 
 
 @dataclass
@@ -150,8 +149,9 @@ def run_drill(plan: DrillPlan, reader: Reader, writer: Writer | None, audit: Aud
                 report.ready_after_s = clock() - evicted
                 yield f"{new.key} Ready after {report.ready_after_s:.0f}s"
             if report.ready_after_s is not None:
-                report.traffic_unknown = new.session_state is SessionState.UNKNOWN
-                if (new.live_sessions or 0) > 0:
+                read = snap.sessions(new)
+                report.traffic_unknown = read.state is SessionState.UNKNOWN
+                if (read.live or 0) > 0:
                     report.traffic_after_s = clock() - evicted
                     yield f"{new.key} serving traffic after {report.traffic_after_s:.0f}s"
                     return report

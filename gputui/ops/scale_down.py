@@ -8,6 +8,7 @@ operator forces it and confirms how many sessions that cuts."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
 
 from gputui.backends.base import BackendError, Writer
 from gputui.model import InferencePod
@@ -32,6 +33,7 @@ class ScaleDownPlan:
     victims: tuple[InferencePod, ...]  # removed, idlest first
     keep: tuple[InferencePod, ...]
     threshold: int
+    sessions: Mapping[str, int | None]  # each pod's live sessions by name, as planned (None: unknown)
     blockers: tuple[str, ...] = ()
 
     @property
@@ -39,28 +41,27 @@ class ScaleDownPlan:
         """Live sessions the removed pods hold (None: some count is unknown)."""
         total = 0
         for p in self.victims:
-            if p.live_sessions is None:
+            live = self.sessions[p.name]
+            if live is None:
                 return None
-            total += p.live_sessions
+            total += live
         return total
 
     def costs(self) -> dict[str, int]:
         """The pod-deletion-cost of every pod: the chosen ones lowest, the others their live sessions."""
         out = {p.name: REMOVE_FIRST - i for i, p in enumerate(self.victims)}
-        out.update({p.name: KEEP_UNKNOWN if p.live_sessions is None else p.live_sessions for p in self.keep})
+        out.update({p.name: KEEP_UNKNOWN if (live := self.sessions[p.name]) is None else live for p in self.keep})
         return out
 
     def describe(self) -> str:
-        removed = ", ".join(f"{p.name} ({'unknown' if p.live_sessions is None else p.live_sessions} sessions)"
-                            for p in self.victims)
+        removed = ", ".join(f"{p.name} ({_count(self.sessions[p.name])} sessions)" for p in self.victims)
         return (f"Scale {self.namespace}/{self.workload} ({self.service} {self.version}) from {self.current} to "
                 f"{self.target}: removes {removed}; cuts "
                 f"{'an unknown number of' if self.cut is None else self.cut} live sessions")
 
 
-def _idlest_first(p: InferencePod) -> tuple[bool, bool, int, str]:
-    # As the ReplicaSet controller ranks before the cost: unready pods go first; then the fewest sessions.
-    return (p.ready, p.live_sessions is None, p.live_sessions or 0, p.name)
+def _count(live: int | None) -> str:
+    return "unknown" if live is None else str(live)
 
 
 def plan_scale_down(snapshot: ClusterSnapshot, service_key: str, version: str, replicas: int,
@@ -71,20 +72,23 @@ def plan_scale_down(snapshot: ClusterSnapshot, service_key: str, version: str, r
         raise ShiftError(f'{service.key} has no version "{version}" ({", ".join(v.name for v in service.versions)})')
     if service.router_kind == "Rollout":
         raise ShiftError(f"{service.key} is an Argo Rollout: its controller scales it (promote or abort instead)")
+    live = {p.name: snapshot.sessions(p).live for p in snapshot.pods_of(service, version)}
+    # As the ReplicaSet controller ranks before the cost: unready pods go first; then the fewest sessions.
     pods = sorted((p for p in snapshot.pods_of(service, version) if not p.terminated and not p.deleting),
-                  key=_idlest_first)
+                  key=lambda p: (p.ready, live[p.name] is None, live[p.name] or 0, p.name))
     if any(p.owner_kind != "ReplicaSet" for p in pods):
         raise ShiftError(f"{service.key} {version} is not a Deployment's (a StatefulSet removes its highest "
                          "ordinal whatever the cost): scale it with its own controller")
     if not 0 <= replicas < len(pods):
         raise ShiftError(f"{service.key} {version} runs {len(pods)} pods: scale down to 0..{len(pods) - 1}")
     victims, keep = tuple(pods[: len(pods) - replicas]), tuple(pods[len(pods) - replicas:])
-    busy = [p for p in victims if p.live_sessions is None or p.live_sessions > threshold]
+    busy = [p for p in victims if (n := live[p.name]) is None or n > threshold]
     blockers = tuple(
-        f"{p.name} holds {'an unknown number of' if p.live_sessions is None else p.live_sessions} live sessions "
+        f"{p.name} holds {'an unknown number of' if live[p.name] is None else live[p.name]} live sessions "
         f"(threshold {threshold}): wait for them to end, or force and confirm the count" for p in busy)
     return ScaleDownPlan(service.key, version, service.namespace, found.workload or f"{service.name}-{version}",
-                         len(pods), replicas, victims, keep, threshold, blockers)
+                         len(pods), replicas, victims, keep, threshold,
+                         {p.name: live[p.name] for p in pods}, blockers)
 
 
 def run_scale_down(plan: ScaleDownPlan, writer: Writer | None, audit: AuditLog, force: bool = False,

@@ -11,7 +11,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from gputui.model import InferenceService, SessionState
+from gputui.model import InferenceService
+from gputui.sessions import SessionState
 from gputui.present.cells import Palette
 from gputui.signals import VersionSignals
 from gputui.snapshot import ClusterSnapshot
@@ -25,8 +26,9 @@ def version_sessions(snapshot: ClusterSnapshot, service: InferenceService, versi
     """A version's live sessions: the sum of the counts read (None: none read) and how many of its pods'
     counts cannot be read (never summed as 0). The service screen and `gputui services` say both."""
     pods = [p for p in snapshot.pods_of(service, version) if not p.terminated]
-    unknown = sum(1 for p in pods if p.session_state is SessionState.UNKNOWN)
-    known = [p.live_sessions for p in pods if p.live_sessions is not None]
+    reads = [snapshot.sessions(p) for p in pods]
+    unknown = sum(1 for r in reads if r.state is SessionState.UNKNOWN)
+    known = [r.live for r in reads if r.live is not None]
     return (sum(known) if known else None), unknown
 
 
@@ -94,7 +96,8 @@ def service_view(snapshot: ClusterSnapshot, service: InferenceService, signals: 
         for p in snapshot.pods_of(service, v.name):
             if p.terminated:
                 continue
-            live = "?" if p.session_state is SessionState.UNKNOWN else "–" if p.live_sessions is None else str(p.live_sessions)
+            read = snapshot.sessions(p)
+            live = "?" if read.state is SessionState.UNKNOWN else "–" if read.live is None else str(read.live)
             pods.add_row(Text(p.name), Text(v.name), Text(p.node or "(pending)"),
                          Text("yes" if p.ready else "no", style="" if p.ready else palette.cordoned), live)
     parts: list[RenderableType] = [head, Text(""), versions]

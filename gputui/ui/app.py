@@ -45,8 +45,8 @@ def same_content(old: ClusterSnapshot | None, new: ClusterSnapshot | None) -> bo
     def source_errors(snap: ClusterSnapshot) -> list[tuple[str, str | None]]:
         return [(s.name, s.error) for s in snap.sources]  # fetch times move every poll; ages tick anyway
 
-    return (old.nodes, old.pods, old.services, old.budgets, source_errors(old)) == \
-        (new.nodes, new.pods, new.services, new.budgets, source_errors(new))
+    return (old.nodes, old.pods, old.services, old.budgets, old.session_counts, source_errors(old)) == \
+        (new.nodes, new.pods, new.services, new.budgets, new.session_counts, source_errors(new))
 
 
 NODE_DETAIL = "node-detail"  # the installed node-detail screen's name (open_node)

@@ -16,7 +16,7 @@ from textual.widgets import Input, Static
 from gputui.ui.base import ClusterModal
 
 from gputui.ops.drain.options import DrainOptions
-from gputui.ops.drain.plan import BatchPlan, DrainPlan, Step, plan_batch, sessions_text
+from gputui.ops.drain.plan import BatchPlan, DrainPlan, Step, plan_batch
 from gputui.present.cells import ago
 
 DEADLINE_STEP_S = 5 * 60
@@ -43,7 +43,7 @@ def render_plan(batch: BatchPlan, palette) -> Group:
                 note = (note + "; " if note else "") + p.budget_note
             table.add_row(
                 Text(p.step.value, style=style), Text(p.pod.key), str(p.pod.gpu_request or "–"),
-                "–" if p.step is Step.SKIP else sessions_text(p.pod),
+                "–" if p.step is Step.SKIP else p.sessions.text,
                 Text(note, style=palette.alert if p.pdb_blocks_now or p.step is Step.ERROR else ""),
             )
         parts.append(table)

@@ -14,6 +14,7 @@ from gputui.gpu_resources import Scheme, allocation_text, holders
 from gputui.model import Gpu
 from gputui.present import cells
 from gputui.model import Node
+from gputui.sessions import SessionState
 from gputui.health import has_driver_drift, node_alerts
 from gputui.ui.footer import KeyFooter
 from gputui.ui.key_table import KeyTable
@@ -206,13 +207,16 @@ class NodeDetailScreen(ClusterScreen):
             status = "Terminating" if pod.deleting else pod.phase
             if pod.phase == "Running" and not pod.ready and not pod.deleting:
                 status = "NotReady"
-            sessions = pod.live_sessions
+            read = snap.sessions(pod)
+            sessions, unknown = read.live, read.state is SessionState.UNKNOWN
             pod_rows[pod.key] = (
                 Text(cells.elide_middle(pod.name, self.pod_width)),
                 Text(f"{pod.service} {pod.version}".strip() or pod.owner_kind, style="" if pod.service else "dim"),
                 Text(str(pod.gpu_request) if pod.gpu_request else "–"),
                 Text(status, style="" if status == "Running" else palette.cordoned),
-                Text("–" if sessions is None else str(sessions).rjust(8), style="bold" if sessions else ""),
+                # Unknown is not "none": "?" in the alert colour, as the service screen has it.
+                Text("?" if unknown else "–" if sessions is None else str(sessions).rjust(8),
+                     style=palette.alert if unknown else "bold" if sessions else ""),
             )
         with self.app.batch_update():
             sync_rows(self.query_one("#gpus", DataTable), gpu_rows)

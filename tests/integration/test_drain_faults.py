@@ -14,7 +14,8 @@ from kubernetes import client
 
 from gputui.backends.prom import PromConfig, PromSource
 from gputui.backends.session_metrics import engines
-from gputui.model import DRAIN_PHASE_ANNOTATION, UNREADABLE, SessionState
+from gputui.model import DRAIN_PHASE_ANNOTATION
+from gputui.sessions import UNREADABLE, SessionState
 from gputui.ops.audit import AuditLog
 from gputui.ops.drain import lease
 from gputui.ops.drain.events import DrainControl, EventKind
@@ -74,7 +75,7 @@ def setup(cluster, fake_kubelet, prometheus, inference_exporter, ns: str, pool_n
 def sessions_visible(backend, ns: str, node: str, count: int = 5):
     """The first full snapshot in which the namespace's pod on the node shows `count` live sessions."""
     return wait_until(lambda: (s := backend.reader.snapshot()) and any(
-        p.namespace == ns and p.live_sessions == count for p in s.pods_on(node)) and s, 20, what="sessions visible")
+        p.namespace == ns and s.sessions(p).live == count for p in s.pods_on(node)) and s, 20, what="sessions visible")
 
 
 def teardown(core, fake_kubelet, inference_exporter, ns: str, nodes, names) -> None:
@@ -139,8 +140,9 @@ def test_a_vanished_session_series_is_waited_on_never_evicted_as_idle(cluster, f
         run.wait(lambda r: len(r.kinds(EventKind.TICK)) >= polls + 5, 15, "five more polls")
         assert not evictions(cluster, mark), "evicted a pod whose sessions could not be read"
         # The full snapshot agrees: unknown, not idle, not "no signal".
-        pod = next(p for p in backend.reader.snapshot().pods_on(a) if p.namespace == ns)
-        assert pod.session_state is SessionState.UNKNOWN and pod.live_sessions is None
+        snap = backend.reader.snapshot()
+        read = next(snap.sessions(p) for p in snap.pods_on(a) if p.namespace == ns)
+        assert read.state is SessionState.UNKNOWN and read.live is None
         inference_exporter.set(ns, names[0], running=0)
         inference_exporter.break_scrape(ns, names[0], broken=False)
         report = run.join()
@@ -159,7 +161,7 @@ def test_unknown_at_the_deadline_is_left_in_place_unless_chosen(cluster, fake_ku
         inference_exporter.break_scrape(ns, names[0])
         prometheus.wait_until('absent(vllm:num_requests_running{namespace="%s"})' % ns, timeout=20)
         snap = wait_until(lambda: (s := backend.reader.snapshot()) and any(
-            p.namespace == ns and p.session_state is SessionState.UNKNOWN for p in s.pods_on(a)) and s, 20,
+            p.namespace == ns and s.sessions(p).state is SessionState.UNKNOWN for p in s.pods_on(a)) and s, 20,
             what="the pod's sessions unknown in the snapshot")
         plan = plan_drain(snap, a, DrainOptions(session_deadline_s=4))
         mine = [p for p in plan.pods if p.pod.namespace == ns]

@@ -42,7 +42,7 @@ def test_sessions_gate_eviction_and_a_real_pdb_blocks_until_headroom(cluster, fa
         def sessions_visible():
             s = backend.reader.snapshot()
             mine = [p for p in s.pods_on(a) if p.namespace == ns]
-            return s if len(mine) == 2 and all(p.live_sessions == 3 for p in mine) else None
+            return s if len(mine) == 2 and all(s.sessions(p).live == 3 for p in mine) else None
 
         snap = wait_until(sessions_visible, 20, what="sessions visible")
         plan = plan_drain(snap, a, DrainOptions(session_deadline_s=600))

@@ -10,7 +10,7 @@ import yaml
 from kubernetes import client
 
 from gputui.backends.kube_backend import live_backend
-from gputui.model import SessionState
+from gputui.sessions import SessionState
 from gputui.ops.drain.plan import Step, plan_drain
 from gputui.health import fleet_alerts
 from gputui.settings import Settings
@@ -111,7 +111,7 @@ def test_snapshot_matches_what_the_cluster_holds(cluster, metrics_store, dcgm_ex
         assert svc.versions[0].rollout.status == "rolled out"
         for name, (running, waiting) in workload["sessions"].items():
             pod = next(p for p in snap.pods if p.name == name)
-            assert (pod.service, pod.sessions_running, pod.sessions_waiting) == ("llama", running, waiting)
+            assert (pod.service, snap.session_counts[(pod.namespace, name)]) == ("llama", (running, waiting))
         assert snap.sessions_of(svc) == sum(r + w for r, w in workload["sessions"].values())
         if getattr(metrics_store, "history_window", None):  # Prometheus: five minutes backfilled
             history = backend.reader.gpu_history("gpu-node-1", 5)
@@ -187,8 +187,8 @@ def test_prometheus_down_marks_metrics_and_kubernetes_keeps_updating(cluster, pr
         fresh = make_backend(cluster, prometheus)
         try:
             snap = fresh.reader.snapshot()
-            llama = next(p for p in snap.pods if p.namespace == NS and p.service == "llama")
-            assert llama.live_sessions is None and llama.session_state is SessionState.UNKNOWN
+            llama = next(snap.sessions(p) for p in snap.pods if p.namespace == NS and p.service == "llama")
+            assert llama.live is None and llama.state is SessionState.UNKNOWN
             plan = plan_drain(snap, llama.node)
             mine = next(p for p in plan.pods if p.pod.key == llama.key)
             assert mine.step is Step.WAIT_SESSIONS  # waits for a count; never evicted as idle
@@ -293,7 +293,7 @@ def test_pods_snapshot_reads_only_the_pods_asked_for_and_keeps_counts_through_an
         assert reader.prom.queries - before == 2  # running and queued for these pods, not a whole refresh
         assert sorted(p.name for p in view.pods) == names and view.nodes == ()
         for pod in view.pods:
-            assert (pod.sessions_running, pod.sessions_waiting) == workload["sessions"][pod.name]
+            assert view.session_counts[(pod.namespace, pod.name)] == workload["sessions"][pod.name]
             same = next(p for p in full.pods if p.key == pod.key)
             assert (pod.uid, pod.node, pod.service, pod.version) == (same.uid, same.node, same.service, same.version)
         assert view.budgets == full.budgets and view.source("metrics").error is None
@@ -301,14 +301,15 @@ def test_pods_snapshot_reads_only_the_pods_asked_for_and_keeps_counts_through_an
         inference_exporter.set(NS, names[0], running=9, waiting=0)
         metrics_store.wait_until('vllm:num_requests_running{namespace="%s",pod="%s"}' % (NS, names[0]),
                                  lambda v: 9.0 in v.values(), timeout=15)
-        assert next(p for p in reader.pods_snapshot(keys).pods if p.name == names[0]).live_sessions == 9
+        again = reader.pods_snapshot(keys)
+        assert next(again.sessions(p).live for p in again.pods if p.name == names[0]) == 9
         # The store gone: every count is unknown. Not the last one seen (it may have grown since), and not
         # zero (a drain would evict the pod): the drain waits.
         metrics_store.stop()
         down = reader.pods_snapshot(keys)
         assert "connection refused" in down.source("metrics").error
-        busy = next(p for p in down.pods if p.name == names[0])
-        assert busy.live_sessions is None and busy.session_state is SessionState.UNKNOWN
+        busy = next(down.sessions(p) for p in down.pods if p.name == names[0])
+        assert busy.live is None and busy.state is SessionState.UNKNOWN
     finally:
         if not metrics_store.running():
             metrics_store.start(ready="DCGM_FI_DEV_GPU_UTIL")
@@ -373,7 +374,7 @@ def test_sessions_every_refresh_and_fleet_dcgm_at_its_interval(
         now[0] += REFRESH
         second, queries = read()
         assert queries == 2  # running and queued sessions only
-        assert next(p for p in second.pods if p.name == pod).live_sessions == 17
+        assert next(second.sessions(p).live for p in second.pods if p.name == pod) == 17
         assert second.node(node).mean_util == old_util  # the gauges wait for their interval
         metrics = second.source("metrics")
         assert metrics.error is None and metrics.fetched_at == now[0] - REFRESH  # their age is honest

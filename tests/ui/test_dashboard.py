@@ -239,6 +239,28 @@ async def test_enter_opens_node_detail_and_escape_returns(app_factory):
         assert not isinstance(app.screen, NodeDetailScreen)
 
 
+async def test_node_detail_shows_an_unreadable_session_count_as_unknown_not_none(app_factory):
+    """A pod whose session series vanished showed "–", the mark of a pod with no sessions at all."""
+    from dataclasses import replace
+
+    app = app_factory()
+    cluster = app.backend.reader
+    first = cluster.snapshot()
+    node = next(n.name for n in first.nodes if any(first.sessions(p).live for p in first.pods_on(n.name)))
+    lost = next(p for p in first.pods_on(node) if first.sessions(p).live)
+    read = cluster.snapshot
+    cluster.snapshot = lambda: (lambda s: replace(s, session_counts={
+        **s.session_counts, (lost.namespace, lost.name): (None, None)}))(read())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        app.screen.nodes_table.move_to(node)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, NodeDetailScreen))
+        pods = app.screen.query_one("#pods", DataTable)
+        await wait_for(pilot, lambda: pods.row_count == len(app.snapshot.pods_on(node)))
+        assert pods.get_row(lost.key)[-1].plain == "?"
+
+
 async def test_cordon_confirm_then_visible_and_audited(app_factory, tmp_path):
     app = app_factory()
     async with app.run_test(size=(120, 40)) as pilot:

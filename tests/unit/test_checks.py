@@ -30,7 +30,7 @@ def node(name: str, **kw) -> Node:
 
 def pod(name: str, **kw) -> InferencePod:
     base = dict(namespace="llm", name=name, uid=name, node="a", gpu_request=1, service="chat", version="v1",
-                labels={"app": "chat"}, session_signal=True, sessions_running=1, sessions_waiting=0,
+                labels={"app": "chat"}, session_signal=True,
                 termination_grace_s=60, probes=PodProbes(True, False, 600, True))
     base.update(kw)
     return InferencePod(**base)
@@ -58,7 +58,7 @@ def healthy() -> ClusterSnapshot:
                            budgets=(Budget("llm", "chat-pdb", {"app": "chat"}, max_unavailable="1",
                                            disruptions_allowed=1, current_healthy=2, desired_healthy=1,
                                            expected_pods=2),),
-                           sources=METRICS_OK)
+                           sources=METRICS_OK, session_counts={("llm", "chat-1"): (1, 0), ("llm", "chat-2"): (1, 0)})
 
 
 def test_a_healthy_cluster_passes_every_check():
@@ -112,7 +112,7 @@ def test_probe_windows_follow_the_api_defaults():
 
 def snap_fields(snap: ClusterSnapshot) -> dict:
     return dict(taken_at=snap.taken_at, context=snap.context, nodes=snap.nodes, pods=snap.pods,
-                services=snap.services, budgets=snap.budgets, sources=snap.sources)
+                services=snap.services, budgets=snap.budgets, sources=snap.sources, session_counts=snap.session_counts)
 
 
 def test_what_cannot_be_read_is_unknown_never_a_pass():

@@ -39,10 +39,10 @@ def test_fleet_has_the_promised_shape():
 def test_sessions_arrive_and_end_over_time():
     clock = ManualClock()
     cluster = DemoCluster(seed=7, clock=clock)
-    before = {p.key: p.sessions_running for p in cluster.snapshot().pods}
+    before = dict(cluster.snapshot().session_counts)
     clock.advance(120)
-    after = {p.key: p.sessions_running for p in cluster.snapshot().pods}
-    assert sum(v or 0 for v in after.values()) > 0
+    after = dict(cluster.snapshot().session_counts)
+    assert sum(running or 0 for running, _waiting in after.values()) > 0
     assert before != after
 
 
@@ -74,7 +74,7 @@ def test_pdb_blocks_eviction_and_evicting_a_pod_with_sessions_loses_them():
     snap = cluster.snapshot()
     pods = [p for p in snap.pods if p.service == "llama-3-70b-instruct" and p.version == "v1"]
     first, second = pods[0], pods[1]
-    held = first.live_sessions
+    held = snap.sessions(first).live
     assert held > 0
     result = cluster.evict_pod(first.namespace, first.name)
     assert result.outcome is EvictionOutcome.EVICTED

@@ -6,6 +6,7 @@ from gputui.backends.demo import DemoCluster
 from gputui.model import Budget, InferencePod, Node
 from gputui.snapshot import ClusterSnapshot
 from gputui.ops.drain.plan import DrainOptions, Step, classify, plan_drain, plan_json
+from gputui.sessions import NO_SIGNAL, PodSessions, SessionState
 from tests.demo_clock import ManualClock
 
 
@@ -19,10 +20,14 @@ DEFAULT = DrainOptions()
 ALL = DrainOptions(ignore_daemonsets=True, delete_emptydir_data=True, force=True)
 
 
+def known(n: int) -> PodSessions:
+    return PodSessions(SessionState.KNOWN, n)
+
+
 @pytest.mark.parametrize("the_pod, options, step, note", [
     (pod(), DEFAULT, Step.EVICT, ""),
-    (pod(sessions_running=3), DEFAULT, Step.WAIT_SESSIONS, ""),
-    (pod(sessions_running=0, sessions_waiting=0), DEFAULT, Step.WAIT_SESSIONS, ""),
+    ((pod(), known(3)), DEFAULT, Step.WAIT_SESSIONS, ""),
+    ((pod(), known(0)), DEFAULT, Step.WAIT_SESSIONS, ""),
     (pod(owner_kind="DaemonSet"), DEFAULT, Step.SKIP, "ignoring DaemonSet-managed pod"),
     (pod(owner_kind="DaemonSet"), DrainOptions(ignore_daemonsets=False), Step.ERROR, "DaemonSet-managed pod"),
     (pod(mirror=True, owner_kind="Node"), DEFAULT, Step.SKIP, "mirror pod"),
@@ -38,27 +43,30 @@ ALL = DrainOptions(ignore_daemonsets=True, delete_emptydir_data=True, force=True
     (pod(owner_kind="", has_emptydir=True), DrainOptions(delete_emptydir_data=True), Step.ERROR, "not managed"),
 ])
 def test_kubectl_filters(the_pod, options, step, note):
-    got_step, got_note = classify(the_pod, options)
+    the_pod, sessions = the_pod if isinstance(the_pod, tuple) else (the_pod, NO_SIGNAL)
+    got_step, got_note = classify(the_pod, sessions, options)
     assert got_step is step
     assert note in got_note
 
 
-def snapshot_with(pods, budgets=(), nodes=None) -> ClusterSnapshot:
+def snapshot_with(pods, budgets=(), nodes=None, counts=None) -> ClusterSnapshot:
+    """`counts`: pod name (in namespace ns) -> (running, waiting), as the session read gives them."""
     nodes = nodes or (Node("n1", True, False, "H100", 8, 8), Node("n2", True, False, "H100", 8, 8),
                       Node("n3", True, True, "H100", 8, 8), Node("n4", True, False, "A100", 8, 8))
-    return ClusterSnapshot(0.0, "t", nodes=nodes, pods=tuple(pods), budgets=tuple(budgets))
+    return ClusterSnapshot(0.0, "t", nodes=nodes, pods=tuple(pods), budgets=tuple(budgets),
+                           session_counts={("ns", name): c for name, c in (counts or {}).items()})
 
 
 def test_plan_names_budgets_sessions_and_errors():
     pods = [
-        pod(name="a", labels={"app": "llm"}, gpu_request=4, sessions_running=5, sessions_waiting=1),
+        pod(name="a", labels={"app": "llm"}, gpu_request=4),
         pod(name="b", labels={"app": "llm"}, gpu_request=2),
         pod(name="local", has_emptydir=True),
         pod(name="ds", owner_kind="DaemonSet"),
         pod(name="elsewhere", node="n2", gpu_request=6),
     ]
     budgets = [Budget("ns", "llm-pdb", {"app": "llm"}, disruptions_allowed=0, current_healthy=3, desired_healthy=3)]
-    plan = plan_drain(snapshot_with(pods, budgets), "n1")
+    plan = plan_drain(snapshot_with(pods, budgets, counts={"a": (5, 1)}), "n1")
     by = {p.pod.name: p for p in plan.pods}
     assert set(by) == {"a", "b", "local", "ds"}
     assert by["a"].step is Step.WAIT_SESSIONS and plan.live_sessions == 6
@@ -76,18 +84,17 @@ def test_an_unknown_session_count_is_waited_on_never_read_as_zero():
     "0 live sessions" and evicted it at once."""
     from dataclasses import replace
 
-    from gputui.model import SessionState
     from gputui.snapshot import SourceStatus
 
     pods = [pod(name="llm", service="llama", version="v1", gpu_request=4, session_signal=True),
-            pod(name="nan", service="llama", sessions_running=-1, sessions_waiting=2, session_signal=True),
+            pod(name="nan", service="llama", session_signal=True),
             pod(name="batch", gpu_request=1)]
     for source in (SourceStatus("metrics", 10.0, "unavailable: connection refused"), SourceStatus("metrics", 10.0)):
-        snap = replace(snapshot_with(pods), sources=(source,))
+        snap = replace(snapshot_with(pods, counts={"nan": (-1, 2)}), sources=(source,))
         plan = plan_drain(snap, "n1")
         by = {p.pod.name: p for p in plan.pods}
         for name in ("llm", "nan"):
-            assert by[name].pod.session_state is SessionState.UNKNOWN and by[name].pod.live_sessions is None
+            assert by[name].sessions.state is SessionState.UNKNOWN and by[name].sessions.live is None
             assert by[name].step is Step.WAIT_SESSIONS and "sessions unknown" in by[name].note
             assert "left in place at its deadline" in by[name].note
         assert by["batch"].step is Step.EVICT  # no session signal: kubectl's behaviour
@@ -173,14 +180,14 @@ def test_plan_warns_when_the_grace_period_is_shorter_than_prestop_plus_engine_sh
     assert record({"sleep": {"seconds": 45}}, 30).prestop_sleep_s == 45
     assert record({"exec": {"command": ["/bin/sh", "-c", "sleep 20 && kill -TERM 1"]}}, 30).prestop_sleep_s == 20
     assert record({"httpGet": {"path": "/drain"}}, 30).prestop_sleep_s == 0
-    short = pod(name="llm", service="s", sessions_running=1, termination_grace_s=30, prestop_sleep_s=45)
-    plan = plan_drain(snapshot_with([short]), "n1", DrainOptions(session_deadline_s=600, engine_shutdown_s=10))
+    short = pod(name="llm", service="s", termination_grace_s=30, prestop_sleep_s=45)
+    plan = plan_drain(snapshot_with([short], counts={"llm": (1, None)}), "n1", DrainOptions(session_deadline_s=600, engine_shutdown_s=10))
     assert any("terminationGracePeriodSeconds 30 is shorter than its preStop sleep 45s + engine shutdown 10s" in w
                for w in plan.warnings)
     assert plan.pods[0].max_seconds(plan.options) == 630  # the session wait, then the grace period
     assert plan_json(plan)["pods"][0]["max_seconds"] == 630
-    ample = pod(name="llm", service="s", sessions_running=1, termination_grace_s=120, prestop_sleep_s=45)
-    assert plan_drain(snapshot_with([ample]), "n1", DrainOptions(engine_shutdown_s=10)).warnings == ()
+    ample = pod(name="llm", service="s", termination_grace_s=120, prestop_sleep_s=45)
+    assert plan_drain(snapshot_with([ample], counts={"llm": (1, None)}), "n1", DrainOptions(engine_shutdown_s=10)).warnings == ()
 
 
 def test_the_capacity_guard_counts_in_the_units_the_pods_ask_for():

@@ -31,7 +31,7 @@ def drive(cluster, clock, plan, control=None, on_event=None, max_steps=5000, **k
 
 def busy_node(snap):
     return max((n for n in snap.nodes if n.ready and not n.unschedulable),
-               key=lambda n: sum(p.live_sessions or 0 for p in snap.pods_on(n.name)))
+               key=lambda n: sum(snap.sessions(p).live or 0 for p in snap.pods_on(n.name)))
 
 
 def test_sessions_run_down_then_pods_are_evicted_without_losing_any():
@@ -57,7 +57,7 @@ def test_evict_now_cuts_sessions_and_says_so():
     cluster = DemoCluster(seed=7, clock=clock)
     snap = cluster.snapshot()
     plan = plan_drain(snap, busy_node(snap).name)
-    target = next(p.pod.key for p in plan.to_evict if p.pod.live_sessions)
+    target = next(p.pod.key for p in plan.to_evict if p.sessions.live)
     control = DrainControl()
     control.evict_now(target)
     report, events = drive(cluster, clock, plan, control)

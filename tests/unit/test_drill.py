@@ -37,8 +37,9 @@ def test_a_drill_is_timed_to_ready_and_traffic_and_its_cordon_undone(tmp_path):
     assert evicted.service == "mistral-7b" and report.plan.sessions is not None  # the count it cut, said first
     assert report.ready_after_s is not None and report.ready_after_s >= 40  # the demo's model load time
     assert report.traffic_after_s is not None and report.traffic_after_s >= report.ready_after_s
-    new = next(p for p in cluster.snapshot().pods if p.key == report.replacement)
-    assert new.node != NODE and new.ready and (new.live_sessions or 0) > 0
+    after = cluster.snapshot()
+    new = next(p for p in after.pods if p.key == report.replacement)
+    assert new.node != NODE and new.ready and (after.sessions(new).live or 0) > 0
     assert not cluster.snapshot().node(NODE).unschedulable  # undone
     assert [(e["action"], e["target"]) for e in entries] == [
         ("cordon", f"node/{NODE}"), ("evict", f"pod/{evicted.key}"), ("uncordon", f"node/{NODE}")]

@@ -52,10 +52,10 @@ def test_the_same_signature_errors_and_frozenness():
 
 def test_the_models_built_per_refresh_are_unchanged_objects():
     """Node, InferencePod and GpuSummary use it: equality, repr and replace() behave as the dataclass's."""
-    pod = InferencePod(namespace="ns", name="p", uid="u", node="n", labels={"a": "b"}, sessions_running=2)
-    assert pod.gpu_units == {} and pod.images == () and pod.sessions_waiting is None
-    assert dataclasses.replace(pod, sessions_running=3).sessions_running == 3
-    assert dataclasses.replace(pod) == pod and "sessions_running=2" in repr(pod)
+    pod = InferencePod(namespace="ns", name="p", uid="u", node="n", labels={"a": "b"}, restarts=2)
+    assert pod.gpu_units == {} and pod.images == () and pod.probes is None
+    assert dataclasses.replace(pod, restarts=3).restarts == 3
+    assert dataclasses.replace(pod) == pod and "restarts=2" in repr(pod)
     node = Node("n", True, False, "H100", 8, 8, summary=GpuSummary(8, util_mean=5.0))
     assert node.alerts_memo is None and node.labels == {} and node.summary.mem_total_mib is None
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -44,7 +44,7 @@ def test_nodes_pods_and_routed_service_join():
     assert snap.gpus_allocated("gpu-1") == 4
     assert {p.name for p in snap.pods} == {"llama-v1-a", "llama-v2-a", "waiting"}
     pod = next(p for p in snap.pods if p.name == "llama-v1-a")
-    assert (pod.service, pod.version, pod.live_sessions, pod.restarts, pod.has_emptydir) == ("llama", "v1", 7, 3, True)
+    assert (pod.service, pod.version, snap.sessions(pod).live, pod.restarts, pod.has_emptydir) == ("llama", "v1", 7, 3, True)
     svc = snap.service("llm/llama")
     assert svc.router_kind == "HTTPRoute"
     assert [(v.name, v.weight, v.workload) for v in svc.versions] == [("v1", 90, "llama-v1"), ("v2", 10, "llama-v2")]
@@ -142,13 +142,13 @@ def test_incremental_join_matches_a_fresh_join_and_reuses_what_did_not_change():
     assert all(a is b for a, b in zip(first.nodes, second.nodes))
     assert all(a is b for a, b in zip(first.pods, second.pods))
 
-    # Metrics moved on one node and one pod's sessions: only those are rebuilt.
+    # Metrics moved on one node and one pod's sessions: only that node is rebuilt; a count is no part of a pod.
     m3 = Metrics(nodes={**_summaries(10.0), "gpu-1": _summaries(90.0)["gpu-1"]}, sessions={("llm", "bge-0"): (4, 1)})
     third = joiner.join(state, m3, now=3.0, context="c", sources=())
     assert third == join(state, m3, now=3.0, context="c", sources=())
     assert [a is b for a, b in zip(second.nodes, third.nodes)] == [True, False, True]
-    assert [a is b for a, b in zip(second.pods, third.pods)] == [False, True, True]
-    assert third.pods[0].live_sessions == 5 and third.pods[0].service == "bge"
+    assert third.pods is second.pods
+    assert third.sessions(third.pods[0]).live == 5 and third.pods[0].service == "bge"
 
 
 def test_a_quiet_refresh_gets_the_same_tuples_back_and_a_change_still_shows():
@@ -162,11 +162,13 @@ def test_a_quiet_refresh_gets_the_same_tuples_back_and_a_change_still_shows():
     quiet = joiner.join(state, metrics, now=2.0, context="c", sources=())
     assert quiet.nodes is first.nodes and quiet.pods is first.pods
     assert quiet._pods_by_node is first._pods_by_node  # the per-node indexes are not rebuilt either
-    # Only sessions moved (the gauges wait for their interval): nodes stay, pods follow.
+    # Only sessions moved (the gauges wait for their interval): nodes, pods and their indexes stay; the counts
+    # are the snapshot's own map (issue 18: a scrape rebuilt every pod whose count moved, and its node's list).
     sessions = Metrics(nodes=metrics.nodes, gpus=metrics.gpus, sessions={("llm", "bge-0"): (7, 0)})
     moved = joiner.join(state, sessions, now=3.0, context="c", sources=())
-    assert moved.nodes is first.nodes and moved.pods is not first.pods
-    assert moved.pods[0].live_sessions == 7 and moved == join(state, sessions, now=3.0, context="c", sources=())
+    assert moved.nodes is first.nodes and moved.pods is first.pods and moved._pods_by_node is first._pods_by_node
+    assert moved.sessions(moved.pods[0]).live == 7 and moved == join(state, sessions, now=3.0, context="c", sources=())
+    assert moved != first  # the counts are part of what the snapshot says
     # A node record replaced by the watch (a new tuple from the cache) is joined again.
     cordoned = _fleet_state(nodes=(ko.node_record(node_json("gpu-0", unschedulable=True)),) + state.nodes[1:])
     after = joiner.join(cordoned, sessions, now=4.0, context="c", sources=())

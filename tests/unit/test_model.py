@@ -148,8 +148,9 @@ def test_budget_selects_by_match_expressions_as_the_api_does():
 
 
 def test_live_sessions_none_without_a_signal():
-    assert pod("p", "n", 1).live_sessions is None
-    assert pod("p", "n", 1, sessions_running=3, sessions_waiting=2).live_sessions == 5
+    snap = ClusterSnapshot(0.0, "t", session_counts={("llm", "q"): (3, 2)})
+    assert snap.sessions(pod("p", "n", 1)).live is None
+    assert snap.sessions(pod("q", "n", 1)).live == 5
 
 
 def test_a_source_read_on_its_own_interval_is_stale_only_after_three_of_them():

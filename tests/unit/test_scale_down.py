@@ -27,7 +27,8 @@ def live_pods(cluster: DemoCluster, version: str = "v1") -> list[InferencePod]:
 def test_the_idlest_pods_go_and_nothing_is_replaced(tmp_path):
     clock = ManualClock()
     cluster = DemoCluster(seed=7, clock=clock)
-    before = sorted(live_pods(cluster), key=lambda p: (p.live_sessions, p.name))
+    snap = cluster.snapshot()
+    before = sorted(live_pods(cluster), key=lambda p: (snap.sessions(p).live, p.name))
     plan = plan_scale_down(cluster.snapshot(), LLAMA, "v1", 5, threshold=1000)
     assert plan.blockers == () and [p.name for p in plan.victims] == [p.name for p in before[:2]]
     audit = AuditLog(tmp_path / "audit.jsonl", "tester", "demo")
@@ -60,8 +61,8 @@ def test_a_pod_with_sessions_blocks_unless_forced_with_the_count_typed_back(tmp_
 def test_what_a_scale_down_cannot_do_is_refused():
     svc = InferenceService("llm", "chat", (ServiceVersion("v1", None, workload="chat"),), "", "")
     pods = tuple(InferencePod("llm", f"chat-{i}", f"u{i}", "n1", service="chat", version="v1", owner_kind="StatefulSet",
-                              session_signal=True, sessions_running=0, sessions_waiting=0) for i in range(3))
-    snap = ClusterSnapshot(0.0, "t", pods=pods, services=(svc,))
+                              session_signal=True) for i in range(3))
+    snap = ClusterSnapshot(0.0, "t", pods=pods, services=(svc,), session_counts={("llm", f"chat-{i}"): (0, 0) for i in range(3)})
     with pytest.raises(ShiftError, match="highest ordinal"):
         plan_scale_down(snap, "llm/chat", "v1", 1)
     unknown = tuple(InferencePod("llm", f"chat-{i}", f"u{i}", "n1", service="chat", version="v1", session_signal=True)

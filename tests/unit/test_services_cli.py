@@ -32,8 +32,8 @@ def test_the_demo_services_as_json_name_what_shift_takes(tmp_path):
 
 def test_unknown_sessions_are_said_not_summed_as_zero():
     svc = InferenceService("llm", "chat", (ServiceVersion("v1", None),), "", "")
-    pods = (InferencePod("llm", "a", "ua", "n1", service="chat", version="v1", session_signal=True, sessions_running=4,
-                         sessions_waiting=0),
+    pods = (InferencePod("llm", "a", "ua", "n1", service="chat", version="v1", session_signal=True),
             InferencePod("llm", "b", "ub", "n1", service="chat", version="v1", session_signal=True))
-    record = service_record(ClusterSnapshot(0.0, "t", pods=pods, services=(svc,)), svc)
+    record = service_record(ClusterSnapshot(0.0, "t", pods=pods, services=(svc,),
+                                            session_counts={("llm", "a"): (4, 0)}), svc)
     assert record["versions"][0]["sessions"] == {"known": 4, "pods_unknown": 1}

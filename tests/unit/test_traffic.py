@@ -46,11 +46,11 @@ def service(kind, versions, name="m", ns="llm", router_name=None):
 
 def snapshot(svc, sessions=None):
     pods = tuple(
-        InferencePod(svc.namespace, f"{svc.name}-{v}-pod", f"uid-{v}", "node-1", service=svc.name, version=v,
-                     sessions_running=n, sessions_waiting=0)
-        for v, n in (sessions or {}).items()
+        InferencePod(svc.namespace, f"{svc.name}-{v}-pod", f"uid-{v}", "node-1", service=svc.name, version=v)
+        for v in (sessions or {})
     )
-    return ClusterSnapshot(taken_at=0.0, context="test", pods=pods, services=(svc,))
+    counts = {(svc.namespace, f"{svc.name}-{v}-pod"): (n, 0) for v, n in (sessions or {}).items()}
+    return ClusterSnapshot(taken_at=0.0, context="test", pods=pods, services=(svc,), session_counts=counts)
 
 
 def two(kind, w1=90, w2=10, ready2=3, b1="m-v1", b2="m-v2", n1="v1", n2="v2", desired2=3, ready1=3):

@@ -5,7 +5,9 @@ import math
 from gputui.present import cells
 from gputui.backends.prom import PromConfig, PromSource
 from gputui.backends.session_metrics import counts_by_pod as _counts_by_pod
-from gputui.model import UNREADABLE, InferencePod, SessionState
+from gputui.model import InferencePod
+from gputui.sessions import UNREADABLE, SessionState
+from gputui.snapshot import ClusterSnapshot
 
 
 def series(value, **labels):
@@ -58,11 +60,12 @@ def test_session_values_that_are_not_numbers_are_unreadable_never_zero():
                           series("+Inf", namespace="n", pod="b"), series("2", namespace="n", pod="c"),
                           series("1", namespace="n", pod="c"), series("-1", namespace="n", pod="d")])
     assert got == {("n", "a"): UNREADABLE, ("n", "b"): UNREADABLE, ("n", "c"): 3, ("n", "d"): UNREADABLE}
-    pod = InferencePod("n", "a", "u", "node", sessions_running=UNREADABLE, sessions_waiting=3, session_signal=True)
-    assert pod.session_state is SessionState.UNKNOWN and pod.live_sessions is None
-    assert InferencePod("n", "b", "u", "node").session_state is SessionState.NONE
-    assert InferencePod("n", "c", "u", "node", session_signal=True).session_state is SessionState.UNKNOWN
-    assert InferencePod("n", "c", "u", "node", sessions_waiting=0).live_sessions == 0
+    snap = ClusterSnapshot(0.0, "t", session_counts={("n", "a"): (UNREADABLE, 3), ("n", "c"): (None, 0)})
+    read = snap.sessions(InferencePod("n", "a", "u", "node", session_signal=True))
+    assert read.state is SessionState.UNKNOWN and read.live is None
+    assert snap.sessions(InferencePod("n", "b", "u", "node")).state is SessionState.NONE
+    assert snap.sessions(InferencePod("n", "b", "u", "node", session_signal=True)).state is SessionState.UNKNOWN
+    assert snap.sessions(InferencePod("n", "c", "u", "node")).live == 0
 
 
 def test_a_vanished_session_series_stays_unknown_while_its_pod_exists():
@@ -109,7 +112,6 @@ def test_session_counts_read_from_the_bytes_are_what_the_json_decoder_reads():
     import json
 
     from gputui.backends.session_metrics import counts_from_body
-    from gputui.model import UNREADABLE
 
     def body(series) -> bytes:  # as Prometheus writes it: compact, labels in name order
         return json.dumps({"status": "success", "data": {"resultType": "vector", "result": series}},

@@ -293,10 +293,13 @@ class Simulation:
             nodes = tuple(self._node_model(n) for n in self._nodes.values())
             pods = tuple(self._pod_model(p) for p in self._pods.values())
             services = tuple(self._service_model(s) for s in self._services.values())
+            # As a session gauge reads: running in the batch, waiting in the queue (pods without the signal
+            # export none).
+            counts = {(p.namespace, p.name): (len(p.session_ends), p.waiting) for p in self._pods.values() if p.signal}
             budgets = tuple(self._budget_model(s) for s in self._services.values() if s.pdb_max_unavailable is not None)
             return ClusterSnapshot(
                 taken_at=now, context="demo", nodes=nodes, pods=pods, services=services,
-                budgets=budgets,
+                budgets=budgets, session_counts=counts,
                 sources=(SourceStatus("API", now), SourceStatus("metrics", now)),
                 simulated=True,
             )
@@ -352,7 +355,6 @@ class Simulation:
         )
 
     def _pod_model(self, p: _SimPod) -> InferencePod:
-        running = len(p.session_ends) if p.signal else None
         return InferencePod(
             namespace=p.namespace, name=p.name, uid=p.uid, node=p.node, phase=p.phase,
             ready=p.ready(self._t), gpu_request=p.gpu_request, service=p.service,
@@ -360,7 +362,7 @@ class Simulation:
             images=(f"vllm/vllm-openai:{ENGINE}",) if p.service else (),
             version=p.version, deleting=p.deleting_at is not None, owner_kind=p.owner_kind,
             labels=dict(p.labels), has_emptydir=p.has_emptydir,
-            sessions_running=running, sessions_waiting=p.waiting if p.signal else None, session_signal=p.signal,
+            session_signal=p.signal,
             pending_reason=self._pending_reason(p) if p.phase == "Pending" else "",
             termination_grace_s=int(p.grace_s), restarts=p.restarts, gpus_unrequested=p.gpus_unrequested,
             probes=svc.probes if (svc := self._services.get(f"{p.namespace}/{p.service}")) else None,

@@ -20,13 +20,14 @@ from typing import Iterable, Mapping
 
 from gputui.gpu_resources import WHOLE_GPU
 from gputui.label_selectors import selector_matches
-from gputui.model import Budget, InferencePod, Node, SessionState
+from gputui.model import Budget, InferencePod, Node
+from gputui.sessions import PodSessions, SessionState
 from gputui.snapshot import ClusterSnapshot
 from gputui.upgrades import max_unavailable, owner_warning
 from gputui.ops.drain.options import DEFAULT_SESSION_DEADLINE_S, DrainOptions
 
 __all__ = ["DEFAULT_SESSION_DEADLINE_S", "DrainOptions", "Step", "PodPlan", "CapacityCheck", "DrainPlan",
-           "BatchPlan", "classify", "plan_drain", "plan_batch", "plan_json", "sessions_text"]
+           "BatchPlan", "classify", "plan_drain", "plan_batch", "plan_json"]
 
 
 class Step(str, Enum):
@@ -36,17 +37,10 @@ class Step(str, Enum):
     ERROR = "error"  # blocks the whole node's drain
 
 
-def sessions_text(pod: InferencePod) -> str:
-    """A pod's session count as every output writes it: a number, "unknown", or "–" (no signal)."""
-    state = pod.session_state
-    if state is SessionState.KNOWN:
-        return str(pod.live_sessions)
-    return "unknown" if state is SessionState.UNKNOWN else "–"
-
-
 @dataclass(frozen=True, slots=True)
 class PodPlan:
     pod: InferencePod
+    sessions: PodSessions  # as the plan's snapshot read them
     step: Step
     note: str = ""  # warning or error, in kubectl's words where kubectl has them
     budgets: tuple[Budget, ...] = ()
@@ -149,11 +143,11 @@ class DrainPlan:
     @property
     def live_sessions(self) -> int:
         """Known live sessions to wait for (unknown ones are counted apart: unknown_pods)."""
-        return sum(p.pod.live_sessions or 0 for p in self.pods if p.step is Step.WAIT_SESSIONS)
+        return sum(p.sessions.live or 0 for p in self.pods if p.step is Step.WAIT_SESSIONS)
 
     @property
     def unknown_pods(self) -> list[PodPlan]:
-        return [p for p in self.pods if p.step is Step.WAIT_SESSIONS and p.pod.session_state is SessionState.UNKNOWN]
+        return [p for p in self.pods if p.step is Step.WAIT_SESSIONS and p.sessions.state is SessionState.UNKNOWN]
 
     def describe_sessions(self) -> str:
         text = f"{self.live_sessions} live sessions to wait for"
@@ -163,7 +157,8 @@ class DrainPlan:
         return text
 
 
-def classify(pod: InferencePod, options: DrainOptions, why_unknown: str = "") -> tuple[Step, str]:
+def classify(pod: InferencePod, sessions: PodSessions, options: DrainOptions, why_unknown: str = "",
+             ) -> tuple[Step, str]:
     """kubectl drain's filters in its order, then gputui's: wait on a pod's sessions, known or unknown."""
     if pod.owner_kind == "DaemonSet":
         if not options.ignore_daemonsets:
@@ -182,7 +177,7 @@ def classify(pod: InferencePod, options: DrainOptions, why_unknown: str = "") ->
         if not options.force:
             return Step.ERROR, "not managed by a controller (use force)"
         warnings.append("not managed by a controller: it will not come back")
-    state = pod.session_state
+    state = sessions.state
     if state is SessionState.UNKNOWN:
         at_deadline = ("evicted at its deadline, its sessions possibly cut (chosen)"
                        if options.evict_unknown_at_deadline else "left in place at its deadline")
@@ -248,8 +243,9 @@ def plan_drain(
     for pod in sorted(snapshot.pods_on(node), key=lambda p: (p.namespace, p.name)):
         if options.pod_selector and not selected(pod, options.pod_selector):
             continue
-        step, note = classify(pod, options, reason)
-        plans.append(PodPlan(pod, step, note, tuple(snapshot.budget_for(pod))))
+        sessions = snapshot.sessions(pod)
+        step, note = classify(pod, sessions, options, reason)
+        plans.append(PodPlan(pod, sessions, step, note, tuple(snapshot.budget_for(pod))))
     away = (batch or set()) | {node}
     checks = [capacity_after(snapshot, away, target.gpu_product, units, resource)
               for resource, units in sorted(units_needed(plans).items())]
@@ -348,7 +344,7 @@ def plan_json(plan: DrainPlan) -> dict:
         "pods": [
             {"namespace": p.pod.namespace, "name": p.pod.name, "step": p.step.value, "note": p.note,
              "gpus": p.pod.gpu_request, "service": p.pod.service, "version": p.pod.version,
-             "session_state": p.pod.session_state.value, "live_sessions": p.pod.live_sessions,
+             "session_state": p.sessions.state.value, "live_sessions": p.sessions.live,
              "max_seconds": None if p.step in (Step.SKIP, Step.ERROR) else p.max_seconds(plan.options),
              "budgets": [{"name": b.name, "disruptions_allowed": b.disruptions_allowed,
                           "current_healthy": b.current_healthy, "desired_healthy": b.desired_healthy}

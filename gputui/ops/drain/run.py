@@ -18,7 +18,7 @@ from enum import Enum
 from typing import Callable, Generator, Iterator
 
 from gputui.backends.base import BackendError, EvictionOutcome, PodsReader, Reader, Writer
-from gputui.model import SessionState
+from gputui.sessions import SessionState
 from gputui.ops.audit import AuditLog
 from gputui.ops.cordon import ReadOnlyError
 from gputui.ops.drain import lease
@@ -110,7 +110,7 @@ def run_drain(
         return report
     yield DrainEvent(node, K.STARTED, message=f"cordoned; {len(plan.to_evict)} pods to move, {plan.describe_sessions()}")
     pods = {p.pod.key: PodProgress(p.pod.key, p.pod.uid, p.step, p.pod.gpu_request, deadline,
-                                   sessions=p.pod.live_sessions) for p in plan.to_evict}
+                                   sessions=p.sessions.live) for p in plan.to_evict}
     # The live backend re-reads just these pods and their sessions; a whole refresh each second would
     # repeat the UI's poll (probe, every fleet metric) for nothing.
     pods_view = reader.pods_snapshot if isinstance(reader, PodsReader) else None
@@ -187,8 +187,8 @@ def _poll(pods: dict[str, PodProgress], snap, writer: Writer, audit: AuditLog, c
         if extra:
             prog.deadline += extra
             yield DrainEvent(node, K.INFO, prog.key, f"deadline extended by {extra:.0f}s")
-        state = current.session_state
-        prog.sessions = current.live_sessions
+        read = snap.sessions(current)
+        state, prog.sessions = read.state, read.live
         known = state is SessionState.KNOWN
         quiet = known and (prog.sessions or 0) <= opts.session_threshold
         expired = now >= prog.deadline

@@ -50,7 +50,7 @@ def main() -> None:
         node_order(row_context(s, palette, 85.0), PROBLEMS_SORT, False)
 
     def fresh(s: ClusterSnapshot) -> None:
-        s.gpus_total, s.gpus_in_use, s.mean_util, fleet_alerts(s, 85.0), pool_rows(s, None)
+        s.gpu_use(), s.mean_util, fleet_alerts(s, 85.0), pool_rows(s, None)
         ctx = row_context(s, palette, 85.0)
         by_name = {n.name: n for n in s.nodes}
         sorted(by_name, key=lambda name: (col.sort(by_name[name], ctx), name))

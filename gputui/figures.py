@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gputui.fleet_sums import Contribution, NodeSums
+from gputui.gpu_resources import SCHEMES, GpuUse
 from gputui.health import Alert, node_alerts
 from gputui.model import InferenceService, Node, NodeState, rollout_status
 from gputui.snapshot import ClusterSnapshot, util_sum
@@ -16,13 +17,13 @@ from gputui.snapshot import ClusterSnapshot, util_sum
 
 @dataclass(frozen=True, slots=True)
 class Figures:
-    gpus_in_use: int
-    gpus_total: int
+    gpus: GpuUse  # in use and offered, per scheme (never one sum of cards, slices and replicas)
     mean_util: float | None
     alerts: int
     drains: int
     canaries: int
     worst: str = ""  # the worst alert's kind ("" without alerts): the header names it
+    util_gpus: int = 0  # the GPUs reporting utilisation: mean_util's weight when clusters are summed
 
 
 def canary_in_flight(svc: InferenceService) -> bool:
@@ -32,25 +33,29 @@ def canary_in_flight(svc: InferenceService) -> bool:
     return split or any(rollout_status(v.rollout) != "rolled out" for v in svc.versions)
 
 
-# The nodes' part of the figures, kept from one snapshot to the next (fleet_sums): per node its GPUs, those in
-# use, its utilisation sum and count, whether it drains; its alerts as the extra.
-_sums = NodeSums(5)
+# The nodes' part of the figures, kept from one snapshot to the next (fleet_sums): per node its GPU units in use
+# and offered per scheme, its utilisation sum and count, whether it drains; its alerts as the extra.
+_SCHEMES = len(SCHEMES)
+_sums = NodeSums(2 * _SCHEMES + 3)
+_NodeFigures = tuple[GpuUse, float | None, int, list[Alert], int]
 
 
-def _node_figures(snap: ClusterSnapshot, temp_threshold: float) -> tuple[int, int, float | None, list[Alert], int]:
+def _node_figures(snap: ClusterSnapshot, temp_threshold: float) -> _NodeFigures:
     def contribution(n: Node) -> Contribution:
-        allocatable = n.gpu_allocatable
+        use = snap.node_use(n)
         total, count = util_sum(n)
-        return None, (allocatable, min(snap.gpus_allocated(n.name), allocatable), total, count,
+        return None, (*use.in_use, *use.offered, total, count,
                       n.state is NodeState.DRAINING), tuple(node_alerts(n, temp_threshold))
 
-    def compute() -> tuple[int, int, float | None, list[Alert], int]:
+    def compute() -> _NodeFigures:
         groups, extras = _sums.sums(snap, ("figures", temp_threshold), contribution)
-        _nodes, gpus, in_use, total, count, drains = groups.get(None, [0.0] * 6)
+        row = groups.get(None) or [0.0] * (2 * _SCHEMES + 4)  # [nodes, *in use, *offered, util sum, count, drains]
+        gpus = GpuUse(tuple(map(int, row[1:1 + _SCHEMES])), tuple(map(int, row[1 + _SCHEMES:1 + 2 * _SCHEMES])))
+        total, count, drains = row[-3:]
         # Worst first, in the fleet's order within a severity (health.fleet_alerts): a walk, but a lookup per
         # node where the alerts were a walk over every node's conditions.
         found = sorted((a for n in snap.nodes for a in extras.get(n.name, ())), key=lambda a: a.severity)
-        return int(gpus), int(in_use), total / count if count else None, found, int(drains)
+        return gpus, total / count if count else None, int(count), found, int(drains)
 
     return snap.derived(("node-figures", temp_threshold), compute)
 
@@ -62,9 +67,9 @@ def alerts(snap: ClusterSnapshot, temp_threshold: float) -> list[Alert]:
 
 def figures(snap: ClusterSnapshot, temp_threshold: float) -> Figures:
     def compute() -> Figures:
-        total, in_use, util, found, drains = _node_figures(snap, temp_threshold)
-        return Figures(gpus_in_use=in_use, gpus_total=total, mean_util=util, alerts=len(found),
-                       drains=drains, canaries=sum(1 for s in snap.services if canary_in_flight(s)),
-                       worst=found[0].kind if found else "")
+        gpus, util, util_gpus, found, drains = _node_figures(snap, temp_threshold)
+        return Figures(gpus=gpus, mean_util=util, alerts=len(found), drains=drains,
+                       canaries=sum(1 for s in snap.services if canary_in_flight(s)),
+                       worst=found[0].kind if found else "", util_gpus=util_gpus)
 
     return snap.derived(("figures", temp_threshold), compute)

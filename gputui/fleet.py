@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from gputui.health import Severity
+from gputui.gpu_resources import GpuUse
 from gputui.figures import alerts as fleet_alerts_of, figures
 from gputui.snapshot import ClusterSnapshot, stale
 
@@ -21,8 +22,7 @@ SEVERITY_WORDS = {Severity.NOT_READY: "down", Severity.GPU_LOST: "lost", Severit
 class ClusterRow:
     context: str
     nodes: int = 0
-    gpus_in_use: int = 0
-    gpus_total: int = 0
+    gpus: GpuUse = GpuUse()
     util: float | None = None
     alerts: Mapping[Severity, int] = field(default_factory=dict)
     drains: int = 0
@@ -31,6 +31,7 @@ class ClusterRow:
     error: str = ""  # why the last read failed ("" when it did not)
     clusters: int = 1  # the fleet row: how many clusters it sums
     unread: int = 0  # the fleet row: clusters without a snapshot (not in the sums)
+    util_gpus: int = 0  # the GPUs reporting utilisation (util's weight in the fleet's mean)
 
     def alerts_text(self, compact: bool = False) -> str:
         """`2 down, 1 lost, 3 health`, worst first; compact: the count and the worst, `6 (2 down)`. "" when none."""
@@ -61,23 +62,23 @@ def cluster_row(context: str, snapshot: ClusterSnapshot | None, error: str, temp
     alerts: dict[Severity, int] = {}
     for a in fleet_alerts_of(snapshot, temp_threshold):
         alerts[a.severity] = alerts.get(a.severity, 0) + 1
-    return ClusterRow(context, len(snapshot.nodes), f.gpus_in_use, f.gpus_total, f.mean_util, alerts, f.drains,
-                      f.canaries, taken_at, error)
+    return ClusterRow(context, len(snapshot.nodes), f.gpus, f.mean_util, alerts, f.drains,
+                      f.canaries, taken_at, error, util_gpus=f.util_gpus)
 
 
 def fleet_total(rows: Iterable[ClusterRow]) -> ClusterRow:
-    """The clusters summed; utilisation weighted by GPUs; the oldest read's time (the fleet is as fresh as its
-    stalest member)."""
+    """The clusters summed; utilisation weighted by the GPUs reporting it; the oldest read's time (the fleet is
+    as fresh as its stalest member)."""
     rows = list(rows)
     read = [r for r in rows if r.taken_at is not None]
     alerts: dict[Severity, int] = {}
     for r in read:
         for s, n in r.alerts.items():
             alerts[s] = alerts.get(s, 0) + n
-    weighted = [(r.util, r.gpus_total) for r in read if r.util is not None and r.gpus_total]
+    weighted = [(r.util, r.util_gpus) for r in read if r.util is not None and r.util_gpus]
     weight = sum(w for _u, w in weighted)
     return ClusterRow(
-        FLEET, sum(r.nodes for r in read), sum(r.gpus_in_use for r in read), sum(r.gpus_total for r in read),
+        FLEET, sum(r.nodes for r in read), sum((r.gpus for r in read), GpuUse()),
         sum(u * w for u, w in weighted) / weight if weight else None, alerts, sum(r.drains for r in read),
         sum(r.canaries for r in read), min((r.taken_at for r in read if r.taken_at), default=None),
-        clusters=len(rows), unread=len(rows) - len(read))
+        clusters=len(rows), unread=len(rows) - len(read), util_gpus=weight)

@@ -131,6 +131,52 @@ def allocation_text(resources: Iterable[GpuResource], allocated: Mapping[str, in
     return "+".join(parts) if short else " + ".join(parts) if parts else "0/0"
 
 
+SCHEMES = (Scheme.WHOLE, Scheme.MIG, Scheme.SHARED, Scheme.DRA)  # GpuUse's order
+_MARK = {Scheme.WHOLE: "", Scheme.MIG: "MIG", Scheme.SHARED: "shared", Scheme.DRA: "DRA"}
+
+
+@dataclass(frozen=True, slots=True)
+class GpuUse:
+    """GPU units in use and offered, apart per scheme (in SCHEMES' order): a MIG slice or a shared replica is
+    not a GPU, so no figure adds them to whole cards. A node's, a cluster's or a fleet's (they add up)."""
+
+    in_use: tuple[int, ...] = (0, 0, 0, 0)
+    offered: tuple[int, ...] = (0, 0, 0, 0)
+
+    @classmethod
+    def of_node(cls, resources: Iterable[GpuResource], allocatable: int, allocated: Mapping[str, int]) -> GpuUse:
+        """A node's: per resource, its units allocated (never above what it offers) and offered. A node whose
+        resources were not told apart (`allocatable` alone) offers whole cards."""
+        in_use, offered = [0, 0, 0, 0], [0, 0, 0, 0]
+        resources = tuple(resources)
+        if not resources:
+            return cls((min(sum(allocated.values()), allocatable), 0, 0, 0), (allocatable, 0, 0, 0))
+        for r in resources:
+            i = SCHEMES.index(r.scheme)
+            in_use[i] += min(allocated.get(r.name, 0), r.allocatable)
+            offered[i] += r.allocatable
+        return cls(tuple(in_use), tuple(offered))
+
+    def __add__(self, other: GpuUse) -> GpuUse:
+        return GpuUse(tuple(map(int.__add__, self.in_use, other.in_use)),
+                      tuple(map(int.__add__, self.offered, other.offered)))
+
+    def shown(self) -> list[tuple[str, int, int]]:
+        """(mark, in use, offered) of the schemes to show: whole cards ("") always, the others where something
+        is offered or in use."""
+        return [(_MARK[scheme], self.in_use[i], self.offered[i]) for i, scheme in enumerate(SCHEMES)
+                if i == 0 or self.offered[i] or self.in_use[i]]
+
+    def text(self, short: bool = False) -> str:
+        """`7/16`; with other schemes `7/16+3/14MIG+5/32shared+1/4DRA` (as the node table's GPU column), or
+        `short` (a narrow header) `7/16+`: whole cards, and a mark that there is more than cards."""
+        shown = self.shown()
+        if short:
+            _mark, used, offered = shown[0]
+            return f"{used}/{offered}" + ("+" if len(shown) > 1 else "")
+        return "+".join(f"{used}/{offered}{mark}" for mark, used, offered in shown)
+
+
 def holders(resources: Iterable[GpuResource], pods: Iterable[tuple[str, Mapping[str, int]]],
             allocated: Mapping[str, int], names: int = 2) -> list[str]:
     """One line per resource for a node's detail: its units in use, offered, and the pods holding them (pod

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Hashable, Iterable, Mapping, TypeVar
 
-from gputui.gpu_resources import WHOLE_GPU
+from gputui.gpu_resources import WHOLE_GPU, GpuUse
 from gputui.model import Budget, InferencePod, InferenceService, Node, UpgradePolicy
 from gputui.sessions import PodSessions, SessionCounts, read_sessions
 
@@ -167,13 +167,14 @@ class ClusterSnapshot:
     def budget_for(self, pod: InferencePod) -> list[Budget]:
         return [b for b in self.budgets if b.matches(pod)]
 
-    @property
-    def gpus_total(self) -> int:
-        return sum(n.gpu_allocatable for n in self.nodes)
+    def node_use(self, node: Node) -> GpuUse:
+        """The node's GPU units in use and offered, per scheme."""
+        return GpuUse.of_node(node.gpu_resources, node.gpu_allocatable, self.allocated_by_resource(node.name))
 
-    @property
-    def gpus_in_use(self) -> int:
-        return sum(min(self.gpus_allocated(n.name), n.gpu_allocatable) for n in self.nodes)
+    def gpu_use(self) -> GpuUse:
+        """Every node's, a walk over them all (figures.figures keeps the sum from one snapshot to the next; this
+        is what it is tested against)."""
+        return sum(map(self.node_use, self.nodes), GpuUse())
 
     @property
     def allocation(self) -> Mapping[str, Mapping[str, int]]:

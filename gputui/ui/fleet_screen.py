@@ -65,7 +65,7 @@ class FleetScreen(ClusterScreen):
             return Text(str(value) if known else "–", style=style if known else "")
 
         return (Text(r.context, style="bold" if r.context in (FLEET, self.app.backend.context) else ""),
-                figure(f"{r.gpus_in_use}/{r.gpus_total}"),
+                figure(r.gpus.text()),
                 Text(cells.pct(r.util), style=palette.heat(r.util)),
                 figure(r.alerts_text(compact=self.app.size.width < 120) or "none",
                        f"bold {palette.alert}" if r.alerts else ""),

@@ -68,8 +68,10 @@ class HeaderBar(ClusterWidget, Static):
         text.append(f"{len(snap.nodes)} nodes")
         _sep(text)
         f = figures(snap, app.settings.temp_threshold)
-        in_use, total, util, alerts, worst = f.gpus_in_use, f.gpus_total, f.mean_util, f.alerts, f.worst
-        text.append(f"GPUs {in_use}/{total}")
+        util, alerts, worst = f.mean_util, f.alerts, f.worst
+        # Whole cards, MIG slices, shared replicas and DRA devices apart: a slice is not a GPU. Narrow: the cards,
+        # and "+" when there is more (the node table and the wide header say what).
+        text.append(f"GPUs {f.gpus.text(short=narrow)}")
         _sep(text)
         text.append("util ")
         text.append(cells.pct(util).strip(), style=palette.heat(util))

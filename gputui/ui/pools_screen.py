@@ -9,6 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
 
+from gputui.figures import figures
 from gputui.pools import FLEET, IDLE_BELOW_PCT, idle_why, fleet_pools
 from gputui.ui.base import ClusterScreen
 from gputui.ui.footer import KeyFooter
@@ -41,8 +42,9 @@ class PoolsScreen(ClusterScreen):
             return
         watch = app.idle_watch
         rows = fleet_pools(snapshot, watch.idle, app.settings.pool_labels)
+        gpus = figures(snapshot, app.settings.temp_threshold).gpus
         self.query_one("#pools-title", Static).update(Text.assemble((" Pools ", "bold"), (
-            f"{len(rows) - 1} pools, {snapshot.gpus_in_use}/{snapshot.gpus_total} GPUs allocated", "dim")))
+            f"{len(rows) - 1} pools, {gpus.text()} GPUs allocated", "dim")))
         sync_rows(self.query_one("#pools", KeyTable), {
             r.pool: (Text(r.pool, style="bold" if r.pool == FLEET else ""), Text(str(r.nodes)), Text(str(r.gpus)),
                      Text(str(r.allocated)), Text(str(r.unallocated)),

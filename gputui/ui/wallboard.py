@@ -52,7 +52,7 @@ class WallboardScreen(ClusterScreen):
     #stale-banner.shown { display: block; }
     #figures { height: 4; }
     .figure { width: 1fr; height: 4; padding: 0 1; }
-    .figure-label { height: 1; }
+    .figure-label { height: 1; text-wrap: nowrap; text-overflow: ellipsis; }  /* a cut label shows it is cut */
     #wall-alerts { height: auto; max-height: 3; padding: 0 1; }
     #page-title { height: 1; background: $surface; }
     #page { height: 1fr; padding: 0 1; }
@@ -129,15 +129,17 @@ class WallboardScreen(ClusterScreen):
         if app.fleet is not None:  # the big figures sum the fleet's clusters (idle is this cluster's own)
             self._fleet_seen = app.fleet.revision
             total = fleet_total(app.fleet.rows(threshold))
-            f = Figures(total.gpus_in_use, total.gpus_total, total.util, sum(total.alerts.values()), total.drains,
-                        total.canaries)
+            f = Figures(total.gpus, total.util, sum(total.alerts.values()), total.drains, total.canaries)
             idle_label = f"Idle, {app.backend.context}"[:14]
         util = f.mean_util
+        # The big digits count whole cards; MIG slices, shared replicas and DRA devices are no GPUs, so the label
+        # says them apart (a wall at 80 columns shows its start).
+        (_whole, cards, _offered), *others = f.gpus.shown()
+        more = "".join(f" +{used}{mark}" for mark, used, _o in others)
         shown = {
             # A sum over the clusters that answered, and said so: never a partial sum passed off as the fleet's.
-            "gpus": ("GPUs in use" if app.fleet is None else
-                     f"GPUs, {total.clusters - total.unread}/{total.clusters} read",
-                     str(f.gpus_in_use), ""),
+            "gpus": (f"GPUs in use{more}" if app.fleet is None else
+                     f"GPUs, {total.clusters - total.unread}/{total.clusters} read{more}", str(cards), ""),
             "util": ("Mean util %", "–" if util is None else f"{util:.0f}", palette.heat(util)),
             # Allocated but below 5% for the last hour (seed 000 §7); unknown is "–", never 0.
             "idle": (idle_label, "–" if idle is None else str(idle), palette.cordoned if idle else ""),
@@ -243,7 +245,7 @@ class WallboardScreen(ClusterScreen):
             read = r.taken_at is not None or r.context == FLEET_ROW
             fresh = r.freshness(now, settings.refresh) if r.context != FLEET_ROW else f"{r.clusters - r.unread}/{r.clusters} read"
             table.add_row(Text(r.context, style="bold" if r.context == FLEET_ROW else ""),
-                          f"{r.gpus_in_use}/{r.gpus_total}" if read else "–", cells.pct(r.util),
+                          r.gpus.text() if read else "–", cells.pct(r.util),
                           Text(r.alerts_text(compact=True) or ("none" if read else "–"),
                                style=f"bold {palette.alert}" if r.alerts else ""),
                           Text(fresh, style=f"bold {palette.alert}" if r.error or "STALE" in fresh or r.unread else "dim"))

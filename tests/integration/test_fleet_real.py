@@ -91,7 +91,7 @@ async def test_each_cluster_polls_on_its_own_and_a_stopped_one_goes_stale(cluste
             await until(pilot, lambda: all(fleet.latest[c][0] is not None for c in ("east", "west")),
                         what="both clusters read")
             rows = {r.context: r for r in fleet.rows(85.0)}
-            assert rows["west"].nodes == 2 and rows["west"].gpus_total == 16
+            assert rows["west"].nodes == 2 and rows["west"].gpus.offered[0] == 16
             assert rows["east"].nodes == len(app.snapshot.nodes) if app.snapshot else rows["east"].nodes > 0
             west.stop_apiserver()
             try:
@@ -144,9 +144,9 @@ async def test_the_wallboard_sums_the_fleet_and_lists_its_clusters(cluster, fake
             await until(pilot, lambda: isinstance(app.screen, WallboardScreen) and app.fleet is not None
                         and all(app.fleet.latest[c][0] is not None for c in ("east", "west")), what="both read")
             total = fleet_total(app.fleet.rows(85.0))
-            assert total.gpus_total >= 16 + 8  # west's two 8-GPU nodes and east's
+            assert total.gpus.offered[0] >= 16 + 8  # west's two 8-GPU nodes and east's
             await until(pilot, lambda: app.screen.query_one("#fig-gpus Digits", Digits).value
-                        == str(fleet_total(app.fleet.rows(85.0)).gpus_in_use), what="the fleet's sum on the board")
+                        == str(fleet_total(app.fleet.rows(85.0)).gpus.in_use[0]), what="the fleet's sum on the board")
             pages = app.screen.pages()
             assert pages[-1] == "fleet"
             app.screen.page = len(pages) - 1

@@ -629,3 +629,28 @@ async def test_the_poll_thread_works_out_the_fleet_figures_pools_and_order_befor
         await wait_for(pilot, lambda: seen)
     kinds, on_ui_thread = seen[0]
     assert not on_ui_thread and {"figures", "pools", "order", "upgrade-clock"} <= kinds
+
+
+async def test_the_header_counts_whole_gpus_mig_slices_and_shared_replicas_apart():
+    """The header added every GPU unit up: 8 cards, 14 MIG slices and 32 time-sliced replicas read as
+    "GPUs 10/54". A slice or a replica is not a GPU: each scheme is its own figure."""
+    from gputui.gpu_resources import GpuResource, Scheme
+    from gputui.model import InferencePod
+
+    mig, shared = "nvidia.com/mig-1g.10gb", "nvidia.com/gpu.shared"
+    nodes = (
+        Node("whole", True, False, "H100", 8, 8, gpu_count=8),
+        Node("sliced", True, False, "A100", 14, 14, gpu_resources=(GpuResource(mig, Scheme.MIG, 14, 14),), gpu_count=2),
+        Node("shared", True, False, "L4", 32, 32, gpu_resources=(GpuResource(shared, Scheme.SHARED, 32, 32, 4),),
+             gpu_count=8),
+    )
+    pods = (InferencePod("llm", "a", "ua", "whole", gpu_request=3),
+            InferencePod("llm", "b", "ub", "sliced", gpu_request=2, gpu_units={mig: 2}),
+            InferencePod("llm", "c", "uc", "shared", gpu_request=5, gpu_units={shared: 5}))
+    snap = ClusterSnapshot(taken_at=0.0, context="prod", nodes=nodes, pods=pods, sources=(SourceStatus("API", 0.0),))
+    app = GputuiApp(Settings(), Backend(_StaticReader(snap), None, "prod"), clock=lambda: 0.0)
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        await pilot.pause()
+        header = str(app.screen.query_one("HeaderBar").render())
+        assert "GPUs 3/8+2/14MIG+5/32shared │" in header, header

@@ -7,13 +7,13 @@ from tests.demo_clock import ManualClock
 def test_a_cluster_row_is_its_wallboard_figures_and_the_fleet_sums_what_answered():
     snap = DemoCluster(seed=7, clock=ManualClock()).snapshot()
     row = cluster_row("east", snap, "", 85.0)
-    assert (row.nodes, row.gpus_in_use, row.gpus_total) == (len(snap.nodes), snap.gpus_in_use, snap.gpus_total)
+    assert (row.nodes, row.gpus) == (len(snap.nodes), snap.gpu_use())
     assert sum(row.alerts.values()) == len(fleet_alerts(snap, 85.0))
     assert row.alerts_text().startswith("1 down")  # worst first: the NotReady node
     dead = cluster_row("west", None, "connection refused", 85.0)
     total = fleet_total([row, row, dead])
     assert total.context == FLEET and (total.clusters, total.unread) == (3, 1)
-    assert (total.nodes, total.gpus_total) == (2 * row.nodes, 2 * row.gpus_total)
+    assert (total.nodes, total.gpus) == (2 * row.nodes, row.gpus + row.gpus)
     assert dead.freshness(0, 2) == "connection refused"  # never read: why, not an age
 
 

@@ -31,7 +31,7 @@ def test_figures_and_pools_kept_between_refreshes_are_those_worked_out_from_scra
     for step, state, metrics in churn(640, 720, steps):
         snap = joiner.join(state, metrics, now=float(step), context="c", sources=())
         f = figures(snap, 85.0)
-        assert (f.gpus_total, f.gpus_in_use) == (snap.gpus_total, snap.gpus_in_use)
+        assert f.gpus == snap.gpu_use()
         assert f.mean_util == pytest.approx(snap.mean_util)
         want = fleet_alerts(snap, 85.0)
         assert alerts(snap, 85.0) == want and f.alerts == len(want) and f.worst == (want[0].kind if want else "")

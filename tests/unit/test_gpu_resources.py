@@ -1,4 +1,4 @@
-from gputui.gpu_resources import GpuResource, Scheme, allocation_text, holders, node_resources, physical_gpus
+from gputui.gpu_resources import GpuResource, GpuUse, Scheme, allocation_text, holders, node_resources, physical_gpus
 
 
 def test_schemes_are_told_apart_by_name_and_gfd_labels():
@@ -20,3 +20,14 @@ def test_holders_name_a_few_pods_and_count_the_rest():
     assert line == "nvidia.com/mig-3g.40gb (MIG)  5/8  chat-0 ×1, chat-1 ×1, +3 more"
     (free,) = holders(res, [], {})
     assert free.endswith("0/8  free")
+
+
+def test_gpu_use_keeps_each_scheme_apart_and_adds_up_like_for_like():
+    mig = GpuResource("nvidia.com/mig-1g.10gb", Scheme.MIG, 14, 14)
+    shared = GpuResource("nvidia.com/gpu.shared", Scheme.SHARED, 32, 32, replicas=4)
+    plain = GpuUse.of_node((), 8, {"nvidia.com/gpu": 3})  # resources not told apart: whole cards
+    sliced = GpuUse.of_node((mig, shared), 46, {mig.name: 20, shared.name: 5})  # over-allocated: capped
+    assert (plain.text(), plain.text(short=True)) == ("3/8", "3/8")
+    assert (plain + sliced).text() == "3/8+14/14MIG+5/32shared"
+    assert (plain + sliced).text(short=True) == "3/8+"  # the cards, and a mark that there is more
+    assert GpuUse().text() == "0/0" and sum([plain, plain], GpuUse()).in_use == (6, 0, 0, 0)

@@ -1,5 +1,6 @@
 from gputui.model import Budget, Condition, Gpu, Health, InferencePod, InferenceService, Node, NodeState, Rollout, ServiceVersion
 from gputui.snapshot import ClusterSnapshot
+from gputui.gpu_resources import GpuUse
 from gputui.health import has_driver_drift, majority_driver, node_alerts
 
 
@@ -25,8 +26,7 @@ def test_allocation_counts_only_non_terminated_pods_bound_to_the_node():
     assert snap.gpus_allocated("a") == 6
     assert snap.gpus_allocated("b") == 1
     assert snap.gpus_allocated("nowhere") == 0
-    assert snap.gpus_in_use == 7
-    assert snap.gpus_total == 16
+    assert snap.gpu_use() == GpuUse((7, 0, 0, 0), (16, 0, 0, 0))
 
 
 def test_majority_driver_and_drift():

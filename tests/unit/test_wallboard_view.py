@@ -27,7 +27,7 @@ def test_levels_by_utilisation_and_by_temperature():
 def test_figures_count_what_the_snapshot_holds():
     snap = snapshot()
     f = figures(snap, 85)
-    assert f.gpus_in_use == snap.gpus_in_use and f.gpus_total == snap.gpus_total
+    assert f.gpus == snap.gpu_use()
     assert f.alerts == len(fleet_alerts(snap, 85)) > 0
     assert f.canaries == sum(canary_in_flight(s) for s in snap.services) >= 1
     assert f.drains == sum(n.state is NodeState.DRAINING for n in snap.nodes)

@@ -348,6 +348,24 @@ def test_apiserver_restart_keeps_state_and_kubelet_recovers(cluster: ControlPlan
              what="fake kubelet to run a pod after the apiserver restart")
 
 
+def test_a_pod_event_seen_twice_starts_the_pod_once_with_one_ip(cluster: ControlPlane, fake_kubelet: FakeKubelet):
+    """The watch can hand the fake kubelet a pod twice before its first status patch shows (a re-list, a
+    MODIFIED event in between): the second patch chose another pod IP, which the apiserver refuses (422:
+    pod IPs may not change once set), and the harness logged it as an error."""
+    core = k8s.CoreV1Api(cluster.harness_client())
+    ns = _namespace(cluster, "twice")
+    created = json.loads(core.create_namespaced_pod(ns, {
+        "metadata": {"name": "twice"},
+        "spec": {"nodeName": "gpu-node-3", "containers": [{"name": "c", "image": "busybox"}]},
+    }, _preload_content=False).data)
+    wait_for(lambda: core.read_namespaced_pod("twice", ns).status.pod_ip, timeout=30, what="the pod started")
+    ip = core.read_namespaced_pod("twice", ns).status.pod_ip
+    errors = len(fake_kubelet.errors)
+    fake_kubelet._start_pod(created, force=True)  # the same event again, from before the first patch
+    assert fake_kubelet.errors[errors:] == []
+    assert core.read_namespaced_pod("twice", ns).status.pod_ip == ip
+
+
 def test_an_audit_mark_inside_a_line_being_written_skips_that_line(tmp_path):
     """The apiserver writes events as it goes: a mark taken mid-line once made every later read fail on the
     line's tail (seen in the Argo test). The partial event is older than the mark: skipped, not parsed."""

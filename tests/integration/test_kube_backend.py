@@ -187,8 +187,9 @@ def test_prometheus_down_marks_metrics_and_kubernetes_keeps_updating(cluster, pr
         fresh = make_backend(cluster, prometheus)
         try:
             snap = fresh.reader.snapshot()
-            llama = next(snap.sessions(p) for p in snap.pods if p.namespace == NS and p.service == "llama")
-            assert llama.live is None and llama.state is SessionState.UNKNOWN
+            llama = next(p for p in snap.pods if p.namespace == NS and p.service == "llama")
+            read = snap.sessions(llama)
+            assert read.live is None and read.state is SessionState.UNKNOWN
             plan = plan_drain(snap, llama.node)
             mine = next(p for p in plan.pods if p.pod.key == llama.key)
             assert mine.step is Step.WAIT_SESSIONS  # waits for a count; never evicted as idle

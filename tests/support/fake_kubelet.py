@@ -111,6 +111,15 @@ class FakeNode:
     heartbeats: bool = True
     pod_ips: itertools.count = field(default_factory=lambda: itertools.count(2))
     node_info: dict[str, str] = field(default_factory=dict)  # overrides of status.nodeInfo (kernel, runtime...)
+    ip_by_pod: dict[str, str] = field(default_factory=dict)  # pod UID -> the IP it was given
+
+    def pod_ip(self, uid: str) -> str:
+        """The pod's IP, the same every time it is asked: a pod seen twice before its first status patch shows
+        (a re-list, an event in between) would otherwise get a second IP, which the apiserver refuses (422)."""
+        ip = self.ip_by_pod.get(uid)
+        if ip is None:
+            ip = self.ip_by_pod.setdefault(uid, f"10.244.{self.index}.{next(self.pod_ips) % 254 + 1}")
+        return ip
 
     def status(self, heartbeat: str) -> dict[str, Any]:
         conds = []
@@ -575,7 +584,7 @@ class FakeKubelet:
             return
         status = pod.get("status") or {}
         now = _now()
-        pod_ip = status.get("podIP") or f"10.244.{node.index}.{next(node.pod_ips) % 254 + 1}"
+        pod_ip = status.get("podIP") or node.pod_ip(meta["uid"])
         start_time = status.get("startTime") or now
         ready = "True" if ready_flag else "False"
 

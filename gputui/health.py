@@ -119,6 +119,21 @@ def node_alerts(node: Node, temp_threshold: float = DEFAULT_TEMP_ALERT_C) -> lis
     return alerts
 
 
+def keep_alerts(old: Node, new: Node) -> None:
+    """Give `new` the alerts worked out for `old`, where the caller knows that only the summary's figures moved
+    (the same record, devices and problem GPUs: a DCGM read moves every node's summary, at 65,000 nodes each
+    read worked every node's alerts out again). The summary's one alert, a hot GPU, is read again from either
+    side being hot: then nothing is kept."""
+    memo = old.alerts_memo
+    if memo is None:
+        return
+    threshold = memo[0]
+    for summary in (old.summary, new.summary):
+        if summary is not None and summary.temp_max is not None and summary.temp_max >= threshold:
+            return
+    object.__setattr__(new, "alerts_memo", memo)  # a cache, not a change of the node (as node_alerts sets it)
+
+
 def node_severity(node: Node, temp_threshold: float, majority: str) -> Severity:
     """The worst thing about the node (OK when nothing is)."""
     alerts = node_alerts(node, temp_threshold)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 from gputui.backends.kube_dra import DraView, device_taint_conditions
 from gputui.backends.kube_objects import NodeRecord, PodRecord
 from gputui.gpu_resources import physical_gpus
+from gputui.health import keep_alerts
 from gputui.model import Gpu, GpuSummary, Health, InferencePod, Node
 from gputui.moved import aligned, limit_for, same
 from gputui.sessions import signal_of
@@ -95,12 +96,15 @@ class NodeJoin:
         samples = tuple(sorted(group, key=lambda s: s.index)) if group else ()
         key = id(n)
         old = self._nodes.get(key)
+        summary_only = False  # only the summary moved: what the alerts depend on did not (health.keep_alerts)
         if old is not None and self._records.get(key) is n and self._inputs and self._inputs[3] is dra:
             # The same record and devices: only its metrics can have moved (a DCGM read moves every node's).
-            if self._metrics.get(key) == summary and self._samples.get(key, ()) == samples:
+            same_samples = self._samples.get(key, ()) == samples
+            if self._metrics.get(key) == summary and same_samples:
                 return old
             resources, capacity, allocatable = old.gpu_resources, old.gpu_capacity, old.gpu_allocatable
             conditions, count = old.conditions, old.gpu_count
+            summary_only = same_samples
         else:
             claimed = dra.resources(n.name)
             resources = n.gpu_resources + claimed if claimed else n.gpu_resources  # the same tuple when no DRA
@@ -119,6 +123,8 @@ class NodeJoin:
             gpus=gpus_of(n, samples), labels=n.labels, annotations=n.annotations, summary=summary,
             gpu_resources=resources, node_info=n.node_info, gpu_count=count,
         )
+        if summary_only and old is not None:
+            keep_alerts(old, node)
         self._records[key], self._metrics[key], self._nodes[key] = n, summary, node
         if samples:
             self._samples[key] = samples

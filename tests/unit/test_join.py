@@ -252,3 +252,29 @@ def test_dra_devices_follow_their_claims_from_one_refresh_to_the_next():
     released = joiner.join(KubeState(nodes=nodes, pods=pods, resource_slices=slices), None, now=1, context="t",
                            sources=())
     assert released.pods[0].gpu_units == {} and released.gpus_allocated("d1") == 0
+
+
+def test_a_dcgm_read_that_moves_only_figures_keeps_each_nodes_alerts_and_a_hot_gpu_still_shows():
+    """At 65,000 nodes every DCGM read built every node anew and worked every node's alerts out again; what
+    they depend on had not moved. They are kept, unless a summary is hot on either side."""
+    from dataclasses import replace as with_
+
+    from gputui.backends.join import Joiner
+    from gputui.health import node_alerts
+
+    joiner = Joiner()
+    state = _fleet_state(nodes=(ko.node_record(node_json("gpu-0", ready=False)),)
+                         + tuple(ko.node_record(node_json(f"gpu-{i}")) for i in (1, 2)))
+    first = joiner.join(state, Metrics(nodes=_summaries(10.0)), now=1.0, context="c", sources=())
+    before = {n.name: node_alerts(n, 85.0) for n in first.nodes}
+    assert [a.kind for a in before["gpu-0"]] == ["NotReady"]
+    moved = joiner.join(state, Metrics(nodes=_summaries(60.0)), now=2.0, context="c", sources=())
+    assert all(a is not b for a, b in zip(first.nodes, moved.nodes))  # every node rebuilt: its figures moved
+    assert all(b.alerts_memo is a.alerts_memo for a, b in zip(first.nodes, moved.nodes))  # its alerts kept
+    hot = joiner.join(state, Metrics(nodes={**_summaries(70.0), "gpu-1": with_(_summaries(70.0)["gpu-1"], temp_max=91.0)}),
+                      now=3.0, context="c", sources=())
+    assert [a.kind for a in node_alerts(hot.node("gpu-1"), 85.0)] == ["Temp"]
+    cooled = joiner.join(state, Metrics(nodes=_summaries(80.0)), now=4.0, context="c", sources=())
+    assert node_alerts(cooled.node("gpu-1"), 85.0) == []  # hot before: worked out again, not kept
+    assert node_alerts(cooled.node("gpu-1"), 90.0) == []
+    assert {n.name: node_alerts(n, 85.0) for n in cooled.nodes} == before

@@ -1,8 +1,8 @@
 """A faster __init__ for the frozen, slotted dataclasses built per node and per pod on every refresh.
 
 A frozen dataclass's generated __init__ sets each field with `object.__setattr__(self, name, value)`, which
-looks the slot up by name every time: for a pod's 26 fields that is ~4 µs, and at 65,000 nodes a scrape that
-moves most pods' session counts builds ~50,000 pods (issue 18: the largest single item of a steady refresh).
+looks the slot up by name every time: for a pod's 26 fields that is ~4 µs. At 65,000 nodes every DCGM read
+builds every Node (and its GpuSummary), and a first snapshot or a full join every pod (issue 18).
 This __init__ has the same signature, defaults and default factories, but calls each slot's own descriptor,
 bound once. Instances are the same in every other way: still frozen (assignment raises), equal, and printed
 as the dataclass prints them.

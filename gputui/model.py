@@ -84,7 +84,7 @@ class Gpu:
         return 100.0 * self.mem_used_mib / self.mem_total_mib
 
 
-@fast_init  # built per node or pod at every refresh (frozen_init)
+@fast_init  # built per node or pod in bulk: every DCGM read, every full join (frozen_init)
 @dataclass(frozen=True, slots=True)
 class GpuSummary:
     """A node's GPUs in aggregate, as Prometheus computes them for a large fleet."""
@@ -126,7 +126,7 @@ class NodeDescription:
     events: tuple[Event, ...] = ()
 
 
-@fast_init  # built per node or pod at every refresh (frozen_init)
+@fast_init  # built per node or pod in bulk: every DCGM read, every full join (frozen_init)
 @dataclass(frozen=True, slots=True)
 class Node:
     name: str
@@ -229,7 +229,7 @@ class PodProbes:
     memory_limited: bool  # every container has a memory limit
 
 
-@fast_init  # built per node or pod at every refresh (frozen_init)
+@fast_init  # built per node or pod in bulk: every DCGM read, every full join (frozen_init)
 @dataclass(frozen=True, slots=True)
 class InferencePod:
     namespace: str

@@ -285,9 +285,13 @@ class PodJoin:
         self._slots = slots
         if deleted:
             self._index_slots()
-        if not nodes:  # the indexes stay the same objects: what reads them (fleet_sums) sees so at once
-            self.result = tuple(filter(None, slots))
-            return True
+        self.result = tuple(filter(None, slots))
+        if nodes:  # else the indexes stay the same objects: what reads them (fleet_sums) sees so at once
+            self.indexes = self._reindexed(nodes, slots)
+        return True
+
+    def _reindexed(self, nodes: set[str], slots: list[InferencePod | None]) -> PodIndexes:
+        """The last indexes with these nodes' pod lists and GPU allocation worked out again."""
         by_node, allocated = dict(self.indexes[1]), dict(self.indexes[0])
         for node in nodes:
             on = self._on_node.get(node)
@@ -304,9 +308,7 @@ class PodJoin:
                 allocated[node] = units
             else:
                 allocated.pop(node, None)
-        self.result = tuple(filter(None, slots))
-        self.indexes = (allocated, by_node)
-        return True
+        return allocated, by_node
 
     def _index_slots(self) -> None:
         """The slots of each node's pods, in order."""

@@ -72,10 +72,10 @@ def plan_scale_down(snapshot: ClusterSnapshot, service_key: str, version: str, r
         raise ShiftError(f'{service.key} has no version "{version}" ({", ".join(v.name for v in service.versions)})')
     if service.router_kind == "Rollout":
         raise ShiftError(f"{service.key} is an Argo Rollout: its controller scales it (promote or abort instead)")
-    live = {p.name: snapshot.sessions(p).live for p in snapshot.pods_of(service, version)}
+    candidates = [p for p in snapshot.pods_of(service, version) if not p.terminated and not p.deleting]
+    live = {p.name: snapshot.sessions(p).live for p in candidates}
     # As the ReplicaSet controller ranks before the cost: unready pods go first; then the fewest sessions.
-    pods = sorted((p for p in snapshot.pods_of(service, version) if not p.terminated and not p.deleting),
-                  key=lambda p: (p.ready, live[p.name] is None, live[p.name] or 0, p.name))
+    pods = sorted(candidates, key=lambda p: (p.ready, live[p.name] is None, live[p.name] or 0, p.name))
     if any(p.owner_kind != "ReplicaSet" for p in pods):
         raise ShiftError(f"{service.key} {version} is not a Deployment's (a StatefulSet removes its highest "
                          "ordinal whatever the cost): scale it with its own controller")

@@ -156,7 +156,7 @@ def in_process(argv: list[str], env: dict[str, str], runs: int) -> dict:
             phases[name].append(seconds)
     # A fast but incomplete snapshot (metrics timed out) would flatter gputui: say what was read.
     return {"phases": {k: statistics.median(v) for k, v in phases.items()}, "nodes": len(snap.nodes),
-            "pods": len(snap.pods), "gpus": sum(n.summary.count for n in snap.nodes if n.summary),
+            "pods": len(snap.pods), "gpus": sum(s.count for s in snap.summaries.values()),
             "sources": ", ".join(f"{s.name} {s.error or 'ok'}" for s in snap.sources),
             "counts": dict(Counter(r.status.value for r in results))}
 

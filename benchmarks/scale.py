@@ -274,7 +274,7 @@ def measure_gputui(kubeconfig: str, prom_url: str, n: int, steady_s: float, trac
     while True:  # complete means metrics too: a Prometheus that timed out is asked again, and that counts
         snap = backend.reader.snapshot()
         tries += 1
-        gpus = sum(node.summary.count for node in snap.nodes if node.summary)
+        gpus = sum(summary.count for summary in snap.summaries.values())
         if gpus >= 8 * n * 0.99 or time.monotonic() - t0 > 120:
             break
     first_snapshot = time.monotonic() - t0

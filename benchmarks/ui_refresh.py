@@ -34,7 +34,7 @@ from tests.demo_clock import ManualClock  # noqa: E402
 
 def fleet(base: ClusterSnapshot, n: int, step: int, per_gpu: bool) -> ClusterSnapshot:
     """N nodes as a live poll brings them: per-node summaries (the fleet view), or every GPU (the wallboard)."""
-    nodes = []
+    nodes, summaries = [], {}
     for i in range(n):
         node = base.nodes[i % len(base.nodes)]
         gpus = tuple(replace(g, util_pct=((g.util_pct or 0) + 7 * step + i) % 100) for g in node.gpus)
@@ -42,12 +42,14 @@ def fleet(base: ClusterSnapshot, n: int, step: int, per_gpu: bool) -> ClusterSna
             nodes.append(replace(node, name=f"{node.name}-{i:05d}", gpus=gpus))
             continue
         temps = [g.temp_c for g in gpus if g.temp_c is not None]
-        summary = GpuSummary(len(gpus), util_mean=sum(g.util_pct for g in gpus) / len(gpus) if gpus else None,
-                             mem_used_mib=node.mem_used_mib, mem_total_mib=node.mem_total_mib,
-                             temp_max=max(temps) if temps else None, power_w=node.power_w)
+        gauge = base.gauges(node)
+        name = f"{node.name}-{i:05d}"
+        summaries[name] = GpuSummary(len(gpus), util_mean=sum(g.util_pct for g in gpus) / len(gpus) if gpus else None,
+                                     mem_used_mib=gauge.mem_used_mib, mem_total_mib=gauge.mem_total_mib,
+                                     temp_max=max(temps) if temps else None, power_w=gauge.power_w)
         odd = tuple(g for g in gpus if g.xid or g.health.value in ("warn", "fail"))  # named one by one, as live
-        nodes.append(replace(node, name=f"{node.name}-{i:05d}", gpus=odd, summary=summary))
-    return replace(base, nodes=tuple(nodes), taken_at=base.taken_at + step)
+        nodes.append(replace(node, name=name, gpus=odd))
+    return replace(base, nodes=tuple(nodes), summaries=summaries, taken_at=base.taken_at + step)
 
 
 async def measure(n: int, refreshes: int, size: tuple[int, int], sort_index: int, per_gpu: bool) -> float:

@@ -10,9 +10,10 @@ from dataclasses import dataclass
 
 from gputui.fleet_sums import Contribution, NodeSums
 from gputui.gpu_resources import SCHEMES, GpuUse
+from gputui.gauges import hot, util_sum
 from gputui.health import Alert, node_alerts
-from gputui.model import InferenceService, Node, NodeState, rollout_status
-from gputui.snapshot import ClusterSnapshot, util_sum
+from gputui.model import GpuSummary, InferenceService, Node, NodeState, rollout_status
+from gputui.snapshot import ClusterSnapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,24 +35,27 @@ def canary_in_flight(svc: InferenceService) -> bool:
 
 
 # The nodes' part of the figures, kept from one snapshot to the next (fleet_sums): per node its GPU units in use
-# and offered per scheme, its utilisation sum and count, whether it drains; its alerts as the extra.
+# and offered per scheme and whether it drains, its own alerts as the extra; from its summary (metered), its
+# utilisation sum and count, and all its alerts when the summary adds one (a hot GPU).
 _SCHEMES = len(SCHEMES)
-_sums = NodeSums(2 * _SCHEMES + 3)
+_sums = NodeSums(2 * _SCHEMES + 1, metered=2)
 _NodeFigures = tuple[GpuUse, float | None, int, list[Alert], int]
 
 
 def _node_figures(snap: ClusterSnapshot, temp_threshold: float) -> _NodeFigures:
     def contribution(n: Node) -> Contribution:
         use = snap.node_use(n)
-        total, count = util_sum(n)
-        return None, (*use.in_use, *use.offered, total, count,
-                      n.state is NodeState.DRAINING), tuple(node_alerts(n, temp_threshold))
+        return None, (*use.in_use, *use.offered, n.state is NodeState.DRAINING), tuple(node_alerts(n, temp_threshold))
+
+    def metered(n: Node, summary: GpuSummary | None) -> tuple[tuple[float, int], tuple[Alert, ...] | None]:
+        extra = tuple(node_alerts(n, temp_threshold, summary)) if hot(summary, temp_threshold) else None
+        return util_sum(n, summary), extra
 
     def compute() -> _NodeFigures:
-        groups, extras = _sums.sums(snap, ("figures", temp_threshold), contribution)
-        row = groups.get(None) or [0.0] * (2 * _SCHEMES + 4)  # [nodes, *in use, *offered, util sum, count, drains]
+        groups, extras = _sums.sums(snap, ("figures", temp_threshold), contribution, metered)
+        row = groups.get(None) or [0.0] * (2 * _SCHEMES + 4)  # [nodes, *in use, *offered, drains, util sum, count]
         gpus = GpuUse(tuple(map(int, row[1:1 + _SCHEMES])), tuple(map(int, row[1 + _SCHEMES:1 + 2 * _SCHEMES])))
-        total, count, drains = row[-3:]
+        drains, total, count = row[-3:]
         # Worst first, in the fleet's order within a severity (health.fleet_alerts): a walk, but a lookup per
         # node where the alerts were a walk over every node's conditions.
         found = sorted((a for n in snap.nodes for a in extras.get(n.name, ())), key=lambda a: a.severity)

@@ -10,7 +10,8 @@ from enum import IntEnum
 from typing import Iterable
 
 from gputui.gpu_resources import DEVICE_TAINT_CONDITION
-from gputui.model import UPGRADE_FAILED, Health, Node
+from gputui.gauges import hot
+from gputui.model import UPGRADE_FAILED, GpuSummary, Health, Node
 from gputui.snapshot import ClusterSnapshot
 
 DEFAULT_TEMP_ALERT_C = 85.0
@@ -69,7 +70,9 @@ class Alert:
 
 def fleet_alerts(snapshot: ClusterSnapshot, temp_threshold: float = DEFAULT_TEMP_ALERT_C) -> list[Alert]:
     """Every node's alerts, worst first across the fleet (node order within a severity)."""
-    return sorted((a for n in snapshot.nodes for a in node_alerts(n, temp_threshold)), key=lambda a: a.severity)
+    summaries = snapshot.summaries
+    return sorted((a for n in snapshot.nodes for a in node_alerts(n, temp_threshold, summaries.get(n.name))),
+                  key=lambda a: a.severity)
 
 
 def majority_driver(nodes: Iterable[Node]) -> str:
@@ -84,11 +87,24 @@ def has_driver_drift(node: Node, majority: str) -> bool:
     return bool(majority and node.driver_version and node.driver_version != majority)
 
 
-def node_alerts(node: Node, temp_threshold: float = DEFAULT_TEMP_ALERT_C) -> list[Alert]:
-    """Everything about a node an on-call engineer should look at, most severe first."""
+def node_alerts(node: Node, temp_threshold: float = DEFAULT_TEMP_ALERT_C,
+                summary: GpuSummary | None = None) -> list[Alert]:
+    """Everything about a node an on-call engineer should look at, most severe first. `summary`: the node's
+    DCGM figures in a summarised fleet (ClusterSnapshot.summary), whose one alert is a hot GPU."""
     memo = node.alerts_memo  # a node object outlives many refreshes when it does not change: asked once per object
-    if memo is not None and memo[0] == temp_threshold:
-        return list(memo[1])
+    if memo is None or memo[0] != temp_threshold:
+        memo = (temp_threshold, tuple(_own_alerts(node, temp_threshold)))
+        object.__setattr__(node, "alerts_memo", memo)  # a cache, not a change of the node
+    alerts = list(memo[1])
+    if hot(summary, temp_threshold) and not any(g.temp_c is not None for g in node.gpus):
+        assert summary is not None and summary.temp_max is not None
+        alerts.append(Alert(node.name, "Temp", f"hottest GPU {summary.temp_max:.0f}°C", Severity.THERMAL))
+        alerts.sort(key=lambda a: a.severity)  # stable: no other alert of the node is thermal (its GPUs have none)
+    return alerts
+
+
+def _own_alerts(node: Node, temp_threshold: float) -> list[Alert]:
+    """The node's alerts from the node alone (its record, devices and the GPUs it carries)."""
     alerts: list[Alert] = []
     if not node.ready:
         alerts.append(Alert(node.name, "NotReady", "node is NotReady", Severity.NOT_READY))
@@ -104,10 +120,6 @@ def node_alerts(node: Node, temp_threshold: float = DEFAULT_TEMP_ALERT_C) -> lis
             alerts.append(Alert(node.name, "Health", f"GPU {gpu.index}: health {gpu.health.value}", Severity.HEALTH))
         if gpu.temp_c is not None and gpu.temp_c >= temp_threshold:
             alerts.append(Alert(node.name, "Temp", f"GPU {gpu.index}: {gpu.temp_c:.0f}°C", Severity.THERMAL))
-    summary = node.summary
-    if summary is not None and summary.temp_max is not None and summary.temp_max >= temp_threshold \
-            and not any(g.temp_c is not None for g in node.gpus):
-        alerts.append(Alert(node.name, "Temp", f"hottest GPU {summary.temp_max:.0f}°C", Severity.THERMAL))
     for cond in node.problem_conditions:
         # A device taint's message is gputui's own and says what the taint will do: shown whole.
         detail = f": {cond.message}" if cond.type == DEVICE_TAINT_CONDITION else f": {cond.reason}" if cond.reason else ""
@@ -115,28 +127,12 @@ def node_alerts(node: Node, temp_threshold: float = DEFAULT_TEMP_ALERT_C) -> lis
     if node.upgrade_state == UPGRADE_FAILED:
         alerts.append(Alert(node.name, "Upgrade", "driver upgrade failed", Severity.UPGRADE_FAILED))
     alerts.sort(key=lambda a: a.severity)  # stable: within a severity, in the order found
-    object.__setattr__(node, "alerts_memo", (temp_threshold, tuple(alerts)))  # a cache, not a change of the node
     return alerts
 
 
-def keep_alerts(old: Node, new: Node) -> None:
-    """Give `new` the alerts worked out for `old`, where the caller knows that only the summary's figures moved
-    (the same record, devices and problem GPUs: a DCGM read moves every node's summary, at 65,000 nodes each
-    read worked every node's alerts out again). The summary's one alert, a hot GPU, is read again from either
-    side being hot: then nothing is kept."""
-    memo = old.alerts_memo
-    if memo is None:
-        return
-    threshold = memo[0]
-    for summary in (old.summary, new.summary):
-        if summary is not None and summary.temp_max is not None and summary.temp_max >= threshold:
-            return
-    object.__setattr__(new, "alerts_memo", memo)  # a cache, not a change of the node (as node_alerts sets it)
-
-
-def node_severity(node: Node, temp_threshold: float, majority: str) -> Severity:
+def node_severity(node: Node, temp_threshold: float, majority: str, summary: GpuSummary | None = None) -> Severity:
     """The worst thing about the node (OK when nothing is)."""
-    alerts = node_alerts(node, temp_threshold)
+    alerts = node_alerts(node, temp_threshold, summary)
     if alerts:
         return alerts[0].severity
     if has_driver_drift(node, majority):
@@ -146,9 +142,13 @@ def node_severity(node: Node, temp_threshold: float, majority: str) -> Severity:
     return Severity.OK
 
 
-def problem_order(node: Node, temp_threshold: float, majority: str) -> tuple[int, int]:
+def problem_order(node: Node, temp_threshold: float, majority: str,
+                  summary: GpuSummary | None = None) -> tuple[int, int]:
     """Sort key, worst first: the worst severity, then the most alerts."""
-    return node_severity(node, temp_threshold, majority), -len(node_alerts(node, temp_threshold))
+    alerts = node_alerts(node, temp_threshold, summary)
+    if alerts:
+        return alerts[0].severity, -len(alerts)
+    return node_severity(node, temp_threshold, majority), 0
 
 
 def version_key(version: str) -> tuple[int, ...]:
@@ -175,7 +175,7 @@ def diagnose(snap: ClusterSnapshot) -> list[Finding]:
         if pod.phase == "Pending" and pod.gpu_request > 0 and not pod.node:
             out.append(Finding("Pending", pod.key, pod.pending_reason or f"waiting for {pod.gpu_request} GPUs"))
     for node in snap.nodes:
-        for alert in node_alerts(node):
+        for alert in node_alerts(node):  # a lost GPU is the node's own alert, whatever its summary says
             if alert.kind == "Lost":
                 out.append(Finding("GpuLost", node.name, alert.message))
     for pod in snap.pods:
@@ -188,7 +188,7 @@ def diagnose(snap: ClusterSnapshot) -> list[Finding]:
     metrics = snap.source("metrics")
     if metrics is not None and metrics.error is None and metrics.fetched_at is not None:
         for node in snap.nodes:
-            if node.ready and node.gpu_capacity and not node.has_metrics:
+            if node.ready and node.gpu_capacity and not snap.gauges(node).reporting:
                 out.append(Finding("NoMetrics", node.name, "no DCGM series for this node (is the exporter running?)"))
     majority = majority_driver(snap.nodes)
     cuda = Counter(n.cuda_version for n in snap.nodes if n.cuda_version).most_common(1)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 from gputui.frozen_init import fast_init
 from gputui.gpu_resources import GpuResource
 from gputui.label_selectors import Requirement, selector_matches
@@ -84,10 +84,11 @@ class Gpu:
         return 100.0 * self.mem_used_mib / self.mem_total_mib
 
 
-@fast_init  # built per node or pod in bulk: every DCGM read, every full join (frozen_init)
+@fast_init  # built per node in bulk: every DCGM read (frozen_init)
 @dataclass(frozen=True, slots=True)
 class GpuSummary:
-    """A node's GPUs in aggregate, as Prometheus computes them for a large fleet."""
+    """A node's GPUs in aggregate, as Prometheus computes them for a large fleet: held beside the nodes, in the
+    snapshot's `summaries` (gputui.gauges), so a DCGM read builds no Node."""
 
     count: int
     util_mean: float | None = None
@@ -126,7 +127,7 @@ class NodeDescription:
     events: tuple[Event, ...] = ()
 
 
-@fast_init  # built per node or pod in bulk: every DCGM read, every full join (frozen_init)
+@fast_init  # built per node in bulk: every full join, every per-GPU read (frozen_init)
 @dataclass(frozen=True, slots=True)
 class Node:
     name: str
@@ -140,17 +141,16 @@ class Node:
     upgrade_state: str = ""
     gpu_memory_mib: int = 0
     conditions: tuple[Condition, ...] = ()
-    gpus: tuple[Gpu, ...] = ()  # every GPU, or with a summary only the GPUs reporting a problem
+    gpus: tuple[Gpu, ...] = ()  # every GPU, or in a summarised fleet (gputui.gauges) only those reporting a problem
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
-    summary: GpuSummary | None = None
     # How it hands its GPUs out (gputui.gpu_resources): gpu_capacity/gpu_allocatable are these units summed.
     gpu_resources: tuple[GpuResource, ...] = ()
     gpu_count: int = 0  # physical cards (0: unknown, e.g. MIG slices without GFD's count)
     node_info: Mapping[str, str] = field(default_factory=dict)  # kubelet, runtime, kernel, OS (status.nodeInfo)
-    # health.node_alerts' answer for one temperature threshold, worked out once per node object and kept on it, so
-    # it lives and dies with the node (a memo beside the nodes kept replaced ones alive: at 65,000 nodes, every
-    # DCGM read's worth, for the collector to walk).
+    # health.node_alerts' answer for one temperature threshold, from the node alone (its summary's one alert is
+    # added to it), worked out once per node object and kept on it, so it lives and dies with the node (a memo
+    # beside the nodes kept replaced ones alive, for the collector to walk).
     alerts_memo: tuple[float, tuple[Any, ...]] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -175,49 +175,6 @@ class Node:
             c for c in self.conditions if c.type not in STANDARD_CONDITIONS and c.status == "True"
         )
 
-    # Aggregates of the node's GPUs (from the summary when there is one); None without metrics.
-    @property
-    def mean_util(self) -> float | None:
-        if self.summary is not None:
-            return self.summary.util_mean
-        return _mean(g.util_pct for g in self.gpus)
-
-    @property
-    def mem_used_mib(self) -> float | None:
-        if self.summary is not None:
-            return self.summary.mem_used_mib
-        return _sum(g.mem_used_mib for g in self.gpus)
-
-    @property
-    def mem_total_mib(self) -> float | None:
-        summary = self.summary
-        if summary is not None:
-            total = summary.mem_total_mib
-            if total is None and self.gpu_memory_mib:  # the card size from the node label times the cards reporting
-                return float(self.gpu_memory_mib * summary.count)
-        else:
-            total = _sum(g.mem_total_mib for g in self.gpus)
-        if total is None and self.gpu_memory_mib and self.gpu_capacity:
-            return float(self.gpu_memory_mib * self.gpu_capacity)
-        return total
-
-    @property
-    def max_temp(self) -> float | None:
-        if self.summary is not None:
-            return self.summary.temp_max
-        temps = [g.temp_c for g in self.gpus if g.temp_c is not None]
-        return max(temps) if temps else None
-
-    @property
-    def power_w(self) -> float | None:
-        if self.summary is not None:
-            return self.summary.power_w
-        return _sum(g.power_w for g in self.gpus)
-
-    @property
-    def has_metrics(self) -> bool:
-        return self.summary is not None or bool(self.gpus)
-
 
 @dataclass(frozen=True, slots=True)
 class PodProbes:
@@ -229,7 +186,7 @@ class PodProbes:
     memory_limited: bool  # every container has a memory limit
 
 
-@fast_init  # built per node or pod in bulk: every DCGM read, every full join (frozen_init)
+@fast_init  # built per pod in bulk: every full join (frozen_init)
 @dataclass(frozen=True, slots=True)
 class InferencePod:
     namespace: str
@@ -386,13 +343,3 @@ class Budget:
             return (f"{self.name}: {unhealthy} unhealthy pods hold its budget at 0 under IfHealthyBudget "
                     f"(set unhealthyPodEvictionPolicy: AlwaysAllow, or fix the pods)")
         return ""
-
-
-def _mean(values: Iterable[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return sum(known) / len(known) if known else None
-
-
-def _sum(values: Iterable[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return sum(known) if known else None

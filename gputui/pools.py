@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Hashable, Iterable, Mapping
 
 from gputui.fleet_sums import Contribution, NodeSums
+from gputui.gauges import util_sum
 
 if TYPE_CHECKING:
-    from gputui.model import Node
+    from gputui.model import GpuSummary, Node
     from gputui.snapshot import ClusterSnapshot
 
 DEFAULT_POOL_LABELS = ("gpu.pool", "cloud.google.com/gke-nodepool", "eks.amazonaws.com/nodegroup",
@@ -72,19 +73,21 @@ def idle_why(row: PoolRow, why: str) -> str:
     return why or "not read yet"
 
 
-_sums = NodeSums(6)  # the pools' sums, kept from one snapshot to the next (fleet_pools)
+_sums = NodeSums(4, metered=2)  # the pools' sums, kept from one snapshot to the next (fleet_pools)
 
 
 def fleet_pools(snapshot: ClusterSnapshot, reading: IdleReading | None,
                 keys: Iterable[str] = DEFAULT_POOL_LABELS) -> list[PoolRow]:
     """pool_rows, once per snapshot, idle reading and pool labels: the dashboard's line, :pools and the
     wallboard share them, and the poll thread works them out before the UI is told (app._poll). The sums are
-    kept from one snapshot to the next (fleet_sums): a refresh looks again only at the nodes that moved."""
+    kept from one snapshot to the next (fleet_sums): a refresh looks again only at the nodes that moved, and a
+    DCGM read only at their utilisation."""
     keys = tuple(keys)
 
     def compute() -> tuple[IdleReading | None, list[PoolRow]]:
         # The reading is in the key by identity: held by the sums, so its id cannot be reused meanwhile.
-        groups, _ = _sums.sums(snapshot, ("pools", keys, id(reading), reading), _contribution(snapshot, reading, keys))
+        groups, _ = _sums.sums(snapshot, ("pools", keys, id(reading), reading), _contribution(snapshot, reading, keys),
+                               _metered)
         return reading, _rows(groups, reading)
 
     # The reading is kept in the value, so its id cannot be reused while this snapshot holds it.
@@ -100,42 +103,47 @@ def pool_rows(snapshot: ClusterSnapshot, reading: IdleReading | None,
     pools'."""
     keys = tuple(keys)
     contribution = _contribution(snapshot, reading, keys)
+    summaries = snapshot.summaries
     groups: dict[Hashable, list[float]] = {}
     for n in snapshot.nodes:
         pool, numbers, _ = contribution(n)
-        a = groups.setdefault(pool, [0.0] * (len(numbers) + 1))
+        metered, _ = _metered(n, summaries.get(n.name))
+        a = groups.setdefault(pool, [0.0] * (len(numbers) + len(metered) + 1))
         a[0] += 1
-        for i, value in enumerate(numbers, 1):
+        for i, value in enumerate((*numbers, *metered), 1):
             a[i] += value
     return _rows(groups, reading)
 
 
 def _contribution(snapshot: ClusterSnapshot, reading: IdleReading | None,
                   keys: tuple[str, ...]) -> Callable[[Node], Contribution]:
-    """A node's pool and what it adds to its row: GPUs, allocated, utilisation × weight, weight, idle GPUs,
-    whether its idle figure is unknown."""
+    """A node's pool and what it adds to its row: GPUs, allocated, idle GPUs, whether its idle figure is
+    unknown."""
     def contribution(n: Node) -> Contribution:
         allocated = min(snapshot.gpus_allocated(n.name), n.gpu_allocatable)
-        util = n.mean_util
-        weight = (n.summary.count if n.summary and n.summary.count else len(n.gpus) or 1) if util is not None else 0
         idle, unknown = 0, 0
         if reading is not None:
             if allocated > reading.attributed.get(n.name, 0):
                 unknown = 1
             else:
                 idle = reading.idle.get(n.name, 0)
-        return pool_of(n.labels, keys), (n.gpu_allocatable, allocated, util * weight if util is not None else 0.0,
-                                         weight, idle, unknown), None
+        return pool_of(n.labels, keys), (n.gpu_allocatable, allocated, idle, unknown), None
 
     return contribution
 
 
+def _metered(n: Node, summary: GpuSummary | None) -> tuple[tuple[float, int], None]:
+    """What a node's gauges add to its pool's row: utilisation summed over its GPUs reporting, and how many."""
+    return util_sum(n, summary), None
+
+
 def _rows(groups: Mapping[Hashable, list[float]], reading: IdleReading | None) -> list[PoolRow]:
+    # Each group: [nodes, GPUs, allocated, idle, idle unknown on, utilisation sum, GPUs reporting]
     fleet = [sum(a[i] for a in groups.values()) for i in range(7)]
 
     def row(name: str, a: list[float]) -> PoolRow:
-        unknown = int(a[6])
-        return PoolRow(name, int(a[0]), int(a[1]), int(a[2]), a[3] / a[4] if a[4] else None,
-                       None if reading is None or unknown else int(a[5]), unknown)
+        unknown = int(a[4])
+        return PoolRow(name, int(a[0]), int(a[1]), int(a[2]), a[5] / a[6] if a[6] else None,
+                       None if reading is None or unknown else int(a[3]), unknown)
 
     return [row(str(name), a) for name, a in sorted(groups.items(), key=lambda kv: str(kv[0]))] + [row(FLEET, fleet)]

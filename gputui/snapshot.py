@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Hashable, Iterable, Mapping, TypeVar
 
 from gputui.gpu_resources import WHOLE_GPU, GpuUse
-from gputui.model import Budget, InferencePod, InferenceService, Node, UpgradePolicy
+from gputui.gauges import Gauges, gauges, util_sum
+from gputui.model import Budget, GpuSummary, InferencePod, InferenceService, Node, UpgradePolicy
 from gputui.sessions import PodSessions, SessionCounts, read_sessions
 
 
@@ -52,20 +53,6 @@ def pod_indexes(pods: tuple[InferencePod, ...]) -> PodIndexes:
     return allocated, {k: tuple(v) for k, v in by_node.items()}
 
 
-def util_sum(node: Node) -> tuple[float, int]:
-    """A node's utilisation summed over its GPUs reporting, and how many report: what the fleet's mean adds up."""
-    if node.summary is not None:
-        if node.summary.util_mean is not None and node.summary.count:
-            return node.summary.util_mean * node.summary.count, node.summary.count
-        return 0.0, 0
-    total, count = 0.0, 0
-    for g in node.gpus:
-        if g.util_pct is not None:
-            total += g.util_pct
-            count += 1
-    return total, count
-
-
 def node_allocated(pods: Iterable[InferencePod]) -> dict[str, int]:
     """GPU units the pods on one node hold, per resource (empty when they hold none): what pod_indexes counts
     for each node, and what an incremental join counts again for a node whose pods moved."""
@@ -91,6 +78,8 @@ class ClusterSnapshot:
     upgrade_policy: UpgradePolicy | None = None  # the GPU Operator's, when its ClusterPolicy was read
     # Every pod's live-session counts as the metrics read gave them (gputui.sessions): `sessions(pod)` reads one.
     session_counts: SessionCounts = field(default_factory=dict)
+    # Every node's DCGM figures in aggregate by node name, in a fleet read that way (gputui.gauges): `gauges(node)`.
+    summaries: Mapping[str, GpuSummary] = field(default_factory=dict)
     # The pod indexes when the backend already holds them for this very pods tuple (None: built here).
     indexes: PodIndexes | None = field(default=None, repr=False, compare=False)
     # Indexes built once per snapshot; every consumer shares them.
@@ -164,6 +153,13 @@ class ClusterSnapshot:
         known = [c for c in counts if c is not None]
         return sum(known) if known else None
 
+    def summary(self, node: Node) -> GpuSummary | None:
+        return self.summaries.get(node.name)
+
+    def gauges(self, node: Node) -> Gauges:
+        """The node's utilisation, memory, temperature and power (gputui.gauges)."""
+        return gauges(node, self.summaries.get(node.name))
+
     def budget_for(self, pod: InferencePod) -> list[Budget]:
         return [b for b in self.budgets if b.matches(pod)]
 
@@ -185,8 +181,9 @@ class ClusterSnapshot:
     def mean_util(self) -> float | None:
         """Mean over every GPU reporting, whether a node came per GPU or summarised."""
         total, count = 0.0, 0
+        summaries = self.summaries
         for n in self.nodes:
-            t, c = util_sum(n)
+            t, c = util_sum(n, summaries.get(n.name))
             total += t
             count += c
         return total / count if count else None

@@ -174,6 +174,7 @@ class Joiner:
             services=self._services, budgets=state.budgets, sources=sources, indexes=indexes,
             upgrade_policy=state.upgrade_policies[0] if state.upgrade_policies else None,
             session_counts=metrics.sessions if metrics is not None else {},
+            summaries=metrics.nodes if metrics is not None else {},
         )
 
     def with_claims(self, record: PodRecord) -> PodRecord:

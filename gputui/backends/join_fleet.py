@@ -5,22 +5,22 @@ At 65,000 nodes a few hundred records change between two refreshes (node heartbe
 walk over the whole fleet in Python cost more than all of them (issue 18). A cache hands its records over
 as a tuple in its dict's order: a record changed in place keeps its position, a new one is appended, a
 deleted one shifts those after it. So the positions where the last tuple and this one hold different
-objects (gputui.moved) are what a join must look at again. When too much moved for that to pay (metrics
-read for every node), the full join runs, which still reuses every object whose inputs are unchanged. Session
-counts are no input of a pod (gputui.sessions): a scrape moves none of them.
+objects (gputui.moved) are what a join must look at again. When too much moved for that to pay (a per-GPU
+read of every node), the full join runs, which still reuses every object whose inputs are unchanged. Session
+counts are no input of a pod (gputui.sessions), nor a node's summary of a node (gputui.gauges): a scrape or
+a DCGM read of a summarised fleet moves neither.
 """
 
 from __future__ import annotations
 
 from bisect import insort
 from dataclasses import replace
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from gputui.backends.kube_dra import DraView, device_taint_conditions
 from gputui.backends.kube_objects import NodeRecord, PodRecord
 from gputui.gpu_resources import physical_gpus
-from gputui.health import keep_alerts
-from gputui.model import Gpu, GpuSummary, Health, InferencePod, Node
+from gputui.model import Gpu, Health, InferencePod, Node
 from gputui.moved import aligned, limit_for, same
 from gputui.sessions import signal_of
 from gputui.snapshot import PodIndexes, node_allocated, pod_indexes
@@ -70,7 +70,6 @@ class NodeJoin:
         # Keyed by id(record); the record is kept too, so an id is never reused while it is cached. Plain dicts
         # of existing objects: a refresh then allocates little for the garbage collector to scan.
         self._records: dict[int, NodeRecord] = {}
-        self._metrics: dict[int, GpuSummary | None] = {}
         self._samples: dict[int, tuple[GpuSample, ...]] = {}  # only nodes with per-GPU samples
         self._nodes: dict[int, Node] = {}
         self._by_host: dict[str, list[GpuSample]] = {}  # of the metrics last joined
@@ -82,34 +81,33 @@ class NodeJoin:
 
     def join(self, records: tuple[NodeRecord, ...], metrics: Metrics | None,
              dra: DraView) -> tuple[tuple[Node, ...], frozenset[str]]:
-        inputs = (records, metrics.nodes if metrics else None, metrics.gpus if metrics else None, dra)
+        # A node's summary is no input: it lives beside the node (gputui.gauges), so a DCGM read in a summarised
+        # fleet moves no node, only the GPUs with a problem (mostly none) and per-GPU reads of a small fleet.
+        inputs = (records, (metrics.gpus or None) if metrics else None, dra)  # no samples: one input, however read
         if same(inputs, self._inputs):
             return self.result
         if not (self._inputs and same(inputs[1:], self._inputs[1:]) and self._stale <= len(records) // 2
-                and self._moved(records, metrics, dra)):
+                and self._moved(records, dra)):
             self._full(records, metrics, dra)
         self._inputs = inputs
         return self.result
 
-    def _node(self, n: NodeRecord, summary: GpuSummary | None, dra: DraView) -> Node:
+    def _node(self, n: NodeRecord, dra: DraView) -> Node:
         group = self._by_host.get(n.name)  # in fleet mode only GPUs with a problem: mostly none
         samples = tuple(sorted(group, key=lambda s: s.index)) if group else ()
         key = id(n)
         old = self._nodes.get(key)
-        summary_only = False  # only the summary moved: what the alerts depend on did not (health.keep_alerts)
-        if old is not None and self._records.get(key) is n and self._inputs and self._inputs[3] is dra:
-            # The same record and devices: only its metrics can have moved (a DCGM read moves every node's).
-            same_samples = self._samples.get(key, ()) == samples
-            if self._metrics.get(key) == summary and same_samples:
+        if old is not None and self._records.get(key) is n and self._inputs and self._inputs[2] is dra:
+            # The same record and devices: only its GPUs' samples can have moved.
+            if self._samples.get(key, ()) == samples:
                 return old
             resources, capacity, allocatable = old.gpu_resources, old.gpu_capacity, old.gpu_allocatable
             conditions, count = old.conditions, old.gpu_count
-            summary_only = same_samples
         else:
             claimed = dra.resources(n.name)
             resources = n.gpu_resources + claimed if claimed else n.gpu_resources  # the same tuple when no DRA
-            if old is not None and self._records.get(key) is n and self._metrics.get(key) == summary \
-                    and self._samples.get(key, ()) == samples and old.gpu_resources == resources:
+            if old is not None and self._records.get(key) is n and self._samples.get(key, ()) == samples \
+                    and old.gpu_resources == resources:
                 return old
             capacity = sum(r.capacity for r in resources)
             allocatable = sum(r.allocatable for r in resources)
@@ -120,49 +118,49 @@ class NodeJoin:
             gpu_capacity=capacity, gpu_allocatable=allocatable,
             driver_version=n.driver_version, cuda_version=n.cuda_version, upgrade_state=n.upgrade_state,
             gpu_memory_mib=n.gpu_memory_mib, conditions=conditions,
-            gpus=gpus_of(n, samples), labels=n.labels, annotations=n.annotations, summary=summary,
+            gpus=gpus_of(n, samples), labels=n.labels, annotations=n.annotations,
             gpu_resources=resources, node_info=n.node_info, gpu_count=count,
         )
-        if summary_only and old is not None:
-            keep_alerts(old, node)
-        self._records[key], self._metrics[key], self._nodes[key] = n, summary, node
+        self._records[key], self._nodes[key] = n, node
         if samples:
             self._samples[key] = samples
+        else:
+            self._samples.pop(key, None)
         return node
 
     def _full(self, records: tuple[NodeRecord, ...], metrics: Metrics | None, dra: DraView) -> None:
-        summaries: Mapping[str, GpuSummary] = metrics.nodes if metrics is not None else {}
         by_host: dict[str, list[GpuSample]] = {}
         for sample in (metrics.gpus.values() if metrics is not None else ()):
             by_host.setdefault(sample.host, []).append(sample)
         self._by_host = by_host
         gpu_nodes = sorted((n for n in records if n.is_gpu_node or n.name in dra.capacity), key=lambda n: n.name)
-        old = (self._records, self._metrics, self._samples, self._nodes)
-        records_, metrics_, samples_, nodes_ = {}, {}, {}, {}  # what the last join built for these records
+        old = (self._records, self._samples, self._nodes)
+        records_, samples_, nodes_ = {}, {}, {}  # what the last join built for these records
         for n in gpu_nodes:
             key = id(n)
-            if key in old[3]:
-                records_[key], metrics_[key], nodes_[key] = old[0][key], old[1][key], old[3][key]
-                if key in old[2]:
-                    samples_[key] = old[2][key]
-        self._records, self._metrics, self._samples, self._nodes = records_, metrics_, samples_, nodes_
-        nodes = tuple(self._node(n, summaries.get(n.name), dra) for n in gpu_nodes)
+            if key in old[2]:
+                records_[key], nodes_[key] = old[0][key], old[2][key]
+                if key in old[1]:
+                    samples_[key] = old[1][key]
+        self._records, self._samples, self._nodes = records_, samples_, nodes_
+        nodes = tuple(self._node(n, dra) for n in gpu_nodes)
         self._by_name = {node.name: node for node in nodes}
         self._names = [node.name for node in nodes]
         self._stale = 0
         names = frozenset(self._names)
-        # The same GPU nodes (a metrics read moved every figure): the same set, so the pods need not all be
-        # looked at again.
-        self.result = (nodes, self.result[1] if names == self.result[1] else names)
+        # The same nodes (a read that moved no GPU's samples): the same tuple, so what is kept from one snapshot
+        # to the next sees nothing moved. The same GPU nodes: the same set, so the pods need not all be looked
+        # at again.
+        self.result = (self.result[0] if same(nodes, self.result[0]) else nodes,
+                       self.result[1] if names == self.result[1] else names)
 
-    def _moved(self, records: tuple[NodeRecord, ...], metrics: Metrics | None, dra: DraView) -> bool:
+    def _moved(self, records: tuple[NodeRecord, ...], dra: DraView) -> bool:
         """Only some records moved (the metrics and DRA are those of the last join): rejoin those."""
         old = self._inputs[0]
         found = aligned(old, records, _name, limit_for(len(records)))
         if found is None:
             return False
         changed, deleted = found
-        summaries: Mapping[str, GpuSummary] = metrics.nodes if metrics is not None else {}
         gone = {old[i].name for i in deleted} | {old[i].name for i, _j in changed if i is not None}
         came = [records[j] for _i, j in changed]
         touched = gone | {n.name for n in came}
@@ -172,7 +170,7 @@ class NodeJoin:
             by_name.pop(name, None)
         for n in came:
             if n.is_gpu_node or n.name in dra.capacity:
-                by_name[n.name] = self._node(n, summaries.get(n.name), dra)
+                by_name[n.name] = self._node(n, dra)
         self._stale += len(gone)
         names = self.result[1]
         if {name for name in touched if name in by_name} != before:  # a GPU node came or went

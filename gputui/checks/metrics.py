@@ -21,7 +21,8 @@ def dcgm_series(ctx: CheckContext) -> CheckResult:
     down = ctx.metrics_down()
     if down:
         return unknown(id, seed, title, down, ASK_PROMETHEUS)
-    bad = [n.name for n in ctx.snapshot.nodes if n.ready and n.gpu_capacity and not n.has_metrics]
+    snap = ctx.snapshot
+    bad = [n.name for n in snap.nodes if n.ready and n.gpu_capacity and not snap.gauges(n).reporting]
     return verdict(id, seed, title, bad, Status.FAIL, "Ready GPU nodes without DCGM series",
                    "check the dcgm-exporter pod on these nodes and its scrape", "every Ready GPU node reports")
 

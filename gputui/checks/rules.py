@@ -35,7 +35,7 @@ def gpu_nodes_recognised(ctx: CheckContext) -> CheckResult:
 def gpu_health(ctx: CheckContext) -> CheckResult:
     failing, hot = [], []
     for n in ctx.snapshot.nodes:
-        alerts = node_alerts(n, ctx.temp_threshold)
+        alerts = node_alerts(n, ctx.temp_threshold, ctx.snapshot.summary(n))
         worst = [a for a in alerts if a.severity <= Severity.UPGRADE_FAILED]
         if worst:
             failing.append(f"{n.name} ({worst[0].kind}: {worst[0].message})")

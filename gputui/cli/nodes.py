@@ -34,7 +34,7 @@ def node_record(snapshot, node) -> dict[str, Any]:
             for r in node.gpu_resources
         ],
         "driver_version": node.driver_version,
-        "alerts": [f"{a.kind}: {a.message}" for a in node_alerts(node)],
+        "alerts": [f"{a.kind}: {a.message}" for a in node_alerts(node, summary=snapshot.summary(node))],
         "gpus": [
             {
                 "index": g.index,
@@ -107,13 +107,14 @@ def run(settings: Settings, output: str) -> int:
     for label in ("NODE", "STATE", "MODEL", "GPUS", "UTIL", "MEMORY", "TEMP", "POWER", "DRIVER", "ALERTS"):
         table.add_column(label, no_wrap=True)
     for n in snapshot.nodes:
+        g = snapshot.gauges(n)
         table.add_row(
             Text(n.name), n.state.value, Text(cells.short_model(n.gpu_product)),
-            _allocation(snapshot, n), cells.pct(n.mean_util).strip(),
-            cells.mem_used_total(n.mem_used_mib, n.mem_total_mib), cells.temp(n.max_temp),
-            cells.power(n.power_w),
+            _allocation(snapshot, n), cells.pct(g.mean_util).strip(),
+            cells.mem_used_total(g.mem_used_mib, g.mem_total_mib), cells.temp(g.max_temp),
+            cells.power(g.power_w),
             Text(("≠" if has_driver_drift(n, majority) else "") + (n.driver_version or "–")),
-            Text(", ".join(dict.fromkeys(a.kind for a in node_alerts(n, settings.temp_threshold)))),
+            Text(", ".join(dict.fromkeys(a.kind for a in node_alerts(n, settings.temp_threshold, snapshot.summary(n))))),
         )
     console = Console(no_color=bool(os.environ.get("NO_COLOR")), width=200 if not sys.stdout.isatty() else None)
     if snapshot.simulated:

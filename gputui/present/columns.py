@@ -9,7 +9,8 @@ from rich.text import Text
 
 from gputui.gpu_resources import allocation_text
 from gputui.present import cells
-from gputui.model import InferenceService, Node, NodeState, ServiceVersion
+from gputui.gauges import hot
+from gputui.model import GpuSummary, InferenceService, Node, NodeState, ServiceVersion
 from gputui.snapshot import ClusterSnapshot
 from gputui.health import has_driver_drift, majority_driver, node_alerts, problem_order, version_key
 from gputui.present.cells import Palette
@@ -39,10 +40,13 @@ class NodeColumn:
     order: str = "highest first"
     reverse: str = "lowest first"
     compact: int = 0  # a narrower form (figures without their bar) used before columns are dropped
+    # What of the node's summary (gputui.gauges) the sort reads, if anything: the summaries live beside the
+    # nodes, so a kept order (kept_order) places again the nodes where this moved, not only the nodes that did.
+    metered: Callable[[GpuSummary | None, RowContext], Any] | None = None
 
 
 def _util(node: Node, ctx: RowContext, width: int) -> Text:
-    util = node.mean_util
+    util = ctx.snapshot.gauges(node).mean_util
     if width < 10:  # compact: the figure alone
         return Text(cells.pct(util).rjust(width), style=ctx.palette.heat(util))
     text = cells.bar(util, width - 5, ctx.palette.heat(util))
@@ -51,7 +55,8 @@ def _util(node: Node, ctx: RowContext, width: int) -> Text:
 
 
 def _mem(node: Node, ctx: RowContext, width: int) -> Text:
-    used, total = node.mem_used_mib, node.mem_total_mib
+    g = ctx.snapshot.gauges(node)
+    used, total = g.mem_used_mib, g.mem_total_mib
     share = 100.0 * used / total if used is not None and total else None
     label = cells.mem_used_total(used, total)
     if width < 12:  # compact: used/total alone, coloured by how full
@@ -62,7 +67,7 @@ def _mem(node: Node, ctx: RowContext, width: int) -> Text:
 
 
 def _temp(node: Node, ctx: RowContext, width: int) -> Text:
-    t = node.max_temp
+    t = ctx.snapshot.gauges(node).max_temp
     style = ""
     if t is not None and t >= ctx.temp_threshold:
         style = f"bold {ctx.palette.alert}"
@@ -87,10 +92,25 @@ def _driver(node: Node, ctx: RowContext, width: int) -> Text:
 
 
 def _alerts(node: Node, ctx: RowContext, width: int) -> Text:
-    alerts = node_alerts(node, ctx.temp_threshold)
+    alerts = node_alerts(node, ctx.temp_threshold, ctx.snapshot.summary(node))
     if not alerts:
         return Text("")
     return Text(", ".join(dict.fromkeys(a.kind for a in alerts)), style=f"bold {ctx.palette.alert}")  # worst first
+
+
+def _by_gauge(summarised: str, gauge: str) -> Callable[[Node, RowContext], Any]:
+    """A figure's sort key, highest first: read from the node's summary where it has one (a sort walks every
+    node: no Gauges built for each), else from its gauges. The same value either way (gauges.gauges)."""
+    def key(node: Node, ctx: RowContext) -> tuple[bool, float]:
+        summary = ctx.snapshot.summaries.get(node.name)
+        return _high_first(getattr(summary, summarised) if summary is not None
+                           else getattr(ctx.snapshot.gauges(node), gauge))
+
+    return key
+
+
+def _whole(summary: GpuSummary | None, ctx: RowContext) -> GpuSummary | None:
+    return summary
 
 
 def _high_first(value: float | None) -> tuple[bool, float]:
@@ -114,15 +134,16 @@ NODE_COLUMNS: tuple[NodeColumn, ...] = (
                lambda n, c: pool_of(n.labels, c.pool_labels), *A_Z),
     NodeColumn("gpus", "GPUs", 7, 0, _gpus, lambda n, c: -c.snapshot.gpus_allocated(n.name), "most in use first",
                "fewest in use first"),
-    NodeColumn("util", "Util", 12, 0, _util, lambda n, c: _high_first(n.mean_util), compact=4),
-    NodeColumn("mem", "Memory", 17, 0, _mem, lambda n, c: _high_first(n.mem_used_mib), compact=8),
-    NodeColumn("temp", "Temp", 5, 0, _temp, lambda n, c: _high_first(n.max_temp)),
-    NodeColumn("power", "Power", 6, 4, lambda n, c, w: Text(cells.power(n.power_w).rjust(w)),
-               lambda n, c: _high_first(n.power_w)),
+    NodeColumn("util", "Util", 12, 0, _util, _by_gauge("util_mean", "mean_util"), compact=4, metered=_whole),
+    NodeColumn("mem", "Memory", 17, 0, _mem, _by_gauge("mem_used_mib", "mem_used_mib"), compact=8, metered=_whole),
+    NodeColumn("temp", "Temp", 5, 0, _temp, _by_gauge("temp_max", "max_temp"), metered=_whole),
+    NodeColumn("power", "Power", 6, 4, lambda n, c, w: Text(cells.power(c.snapshot.gauges(n).power_w).rjust(w)),
+               _by_gauge("power_w", "power_w"), metered=_whole),
     NodeColumn("driver", "Driver", 11, 0, _driver, lambda n, c: tuple(-p for p in version_key(n.driver_version)),
                "newest first", "oldest first"),
     NodeColumn("alerts", "Alerts", 11, 0, _alerts,
-               lambda n, c: problem_order(n, c.temp_threshold, c.majority_driver), *WORST, compact=5),
+               lambda n, c: problem_order(n, c.temp_threshold, c.majority_driver, c.snapshot.summary(n)), *WORST,
+               compact=5, metered=lambda s, c: hot(s, c.temp_threshold)),  # a hot summary is its one alert
 )
 SORTABLE = tuple(c.key for c in NODE_COLUMNS)
 PROBLEMS_SORT = SORTABLE.index("alerts")  # the default: what needs a look comes first
@@ -150,8 +171,10 @@ def node_order(ctx: RowContext, sort_index: int, reverse: bool) -> list[str]:
             return sorted((n.name for n in snap.nodes), reverse=reverse)
         col = NODE_COLUMNS[sort_index]
         # Kept from the last snapshot's order: only the nodes that moved find their place again.
+        metered = col.metered
         return _kept.names(snap, (sort_index, ctx.temp_threshold, ctx.majority_driver, ctx.pool_labels),
-                           lambda node: col.sort(node, ctx), reverse)
+                           lambda node: col.sort(node, ctx), reverse,
+                           None if metered is None else lambda summary: metered(summary, ctx))
 
     return snap.derived(key, compute)
 

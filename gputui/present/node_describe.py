@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gputui.health import node_alerts
-from gputui.model import DRAIN_ANNOTATION_PREFIX, Node, NodeDescription
+from gputui.model import DRAIN_ANNOTATION_PREFIX, GpuSummary, Node, NodeDescription
 from gputui.present.cells import Palette, ago
 
 # Labels worth reading on a GPU node: the GPU Operator's and GFD's (nvidia.com/…), NFD's PCI vendor label for
@@ -25,12 +25,13 @@ def _section(title: str) -> Text:
 
 
 def describe(node: Node, temp_threshold: float, palette: Palette, read: NodeDescription | None = None,
-             error: str | None = None, now: float | None = None) -> RenderableType:
-    """`read`: what describe read from the API now (taints, heartbeat, events); `error`: why it could not."""
+             error: str | None = None, now: float | None = None, summary: GpuSummary | None = None) -> RenderableType:
+    """`read`: what describe read from the API now (taints, heartbeat, events); `error`: why it could not;
+    `summary`: the node's DCGM figures in a summarised fleet (ClusterSnapshot.summary)."""
     parts: list[RenderableType] = []
     if error:
         parts.append(Text(f"taints, heartbeat and events unavailable: {error}", style=f"bold {palette.alert}"))
-    alerts = node_alerts(node, temp_threshold)
+    alerts = node_alerts(node, temp_threshold, summary)
     parts.append(_section("Alerts, worst first"))
     if alerts:
         for a in alerts:

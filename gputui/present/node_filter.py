@@ -105,6 +105,6 @@ def matching(snap: ClusterSnapshot, words: list[str], temp_threshold: float, maj
                                 (all(w in text for w in words) for text in haystacks))
         found = dict(compress(named, hits))
     else:
-        found = {n.name: n for n in candidates if node_matches(n, words, lambda n: node_alerts(n, temp_threshold),
+        found = {n.name: n for n in candidates if node_matches(n, words, lambda n: node_alerts(n, temp_threshold, snap.summary(n)),
                                                                majority_driver, texts.get(n.name))}
     return snap, words, found

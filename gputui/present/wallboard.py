@@ -6,9 +6,11 @@ glyph (░ ▒ █), so it reads in monochrome and without telling red from gree
 
 from __future__ import annotations
 
+from typing import Mapping
+
 from rich.text import Text
 
-from gputui.model import Health, Node, NodeState
+from gputui.model import GpuSummary, Health, Node, NodeState
 from gputui.snapshot import ClusterSnapshot
 from gputui.health import majority_driver, node_alerts, problem_order
 from gputui.present.cells import Palette, heat_band, pct
@@ -27,11 +29,10 @@ def level(value: float | None, metric: str, temp_threshold: float) -> int | None
     return heat_band(value)
 
 
-def gpu_values(node: Node, metric: str) -> list[float | None]:
+def gpu_values(node: Node, metric: str, summary: GpuSummary | None) -> list[float | None]:
     """One value per GPU; a node known only by its summary repeats its mean (or max temperature)."""
     if node.gpus:
         return [g.util_pct if metric == "util" else g.temp_c for g in node.gpus]
-    summary = node.summary
     if summary is None:
         return [None] * node.gpu_capacity
     value = summary.util_mean if metric == "util" else summary.temp_max
@@ -46,7 +47,8 @@ def gpu_faults(node: Node) -> set[int]:
 def problems_first(snap: ClusterSnapshot, temp_threshold: float) -> list[Node]:
     """Worst first by the one severity order (health.problem_order), by name within each."""
     majority = majority_driver(snap.nodes)
-    return sorted(snap.nodes, key=lambda n: (problem_order(n, temp_threshold, majority), n.name))
+    summaries = snap.summaries
+    return sorted(snap.nodes, key=lambda n: (problem_order(n, temp_threshold, majority, summaries.get(n.name)), n.name))
 
 
 def _cells(node: Node, values: list[float | None], metric: str, temp_threshold: float, palette: Palette,
@@ -77,18 +79,20 @@ def heat_map(snap: ClusterSnapshot, width: int, height: int, metric: str, temp_t
     nodes = problems_first(snap, temp_threshold)
     if width <= 0 or height <= 0:
         return []
-    blocks = [(n, gpu_values(n, metric)) for n in nodes]
+    summaries = snap.summaries
+    blocks = [(n, gpu_values(n, metric, summaries.get(n.name))) for n in nodes]
     widest = max((len(v) for _, v in blocks), default=0)
     name_w = min(max((len(n.name) for n in nodes), default=0), max(8, width // 3))
     if len(nodes) <= height and name_w + 2 + widest + 12 <= width:
         # Room to spare: wider cells, so the board reads from across the room.
         cell_w = max(1, min(3, (width - name_w - 40) // max(1, widest)))
-        return [_named_line(n, v, name_w, cell_w, metric, temp_threshold, palette) for n, v in blocks]
+        return [_named_line(n, v, name_w, cell_w, metric, temp_threshold, palette, summaries.get(n.name))
+                for n, v in blocks]
     column_w = name_w + 1 + widest + 3
     per_line = max(1, width // column_w)
     if -(-len(nodes) // per_line) <= height and per_line > 1:
         rows = -(-len(nodes) // per_line)
-        return _named_grid(blocks, rows, name_w, column_w, metric, temp_threshold, palette)
+        return _named_grid(blocks, rows, name_w, column_w, metric, temp_threshold, palette, summaries)
     lines: list[Text] = []
     counts: list[int] = []  # nodes on each line
     line, count = Text(), 0
@@ -117,13 +121,14 @@ def heat_map(snap: ClusterSnapshot, width: int, height: int, metric: str, temp_t
 
 
 def _named_grid(blocks: list[tuple[Node, list[float | None]]], rows: int, name_w: int, column_w: int,
-                metric: str, temp_threshold: float, palette: Palette) -> list[Text]:
+                metric: str, temp_threshold: float, palette: Palette, summaries: Mapping[str, GpuSummary],
+                ) -> list[Text]:
     """Names and cells in columns, read downwards, so the problems listed first share column one."""
     lines = [Text() for _ in range(rows)]
     for i, (node, values) in enumerate(blocks):
         line = lines[i % rows]
         name = node.name if len(node.name) <= name_w else node.name[: name_w - 1] + "…"
-        cell = Text(name.ljust(name_w) + " ", style=_name_style(node, temp_threshold, palette))
+        cell = Text(name.ljust(name_w) + " ", style=_name_style(node, temp_threshold, palette, summaries.get(node.name)))
         cell.append_text(_cells(node, values, metric, temp_threshold, palette))
         cell.pad_right(column_w - len(cell))
         line.append_text(cell)
@@ -132,16 +137,16 @@ def _named_grid(blocks: list[tuple[Node, list[float | None]]], rows: int, name_w
     return lines
 
 
-def _name_style(node: Node, temp_threshold: float, palette: Palette) -> str:
-    if node_alerts(node, temp_threshold):
+def _name_style(node: Node, temp_threshold: float, palette: Palette, summary: GpuSummary | None) -> str:
+    if node_alerts(node, temp_threshold, summary):
         return f"bold {palette.alert}"
     return palette.state(node.state) if node.state is not NodeState.READY else ""
 
 
 def _named_line(node: Node, values: list[float | None], name_w: int, cell_w: int, metric: str,
-                temp_threshold: float, palette: Palette) -> Text:
+                temp_threshold: float, palette: Palette, summary: GpuSummary | None) -> Text:
     name = node.name if len(node.name) <= name_w else node.name[: name_w - 1] + "…"
-    line = Text(name.ljust(name_w), style=_name_style(node, temp_threshold, palette))
+    line = Text(name.ljust(name_w), style=_name_style(node, temp_threshold, palette, summary))
     line.append("  ")
     line.append_text(_cells(node, values, metric, temp_threshold, palette, cell_w))
     line.append("  ")
@@ -152,7 +157,7 @@ def _named_line(node: Node, values: list[float | None], name_w: int, cell_w: int
     else:
         hottest = max(known) if known else None
         line.append("–" if hottest is None else f"{hottest:.0f}°C")
-    alerts = node_alerts(node, temp_threshold)
+    alerts = node_alerts(node, temp_threshold, summary)
     if node.state is not NodeState.READY and all(a.kind != node.state.value for a in alerts):
         line.append(f" {node.state.value}", style=palette.state(node.state))
     if alerts:

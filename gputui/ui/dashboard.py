@@ -229,7 +229,7 @@ class DashboardScreen(NodeOrder):
         for step in range(1, len(keys) + 1):
             i = (table.cursor_row + step) % len(keys)
             node = snap.node(keys[i])
-            if node is not None and node_alerts(node, threshold):
+            if node is not None and node_alerts(node, threshold, snap.summary(node)):
                 table.cursor_row = i
                 return
         self.app.notify("no node shown has a problem")

@@ -154,13 +154,13 @@ class NodeDetailScreen(ClusterScreen):
     def on_description_read(self, message: DescriptionRead) -> None:
         snap = self.app.snapshot
         node = snap.node(message.node) if snap else None
-        if node is None or not self.is_current:
+        if snap is None or node is None or not self.is_current:
             return
         from gputui.present.node_describe import describe
         from gputui.ui.detail_screen import DetailScreen
 
         body = describe(node, self.app.settings.temp_threshold, self.app.palette, message.description,
-                        message.error, now=self.app.clock())
+                        message.error, now=self.app.clock(), summary=snap.summary(node))
         self.app.push_screen(DetailScreen(f"node {node.name}", body))
 
     def action_diagnostics(self) -> None:
@@ -187,7 +187,7 @@ class NodeDetailScreen(ClusterScreen):
         info.update(self._info(node, snap))
         palette = self.app.palette
         gpu_rows = {}
-        gpus = self.full_gpus if node.summary is not None and self.full_gpus is not None else node.gpus
+        gpus = self.full_gpus if snap.summary(node) is not None and self.full_gpus is not None else node.gpus
         for gpu in gpus:
             health = Text(gpu.health.value if not gpu.xid else f"XID {gpu.xid}")
             if gpu.xid or gpu.health.value in ("warn", "fail"):
@@ -248,7 +248,7 @@ class NodeDetailScreen(ClusterScreen):
             on_node = [(p.name, p.gpu_units) for p in snap.pods_on(node.name) if not p.terminated and p.gpu_units]
             for line in holders(node.gpu_resources, on_node, allocated):
                 text.append(f"\n   {line}")
-        for alert in node_alerts(node, self.app.settings.temp_threshold):
+        for alert in node_alerts(node, self.app.settings.temp_threshold, snap.summary(node)):
             text.append("\n ▲ ", style=f"bold {palette.alert}")
             text.append(alert.message, style=palette.alert)
         return text

@@ -189,15 +189,16 @@ def test_a_mig_gpus_utilisation_is_its_instances_activity(cluster, schemes, dcgm
                                    per_gpu=per_gpu)
             try:
                 def read():
-                    node = backend.reader.snapshot().node("mig-mixed")
-                    return node if node is not None and node.mean_util is not None and \
-                        abs(node.mean_util - 55.0) < 0.01 else None
+                    snap = backend.reader.snapshot()
+                    node = snap.node("mig-mixed")
+                    util = snap.gauges(node).mean_util if node is not None else None
+                    return (snap, node) if util is not None and abs(util - 55.0) < 0.01 else None
 
-                node = wait_until(read, 60, what="the MIG node's utilisation from its instances")
-                if node.summary is None:  # per GPU: GPU 0 is the mean of its instances
+                snap, node = wait_until(read, 60, what="the MIG node's utilisation from its instances")
+                if snap.summary(node) is None:  # per GPU: GPU 0 is the mean of its instances
                     assert {g.index: round(g.util_pct, 2) for g in node.gpus} == {0: 30.0, 1: 80.0}
                 else:
-                    assert node.summary.count == 2  # two cards, whatever their slicing
+                    assert snap.summary(node).count == 2  # two cards, whatever their slicing
             finally:
                 backend.close()
     finally:

@@ -1,7 +1,8 @@
 """A fleet's records and metrics refresh after refresh, churning as a busy cluster does: node status updates
 in place, nodes joining and leaving (the cache's order shifts), a node losing its GPU label, pods rescheduled,
 pending, finished and replaced, session counts moving, appearing and vanishing (now and then all of them),
-and every few refreshes a DCGM read that moves every node's figures. For the tests that check what is kept
+and every few refreshes a DCGM read that moves every node's figures (some hot, some missing) and names a few
+GPUs with a problem. For the tests that check what is kept
 from one refresh to the next against what is worked out from scratch."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import random
 from typing import Iterator
 
 from gputui.backends import kube_objects as ko
-from gputui.backends.join import KubeState, Metrics
+from gputui.backends.join import GpuSample, KubeState, Metrics
 from gputui.model import GpuSummary
 from tests.support.kube_json import deployment_json, node_json, pod_json
 
@@ -76,8 +77,14 @@ def churn(nodes_n: int, pods_n: int, steps: int, seed: int = 18) -> Iterator[tup
                 sessions[key] = (rng.randrange(9), rng.randrange(3))
         if step % 17 == 8:  # a scrape in a busy cluster: every pod's count moved
             sessions = {key: (running + 1, waiting) for key, (running, waiting) in sessions.items()}
-        if step % 13 == 0:  # a DCGM read: every node's figures moved
-            summaries = {name: GpuSummary(8, util_mean=float(rng.randrange(100))) for name in nodes}
+        if step % 13 == 0 or step % 13 == 6:  # a DCGM read: every node's figures moved, some GPUs hot (an alert)
+            summaries = {name: GpuSummary(8, util_mean=float(rng.randrange(100)) if rng.random() < 0.95 else None,
+                                          temp_max=float(rng.choice((40, 60, 84, 85, 92))))
+                         for name in nodes if rng.random() < 0.98}  # a node's series missing now and then
+            # A few GPUs with a problem, named one by one (they carry their own temperature: a hot summary of
+            # their node adds no alert of its own).
+            no_problems = {(name, 0): GpuSample(name, 0, util=50.0, temp=70.0, xid=79)
+                           for name in rng.sample(list(nodes), 3)}
         metrics = Metrics(nodes=summaries, gpus=no_problems, sessions=sessions)  # the reader keeps unchanged maps
         state = KubeState(nodes=tuple(nodes.values()), pods=tuple(pods.values()), workloads=workloads)
         yield step, state, metrics

@@ -67,16 +67,17 @@ def test_the_node_tables_order_kept_between_refreshes_is_a_fresh_sort(monkeypatc
         return kept
 
     monkeypatch.setattr(kept_order._Order, "update", counting)
+    monkeypatch.setattr(kept_order, "KEPT", len(NODE_COLUMNS))  # every column's order kept: each is updated
     joiner = Joiner()
-    columns = [i for i in range(1, len(NODE_COLUMNS))]
     for step, state, metrics in churn(640, 720, 30, seed=5):
         snap = joiner.join(state, metrics, now=float(step), context="c", sources=())
         ctx = row_context(snap, Palette(), 85.0)
         by_name = {n.name: n for n in snap.nodes}
-        for index in (columns[step % len(columns)], NODE_COLUMNS.index(next(c for c in NODE_COLUMNS
-                                                                             if c.key == "gpus"))):
+        for index in range(1, len(NODE_COLUMNS)):  # the name column is sorted by its keys, never kept
             col = NODE_COLUMNS[index]
             reverse = bool(step % 2)
             fresh = sorted(by_name, key=lambda name: (col.sort(by_name[name], ctx), name), reverse=reverse)
-            assert node_order(ctx, index, reverse) == fresh, col.key
-    assert updates["kept"] >= 15, updates
+            assert node_order(ctx, index, reverse) == fresh, (step, col.key)
+    # Most refreshes placed again only what moved, in every column (a DCGM read re-sorts the figures' columns,
+    # but not the alerts': only the nodes that turned hot or cool move there).
+    assert updates["kept"] >= 15 * (len(NODE_COLUMNS) - 1), updates

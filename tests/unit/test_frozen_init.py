@@ -56,7 +56,8 @@ def test_the_models_built_per_refresh_are_unchanged_objects():
     assert pod.gpu_units == {} and pod.images == () and pod.probes is None
     assert dataclasses.replace(pod, restarts=3).restarts == 3
     assert dataclasses.replace(pod) == pod and "restarts=2" in repr(pod)
-    node = Node("n", True, False, "H100", 8, 8, summary=GpuSummary(8, util_mean=5.0))
-    assert node.alerts_memo is None and node.labels == {} and node.summary.mem_total_mib is None
+    node = Node("n", True, False, "H100", 8, 8, gpu_memory_mib=80)
+    assert node.alerts_memo is None and node.labels == {} and node.gpu_memory_mib == 80
+    assert GpuSummary(8, util_mean=5.0).mem_total_mib is None
     with pytest.raises(dataclasses.FrozenInstanceError):
         pod.name = "q"  # type: ignore[misc]

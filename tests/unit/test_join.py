@@ -38,7 +38,7 @@ def test_nodes_pods_and_routed_service_join():
     assert "other" not in n1.annotations
     assert n1.gpus[0].mem_total_mib == 81559.0  # the card size from the node label
     assert n1.gpus[0].health is Health.FAIL
-    assert n1.gpus[1].xid == 79 and n1.mean_util == 75.0
+    assert n1.gpus[1].xid == 79 and snap.gauges(n1).mean_util == 75.0
     assert snap.node("gpu-2").gpus == ()  # no series for it: blanks, not zeros
     assert snap.node("gpu-2").gpu_allocatable == 7
     assert snap.gpus_allocated("gpu-1") == 4
@@ -142,12 +142,13 @@ def test_incremental_join_matches_a_fresh_join_and_reuses_what_did_not_change():
     assert all(a is b for a, b in zip(first.nodes, second.nodes))
     assert all(a is b for a, b in zip(first.pods, second.pods))
 
-    # Metrics moved on one node and one pod's sessions: only that node is rebuilt; a count is no part of a pod.
+    # Metrics moved on one node and one pod's sessions: no node and no pod is rebuilt (gputui.gauges,
+    # gputui.sessions: a summary and a count live beside them), and the snapshot says the new figures.
     m3 = Metrics(nodes={**_summaries(10.0), "gpu-1": _summaries(90.0)["gpu-1"]}, sessions={("llm", "bge-0"): (4, 1)})
     third = joiner.join(state, m3, now=3.0, context="c", sources=())
     assert third == join(state, m3, now=3.0, context="c", sources=())
-    assert [a is b for a, b in zip(second.nodes, third.nodes)] == [True, False, True]
-    assert third.pods is second.pods
+    assert third.nodes is second.nodes and third.pods is second.pods
+    assert third.gauges(third.nodes[1]).mean_util == 91.0 and third != second
     assert third.sessions(third.pods[0]).live == 5 and third.pods[0].service == "bge"
 
 
@@ -254,27 +255,28 @@ def test_dra_devices_follow_their_claims_from_one_refresh_to_the_next():
     assert released.pods[0].gpu_units == {} and released.gpus_allocated("d1") == 0
 
 
-def test_a_dcgm_read_that_moves_only_figures_keeps_each_nodes_alerts_and_a_hot_gpu_still_shows():
-    """At 65,000 nodes every DCGM read built every node anew and worked every node's alerts out again; what
-    they depend on had not moved. They are kept, unless a summary is hot on either side."""
+def test_a_dcgm_read_of_a_summarised_fleet_builds_no_node_and_a_hot_gpu_still_shows():
+    """At 65,000 nodes every DCGM read built every node anew (its summary was a field) and worked every node's
+    alerts out again; the summaries now live beside the nodes (gputui.gauges). The hot-GPU alert, the one a
+    summary gives, comes and goes with the summary."""
     from dataclasses import replace as with_
 
     from gputui.backends.join import Joiner
-    from gputui.health import node_alerts
+    from gputui.health import fleet_alerts, node_alerts
 
     joiner = Joiner()
     state = _fleet_state(nodes=(ko.node_record(node_json("gpu-0", ready=False)),)
                          + tuple(ko.node_record(node_json(f"gpu-{i}")) for i in (1, 2)))
     first = joiner.join(state, Metrics(nodes=_summaries(10.0)), now=1.0, context="c", sources=())
-    before = {n.name: node_alerts(n, 85.0) for n in first.nodes}
+    before = {n.name: node_alerts(n, 85.0, first.summary(n)) for n in first.nodes}
     assert [a.kind for a in before["gpu-0"]] == ["NotReady"]
     moved = joiner.join(state, Metrics(nodes=_summaries(60.0)), now=2.0, context="c", sources=())
-    assert all(a is not b for a, b in zip(first.nodes, moved.nodes))  # every node rebuilt: its figures moved
-    assert all(b.alerts_memo is a.alerts_memo for a, b in zip(first.nodes, moved.nodes))  # its alerts kept
+    assert moved.nodes is first.nodes and moved.gauges(moved.nodes[1]).mean_util == 61.0  # (60 + its index)
     hot = joiner.join(state, Metrics(nodes={**_summaries(70.0), "gpu-1": with_(_summaries(70.0)["gpu-1"], temp_max=91.0)}),
                       now=3.0, context="c", sources=())
-    assert [a.kind for a in node_alerts(hot.node("gpu-1"), 85.0)] == ["Temp"]
+    assert hot.nodes is first.nodes
+    assert [a.kind for a in node_alerts(hot.node("gpu-1"), 85.0, hot.summary(hot.node("gpu-1")))] == ["Temp"]
+    assert [(a.node, a.kind) for a in fleet_alerts(hot, 85.0)] == [("gpu-0", "NotReady"), ("gpu-1", "Temp")]
     cooled = joiner.join(state, Metrics(nodes=_summaries(80.0)), now=4.0, context="c", sources=())
-    assert node_alerts(cooled.node("gpu-1"), 85.0) == []  # hot before: worked out again, not kept
-    assert node_alerts(cooled.node("gpu-1"), 90.0) == []
-    assert {n.name: node_alerts(n, 85.0) for n in cooled.nodes} == before
+    assert node_alerts(cooled.node("gpu-1"), 85.0, cooled.summary(cooled.node("gpu-1"))) == []
+    assert {n.name: node_alerts(n, 85.0, cooled.summary(n)) for n in cooled.nodes} == before

@@ -42,8 +42,9 @@ def test_refresh_after_refresh_the_incremental_join_is_the_join_from_scratch(mon
             unchanged = [n for n in snap.nodes if n.name in before and before[n.name] is n]
             assert len(unchanged) >= len(snap.nodes) - 40
         last = snap
-    # Most refreshes took the path that touches only what moved; the metrics reads took the full one.
-    assert fulls["nodes"] <= steps // 13 + 3, fulls
+    # Most refreshes took the path that touches only what moved; the DCGM reads that named other GPUs with a
+    # problem (two every 13 refreshes) took the full one. A read that moves only summaries moves no node.
+    assert fulls["nodes"] <= 2 * (steps // 13) + 3, fulls
     # The pods' full joins: when the set of GPU nodes changed (a node came, went, or lost its label).
     assert fulls["pods"] <= steps // 7 + steps // 11 + 3, fulls
 

@@ -80,17 +80,20 @@ def test_node_state_precedence():
 def test_node_aggregates_ignore_missing_metrics():
     n = node(gpus=(Gpu(0, "a", util_pct=50, mem_used_mib=10, mem_total_mib=100, power_w=100, temp_c=60),
                    Gpu(1, "b", util_pct=None), Gpu(2, "c", util_pct=100, temp_c=70, power_w=50)))
-    assert n.mean_util == 75
-    assert n.max_temp == 70
-    assert n.power_w == 150
-    assert node(gpus=()).mean_util is None
-    assert node(gpus=(), gpu_memory_mib=1000).mem_total_mib == 8000
+    from gputui.gauges import gauges
+    g = gauges(n, None)
+    assert (g.mean_util, g.max_temp, g.power_w, g.util_sum, g.util_count, g.reporting) == (75, 70, 150, 150, 2, True)
+    assert gauges(node(gpus=()), None).mean_util is None and not gauges(node(gpus=()), None).reporting
+    assert gauges(node(gpus=(), gpu_memory_mib=1000), None).mem_total_mib == 8000
     # A fleet read's summary: the card size from the node label times the cards reporting, not the allocatable
     # units (MIG slices would count a card seven times); a total the store gave stands.
     from gputui.model import GpuSummary
-    assert node(gpu_memory_mib=1000, summary=GpuSummary(count=6, mem_used_mib=10.0)).mem_total_mib == 6000
-    assert node(gpu_memory_mib=1000, summary=GpuSummary(count=6, mem_total_mib=5.0)).mem_total_mib == 5
-    assert node(summary=GpuSummary(count=6)).mem_total_mib is None
+    assert gauges(node(gpu_memory_mib=1000), GpuSummary(count=6, mem_used_mib=10.0)).mem_total_mib == 6000
+    assert gauges(node(gpu_memory_mib=1000), GpuSummary(count=6, mem_total_mib=5.0)).mem_total_mib == 5
+    summarised = gauges(node(), GpuSummary(count=6))
+    assert summarised.mem_total_mib is None and summarised.mean_util is None and summarised.reporting
+    assert (summarised.util_sum, summarised.util_count) == (0.0, 0)  # no utilisation: it weighs nothing in a mean
+    assert gauges(node(), GpuSummary(count=4, util_mean=50.0)).util_sum == 200.0
 
 
 def test_rollout_status_follows_kubectl_order():

@@ -49,3 +49,22 @@ def test_the_pool_strip_fits_counts_what_it_leaves_out_and_says_unknown():
     unknown = pool_strip([_row("a", 8, 4, None), _row(FLEET, 8, 4, None)], 200, Palette(), "no pod label")
     assert unknown.plain == " Pools  a 4/8  idle ? (no pod label)"
     assert not has_pools([_row("(no pool)", 8, 4, None), _row(FLEET, 8, 4, None)])
+
+
+def test_a_pools_utilisation_is_the_mean_over_its_gpus_reporting_as_the_header_says():
+    """A GPU that reports no utilisation weighs nothing (it is unknown, not idle). The pools weighed each node's
+    mean by all its GPUs, so a pool said 75% where its GPUs and the header's fleet mean said 83%."""
+    from gputui.model import Gpu, GpuSummary, Node
+    from gputui.snapshot import ClusterSnapshot
+
+    def node(name: str, *utils: float | None) -> Node:
+        return Node(name, True, False, "H100", len(utils), len(utils), labels={"gpu.pool": "hopper"},
+                    gpus=tuple(Gpu(i, f"{name}-{i}", util_pct=u) for i, u in enumerate(utils)))
+
+    snap = ClusterSnapshot(0.0, "c", nodes=(node("a", 50.0, None), node("b", 100.0, 100.0)))
+    hopper, fleet = pool_rows(snap, None)
+    assert hopper.util == pytest.approx(250 / 3) == snap.mean_util and fleet.util == pytest.approx(250 / 3)
+    # Read as summaries (a large fleet): each node weighs the GPUs its summary counts; one without a figure, none.
+    summarised = ClusterSnapshot(0.0, "c", nodes=(node("a"), node("b"), node("c")), summaries={
+        "a": GpuSummary(2, util_mean=40.0), "b": GpuSummary(6, util_mean=80.0), "c": GpuSummary(8)})
+    assert pool_rows(summarised, None)[0].util == pytest.approx((80 + 480) / 8) == summarised.mean_util

@@ -1,0 +1,81 @@
+"""A node's GPU gauges in aggregate (utilisation, memory, temperature, power): what its row, its detail, the
+wallboard and the fleet's figures show of it.
+
+They come from one of two places. A large fleet is read as per-node aggregates (GpuSummary, one per node, from
+Prometheus); those live beside the nodes, in the snapshot's `summaries` map, not in the nodes: a DCGM read
+moves every node's figures, and at 65,000 nodes rebuilding every Node for it, then walking them all again for
+the header, the pools and the table's order, cost most of the steady CPU (issue 18). With the summaries apart,
+such a read builds no node, and what depends on the figures alone is summed from the map. A small fleet is
+read per GPU: its nodes carry their GPUs (Node.gpus) and the gauges are worked out from them.
+
+A value nobody reported stays None (unknown), never zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from gputui.model import GpuSummary, Node
+
+
+@dataclass(frozen=True, slots=True)
+class Gauges:
+    mean_util: float | None = None
+    mem_used_mib: float | None = None
+    mem_total_mib: float | None = None
+    max_temp: float | None = None
+    power_w: float | None = None
+    util_sum: float = 0.0  # utilisation summed over the GPUs reporting it, and how many do: what a mean adds up
+    util_count: int = 0
+    reporting: bool = False  # any DCGM series for the node at all
+
+
+def _sum(values: Iterable[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def mem_total(node: Node, summary: GpuSummary | None) -> float | None:
+    """The node's GPU memory: as reported, else the card size from its label times the cards."""
+    if summary is not None:
+        total = summary.mem_total_mib
+        if total is None and node.gpu_memory_mib:  # the card size from the node label times the cards reporting
+            return float(node.gpu_memory_mib * summary.count)
+    else:
+        total = _sum(g.mem_total_mib for g in node.gpus)
+    if total is None and node.gpu_memory_mib and node.gpu_capacity:
+        return float(node.gpu_memory_mib * node.gpu_capacity)
+    return total
+
+
+def util_sum(node: Node, summary: GpuSummary | None) -> tuple[float, int]:
+    """Utilisation summed over the node's GPUs reporting it, and how many report: what the fleet's mean and a
+    pool's add up."""
+    if summary is not None:
+        if summary.util_mean is not None and summary.count:
+            return summary.util_mean * summary.count, summary.count
+        return 0.0, 0
+    total, count = 0.0, 0
+    for g in node.gpus:
+        if g.util_pct is not None:
+            total += g.util_pct
+            count += 1
+    return total, count
+
+
+def hot(summary: GpuSummary | None, temp_threshold: float) -> bool:
+    """Whether the summary's hottest GPU is at or over the threshold (an alert of its own, health.node_alerts)."""
+    return summary is not None and summary.temp_max is not None and summary.temp_max >= temp_threshold
+
+
+def gauges(node: Node, summary: GpuSummary | None) -> Gauges:
+    """The node's gauges, from its summary when there is one, else from its GPUs."""
+    total, count = util_sum(node, summary)
+    if summary is not None:
+        return Gauges(summary.util_mean, summary.mem_used_mib, mem_total(node, summary), summary.temp_max,
+                      summary.power_w, total, count, True)
+    gpus = node.gpus
+    temps = [g.temp_c for g in gpus if g.temp_c is not None]
+    return Gauges(total / count if count else None, _sum(g.mem_used_mib for g in gpus), mem_total(node, None),
+                  max(temps) if temps else None, _sum(g.power_w for g in gpus), total, count, bool(gpus))

@@ -24,7 +24,7 @@ from gputui.backends.base import BackendError
 from gputui.errors import TRANSPORT_MARKERS, first_line, one_line, transport_reason
 from gputui.backends.gcpause import gc_paused
 from gputui.backends.join import GpuSample, Metrics
-from gputui.backends.prom_answers import series_by_label, values_by_label
+from gputui.backends.prom_answers import LastAnswers, series_by_label, values_by_label
 from gputui.backends.session_metrics import BUILTIN_ENGINES, Engine, counts_by_pod, counts_from_body, queries as session_queries
 from gputui.backends.recording_rules import MODE_RAW, MODE_RECORDED, PROBE, rule_names, util_expr
 from gputui.debug_log import log
@@ -72,6 +72,7 @@ class PromSource:
             auth=cfg.basic_auth, timeout=cfg.timeout, method="POST",
         )
         self.queries = 0  # for the benchmark: queries sent so far
+        self._last = LastAnswers()
         self.session_queries = session_queries(cfg.engines)
         # Whether gputui's recording rules are loaded (recording_rules): the host label their series carry, or None
         # (raw series); looked for at the first fleet read and every RULES_RECHECK_S after.
@@ -117,17 +118,23 @@ class PromSource:
 
     def query_counts(self, promql: str) -> dict[tuple[str, str], int]:
         """A per-pod query's answer as counts per (namespace, pod): read straight from the body when every
-        series has the plain shape (session_metrics.counts_from_body), else through the JSON decoder."""
-        body = self._answer(promql)
-        found = counts_from_body(body)
-        return found if found is not None else counts_by_pod(self._series(body))
+        series has the plain shape (session_metrics.counts_from_body), else through the JSON decoder. The
+        last answer's object when this one says the same (prom_answers.LastAnswers)."""
+        def parse(body: bytes) -> dict[tuple[str, str], int]:
+            found = counts_from_body(body)
+            return found if found is not None else counts_by_pod(self._series(body))
+
+        return self._last.read(promql, self._answer(promql), parse)
 
     def query_by_host(self, promql: str) -> dict[str, float]:
         """A per-node query's answer as host -> value: straight from the body when every series has the plain
-        shape (prom_answers), else through the JSON decoder; either way NaN and Inf are left out."""
-        body = self._answer(promql)
-        found = values_by_label(body, self.host_labels)
-        return found if found is not None else series_by_label(self._series(body), self.host_labels)
+        shape (prom_answers), else through the JSON decoder; either way NaN and Inf are left out. The last
+        answer's object when this one says the same (prom_answers.LastAnswers)."""
+        def parse(body: bytes) -> dict[str, float]:
+            found = values_by_label(body, self.host_labels)
+            return found if found is not None else series_by_label(self._series(body), self.host_labels)
+
+        return self._last.read(promql, self._answer(promql), parse)
 
     def api_get(self, path: str, params: Mapping[str, str]) -> dict[str, Any]:
         """Another endpoint of the same API (e.g. /api/v1/rules), with the same auth, headers and timeout."""
@@ -293,14 +300,17 @@ class PromSource:
                 host = self._host(labels)
                 if host:
                     problems.setdefault((host, index), {})[fieldname] = value
-        hosts = util.keys() | count.keys() | fb_used.keys() | temp.keys() | power.keys()
-        unknown = hosts - node_names
-        rename = self._hosts_via_pod_info(unknown) if unknown else {}
-        nodes = {
-            rename.get(h, h): GpuSummary(count=int(count.get(h, 0)), util_mean=util.get(h), mem_used_mib=fb_used.get(h),
-                                         temp_max=temp.get(h), power_w=power.get(h))
-            for h in hosts
-        }
+        def summaries() -> tuple[dict[str, GpuSummary], dict[str, str]]:
+            hosts = util.keys() | count.keys() | fb_used.keys() | temp.keys() | power.keys()
+            unknown = hosts - node_names
+            rename = self._hosts_via_pod_info(unknown) if unknown else {}
+            return {rename.get(h, h): GpuSummary(count=int(count.get(h, 0)), util_mean=util.get(h),
+                                                 mem_used_mib=fb_used.get(h), temp_max=temp.get(h),
+                                                 power_w=power.get(h))
+                    for h in hosts}, rename
+
+        # The same answers (nothing new in the store) and nodes: the same summaries, not 65,000 built again.
+        nodes, rename = self._last.made("summaries", (util, count, fb_used, temp, power), summaries, node_names)
         gpus = {
             (rename.get(h, h), i): GpuSample(host=rename.get(h, h), index=i, xid=p.get("xid", 0), health=p.get("health"))
             for (h, i), p in problems.items()
@@ -310,12 +320,16 @@ class PromSource:
     def _sessions(self, results: Mapping[str, Any]) -> dict[tuple[str, str], tuple[int | None, int | None]]:
         running: dict[tuple[str, str], int] = results["running"]
         waiting: dict[tuple[str, str], int] = results["waiting"]
-        out: dict[tuple[str, str], tuple[int | None, int | None]] = {
-            key: (count, waiting.get(key)) for key, count in running.items()}
-        for key, count in waiting.items():  # no union of the key sets: at 65,000 pods it cost twice this
-            if key not in out:
-                out[key] = (None, count)
-        return out
+
+        def merged() -> dict[tuple[str, str], tuple[int | None, int | None]]:
+            out: dict[tuple[str, str], tuple[int | None, int | None]] = {
+                key: (count, waiting.get(key)) for key, count in running.items()}
+            for key, count in waiting.items():  # no union of the key sets: at 65,000 pods it cost twice this
+                if key not in out:
+                    out[key] = (None, count)
+            return out
+
+        return self._last.made("sessions", (running, waiting), merged)
 
     def sessions(self) -> dict[tuple[str, str], tuple[int | None, int | None]]:
         """Live requests of every inference pod: the part of a refresh that cannot wait for the next

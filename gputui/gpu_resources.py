@@ -176,6 +176,16 @@ class GpuUse:
             return f"{used}/{offered}" + ("+" if len(shown) > 1 else "")
         return "+".join(f"{used}/{offered}{mark}" for mark, used, offered in shown)
 
+    def free_text(self, short: bool = False) -> str:
+        """Units offered and not in use, per scheme: `9`, or `9+11MIG+26shared+2DRA`; `short`: `9+`."""
+        free = [f"{max(0, offered - used)}{mark}" for mark, used, offered in self.shown()]
+        return free[0] + ("+" if len(free) > 1 else "") if short else "+".join(free)
+
+    def to_dict(self) -> dict[str, dict[str, int]]:
+        """Per scheme shown (whole cards always): units allocated and offered, for JSON."""
+        return {scheme.value: {"allocated": self.in_use[i], "offered": self.offered[i]}
+                for i, scheme in enumerate(SCHEMES) if i == 0 or self.offered[i] or self.in_use[i]}
+
 
 def holders(resources: Iterable[GpuResource], pods: Iterable[tuple[str, Mapping[str, int]]],
             allocated: Mapping[str, int], names: int = 2) -> list[str]:

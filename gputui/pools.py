@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Callable, Hashable, Iterable, Mapping
 
 from gputui.fleet_sums import Contribution, NodeSums
 from gputui.gauges import util_sum
+from gputui.gpu_resources import SCHEMES, GpuUse
 
 if TYPE_CHECKING:
     from gputui.model import GpuSummary, Node
@@ -44,15 +45,18 @@ IDLE_BELOW_PCT = 5.0
 
 @dataclass(frozen=True, slots=True)
 class PoolRow:
-    """A pool's GPUs (in the units its nodes hand out) and how they are used (seed 000 §7: the idle rate)."""
+    """A pool's GPUs and how they are used (seed 000 §7: the idle rate). `use` tells whole cards, MIG slices,
+    shared replicas and DRA devices apart, as the header does: what a view shows. `gpus` and `allocated` are
+    the units of every scheme together, the units pods are allocated and the idle figure counts in."""
 
     pool: str
     nodes: int
-    gpus: int  # allocatable units
+    gpus: int  # allocatable units, every scheme together
     allocated: int
     util: float | None  # mean over the pool's GPUs reporting; None: none reports
     idle: int | None  # allocated to a pod but below the idle threshold over the window; None: unknown
     unattributed: int = 0  # nodes whose allocated GPUs the metrics do not map to pods (why idle is unknown)
+    use: GpuUse = GpuUse()  # units allocated and offered, per scheme
 
     @property
     def unallocated(self) -> int:
@@ -61,7 +65,8 @@ class PoolRow:
     def to_dict(self) -> dict:
         return {"pool": self.pool, "nodes": self.nodes, "gpus": self.gpus, "allocated": self.allocated,
                 "unallocated": self.unallocated, "util_pct": None if self.util is None else round(self.util, 1),
-                "allocated_idle": self.idle, "idle_unattributed_nodes": self.unattributed}
+                "allocated_idle": self.idle, "idle_unattributed_nodes": self.unattributed,
+                "by_scheme": self.use.to_dict()}
 
 
 def idle_why(row: PoolRow, why: str) -> str:
@@ -73,7 +78,7 @@ def idle_why(row: PoolRow, why: str) -> str:
     return why or "not read yet"
 
 
-_sums = NodeSums(4, metered=2)  # the pools' sums, kept from one snapshot to the next (fleet_pools)
+_sums = NodeSums(4 + 2 * len(SCHEMES), metered=2)  # the pools' sums, kept from one snapshot to the next (fleet_pools)
 
 
 def fleet_pools(snapshot: ClusterSnapshot, reading: IdleReading | None,
@@ -118,7 +123,7 @@ def pool_rows(snapshot: ClusterSnapshot, reading: IdleReading | None,
 def _contribution(snapshot: ClusterSnapshot, reading: IdleReading | None,
                   keys: tuple[str, ...]) -> Callable[[Node], Contribution]:
     """A node's pool and what it adds to its row: GPUs, allocated, idle GPUs, whether its idle figure is
-    unknown."""
+    unknown, then its units in use and offered per scheme."""
     def contribution(n: Node) -> Contribution:
         allocated = min(snapshot.gpus_allocated(n.name), n.gpu_allocatable)
         idle, unknown = 0, 0
@@ -127,7 +132,8 @@ def _contribution(snapshot: ClusterSnapshot, reading: IdleReading | None,
                 unknown = 1
             else:
                 idle = reading.idle.get(n.name, 0)
-        return pool_of(n.labels, keys), (n.gpu_allocatable, allocated, idle, unknown), None
+        use = snapshot.node_use(n)
+        return pool_of(n.labels, keys), (n.gpu_allocatable, allocated, idle, unknown, *use.in_use, *use.offered), None
 
     return contribution
 
@@ -138,12 +144,16 @@ def _metered(n: Node, summary: GpuSummary | None) -> tuple[tuple[float, int], No
 
 
 def _rows(groups: Mapping[Hashable, list[float]], reading: IdleReading | None) -> list[PoolRow]:
-    # Each group: [nodes, GPUs, allocated, idle, idle unknown on, utilisation sum, GPUs reporting]
-    fleet = [sum(a[i] for a in groups.values()) for i in range(7)]
+    # Each group: [nodes, GPUs, allocated, idle, idle unknown on, *in use, *offered (per scheme), utilisation sum,
+    # GPUs reporting]
+    n = len(SCHEMES)
+    fleet = [sum(a[i] for a in groups.values()) for i in range(7 + 2 * n)]
 
     def row(name: str, a: list[float]) -> PoolRow:
         unknown = int(a[4])
-        return PoolRow(name, int(a[0]), int(a[1]), int(a[2]), a[5] / a[6] if a[6] else None,
-                       None if reading is None or unknown else int(a[3]), unknown)
+        use = GpuUse(tuple(map(int, a[5:5 + n])), tuple(map(int, a[5 + n:5 + 2 * n])))
+        total, count = a[5 + 2 * n:7 + 2 * n]
+        return PoolRow(name, int(a[0]), int(a[1]), int(a[2]), total / count if count else None,
+                       None if reading is None or unknown else int(a[3]), unknown, use)
 
     return [row(str(name), a) for name, a in sorted(groups.items(), key=lambda kv: str(kv[0]))] + [row(FLEET, fleet)]

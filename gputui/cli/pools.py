@@ -30,9 +30,9 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         return 0
     if snapshot.simulated:
         print("# SIMULATED: the demo cluster, nothing here is real")
-    table = [("POOL", "NODES", "GPUS", "ALLOCATED", "UNALLOCATED", "UTIL", "IDLE")]
+    table = [("POOL", "NODES", "ALLOCATED", "FREE", "UTIL", "IDLE")]
     for r in rows:
-        table.append((r.pool, str(r.nodes), str(r.gpus), str(r.allocated), str(r.unallocated),
+        table.append((r.pool, str(r.nodes), r.use.text(), r.use.free_text(),
                       "–" if r.util is None else f"{r.util:.0f}%", "?" if r.idle is None else str(r.idle)))
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     for row in table:

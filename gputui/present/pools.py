@@ -26,7 +26,7 @@ def pool_strip(rows: list[PoolRow], width: int, palette: Palette, why_unknown: s
     line = Text(" Pools", style="bold")
     for i, r in enumerate(pools):
         part = Text(f"  {r.pool} ")
-        part.append(f"{r.allocated}/{r.gpus}", style="bold")
+        part.append(r.use.text(short=True), style="bold")  # whole cards; "+": other schemes too (:pools)
         if r.idle:
             part.append(f" {r.idle} idle", style=palette.cordoned)
         more = Text(f"  +{len(pools) - i} (:pools)", style="dim")

@@ -30,7 +30,7 @@ class PoolsScreen(ClusterScreen):
 
     def on_mount(self) -> None:
         table = self.query_one("#pools", KeyTable)
-        for label in ("Pool", "Nodes", "GPUs", "Allocated", "Unallocated", "Util", "Idle"):
+        for label in ("Pool", "Nodes", "Allocated", "Free", "Util", "Idle"):
             table.add_column(label, key=label.lower())
         self.show_snapshot()
         table.focus()
@@ -46,8 +46,8 @@ class PoolsScreen(ClusterScreen):
         self.query_one("#pools-title", Static).update(Text.assemble((" Pools ", "bold"), (
             f"{len(rows) - 1} pools, {gpus.text()} GPUs allocated", "dim")))
         sync_rows(self.query_one("#pools", KeyTable), {
-            r.pool: (Text(r.pool, style="bold" if r.pool == FLEET else ""), Text(str(r.nodes)), Text(str(r.gpus)),
-                     Text(str(r.allocated)), Text(str(r.unallocated)),
+            r.pool: (Text(r.pool, style="bold" if r.pool == FLEET else ""), Text(str(r.nodes)),
+                     Text(r.use.text()), Text(r.use.free_text()),
                      Text("–" if r.util is None else f"{r.util:.0f}%"),
                      Text("?" if r.idle is None else str(r.idle), style=f"bold {app.palette.cordoned}" if r.idle else ""))
             for r in rows})

@@ -219,17 +219,20 @@ class WallboardScreen(ClusterScreen):
     def _page_pools(self, snap) -> Table:
         watch = self.app.idle_watch
         table = Table(box=None, expand=True, padding=(0, 1), show_edge=False)
-        for label in ("POOL", "NODES", "GPUS", "ALLOCATED", "FREE", "UTIL", "IDLE"):
+        for label in ("POOL", "NODES", "ALLOCATED", "FREE", "UTIL", "IDLE"):
             table.add_column(label, no_wrap=True, header_style="bold", overflow="ellipsis",
                              justify="left" if label == "POOL" else "right")
         rows = fleet_pools(snap, watch.idle, self.app.settings.pool_labels)
+        short = self._page_size()[0] < 100  # whole cards and a "+" (as the header when narrow): the columns fit
         for r in rows:
-            table.add_row(Text(r.pool, style="bold" if r.pool == FLEET else ""), str(r.nodes), str(r.gpus),
-                          str(r.allocated), str(r.unallocated), cells.pct(r.util),
+            table.add_row(Text(r.pool, style="bold" if r.pool == FLEET else ""), str(r.nodes), r.use.text(short),
+                          r.use.free_text(short), cells.pct(r.util),
                           Text("?" if r.idle is None else str(r.idle),
                                style=f"bold {self.app.palette.cordoned}" if r.idle else ""))
+        notes = ["+: slices, replicas or DRA devices too (wider: each)"] if short and len(rows[-1].use.shown()) > 1 else []
         if why := idle_why(rows[-1], watch.why):
-            table.caption = f"idle unknown: {why}"
+            notes.append(f"idle unknown: {why}")
+        table.caption = "; ".join(notes) or None
         return table
 
     def _page_fleet(self, snap) -> Table:

@@ -142,9 +142,9 @@ async def test_pools_and_versions_screens_show_the_demos_pools_drift_and_failed_
         rows = {str(table.get_row(k)[0]): [str(c) for c in table.get_row(k)] for k in table.rows}
         assert set(rows) == {"hopper", "ampere", "ada-lovelace", "(fleet)"}
         snap = app.snapshot
-        use = snap.gpu_use()  # a pool's figures are GPU units, every scheme's together (the header keeps them apart)
-        offered, in_use = sum(use.offered), sum(use.in_use)
-        assert rows["(fleet)"][2:5] == [str(offered), str(in_use), str(offered - in_use)]
+        use = snap.gpu_use()  # each scheme apart, as the header counts them (units of all schemes are no GPUs)
+        assert rows["(fleet)"][2:4] == [use.text(), use.free_text()]
+        assert rows["(fleet)"][2].startswith(f"{use.in_use[0]}/{use.offered[0]}+") and "MIG" in rows["(fleet)"][3]
         await pilot.press("escape")
         await command(pilot, "versions", "enter")
         await wait_for(pilot, lambda: isinstance(app.screen, VersionsScreen))

@@ -35,7 +35,9 @@ def test_pool_labels_are_a_setting_and_a_bad_one_is_one_line(tmp_path):
 
 
 def _row(pool: str, gpus: int, allocated: int, idle: int | None) -> PoolRow:
-    return PoolRow(pool, 1, gpus, allocated, None, idle)
+    from gputui.gpu_resources import GpuUse
+
+    return PoolRow(pool, 1, gpus, allocated, None, idle, use=GpuUse((allocated, 0, 0, 0), (gpus, 0, 0, 0)))
 
 
 def test_the_pool_strip_fits_counts_what_it_leaves_out_and_says_unknown():
@@ -68,3 +70,24 @@ def test_a_pools_utilisation_is_the_mean_over_its_gpus_reporting_as_the_header_s
     summarised = ClusterSnapshot(0.0, "c", nodes=(node("a"), node("b"), node("c")), summaries={
         "a": GpuSummary(2, util_mean=40.0), "b": GpuSummary(6, util_mean=80.0), "c": GpuSummary(8)})
     assert pool_rows(summarised, None)[0].util == pytest.approx((80 + 480) / 8) == summarised.mean_util
+
+
+def test_pools_count_whole_gpus_mig_slices_and_shared_replicas_apart_as_the_header_does():
+    """The pools added every GPU unit up: the demo's (fleet) row said 227 GPUs where the header said 167 cards
+    (36 MIG slices, 16 shared replicas and 8 DRA devices are no cards). Each scheme is its own figure now, in
+    the table, the pool strip and the JSON (`by_scheme`); `gpus` and `allocated` stay the units together."""
+    from gputui.figures import figures
+
+    snap = demo_backend(seed=7, clock=ManualClock()).reader.snapshot()
+    rows = pool_rows(snap, None)
+    fleet = rows[-1]
+    header = figures(snap, 85.0).gpus
+    assert fleet.use == header and fleet.use.text() == header.text()
+    assert fleet.use.offered[0] < fleet.gpus == sum(fleet.use.offered)  # units: cards and the rest together
+    mixed = [r for r in rows[:-1] if len(r.use.shown()) > 1]
+    assert mixed and all("+" in r.use.text() and "+" in r.use.free_text() for r in mixed)
+    as_json = fleet.to_dict()["by_scheme"]
+    assert as_json["whole"] == {"allocated": header.in_use[0], "offered": header.offered[0]}
+    assert set(as_json) == {"whole", "mig", "shared", "dra"}
+    strip = pool_strip(rows, 200, Palette()).plain
+    assert all(f"{r.pool} {r.use.text(short=True)}" in strip for r in rows[:-1])

@@ -29,11 +29,12 @@ class PoolsScreen(ClusterScreen):
         yield KeyFooter()
 
     def on_mount(self) -> None:
-        table = self.query_one("#pools", KeyTable)
-        for label in ("Pool", "Nodes", "Allocated", "Free", "Util", "Idle"):
-            table.add_column(label, key=label.lower())
+        self._short: bool | None = None  # the figures' form the columns were made for (show_snapshot)
         self.show_snapshot()
-        table.focus()
+        self.query_one("#pools", KeyTable).focus()
+
+    def on_resize(self) -> None:
+        self.show_snapshot()  # the figures' long or short form follows the width
 
     def show_snapshot(self) -> None:
         app = self.app
@@ -45,13 +46,24 @@ class PoolsScreen(ClusterScreen):
         gpus = figures(snapshot, app.settings.temp_threshold).gpus
         self.query_one("#pools-title", Static).update(Text.assemble((" Pools ", "bold"), (
             f"{len(rows) - 1} pools, {gpus.text()} GPUs allocated", "dim")))
-        sync_rows(self.query_one("#pools", KeyTable), {
+        # Below 100 columns whole cards and a "+" (as the header): the other schemes' figures would push Util and
+        # Idle off an 80-column screen. The title gives the fleet's in full.
+        short = app.size.width < 100
+        table = self.query_one("#pools", KeyTable)
+        if short != self._short:  # columns made anew: a column keeps the width its widest cell once gave it
+            self._short = short
+            table.clear(columns=True)
+            for label in ("Pool", "Nodes", "Allocated", "Free", "Util", "Idle"):
+                table.add_column(label, key=label.lower())
+        sync_rows(table, {
             r.pool: (Text(r.pool, style="bold" if r.pool == FLEET else ""), Text(str(r.nodes)),
-                     Text(r.use.text()), Text(r.use.free_text()),
+                     Text(r.use.text(short)), Text(r.use.free_text(short)),
                      Text("–" if r.util is None else f"{r.util:.0f}%"),
                      Text("?" if r.idle is None else str(r.idle), style=f"bold {app.palette.cordoned}" if r.idle else ""))
             for r in rows})
         why = idle_why(rows[-1], watch.why)
         note = f"Idle: allocated GPUs below {IDLE_BELOW_PCT:g}% over the last hour" + (f" (unknown: {why})" if why else "")
+        if short and len(rows[-1].use.shown()) > 1:
+            note += "\n+: MIG slices, shared replicas or DRA devices too (a wider screen shows each)"
         self.query_one("#pools-note", Static).update(Text(note, style="dim"))
         watch.want(app)

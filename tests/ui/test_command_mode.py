@@ -153,3 +153,31 @@ async def test_pools_and_versions_screens_show_the_demos_pools_drift_and_failed_
         assert a100_05[2] == "≠535.183.01"  # drift within its pool
         # In that state since before gputui looked: "≥" and how long it has watched.
         assert a100_08[-2].startswith("upgrade-failed ≥") and a100_08[-1].startswith("upgrade failed: the operator leaves")
+
+
+async def test_pools_at_80_columns_keep_util_and_idle_on_screen_and_a_wider_screen_shows_each_scheme(app_factory):
+    """Each scheme's figures (83/167+5/36MIG+...) pushed Util and Idle off an 80-column screen: below 100 columns
+    the table shows whole cards and a "+", as the header does, and says what "+" means; widened, it shows each
+    scheme, in columns made as wide as that (not cut to the narrow ones)."""
+    from gputui.ui.key_table import KeyTable
+    from gputui.ui.pools_screen import PoolsScreen
+
+    app = app_factory()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(pilot)
+        await command(pilot, "pools", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, PoolsScreen))
+        table = app.screen.query_one("#pools", KeyTable)
+        use = app.snapshot.gpu_use()
+
+        def fleet_row() -> list[str]:
+            return [str(c) for c in table.get_row("(fleet)")]
+
+        assert fleet_row()[2:4] == [use.text(short=True), use.free_text(short=True)]
+        assert table.virtual_size.width <= 80  # Util and Idle on screen, nothing to scroll to
+        assert "+: MIG slices" in str(app.screen.query_one("#pools-note", Static).render())
+        await pilot.resize_terminal(160, 40)
+        await wait_for(pilot, lambda: fleet_row()[2] == use.text())
+        widths = {c.label.plain: c.get_render_width(table) for c in table.columns.values()}
+        assert widths["Allocated"] >= len(use.text()) and widths["Free"] >= len(use.free_text())
+        assert "+: MIG slices" not in str(app.screen.query_one("#pools-note", Static).render())

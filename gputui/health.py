@@ -83,6 +83,12 @@ def majority_driver(nodes: Iterable[Node]) -> str:
     return max(counts.items(), key=lambda kv: (kv[1], version_key(kv[0])))[0]
 
 
+def fleet_driver(snapshot: ClusterSnapshot) -> str:
+    """The snapshot's majority driver (majority_driver), worked out once per snapshot: node detail asks on every
+    draw, the node table and the wallboard once each; a walk over 65,000 nodes each time."""
+    return snapshot.derived("majority_driver", lambda: majority_driver(snapshot.nodes))
+
+
 def has_driver_drift(node: Node, majority: str) -> bool:
     return bool(majority and node.driver_version and node.driver_version != majority)
 

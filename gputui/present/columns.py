@@ -12,7 +12,7 @@ from gputui.present import cells
 from gputui.gauges import hot
 from gputui.model import GpuSummary, InferenceService, Node, NodeState, ServiceVersion
 from gputui.snapshot import ClusterSnapshot
-from gputui.health import has_driver_drift, majority_driver, node_alerts, problem_order, version_key
+from gputui.health import fleet_driver, has_driver_drift, node_alerts, problem_order, version_key
 from gputui.present.cells import Palette
 from gputui.present.kept_order import KeptOrders
 from gputui.pools import DEFAULT_POOL_LABELS, pool_of
@@ -153,7 +153,7 @@ COMPACT_ORDER = ("mem", "util", "alerts")  # figures lose their bars first, then
 def row_context(snap: ClusterSnapshot, palette: Palette, temp_threshold: float,
                 pool_labels: tuple[str, ...] = DEFAULT_POOL_LABELS) -> RowContext:
     """What a node's row needs besides the node; the fleet's majority driver once per snapshot."""
-    driver = snap.derived("majority_driver", lambda: majority_driver(snap.nodes))
+    driver = fleet_driver(snap)
     return RowContext(snap, palette, temp_threshold, driver, tuple(pool_labels))
 
 

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from gputui.model import GpuSummary, Health, Node, NodeState
 from gputui.snapshot import ClusterSnapshot
-from gputui.health import majority_driver, node_alerts, problem_order
+from gputui.health import fleet_driver, node_alerts, problem_order
 from gputui.present.cells import Palette, heat_band, pct
 
 GLYPHS = ("░", "▒", "█")  # low, mid, high
@@ -46,7 +46,7 @@ def gpu_faults(node: Node) -> set[int]:
 
 def problems_first(snap: ClusterSnapshot, temp_threshold: float) -> list[Node]:
     """Worst first by the one severity order (health.problem_order), by name within each."""
-    majority = majority_driver(snap.nodes)
+    majority = fleet_driver(snap)
     summaries = snap.summaries
     return sorted(snap.nodes, key=lambda n: (problem_order(n, temp_threshold, majority, summaries.get(n.name)), n.name))
 

@@ -15,7 +15,7 @@ from gputui.model import Gpu
 from gputui.present import cells
 from gputui.model import Node
 from gputui.sessions import SessionState
-from gputui.health import has_driver_drift, node_alerts
+from gputui.health import fleet_driver, has_driver_drift, node_alerts
 from gputui.ui.footer import KeyFooter
 from gputui.ui.key_table import KeyTable
 from gputui.ui.cordon_dialog import ask_cordon
@@ -23,7 +23,6 @@ from gputui.ui.header import HeaderBar
 from gputui.backends.base import error_line
 from gputui.ui.messages import DescriptionRead, HistoryRead
 from gputui.ui.table_sync import sync_rows
-from gputui.health import majority_driver
 
 HISTORY_MINUTES = 5
 # (key, label, width); width None takes what the terminal has left.
@@ -235,10 +234,11 @@ class NodeDetailScreen(ClusterScreen):
         else:
             text.append(f"  GPUs {snap.gpus_allocated(node.name)}/{node.gpu_allocatable} allocated")
         text.append("  driver ")
-        drift = has_driver_drift(node, majority_driver(snap.nodes))
+        majority = fleet_driver(snap)
+        drift = has_driver_drift(node, majority)
         text.append(node.driver_version or "–", style=f"bold {palette.drift}" if drift else "")
         if drift:
-            text.append(f" (fleet {majority_driver(snap.nodes)})", style=palette.drift)
+            text.append(f" (fleet {majority})", style=palette.drift)
         if node.cuda_version:
             text.append(f"  CUDA {node.cuda_version}")
         if node.upgrade_state:

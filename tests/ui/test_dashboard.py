@@ -654,3 +654,32 @@ async def test_the_header_counts_whole_gpus_mig_slices_and_shared_replicas_apart
         await pilot.pause()
         header = str(app.screen.query_one("HeaderBar").render())
         assert "GPUs 3/8+2/14MIG+5/32shared │" in header, header
+
+
+async def test_node_detail_asks_the_snapshot_for_the_majority_driver_once_not_at_every_draw(app_factory, monkeypatch):
+    """Node detail worked the fleet's majority driver out twice per draw, a walk over every node (at 65,000 nodes
+    some 10 ms a draw, every refresh and every open). It is kept on the snapshot (health.fleet_driver)."""
+    from gputui import health
+    from gputui.ui import node_detail
+    from gputui.ui.node_detail import NodeDetailScreen
+
+    walks = []
+    real = health.majority_driver
+
+    def counted(nodes):
+        walks.append(1)
+        return real(nodes)
+
+    monkeypatch.setattr(health, "majority_driver", counted)
+    monkeypatch.setattr(node_detail, "majority_driver", counted, raising=False)  # wherever a screen may call it
+    app = app_factory()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await loaded(pilot)
+        snap = app.snapshot
+        for _ in range(3):
+            app.open_node(snap.nodes[0].name)
+            await wait_for(pilot, lambda: isinstance(app.screen, NodeDetailScreen) and app.screen.is_mounted)
+            await pilot.pause()  # drawn: the node's line names the majority driver when it drifts
+            await pilot.press("escape")
+            await pilot.pause()
+        assert app.snapshot is snap and len(walks) <= 1, walks

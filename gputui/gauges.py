@@ -26,8 +26,6 @@ class Gauges:
     mem_total_mib: float | None = None
     max_temp: float | None = None
     power_w: float | None = None
-    util_sum: float = 0.0  # utilisation summed over the GPUs reporting it, and how many do: what a mean adds up
-    util_count: int = 0
     reporting: bool = False  # any DCGM series for the node at all
 
 
@@ -71,11 +69,11 @@ def hot(summary: GpuSummary | None, temp_threshold: float) -> bool:
 
 def gauges(node: Node, summary: GpuSummary | None) -> Gauges:
     """The node's gauges, from its summary when there is one, else from its GPUs."""
-    total, count = util_sum(node, summary)
     if summary is not None:
         return Gauges(summary.util_mean, summary.mem_used_mib, mem_total(node, summary), summary.temp_max,
-                      summary.power_w, total, count, True)
+                      summary.power_w, True)
     gpus = node.gpus
+    total, count = util_sum(node, None)
     temps = [g.temp_c for g in gpus if g.temp_c is not None]
     return Gauges(total / count if count else None, _sum(g.mem_used_mib for g in gpus), mem_total(node, None),
-                  max(temps) if temps else None, _sum(g.power_w for g in gpus), total, count, bool(gpus))
+                  max(temps) if temps else None, _sum(g.power_w for g in gpus), bool(gpus))

@@ -170,21 +170,21 @@ class GpuUse:
     def text(self, short: bool = False) -> str:
         """`7/16`; with other schemes `7/16+3/14MIG+5/32shared+1/4DRA` (as the node table's GPU column), or
         `short` (a narrow header) `7/16+`: whole cards, and a mark that there is more than cards."""
-        shown = self.shown()
-        if short:
-            _mark, used, offered = shown[0]
-            return f"{used}/{offered}" + ("+" if len(shown) > 1 else "")
-        return "+".join(f"{used}/{offered}{mark}" for mark, used, offered in shown)
+        return _joined([f"{used}/{offered}{mark}" for mark, used, offered in self.shown()], short)
 
     def free_text(self, short: bool = False) -> str:
         """Units offered and not in use, per scheme: `9`, or `9+11MIG+26shared+2DRA`; `short`: `9+`."""
-        free = [f"{max(0, offered - used)}{mark}" for mark, used, offered in self.shown()]
-        return free[0] + ("+" if len(free) > 1 else "") if short else "+".join(free)
+        return _joined([f"{max(0, offered - used)}{mark}" for mark, used, offered in self.shown()], short)
 
     def to_dict(self) -> dict[str, dict[str, int]]:
         """Per scheme shown (whole cards always): units allocated and offered, for JSON."""
         return {scheme.value: {"allocated": self.in_use[i], "offered": self.offered[i]}
                 for i, scheme in enumerate(SCHEMES) if i == 0 or self.offered[i] or self.in_use[i]}
+
+
+def _joined(parts: list[str], short: bool) -> str:
+    """Each scheme's figure (whole cards first, unmarked), or `short`: whole cards and a "+" when more follow."""
+    return parts[0] + ("+" if len(parts) > 1 else "") if short else "+".join(parts)
 
 
 def holders(resources: Iterable[GpuResource], pods: Iterable[tuple[str, Mapping[str, int]]],

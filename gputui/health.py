@@ -196,7 +196,7 @@ def diagnose(snap: ClusterSnapshot) -> list[Finding]:
         for node in snap.nodes:
             if node.ready and node.gpu_capacity and not snap.gauges(node).reporting:
                 out.append(Finding("NoMetrics", node.name, "no DCGM series for this node (is the exporter running?)"))
-    majority = majority_driver(snap.nodes)
+    majority = fleet_driver(snap)
     cuda = Counter(n.cuda_version for n in snap.nodes if n.cuda_version).most_common(1)
     cuda_major = cuda[0][0] if cuda else ""
     for node in snap.nodes:

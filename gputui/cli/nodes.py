@@ -10,7 +10,7 @@ from typing import Any
 from gputui.cli import common
 from gputui.gpu_resources import allocation_text
 from gputui.settings import Settings
-from gputui.health import majority_driver
+from gputui.health import fleet_driver
 
 
 def node_record(snapshot, node) -> dict[str, Any]:
@@ -102,7 +102,7 @@ def run(settings: Settings, output: str) -> int:
     from gputui.present import cells
     from gputui.health import has_driver_drift, node_alerts
 
-    majority = majority_driver(snapshot.nodes)
+    majority = fleet_driver(snapshot)
     table = Table(box=None, pad_edge=False)
     for label in ("NODE", "STATE", "MODEL", "GPUS", "UTIL", "MEMORY", "TEMP", "POWER", "DRIVER", "ALERTS"):
         table.add_column(label, no_wrap=True)

@@ -29,6 +29,11 @@ def heat_band(pct: float | None) -> int | None:
     return 2 if pct >= HEAT_BANDS[1] else 1 if pct >= HEAT_BANDS[0] else 0
 
 
+# Below this many columns the GPU figures take their short form: whole cards and a "+" when other schemes
+# follow (the header, :pools, the wallboard's pools page), so the columns beside them stay on screen.
+NARROW = 100
+
+
 @dataclass(frozen=True, slots=True)
 class Palette:
     """gputui's own colours; themes set them (Rich colour names or #rrggbb)."""

@@ -73,8 +73,9 @@ class _Order:
         # map() and compress() loop in C: at 65,000 nodes a DCGM read asks this of every node.
         was = map(metered, map(self.summaries.get, names))
         now = map(metered, map(snap.summaries.get, names))
-        out = list(islice(compress(names, map(ne, was, now)), limit_for(len(snap.nodes)) + 1))
-        return out if len(out) <= limit_for(len(snap.nodes)) else None
+        limit = limit_for(len(snap.nodes))
+        out = list(islice(compress(names, map(ne, was, now)), limit + 1))
+        return out if len(out) <= limit else None
 
     def _take(self, name: str) -> None:
         entry = self.keys.pop(name, None)

@@ -39,7 +39,7 @@ class HeaderBar(ClusterWidget, Static):
         app = self.app
         snap = app.snapshot
         palette = app.palette
-        narrow = self.app.size.width < 100  # the app knows its width before this widget is laid out
+        narrow = self.app.size.width < cells.NARROW  # the app knows its width before this widget is laid out
         text = Text("" if narrow else " gputui ", style="bold")
         context = snap.context if snap else app.backend.context
         text.append(Text(context, style="bold"))

@@ -11,6 +11,7 @@ from textual.widgets import Static
 
 from gputui.figures import figures
 from gputui.pools import FLEET, IDLE_BELOW_PCT, idle_why, fleet_pools
+from gputui.present.cells import NARROW
 from gputui.ui.base import ClusterScreen
 from gputui.ui.footer import KeyFooter
 from gputui.ui.header import HeaderBar
@@ -48,7 +49,7 @@ class PoolsScreen(ClusterScreen):
             f"{len(rows) - 1} pools, {gpus.text()} GPUs allocated", "dim")))
         # Below 100 columns whole cards and a "+" (as the header): the other schemes' figures would push Util and
         # Idle off an 80-column screen. The title gives the fleet's in full.
-        short = app.size.width < 100
+        short = app.size.width < NARROW
         table = self.query_one("#pools", KeyTable)
         if short != self._short:  # columns made anew: a column keeps the width its widest cell once gave it
             self._short = short

@@ -223,7 +223,7 @@ class WallboardScreen(ClusterScreen):
             table.add_column(label, no_wrap=True, header_style="bold", overflow="ellipsis",
                              justify="left" if label == "POOL" else "right")
         rows = fleet_pools(snap, watch.idle, self.app.settings.pool_labels)
-        short = self._page_size()[0] < 100  # whole cards and a "+" (as the header when narrow): the columns fit
+        short = self._page_size()[0] < cells.NARROW  # whole cards and a "+", as the header: the columns fit
         for r in rows:
             table.add_row(Text(r.pool, style="bold" if r.pool == FLEET else ""), str(r.nodes), r.use.text(short),
                           r.use.free_text(short), cells.pct(r.util),

@@ -32,8 +32,9 @@ from gputui.ui.messages import SnapshotReady  # noqa: E402
 from tests.demo_clock import ManualClock  # noqa: E402
 
 
-def fleet(base: ClusterSnapshot, n: int, step: int, per_gpu: bool) -> ClusterSnapshot:
-    """N nodes as a live poll brings them: per-node summaries (the fleet view), or every GPU (the wallboard)."""
+def fleet(base: ClusterSnapshot, n: int, step: int, per_gpu: bool, keep_names: bool = False) -> ClusterSnapshot:
+    """N nodes as a live poll brings them: per-node summaries (the fleet view), or every GPU (the wallboard).
+    `keep_names`: the first copy of each demo node keeps its name, so the demo's pods and GPU history are on it."""
     nodes, summaries = [], {}
     for i in range(n):
         node = base.nodes[i % len(base.nodes)]
@@ -43,7 +44,7 @@ def fleet(base: ClusterSnapshot, n: int, step: int, per_gpu: bool) -> ClusterSna
             continue
         temps = [g.temp_c for g in gpus if g.temp_c is not None]
         gauge = base.gauges(node)
-        name = f"{node.name}-{i:05d}"
+        name = node.name if keep_names and i < len(base.nodes) else f"{node.name}-{i:05d}"
         summaries[name] = GpuSummary(len(gpus), util_mean=sum(g.util_pct for g in gpus) / len(gpus) if gpus else None,
                                      mem_used_mib=gauge.mem_used_mib, mem_total_mib=gauge.mem_total_mib,
                                      temp_max=max(temps) if temps else None, power_w=gauge.power_w)

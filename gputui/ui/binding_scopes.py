@@ -35,7 +35,7 @@ def binding_scopes() -> dict[str, tuple[type, ...]]:
     app = (GputuiApp,)
     return {
         "dashboard": app + (DashboardScreen, VirtualTable, KeyTable),
-        "node": app + (NodeDetailScreen, KeyTable),
+        "node": app + (NodeDetailScreen, VirtualTable),
         "service": app + (ServiceScreen,),
         "help": app + (HelpScreen,),
         "confirm": app + (ConfirmScreen,),

@@ -162,7 +162,7 @@ class DashboardScreen(NodeOrder):
         shown = has_pools(rows)
         strip.set_class(shown, "shown")
         if shown:
-            strip.update(pool_strip(rows, self.app.size.width, self.app.palette, watch.why))
+            strip.update(pool_strip(rows, self.app.size.width, self.app.palette, watch.why), layout=False)
             watch.want(self.app)
 
     def _offer_resume(self, snap) -> None:
@@ -185,12 +185,14 @@ class DashboardScreen(NodeOrder):
             title.append(self.filter_text, style="bold")
             if not shown:
                 title.append("  no node matches (esc clears)", style=f"bold {self.app.palette.alert}")
-        self.query_one("#nodes-title", Static).update(title)
+        # Titles and the strip are one line each (height: 1): repainting them needs no layout pass of the screen,
+        # which every refresh and every filter keystroke paid for.
+        self.query_one("#nodes-title", Static).update(title, layout=False)
         title = Text(" Inference services ", style="bold") + Text(str(services))
         if self.app.namespace_view:
             title.append("  namespace: ", style="dim")
             title.append(self.app.namespace_view, style="bold")
-        self.query_one("#services-title", Static).update(title)
+        self.query_one("#services-title", Static).update(title, layout=False)
 
     # ----- selection -------------------------------------------------------------
 

@@ -33,7 +33,9 @@ class HeaderBar(ClusterWidget, Static):
         self.refresh_text()
 
     def refresh_text(self) -> None:
-        self.update(self.summary())
+        # One line whatever it says (height: 1, the screen's width): no layout pass for the screen, which on
+        # every tick of the age cost as much as the frame itself.
+        self.update(self.summary(), layout=False)
 
     def summary(self) -> Text:
         app = self.app

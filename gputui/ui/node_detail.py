@@ -6,7 +6,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from gputui.ui.base import ClusterScreen
 
@@ -17,12 +17,11 @@ from gputui.model import Node
 from gputui.sessions import SessionState
 from gputui.health import fleet_driver, has_driver_drift, node_alerts
 from gputui.ui.footer import KeyFooter
-from gputui.ui.key_table import KeyTable
 from gputui.ui.cordon_dialog import ask_cordon
 from gputui.ui.header import HeaderBar
 from gputui.backends.base import error_line
 from gputui.ui.messages import DescriptionRead, HistoryRead
-from gputui.ui.table_sync import sync_rows
+from gputui.ui.virtual_table import VirtualTable
 
 HISTORY_MINUTES = 5
 # (key, label, width); width None takes what the terminal has left.
@@ -66,9 +65,11 @@ class NodeDetailScreen(ClusterScreen):
     def compose(self) -> ComposeResult:
         yield HeaderBar()
         yield Static(id="node-info")
-        yield KeyTable(id="gpus", cursor_type="row")
+        # Line-API tables: a DataTable renders each cell through Rich on every repaint, most of what an open cost
+        # (benchmarks/keys.py); these paint a line once and keep it until its cells change.
+        yield VirtualTable(id="gpus")
         yield Static(Text(" Pods on this node", style="bold"), classes="panel-title")
-        yield KeyTable(id="pods", cursor_type="row")
+        yield VirtualTable(id="pods")
         yield KeyFooter()
 
     def aim(self, node: str) -> None:
@@ -76,9 +77,9 @@ class NodeDetailScreen(ClusterScreen):
         under the same name (another cluster's, after :ctx)."""
         self.node_name, self.history, self.full_gpus = node, {}, None
         if self.is_mounted:
-            for table in self.query(DataTable):
-                table.clear()
-                table.move_cursor(row=0)
+            for table in self.query(VirtualTable):
+                table.show_rows({})
+                table.cursor_row = 0
 
     def on_screen_resume(self) -> None:
         """Shown again (opened anew, or a dialog above it closed): what changed while it was hidden."""
@@ -99,10 +100,7 @@ class NodeDetailScreen(ClusterScreen):
             return
         self._laid_out_for = width
         for table_id, columns in (("#gpus", GPU_COLUMNS), ("#pods", POD_COLUMNS)):
-            table = self.query_one(table_id, DataTable)
-            table.clear(columns=True)
-            for key, label, col_width in _widths(columns, width):
-                table.add_column(label, width=col_width, key=key)
+            self.query_one(table_id, VirtualTable).set_columns(_widths(columns, width))
         self.spark_width = _widths(GPU_COLUMNS, width)[-1][2]
         self.pod_width = _widths(POD_COLUMNS, width)[0][2]
         self.show_snapshot()
@@ -122,10 +120,9 @@ class NodeDetailScreen(ClusterScreen):
 
     def action_shift(self) -> None:
         snap = self.app.snapshot
-        table = self.query_one("#pods", DataTable)
-        if snap is None or table.row_count == 0:
+        key = self.query_one("#pods", VirtualTable).selected_key
+        if snap is None or key is None:
             return
-        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
         pod = next((p for p in snap.pods_on(self.node_name) if p.key == key), None)
         if pod is None or not pod.service:
             self.app.notify("the selected pod belongs to no inference service: nothing to shift")
@@ -185,22 +182,6 @@ class NodeDetailScreen(ClusterScreen):
         assert snap is not None  # a node was found in it
         info.update(self._info(node, snap))
         palette = self.app.palette
-        gpu_rows = {}
-        gpus = self.full_gpus if snap.summary(node) is not None and self.full_gpus is not None else node.gpus
-        for gpu in gpus:
-            health = Text(gpu.health.value if not gpu.xid else f"XID {gpu.xid}")
-            if gpu.xid or gpu.health.value in ("warn", "fail"):
-                health.stylize(f"bold {palette.alert}")
-            util_cell = cells.bar(gpu.util_pct, 9, palette.heat(gpu.util_pct))
-            util_cell.append(" " + cells.pct(gpu.util_pct))
-            mem_cell = cells.bar(gpu.mem_pct, 8, palette.heat(gpu.mem_pct))
-            mem_cell.append(" " + cells.mem_used_total(gpu.mem_used_mib, gpu.mem_total_mib).rjust(9))
-            temp_style = f"bold {palette.alert}" if gpu.temp_c is not None and gpu.temp_c >= self.app.settings.temp_threshold else ""
-            gpu_rows[str(gpu.index)] = (
-                Text(str(gpu.index)), util_cell, mem_cell, Text(cells.temp(gpu.temp_c), style=temp_style),
-                Text(cells.power(gpu.power_w)), health,
-                Text(cells.sparkline(self.history.get(gpu.index, []), self.spark_width), style=palette.heat(gpu.util_pct)),
-            )
         pod_rows = {}
         for pod in sorted(snap.pods_on(node.name), key=lambda p: (p.namespace, p.name)):
             status = "Terminating" if pod.deleting else pod.phase
@@ -217,9 +198,33 @@ class NodeDetailScreen(ClusterScreen):
                 Text("?" if unknown else "–" if sessions is None else str(sessions).rjust(8),
                      style=palette.alert if unknown else "bold" if sessions else ""),
             )
-        with self.app.batch_update():
-            sync_rows(self.query_one("#gpus", DataTable), gpu_rows)
-            sync_rows(self.query_one("#pods", DataTable), pod_rows)
+        self.query_one("#pods", VirtualTable).show_rows(pod_rows)
+        self._draw_gpus()
+
+    def _draw_gpus(self) -> None:
+        """The GPU rows alone: what a history read changes (the pods' lines stay painted)."""
+        snap = self.app.snapshot
+        node = snap.node(self.node_name) if snap else None
+        if snap is None or node is None:
+            return
+        palette = self.app.palette
+        gpu_rows = {}
+        gpus = self.full_gpus if snap.summary(node) is not None and self.full_gpus is not None else node.gpus
+        for gpu in gpus:
+            health = Text(gpu.health.value if not gpu.xid else f"XID {gpu.xid}")
+            if gpu.xid or gpu.health.value in ("warn", "fail"):
+                health.stylize(f"bold {palette.alert}")
+            util_cell = cells.bar(gpu.util_pct, 9, palette.heat(gpu.util_pct))
+            util_cell.append(" " + cells.pct(gpu.util_pct))
+            mem_cell = cells.bar(gpu.mem_pct, 8, palette.heat(gpu.mem_pct))
+            mem_cell.append(" " + cells.mem_used_total(gpu.mem_used_mib, gpu.mem_total_mib).rjust(9))
+            temp_style = f"bold {palette.alert}" if gpu.temp_c is not None and gpu.temp_c >= self.app.settings.temp_threshold else ""
+            gpu_rows[str(gpu.index)] = (
+                Text(str(gpu.index)), util_cell, mem_cell, Text(cells.temp(gpu.temp_c), style=temp_style),
+                Text(cells.power(gpu.power_w)), health,
+                Text(cells.sparkline(self.history.get(gpu.index, []), self.spark_width), style=palette.heat(gpu.util_pct)),
+            )
+        self.query_one("#gpus", VirtualTable).show_rows(gpu_rows)
 
     def _info(self, node: Node, snap) -> Text:
         palette = self.app.palette
@@ -270,17 +275,11 @@ class NodeDetailScreen(ClusterScreen):
     def on_history_read(self, message: HistoryRead) -> None:
         if message.node != self.node_name:
             return  # read for the node shown before
-        if message.gpus is not None and message.gpus != self.full_gpus:
+        gpus = message.gpus is not None and message.gpus != self.full_gpus
+        if gpus:
             self.full_gpus = message.gpus
-            self._draw()
         if message.history != self.history:
             self.history = message.history
-            self.show_snapshot_cells()
-
-    def show_snapshot_cells(self) -> None:
-        table = self.query_one("#gpus", DataTable)
-        for index, values in self.history.items():
-            key = str(index)
-            if key in {k.value for k in table.rows}:
-                gpu = table.get_row(key)
-                table.update_cell(key, "history", Text(cells.sparkline(values, self.spark_width), style=gpu[6].style))
+        elif not gpus:
+            return
+        self._draw_gpus()

@@ -21,6 +21,11 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
+def same_row(a: Cells, b: Cells) -> bool:
+    """Whether two rows would paint alike (Text's own == leaves out its style)."""
+    return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+
+
 def sync_rows(table: DataTable, rows: Mapping[str, Cells]) -> bool:
     """Make the table hold exactly `rows` (key -> cells in column order). True if anything changed."""
     changed = False

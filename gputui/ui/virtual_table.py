@@ -9,17 +9,19 @@ not its position, so a refresh never moves the operator's selection.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+
+from gputui.ui.table_sync import same_row
 
 PADDING = 1  # cells each side of a column
 
@@ -69,6 +71,8 @@ class VirtualTable(ScrollView, can_focus=True):
         self._cells_key: object = None
         self._lines: dict[tuple, Strip] = {}
         self._index: dict[str, int] | None = {}  # key -> row, built when first asked (move_to)
+        self._held: dict[str, Sequence[Text]] | None = None  # show_rows' last rows
+        self._paint: tuple[Style, Style, Style] | None = None  # base, header and cursor styles of one paint
 
     # ----- data -----------------------------------------------------------------
 
@@ -86,6 +90,7 @@ class VirtualTable(ScrollView, can_focus=True):
         The cursor stays on the key it was on when that key remains.
         """
         selected = self.selected_key
+        self._held = None
         self.keys = list(keys)
         self._render_row = render_row
         if cells_key is None or cells_key != self._cells_key:
@@ -101,6 +106,20 @@ class VirtualTable(ScrollView, can_focus=True):
         self._resize()
         self._scroll_cursor_into_view()
         self.refresh()
+
+    def show_rows(self, rows: Mapping[str, Sequence[Text]]) -> bool:
+        """A small table's every row, its cells made up front (key -> cells in column order): repainted only
+        when a cell changed. True if one did."""
+        held = self._held
+        if held is not None and held.keys() == rows.keys() and all(
+                same_row(held[key], cells) for key, cells in rows.items()):
+            return False
+        held, grew = dict(rows), len(rows) != len(self.keys)
+        self.set_rows(list(held), held.__getitem__)
+        self._held = held
+        if grew:
+            self.refresh(layout=True)  # a table of height auto takes the room its rows need
+        return True
 
     @property
     def row_count(self) -> int:
@@ -174,12 +193,27 @@ class VirtualTable(ScrollView, can_focus=True):
             segments.append(pad)
         return segments
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # The styles are the same for every line of one paint: worked out per line (each walks the DOM for its
+        # colours) they were a third of a paint's CPU.
+        self._paint = (self.rich_style, self.get_component_rich_style("virtual-table--header"),
+                       self.get_component_rich_style("virtual-table--cursor"))
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._paint = None
+
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
         scroll_x = round(self.scroll_offset.x)
-        base = self.rich_style
+        base, header, cursor_style = self._paint or (self.rich_style, self.get_component_rich_style(
+            "virtual-table--header"), self.get_component_rich_style("virtual-table--cursor"))
         if y == 0:
-            style = base + self.get_component_rich_style("virtual-table--header")
+            style = base + header
+            painted = (None, width, scroll_x, style)  # the header line is kept as the rows' lines are
+            strip = self._lines.get(painted)
+            if strip is not None:
+                return strip
             segments = self._line([Text(label) for _, label, _ in self.columns], style)
         else:
             index = round(self.scroll_offset.y) + y - 1
@@ -192,15 +226,14 @@ class VirtualTable(ScrollView, can_focus=True):
                 return strip
             style = base
             if cursor:
-                style = base + self.get_component_rich_style("virtual-table--cursor")
+                style = base + cursor_style
             segments = self._line(self.cells(key), style)
             if cursor:
                 # The cursor row's colours win over the cells' own (green on blue is unreadable),
                 # so it reads as one bar in every theme; the words still say the state.
                 segments = list(Segment.apply_style(segments, post_style=Style(color=style.color, bgcolor=style.bgcolor)))
         strip = Strip(segments).crop(scroll_x, scroll_x + width).extend_cell_length(width, style)
-        if y:
-            if len(self._lines) > LINES_KEPT:  # scrolled far: start again
-                self._lines = {}
-            self._lines[painted] = strip
+        if len(self._lines) > LINES_KEPT:  # scrolled far: start again
+            self._lines = {}
+        self._lines[painted] = strip
         return strip

@@ -223,44 +223,6 @@ async def test_filter_matches_alert_kinds(app_factory):
         assert rows(app) == ["gpu-h100-07"]
 
 
-async def test_enter_opens_node_detail_and_escape_returns(app_factory):
-    app = app_factory()
-    async with app.run_test(size=(120, 40)) as pilot:
-        await loaded(pilot)
-        first = rows(app)[0]
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, NodeDetailScreen))
-        gpus = app.screen.query_one("#gpus", DataTable)
-        await wait_for(pilot, lambda: gpus.row_count == app.snapshot.node(first).gpu_capacity)
-        pods = app.screen.query_one("#pods", DataTable)
-        assert pods.row_count == len(app.snapshot.pods_on(first))
-        await wait_for(pilot, lambda: app.screen.history)  # sparklines arrive off the UI thread
-        await pilot.press("escape")
-        assert not isinstance(app.screen, NodeDetailScreen)
-
-
-async def test_node_detail_shows_an_unreadable_session_count_as_unknown_not_none(app_factory):
-    """A pod whose session series vanished showed "–", the mark of a pod with no sessions at all."""
-    from dataclasses import replace
-
-    app = app_factory()
-    cluster = app.backend.reader
-    first = cluster.snapshot()
-    node = next(n.name for n in first.nodes if any(first.sessions(p).live for p in first.pods_on(n.name)))
-    lost = next(p for p in first.pods_on(node) if first.sessions(p).live)
-    read = cluster.snapshot
-    cluster.snapshot = lambda: (lambda s: replace(s, session_counts={
-        **s.session_counts, (lost.namespace, lost.name): (None, None)}))(read())
-    async with app.run_test(size=(120, 40)) as pilot:
-        await loaded(pilot)
-        app.screen.nodes_table.move_to(node)
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, NodeDetailScreen))
-        pods = app.screen.query_one("#pods", DataTable)
-        await wait_for(pilot, lambda: pods.row_count == len(app.snapshot.pods_on(node)))
-        assert pods.get_row(lost.key)[-1].plain == "?"
-
-
 async def test_cordon_confirm_then_visible_and_audited(app_factory, tmp_path):
     app = app_factory()
     async with app.run_test(size=(120, 40)) as pilot:
@@ -499,63 +461,6 @@ async def test_keys_act_on_the_focused_panel_only(app_factory):
         await wait_for(pilot, lambda: type(app.screen).__name__ == "ServiceScreen")
 
 
-async def test_node_detail_reaches_drain_shift_and_diagnostics(app_factory):
-    from gputui.ui.diagnostics_screen import DiagnosticsScreen
-    from gputui.ui.drain_plan_screen import DrainPlanScreen
-
-    app = app_factory()
-    async with app.run_test(size=(120, 40)) as pilot:
-        await loaded(pilot)
-        pod = next(p for p in app.snapshot.pods if p.service == "llama-3-70b-instruct" and p.node)  # routed
-        app.screen.nodes_table.move_to(pod.node)
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, NodeDetailScreen))
-        pods = app.screen.query_one("#pods")
-        await wait_for(pilot, lambda: pods.row_count > 0)
-        pods.move_cursor(row=pods.get_row_index(pod.key))
-        await pilot.press("d")
-        await wait_for(pilot, lambda: isinstance(app.screen, DiagnosticsScreen))
-        await pilot.press("escape")
-        await wait_for(pilot, lambda: isinstance(app.screen, NodeDetailScreen))
-        await pilot.press("w")  # the selected pod's service
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "TrafficShiftScreen")
-        await pilot.press("escape")
-        await wait_for(pilot, lambda: isinstance(app.screen, NodeDetailScreen))
-        await pilot.press("r")
-        await wait_for(pilot, lambda: isinstance(app.screen, DrainPlanScreen))
-        assert app.screen.nodes == [pod.node]
-
-
-async def test_describe_explains_the_xid_and_reads_taints_heartbeat_and_events(app_factory):
-    import io
-
-    from rich.console import Console
-
-    from gputui.ui.detail_screen import DetailScreen
-
-    app = app_factory()
-    async with app.run_test(size=(80, 24)) as pilot:
-        await loaded(pilot)
-
-        async def described(name: str) -> str:
-            app.screen.nodes_table.move_to(name)
-            await pilot.press("enter")
-            await wait_for(pilot, lambda: isinstance(app.screen, NodeDetailScreen))
-            await pilot.press("i")
-            await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
-            console = Console(width=78, file=io.StringIO(), record=True)
-            console.print(app.screen._body)
-            await pilot.press("escape", "escape")
-            return console.export_text()
-
-        text = await described("gpu-h100-07")
-        assert "XID 79 (fallen off the bus: reboot the node)" in text
-        assert "Conditions" in text and "nvidia.com/gpu.product=" in text
-        assert "SysLogsXIDError" in text and "Last heartbeat" in text
-        text = await described(next(n.name for n in app.snapshot.nodes if not n.ready))
-        assert "node.kubernetes.io/unreachable:NoExecute" in text and "NodeNotReady" in text
-
-
 async def test_the_footer_is_one_widget_whose_keys_answer_a_click_and_dim_what_read_only_cannot_do(app_factory):
     """The footer draws its keys on one line (Textual's Footer rebuilt a widget per key on every screen
     change: most of a node detail's open and close at any fleet size). A click on a key presses it; a write
@@ -576,33 +481,6 @@ async def test_the_footer_is_one_widget_whose_keys_answer_a_click_and_dim_what_r
         assert app.screen is not None and not isinstance(app.screen, ConfirmScreen)
         await pilot.click(KeyFooter, offset=(spans["question_mark"][0], 0))
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
-
-
-async def test_the_node_detail_is_built_once_and_shows_each_node_opened_with_nothing_of_the_last(app_factory):
-    """The app keeps one detail screen (building it was most of an open: benchmarks/keys.py) and aims it at
-    each node: the second node's GPUs, pods and history are its own, never the first's; a snapshot that
-    comes while it is closed is drawn when it opens."""
-    app = app_factory()
-    async with app.run_test(size=(120, 40)) as pilot:
-        await loaded(pilot)
-        first, second = rows(app)[0], next(n.name for n in app.snapshot.nodes
-                                          if n.name != rows(app)[0] and app.snapshot.pods_on(n.name))
-        app.open_node(first)
-        await wait_for(pilot, lambda: isinstance(app.screen, NodeDetailScreen) and app.screen.history)
-        screen = app.screen
-        first_history = dict(screen.history)
-        await pilot.press("escape")
-        app.open_node(second)
-        await wait_for(pilot, lambda: app.screen is screen and screen.node_name == second)
-        await wait_for(pilot, lambda: second in str(screen.query_one("#node-info").render()))
-        assert first not in str(screen.query_one("#node-info").render())
-        pods = screen.query_one("#pods", DataTable)
-        await wait_for(pilot, lambda: pods.row_count == len(app.snapshot.pods_on(second)))
-        assert {str(k.value) for k in pods.rows} == {p.key for p in app.snapshot.pods_on(second)}
-        await wait_for(pilot, lambda: screen.history and screen.history != first_history)
-        # A dialog above it, then back: the same screen, still on the second node.
-        await pilot.press("escape")
-        assert not isinstance(app.screen, NodeDetailScreen)
 
 
 async def test_the_poll_thread_works_out_the_fleet_figures_pools_and_order_before_the_ui_is_told(app_factory):
@@ -654,32 +532,3 @@ async def test_the_header_counts_whole_gpus_mig_slices_and_shared_replicas_apart
         await pilot.pause()
         header = str(app.screen.query_one("HeaderBar").render())
         assert "GPUs 3/8+2/14MIG+5/32shared │" in header, header
-
-
-async def test_node_detail_asks_the_snapshot_for_the_majority_driver_once_not_at_every_draw(app_factory, monkeypatch):
-    """Node detail worked the fleet's majority driver out twice per draw, a walk over every node (at 65,000 nodes
-    some 10 ms a draw, every refresh and every open). It is kept on the snapshot (health.fleet_driver)."""
-    from gputui import health
-    from gputui.ui import node_detail
-    from gputui.ui.node_detail import NodeDetailScreen
-
-    walks = []
-    real = health.majority_driver
-
-    def counted(nodes):
-        walks.append(1)
-        return real(nodes)
-
-    monkeypatch.setattr(health, "majority_driver", counted)
-    monkeypatch.setattr(node_detail, "majority_driver", counted, raising=False)  # wherever a screen may call it
-    app = app_factory()
-    async with app.run_test(size=(120, 30)) as pilot:
-        await loaded(pilot)
-        snap = app.snapshot
-        for _ in range(3):
-            app.open_node(snap.nodes[0].name)
-            await wait_for(pilot, lambda: isinstance(app.screen, NodeDetailScreen) and app.screen.is_mounted)
-            await pilot.pause()  # drawn: the node's line names the majority driver when it drifts
-            await pilot.press("escape")
-            await pilot.pause()
-        assert app.snapshot is snap and len(walks) <= 1, walks

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gc
 import threading
+import time
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -38,19 +39,35 @@ def gc_paused() -> Iterator[None]:
                 gc.enable()
 
 
-RENEW_S = 60.0  # how often a settled fleet's freeze is renewed by a full collection (settle(renew=True))
+RENEW_S = 60.0  # how often the freeze is renewed by a full collection (settle(renew=True))
+_renewed_at: float | None = None  # when settle_after_snapshot last renewed it; None: at its next call
+
+
+def settle_after_snapshot(now: float | None = None) -> bool:
+    """The app's poll, after each snapshot and what it derives: settle, renewing the freeze every RENEW_S (the
+    first time at once). Whatever the fleet's size: a full pass over Textual's own objects alone (tens of
+    thousands) took 30-90 ms, and it landed in whichever keypress allocated last (benchmarks/keys.py --raw).
+    True when this call renewed."""
+    global _renewed_at
+    now = time.monotonic() if now is None else now
+    with _lock:
+        renew = _renewed_at is None or now - _renewed_at >= RENEW_S
+        if renew:
+            _renewed_at = now
+    settle(renew)
+    return renew
 
 
 def settle(renew: bool) -> None:
-    """After each snapshot of a large fleet: freeze what lives now out of the collector's walks.
+    """Freeze what lives now out of the collector's walks.
 
     At 65,000 nodes the watch caches' records and a snapshot's nodes and pods are over a million tracked objects
     that the next refreshes replace a share of at most, and each full pass walked them all: a quarter of the
     steady CPU (issue 18). Frozen objects are still freed by reference counting when replaced; only garbage in a
     cycle stays. So the freeze after each snapshot follows a young collection (what died since the last one,
     Textual's cycles included, is collected first), and every RENEW_S (`renew`) everything is thawed, collected
-    in full and frozen again: cyclic garbage among frozen objects lives at most that long. A reader that closes
-    thaws everything (unsettle)."""
+    in full and frozen again: cyclic garbage among frozen objects lives at most that long. A reader that closes,
+    and the app when it ends, thaw everything (unsettle)."""
     if renew:
         gc.unfreeze()
         gc.collect()
@@ -60,5 +77,9 @@ def settle(renew: bool) -> None:
 
 
 def unsettle() -> None:
-    """Back into the collector's walks: a closed reader's records may sit in cycles (threads, callbacks)."""
+    """Back into the collector's walks: a closed reader's records may sit in cycles (threads, callbacks). The
+    next settle_after_snapshot renews in full."""
+    global _renewed_at
+    with _lock:
+        _renewed_at = None
     gc.unfreeze()

@@ -7,7 +7,7 @@ import time
 from typing import Any, Callable, Collection, Iterable, Sequence
 
 from gputui.backends.base import Backend, BackendError
-from gputui.backends.gcpause import RENEW_S, gc_paused, settle, unsettle
+from gputui.backends.gcpause import gc_paused, unsettle
 from gputui.backends.join import Joiner, KubeState, Metrics, join_gpus
 from gputui.backends.join_fleet import inference_pod
 from gputui.backends.kube_cache import ListWatchCache
@@ -33,7 +33,6 @@ from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS, Sett
 # Caches an identity may be refused without gputui refusing to start (see _wait_first_sync).
 OPTIONAL_CACHES = frozenset({"destinationrules", "resourceslices", "resourceclaims", "clusterpolicies"})
 
-SETTLE_FROM = 4000  # nodes from which the first snapshot freezes the records out of the collector's walks
 FIRST_SYNC_TIMEOUT_S = 10.0  # silence, not the whole first list: each page answered restarts it
 
 # What the UI may offer, and the access review that decides it.
@@ -128,9 +127,6 @@ class KubeReader:
         self._probe_error: str | None = None
         self._probe_at: float | None = None
         self._first = True
-        self._settled = False  # whether this reader froze its records out of the collector's walks (settle)
-        self._settled_at: float | None = None  # when it last renewed that freeze with a full collection
-        self.settle_from = SETTLE_FROM
         self._joiner = Joiner(service_labels, version_labels)
         self._closed = False
         self._join_lock = threading.Lock()  # the UI's poll and a drain may both ask for snapshots
@@ -210,15 +206,6 @@ class KubeReader:
             snap = self._joiner.join(state, self._metrics, now=now, context=self.conn.context, sources=sources)
         log.debug("snapshot: joined %d nodes, %d pods, %d services in %.0f ms%s", len(snap.nodes), len(snap.pods),
                   len(snap.services), (time.monotonic() - started) * 1000, f"; API: {api_error}" if api_error else "")
-        if len(snap.nodes) >= self.settle_from:
-            started = time.monotonic()
-            renew = self._settled_at is None or started - self._settled_at >= RENEW_S
-            settle(renew)
-            self._settled = True
-            if renew:
-                self._settled_at = started
-                log.debug("collector: the fleet's objects collected and frozen out of its walks (%.0f ms)",
-                          (time.monotonic() - started) * 1000)
         return snap
 
     def _read_metrics(self, state: KubeState, now: float) -> None:
@@ -332,8 +319,7 @@ class KubeReader:
             c.stop()
         if self.prom is not None:
             self.prom.close()
-        if self._settled:
-            unsettle()
+        unsettle()  # the app's poll froze what lived (gcpause): these records among it, maybe in cycles
 
 
 def prom_config(settings: Settings) -> PromConfig | None:

@@ -16,6 +16,8 @@ from textual.timer import Timer
 from textual.worker import get_current_worker
 
 from gputui.backends.base import Backend, error_line
+from gputui.backends.gcpause import settle_after_snapshot, unsettle
+from gputui.debug_log import log
 from gputui.figures import figures
 from gputui.pools import fleet_pools
 from gputui.present.columns import PROBLEMS_SORT, node_order, row_context
@@ -150,6 +152,7 @@ class GputuiApp(App[None]):
 
     def on_unmount(self) -> None:
         self._stop_watching.set()  # lets the file watcher's thread end at once
+        unsettle()  # the poll froze what lived (gcpause): nothing stays frozen after the app
 
     def watch_theme(self, theme: str) -> None:
         if not self._no_color:
@@ -229,6 +232,10 @@ class GputuiApp(App[None]):
             snapshot, error = None, error_line(exc)
         if snapshot is not None:
             self.prepare_snapshot(snapshot)
+            started = time.monotonic()
+            if settle_after_snapshot(started):
+                log.debug("collector: everything collected and frozen out of its walks (%.0f ms)",
+                          (time.monotonic() - started) * 1000)
         if not get_current_worker().is_cancelled:
             self.post_message(SnapshotReady(snapshot, error))
 

@@ -145,23 +145,30 @@ def test_changes_by_another_client_show_within_one_refresh(cluster, fake_kubelet
         backend.close()
 
 
-def test_a_large_fleet_freezes_its_records_out_of_the_collector_until_the_reader_closes(cluster, prometheus, workload):
-    """At 65,000 nodes the cycle collector's full passes over the watch caches' records were a quarter of the
-    steady CPU: each snapshot of a large fleet freezes what lives then out of its walks (here "large" is made
-    1 node; gcpause's tests hold the renewal that frees frozen cyclic garbage). Refreshes still see changes
-    (frozen objects are freed when replaced), and closing the reader thaws everything, so a closed reader's
-    records cannot stay frozen in a cycle."""
+def test_what_the_apps_poll_froze_out_of_the_collector_still_refreshes_and_a_closed_reader_thaws_it(
+        cluster, prometheus, workload):
+    """The app's poll freezes what lives after each snapshot out of the cycle collector's walks (gcpause; at
+    65,000 nodes its full passes over the watch caches' records were a quarter of the steady CPU). Refreshes
+    still see changes (frozen objects are freed when replaced), and closing the reader thaws everything, so a
+    closed reader's records cannot stay frozen in a cycle."""
     import gc
 
+    from gputui.backends.gcpause import settle_after_snapshot
+
     backend = make_backend(cluster, prometheus)
-    backend.reader.settle_from = 1
     core = client.CoreV1Api(workload["api"])
+
+    def polled():  # as the app's poll does: a snapshot, then settle
+        snap = backend.reader.snapshot()
+        settle_after_snapshot()
+        return snap
+
     try:
         assert gc.get_freeze_count() == 0
-        backend.reader.snapshot()
+        polled()
         assert gc.get_freeze_count() > 1000  # the records, the caches, the first snapshot
         core.patch_node("gpu-node-2", {"spec": {"unschedulable": True}})
-        wait_until(lambda: backend.reader.snapshot().node("gpu-node-2").unschedulable, REFRESH, 0.1, "cordon seen")
+        wait_until(lambda: polled().node("gpu-node-2").unschedulable, REFRESH, 0.1, "cordon seen")
     finally:
         core.patch_node("gpu-node-2", {"spec": {"unschedulable": None}})
         backend.close()

@@ -4,7 +4,7 @@ without keeping cyclic garbage for longer than one renewal."""
 import gc
 import weakref
 
-from gputui.backends.gcpause import gc_paused, settle, unsettle
+from gputui.backends.gcpause import RENEW_S, gc_paused, settle, settle_after_snapshot, unsettle
 
 
 class Cycle:
@@ -54,6 +54,21 @@ def test_garbage_dead_before_a_freeze_is_collected_and_what_a_freeze_kept_goes_a
         settle(renew=True)  # thawed, collected in full, frozen again
         assert frozen_while_alive() is None
         assert gc.get_freeze_count() > 0
+    finally:
+        unsettle()
+    assert gc.get_freeze_count() == 0
+
+
+def test_the_polls_settling_renews_in_full_first_then_every_renew_s_and_again_after_a_thaw():
+    try:
+        unsettle()
+        assert settle_after_snapshot(100.0) is True
+        assert gc.get_freeze_count() > 0
+        assert settle_after_snapshot(101.0) is False
+        assert settle_after_snapshot(100.0 + RENEW_S) is True
+        unsettle()  # a reader closed: thawed, and whatever it froze in a cycle goes at the next renewal
+        assert gc.get_freeze_count() == 0
+        assert settle_after_snapshot(101.0 + RENEW_S) is True
     finally:
         unsettle()
     assert gc.get_freeze_count() == 0

@@ -28,7 +28,7 @@ def pool_strip(rows: list[PoolRow], width: int, palette: Palette, why_unknown: s
         part = Text(f"  {r.pool} ")
         part.append(r.use.text(short=True), style="bold")  # whole cards; "+": other schemes too (:pools)
         if r.idle:
-            part.append(f" {r.idle} idle", style=palette.cordoned)
+            part.append(f", {r.idle} idle", style=palette.cordoned)  # a comma: "64+ 1 idle" read as "+1"
         more = Text(f"  +{len(pools) - i} (:pools)", style="dim")
         # The pool goes in only if what follows it (the rest counted, the fleet's idle) still fits.
         room = width - len(line) - len(part) - len(tail)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gputui.fleet_sums import Contribution, NodeSums
+from gputui.fleet_sums import Contribution, SumsByContext
 from gputui.gpu_resources import SCHEMES, GpuUse
 from gputui.gauges import hot, util_sum
 from gputui.health import Alert, node_alerts
@@ -38,7 +38,7 @@ def canary_in_flight(svc: InferenceService) -> bool:
 # and offered per scheme and whether it drains, its own alerts as the extra; from its summary (metered), its
 # utilisation sum and count, and all its alerts when the summary adds one (a hot GPU).
 _SCHEMES = len(SCHEMES)
-_sums = NodeSums(2 * _SCHEMES + 1, metered=2)
+_sums = SumsByContext(2 * _SCHEMES + 1, metered=2)
 _NodeFigures = tuple[GpuUse, float | None, int, list[Alert], int]
 
 

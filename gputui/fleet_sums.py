@@ -185,3 +185,27 @@ class NodeSums:
             del self._groups[group]
         self._extras.pop(name, None)
         return held[0], group
+
+
+CONTEXTS_KEPT = 8  # clusters whose sums are kept at once (`:fleet` polls several in turn)
+
+
+class SumsByContext:
+    """One NodeSums per cluster (the snapshot's context). `:fleet` works each cluster's figures out in turn:
+    one NodeSums for all of them compared every snapshot with another cluster's last one and walked in full."""
+
+    def __init__(self, width: int, metered: int = 0) -> None:
+        self.width, self.metered = width, metered
+        self._lock = threading.Lock()
+        self._by_context: dict[str, NodeSums] = {}
+
+    def sums(self, snap: ClusterSnapshot, key: Hashable, contribution: Callable[[Node], Contribution],
+             metered: Metered | None = None) -> tuple[dict[Hashable, list[float]], dict[str, Any]]:
+        with self._lock:
+            kept = self._by_context.pop(snap.context, None)
+            if kept is None:
+                kept = NodeSums(self.width, self.metered)
+                if len(self._by_context) >= CONTEXTS_KEPT:  # the cluster looked at longest ago goes
+                    del self._by_context[next(iter(self._by_context))]
+            self._by_context[snap.context] = kept  # last: the latest looked at
+        return kept.sums(snap, key, contribution, metered)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Hashable, Iterable, Mapping
 
-from gputui.fleet_sums import Contribution, NodeSums
+from gputui.fleet_sums import Contribution, SumsByContext
 from gputui.gauges import util_sum
 from gputui.gpu_resources import SCHEMES, GpuUse
 
@@ -78,7 +78,7 @@ def idle_why(row: PoolRow, why: str) -> str:
     return why or "not read yet"
 
 
-_sums = NodeSums(4 + 2 * len(SCHEMES), metered=2)  # the pools' sums, kept from one snapshot to the next (fleet_pools)
+_sums = SumsByContext(4 + 2 * len(SCHEMES), metered=2)  # the pools' sums, kept from one snapshot to the next (fleet_pools)
 
 
 def fleet_pools(snapshot: ClusterSnapshot, reading: IdleReading | None,

@@ -81,3 +81,38 @@ def test_the_node_tables_order_kept_between_refreshes_is_a_fresh_sort(monkeypatc
     # Most refreshes placed again only what moved, in every column (a DCGM read re-sorts the figures' columns,
     # but not the alerts': only the nodes that turned hot or cool move there).
     assert updates["kept"] >= 15 * (len(NODE_COLUMNS) - 1), updates
+
+
+def test_each_cluster_keeps_its_own_sums_when_fleet_reads_several_in_turn(monkeypatch):
+    """`:fleet` works each cluster's figures and pools out in turn. One kept sum for every cluster compared
+    each snapshot with another cluster's last one, and walked every node again: each now keeps its own."""
+    monkeypatch.setattr(fleet_sums, "INCREMENTAL_FROM", 100)
+    updates = {"kept": 0, "full": 0}
+    real_update, real_full = fleet_sums.NodeSums._update, fleet_sums.NodeSums._full
+
+    def counting(self, *a):
+        kept = real_update(self, *a)
+        updates["kept"] += bool(kept)
+        return kept
+
+    def full(self, *a):
+        updates["full"] += 1
+        return real_full(self, *a)
+
+    monkeypatch.setattr(fleet_sums.NodeSums, "_update", counting)
+    monkeypatch.setattr(fleet_sums.NodeSums, "_full", full)
+    clusters = {name: (Joiner(), churn(640, 720, 12, seed=seed)) for name, seed in (("east", 1), ("west", 2))}
+    steps = 0
+    for _ in range(12):
+        for name, (joiner, stream) in clusters.items():
+            step, state, metrics = next(stream)
+            snap = joiner.join(state, metrics, now=float(step), context=name, sources=())
+            f = figures(snap, 85.0)
+            assert f.gpus == snap.gpu_use()
+            fresh = pool_rows(snap, None, DEFAULT_POOL_LABELS)
+            assert [(r.pool, r.gpus, r.allocated) for r in fleet_pools(snap, None, DEFAULT_POOL_LABELS)] == \
+                [(r.pool, r.gpus, r.allocated) for r in fresh]
+            steps += 1
+    # Each cluster's first snapshot is walked in full (figures and pools: 2 each); after that, what moved.
+    assert updates["full"] <= 2 * len(clusters) + steps // 4, updates
+    assert updates["kept"] >= steps, updates

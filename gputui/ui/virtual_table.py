@@ -208,6 +208,7 @@ class VirtualTable(ScrollView, can_focus=True):
         scroll_x = round(self.scroll_offset.x)
         base, header, cursor_style = self._paint or (self.rich_style, self.get_component_rich_style(
             "virtual-table--header"), self.get_component_rich_style("virtual-table--cursor"))
+        painted: tuple  # what the line is kept under in _lines
         if y == 0:
             style = base + header
             painted = (None, width, scroll_x, style)  # the header line is kept as the rows' lines are

@@ -72,3 +72,19 @@ def test_the_polls_settling_renews_in_full_first_then_every_renew_s_and_again_af
     finally:
         unsettle()
     assert gc.get_freeze_count() == 0
+
+
+def test_what_a_paused_decode_made_is_frozen_where_it_stands_once_the_poll_settles():
+    try:
+        unsettle()
+        with gc_paused():
+            made = [[i] for i in range(1000)]  # lists: always tracked by the collector
+        assert made and gc.get_freeze_count() == 0  # nothing settles (a headless command): nothing is frozen
+        settle_after_snapshot(0.0)
+        before = gc.get_freeze_count()
+        with gc_paused():
+            decoded = [[i] for i in range(1000)]  # lists: always tracked by the collector
+        assert gc.get_freeze_count() >= before + len(decoded)
+    finally:
+        unsettle()
+    assert gc.get_freeze_count() == 0

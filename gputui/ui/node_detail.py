@@ -275,11 +275,7 @@ class NodeDetailScreen(ClusterScreen):
     def on_history_read(self, message: HistoryRead) -> None:
         if message.node != self.node_name:
             return  # read for the node shown before
-        gpus = message.gpus is not None and message.gpus != self.full_gpus
-        if gpus:
+        if message.gpus is not None:
             self.full_gpus = message.gpus
-        if message.history != self.history:
-            self.history = message.history
-        elif not gpus:
-            return
-        self._draw_gpus()
+        self.history = message.history
+        self._draw_gpus()  # sets the rows only when a cell changed (show_rows)

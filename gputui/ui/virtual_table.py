@@ -193,11 +193,14 @@ class VirtualTable(ScrollView, can_focus=True):
             segments.append(pad)
         return segments
 
+    def _styles(self) -> tuple[Style, Style, Style]:
+        return (self.rich_style, self.get_component_rich_style("virtual-table--header"),
+                self.get_component_rich_style("virtual-table--cursor"))
+
     def render_lines(self, crop: Region) -> list[Strip]:
         # The styles are the same for every line of one paint: worked out per line (each walks the DOM for its
         # colours) they were a third of a paint's CPU.
-        self._paint = (self.rich_style, self.get_component_rich_style("virtual-table--header"),
-                       self.get_component_rich_style("virtual-table--cursor"))
+        self._paint = self._styles()
         try:
             return super().render_lines(crop)
         finally:
@@ -206,8 +209,7 @@ class VirtualTable(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
         scroll_x = round(self.scroll_offset.x)
-        base, header, cursor_style = self._paint or (self.rich_style, self.get_component_rich_style(
-            "virtual-table--header"), self.get_component_rich_style("virtual-table--cursor"))
+        base, header, cursor_style = self._paint or self._styles()
         painted: tuple  # what the line is kept under in _lines
         if y == 0:
             style = base + header

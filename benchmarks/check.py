@@ -68,7 +68,7 @@ def fleet(nodes: int, services: int) -> ClusterSnapshot:
     budgets = [Budget("llm", f"s{s}-pdb", {"app": f"s{s}"}, max_unavailable="1", disruptions_allowed=1,
                       current_healthy=10, desired_healthy=9, expected_pods=10) for s in range(services)]
     sources = (SourceStatus("API", 1.0), SourceStatus("metrics", 1.0))
-    counts = {(p.namespace, p.name): (int(p.name.rsplit("-", 1)[1]), 0) for p in pods if p.session_signal}
+    counts = {(p.namespace, p.name): int(p.name.rsplit("-", 1)[1]) for p in pods if p.session_signal}
     return ClusterSnapshot(1.0, "bench", tuple(node_list), tuple(pods), budgets=tuple(budgets), sources=sources,
                            session_counts=counts)
 

@@ -19,13 +19,14 @@ from typing import Mapping
 SESSION_SIGNAL_LABEL = "gputui.io/session-signal"
 
 # A session gauge that answered NaN or +-Inf: the series is there but says nothing (counts are never
-# negative, so this cannot be mistaken for one).
+# negative, so neither mark below can be mistaken for one).
 UNREADABLE = -1
+# A pod whose series vanished or could not be read: it had a session signal, so its count is unknown, never 0.
+GONE = -2
 
-# Live requests per (namespace, pod): (running, waiting), either None when that gauge is absent, UNREADABLE
-# when NaN. A key with (None, None) is a pod whose series vanished or could not be read: it had a session
-# signal, so its count is unknown, never zero.
-SessionCounts = Mapping[tuple[str, str], tuple[int | None, int | None]]
+# Live requests per (namespace, pod): running and waiting summed (the store sums them, one query: see
+# session_metrics), or UNREADABLE, or GONE.
+SessionCounts = Mapping[tuple[str, str], int]
 
 
 class SessionState(str, Enum):
@@ -65,13 +66,12 @@ def signal_of(labels: Mapping[str, str], service: str) -> tuple[bool, bool]:
     return bool(service), False
 
 
-def read_sessions(signal: bool, opt_out: bool, counts: tuple[int | None, int | None] | None) -> PodSessions:
+def read_sessions(signal: bool, opt_out: bool, count: int | None) -> PodSessions:
     """A pod's sessions from its entry in a snapshot's counts (None: no series names it, nor did one)."""
-    if counts is None:
+    if count is None:
         return UNKNOWN if signal else NO_SIGNAL
-    running, waiting = counts
-    if running is None and waiting is None:  # a series named it and is gone, or could not be read
+    if count == GONE:  # a series named it and is gone, or could not be read
         return UNKNOWN if signal or not opt_out else NO_SIGNAL
-    if (running or 0) < 0 or (waiting or 0) < 0:
+    if count < 0:
         return UNKNOWN
-    return PodSessions(SessionState.KNOWN, (running or 0) + (waiting or 0))
+    return PodSessions(SessionState.KNOWN, count)

@@ -25,7 +25,7 @@ from gputui.backends.prom import HOST_LABELS, PromConfig, PromSource
 from gputui.backends.session_metrics import engines
 from gputui.debug_log import log
 from gputui.model import Gpu, InferenceService, NodeDescription
-from gputui.sessions import SessionCounts
+from gputui.sessions import GONE, SessionCounts
 from gputui.signals import VersionSignals
 from gputui.snapshot import ClusterSnapshot, SourceStatus
 from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS, Settings, protection
@@ -49,7 +49,7 @@ def _kept(new: Any, old: Any) -> Any:
 
 def unknown_sessions(sessions: SessionCounts) -> dict:
     """Every pod that had a session series, with no count: after a failed read they are unknown."""
-    return dict.fromkeys(sessions, (None, None))
+    return dict.fromkeys(sessions, GONE)
 
 
 def with_vanished(fresh: SessionCounts, last: SessionCounts, pods: Iterable[PodRecord]) -> SessionCounts:
@@ -61,7 +61,7 @@ def with_vanished(fresh: SessionCounts, last: SessionCounts, pods: Iterable[PodR
         return fresh
     alive = {(p.namespace, p.name) for p in pods}
     out = dict(fresh)
-    out.update(dict.fromkeys((k for k in vanished if k in alive), (None, None)))
+    out.update(dict.fromkeys((k for k in vanished if k in alive), GONE))
     return out
 
 
@@ -257,7 +257,7 @@ class KubeReader:
             fresh = {}
         seen = self._metrics.sessions if self._metrics is not None else {}
         # A pod a series named, now or in the last refresh, is an inference pod: without a fresh count, unknown.
-        counts = {k: fresh.get(k, (None, None)) for k in wanted if k in fresh or k in seen}
+        counts = {k: fresh.get(k, GONE) for k in wanted if k in fresh or k in seen}
         now = self.clock()
         api_errors = [c.error for c in (self.caches["pods"], self.caches["pdbs"]) if c.error]
         sources = (

@@ -2,7 +2,7 @@
 
 A read costs a fixed number of queries whatever the cluster's size: one per
 DCGM field for the whole fleet (labels trimmed with `max by`, so 10,000 nodes
-stay a few MB), one for running and one for queued sessions, and
+stay a few MB), one for every pod's live sessions (running and queued), and
 kube_pod_info only when the exporter's host label holds pod names. The reader
 decides how often the DCGM part is due (`sessions()` alone in between). Every
 call has a timeout and no retry: a dead Prometheus must never stall the screen.
@@ -25,13 +25,14 @@ from gputui.errors import TRANSPORT_MARKERS, first_line, one_line, transport_rea
 from gputui.backends.gcpause import gc_paused
 from gputui.backends.join import GpuSample, Metrics
 from gputui.backends.prom_answers import LastAnswers, series_by_label, values_by_label
-from gputui.backends.session_metrics import BUILTIN_ENGINES, Engine, counts_by_pod, counts_from_body, queries as session_queries
+from gputui.backends.session_metrics import BUILTIN_ENGINES, Engine, counts_by_pod, counts_from_body, query as session_query
 from gputui.backends.recording_rules import MODE_RAW, MODE_RECORDED, PROBE, rule_names, util_expr
 from gputui.debug_log import log
 from gputui.model import GpuSummary
+from gputui.sessions import SessionCounts
 
 HOST_LABELS = ("Hostname", "hostname")
-SESSION_FIELDS = ("running", "waiting")  # session_metrics.queries' names
+SESSIONS = "sessions"  # the name of a refresh's session query
 BY_HOST = ("util", "count", "fb_used", "temp", "power")  # a fleet read's per-node fields, in this order
 DEFAULT_TIMEOUT_S = 3.0
 RULES_RECHECK_S = 300.0  # recording rules loaded or dropped are noticed within this
@@ -73,7 +74,7 @@ class PromSource:
         )
         self.queries = 0  # for the benchmark: queries sent so far
         self._last = LastAnswers()
-        self.session_queries = session_queries(cfg.engines)
+        self.session_query = session_query(cfg.engines)
         # Whether gputui's recording rules are loaded (recording_rules): the host label their series carry, or None
         # (raw series); looked for at the first fleet read and every RULES_RECHECK_S after.
         self._recorded: str | None = None
@@ -153,11 +154,11 @@ class PromSource:
         return data if isinstance(data, dict) else {}
 
     def _run(self, queries: Mapping[str, str], by_host: Collection[str] = ()) -> dict[str, Any]:
-        """All queries of a refresh in parallel; the first error is raised. The session queries' answers
-        come as counts per pod (query_counts), those named in `by_host` as host -> value (query_by_host),
+        """All queries of a refresh in parallel; the first error is raised. The session query's answer
+        comes as counts per pod (query_counts), those named in `by_host` as host -> value (query_by_host),
         the others as the API's series."""
         def reader(name: str) -> Callable[[str], Any]:
-            return self.query_counts if name in SESSION_FIELDS else self.query_by_host if name in by_host else self.query
+            return self.query_counts if name == SESSIONS else self.query_by_host if name in by_host else self.query
 
         with ThreadPoolExecutor(max_workers=4) as pool:
             futures = {name: pool.submit(reader(name), q) for name, q in queries.items()}
@@ -210,7 +211,7 @@ class PromSource:
             # before aggregating spares Prometheus a group per GPU of the fleet.
             "xid": f"max by ({by}) (DCGM_FI_DEV_XID_ERRORS{sel} != 0)",
             "health": f"max by ({by}) (DCGM_EXP_GPU_HEALTH_STATUS{sel} > 0)",
-            **self.session_queries,
+            SESSIONS: self.session_query,
         }
         results = self._run(queries)
 
@@ -240,7 +241,7 @@ class PromSource:
             values = {(rename.get(h, h), i): v for (h, i), v in values.items()}
         gpus = {key: GpuSample(host=key[0], index=key[1], **slot) for key, slot in values.items()}
 
-        return Metrics(gpus=gpus, sessions=self._sessions(results))
+        return Metrics(gpus=gpus, sessions=results[SESSIONS])
 
     def _host_selector(self, host: str | None, host_label: str | None = None) -> str:
         if host is None:
@@ -266,7 +267,7 @@ class PromSource:
             # Aggregated by the host label alone: the answer then has the plain shape (no __name__, no label a
             # store adds, such as a replica's), and two replicas' copies of a series count once.
             results = self._run({**{f: f"max by ({host}) ({names[PROBE if f == 'count' else f]})" for f in BY_HOST},
-                                 **{f: names[f] for f in ("xid", "health")}, **self.session_queries}, BY_HOST)
+                                 **{f: names[f] for f in ("xid", "health")}, SESSIONS: self.session_query}, BY_HOST)
             if results["count"]:
                 self.mode = MODE_RECORDED
                 return self._fleet_metrics(node_names, results)
@@ -283,7 +284,7 @@ class PromSource:
             "power": f"sum by ({by_host}) (DCGM_FI_DEV_POWER_USAGE)",
             "xid": f"max by ({by_gpu}) (DCGM_FI_DEV_XID_ERRORS != 0)",
             "health": f"max by ({by_gpu}) (DCGM_EXP_GPU_HEALTH_STATUS > 0)",
-            **self.session_queries,
+            SESSIONS: self.session_query,
         }
         return self._fleet_metrics(node_names, self._run(queries, BY_HOST))
 
@@ -315,42 +316,26 @@ class PromSource:
             (rename.get(h, h), i): GpuSample(host=rename.get(h, h), index=i, xid=p.get("xid", 0), health=p.get("health"))
             for (h, i), p in problems.items()
         }
-        return Metrics(gpus=gpus, nodes=nodes, sessions=self._sessions(results))
+        return Metrics(gpus=gpus, nodes=nodes, sessions=results[SESSIONS])
 
-    def _sessions(self, results: Mapping[str, Any]) -> dict[tuple[str, str], tuple[int | None, int | None]]:
-        running: dict[tuple[str, str], int] = results["running"]
-        waiting: dict[tuple[str, str], int] = results["waiting"]
-
-        def merged() -> dict[tuple[str, str], tuple[int | None, int | None]]:
-            out: dict[tuple[str, str], tuple[int | None, int | None]] = {
-                key: (count, waiting.get(key)) for key, count in running.items()}
-            for key, count in waiting.items():  # no union of the key sets: at 65,000 pods it cost twice this
-                if key not in out:
-                    out[key] = (None, count)
-            return out
-
-        return self._last.made("sessions", (running, waiting), merged)
-
-    def sessions(self) -> dict[tuple[str, str], tuple[int | None, int | None]]:
+    def sessions(self) -> SessionCounts:
         """Live requests of every inference pod: the part of a refresh that cannot wait for the next
-        DCGM read (two queries over a few series per pod)."""
+        DCGM read (one query over a few series per pod)."""
         started = time.monotonic()
         with gc_paused():
-            read = self._sessions(self._run(self.session_queries))
-        log.debug("metrics: sessions read: %d queries, %.0f ms, %d pods", len(self.session_queries),
-                  (time.monotonic() - started) * 1000, len(read))
+            read = self.query_counts(self.session_query)
+        log.debug("metrics: sessions read: 1 query, %.0f ms, %d pods", (time.monotonic() - started) * 1000, len(read))
         return read
 
-    def sessions_for(self, pods: Iterable[tuple[str, str]]) -> dict[tuple[str, str], tuple[int | None, int | None]]:
-        """Live requests of a few pods (namespace, name): what a running drain polls, two small queries
+    def sessions_for(self, pods: Iterable[tuple[str, str]]) -> SessionCounts:
+        """Live requests of a few pods (namespace, name): what a running drain polls, one small query
         instead of a whole refresh. Pods without a session series are absent."""
         wanted = set(pods)
         if not wanted:
             return {}
-        queries = session_queries(self.cfg.engines, (name for _ns, name in wanted))
         with gc_paused():
-            found = self._sessions(self._run(queries))
-        return {key: counts for key, counts in found.items() if key in wanted}  # same name, other namespace
+            found = self.query_counts(session_query(self.cfg.engines, (name for _ns, name in wanted)))
+        return {key: count for key, count in found.items() if key in wanted}  # same name, other namespace
 
     def _hosts_via_pod_info(self, hosts: set[str]) -> dict[str, str]:
         """When the host label holds the exporter pod's name, kube_pod_info knows its node."""

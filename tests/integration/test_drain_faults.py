@@ -107,13 +107,13 @@ def test_every_engines_session_series_read_from_prometheus_and_a_misnamed_one_is
             if server == "unlisted":
                 assert (ns, "unlisted-0") not in found  # names gputui does not know: no series, so unknown
             else:
-                assert found[(ns, f"{server}-0")] == (run, wait), server
-        assert found[(ns, "nan-0")] == (UNREADABLE, 1)  # NaN is never read as 0
-        assert source.sessions_for([(ns, "triton-0"), (ns, "sglang-0")]) == {(ns, "triton-0"): (6, 2), (ns, "sglang-0"): (2, 2)}
+                assert found[(ns, f"{server}-0")] == run + wait, server
+        assert found[(ns, "nan-0")] == UNREADABLE  # NaN is never read as 0
+        assert source.sessions_for([(ns, "triton-0"), (ns, "sglang-0")]) == {(ns, "triton-0"): 8, (ns, "sglang-0"): 4}
         # The config's mapping makes the unlisted engine readable.
         configured = PromSource(PromConfig(prometheus.url, engines=engines(
             {"myengine": {"running": ["myengine_inflight_requests"], "waiting": ["myengine_queued_requests"]}})))
-        assert configured.sessions()[(ns, "unlisted-0")] == (9, 9)
+        assert configured.sessions()[(ns, "unlisted-0")] == 18
     finally:
         for server in counts:
             inference_exporter.remove_pod(ns, f"{server}-0")

@@ -67,16 +67,16 @@ def test_sessions_and_the_idle_range_query(store, inference_exporter, dcgm_expor
     inference_exporter.add_pod(NS, "chat-0", running=7, waiting=2)
     try:
         src = source(url)
-        wait_until(lambda: src.sessions().get((NS, "chat-0")) == (7, 2), 20, what="the pod's sessions read")
+        wait_until(lambda: src.sessions().get((NS, "chat-0")) == 9, 20, what="the pod's sessions read")
         # The store's own answer is in the plain shape read straight from its bytes, and reads the same so.
         import requests
 
         from gputui.backends.session_metrics import counts_by_pod, counts_from_body
 
-        body = requests.post(f"{url}/api/v1/query", params={"query": src.session_queries["running"]}, timeout=10).content
+        body = requests.post(f"{url}/api/v1/query", params={"query": src.session_query}, timeout=10).content
         fast = counts_from_body(body)
         assert fast is not None and fast == counts_by_pod(json.loads(body)["data"]["result"])
-        assert fast[(NS, "chat-0")] == 7
+        assert fast[(NS, "chat-0")] == 9
     finally:
         inference_exporter.remove_pod(NS, "chat-0")
     host, gpu = dcgm_exporter.gpus()[0]
@@ -144,14 +144,14 @@ def test_an_answer_that_says_what_the_last_one_said_is_not_read_again_and_a_new_
     import requests
 
     from gputui.backends.prom_answers import values_digest
-    from gputui.backends.session_metrics import queries as session_queries
+    from gputui.backends.session_metrics import query as session_query
 
     _name, url, _ = store
     inference_exporter.add_pod(NS, "same-0", running=3, waiting=1)
     try:
         src = source(url)
-        query = session_queries(src.cfg.engines, ["same-0"])["running"]
-        wait_until(lambda: src.query_counts(query).get((NS, "same-0")) == 3, 20, what="the pod's count read")
+        query = session_query(src.cfg.engines, ["same-0"])
+        wait_until(lambda: src.query_counts(query).get((NS, "same-0")) == 4, 20, what="the pod's count read")
 
         # Two answers a moment apart say the same (their evaluation times may differ: the digest leaves them out).
         def repeated():
@@ -164,9 +164,26 @@ def test_an_answer_that_says_what_the_last_one_said_is_not_read_again_and_a_new_
         # The reader's own: the very same object while the store says the same.
         read = wait_until(lambda: (lambda a, b: a if a is b else None)(src.query_counts(query), src.query_counts(query)),
                           20, what="two reads in a row handed the same counts")
-        assert read[(NS, "same-0")] == 3
+        assert read[(NS, "same-0")] == 4
         inference_exporter.set(NS, "same-0", running=5, waiting=0)
         wait_until(lambda: src.query_counts(query).get((NS, "same-0")) == 5, 20, what="the new count read")
-        wait_until(lambda: src.sessions().get((NS, "same-0")) == (5, 0), 20, what="the fleet's read of it")
+        wait_until(lambda: src.sessions().get((NS, "same-0")) == 5, 20, what="the fleet's read of it")
     finally:
         inference_exporter.remove_pod(NS, "same-0")
+
+
+def test_running_and_waiting_gauges_alike_but_for_their_names_are_both_counted(store, inference_exporter):
+    """One query sums a pod's running and waiting gauges. A selector with matchers joins it with `or`, and
+    PromQL's `or` drops a right-hand series whose labels, its name aside, are a left-hand one's: the queue
+    here would go uncounted, and a drain would cut what it did not count. Both stores count both."""
+    from gputui.backends.session_metrics import engines
+
+    _name, url, _ = store
+    inference_exporter.add_pod(NS, "mine-0", server="unlisted", running=3, waiting=4)
+    try:
+        src = source(url, engines=engines({"myengine": {"running": ['myengine_inflight_requests{model!="none"}'],
+                                                        "waiting": ["myengine_queued_requests"]}}))
+        wait_until(lambda: src.sessions().get((NS, "mine-0")) == 7, 20, what="the pod's running and waiting summed")
+        assert src.sessions_for([(NS, "mine-0")]) == {(NS, "mine-0"): 7}
+    finally:
+        inference_exporter.remove_pod(NS, "mine-0")

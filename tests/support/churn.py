@@ -33,7 +33,7 @@ def churn(nodes_n: int, pods_n: int, steps: int, seed: int = 18) -> Iterator[tup
     rng = random.Random(seed)
     nodes = {f"gpu-{i:04d}": _node(i) for i in range(NODES)}
     pods = {f"llm/bge-{i}": _pod(i, f"gpu-{rng.randrange(NODES):04d}") for i in range(PODS)}
-    sessions = {("llm", f"bge-{i}"): (rng.randrange(5), 0) for i in range(PODS)}
+    sessions = {("llm", f"bge-{i}"): rng.randrange(5) for i in range(PODS)}
     workloads = (ko.deployment_record(deployment_json("bge", "v1", service="bge")),)
     summaries = {name: GpuSummary(8, util_mean=10.0) for name in nodes}
     no_problems: dict = {}
@@ -64,7 +64,7 @@ def churn(nodes_n: int, pods_n: int, steps: int, seed: int = 18) -> Iterator[tup
                        _pod(i, rng.choice(gpu_names), version="v2" if choice < 0.5 else "v1"))
         if step % 5 == 2:  # pods come and go
             pods[f"llm/bge-{next_pod}"] = _pod(next_pod, rng.choice(gpu_names))
-            sessions[("llm", f"bge-{next_pod}")] = (1, 1)
+            sessions[("llm", f"bge-{next_pod}")] = 2
             next_pod += 1
             gone = rng.choice(keys)
             del pods[gone]
@@ -74,9 +74,9 @@ def churn(nodes_n: int, pods_n: int, steps: int, seed: int = 18) -> Iterator[tup
             if rng.random() < 0.1:
                 del sessions[key]
             else:
-                sessions[key] = (rng.randrange(9), rng.randrange(3))
+                sessions[key] = rng.randrange(9) + rng.randrange(3)
         if step % 17 == 8:  # a scrape in a busy cluster: every pod's count moved
-            sessions = {key: (running + 1, waiting) for key, (running, waiting) in sessions.items()}
+            sessions = {key: count + 1 for key, count in sessions.items()}
         if step % 13 == 0 or step % 13 == 6:  # a DCGM read: every node's figures moved, some GPUs hot (an alert)
             summaries = {name: GpuSummary(8, util_mean=float(rng.randrange(100)) if rng.random() < 0.95 else None,
                                           temp_max=float(rng.choice((40, 60, 84, 85, 92))))

@@ -1,5 +1,6 @@
 """Node detail: one node's GPUs with their history and the pods on it, opened from any screen."""
 
+from gputui.sessions import GONE
 from gputui.ui.header import HeaderBar
 from gputui.ui.messages import HistoryRead
 from gputui.ui.node_detail import NodeDetailScreen
@@ -34,7 +35,7 @@ async def test_node_detail_shows_an_unreadable_session_count_as_unknown_not_none
     lost = next(p for p in first.pods_on(node) if first.sessions(p).live)
     read = cluster.snapshot
     cluster.snapshot = lambda: (lambda s: replace(s, session_counts={
-        **s.session_counts, (lost.namespace, lost.name): (None, None)}))(read())
+        **s.session_counts, (lost.namespace, lost.name): GONE}))(read())
     async with app.run_test(size=(120, 40)) as pilot:
         await loaded(pilot)
         app.screen.nodes_table.move_to(node)

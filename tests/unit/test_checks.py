@@ -58,7 +58,7 @@ def healthy() -> ClusterSnapshot:
                            budgets=(Budget("llm", "chat-pdb", {"app": "chat"}, max_unavailable="1",
                                            disruptions_allowed=1, current_healthy=2, desired_healthy=1,
                                            expected_pods=2),),
-                           sources=METRICS_OK, session_counts={("llm", "chat-1"): (1, 0), ("llm", "chat-2"): (1, 0)})
+                           sources=METRICS_OK, session_counts={("llm", "chat-1"): 1, ("llm", "chat-2"): 1})
 
 
 def test_a_healthy_cluster_passes_every_check():

@@ -42,7 +42,7 @@ def test_sessions_arrive_and_end_over_time():
     before = dict(cluster.snapshot().session_counts)
     clock.advance(120)
     after = dict(cluster.snapshot().session_counts)
-    assert sum(running or 0 for running, _waiting in after.values()) > 0
+    assert sum(after.values()) > 0
     assert before != after
 
 

@@ -6,7 +6,7 @@ from gputui.backends.demo import DemoCluster
 from gputui.model import Budget, InferencePod, Node
 from gputui.snapshot import ClusterSnapshot
 from gputui.ops.drain.plan import DrainOptions, Step, classify, plan_drain, plan_json
-from gputui.sessions import NO_SIGNAL, PodSessions, SessionState
+from gputui.sessions import NO_SIGNAL, UNREADABLE, PodSessions, SessionState
 from tests.demo_clock import ManualClock
 
 
@@ -50,7 +50,7 @@ def test_kubectl_filters(the_pod, options, step, note):
 
 
 def snapshot_with(pods, budgets=(), nodes=None, counts=None) -> ClusterSnapshot:
-    """`counts`: pod name (in namespace ns) -> (running, waiting), as the session read gives them."""
+    """`counts`: pod name (in namespace ns) -> live requests, as the session read gives them."""
     nodes = nodes or (Node("n1", True, False, "H100", 8, 8), Node("n2", True, False, "H100", 8, 8),
                       Node("n3", True, True, "H100", 8, 8), Node("n4", True, False, "A100", 8, 8))
     return ClusterSnapshot(0.0, "t", nodes=nodes, pods=tuple(pods), budgets=tuple(budgets),
@@ -66,7 +66,7 @@ def test_plan_names_budgets_sessions_and_errors():
         pod(name="elsewhere", node="n2", gpu_request=6),
     ]
     budgets = [Budget("ns", "llm-pdb", {"app": "llm"}, disruptions_allowed=0, current_healthy=3, desired_healthy=3)]
-    plan = plan_drain(snapshot_with(pods, budgets, counts={"a": (5, 1)}), "n1")
+    plan = plan_drain(snapshot_with(pods, budgets, counts={"a": 6}), "n1")
     by = {p.pod.name: p for p in plan.pods}
     assert set(by) == {"a", "b", "local", "ds"}
     assert by["a"].step is Step.WAIT_SESSIONS and plan.live_sessions == 6
@@ -90,7 +90,7 @@ def test_an_unknown_session_count_is_waited_on_never_read_as_zero():
             pod(name="nan", service="llama", session_signal=True),
             pod(name="batch", gpu_request=1)]
     for source in (SourceStatus("metrics", 10.0, "unavailable: connection refused"), SourceStatus("metrics", 10.0)):
-        snap = replace(snapshot_with(pods, counts={"nan": (-1, 2)}), sources=(source,))
+        snap = replace(snapshot_with(pods, counts={"nan": UNREADABLE}), sources=(source,))
         plan = plan_drain(snap, "n1")
         by = {p.pod.name: p for p in plan.pods}
         for name in ("llm", "nan"):
@@ -181,13 +181,13 @@ def test_plan_warns_when_the_grace_period_is_shorter_than_prestop_plus_engine_sh
     assert record({"exec": {"command": ["/bin/sh", "-c", "sleep 20 && kill -TERM 1"]}}, 30).prestop_sleep_s == 20
     assert record({"httpGet": {"path": "/drain"}}, 30).prestop_sleep_s == 0
     short = pod(name="llm", service="s", termination_grace_s=30, prestop_sleep_s=45)
-    plan = plan_drain(snapshot_with([short], counts={"llm": (1, None)}), "n1", DrainOptions(session_deadline_s=600, engine_shutdown_s=10))
+    plan = plan_drain(snapshot_with([short], counts={"llm": 1}), "n1", DrainOptions(session_deadline_s=600, engine_shutdown_s=10))
     assert any("terminationGracePeriodSeconds 30 is shorter than its preStop sleep 45s + engine shutdown 10s" in w
                for w in plan.warnings)
     assert plan.pods[0].max_seconds(plan.options) == 630  # the session wait, then the grace period
     assert plan_json(plan)["pods"][0]["max_seconds"] == 630
     ample = pod(name="llm", service="s", termination_grace_s=120, prestop_sleep_s=45)
-    assert plan_drain(snapshot_with([ample], counts={"llm": (1, None)}), "n1", DrainOptions(engine_shutdown_s=10)).warnings == ()
+    assert plan_drain(snapshot_with([ample], counts={"llm": 1}), "n1", DrainOptions(engine_shutdown_s=10)).warnings == ()
 
 
 def test_the_capacity_guard_counts_in_the_units_the_pods_ask_for():

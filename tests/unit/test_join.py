@@ -29,7 +29,7 @@ def test_nodes_pods_and_routed_service_join():
     metrics = Metrics(
         gpus={("gpu-1", 0): GpuSample("gpu-1", 0, "GPU-a", util=50.0, fb_used=1000.0, fb_free=3000.0, fb_reserved=96.0, temp=60.0, power=300.0, health=20),
               ("gpu-1", 1): GpuSample("gpu-1", 1, "GPU-b", util=100.0, xid=79)},
-        sessions={("llm", "llama-v1-a"): (5, 2)},
+        sessions={("llm", "llama-v1-a"): 7},
     )
     snap = join(state, metrics, now=10.0, context="prod", sources=())
     assert [n.name for n in snap.nodes] == ["gpu-1", "gpu-2"]  # CPU nodes are not shown
@@ -132,19 +132,19 @@ def test_incremental_join_matches_a_fresh_join_and_reuses_what_did_not_change():
 
     joiner = Joiner()
     state = _fleet_state()
-    m1 = Metrics(nodes=_summaries(10.0), sessions={("llm", "bge-0"): (1, 0)})
+    m1 = Metrics(nodes=_summaries(10.0), sessions={("llm", "bge-0"): 1})
     first = joiner.join(state, m1, now=1.0, context="c", sources=())
     assert first == join(state, m1, now=1.0, context="c", sources=())
 
     # Same records, equal metrics in new objects (a static Prometheus): every object is reused.
-    m2 = Metrics(nodes=_summaries(10.0), sessions={("llm", "bge-0"): (1, 0)})
+    m2 = Metrics(nodes=_summaries(10.0), sessions={("llm", "bge-0"): 1})
     second = joiner.join(state, m2, now=2.0, context="c", sources=())
     assert all(a is b for a, b in zip(first.nodes, second.nodes))
     assert all(a is b for a, b in zip(first.pods, second.pods))
 
     # Metrics moved on one node and one pod's sessions: no node and no pod is rebuilt (gputui.gauges,
     # gputui.sessions: a summary and a count live beside them), and the snapshot says the new figures.
-    m3 = Metrics(nodes={**_summaries(10.0), "gpu-1": _summaries(90.0)["gpu-1"]}, sessions={("llm", "bge-0"): (4, 1)})
+    m3 = Metrics(nodes={**_summaries(10.0), "gpu-1": _summaries(90.0)["gpu-1"]}, sessions={("llm", "bge-0"): 5})
     third = joiner.join(state, m3, now=3.0, context="c", sources=())
     assert third == join(state, m3, now=3.0, context="c", sources=())
     assert third.nodes is second.nodes and third.pods is second.pods
@@ -157,7 +157,7 @@ def test_a_quiet_refresh_gets_the_same_tuples_back_and_a_change_still_shows():
 
     joiner = Joiner()
     state = _fleet_state()
-    metrics = Metrics(nodes=_summaries(10.0), sessions={("llm", "bge-0"): (1, 0)})
+    metrics = Metrics(nodes=_summaries(10.0), sessions={("llm", "bge-0"): 1})
     first = joiner.join(state, metrics, now=1.0, context="c", sources=())
     # The caches and the metrics reader hand over the very same tuples and maps when nothing moved.
     quiet = joiner.join(state, metrics, now=2.0, context="c", sources=())
@@ -165,7 +165,7 @@ def test_a_quiet_refresh_gets_the_same_tuples_back_and_a_change_still_shows():
     assert quiet._pods_by_node is first._pods_by_node  # the per-node indexes are not rebuilt either
     # Only sessions moved (the gauges wait for their interval): nodes, pods and their indexes stay; the counts
     # are the snapshot's own map (issue 18: a scrape rebuilt every pod whose count moved, and its node's list).
-    sessions = Metrics(nodes=metrics.nodes, gpus=metrics.gpus, sessions={("llm", "bge-0"): (7, 0)})
+    sessions = Metrics(nodes=metrics.nodes, gpus=metrics.gpus, sessions={("llm", "bge-0"): 7})
     moved = joiner.join(state, sessions, now=3.0, context="c", sources=())
     assert moved.nodes is first.nodes and moved.pods is first.pods and moved._pods_by_node is first._pods_by_node
     assert moved.sessions(moved.pods[0]).live == 7 and moved == join(state, sessions, now=3.0, context="c", sources=())

@@ -151,7 +151,7 @@ def test_budget_selects_by_match_expressions_as_the_api_does():
 
 
 def test_live_sessions_none_without_a_signal():
-    snap = ClusterSnapshot(0.0, "t", session_counts={("llm", "q"): (3, 2)})
+    snap = ClusterSnapshot(0.0, "t", session_counts={("llm", "q"): 5})
     assert snap.sessions(pod("p", "n", 1)).live is None
     assert snap.sessions(pod("q", "n", 1)).live == 5
 

@@ -62,7 +62,7 @@ def test_what_a_scale_down_cannot_do_is_refused():
     svc = InferenceService("llm", "chat", (ServiceVersion("v1", None, workload="chat"),), "", "")
     pods = tuple(InferencePod("llm", f"chat-{i}", f"u{i}", "n1", service="chat", version="v1", owner_kind="StatefulSet",
                               session_signal=True) for i in range(3))
-    snap = ClusterSnapshot(0.0, "t", pods=pods, services=(svc,), session_counts={("llm", f"chat-{i}"): (0, 0) for i in range(3)})
+    snap = ClusterSnapshot(0.0, "t", pods=pods, services=(svc,), session_counts={("llm", f"chat-{i}"): 0 for i in range(3)})
     with pytest.raises(ShiftError, match="highest ordinal"):
         plan_scale_down(snap, "llm/chat", "v1", 1)
     unknown = tuple(InferencePod("llm", f"chat-{i}", f"u{i}", "n1", service="chat", version="v1", session_signal=True)

@@ -35,5 +35,5 @@ def test_unknown_sessions_are_said_not_summed_as_zero():
     pods = (InferencePod("llm", "a", "ua", "n1", service="chat", version="v1", session_signal=True),
             InferencePod("llm", "b", "ub", "n1", service="chat", version="v1", session_signal=True))
     record = service_record(ClusterSnapshot(0.0, "t", pods=pods, services=(svc,),
-                                            session_counts={("llm", "a"): (4, 0)}), svc)
+                                            session_counts={("llm", "a"): 4}), svc)
     assert record["versions"][0]["sessions"] == {"known": 4, "pods_unknown": 1}

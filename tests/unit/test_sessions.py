@@ -2,7 +2,7 @@
 
 import pytest
 
-from gputui.sessions import SESSION_SIGNAL_LABEL, UNREADABLE, SessionState, read_sessions, signal_of
+from gputui.sessions import GONE, SESSION_SIGNAL_LABEL, UNREADABLE, SessionState, read_sessions, signal_of
 
 K, U, N = SessionState.KNOWN, SessionState.UNKNOWN, SessionState.NONE
 
@@ -18,18 +18,19 @@ def test_what_the_pod_says(labels, service, expected):
     assert signal_of(labels, service) == expected
 
 
-@pytest.mark.parametrize("signal, opt_out, counts, state, live", [
+@pytest.mark.parametrize("signal, opt_out, count, state, live", [
     (False, False, None, N, None),  # no signal, no series: not an inference pod
     (True, False, None, U, None),  # an inference pod nobody reads: unknown, never 0
-    (False, False, (None, None), U, None),  # a series named it and vanished: it had sessions
-    (False, True, (None, None), N, None),  # ... unless its label says it serves none
-    (False, False, (3, 2), K, 5),
-    (False, True, (3, None), K, 3),  # a count read is a count, whatever the label
-    (True, False, (None, 0), K, 0),  # zero read is zero
-    (True, False, (UNREADABLE, 2), U, None),  # NaN in one gauge spoils the sum
-    (True, False, (1, UNREADABLE), U, None),
+    (False, False, GONE, U, None),  # a series named it and vanished: it had sessions
+    (False, True, GONE, N, None),  # ... unless its label says it serves none
+    (True, True, GONE, U, None),  # (the label and the service disagree: unknown)
+    (False, False, 5, K, 5),
+    (False, True, 3, K, 3),  # a count read is a count, whatever the label
+    (True, False, 0, K, 0),  # zero read is zero
+    (True, False, UNREADABLE, U, None),  # NaN in either gauge spoils the sum
+    (False, True, UNREADABLE, U, None),  # ... whatever the label
 ])
-def test_one_read(signal, opt_out, counts, state, live):
-    read = read_sessions(signal, opt_out, counts)
+def test_one_read(signal, opt_out, count, state, live):
+    read = read_sessions(signal, opt_out, count)
     assert (read.state, read.live) == (state, live)
     assert read.text == {K: str(live), U: "unknown", N: "–"}[state]

@@ -49,7 +49,7 @@ def snapshot(svc, sessions=None):
         InferencePod(svc.namespace, f"{svc.name}-{v}-pod", f"uid-{v}", "node-1", service=svc.name, version=v)
         for v in (sessions or {})
     )
-    counts = {(svc.namespace, f"{svc.name}-{v}-pod"): (n, 0) for v, n in (sessions or {}).items()}
+    counts = {(svc.namespace, f"{svc.name}-{v}-pod"): n for v, n in (sessions or {}).items()}
     return ClusterSnapshot(taken_at=0.0, context="test", pods=pods, services=(svc,), session_counts=counts)
 
 

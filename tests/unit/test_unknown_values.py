@@ -6,7 +6,7 @@ from gputui.present import cells
 from gputui.backends.prom import PromConfig, PromSource
 from gputui.backends.session_metrics import counts_by_pod as _counts_by_pod
 from gputui.model import InferencePod
-from gputui.sessions import UNREADABLE, SessionState
+from gputui.sessions import GONE, UNREADABLE, SessionState
 from gputui.snapshot import ClusterSnapshot
 
 
@@ -60,7 +60,7 @@ def test_session_values_that_are_not_numbers_are_unreadable_never_zero():
                           series("+Inf", namespace="n", pod="b"), series("2", namespace="n", pod="c"),
                           series("1", namespace="n", pod="c"), series("-1", namespace="n", pod="d")])
     assert got == {("n", "a"): UNREADABLE, ("n", "b"): UNREADABLE, ("n", "c"): 3, ("n", "d"): UNREADABLE}
-    snap = ClusterSnapshot(0.0, "t", session_counts={("n", "a"): (UNREADABLE, 3), ("n", "c"): (None, 0)})
+    snap = ClusterSnapshot(0.0, "t", session_counts={("n", "a"): UNREADABLE, ("n", "c"): 0})
     read = snap.sessions(InferencePod("n", "a", "u", "node", session_signal=True))
     assert read.state is SessionState.UNKNOWN and read.live is None
     assert snap.sessions(InferencePod("n", "b", "u", "node")).state is SessionState.NONE
@@ -73,12 +73,12 @@ def test_a_vanished_session_series_stays_unknown_while_its_pod_exists():
 
     from gputui.backends.kube_backend import unknown_sessions, with_vanished
 
-    last = {("n", "a"): (3, 0), ("n", "b"): (1, 1)}
+    last = {("n", "a"): 3, ("n", "b"): 2}
     alive = [SimpleNamespace(namespace="n", name="a")]  # b's pod is gone
-    fresh = {("n", "c"): (0, 0)}
-    assert with_vanished(fresh, last, alive) == {("n", "c"): (0, 0), ("n", "a"): (None, None)}
+    fresh = {("n", "c"): 0}
+    assert with_vanished(fresh, last, alive) == {("n", "c"): 0, ("n", "a"): GONE}
     assert with_vanished(last, last, alive) is last  # nothing vanished: the same mapping back
-    assert unknown_sessions(last) == {("n", "a"): (None, None), ("n", "b"): (None, None)}
+    assert unknown_sessions(last) == {("n", "a"): GONE, ("n", "b"): GONE}
 
 
 def test_a_picker_gauge_from_another_namespace_or_not_a_number_is_not_this_pools():

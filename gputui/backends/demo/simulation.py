@@ -293,9 +293,9 @@ class Simulation:
             nodes = tuple(self._node_model(n) for n in self._nodes.values())
             pods = tuple(self._pod_model(p) for p in self._pods.values())
             services = tuple(self._service_model(s) for s in self._services.values())
-            # As a session gauge reads: running in the batch, waiting in the queue (pods without the signal
-            # export none).
-            counts = {(p.namespace, p.name): (len(p.session_ends), p.waiting) for p in self._pods.values() if p.signal}
+            # As the session query reads: running in the batch plus waiting in the queue (pods without the
+            # signal export none).
+            counts = {(p.namespace, p.name): len(p.session_ends) + p.waiting for p in self._pods.values() if p.signal}
             budgets = tuple(self._budget_model(s) for s in self._services.values() if s.pdb_max_unavailable is not None)
             return ClusterSnapshot(
                 taken_at=now, context="demo", nodes=nodes, pods=pods, services=services,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Callable
 from textual import work
 from textual.app import App
 from textual.binding import Binding
-from textual.reactive import reactive
+from textual.reactive import var
 from textual.timer import Timer
 from textual.worker import get_current_worker
 
@@ -65,11 +65,13 @@ class GputuiApp(App[None]):
         Binding("t", "themes", "Theme", id="themes", show=False, tooltip="Pick a theme (previews as you move)"),
     ]
 
-    # What the screens subscribe to (gputui.ui.base): each moves when what it names changes.
-    data_revision: reactive[int] = reactive(0, init=False)  # a snapshot, a poll error, the theme, the namespace view
-    clock_tick: reactive[int] = reactive(0, init=False)  # every second: ages and countdowns
-    drain_revision: reactive[int] = reactive(0, init=False)  # the running drain moved
-    canary_revision: reactive[int] = reactive(0, init=False)  # a guided canary logged a line or ended
+    # What the screens subscribe to (gputui.ui.base): each moves when what it names changes. Signals only (var):
+    # a reactive that repaints would repaint the whole screen at each, every second and every refresh (at 200x50
+    # a full frame is 50 ms of CPU, most of a quiet refresh's); each view repaints what it redraws.
+    data_revision: var[int] = var(0, init=False)  # a snapshot, a poll error, the theme, the namespace view
+    clock_tick: var[int] = var(0, init=False)  # every second: ages and countdowns
+    drain_revision: var[int] = var(0, init=False)  # the running drain moved
+    canary_revision: var[int] = var(0, init=False)  # a guided canary logged a line or ended
 
     def __init__(
         self,

@@ -67,6 +67,7 @@ def connected(app: GputuiApp, message: Connected) -> None:
         old.close()
         app.notify(f"now on {backend.context}")
     app._show_snapshot()
+    app.refresh_bindings()  # the footer dims what the new backend cannot do
     app.poll_now()
 
 

@@ -142,8 +142,13 @@ class DashboardScreen(NodeOrder):
             return tuple(cells)
 
         with self.app.batch_update():
-            # Same snapshot, columns, marks and looks: a filter keystroke or a sort keeps the rows already drawn.
-            self.nodes_table.set_rows(order, render_row, (snap, columns, frozenset(marked), self.app.data_revision))
+            # What a node's cells show: its node, its DCGM figures, the pods on it, the columns, the marks and the
+            # looks. While they are the very same objects (a filter keystroke, a sort, a refresh in which only
+            # session counts moved), the rows already drawn are kept; and the same rows in the same order are not
+            # painted again at all.
+            looks = (ctx.palette, self.app.theme, ctx.temp_threshold, ctx.majority_driver)
+            self.nodes_table.set_rows(order, render_row,
+                                      (snap.nodes, snap.summaries, snap.pods, columns, frozenset(marked), looks))
             namespace = self.app.namespace_view
             sync_rows(
                 self.services_table, service_rows(snap, self.app.palette, self._service_columns, namespace)

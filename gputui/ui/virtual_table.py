@@ -91,10 +91,13 @@ class VirtualTable(ScrollView, can_focus=True):
         """
         selected = self.selected_key
         self._held = None
-        self.keys = list(keys)
+        keys = list(keys)
         self._render_row = render_row
         if cells_key is None or cells_key != self._cells_key:
             self._cells, self._lines = {}, {}
+        elif keys == self.keys:  # the very rows already drawn: nothing to paint (a list of the same strings: 1 ms)
+            return
+        self.keys = keys
         self._cells_key = cells_key
         self._index = None  # a dict of 65,000 keys on every filter keystroke costs more than one look-up
         if selected is not None:

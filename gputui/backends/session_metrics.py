@@ -137,7 +137,7 @@ _BY_POD = '"namespace":"([^"\\\\]+)","pod":"([^"\\\\]+)"'  # no exported_ labels
 def counts_from_body(body: bytes) -> dict[tuple[str, str], int] | None:
     """counts_by_pod straight from the answer's bytes (prom_answers), when every series in it has the plain
     shape; None when any has another (exported_ labels, escapes, another store's spelling): then the JSON
-    decoder reads it. At 65,000 pods this is a sixth of decoding the JSON, twice per refresh."""
+    decoder reads it. At 65,000 pods, read every refresh, this costs about 0.4x decoding the JSON (benchmarks/answers.py)."""
     found = plain_columns(body, _BY_POD)
     if found is None:
         return None

@@ -6,6 +6,7 @@ import json
 from xml.etree import ElementTree as ET
 
 from gputui.checks.result import CheckResult, Status
+from gputui.safe_text import xml_safe
 
 SIMULATED = "SIMULATED: demo cluster"
 MARK = {Status.PASS: "PASS", Status.WARN: "WARN", Status.FAIL: "FAIL", Status.UNKNOWN: "UNKNOWN"}
@@ -43,15 +44,18 @@ def as_junit(results: list[CheckResult], context: str, simulated: bool) -> str:
     suite = ET.Element("testsuite", name="gputui check", tests=str(len(results)), failures=str(c["fail"]),
                        errors=str(c["unknown"]), skipped="0")
     props = ET.SubElement(suite, "properties")
-    ET.SubElement(props, "property", name="context", value=context)
+    ET.SubElement(props, "property", name="context", value=xml_safe(context))
     ET.SubElement(props, "property", name="simulated", value=str(simulated).lower())
     for r in results:
         case = ET.SubElement(suite, "testcase", classname=f"gputui.{r.area}", name=r.id)
-        detail = "\n".join([r.summary, *r.objects, *([f"fix: {r.fix}"] if r.fix else [])])
+        # Summaries and objects carry cluster text (pod messages, names): ElementTree writes control
+        # characters as they are, which no XML parser reads back.
+        summary = xml_safe(r.summary)
+        detail = xml_safe("\n".join([r.summary, *r.objects, *([f"fix: {r.fix}"] if r.fix else [])]))
         if r.status is Status.FAIL:
-            ET.SubElement(case, "failure", message=r.summary, type="fail").text = detail
+            ET.SubElement(case, "failure", message=summary, type="fail").text = detail
         elif r.status is Status.UNKNOWN:
-            ET.SubElement(case, "error", message=r.summary, type="unknown").text = detail
+            ET.SubElement(case, "error", message=summary, type="unknown").text = detail
         elif r.status is Status.WARN:
             ET.SubElement(case, "system-out").text = f"warning: {detail}"
     return ET.tostring(suite, encoding="unicode", xml_declaration=True)

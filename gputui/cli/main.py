@@ -16,6 +16,14 @@ from gputui.settings import SettingsError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    streams = (sys.stdout, sys.stderr)
+    try:
+        return _run(argv)
+    finally:  # a headless command wrapped them (safe_output); a caller running main() twice gets them back
+        sys.stdout, sys.stderr = streams
+
+
+def _run(argv: Sequence[str] | None) -> int:
     from gputui.cli.parser import build_parser, settings_from
 
     try:
@@ -34,6 +42,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.write(rules_yaml(args.host_label, args.interval))
             return 0
         if args.command is not None:
+            # From here on a headless command prints nothing from outside raw (gputui.cli.safe_output).
+            from gputui.cli import safe_output
+
+            safe_output.install(json_mode=getattr(args, "output", None) == "json")
             require_cluster(settings)
         if args.command == "nodes":
             from gputui.cli import nodes

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from typing import Any
 
-from gputui.cli import common
+from gputui.cli import common, safe_output
 from gputui.gpu_resources import allocation_text
 from gputui.settings import Settings
 from gputui.health import fleet_driver
@@ -95,7 +94,6 @@ def run(settings: Settings, output: str) -> int:
         json.dump([node_record(snapshot, n) for n in snapshot.nodes], sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
@@ -116,7 +114,7 @@ def run(settings: Settings, output: str) -> int:
             Text(("≠" if has_driver_drift(n, majority) else "") + (n.driver_version or "–")),
             Text(", ".join(dict.fromkeys(a.kind for a in node_alerts(n, settings.temp_threshold, snapshot.summary(n))))),
         )
-    console = Console(no_color=bool(os.environ.get("NO_COLOR")), width=200 if not sys.stdout.isatty() else None)
+    console = safe_output.console(200)
     if snapshot.simulated:
         console.print(Text("# SIMULATED: the demo cluster, nothing here is real", style="dim"))
     console.print(table)

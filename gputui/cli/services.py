@@ -4,11 +4,10 @@ a table or JSON: the names `gputui shift` takes, for scripts."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 from typing import Any
 
-from gputui.cli import common
+from gputui.cli import common, safe_output
 from gputui.model import InferenceService
 from gputui.present.service_view import version_sessions
 from gputui.settings import Settings
@@ -49,7 +48,6 @@ def run(settings: Settings, output: str) -> int:
         json.dump([service_record(snapshot, s) for s in snapshot.services], sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
         return 0
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
@@ -67,7 +65,7 @@ def run(settings: Settings, output: str) -> int:
             table.add_row(Text(s.key if i == 0 else ""), Text((s.router_kind or "–") if i == 0 else ""), Text(v.name),
                           "–" if v.weight is None else str(v.weight), fmt_pct(s.share_pct(v.name)),
                           f"{v.rollout.ready}/{v.rollout.replicas_desired}", sessions)
-    console = Console(no_color=bool(os.environ.get("NO_COLOR")), width=200 if not sys.stdout.isatty() else None)
+    console = safe_output.console(200)
     if snapshot.simulated:
         console.print(Text("# SIMULATED: the demo cluster, nothing here is real", style="dim"))
     console.print(table)

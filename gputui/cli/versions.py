@@ -4,10 +4,9 @@ flagged with ≠ (JSON: each row's `drift`). Exit 0 (drift is information, `gput
 from __future__ import annotations
 
 import json
-import os
 import sys
 
-from gputui.cli import common
+from gputui.cli import common, safe_output
 from gputui.settings import Settings
 from gputui.versions import COLUMNS, version_matrix
 
@@ -20,7 +19,6 @@ def run(settings: Settings, output: str) -> int:
                   ensure_ascii=False)
         sys.stdout.write("\n")
         return 0
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
@@ -31,7 +29,7 @@ def run(settings: Settings, output: str) -> int:
         table.add_row(Text(r.node), Text(r.pool), *(
             Text(("≠" if c in r.drift else "") + (r.values.get(c) or "–"), style="bold" if c in r.drift else "")
             for c in COLUMNS), Text(r.upgrade or "–"))
-    console = Console(no_color=bool(os.environ.get("NO_COLOR")), width=240 if not sys.stdout.isatty() else None)
+    console = safe_output.console(240)
     if snapshot.simulated:
         console.print(Text("# SIMULATED: the demo cluster, nothing here is real", style="dim"))
     console.print(table)

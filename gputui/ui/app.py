@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Callable
 
 from textual import work
 from textual.app import App
+from textual.notifications import SeverityLevel
 from textual.binding import Binding
 from textual.reactive import var
 from textual.timer import Timer
@@ -22,6 +23,7 @@ from gputui.figures import figures
 from gputui.pools import fleet_pools
 from gputui.present.columns import PROBLEMS_SORT, node_order, row_context
 from gputui.present.node_filter import haystack_columns
+from gputui.safe_text import visible
 from gputui.snapshot import ClusterSnapshot
 from gputui.ops.audit import AuditLog
 from gputui.paths import shown
@@ -34,6 +36,9 @@ from gputui.ui.idle_watch import IdleWatch
 from gputui.upgrades import StateClock
 from gputui.ui.messages import CanaryProgress, Connected, DrainProgress, FleetRead, IdleRead, SnapshotReady, WriteDone
 from gputui.ui.theming import ThemesRead, load_themes, palette_defaults, palette_from
+from gputui.ui import terminal_guard
+
+terminal_guard.install()  # before any screen paints: see the module
 
 if TYPE_CHECKING:
     from gputui.ui.canary_session import CanarySession
@@ -120,6 +125,14 @@ class GputuiApp(App[None]):
     @property
     def read_only(self) -> bool:
         return self.backend.writer is None
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Every notification (the app's and every screen's: theirs come here) shows its text as data.
+        Messages carry names, annotations and error bodies from the cluster: parsed as markup, one
+        `gputui.io/drain-by: "[/bold] x"` raised MarkupError at start-up; a raw ESC retitled the terminal."""
+        super().notify(visible(message, 2000, newlines=True), title=visible(title, 200), severity=severity,
+                       timeout=timeout, markup=False)
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return palette_defaults()

@@ -1,0 +1,58 @@
+"""Text from outside never reaches the terminal raw and never parses as markup, in any widget: the
+terminal guard (gputui.ui.terminal_guard) and the app's notifications."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.widgets import Static
+
+from gputui.ui import terminal_guard
+from tests.ui.pilot import loaded, wait_for
+
+TITLE = "\x1b]0;PWNED\x07"  # retitles the terminal (OSC 0), ends with BEL
+CLEAR = "\x1b[2J\x9b2J"  # clears the screen, in 7-bit and 8-bit CSI
+
+
+def terminal_output(app: App) -> str:
+    """What the app would write to the terminal for a full repaint of its screen now (a headless app
+    writes nothing, so the test renders the same update itself)."""
+    update = app.screen._compositor.render_update(full=True)
+    return update.render_segments(app.console)
+
+
+def assert_nothing_hostile(out: str) -> None:
+    for raw in ("\x1b]0;", "\x07", "\x1b[2J", "\x9b"):
+        assert raw not in out, f"{raw!r} reached the terminal"
+
+
+class _Plain(App[None]):
+    def compose(self) -> ComposeResult:
+        yield Static(Text(f"kernel {TITLE}{CLEAR} end"), id="raw")
+
+
+async def test_a_rich_text_holding_escape_sequences_is_shown_not_sent():
+    terminal_guard.install()
+    app = _Plain()
+    async with app.run_test(size=(80, 5)) as pilot:
+        await pilot.pause()
+        out = terminal_output(app)
+    assert_nothing_hostile(out)
+    assert "kernel ␛]0;PWNED" in out  # shown, so the operator sees what the cluster holds
+
+
+async def test_a_notification_with_markup_and_escapes_from_the_cluster_is_shown_as_it_is(app_factory):
+    """A drain-by annotation of `[/bold] x` raised MarkupError and took the TUI away at start-up."""
+    app = app_factory()
+    async with app.run_test(size=(120, 30), notifications=True) as pilot:
+        await loaded(pilot)
+        app.notify(f"Interrupted drain on n1 (by [/bold] x{TITLE}). Press R", title=f"[$x]{CLEAR}")
+        await wait_for(pilot, lambda: bool(app._notifications))
+        await pilot.pause(0.3)
+        out = terminal_output(app)
+        assert app.is_running
+    assert_nothing_hostile(out)
+    import re
+
+    shown = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", out)  # the text the toast shows, without Textual's codes
+    assert "(by [/bold] x␛]0;PWNED␇)" in shown, shown

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TypeVar
@@ -43,6 +44,18 @@ def parse_each(paths: list[Path], parse: Callable[[Path], T], name: Callable[[T]
             continue
         good[name(item)] = item
     return good, problems
+
+
+# A theme's or keymap's name is typed (`:theme NAME`, `--keymap NAME`), shown in pickers and lists, and used
+# as a widget id: letters, digits, '.', '_' and '-' only, so a name can hold no markup or control sequence.
+NAME_RULE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def name_problem(name: object) -> str | None:
+    """Why `name` cannot name a theme or keymap, or None when it can."""
+    if not isinstance(name, str) or not NAME_RULE.fullmatch(name.strip()):
+        return "name must be 1-64 letters, digits, '.', '_' or '-'"
+    return None
 
 
 def unknown_keys(data: dict[str, Any], allowed: set[str]) -> list[str]:

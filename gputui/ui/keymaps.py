@@ -19,7 +19,7 @@ from textual.keys import Keys, _character_to_key
 
 from gputui.paths import config_dir
 from gputui.ui.keymap_table import APP, SCOPES
-from gputui.yaml_file import FileProblem, load_mapping, parse_each, unknown_keys, yaml_files
+from gputui.yaml_file import FileProblem, load_mapping, name_problem, parse_each, unknown_keys, yaml_files
 
 DEFAULT = "default"
 MODIFIERS = frozenset({"ctrl", "shift", "alt", "meta", "super", "hyper"})
@@ -90,11 +90,11 @@ def parse_keymap(path: Path) -> Keymap:
     data = load_mapping(path)
     errors = unknown_keys(data, ALLOWED_KEYS)
     name = data.get("name", path.stem)
-    if not isinstance(name, str) or not name.strip():
-        errors.append("name must be text")
+    if why := name_problem(name):
+        errors.append(why)
         name = path.stem
     extends = data.get("extends")
-    if extends is not None and not isinstance(extends, str):
+    if extends is not None and name_problem(extends):
         errors.append("extends must be a keymap name")
         extends = None
     keys = data.get("keys") or {}

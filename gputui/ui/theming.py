@@ -15,7 +15,7 @@ from textual.color import Color, ColorParseError
 from textual.theme import BUILTIN_THEMES, Theme  # noqa: F401 - BUILTIN_THEMES re-exported: the CLI checks names
 
 from gputui.paths import config_dir
-from gputui.yaml_file import FileProblem, load_mapping, parse_each, unknown_keys, yaml_files
+from gputui.yaml_file import FileProblem, load_mapping, name_problem, parse_each, unknown_keys, yaml_files
 from gputui.present.cells import Palette
 
 COLOR_KEYS = (
@@ -51,6 +51,8 @@ def parse_theme(path: Path) -> Theme:
     name = data.get("name")
     if not isinstance(name, str) or not name.strip():
         errors.append("name is missing")
+    elif why := name_problem(name):
+        errors.append(why)
     colors: dict[str, str] = {}
     for key in COLOR_KEYS:
         if key in data:

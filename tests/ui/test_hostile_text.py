@@ -56,3 +56,28 @@ async def test_a_notification_with_markup_and_escapes_from_the_cluster_is_shown_
 
     shown = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", out)  # the text the toast shows, without Textual's codes
     assert "(by [/bold] x␛]0;PWNED␇)" in shown, shown
+
+
+async def test_theme_and_keymap_files_with_markup_or_escapes_in_their_names_are_bad_files(app_factory, tmp_path):
+    """A theme named `[/bold] x` crashed the theme picker (t) and help (?); an ESC in a theme's keys went
+    to the terminal in the bad-file notification."""
+    themes = tmp_path / "config" / "gputui" / "themes"
+    keymaps = tmp_path / "config" / "gputui" / "keymaps"
+    themes.mkdir(parents=True)
+    keymaps.mkdir(parents=True)
+    (themes / "evil.yaml").write_text(f'name: "[/bold] x{TITLE.encode("unicode_escape").decode()}"\nprimary: "#ff0000"\n'
+                                      f'"{CLEAR.encode("unicode_escape").decode()}": 1\n')
+    (keymaps / "evil.yaml").write_text('name: "[$x] [/]"\nkeys:\n  cordon: "k"\n')
+    app = app_factory()
+    async with app.run_test(size=(120, 30), notifications=True) as pilot:
+        await loaded(pilot)
+        problems = "\n".join(str(n.message) for n in app._notifications)
+        assert "evil.yaml" in problems and "name must be" in problems
+        assert "[$x] [/]" not in app.loaded_keymaps() and not any("PWNED" in t for t in app.available_themes)
+        await pilot.press("t")
+        await pilot.pause(0.2)
+        assert_nothing_hostile(terminal_output(app))
+        await pilot.press("escape", "question_mark")
+        await pilot.pause(0.2)
+        assert_nothing_hostile(terminal_output(app))
+        assert app.is_running

@@ -12,15 +12,15 @@ store (error messages) has its control characters replaced and is cut to one bou
 from __future__ import annotations
 
 import logging
-import re
 import sys
 from pathlib import Path
+
+from gputui.safe_text import visible
 
 log = logging.getLogger("gputui")
 log.propagate = False  # never into a host program's handlers
 log.addHandler(logging.NullHandler())  # off: no "no handlers" warning from the logging module
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 MAX_LINE = 500
 
 
@@ -28,7 +28,7 @@ class _Line(logging.Formatter):
     """One printable line of bounded length per record, whatever text came in its arguments."""
 
     def format(self, record: logging.LogRecord) -> str:
-        text = _CONTROL.sub("?", super().format(record))
+        text = visible(super().format(record), None)  # the one sanitiser: an ESC shows as ␛
         return text if len(text) <= MAX_LINE else text[:MAX_LINE - 1] + "…"
 
 

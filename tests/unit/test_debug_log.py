@@ -29,7 +29,7 @@ def test_lines_carry_no_control_characters_and_are_bounded(tmp_path: Path) -> No
     lines = path.read_text(encoding="utf-8").splitlines()
     assert len(lines) == 1, lines  # the newline in the text did not start a second line
     assert "\x1b" not in lines[0] and "\x07" not in lines[0] and "\r" not in lines[0]
-    assert "boom?[31m red??second line?" in lines[0]
+    assert "boom␛[31m red␍␊second line␇" in lines[0]
     assert len(lines[0]) == MAX_LINE and lines[0].endswith("…")
 
 

@@ -65,6 +65,12 @@ def xml_safe(text: object) -> str:
     return _XML_INVALID.sub("", visible(text, None, newlines=True))
 
 
+def json_escaped(text: str) -> str:
+    """JSON text with what a terminal acts on written as JSON escapes (`\\u009b`): json.dumps escapes C0
+    itself, but with ensure_ascii=False leaves C1 controls and bidi overrides raw. The value stays the same."""
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def is_clean(text: str) -> bool:
     """True when `text` holds nothing a terminal would act on (newlines and tabs aside)."""
     return _UNSAFE.search(text) is None

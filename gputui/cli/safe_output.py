@@ -12,18 +12,13 @@ Two choke points, installed by `main()` before a command runs:
 from __future__ import annotations
 
 import os
-import re
 import sys
 from typing import IO, Any, Iterable
 
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 
-from gputui.safe_text import is_clean, visible
-
-# What JSON may carry unescaped but a terminal acts on: C1 controls, line separators, bidi overrides
-# (json.dumps escapes C0 itself; with ensure_ascii=False it leaves these raw).
-_JSON_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+from gputui.safe_text import is_clean, json_escaped, visible
 
 
 class VisibleStream:
@@ -35,7 +30,7 @@ class VisibleStream:
 
     def write(self, text: str) -> int:
         if self.json_mode:
-            safe = _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+            safe = json_escaped(text)
         else:
             safe = text if is_clean(text) else visible(text, None, newlines=True)
         self.raw.write(safe)

@@ -62,3 +62,22 @@ def test_any_text_comes_out_clean_and_parses_as_markup(text):
 @given(st.text())
 def test_any_text_makes_valid_junit(text):
     ET.fromstring(_as_xml(xml_safe(text)))
+
+
+def test_headless_output_shows_escapes_and_keeps_json_valid_and_raw():
+    import io
+    import json
+
+    from gputui.cli.safe_output import VisibleStream, _VisibleConsole
+
+    text = io.StringIO()
+    VisibleStream(text).write(f"node {HOSTILE}\n")
+    assert is_clean(text.getvalue()) and text.getvalue().endswith("\n")
+    as_json = io.StringIO()
+    VisibleStream(as_json, json_mode=True).write(json.dumps({"kernel": HOSTILE}, ensure_ascii=False))
+    assert is_clean(as_json.getvalue()) and json.loads(as_json.getvalue()) == {"kernel": HOSTILE}
+    table = io.StringIO()
+    console = _VisibleConsole(file=table, force_terminal=True, width=80)
+    console.print(Text(f"kernel {HOSTILE}", style="bold red"))
+    assert "\x1b[1;31m" in table.getvalue()  # its own colour codes stay
+    assert "␛]0;pwned" in table.getvalue() and "\x1b]" not in table.getvalue() and "\x07" not in table.getvalue()

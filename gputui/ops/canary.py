@@ -14,7 +14,7 @@ from typing import Callable, Generator, Mapping
 
 from gputui.backends.base import BackendError, Reader, SignalsReader, Writer
 from gputui.model import InferenceService
-from gputui.ops.audit import AuditLog
+from gputui.ops.audit import AuditError, AuditLog
 from gputui.ops.traffic.apply import apply_shift
 from gputui.ops.traffic.plans import find_service, on_route_now, plan_shift
 from gputui.ops.traffic.adapters import ADAPTERS
@@ -156,8 +156,9 @@ def run_canary(plan: CanaryPlan, reader: Reader, signals: SignalsReader, writer:
         raise ShiftError("read-only: the canary is unavailable")
     report = report if report is not None else CanaryReport(plan)
     key, target = plan.service.key, f"service/{plan.service.key}"
+    # Said before its first write, and required: with no audit log to take it, the canary does not start.
     audit.record("canary-start", target, "ok", {"version": plan.new, "steps": list(plan.steps),
-                                                "start": dict(plan.start), "gates": gates.describe()})
+                                                "start": dict(plan.start), "gates": gates.describe()}, required=True)
 
     def end(outcome: str, reason: str) -> CanaryReport:
         report.outcome, report.reason = outcome, reason
@@ -180,7 +181,7 @@ def run_canary(plan: CanaryPlan, reader: Reader, signals: SignalsReader, writer:
             return end("stopped", f"stopped by the operator before {fmt_pct(step)}: traffic left as it is")
         try:
             line = _shift(reader, writer, audit, key, {plan.new: step}, force=False)
-        except ShiftError as exc:  # the capacity rule, no ready pods, a conflict: hold where it is
+        except (ShiftError, AuditError) as exc:  # the capacity rule, no ready pods, a conflict, no audit log: hold
             return end("held", f"step {fmt_pct(step)} not taken: {exc}")
         report.reached = step
         yield f"step {fmt_pct(step)}: {line}"

@@ -53,10 +53,6 @@ def run_cordon(plan: CordonPlan, writer: Writer | None, audit: AuditLog) -> str:
         raise ReadOnlyError(plan.verb)
     if plan.already:
         return plan.describe()
-    try:
+    with audit.writing(plan.verb, f"node/{plan.node}"):
         writer.set_unschedulable(plan.node, plan.cordon)
-    except BackendError as exc:
-        audit.record(plan.verb, f"node/{plan.node}", f"error: {exc}")
-        raise
-    audit.record(plan.verb, f"node/{plan.node}", "ok")
     return f"node/{plan.node} {plan.verb}ed"

@@ -12,7 +12,7 @@ from typing import Callable, Generator
 from gputui.backends.base import BackendError, EvictionOutcome, Reader, Writer
 from gputui.model import InferencePod
 from gputui.sessions import SessionState
-from gputui.ops.audit import AuditLog
+from gputui.ops.audit import AuditLog, outcome
 from gputui.ops.cordon import ReadOnlyError
 from gputui.snapshot import ClusterSnapshot
 
@@ -110,22 +110,32 @@ def run_drill(plan: DrillPlan, reader: Reader, writer: Writer | None, audit: Aud
     before = {p.uid for p in _peers(reader.snapshot(), plan.pod)} | {plan.pod.uid}
     target = f"node/{plan.node}"
     cordoned = False  # by this drill: what the undo takes back
+    # One intent for the eviction and its retries while a PDB says 429; its result says how it ended.
+    evict = None
     try:
         if not plan.already_cordoned:
-            writer.set_unschedulable(plan.node, True)
+            with audit.writing("cordon", target, {"reason": "drill"}):
+                writer.set_unschedulable(plan.node, True)
             cordoned = True
-            audit.record("cordon", target, "ok", {"reason": "drill"})
             yield f"cordoned {plan.node}"
         started = clock()
         deadline = started + timeout_s
-        while True:
-            result = writer.evict_pod(plan.pod.namespace, plan.pod.name)
-            if result.outcome in (EvictionOutcome.EVICTED, EvictionOutcome.GONE):
-                audit.record("evict", f"pod/{plan.pod.key}", result.outcome.value,
+        evict = audit.intent("evict", f"pod/{plan.pod.key}",
                              {"node": plan.node, "reason": "drill", "sessions": plan.sessions})
+        tries = 0
+        while True:
+            try:
+                result = writer.evict_pod(plan.pod.namespace, plan.pod.name)
+            except BaseException as exc:
+                audit.result(evict, outcome(exc))
+                raise
+            tries += 1
+            if result.outcome in (EvictionOutcome.EVICTED, EvictionOutcome.GONE):
+                audit.result(evict, result.outcome.value, {"tries": tries})
                 break
             if result.outcome is EvictionOutcome.FAILED or clock() >= deadline:
-                audit.record("evict", f"pod/{plan.pod.key}", f"error: {result.reason}", {"reason": "drill"})
+                word = "error" if result.outcome is EvictionOutcome.FAILED else "refused"
+                audit.result(evict, f"{word}: {result.reason}", {"tries": tries})
                 report.failure = f"eviction of {plan.pod.key} {result.outcome.value}: {result.reason}"
                 return report
             yield f"eviction blocked, retrying: {result.reason}"
@@ -161,13 +171,14 @@ def run_drill(plan: DrillPlan, reader: Reader, writer: Writer | None, audit: Aud
                            "its sessions cannot be read" if report.traffic_unknown else "no traffic reached it"))
         return report
     finally:
+        if evict is not None:  # left while blocked (the operator's interrupt): said so, once
+            audit.result(evict, "interrupted: not evicted while a PodDisruptionBudget refused it")
         if cordoned:
             try:
-                writer.set_unschedulable(plan.node, False)
-                audit.record("uncordon", target, "ok", {"reason": "drill undone"})
+                with audit.writing("uncordon", target, {"reason": "drill undone"}):
+                    writer.set_unschedulable(plan.node, False)
                 report.undone = True
-            except BackendError as exc:
-                audit.record("uncordon", target, f"error: {exc}", {"reason": "drill undone"})
+            except BackendError as exc:  # the write failed, or the audit log refused it: undo by hand
                 report.failure = report.failure or f"could not uncordon {plan.node}: {exc} (uncordon it by hand)"
         else:
             report.undone = True  # nothing of ours to take back (it was cordoned before, or the cordon failed)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from gputui.backends.base import BackendError, Writer
+from gputui.backends.base import Writer
 from gputui.model import InferencePod
 from gputui.ops.audit import AuditLog
 from gputui.ops.cordon import ReadOnlyError
@@ -106,14 +106,10 @@ def run_scale_down(plan: ScaleDownPlan, writer: Writer | None, audit: AuditLog, 
     params = {"service": plan.service, "version": plan.version, "from": plan.current, "to": plan.target,
               "costs": plan.costs(), "cut": plan.cut, "force": force}
     target = f"deployment/{plan.namespace}/{plan.workload}"
-    try:
+    with audit.writing("scale-down", target, params):
         for name, cost in plan.costs().items():
             writer.patch_object("", "v1", "pods", plan.namespace, name,
                                 {"metadata": {"annotations": {DELETION_COST: str(cost)}}}, "merge")
         writer.patch_object("apps", "v1", "deployments", plan.namespace, plan.workload,
                             {"spec": {"replicas": plan.target}}, "merge", subresource="scale")
-    except BackendError as exc:
-        audit.record("scale-down", target, f"error: {exc}", params)
-        raise
-    audit.record("scale-down", target, "ok", params)
     return f"{target} scaled {plan.current} → {plan.target}, idlest first"

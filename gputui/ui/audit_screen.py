@@ -1,5 +1,6 @@
 """The audit log, newest first: every write gputui made, when, with what parameters, by whom and how it
-went; enter shows an entry in full."""
+went; enter shows an entry in full. The log is outside input: it is read from its end, bounded, lines it
+cannot use are skipped and counted in the title, and every string from it is shown through `visible()`."""
 
 from __future__ import annotations
 
@@ -13,20 +14,27 @@ from textual.binding import Binding
 from textual.widgets import Static
 
 from gputui.paths import shown
+from gputui.safe_text import MAX_FIELD, visible
 from gputui.ui.base import ClusterScreen
 from gputui.ui.footer import KeyFooter
 from gputui.ui.header import HeaderBar
 from gputui.ui.item_list import ItemList
 
 OK_RESULTS = ("ok", "evicted", "gone")
+PARAMS_SHOWN = 2000  # characters of an entry's parameters on its row (enter shows them all)
 
 
 def params_text(params: Any) -> str:
-    """`key=value …` on one line (a shift's weights, a drain's options)."""
+    """`key=value …` on one line (a shift's weights, a drain's options), control characters made visible."""
     if not isinstance(params, dict) or not params:
         return ""
-    return "  ".join(f"{k}={json.dumps(v, sort_keys=True, separators=(',', ':')) if not isinstance(v, str) else v}"
-                     for k, v in params.items())
+    return visible("  ".join(
+        f"{k}={json.dumps(v, sort_keys=True, separators=(',', ':')) if not isinstance(v, str) else v}"
+        for k, v in params.items()), PARAMS_SHOWN)
+
+
+def _text(value: Any, limit: int = MAX_FIELD) -> str:
+    return visible("" if value is None else value, limit)
 
 
 class AuditScreen(ClusterScreen):
@@ -59,10 +67,21 @@ class AuditScreen(ClusterScreen):
 
     def show_snapshot(self) -> None:
         audit = self.app.audit
-        entries = list(reversed(audit.entries()))
+        read = audit.tail()
+        entries = list(reversed(read.entries))
         where = shown(audit.path) if audit.path else "not written (no audit file)"
-        self.query_one("#audit-title", Static).update(
-            Text(" Audit log ", style="bold") + Text(f"{len(entries)} entries  {where}   enter: in full", style="dim"))
+        title = Text(" Audit log ", style="bold") + Text(f"{len(entries)} entries  {where}   enter: in full",
+                                                         style="dim")
+        problems = [read.error] if read.error else []
+        if read.skipped:
+            problems.append(f"{read.skipped} unreadable lines skipped")
+        if not read.complete:
+            problems.append(f"only the last {read.bytes_read // 1024} kB of the log read")
+        if audit.unrecorded:
+            problems.append(f"not recorded: {audit.unrecorded[-1]}")
+        if problems:
+            title.append("   " + _text("; ".join(problems)), style=self.app.palette.alert)
+        self.query_one("#audit-title", Static).update(title)
         self.query_one("#audit-head", Static).update(self._row([Text(h, style="bold") for h in
                                                                 ("Time (UTC)", "Action", "Target", "Result", "Who")]))
         if entries == self._shown:
@@ -72,14 +91,14 @@ class AuditScreen(ClusterScreen):
         wide = self.app.size.width >= 120
         rows = []
         for e in entries:
-            when = str(e.get("time", "")).replace("T", " ").rstrip("Z")
-            result = str(e.get("result", ""))
-            target = Text(str(e.get("target", "")))
+            when = _text(e.get("time"), 40).replace("T", " ").rstrip("Z")
+            result = _text(e.get("result"))
+            target = Text(_text(e.get("target")))
             params = params_text(e.get("params"))
             if params:
                 target.append("\n" + params, style="dim")
-            who = f"{e.get('identity', '')}@{e.get('context', '')}" if wide else str(e.get("identity", ""))
-            rows.append((self._row([Text(when if wide else when[5:]), Text(str(e.get("action", ""))), target,
+            who = (f"{_text(e.get('identity'))}@{_text(e.get('context'))}" if wide else _text(e.get("identity")))
+            rows.append((self._row([Text(when if wide else when[5:]), Text(_text(e.get("action"), 60)), target,
                                     Text(result, style=palette.ok if result in OK_RESULTS else palette.alert),
                                     Text(who)]), e))
         self.query_one(ItemList).set_items(rows)
@@ -88,5 +107,7 @@ class AuditScreen(ClusterScreen):
         from gputui.ui.detail_screen import DetailScreen
 
         entry = event.payload
-        self.app.push_screen(DetailScreen(f"{entry.get('action', '')} {entry.get('target', '')}",
-                                          Text(json.dumps(entry, indent=2, sort_keys=True))))
+        # json.dumps escapes every control and non-ASCII character; visible() once more costs nothing.
+        self.app.push_screen(DetailScreen(f"{_text(entry.get('action'), 60)} {_text(entry.get('target'))}",
+                                          Text(visible(json.dumps(entry, indent=2, sort_keys=True), None,
+                                                       newlines=True))))

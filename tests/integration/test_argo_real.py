@@ -13,6 +13,7 @@ import pytest
 from kubernetes import client
 
 from tests.support.argo import ARGO_CRDS, ArgoController
+from tests.support.audit_lines import written
 from tests.support.crds import create_custom, get_custom, install_crd
 from tests.support.gputui_cli import run
 from tests.support.procs import wait_until
@@ -180,7 +181,7 @@ async def _promote_then_roll_back_in_the_tui(cluster, api, controller, tmp_path)
             await until(pilot, lambda: _vs_weights(api) == {"summ-stable": 100, "summ-canary": 0}, "abort")
     finally:
         app.backend.close()
-    actions = [json.loads(line)["action"] for line in (tmp_path / "tui-audit.jsonl").read_text().splitlines()]
+    actions = [e["action"] for e in written(tmp_path / "tui-audit.jsonl")]
     assert actions == ["rollout-promote", "rollout-abort"]
 
 

@@ -5,12 +5,12 @@ and v1's pods are the same pods throughout (nothing deleted, nothing scaled)."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
 from kubernetes import client
 
+from tests.support.audit_lines import written
 from tests.support.crds import create_custom, get_custom, install_crd
 from tests.support.gputui_cli import environment, read_until
 from tests.support.procs import wait_until
@@ -80,7 +80,7 @@ def test_a_failing_gate_rolls_the_canary_back_to_v1_at_once(cluster, fake_kubele
         writes = [(e["verb"], e["objectRef"].get("resource")) for e in cluster.write_requests("admin", since=mark)
                   if e["objectRef"].get("namespace") == ns]
         assert writes == [("patch", "httproutes")] * 3, writes  # 5%, 25%, back: only the route, never a pod
-        audit = [json.loads(x) for x in (tmp_path / ".state/gputui/audit.jsonl").read_text().splitlines()]
+        audit = written(tmp_path / ".state/gputui/audit.jsonl")
         assert [e["action"] for e in audit] == ["canary-start", "shift", "shift", "shift", "canary-end"]
         assert audit[-1]["result"] == "rolled back" and audit[-2]["params"]["force"] is True
     finally:

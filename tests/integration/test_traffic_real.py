@@ -12,6 +12,7 @@ from gputui.ops.audit import AuditLog
 from gputui.ops.traffic import apply_shift, plan_shift, read_route, served_api_versions
 from gputui.ops.traffic.vocabulary import ShiftError
 from gputui.settings import Settings
+from tests.support.audit_lines import written
 from tests.support.procs import wait_until
 from tests.support.workloads import deployment
 from tests.support.crds import create_custom, get_custom, install_crd
@@ -128,7 +129,7 @@ def test_concurrent_edit_makes_the_patch_fail_whole_and_says_so(cluster, routes,
         assert "look again and retry" in str(err.value)
         # The apiserver's own answer, as its audit log has it: our patch refused whole (422).
         cluster.wait_for_audit("admin", since=mark, verb="patch", resource="httproutes", code=422)
-        (entry,) = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+        (entry,) = written(tmp_path / "audit.jsonl")
         assert entry["action"] == "shift" and "changed since it was read" in entry["result"]
         route = get_custom(routes, "httproutes", TNS, "chat")
         assert route["spec"]["rules"][1]["backendRefs"][0]["weight"] == 55  # nothing of ours was applied

@@ -1,4 +1,3 @@
-import json
 
 from rich.text import Text
 from textual.widgets import DataTable
@@ -12,6 +11,7 @@ from gputui.ui.confirm import ConfirmScreen
 from gputui.ui.help import HelpScreen
 from gputui.ui.node_detail import NodeDetailScreen
 from gputui.ui.virtual_table import VirtualTable
+from tests.support.audit_lines import written
 from tests.ui.pilot import loaded, rows, wait_for
 
 
@@ -241,7 +241,7 @@ async def test_cordon_confirm_then_visible_and_audited(app_factory, tmp_path):
         assert state.plain == "Cordoned"
         await pilot.press("u", "y")
         await wait_for(pilot, lambda: not app.snapshot.node(target).unschedulable)
-    entries = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    entries = written(tmp_path / "audit.jsonl")
     assert [(e["action"], e["target"], e["result"]) for e in entries] == [
         ("cordon", f"node/{target}", "ok"), ("uncordon", f"node/{target}", "ok")]
 

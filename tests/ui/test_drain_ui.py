@@ -1,8 +1,8 @@
-import json
 
 from gputui.model import DRAIN_PHASE_ANNOTATION
 from gputui.ui.drain_board import DrainProgressScreen
 from gputui.ui.drain_plan_screen import DrainPlanScreen
+from tests.support.audit_lines import written
 from tests.ui.pilot import loaded, rows, wait_for
 
 
@@ -30,7 +30,7 @@ async def test_drain_plan_then_progress_then_done(app_factory, tmp_path):
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.snapshot.node(node).annotations.get(DRAIN_PHASE_ANNOTATION) == "done")
         assert not [p for p in app.snapshot.pods_on(node) if p.owner_kind != "DaemonSet" and not p.deleting]
-    actions = [json.loads(line)["action"] for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    actions = [e["action"] for e in written(tmp_path / "audit.jsonl")]
     assert actions[:2] == ["lease", "cordon"] and "evict" in actions
 
 

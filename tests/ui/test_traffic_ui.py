@@ -1,10 +1,10 @@
 """The traffic shift dialog, driven by Pilot on the seeded demo cluster."""
 
-import json
 
 from gputui.ui.traffic_screen import Mode, TrafficShiftScreen
 from tests.ui.pilot import loaded
 from tests.ui.pilot import wait_for
+from tests.support.audit_lines import written
 
 LLAMA = "llm/llama-3-70b-instruct"
 
@@ -22,8 +22,7 @@ def weights(app, key: str = LLAMA) -> dict[str, int]:
 
 
 def audit_lines(tmp_path) -> list[dict]:
-    path = tmp_path / "audit.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    return written(tmp_path / "audit.jsonl")
 
 
 async def test_step_the_canary_confirm_and_apply(app_factory, tmp_path):

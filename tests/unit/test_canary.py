@@ -4,7 +4,6 @@ pods untouched), an unreadable gate holds instead of advancing, and Prometheus' 
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
@@ -15,6 +14,7 @@ from gputui.ops.steps import run_steps
 from gputui.ops.traffic.vocabulary import ShiftError
 from gputui.signals import VersionSignals, quantile
 from tests.demo_clock import ManualClock
+from tests.support.audit_lines import written
 
 LLAMA = "llm/llama-3-70b-instruct"
 GOOD = VersionSignals(10.0, 0.002, 1.2, 1)
@@ -59,7 +59,7 @@ def run(tmp_path, fed: Fed, steps=(11.0, 12.0, 13.0), control=None):  # the demo
     lines: list[str] = []
     report = run_steps(gen, lines.append)
     weights = {v.name: v.weight for v in cluster.snapshot().service(LLAMA).versions}
-    entries = [json.loads(x) for x in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    entries = written(tmp_path / "audit.jsonl")
     still = {p.uid for p in cluster.snapshot().pods if p.service == "llama-3-70b-instruct" and p.version == "v1"}
     return report, lines, weights, entries, v1_pods <= still
 

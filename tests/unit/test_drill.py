@@ -4,7 +4,6 @@ audited once; and `gputui check --drill` refusing a real cluster without its con
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
@@ -13,6 +12,7 @@ from gputui.ops.audit import AuditLog
 from gputui.ops.drill import DrillError, DrillReport, plan_drill, run_drill
 from gputui.ops.steps import run_steps
 from tests.demo_clock import ManualClock
+from tests.support.audit_lines import written
 from tests.support.gputui_cli import run
 
 NODE = "gpu-a100-01"  # six mistral-7b stable pods
@@ -26,7 +26,7 @@ def drill(tmp_path, timeout_s: float = 600.0) -> tuple[DemoCluster, list[str], D
     steps = run_drill(plan, cluster, cluster, audit, clock, clock.advance, timeout_s=timeout_s)
     lines: list[str] = []
     report = run_steps(steps, lines.append)
-    entries = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    entries = written(tmp_path / "audit.jsonl")
     return cluster, lines, report, entries
 
 

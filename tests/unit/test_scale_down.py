@@ -4,7 +4,6 @@ the threshold blocks unless forced with the count of sessions it cuts, and refus
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
@@ -15,6 +14,7 @@ from gputui.ops.scale_down import DELETION_COST, plan_scale_down, run_scale_down
 from gputui.ops.traffic.vocabulary import ShiftError
 from gputui.snapshot import ClusterSnapshot
 from tests.demo_clock import ManualClock
+from tests.support.audit_lines import written
 
 LLAMA = "llm/llama-3-70b-instruct"
 
@@ -39,7 +39,7 @@ def test_the_idlest_pods_go_and_nothing_is_replaced(tmp_path):
     clock.advance(120)  # past their grace period
     assert sorted(p.name for p in live_pods(cluster)) == sorted(p.name for p in before[2:])
     assert cluster.snapshot().service(LLAMA).versions[0].rollout.replicas_desired == 5
-    (entry,) = [json.loads(x) for x in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    (entry,) = written(tmp_path / "audit.jsonl")
     assert entry["action"] == "scale-down" and entry["params"]["cut"] == plan.cut
     assert entry["params"]["costs"][before[0].name] < entry["params"]["costs"][before[-1].name]
 

@@ -31,6 +31,7 @@ from gputui.ops.traffic import (
 )
 from gputui.settings import Settings
 from tests.demo_clock import ManualClock
+from tests.support.audit_lines import written
 
 # ----- synthetic services ----------------------------------------------------------------
 
@@ -498,7 +499,7 @@ def audit_lines(tmp_path):
     out = []
     for name in ("audit.jsonl", "audit-demo.jsonl"):
         path = tmp_path / name
-        out += [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+        out += written(path)
     return out
 
 

@@ -89,17 +89,17 @@ def foreign_holders(snapshot, nodes: list[str], now: float) -> list[str]:
     return out
 
 
-def _cas(writer: Writer, node: str, decide: Callable[[Holder | None], dict[str, str | None] | None]) -> None:
+def _cas(writer: Writer, node: str, decide: Callable[[Holder | None], dict[str, str | None] | None]) -> bool:
     """Read the node, let `decide` look at the current holder and return the annotations to write
-    (None: write nothing), then write them only if the node has not changed since."""
+    (None: write nothing), then write them only if the node has not changed since. True: written."""
     for _ in range(CAS_TRIES):
         annotations, version = writer.node_annotations(node)
         values = decide(holder_of(annotations))
         if values is None:
-            return
+            return False
         try:
             writer.annotate_node(node, values, resource_version=version)
-            return
+            return True
         except ConflictError:
             continue  # changed in between (a heartbeat, or another gputui): read again
     raise BackendError(f"node {node}: could not update its drain lease: it kept changing ({CAS_TRIES} tries)")
@@ -130,6 +130,7 @@ def renew(writer: Writer, node: str, me: Holder, clock: Callable[[], float] = ti
     return acquire(writer, node, me, take_over=False, clock=clock)
 
 
-def release(writer: Writer, node: str, me: Holder) -> None:
-    """Drop the lease if it is still ours (a drain that ended, however it ended)."""
-    _cas(writer, node, lambda current: {LEASE: None} if current is not None and current.token == me.token else None)
+def release(writer: Writer, node: str, me: Holder) -> bool:
+    """Drop the lease if it is still ours (a drain that ended, however it ended). False: it was not."""
+    return _cas(writer, node,
+                lambda current: {LEASE: None} if current is not None and current.token == me.token else None)

@@ -3,7 +3,9 @@
 The run is a generator of events, so the TUI, the headless command and the tests drive the same code.
 It reads fresh pod views for live session counts, writes only through the writer (evictions; deletes
 only when the plan says so), records its progress and options on the node so an interrupted drain can
-be seen and resumed, holds the node's lease while it runs, and audits each state change once.
+be seen and resumed, holds the node's lease while it runs, and audits each state change once: its
+intent before the write (an unwritable log refuses the write: the drain pauses and tries again), its
+result after (an eviction's retries while a PDB says 429 are one intent and one result).
 
 Fail closed: a pod is gone only when the API says so (404, or another UID under its name); a failed
 read (API down, reader closed, token expired) pauses the drain with the reason and retries with
@@ -19,7 +21,7 @@ from typing import Callable, Generator, Iterator
 
 from gputui.backends.base import BackendError, EvictionOutcome, PodsReader, Reader, Writer
 from gputui.sessions import SessionState
-from gputui.ops.audit import AuditLog
+from gputui.ops.audit import AuditLog, Intent, outcome as audit_outcome
 from gputui.ops.cordon import ReadOnlyError
 from gputui.ops.drain import lease
 from gputui.ops.drain.events import DrainControl, DrainEvent, EventKind as K
@@ -53,7 +55,9 @@ class PodProgress:
     message: str = ""
     next_try: float = 0.0
     tries: int = 0  # 429s so far
-    last_audit: str = ""  # the last eviction result written to the audit log (one entry per change)
+    # The eviction under way in the audit log: one intent covers the tries while a PDB says 429 (its 5 s
+    # retries are one entry), its result says how they ended.
+    intent: Intent | None = None
 
     @property
     def finished(self) -> bool:
@@ -85,24 +89,40 @@ def run_drain(
             yield DrainEvent(node, K.FAILED, message=error)
         report.failed, report.reason = plan.errors, "plan blocked"
         return report
-    try:  # the lease first: a node another gputui drains is not touched at all
-        me = lease.acquire(writer, node, holder or lease.Holder.me(writer.identity), take_over=take_over, clock=clock)
+    target = f"node/{node}"
+    me = holder or lease.Holder.me(writer.identity)
+    try:  # the lease first: a node another gputui drains is not touched at all (and its refusal is audited)
+        with audit.writing("lease", target, {"holder": f"{me.who}@{me.host}:{me.pid}", "take_over": take_over},
+                           refused=(lease.LeaseHeld,)):
+            me = lease.acquire(writer, node, me, take_over=take_over, clock=clock)
     except BackendError as exc:
         yield DrainEvent(node, K.FAILED, message=str(exc))
         report.reason = str(exc)
         return report
-    audit.record("lease", f"node/{node}", "ok", {"holder": f"{me.who}@{me.host}:{me.pid}"})
     start = clock()
     deadline = deadline if deadline is not None else start + opts.session_deadline_s
+    done: set[str] = set()  # the writes of this drain that happen once (a retry after a pause skips them)
+
+    def once(what: str, action: str, params: dict, write: Callable[[], object]) -> None:
+        if what not in done:
+            with audit.writing(action, target, params):
+                write()
+            done.add(what)
 
     def phase(name: str, extra: dict[str, str] | None = None) -> None:
-        writer.annotate_node(node, {PHASE: name, **(extra or {})})
-        audit.record("annotate", f"node/{node}", "ok", {"phase": name})
+        once(f"phase {name}", "annotate", {"phase": name},
+             lambda: writer.annotate_node(node, {PHASE: name, **(extra or {})}))
+
+    def release() -> None:  # a renewal changes no state (the same holder) and is not audited; dropping it is
+        if "release" not in done:
+            with audit.writing("lease-release", target, {"holder": f"{me.who}@{me.host}:{me.pid}"}) as entry:
+                if not lease.release(writer, node, me):
+                    entry.result = "ok: nothing to drop (the lease is no longer this drain's)"
+            done.add("release")
 
     try:
         if not plan.already_cordoned:
-            writer.set_unschedulable(node, True)
-            audit.record("cordon", f"node/{node}", "ok", {"reason": "drain"})
+            once("cordon", "cordon", {"reason": "drain"}, lambda: writer.set_unschedulable(node, True))
         phase("cordoned", record_values(opts, writer.identity, start, deadline))
     except BackendError as exc:  # nothing evicted yet: say so and leave
         yield DrainEvent(node, K.FAILED, message=f"could not start: {exc}")
@@ -114,55 +134,60 @@ def run_drain(
     # The live backend re-reads just these pods and their sessions; a whole refresh each second would
     # repeat the UI's poll (probe, every fleet metric) for nothing.
     pods_view = reader.pods_snapshot if isinstance(reader, PodsReader) else None
-    renewed, backoff, paused, waiting_written = clock(), 0.0, "", False
+    renewed, backoff, paused = clock(), 0.0, ""
+    ending = "the drain was interrupted"  # why an eviction still under way when the drain ends was left
 
-    while True:
-        try:
-            if not waiting_written:
+    try:
+        while True:
+            try:
                 phase("waiting")
-                waiting_written = True
-            if control.aborted:
-                phase("aborted")
-                if control.uncordon_on_abort:
-                    writer.set_unschedulable(node, False)
-                    audit.record("uncordon", f"node/{node}", "ok", {"reason": "drain aborted"})
-                lease.release(writer, node, me)
-                report.outcome = Outcome.ABORTED
-                yield DrainEvent(node, K.ABORTED, message="uncordoned" if control.uncordon_on_abort else "left cordoned")
+                if control.aborted:
+                    ending = "the drain was aborted"
+                    phase("aborted")
+                    if control.uncordon_on_abort:
+                        once("uncordon", "uncordon", {"reason": "drain aborted"},
+                             lambda: writer.set_unschedulable(node, False))
+                    release()
+                    report.outcome = Outcome.ABORTED
+                    yield DrainEvent(node, K.ABORTED, message="uncordoned" if control.uncordon_on_abort else "left cordoned")
+                    return report
+                if clock() - renewed >= lease.RENEW_S:
+                    me, renewed = lease.renew(writer, node, me, clock), clock()
+                snap = pods_view(list(pods)) if pods_view is not None else reader.snapshot()
+                if paused:
+                    yield DrainEvent(node, K.RESUMED, message=f"resumed after: {paused}")
+                    audit.record("drain-resumed", target, "ok", {"after": paused})
+                    paused, backoff = "", 0.0
+                yield from _poll(pods, snap, writer, audit, control, report, plan, clock())
+                if all(p.finished for p in pods.values()):
+                    report.held = [f"{p.key}: {p.message}" for p in pods.values() if p.state is PodState.HELD]
+                    drained = not report.failed and not report.held
+                    phase("done" if drained else "stopped")
+                    release()
+                    report.outcome = Outcome.DRAINED if drained else Outcome.UNFINISHED
+                    yield DrainEvent(node, K.DONE if drained else K.FAILED, message=report.describe())
+                    return report
+            except lease.LeaseHeld as exc:  # someone took the node over: stop without another write
+                ending = f"the drain stopped: {exc}"
+                yield DrainEvent(node, K.FAILED, message=str(exc))
+                report.reason = str(exc)
                 return report
-            if clock() - renewed >= lease.RENEW_S:
-                me, renewed = lease.renew(writer, node, me, clock), clock()
-            snap = pods_view(list(pods)) if pods_view is not None else reader.snapshot()
-            if paused:
-                yield DrainEvent(node, K.RESUMED, message=f"resumed after: {paused}")
-                audit.record("drain-resumed", f"node/{node}", "ok", {"after": paused})
-                paused, backoff = "", 0.0
-            yield from _poll(pods, snap, writer, audit, control, report, plan, clock())
-            if all(p.finished for p in pods.values()):
-                report.held = [f"{p.key}: {p.message}" for p in pods.values() if p.state is PodState.HELD]
-                drained = not report.failed and not report.held
-                phase("done" if drained else "stopped")
-                lease.release(writer, node, me)
-                report.outcome = Outcome.DRAINED if drained else Outcome.UNFINISHED
-                yield DrainEvent(node, K.DONE if drained else K.FAILED, message=report.describe())
-                return report
-        except lease.LeaseHeld as exc:  # someone took the node over: stop without another write
-            yield DrainEvent(node, K.FAILED, message=str(exc))
-            report.reason = str(exc)
-            return report
-        except BackendError as exc:
-            backoff = min(PAUSE_MAX_S, backoff * 2 if backoff else poll_s)
-            if str(exc) != paused:
-                paused = str(exc)
-                report.pauses += 1
-                audit.record("drain-paused", f"node/{node}", "paused", {"reason": paused})
-            yield DrainEvent(node, K.PAUSED, message=f"{paused}; trying again in {backoff:.0f}s")
-            yield DrainEvent(node, K.TICK, deadline=clock() + backoff)
-            sleep(backoff)
-            continue
-        # A tick lets a batch driver interleave several drains; it says when this one wants to look again.
-        yield DrainEvent(node, K.TICK, deadline=clock() + poll_s)
-        sleep(poll_s)
+            except BackendError as exc:  # an unwritable audit log too: the write refused, tried again later
+                backoff = min(PAUSE_MAX_S, backoff * 2 if backoff else poll_s)
+                if str(exc) != paused:
+                    paused = str(exc)
+                    report.pauses += 1
+                    audit.record("drain-paused", target, "paused", {"reason": paused})
+                yield DrainEvent(node, K.PAUSED, message=f"{paused}; trying again in {backoff:.0f}s")
+                yield DrainEvent(node, K.TICK, deadline=clock() + backoff)
+                sleep(backoff)
+                continue
+            # A tick lets a batch driver interleave several drains; it says when this one wants to look again.
+            yield DrainEvent(node, K.TICK, deadline=clock() + poll_s)
+            sleep(poll_s)
+    finally:
+        for prog in pods.values():  # an eviction still refused by its PDB when the drain ended
+            _close(prog, audit, f"not evicted: {ending}")
 
 
 def _poll(pods: dict[str, PodProgress], snap, writer: Writer, audit: AuditLog, control: DrainControl,
@@ -193,6 +218,7 @@ def _poll(pods: dict[str, PodProgress], snap, writer: Writer, audit: AuditLog, c
         quiet = known and (prog.sessions or 0) <= opts.session_threshold
         expired = now >= prog.deadline
         if prog.step is Step.WAIT_SESSIONS and not (quiet or expired or now_please):
+            _close(prog, audit, "not evicted: waiting on its sessions again")
             prog.state = PodState.WAITING
             text = f"{prog.sessions} live sessions" if known else "sessions unknown: waiting for a count"
             yield DrainEvent(node, K.WAITING, prog.key, text, prog.sessions, prog.deadline)
@@ -200,6 +226,7 @@ def _poll(pods: dict[str, PodProgress], snap, writer: Writer, audit: AuditLog, c
         if prog.step is Step.WAIT_SESSIONS and not known and not now_please and not opts.evict_unknown_at_deadline:
             prog.state = PodState.HELD
             prog.message = "sessions unknown at its deadline; left in place (eviction not chosen)"
+            _close(prog, audit, "not evicted: held")
             audit.record("evict", f"pod/{prog.key}", "held", {"node": node, "why": "sessions unknown at deadline"})
             yield DrainEvent(node, K.HELD, prog.key, prog.message)
             continue
@@ -208,17 +235,22 @@ def _poll(pods: dict[str, PodProgress], snap, writer: Writer, audit: AuditLog, c
         cut = (prog.sessions or 0) if known and not quiet else 0
         unknown_cut = prog.step is Step.WAIT_SESSIONS and not known
         why = "evict now" if now_please else "deadline expired" if expired and not quiet else "quiet"
-        if opts.disable_eviction:
-            writer.delete_pod(namespace, name, opts.grace_seconds)
-            outcome, reason = EvictionOutcome.EVICTED, "deleted (eviction disabled by force)"
-        else:
-            result = writer.evict_pod(namespace, name, opts.grace_seconds)
-            outcome, reason = result.outcome, result.reason
-        if outcome.value != prog.last_audit:  # one entry per state change, not one per 429 retry
-            prog.last_audit = outcome.value
-            audit.record("delete" if opts.disable_eviction else "evict", f"pod/{prog.key}", outcome.value,
-                         {"node": node, "sessions": prog.sessions if known else state.value, "why": why,
-                          "reason": reason})
+        if prog.intent is None:  # before the first try (AuditError: nothing sent, the drain pauses)
+            prog.intent = audit.intent("delete" if opts.disable_eviction else "evict", f"pod/{prog.key}",
+                                       {"node": node, "sessions": prog.sessions if known else state.value, "why": why})
+        try:
+            if opts.disable_eviction:
+                writer.delete_pod(namespace, name, opts.grace_seconds)
+                outcome, reason = EvictionOutcome.EVICTED, "deleted (eviction disabled by force)"
+            else:
+                result = writer.evict_pod(namespace, name, opts.grace_seconds)
+                outcome, reason = result.outcome, result.reason
+        except BaseException as exc:
+            _close(prog, audit, audit_outcome(exc))
+            raise
+        if outcome is not EvictionOutcome.BLOCKED:
+            word = {EvictionOutcome.EVICTED: "evicted", EvictionOutcome.GONE: "gone"}.get(outcome, "error")
+            _close(prog, audit, word, {"reason": reason, "tries": prog.tries + 1})
         if outcome is EvictionOutcome.EVICTED:
             prog.state = PodState.TERMINATING
             report.evicted += 1
@@ -243,3 +275,15 @@ def _poll(pods: dict[str, PodProgress], snap, writer: Writer, audit: AuditLog, c
             prog.state, prog.message = PodState.FAILED, reason
             report.failed.append(f"{prog.key}: {reason}")
             yield DrainEvent(node, K.FAILED, prog.key, reason)
+
+
+def _close(prog: PodProgress, audit: AuditLog, result: str, extra: dict | None = None) -> None:
+    """The result of the pod's eviction under way, if any: how it ended (a PDB's last refusal said with it)."""
+    if prog.intent is None:
+        return
+    if result.startswith("not evicted") and prog.state is PodState.BLOCKED:
+        result = f"refused: {prog.message}; {result}"
+    elif result == "error":
+        result = f"error: {(extra or {}).get('reason', '')}"
+    audit.result(prog.intent, result, {"tries": prog.tries, **(extra or {})})
+    prog.intent = None

@@ -56,19 +56,18 @@ def apply_shift(plan: ShiftPlan, writer: Writer | None, audit: AuditLog, force: 
         params["then"] = {"subresource": plan.then.subresource, "patch": plan.then.body}
     action = "shift" if plan.action == "shift" else f"rollout-{plan.action}"
     try:
-        for p in (patch, plan.then):
-            if p is not None:
-                writer.patch_object(p.group, p.version, p.plural, p.namespace, p.name, p.body,
-                                    patch_type=p.patch_type, subresource=p.subresource)
+        with audit.writing(action, plan.target, params):
+            for p in (patch, plan.then):
+                if p is not None:
+                    writer.patch_object(p.group, p.version, p.plural, p.namespace, p.name, p.body,
+                                        patch_type=p.patch_type, subresource=p.subresource)
     except BackendError as exc:
-        audit.record(action, plan.target, f"error: {exc}", params)
         if _conflict(exc):
             raise ShiftError(
                 f"{plan.target} changed since it was read (someone else edited it): nothing was changed; "
                 "look again and retry"
             ) from None
         raise
-    audit.record(action, plan.target, "ok", params)
     if plan.action != "shift":
         return f"{plan.target}: {plan.action} sent"
     return f"{plan.target}: {plan.summary()}"

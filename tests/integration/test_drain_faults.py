@@ -22,6 +22,7 @@ from gputui.ops.drain.events import DrainControl, EventKind
 from gputui.ops.drain.plan import DrainOptions, Step, plan_drain
 from gputui.ops.drain.report import Outcome
 from gputui.ops.drain.run import run_drain
+from tests.support.audit_lines import written
 from tests.support.gputui_cli import read_until, start_drain
 from tests.support.procs import wait_until
 from tests.support.workloads import backend_for, pool, running, workload
@@ -259,6 +260,10 @@ def test_a_second_drainer_sees_the_holder_and_cannot_start(cluster, fake_kubelet
         assert f"node {a} is being drained by alice" in out
         assert not [e for e in cluster.write_requests("admin", since=mark) if e["objectRef"].get("name") in (a, *names)
                     and e.get("verb") != "patch"]
+        # Its refused lease patch is in its own audit log: the intent, then the refusal naming the holder.
+        (refusal,) = written(tmp_path / ".state" / "gputui" / "audit.jsonl")
+        assert (refusal["action"], refusal["target"]) == ("lease", f"node/{a}")
+        assert refusal["result"].startswith(f"refused: node {a} is being drained by alice")
         control.abort()
         assert run.join(60).outcome is Outcome.ABORTED
         assert lease.LEASE not in core.read_node(a).metadata.annotations

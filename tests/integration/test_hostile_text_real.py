@@ -1,0 +1,143 @@
+"""Hostile text in every field gputui reads from the real apiserver (node info, conditions, annotations,
+pod scheduling messages, events, an admission policy's error body, namespaces and names of services):
+every headless command and every screen shows it as data. No ESC or BEL reaches stdout or the terminal,
+nothing crashes, JUnit parses, JSON carries the raw value (kubectl's CVE-2021-25743 class)."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+from kubernetes import client
+
+from gputui.backends.kube_backend import live_backend
+from gputui.ops.audit import AuditLog
+from gputui.settings import Settings
+from gputui.ui.app import GputuiApp
+from tests.integration.test_context_switch import until
+from tests.support.gputui_cli import run
+from tests.ui.test_hostile_text import assert_nothing_hostile, terminal_output
+
+NODE = "hostile-1"
+NS = "t-hostile"
+TITLE = "\x1b]0;PWNED\x07"
+CLEAR = "\x1b[2J\x9b2J"
+EVIL = f"[/bold] x{TITLE}{CLEAR}[$var]"  # markup, an OSC title, screen clears in 7- and 8-bit CSI
+HUGE = "A" * 10_000
+
+
+def _clean(text: str) -> None:
+    for raw in ("\x1b", "\x07", "\x9b"):
+        assert raw not in text, f"{raw!r} in output: {text[:400]!r}"
+    assert "Traceback" not in text, text[-2000:]
+
+
+@pytest.fixture(scope="module")
+def hostile(cluster, fake_kubelet):
+    api = cluster.harness_client()
+    core = client.CoreV1Api(api)
+    fake_kubelet.add_node(NODE, gpus=8, node_info={"osImage": f"Ubuntu {EVIL}", "kernelVersion": f"6.8{TITLE}",
+                                                   "containerRuntimeVersion": f"containerd://{CLEAR}"})
+    fake_kubelet.set_condition(NODE, "GpuHealth", "False", reason="XidError", message=f"xid 79 {EVIL}")
+    # An interrupted drain's record, as another gputui (or anyone who may annotate nodes) left it.
+    core.patch_node(NODE, {"metadata": {"annotations": {
+        "gputui.io/drain-phase": "waiting", "gputui.io/drain-by": f"[/bold] x{TITLE}",
+        "gputui.io/drain-options": f"{{{EVIL}", "hostile.example/note": EVIL + HUGE}}})
+    core.create_namespace({"metadata": {"name": NS}})
+    # A GPU pod no scheduler will place, its PodScheduled message written as any status writer could.
+    core.create_namespaced_pod(NS, {"metadata": {"name": "stuck", "annotations": {"note": EVIL}},
+                                    "spec": {"schedulerName": "nobody", "containers": [{
+                                        "name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}})
+    core.patch_namespaced_pod_status("stuck", NS, {"status": {"conditions": [{
+        "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+        "message": f"0/9 nodes are available: {EVIL}"}]}})
+    # A node's events live in `default`, as the kubelet writes them.
+    core.create_namespaced_event("default", {"metadata": {"name": "hostile-event"}, "reason": "Evil", "message": EVIL,
+                                             "type": "Warning", "involvedObject": {"kind": "Node", "name": NODE}})
+    # An admission policy whose refusal carries the hostile text: the error body every write path shows.
+    admission = client.AdmissionregistrationV1Api(api)
+    admission.create_validating_admission_policy({
+        "metadata": {"name": "hostile-refusal"},
+        "spec": {"failurePolicy": "Fail", "matchConstraints": {"resourceRules": [{
+            "apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["nodes"]}]},
+            "validations": [{"expression": f"object.metadata.name != '{NODE}'",
+                             "messageExpression": f"'refused: ' + {json.dumps(EVIL)}"}]}})
+    admission.create_validating_admission_policy_binding({
+        "metadata": {"name": "hostile-refusal"},
+        "spec": {"policyName": "hostile-refusal", "validationActions": ["Deny"]}})
+    yield
+    admission.delete_validating_admission_policy_binding("hostile-refusal")
+    admission.delete_validating_admission_policy("hostile-refusal")
+    core.delete_namespace(NS)
+    core.delete_namespaced_event("hostile-event", "default")
+    fake_kubelet.remove_node(NODE)
+
+
+@pytest.mark.parametrize("args", [
+    ("nodes",), ("nodes", "-o", "json"), ("versions",), ("versions", "-o", "json"), ("services",), ("pools",),
+    ("check",), ("check", "-o", "json"), ("check", "-o", "junit"), ("drain", NODE, "--dry-run"), ("drain", NODE),
+])
+def test_every_headless_command_prints_hostile_cluster_text_as_data(hostile, cluster, prometheus, tmp_path, args):
+    out = run(*args, "--kubeconfig", str(cluster.admin_kubeconfig), "--prometheus", prometheus.url, home=tmp_path)
+    _clean(out.stdout)
+    _clean(out.stderr)
+    assert out.returncode in (0, 1, 2), out.stderr
+    if "json" in args:
+        text = json.dumps(json.loads(out.stdout))
+        if args[0] == "versions":
+            assert "\\u001b]0;PWNED\\u0007" in text  # JSON keeps the raw value, escaped by JSON
+    if "junit" in args:
+        ET.fromstring(out.stdout)
+    if args == ("drain", NODE):  # the admission policy refused the cordon: its body is shown, made visible
+        assert "refused: [/bold] x␛]0;PWNED␇" in out.stderr + out.stdout
+
+
+async def test_every_screen_shows_hostile_cluster_text_as_data(hostile, cluster, prometheus, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    settings = Settings(kubeconfig=str(cluster.admin_kubeconfig), prometheus=prometheus.url, refresh=1.0)
+    backend = live_backend(settings)
+    app = GputuiApp(settings, backend, audit=AuditLog(tmp_path / "audit.jsonl", "admin", backend.context))
+    seen = []
+
+    async def look(what: str) -> None:
+        await pilot.pause(0.3)
+        out = terminal_output(app)
+        assert_nothing_hostile(out)
+        assert app.is_running, what
+        seen.append(what)
+
+    try:
+        async with app.run_test(size=(160, 50), notifications=True) as pilot:
+            await until(pilot, lambda: app.snapshot is not None and app.snapshot.node(NODE) is not None)
+            # The interrupted drain's offer names its owner: the annotation that crashed every operator's TUI.
+            await until(pilot, lambda: any("Interrupted drain" in str(n.message) for n in app._notifications))
+            await look("dashboard")
+            await pilot.press("slash", *NODE, "enter")
+            await look("filtered")
+            await pilot.press("enter")
+            await until(pilot, lambda: type(app.screen).__name__ == "NodeDetailScreen")
+            await look("node detail")
+            await pilot.press("i")
+            await look("describe")
+            await pilot.press("escape")
+            await pilot.press("c")  # cordon: asks first, then the admission policy refuses it
+            await pilot.pause(0.3)
+            await look("cordon dialog")
+            await pilot.press("y")
+            await until(pilot, lambda: any("refused: " in str(n.message) for n in app._notifications))
+            await look("refusal")
+            await pilot.press("escape", "escape", "d")
+            await until(pilot, lambda: type(app.screen).__name__ == "DiagnosticsScreen")
+            await look("diagnostics")
+            for command in ("versions", "check", "audit", "services", "pools"):
+                await pilot.press("escape", "colon", *command, "enter")
+                await pilot.pause(1.0)
+                await look(command)
+            await pilot.press("escape", "R")  # resume the interrupted drain: its options do not parse
+            await until(pilot, lambda: any("cannot resume" in str(n.message) or "drain record" in str(n.message)
+                                           for n in app._notifications))
+            await look("resume refused")
+    finally:
+        app.backend.close()
+    assert len(seen) == 13

@@ -18,10 +18,11 @@ from gputui.cli import shift as headless_shift
 from gputui.cli.arguments import add_shift_parser
 from gputui.ops import audit_read
 from gputui.ops.audit import AuditError, AuditLog
+from gputui.ops.canary import Gates, plan_canary, run_canary
 from gputui.ops.cordon import plan_cordon, run_cordon
 from gputui.ops.drain import lease
-from gputui.ops.drain.events import EventKind
-from gputui.ops.drain.plan import plan_drain
+from gputui.ops.drain.events import DrainControl, EventKind
+from gputui.ops.drain.plan import DrainOptions, plan_drain
 from gputui.ops.drain.run import run_drain
 from gputui.ops.drill import plan_drill, run_drill
 from gputui.ops.scale_down import plan_scale_down, run_scale_down
@@ -102,6 +103,9 @@ def test_an_unwritable_audit_log_refuses_every_write_before_anything_is_sent(tmp
     refused(lambda: run_scale_down(scale, writer, audit, force=True, confirm_sessions=scale.cut))
     drill = plan_drill(snap, next(p.node for p in snap.pods if p.service == "mistral-7b" and p.ready))
     refused(lambda: run_steps(run_drill(drill, cluster, writer, audit, clock, clock.advance), lambda _: None))
+    canary = plan_canary(snap, LLAMA, "v2", (11.0,))
+    refused(lambda: run_steps(run_canary(canary, cluster, cluster, writer, audit, Gates(), clock, clock.advance),
+                              lambda _: None))
     assert writer.calls == []  # not one request: not even the lease's read
     for line in refusals:
         assert "\n" not in line and line.startswith("cannot write the audit log ")
@@ -210,22 +214,50 @@ def test_every_drain_write_has_its_intent_and_a_pdb_retry_is_not_a_new_entry(tmp
     clock = ManualClock()
     cluster = demo(clock)
     snap = cluster.snapshot()
-    node = max((n for n in snap.nodes if n.ready and not n.unschedulable),
-               key=lambda n: sum(snap.sessions(p).live or 0 for p in snap.pods_on(n.name))).name
+    # Several llama pods on one node, a PDB of maxUnavailable 1: the second eviction is refused (429) a while.
+    node = next(n.name for n in snap.nodes if sum(p.service == "llama-3-70b-instruct" for p in snap.pods_on(n.name)) >= 2)
     path = tmp_path / "audit.jsonl"
-    gen = run_drain(plan_drain(snap, node), cluster, cluster, AuditLog(path, "t", "demo"), clock=clock,
-                    sleep=clock.advance, poll_s=2.0)
+    gen = run_drain(plan_drain(snap, node, DrainOptions(session_threshold=10**6)), cluster, cluster,
+                    AuditLog(path, "t", "demo"), clock=clock, sleep=clock.advance, poll_s=2.0)
+    blocked = 0
     for _ in range(5000):
         try:
-            next(gen)
+            blocked += next(gen).kind is EventKind.BLOCKED
         except StopIteration:
             break
+    assert blocked
     entries = written(path)  # asserts each result follows its own intent, once
     actions = [e["action"] for e in entries]
     assert actions[:4] == ["lease", "cordon", "annotate", "annotate"] and actions[-1] == "lease-release"
     evictions = [e for e in entries if e["action"] == "evict"]
-    assert evictions and len({e["target"] for e in evictions}) == len(evictions)
+    assert evictions and len({e["target"] for e in evictions}) == len(evictions)  # one entry per pod
     assert all(e["result"] in ("evicted", "gone") for e in evictions)
+    assert max(e["params"]["tries"] for e in evictions) > 1  # the 429s before it are in its one entry
+
+
+@pytest.mark.parametrize("how", ["aborted", "interrupted"])
+def test_a_drain_that_ends_while_a_pdb_refuses_an_eviction_closes_its_intent(tmp_path, how):
+    clock = ManualClock()
+    cluster = demo(clock)
+    snap = cluster.snapshot()
+    node = next(n.name for n in snap.nodes if sum(p.service == "llama-3-70b-instruct" for p in snap.pods_on(n.name)) >= 2)
+    path = tmp_path / "audit.jsonl"
+    control = DrainControl()
+    gen = run_drain(plan_drain(snap, node, DrainOptions(session_threshold=10**6)), cluster, cluster,
+                    AuditLog(path, "t", "demo"), control, clock=clock, sleep=clock.advance, poll_s=2.0)
+    for event in gen:
+        if event.kind is EventKind.BLOCKED:
+            if how == "interrupted":  # quitting the TUI closes the drain's generator
+                gen.close()
+                break
+            control.abort()
+    entries = written(path)
+    refused = [e for e in entries if e["action"] == "evict" and e["result"].startswith("refused: ")]
+    assert len(refused) == 1 and "llama-3-70b-instruct-pdb" in refused[0]["result"]
+    assert refused[0]["result"].endswith(f"not evicted: the drain was {how}")
+    if how == "aborted":
+        assert [e["action"] for e in entries][-2:] == ["annotate", "lease-release"]
+    assert not [e for e in AuditLog(path, "t", "demo").entries() if e["result"] == audit_read.PENDING]
 
 
 # -- the file itself -----------------------------------------------------------------------------------

@@ -135,14 +135,18 @@ def run_drain(
     # repeat the UI's poll (probe, every fleet metric) for nothing.
     pods_view = reader.pods_snapshot if isinstance(reader, PodsReader) else None
     renewed, backoff, paused = clock(), 0.0, ""
-    ending = "the drain was interrupted"  # why an eviction still under way when the drain ends was left
+
+    def leave(why: str) -> None:
+        """Each eviction still refused by its PDB as the drain ends: its result, before the drain's last writes."""
+        for prog in pods.values():
+            _close(prog, audit, f"not evicted: {why}")
 
     try:
         while True:
             try:
                 phase("waiting")
                 if control.aborted:
-                    ending = "the drain was aborted"
+                    leave("the drain was aborted")
                     phase("aborted")
                     if control.uncordon_on_abort:
                         once("uncordon", "uncordon", {"reason": "drain aborted"},
@@ -168,7 +172,7 @@ def run_drain(
                     yield DrainEvent(node, K.DONE if drained else K.FAILED, message=report.describe())
                     return report
             except lease.LeaseHeld as exc:  # someone took the node over: stop without another write
-                ending = f"the drain stopped: {exc}"
+                leave(f"the drain stopped: {exc}")
                 yield DrainEvent(node, K.FAILED, message=str(exc))
                 report.reason = str(exc)
                 return report
@@ -185,9 +189,8 @@ def run_drain(
             # A tick lets a batch driver interleave several drains; it says when this one wants to look again.
             yield DrainEvent(node, K.TICK, deadline=clock() + poll_s)
             sleep(poll_s)
-    finally:
-        for prog in pods.values():  # an eviction still refused by its PDB when the drain ended
-            _close(prog, audit, f"not evicted: {ending}")
+    finally:  # quitting gputui, Ctrl-C, a bug: whatever was under way is said to be left so
+        leave("the drain was interrupted")
 
 
 def _poll(pods: dict[str, PodProgress], snap, writer: Writer, audit: AuditLog, control: DrainControl,

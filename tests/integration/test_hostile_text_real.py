@@ -15,9 +15,8 @@ from gputui.backends.kube_backend import live_backend
 from gputui.ops.audit import AuditLog
 from gputui.settings import Settings
 from gputui.ui.app import GputuiApp
-from tests.integration.test_context_switch import until
 from tests.support.gputui_cli import run
-from tests.ui.test_hostile_text import assert_nothing_hostile, terminal_output
+from tests.support.terminal import assert_nothing_hostile, terminal_output, until
 
 NODE = "hostile-1"
 NS = "t-hostile"

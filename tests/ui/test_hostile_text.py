@@ -8,22 +8,11 @@ from textual.app import App, ComposeResult
 from textual.widgets import Static
 
 from gputui.ui import terminal_guard
+from tests.support.terminal import assert_nothing_hostile, terminal_output
 from tests.ui.pilot import loaded, wait_for
 
 TITLE = "\x1b]0;PWNED\x07"  # retitles the terminal (OSC 0), ends with BEL
 CLEAR = "\x1b[2J\x9b2J"  # clears the screen, in 7-bit and 8-bit CSI
-
-
-def terminal_output(app: App) -> str:
-    """What the app would write to the terminal for a full repaint of its screen now (a headless app
-    writes nothing, so the test renders the same update itself)."""
-    update = app.screen._compositor.render_update(full=True)
-    return update.render_segments(app.console)
-
-
-def assert_nothing_hostile(out: str) -> None:
-    for raw in ("\x1b]0;", "\x07", "\x1b[2J", "\x9b"):
-        assert raw not in out, f"{raw!r} reached the terminal"
 
 
 class _Plain(App[None]):

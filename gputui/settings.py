@@ -6,6 +6,7 @@ Every layer is validated the same way, and a bad value is one clear line
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass, field, fields, replace
@@ -46,6 +47,10 @@ class Settings:
     context: str | None = None
     namespace: str | None = None
     prometheus: str | None = None
+    # Seconds a kubeconfig's exec credential plugin (aws, gcloud, kubelogin...) may take to hand out a
+    # credential before it is stopped and the connection fails with its stderr: one that waits for a login
+    # nobody will type must not hang gputui. Cloud plugins take a second or two; a login flow, longer.
+    exec_timeout: float = 30.0
     # Seconds between fleet-wide DCGM reads (sessions are read every refresh). DCGM samples every 30 s
     # by default and is scraped every 15-30 s: asking more often only loads Prometheus. 0: every refresh.
     dcgm_interval: float = 15.0
@@ -90,6 +95,7 @@ _ENV = {
     "GPUTUI_WALLBOARD_ROTATE": "wallboard_rotate",
     "GPUTUI_DCGM_INTERVAL": "dcgm_interval",
     "GPUTUI_PROMETHEUS_TIMEOUT": "prometheus_timeout",
+    "GPUTUI_EXEC_TIMEOUT": "exec_timeout",
     "GPUTUI_HOST_LABEL": "host_label",
     "GPUTUI_SERVICE_LABELS": "service_labels",
     "GPUTUI_VERSION_LABELS": "version_labels",
@@ -193,6 +199,8 @@ def _check(s: Settings) -> Settings:
         raise SettingsError(f"refresh {s.refresh:g}s is over an hour; give seconds")
     if not (0 <= s.dcgm_interval <= 3600):
         raise SettingsError(f"dcgm_interval must be between 0 and 3600 seconds, got {s.dcgm_interval:g}")
+    if not (math.isfinite(s.exec_timeout) and s.exec_timeout > 0):
+        raise SettingsError(f"exec_timeout must be a positive number of seconds, got {s.exec_timeout:g}")
     if not (0 < s.prometheus_timeout <= 300):
         raise SettingsError(f"prometheus_timeout must be between 0 and 300 seconds, got {s.prometheus_timeout:g}")
     if s.drain_parallel < 1:

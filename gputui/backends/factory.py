@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, Sequence
 
-from gputui.backends.base import Backend
+from gputui.backends.base import Backend, BackendError
 from gputui.debug_log import log
 from gputui.settings import Settings, protection
+
+if TYPE_CHECKING:
+    from gputui.model import NodeDescription
+    from gputui.snapshot import ClusterSnapshot
 
 
 def kubeconfig_paths(settings: Settings) -> list[Path]:
@@ -45,6 +50,35 @@ def build_backend(settings: Settings, clock: Callable[[], float] = time.time, pe
     return live_backend(settings, per_gpu=per_gpu)
 
 
+class NotConnected:
+    """The reader of a backend still connecting (pending_backend): it has nothing to give yet."""
+
+    def snapshot(self) -> ClusterSnapshot:
+        raise BackendError("not connected yet")
+
+    def gpu_history(self, node: str, minutes: int = 5) -> dict[int, list[float | None]]:
+        return {}
+
+    def node_gpus(self, node: str) -> None:
+        return None
+
+    def describe(self, node: str, pods: Sequence[tuple[str, str]]) -> NodeDescription:
+        raise BackendError("not connected yet")
+
+    def close(self) -> None:
+        pass
+
+
+def pending_backend(settings: Settings) -> Backend:
+    """What the TUI holds while it connects to a real cluster off its UI thread (build_backend runs the
+    kubeconfig's credential plugin and asks the apiserver): the context's name, nothing to read and nothing
+    to write. Reading the kubeconfig is all it does, so a bad kubeconfig or context is still one line before
+    the screen opens."""
+    from gputui.backends.kube_http import target_context
+
+    return Backend(reader=NotConnected(), writer=None, context=target_context(settings.kubeconfig, settings.context))
+
+
 def context_names(settings: Settings) -> list[str]:
     """The kubeconfig's contexts, for completion; empty when it cannot be read (connecting says why)."""
     files = os.pathsep.join(str(p) for p in kubeconfig_paths(settings) if p.exists())
@@ -57,3 +91,25 @@ def context_names(settings: Settings) -> list[str]:
     except Exception:  # a bad kubeconfig is reported when it is used, not while typing
         return []
     return sorted(str(c.get("name")) for c in contexts if c.get("name"))
+
+
+def credential_plugins() -> list[tuple[str, float]]:
+    """The kubeconfig exec credential plugins running now, (name, time.monotonic() at start): what a connection
+    waits on. None when no cluster was ever connected to (the cluster client is then not even imported)."""
+    kube_http = sys.modules.get("gputui.backends.kube_http")
+    return kube_http.running_plugins() if kube_http is not None else []
+
+
+def stop_credential_plugins() -> None:
+    """Stop the credential plugins running now: whatever waits on one fails at once (the TUI quitting)."""
+    kube_http = sys.modules.get("gputui.backends.kube_http")
+    if kube_http is not None:
+        kube_http.stop_plugins()
+
+
+def release() -> None:
+    """What connecting left on the machine, gone: running credential plugins, private key files (where memfd is
+    unavailable). For SIGHUP and SIGTERM, which end gputui without its exit handlers."""
+    kube_http = sys.modules.get("gputui.backends.kube_http")
+    if kube_http is not None:
+        kube_http.release()

@@ -11,7 +11,7 @@ from gputui.backends.gcpause import gc_paused, unsettle
 from gputui.backends.join import Joiner, KubeState, Metrics, join_gpus
 from gputui.backends.join_fleet import inference_pod
 from gputui.backends.kube_cache import ListWatchCache
-from gputui.backends.kube_http import Connection, connect, path_of, PROBE_TIMEOUT_S
+from gputui.backends.kube_http import Connection, Unreachable, connect, path_of, PROBE_TIMEOUT_S
 from gputui.backends.kube_writer import KubeWriter, allowed, whoami
 from gputui.backends.kube_discovery import ISTIO_GROUP, OPERATOR_GROUP, ROUTE_KINDS, Served, discover
 from gputui.backends.kube_dra import DRA_GROUP, claim_record, slice_record
@@ -342,7 +342,7 @@ def prom_config(settings: Settings) -> PromConfig | None:
 
 
 def live_backend(settings: Settings, clock: Callable[[], float] = time.time, per_gpu: bool = False) -> Backend:
-    conn = connect(settings.kubeconfig, settings.context, settings.namespace)
+    conn = connect(settings.kubeconfig, settings.context, settings.namespace, exec_timeout=settings.exec_timeout)
     cfg = prom_config(settings)
     prom = PromSource(cfg) if cfg else None
     reader = KubeReader(conn, prom, namespace=settings.namespace, clock=clock, per_gpu=per_gpu,
@@ -352,9 +352,14 @@ def live_backend(settings: Settings, clock: Callable[[], float] = time.time, per
     if settings.read_only or guard:
         # No identity or access reviews either: read-only sends no POST at all.
         return Backend(reader=reader, writer=None, context=conn.context, permissions={}, protected=guard)
-    permissions = {action: allowed(conn, **attrs) for action, attrs in PERMISSIONS.items()}
-    # Shifting traffic means patching the route kinds this cluster serves.
-    route_checks = [allowed(conn, "patch", plural, group=group) for group, (_v, plural) in reader.route_kinds.items()]
+    try:
+        permissions = {action: allowed(conn, **attrs) for action, attrs in PERMISSIONS.items()}
+        # Shifting traffic means patching the route kinds this cluster serves.
+        route_checks = [allowed(conn, "patch", plural, group=group) for group, (_v, plural) in reader.route_kinds.items()]
+    except Unreachable as exc:
+        # Not a denial: nobody answered. Said as such, before any command reads "your identity may not…".
+        reader.close()
+        raise BackendError(f"the apiserver {exc.host} could not be reached ({exc.reason})") from None
     permissions["shift"] = bool(route_checks) and all(route_checks)
     writer = KubeWriter(conn, whoami(conn))
     return Backend(reader=reader, writer=writer, context=conn.context, permissions=permissions)

@@ -1,15 +1,32 @@
 """Talking to the apiserver as kubectl would configure it, reading raw JSON.
 
 The official client loads kubeconfig (several files in KUBECONFIG, contexts,
-exec credential plugins, in-cluster config); requests go through its own
-urllib3 pool, but responses are parsed as plain JSON, never into the client's
-model classes (that deserialisation is the slow part at scale).
+in-cluster config); requests go through its own urllib3 pool, but responses are
+parsed as plain JSON, never into the client's model classes (that
+deserialisation is the slow part at scale).
+
+Two parts of the client's loading are gputui's own, because the client's cannot wait a bounded time or keep
+a secret off the disk:
+
+- Exec credential plugins run here (`run_exec_plugin`): never given the terminal, stopped with everything
+  they started when they take longer than `exec_timeout`, and a failure is one line carrying the plugin's
+  own stderr. The client would wait forever, log `ERROR:root:` and carry on without credentials.
+- Client keys and certificates given as data (client-key-data, a plugin's clientKeyData, and the CA) are
+  handed to ssl, which reads paths only, as files in memory (`memory_file`: a memfd, gone with the
+  process however it ends). The client would write them to $TMPDIR and remove them at a normal exit only,
+  so a dropped SSH session (SIGHUP) left the key behind.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
+import logging
 import os
+import signal
+import subprocess
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
@@ -20,10 +37,26 @@ import urllib3
 from gputui.backends.base import BackendError
 from gputui.errors import first_line, one_line, transport_reason
 from gputui.backends.gcpause import gc_paused
+from gputui.debug_log import log
+from gputui.safe_text import visible
 
 CONNECT_TIMEOUT_S = 5.0
 READ_TIMEOUT_S = 10.0
 PROBE_TIMEOUT_S = 3.0  # a cheap question (version, who am I, may I): an answer or a clear failure, fast
+EXEC_TIMEOUT_S = 30.0  # an exec credential plugin's time to answer (Settings.exec_timeout)
+
+
+class Unreachable(BackendError):
+    """No answer from the apiserver at all (refused, timed out, no route, TLS failed): never a refusal."""
+
+    def __init__(self, host: str, reason: str) -> None:
+        super().__init__(f"cannot reach {host}: {reason}")
+        self.host = host
+        self.reason = reason
+
+
+class ExecPluginError(BackendError):
+    """An exec credential plugin gave no credential: it failed, timed out or answered nonsense."""
 
 
 class ApiError(BackendError):
@@ -78,17 +111,23 @@ class Connection:
         if body is not None:
             headers["Content-Type"] = content_type
             data = json.dumps(body).encode()
-        # A GET may be retried once when a pooled connection died with a restarted apiserver;
+        # No retry by urllib3: a second try after a connection timed out doubles the wait. A GET is sent again
+        # once when a pooled connection died with a restarted apiserver, which fails at once (ProtocolError);
         # writes are never retried here (the ops decide).
-        retries = urllib3.Retry(total=1, read=0, status=0, redirect=0) if method == "GET" else False
-        try:
-            resp = self.pool.request(
-                method, self.url(path, query), body=data, headers=headers,
-                timeout=urllib3.Timeout(connect=min(CONNECT_TIMEOUT_S, timeout), read=timeout),
-                retries=retries, preload_content=True,
-            )
-        except urllib3.exceptions.HTTPError as exc:
-            raise BackendError(f"cannot reach {self.host}: {_reason(exc)}") from None
+        attempts = 2 if method == "GET" else 1
+        for attempt in range(attempts):
+            try:
+                resp = self.pool.request(
+                    method, self.url(path, query), body=data, headers=headers,
+                    timeout=urllib3.Timeout(connect=min(CONNECT_TIMEOUT_S, timeout), read=timeout),
+                    retries=False, preload_content=True,
+                )
+                break
+            except urllib3.exceptions.ProtocolError as exc:
+                if attempt + 1 == attempts:
+                    raise Unreachable(self.host, _reason(exc)) from None
+            except urllib3.exceptions.HTTPError as exc:
+                raise Unreachable(self.host, _reason(exc)) from None
         return _decode(resp.status, resp.data, self.host)
 
     def stream(
@@ -108,7 +147,7 @@ class Connection:
                 retries=False, preload_content=False,
             )
         except urllib3.exceptions.HTTPError as exc:
-            raise BackendError(f"cannot reach {self.host}: {_reason(exc)}") from None
+            raise Unreachable(self.host, _reason(exc)) from None
         on_response(resp)
         try:
             if resp.status != 200:
@@ -168,19 +207,33 @@ def kubeconfig_files(kubeconfig: str | None = None) -> list[Path]:
     return [Path.home() / ".kube" / "config"]
 
 
+def target_context(kubeconfig: str | None = None, context: str | None = None) -> str:
+    """The context `connect` would use ("in-cluster" inside a pod), read from the kubeconfig only: no
+    credential plugin runs and nothing is sent. A bad kubeconfig or an unknown context is one clear line."""
+    files = kubeconfig_files(kubeconfig)
+    if _in_cluster(kubeconfig, files):
+        return "in-cluster"
+    _joined, current = _chosen_context(kubeconfig, context, files)
+    return str(current.get("name", context or ""))
+
+
 def connect(
-    kubeconfig: str | None = None, context: str | None = None, namespace: str | None = None
+    kubeconfig: str | None = None, context: str | None = None, namespace: str | None = None,
+    exec_timeout: float = EXEC_TIMEOUT_S,
 ) -> Connection:
-    """Load configuration exactly as kubectl resolves it; one clear line when it is bad."""
+    """Load configuration exactly as kubectl resolves it; one clear line when it is bad. An exec credential
+    plugin runs here, for `exec_timeout` seconds at most (and again whenever its credential expires)."""
     from kubernetes import client, config
     from kubernetes.config.config_exception import ConfigException
+    from kubernetes.config.kube_config import KubeConfigMerger
 
+    _quiet_library_logs()
+    _keep_key_files_in_memory()
     configuration = client.Configuration()
     user = ""
     default_ns = "default"
     files = kubeconfig_files(kubeconfig)
-    if kubeconfig is None and not os.environ.get("KUBECONFIG") and os.environ.get("KUBERNETES_SERVICE_HOST") \
-            and not files[0].exists():
+    if _in_cluster(kubeconfig, files):
         try:
             config.load_incluster_config(client_configuration=configuration)
         except ConfigException as exc:
@@ -192,27 +245,18 @@ def connect(
         except OSError:
             pass
     else:
-        missing = [p for p in files if not p.exists()]
-        if kubeconfig and missing:
-            raise BackendError(f"kubeconfig {kubeconfig} does not exist")
+        joined, current = _chosen_context(kubeconfig, context, files)
         try:
-            joined = os.pathsep.join(str(p) for p in files)  # the client merges a KUBECONFIG-style list
-            contexts, current = config.list_kube_config_contexts(joined)
-            if context is not None:
-                current = next((c for c in contexts if c.get("name") == context), None)
-                if current is None:
-                    raise BackendError(f'context "{context}" is not in the kubeconfig')
-            config.load_kube_config(
-                config_file=joined, context=context, client_configuration=configuration,
-                persist_config=False,
-            )
-        except ConfigException as exc:
-            raise BackendError(_config_error(str(exc), context)) from None
+            loader = _loader_class()(config_dict=KubeConfigMerger(joined).config, active_context=context,
+                                     config_base_path=None)
+            loader.exec_timeout = exec_timeout
+            loader.load_and_set(configuration)
         except BackendError:
             raise
+        except ConfigException as exc:
+            raise BackendError(_config_error(str(exc), context)) from None
         except Exception as exc:  # malformed YAML, wrong types
             raise BackendError(f"kubeconfig is not valid: {one_line(exc)}") from None
-        current = current or {}
         ctx_name = current.get("name", context or "")
         ctx = current.get("context") or {}
         user = ctx.get("user", "")
@@ -224,8 +268,304 @@ def connect(
     )
 
 
+def _in_cluster(kubeconfig: str | None, files: list[Path]) -> bool:
+    return kubeconfig is None and not os.environ.get("KUBECONFIG") and bool(os.environ.get("KUBERNETES_SERVICE_HOST")) \
+        and not files[0].exists()
+
+
+def _chosen_context(kubeconfig: str | None, context: str | None, files: list[Path]) -> tuple[str, dict]:
+    """The kubeconfig files joined as KUBECONFIG would join them, and the context chosen in them."""
+    from kubernetes import config
+    from kubernetes.config.config_exception import ConfigException
+
+    missing = [p for p in files if not p.exists()]
+    if kubeconfig and missing:
+        raise BackendError(f"kubeconfig {kubeconfig} does not exist")
+    joined = os.pathsep.join(str(p) for p in files)  # the client merges a KUBECONFIG-style list
+    try:
+        contexts, current = config.list_kube_config_contexts(joined)
+    except ConfigException as exc:
+        raise BackendError(_config_error(str(exc), context)) from None
+    except Exception as exc:  # malformed YAML, wrong types
+        raise BackendError(f"kubeconfig is not valid: {one_line(exc)}") from None
+    if context is not None:
+        current = next((c for c in contexts if c.get("name") == context), None)
+        if current is None:
+            raise BackendError(f'context "{context}" is not in the kubeconfig')
+    return joined, current or {}
+
+
 def _config_error(text: str, context: str | None) -> str:
     first = first_line(text) or "invalid kubeconfig"
     if context and "context" in first.lower():
         return f'context "{context}" is not in the kubeconfig'
     return f"kubeconfig: {first}"
+
+
+def _quiet_library_logs() -> None:
+    """The client and urllib3 log warnings (a connection pool full, a retry) to whatever handler the root
+    logger has: on the terminal they are noise before gputui's own line, in the TUI they tear the screen.
+    gputui words its own failures; --debug says what it does (gputui.debug_log)."""
+    for name in ("urllib3", "kubernetes"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
+            logger.addHandler(logging.NullHandler())
+        logger.propagate = False
+
+
+# ----- exec credential plugins ----------------------------------------------------------------------------
+
+_plugins_lock = threading.Lock()
+_running_plugins: dict[subprocess.Popen, tuple[str, float]] = {}  # each running plugin: its name, when started
+
+
+def running_plugins() -> list[tuple[str, float]]:
+    """The credential plugins running now: (name, time.monotonic() when started), for the connecting screen."""
+    with _plugins_lock:
+        return list(_running_plugins.values())
+
+
+def stop_plugins() -> None:
+    """Stop every credential plugin running now, with what it started (each is its own process group): at
+    exit, on SIGHUP/SIGTERM, when the TUI quits. A connection waiting on one then fails at once."""
+    with _plugins_lock:
+        procs = list(_running_plugins)
+    for proc in procs:
+        _kill_group(proc)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # its group id is its pid (process_group=0)
+    except (ProcessLookupError, PermissionError):
+        pass  # ended, with all it started
+
+
+def run_exec_plugin(spec: Mapping[str, Any], base_path: str, cluster: Mapping[str, Any] | None,
+                    timeout: float = EXEC_TIMEOUT_S) -> dict[str, Any]:
+    """Run a kubeconfig `exec:` credential plugin as kubectl does and return its ExecCredential's status
+    (a token, or a client certificate and key). It never gets the terminal (the TUI owns it; a prompt would
+    wait forever) and is told so (spec.interactive false). After `timeout` seconds it is killed with
+    everything it started; any failure is an ExecPluginError of one line carrying the first line of the
+    plugin's stderr, its control characters made visible."""
+    command, api_version = spec.get("command"), spec.get("apiVersion")
+    if not command or not api_version:
+        raise ExecPluginError("kubeconfig: exec: a credential plugin needs command and apiVersion")
+    name = visible(os.path.basename(str(command)), 80)
+    info: dict[str, Any] = {"apiVersion": api_version, "kind": "ExecCredential", "spec": {"interactive": False}}
+    if spec.get("provideClusterInfo") and cluster:
+        info["spec"]["cluster"] = _cluster_info(cluster)
+    env = dict(os.environ)
+    env.update({str(e["name"]): str(e["value"]) for e in spec.get("env") or [] if "name" in e and "value" in e})
+    env["KUBERNETES_EXEC_INFO"] = json.dumps(info)
+    args = [str(command), *(str(a) for a in spec.get("args") or [])]
+    try:
+        # Its own process group: at the timeout it is killed with every process it started, which would
+        # otherwise hold its pipes open (and this read) after it died.
+        proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                cwd=base_path or None, env=env, process_group=0)
+    except OSError as exc:
+        raise ExecPluginError(f"exec credential plugin {name} cannot be run: {exc.strerror or exc}") from None
+    _stop_at_exit()
+    started = time.monotonic()
+    with _plugins_lock:
+        _running_plugins[proc] = (name, started)
+    try:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            _out, err = _rest_of(proc)
+            raise ExecPluginError(f"exec credential plugin {name} gave no credential within {timeout:g}s "
+                                  f"and was stopped{_said(err)}") from None
+    except BaseException:  # the timeout, Ctrl-C, the app quitting: nothing it started stays behind
+        _kill_group(proc)
+        raise
+    finally:
+        with _plugins_lock:
+            _running_plugins.pop(proc, None)
+    log.debug("credential plugin %s ended (exit %s) after %.1fs", name, proc.returncode, time.monotonic() - started)
+    if proc.returncode != 0:
+        how = f"exit {proc.returncode}" if proc.returncode > 0 else f"killed by signal {-proc.returncode}"
+        raise ExecPluginError(f"exec credential plugin {name} failed ({how}){_said(err)}")
+    try:
+        data = json.loads(out)
+    except ValueError:
+        raise ExecPluginError(f"exec credential plugin {name} printed no ExecCredential (not JSON){_said(err)}") \
+            from None
+    if not isinstance(data, dict) or not isinstance(data.get("status"), dict):
+        raise ExecPluginError(f"exec credential plugin {name} printed no ExecCredential status")
+    if data.get("apiVersion") != api_version:
+        raise ExecPluginError(f"exec credential plugin {name} answered in {visible(data.get('apiVersion'), 80)}, "
+                              f"not the {visible(api_version, 80)} the kubeconfig asks for")
+    return data["status"]
+
+
+def _rest_of(proc: subprocess.Popen) -> tuple[bytes, bytes]:
+    """What a killed plugin had written: read until its pipes close, or a second at most (a process that left
+    its group may hold them)."""
+    try:
+        return proc.communicate(timeout=1.0)
+    except subprocess.TimeoutExpired as exc:
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        return exc.output or b"", exc.stderr or b""
+
+
+def _said(stderr: bytes | str | None) -> str:
+    text = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else (stderr or "")
+    line = first_line(text, 300)
+    return f": {visible(line)}" if line else ""
+
+
+def _cluster_info(cluster: Mapping[str, Any]) -> dict[str, Any]:
+    """The cluster as ExecCredential's spec.cluster gives it (provideClusterInfo): the kubeconfig's fields,
+    the plugin's own config from the client.authentication.k8s.io/exec extension."""
+    keys = ("server", "tls-server-name", "insecure-skip-tls-verify", "certificate-authority-data", "proxy-url",
+            "disable-compression")
+    info = {k: cluster[k] for k in keys if k in cluster}
+    for extension in cluster.get("extensions") or []:
+        if extension.get("name") == "client.authentication.k8s.io/exec":
+            info["config"] = extension.get("extension")
+    return info
+
+
+_loader: Any = None
+
+
+def _loader_class() -> Any:
+    """The client's KubeConfigLoader with gputui's exec plugin runner (made once, on first use: importing the
+    client is slow, and the demo never needs it)."""
+    global _loader
+    if _loader is not None:
+        return _loader
+    from kubernetes.config.kube_config import KubeConfigLoader, _is_expired
+    from kubernetes.config.dateutil import parse_rfc3339
+
+    class Loader(KubeConfigLoader):  # type: ignore[misc]
+        exec_timeout = EXEC_TIMEOUT_S
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._exec_lock = threading.Lock()
+
+        def _load_from_exec_plugin(self) -> bool | None:
+            # The client's own swallows every failure (logging.error, then no credentials at all) and waits
+            # forever. Here a failure raises, as one line, and every refresh of an expired credential (from
+            # any thread: each watch asks for headers) runs the plugin once.
+            if "exec" not in self._user:
+                return None
+            with self._exec_lock:
+                if "expiry" in self.__dict__ and not _is_expired(self.expiry) and \
+                        ("token" in self.__dict__ or "cert_file" in self.__dict__):
+                    return True  # another thread refreshed it while this one waited
+                base_path = self._get_base_path(self._cluster.path)
+                status = run_exec_plugin(self._user["exec"].value, base_path, self._cluster.value, self.exec_timeout)
+                if status.get("token"):
+                    self.token = f"Bearer {status['token']}"
+                elif status.get("clientCertificateData") and status.get("clientKeyData"):
+                    self.cert_file = memory_file(status["clientCertificateData"])
+                    self.key_file = memory_file(status["clientKeyData"])
+                else:
+                    name = visible(os.path.basename(str(self._user["exec"].value.get("command"))), 80)
+                    raise ExecPluginError(f"exec credential plugin {name} gave neither a token nor a client "
+                                          "certificate and key")
+                if status.get("expirationTimestamp"):
+                    self.expiry = parse_rfc3339(status["expirationTimestamp"])
+                return True
+
+    _loader = Loader
+    return Loader
+
+
+# ----- key and certificate data: files in memory ------------------------------------------------------------
+
+_files_lock = threading.Lock()
+_memory_files: dict[bytes, str] = {}  # content -> its path (the same key twice is one file)
+_private_dir: str | None = None  # where memfd is unavailable: a 0700 directory removed at exit and on signals
+
+
+def memory_file(content: bytes | str) -> str:
+    """A path whose file holds `content` for as long as this process lives, for ssl's load_cert_chain and
+    load_verify_locations, which read paths only. On Linux a memfd (/proc/self/fd/N): never on a disk, gone
+    however the process ends, SIGKILL included, and not inherited by children. Elsewhere a 0600 file in a
+    0700 private directory that `remove_private_files` removes (at exit, and on SIGHUP and SIGTERM through
+    gputui.cli.main)."""
+    data = content.encode() if isinstance(content, str) else bytes(content)
+    with _files_lock:
+        path = _memory_files.get(data)
+        if path is None:
+            path = _memfd(data) or _private_file(data)
+            _memory_files[data] = path
+        return path
+
+
+def _memfd(data: bytes) -> str | None:
+    create = getattr(os, "memfd_create", None)
+    if create is None:
+        return None
+    try:
+        fd = create("gputui-credential", os.MFD_CLOEXEC)
+    except OSError:
+        return None
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    path = f"/proc/self/fd/{fd}"
+    if not os.path.exists(path):  # no /proc mounted
+        os.close(fd)
+        return None
+    return path
+
+
+def _private_file(data: bytes) -> str:
+    import tempfile
+
+    global _private_dir
+    if _private_dir is None:
+        _private_dir = tempfile.mkdtemp(prefix="gputui-")  # 0700
+        atexit.register(remove_private_files)
+    fd, path = tempfile.mkstemp(dir=_private_dir)  # 0600
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    return path
+
+
+def remove_private_files() -> None:
+    """Remove the private directory of key files, if memfd was unavailable and one was made."""
+    global _private_dir
+    if _private_dir is not None:
+        import shutil
+
+        shutil.rmtree(_private_dir, ignore_errors=True)
+        _private_dir = None
+
+
+def release() -> None:
+    """What gputui leaves on the machine, gone: running credential plugins and private key files. At exit,
+    and from SIGHUP/SIGTERM handlers (gputui.cli.main), before the signal ends the process."""
+    stop_plugins()
+    remove_private_files()
+
+
+_exit_hook = False
+
+
+def _stop_at_exit() -> None:
+    global _exit_hook
+    if not _exit_hook:
+        _exit_hook = True
+        atexit.register(stop_plugins)
+
+
+def _keep_key_files_in_memory() -> None:
+    """Every key, certificate and CA the client would write to a temporary file (client-key-data,
+    client-certificate-data, certificate-authority-data, an OIDC provider's CA) goes to `memory_file`
+    instead: the client writes them to $TMPDIR and removes them at a normal exit only."""
+    from kubernetes.config import kube_config
+
+    def in_memory(content: bytes | str, temp_file_path: str | None = None, force_recreate: bool = False) -> str:
+        return memory_file(content)
+
+    kube_config._create_temp_file_with_content = in_memory

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from gputui.backends.base import BackendError, ConflictError, EvictionOutcome, EvictionResult, stale_json_patch
-from gputui.backends.kube_http import ApiError, Connection, path_of, PROBE_TIMEOUT_S
+from gputui.backends.kube_http import ApiError, Connection, path_of, PROBE_TIMEOUT_S, Unreachable
 
 # Grants gputui never uses (000 §6, least privilege): each widens what a leaked kubeconfig can do. Asked only
 # by `gputui check`, not at start-up (four more round trips before the first frame).
@@ -132,18 +132,29 @@ def whoami(conn: Connection) -> str:
 
 def review(conn: Connection, verb: str, resource: str, subresource: str = "", group: str = "") -> bool | None:
     """May the identity do this (SelfSubjectAccessReview)? None when the review itself failed."""
+    try:
+        return _ask(conn, verb, resource, subresource, group)
+    except BackendError:
+        return None
+
+
+def allowed(conn: Connection, verb: str, resource: str, subresource: str = "", group: str = "") -> bool:
+    """For a write gputui needs: a review the apiserver refused or failed counts as not allowed (fail closed).
+    An apiserver that cannot be reached at all raises Unreachable: no answer is not a denial, and must never
+    be shown as "your identity may not…"."""
+    try:
+        return _ask(conn, verb, resource, subresource, group)
+    except Unreachable:
+        raise
+    except BackendError:
+        return False
+
+
+def _ask(conn: Connection, verb: str, resource: str, subresource: str, group: str) -> bool:
     body = {
         "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
         "spec": {"resourceAttributes": {"verb": verb, "resource": resource, "subresource": subresource, "group": group}},
     }
-    try:
-        answer = conn.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body=body,
-                              timeout=PROBE_TIMEOUT_S)
-    except BackendError:
-        return None
+    answer = conn.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body=body,
+                          timeout=PROBE_TIMEOUT_S)
     return bool((answer.get("status") or {}).get("allowed"))
-
-
-def allowed(conn: Connection, verb: str, resource: str, subresource: str = "", group: str = "") -> bool:
-    """For a write gputui needs: a review that failed counts as not allowed (fail closed)."""
-    return review(conn, verb, resource, subresource, group) is True

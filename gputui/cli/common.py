@@ -13,8 +13,9 @@ if TYPE_CHECKING:
     from gputui.snapshot import ClusterSnapshot
 
 # Exit codes of every gputui command (README): 0 done; 1 refused, blocked or not done (a node not drained, a
-# shift refused by validation, a failed write); 2 bad input: flags, files, no cluster, read-only.
-EXIT_OK, EXIT_NOT_DONE, EXIT_USAGE = 0, 1, 2
+# shift refused by validation, a failed write); 2 bad input: flags, files, no cluster, read-only; 70 gputui
+# crashed (a bug: the traceback is in the crash file named on stderr; sysexits' EX_SOFTWARE).
+EXIT_OK, EXIT_NOT_DONE, EXIT_USAGE, EXIT_CRASH = 0, 1, 2, 70
 
 
 class UsageError(Exception):
@@ -25,6 +26,32 @@ def fail(message: str, code: int = EXIT_USAGE) -> int:
     """One line on stderr, never a traceback; returns the exit code to return."""
     print(f"gputui: error: {first_line(message, 1000) or 'failed'}", file=sys.stderr)
     return code
+
+
+def crashed(exc: BaseException) -> int:
+    """A crash: its traceback (no locals: they hold tokens and kubeconfig contents) to the crash file, one line
+    naming it on stderr, exit 70. Never exit 0, never a traceback on the terminal."""
+    import os
+    import time
+    import traceback
+
+    from gputui import __version__
+    from gputui.paths import shown, state_dir
+
+    path = state_dir() / "crash.log"
+    text = (f"gputui {__version__} crashed at {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} "
+            f"(Python {sys.version.split()[0]})\n" + "".join(traceback.format_exception(exc)))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as error:
+        sys.stderr.write(text)
+        return fail(f"crashed ({type(exc).__name__}): its traceback is above ({path} could not be "
+                    f"written: {error.strerror or error})", EXIT_CRASH)
+    return fail(f"crashed ({type(exc).__name__}): the traceback is in {shown(path)} (please report it)",
+                EXIT_CRASH)
 
 
 def require_cluster(settings: Settings) -> None:

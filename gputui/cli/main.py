@@ -1,21 +1,29 @@
 """The `gputui` command: the TUI by default, headless subcommands for scripts and runbooks.
 
-Every user error is one line on stderr and exit code 2; never a traceback.
+Every user error is one line on stderr and exit code 2; never a traceback. A crash (a bug) is one line
+naming the crash file, which holds the traceback, and exit code 70.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import signal
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from gputui.backends.base import BackendError
-from gputui.cli.common import UsageError, backend, fail, require_cluster
+from gputui.cli.common import UsageError, backend, crashed, fail, require_cluster
 from gputui.settings import SettingsError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # A library's stray log line (logging's last resort prints warnings on stderr; logging.error() would even
+    # set up a handler for everyone) never reaches the terminal: gputui words its own errors, --debug its steps.
+    if not logging.getLogger().handlers:
+        logging.getLogger().addHandler(logging.NullHandler())
+    _release_on_signals()
     streams = (sys.stdout, sys.stderr)
     try:
         return _run(argv)
@@ -103,6 +111,31 @@ def _run(argv: Sequence[str] | None) -> int:
     except BrokenPipeError:  # `gputui nodes | head`: the reader left, nothing is wrong
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Exception as exc:  # a bug
+        return crashed(exc)
+
+
+def _release_on_signals() -> None:
+    """SIGHUP (the SSH session dropped) and SIGTERM end gputui as they always did, once what the signal does not
+    reach is gone: a running credential plugin (its own process group) and, where memfd is unavailable, the
+    private directory of key files (gputui.backends.factory.release). A handler someone else set is kept."""
+
+    def ended(signum: int, _frame: Any) -> None:
+        from gputui.backends.factory import release
+
+        release()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    for name in ("SIGHUP", "SIGTERM"):
+        signum = getattr(signal, name, None)
+        if signum is None:
+            continue
+        try:
+            if signal.getsignal(signum) == signal.SIG_DFL:
+                signal.signal(signum, ended)
+        except ValueError:  # not the main thread: the caller owns signals
+            pass
 
 
 def _debug(to_file: bool) -> Path | None:

@@ -47,6 +47,8 @@ def common(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--seed", type=int, default=s, help="seed of the demo cluster (default 7)")
     g.add_argument("--kubeconfig", default=s, help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
     g.add_argument("--context", default=s, help="kubeconfig context to use")
+    g.add_argument("--exec-timeout", type=_positive_float, default=s, metavar="SECONDS",
+                   help="seconds the kubeconfig's exec credential plugin may take before it is stopped (default 30)")
     g.add_argument("-n", "--namespace", default=s, help="limit workloads to this namespace")
     g.add_argument("--prometheus", default=s, metavar="URL", help="Prometheus URL for DCGM and session metrics")
     g.add_argument("--dcgm-interval", type=float, default=argparse.SUPPRESS, metavar="SECONDS",
@@ -117,7 +119,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
     flags = {
         k: v for k, v in vars(args).items()
         if k in ("demo", "seed", "kubeconfig", "context", "namespace", "prometheus", "read_only", "refresh", "theme",
-                 "keymap", "wallboard", "wallboard_rotate", "dcgm_interval")
+                 "keymap", "wallboard", "wallboard_rotate", "dcgm_interval", "exec_timeout")
     }
     config = getattr(args, "config", None)
     if config and not Path(config).exists():

@@ -1,0 +1,172 @@
+"""Exec credential plugins in a real `gputui` process: one that never answers is stopped at --exec-timeout with
+everything it started, one that fails is one line in its own words (no `ERROR:root:`, no urllib3 retry lines),
+a dropped SSH session (SIGHUP) leaves none behind; one that hands out a token lets gputui read the real
+apiserver."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]  # the gputui under test is this tree's (python -m gputui from here)
+API = "client.authentication.k8s.io/v1beta1"
+
+
+def closed_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def write_plugin(tmp_path: Path, body: str, name: str = "plugin.py") -> Path:
+    path = tmp_path / name
+    path.write_text(f"#!{sys.executable}\nimport json, os, subprocess, sys, time\n{body}\n")
+    path.chmod(0o755)
+    return path
+
+
+def exec_kubeconfig(tmp_path: Path, command: Path, server: str | None = None, ca: str | None = None) -> Path:
+    cluster = {"server": server or f"https://127.0.0.1:{closed_port()}"}
+    cluster.update({"certificate-authority": ca} if ca else {"insecure-skip-tls-verify": True})
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "main",
+        "clusters": [{"name": "c", "cluster": cluster}],
+        "users": [{"name": "u", "user": {"exec": {"apiVersion": API, "command": str(command),
+                                                  "interactiveMode": "IfAvailable"}}}],
+        "contexts": [{"name": "main", "context": {"cluster": "c", "user": "u"}}],
+    }))
+    return path
+
+
+def environment(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("KUBECONFIG", None)
+    env.update(HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path / "config"), XDG_STATE_HOME=str(tmp_path / "state"))
+    env.update(extra)
+    return env
+
+
+def gputui(tmp_path: Path, *args: str, timeout: float = 60, **env: str) -> tuple[subprocess.CompletedProcess, float]:
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "gputui", *args], capture_output=True, text=True, cwd=REPO,
+                          env=environment(tmp_path, **env), timeout=timeout)
+    return done, time.monotonic() - start
+
+
+def one_error_line(done: subprocess.CompletedProcess) -> str:
+    assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gputui: error: "), done.stderr
+    for noise in ("Traceback", "ERROR:root", "urllib3", "Retrying", "WARNING"):
+        assert noise not in done.stderr, done.stderr
+    return lines[0]
+
+
+def gone(pid: int, within: float = 3.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        stat = Path(f"/proc/{pid}/stat")
+        if stat.exists() and stat.read_text().rsplit(")", 1)[-1].split()[0] == "Z":
+            return True  # dead; reaped by init in a moment
+        time.sleep(0.05)
+    return False
+
+
+HANG = ("child = subprocess.Popen(['sleep', '600'])\n"
+        "open(sys.argv[0] + '.pids', 'w').write(f'{os.getpid()} {child.pid}')\n"
+        "sys.stderr.write('waiting for you to log in at https://login.example/device\\n'); sys.stderr.flush()\n"
+        "time.sleep(600)")
+
+
+def plugin_pids(plugin: Path, timeout: float = 20.0) -> list[int]:
+    pids = Path(str(plugin) + ".pids")
+    deadline = time.monotonic() + timeout
+    while not (pids.exists() and pids.read_text()):
+        assert time.monotonic() < deadline, "the plugin never started"
+        time.sleep(0.05)
+    return [int(p) for p in pids.read_text().split()]
+
+
+@pytest.mark.parametrize("how", ["flag", "environment"])
+def test_a_plugin_that_never_answers_ends_gputui_at_the_exec_timeout(tmp_path, how):
+    plugin = write_plugin(tmp_path, HANG, "hang.py")
+    kc = exec_kubeconfig(tmp_path, plugin)
+    if how == "flag":
+        done, took = gputui(tmp_path, "nodes", "--kubeconfig", str(kc), "--exec-timeout", "2")
+    else:
+        done, took = gputui(tmp_path, "nodes", "--kubeconfig", str(kc), GPUTUI_EXEC_TIMEOUT="2")
+    line = one_error_line(done)
+    assert took < 2 + 5, f"took {took:.1f}s"  # the timeout, plus starting Python and the kubernetes client
+    assert line == ("gputui: error: exec credential plugin hang.py gave no credential within 2s and was stopped: "
+                    "waiting for you to log in at https://login.example/device")
+    for pid in plugin_pids(plugin):
+        assert gone(pid), f"the plugin's process {pid} outlived gputui"
+
+
+def test_a_failing_plugin_is_one_line_in_its_own_words(tmp_path):
+    plugin = write_plugin(tmp_path, "sys.stderr.write('\\x1b]0;owned\\x07token expired: run `login`\\nmore\\n'); sys.exit(1)",
+                          "login.py")
+    done, took = gputui(tmp_path, "nodes", "--kubeconfig", str(exec_kubeconfig(tmp_path, plugin)))
+    line = one_error_line(done)
+    assert line == "gputui: error: exec credential plugin login.py failed (exit 1): ␛]0;owned␇token expired: run `login`"
+    assert took < 10
+
+
+def test_a_bad_exec_timeout_is_one_line(tmp_path):
+    kc = exec_kubeconfig(tmp_path, write_plugin(tmp_path, "sys.exit(1)"))
+    for value in ("0", "-1", "inf", "nan", "soon"):
+        done, _ = gputui(tmp_path, "nodes", "--kubeconfig", str(kc), "--exec-timeout", value)
+        assert "--exec-timeout" in one_error_line(done)
+        done, _ = gputui(tmp_path, "nodes", "--kubeconfig", str(kc), GPUTUI_EXEC_TIMEOUT=value)
+        assert "exec_timeout" in one_error_line(done)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGTERM])
+def test_a_dropped_session_leaves_no_plugin_behind(tmp_path, signum):
+    """The plugin runs in its own process group (so that its timeout kills all it started): a hangup of the
+    terminal does not reach it, so gputui stops it before the signal ends gputui."""
+    plugin = write_plugin(tmp_path, HANG, "hang.py")
+    proc = subprocess.Popen([sys.executable, "-m", "gputui", "nodes", "--kubeconfig", str(exec_kubeconfig(tmp_path, plugin))],
+                            cwd=REPO, env=environment(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        pids = plugin_pids(plugin)
+        proc.send_signal(signum)
+        assert proc.wait(10) == -signum  # ended by the signal, as before
+        for pid in pids:
+            assert gone(pid), f"the plugin's process {pid} outlived gputui"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_plugin_token_reads_the_real_apiserver(cluster, fake_kubelet, tmp_path):
+    token = cluster.token("admin")
+    plugin = write_plugin(tmp_path, "print(json.dumps({'apiVersion': %r, 'kind': 'ExecCredential', "
+                                    "'status': {'token': %r}}))" % (API, token))
+    admin = yaml.safe_load(cluster.admin_kubeconfig.read_text())
+    server = admin["clusters"][0]["cluster"]["server"]
+    ca = admin["clusters"][0]["cluster"].get("certificate-authority")
+    kc = exec_kubeconfig(tmp_path, plugin, server=server, ca=ca)
+    if ca is None:  # the harness may inline the CA
+        config = yaml.safe_load(kc.read_text())
+        config["clusters"][0]["cluster"] = admin["clusters"][0]["cluster"]
+        kc.write_text(yaml.safe_dump(config))
+    done, _ = gputui(tmp_path, "nodes", "--kubeconfig", str(kc), "-o", "json", "--exec-timeout", "10")
+    assert done.returncode == 0, done.stderr
+    assert token not in done.stdout + done.stderr
+    assert '"name"' in done.stdout

@@ -20,8 +20,9 @@ def check_named(kind: str, name: str, names: set[str], problems: list) -> None:
 
 def run(settings: Settings) -> int:
     from dataclasses import replace
+    from functools import partial
 
-    from gputui.backends.factory import have_cluster_config
+    from gputui.backends.factory import have_cluster_config, pending_backend
     from gputui.ops.audit import audit_for
     from gputui.ui.keymaps import DEFAULT, load_keymaps
     from gputui.ui.theming import BUILTIN_THEMES, load_themes
@@ -35,19 +36,28 @@ def run(settings: Settings) -> int:
         keymaps, keymap_problems = load_keymaps()
         check_named("keymap", settings.keymap, {*keymaps, DEFAULT}, keymap_problems)
     fallback = not settings.demo and not have_cluster_config(settings)
-    backend = common.backend(settings, per_gpu=settings.wallboard)  # the heat map draws every GPU
+    if settings.demo or fallback:
+        backend = common.backend(settings, per_gpu=settings.wallboard)  # the heat map draws every GPU
+        connect = None
+    else:
+        # A cluster is connected to by the app, off its UI thread, while the screen says so: the credential
+        # plugin and the first reads may take long, and q and Ctrl-C work all the while. Only the kubeconfig is
+        # read here, so a bad one is still one line before the screen opens.
+        backend = pending_backend(settings)
+        connect = partial(common.backend, settings, per_gpu=settings.wallboard)
     from gputui.ui.app import GputuiApp
 
     audit = audit_for(settings.audit_log, backend)
     notice = "No kubeconfig found: showing the embedded demo cluster (a simulation)." if fallback else None
     # The demo reads from memory in a few milliseconds: read it before the first frame, so that frame
-    # already holds the fleet (one full draw, not an empty one and then another). A cluster is read in the
-    # app's worker, with its timeouts, while the screen says it is connecting.
+    # already holds the fleet (one full draw, not an empty one and then another).
     first = backend.reader.snapshot() if backend.simulated else None
     app = GputuiApp(settings, backend, audit=audit, no_color=no_color, notice=notice, first_snapshot=first,
-                     themes_read=themes_read)
+                     themes_read=themes_read, connect=connect)
     try:
         app.run()
     finally:
-        backend.close()
-    return 0
+        app.backend.close()  # the one it ended on (:ctx may have replaced the first)
+    if app.crash is not None:  # Textual printed nothing of it (GputuiApp._fatal_error): the crash file says it all
+        return common.crashed(app.crash)
+    return common.EXIT_CRASH if app.return_code else common.EXIT_OK

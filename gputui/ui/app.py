@@ -3,20 +3,27 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from contextlib import suppress
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from rich.text import Text
 from textual import work
-from textual.app import App
+from textual.app import App, ComposeResult
+from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.binding import Binding
 from textual.reactive import var
+from textual.screen import Screen
 from textual.timer import Timer
+from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from gputui.backends.base import Backend, error_line
+from gputui.backends.factory import credential_plugins, stop_credential_plugins
 from gputui.backends.gcpause import settle_after_snapshot, unsettle
 from gputui.debug_log import log
 from gputui.figures import figures
@@ -57,6 +64,67 @@ def same_content(old: ClusterSnapshot | None, new: ClusterSnapshot | None) -> bo
 
 
 NODE_DETAIL = "node-detail"  # the installed node-detail screen's name (open_node)
+CONNECT_RETRY_S = 5.0  # after start-up's connection failed, before it tries again
+
+
+# ----- start-up: connecting to a cluster off the UI thread --------------------------------------------------
+
+@dataclass
+class Connecting:
+    """Start-up's connection while it runs (GputuiApp.connecting): written by its thread only, whole attributes
+    at a time; the connecting screen reads them twice a second."""
+
+    context: str
+    started: float = field(default_factory=time.monotonic)
+    error: str | None = None  # why the last try failed
+    retry_at: float | None = None  # when the next try starts (time.monotonic)
+    stop: threading.Event = field(default_factory=threading.Event)
+
+
+class FirstRead(Message):
+    """Start-up's connection is made and read a first snapshot."""
+
+    def __init__(self, backend: Backend, snapshot: ClusterSnapshot) -> None:
+        super().__init__()
+        self.backend = backend
+        self.snapshot = snapshot
+
+
+class ConnectingScreen(Screen[None]):
+    """What start-up shows until a cluster answers: where to, for how long, what it waits on (a credential
+    plugin), the last failure and the next try. q and Ctrl-C quit at once: the connection runs on a thread
+    nobody waits for."""
+
+    BINDINGS = [Binding("ctrl+c", "app.quit", "Quit", show=False, priority=True)]
+    DEFAULT_CSS = """
+    ConnectingScreen { align: center middle; }
+    ConnectingScreen > Static { width: auto; max-width: 90%; height: auto; padding: 1 2; border: round $primary; }
+    """
+
+    def __init__(self, state: Connecting) -> None:
+        super().__init__()
+        self.state = state
+
+    def compose(self) -> ComposeResult:
+        yield Static(self.text())
+
+    def on_mount(self) -> None:
+        self.set_interval(0.5, lambda: self.query_one(Static).update(self.text()))
+
+    def text(self) -> Text:
+        state, now = self.state, time.monotonic()
+        text = Text(f"connecting to {visible(state.context, 120)}… {now - state.started:.0f}s", style="bold")
+        for name, since in credential_plugins():
+            settings = getattr(self.app, "settings", None)
+            text.append(f"\nwaiting for the credential plugin {name}: {now - since:.0f}s"
+                        + (f" of {settings.exec_timeout:g}s" if settings is not None else ""))
+        if state.error:
+            text.append("\nlast try: ")
+            text.append(visible(state.error, 300), style="bold red")
+        if state.retry_at is not None:
+            text.append(f"\nnext try in {max(0.0, state.retry_at - now):.0f}s")
+        text.append("\n\nq quits", style="dim")
+        return text
 
 
 class GputuiApp(App[None]):
@@ -89,7 +157,10 @@ class GputuiApp(App[None]):
         notice: str | None = None,
         first_snapshot: ClusterSnapshot | None = None,
         themes_read: ThemesRead | None = None,
+        connect: Callable[[], Backend] | None = None,
     ) -> None:
+        """`connect`: builds the real backend; `backend` is then only what stands for it meanwhile
+        (factory.pending_backend). Start-up runs it off the UI thread (ConnectingScreen)."""
         super().__init__()
         self.settings = settings
         self.backend = backend
@@ -121,6 +192,9 @@ class GputuiApp(App[None]):
         self._told_problems: list = []
         self._stop_watching = asyncio.Event()
         self.watching = False
+        self._connect = connect
+        self.connecting: Connecting | None = Connecting(backend.context) if connect is not None else None
+        self.crash: BaseException | None = None  # what crashed the app, if anything (cli.tui says it)
 
     @property
     def read_only(self) -> bool:
@@ -159,7 +233,10 @@ class GputuiApp(App[None]):
         if self._notice:
             self.notify(self._notice, title="Simulation", timeout=15)
         self.set_interval(1.0, self._tick_age)
-        if self.snapshot is None:
+        if self.connecting is not None:
+            self.push_screen(ConnectingScreen(self.connecting))
+            threading.Thread(target=self._connect_first, name="gputui connect", daemon=True).start()
+        elif self.snapshot is None:
             self.poll_now()
         else:  # the first read came with the app: the next one is a refresh away
             self._poll_timer = self.set_timer(self.settings.refresh, self._poll)
@@ -168,6 +245,48 @@ class GputuiApp(App[None]):
     def on_unmount(self) -> None:
         self._stop_watching.set()  # lets the file watcher's thread end at once
         unsettle()  # the poll froze what lived (gcpause): nothing stays frozen after the app
+        if self.connecting is not None:
+            self.connecting.stop.set()
+        stop_credential_plugins()  # a worker waiting on one ends now, not at its timeout
+
+    def _connect_first(self) -> None:
+        """Start-up's connection, on a daemon thread: quitting waits for a worker's thread, never for this one.
+        Build the backend (the credential plugin, discovery, access reviews), then read a first snapshot; after a
+        failure, which the connecting screen shows, try again."""
+        state, connect = self.connecting, self._connect
+        assert state is not None and connect is not None
+        backend: Backend | None = None
+        while not state.stop.is_set():
+            try:
+                if backend is None:
+                    backend = connect()
+                snapshot = backend.reader.snapshot()
+            except Exception as exc:  # said on the screen; q is always there
+                state.error, state.retry_at = error_line(exc), time.monotonic() + CONNECT_RETRY_S
+                if state.stop.wait(CONNECT_RETRY_S):
+                    break
+                state.retry_at = None
+                continue
+            self.prepare_snapshot(snapshot)
+            if self.post_message(FirstRead(backend, snapshot)):
+                return
+            break
+        if backend is not None:  # the app quit meanwhile
+            backend.close()
+
+    def on_first_read(self, message: FirstRead) -> None:
+        self.connecting = None
+        old, self.backend = self.backend, message.backend
+        old.close()
+        self.audit = AuditLog(self.audit.path, getattr(self.backend.writer, "identity", "unknown"), self.backend.context)
+        if isinstance(self.screen, ConnectingScreen):
+            self.pop_screen()
+        self.refresh_bindings()  # the footer dims what the backend cannot do
+        self.on_snapshot_ready(SnapshotReady(message.snapshot, None))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # While start-up connects there is nothing to act on: the app's keys but quitting wait for a cluster.
+        return self.connecting is None or action == "quit"
 
     def watch_theme(self, theme: str) -> None:
         if not self._no_color:
@@ -234,6 +353,8 @@ class GputuiApp(App[None]):
     # ----- the poll loop: one poll at a time, re-armed when it finishes ----------
 
     def poll_now(self) -> None:
+        if self.connecting is not None:  # start-up's first read is on its way
+            return
         if self._poll_timer is not None:
             self._poll_timer.stop()
             self._poll_timer = None
@@ -431,6 +552,18 @@ class GputuiApp(App[None]):
         self.notify(message.text, title=message.title, severity="error" if message.failed else "information",
                     markup=False)
         self.poll_now()
+
+    def _handle_exception(self, error: Exception) -> None:
+        if self.crash is None:
+            self.crash = error
+        super()._handle_exception(error)
+
+    def _fatal_error(self) -> None:
+        """A crash: Textual's own would print the traceback with every frame's locals (a token, a kubeconfig's
+        contents) on the terminal. The app just ends; cli.common.crashed writes the traceback, without locals, to
+        the crash file and says one line naming it."""
+        self.bell()
+        self._close_messages_no_wait()
 
     async def action_quit(self) -> None:
         session = self.drain_session

@@ -226,6 +226,27 @@ class InferencePod:
 
 
 @dataclass(frozen=True, slots=True)
+class PodSelector:
+    """Who selects pods by label: a Service or an InferencePool (the paths traffic takes to a pod), or a
+    workload (the owner that keeps its pods). gputui.rotation reads them to find the label that takes one pod
+    out of rotation without its owner letting it go."""
+
+    kind: str  # Service, InferencePool, Deployment, Rollout
+    namespace: str
+    name: str
+    match: Mapping[str, str]  # matchLabels (a Service's whole selector)
+    keys: frozenset[str] = frozenset()  # every key the selector uses, matchExpressions' too (workloads)
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}"
+
+    def selects(self, labels: Mapping[str, str]) -> bool:
+        # An empty selector selects nothing here: a Service without one has no endpoints gputui could see.
+        return selector_matches(self.match, labels, empty_matches=False)
+
+
+@dataclass(frozen=True, slots=True)
 class Rollout:
     """The fields `kubectl rollout status` reads from a Deployment."""
 

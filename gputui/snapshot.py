@@ -8,7 +8,7 @@ from typing import Any, Callable, Collection, Hashable, Iterable, Mapping, TypeV
 
 from gputui.gpu_resources import WHOLE_GPU, GpuUse
 from gputui.gauges import Gauges, gauges, util_sum
-from gputui.model import Budget, GpuSummary, InferencePod, InferenceService, Node, UpgradePolicy
+from gputui.model import Budget, GpuSummary, InferencePod, InferenceService, Node, PodSelector, UpgradePolicy
 from gputui.sessions import PodSessions, SessionCounts, read_sessions
 
 
@@ -78,6 +78,9 @@ class ClusterSnapshot:
     upgrade_policy: UpgradePolicy | None = None  # the GPU Operator's, when its ClusterPolicy was read
     # Every pod's live-session counts as the metrics read gave them (gputui.sessions): `sessions(pod)` reads one.
     session_counts: SessionCounts = field(default_factory=dict)
+    # The Services and InferencePools that select pods, and the workloads that own them (gputui.rotation);
+    # None when the backend did not read them: whether a pod can leave rotation is then unknown.
+    selectors: tuple[PodSelector, ...] | None = None
     # Every node's DCGM figures in aggregate by node name, in a fleet read that way (gputui.gauges): `gauges(node)`.
     summaries: Mapping[str, GpuSummary] = field(default_factory=dict)
     # The pod indexes when the backend already holds them for this very pods tuple (None: built here).

@@ -15,7 +15,7 @@ from gputui.backends.join_fleet import NodeJoin, PodJoin, gpus_of, with_claims
 from gputui.backends.kube_dra import ClaimRecord, DraView, SliceRecord, dra_view
 from gputui.backends.kube_objects import NodeRecord, PodRecord, RouteRecord, ServiceRecord, SubsetRule, WorkloadRecord
 from gputui.label_selectors import selector_matches
-from gputui.model import UpgradePolicy, Budget, Gpu, GpuSummary, InferenceService, Rollout, ServiceVersion
+from gputui.model import UpgradePolicy, Budget, Gpu, GpuSummary, InferenceService, PodSelector, Rollout, ServiceVersion
 from gputui.moved import same
 from gputui.sessions import SessionCounts
 from gputui.snapshot import ClusterSnapshot, SourceStatus
@@ -129,6 +129,15 @@ class _Identities:
         return None
 
 
+def _selectors(state: KubeState) -> tuple[PodSelector, ...]:
+    """Who selects pods: the Services and InferencePools traffic reaches them through, the workloads that own
+    them (gputui.rotation)."""
+    paths = [PodSelector("Service", s.namespace, s.name, s.selector) for s in state.services] + \
+        [PodSelector("InferencePool", p.namespace, p.name, p.selector) for p in state.pools]
+    owners = [PodSelector(w.kind, w.namespace, w.name, w.selector, w.selector_keys) for w in state.workloads]
+    return tuple(paths + owners)
+
+
 class Joiner:
     """The join, remembering its last result: a refresh rejoins only what changed.
 
@@ -146,6 +155,8 @@ class Joiner:
         self._services: tuple[InferenceService, ...] = ()
         self._identities = _Identities([])
         self._dra_inputs: tuple = ()
+        self._selector_inputs: tuple = ()
+        self._selectors: tuple[PodSelector, ...] = ()
         self._dra: DraView = dra_view((), ())
         self._nodes = NodeJoin()
         self._pods = PodJoin(self._identify)
@@ -167,6 +178,9 @@ class Joiner:
         if not same((state.resource_slices, state.resource_claims), self._dra_inputs):
             self._dra_inputs = (state.resource_slices, state.resource_claims)
             self._dra = dra_view(state.resource_slices, state.resource_claims)
+        if not same((state.services, state.pools, state.workloads), self._selector_inputs):
+            self._selector_inputs = (state.services, state.pools, state.workloads)
+            self._selectors = _selectors(state)
         nodes, node_names = self._nodes.join(state.nodes, metrics, self._dra)
         pods, indexes = self._pods.join(state.pods, node_names, self._dra)
         return ClusterSnapshot(
@@ -175,6 +189,7 @@ class Joiner:
             upgrade_policy=state.upgrade_policies[0] if state.upgrade_policies else None,
             session_counts=metrics.sessions if metrics is not None else {},
             summaries=metrics.nodes if metrics is not None else {},
+            selectors=self._selectors,
         )
 
     def with_claims(self, record: PodRecord) -> PodRecord:

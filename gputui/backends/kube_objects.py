@@ -264,6 +264,8 @@ class WorkloadRecord:
     canary_weights: Mapping[str, int] = field(default_factory=dict)  # Argo: stable/canary
     routes: tuple[str, ...] = ()  # Argo: the routes its trafficRouting names (its controller owns their weights)
     roles: Mapping[str, str] = field(default_factory=dict)  # Argo: canary/stable Service or subset -> role
+    selector: Mapping[str, str] = field(default_factory=dict)  # spec.selector.matchLabels: the pods it owns
+    selector_keys: frozenset[str] = frozenset()  # every key spec.selector uses, matchExpressions' too
 
 
 def deployment_record(obj: dict[str, Any]) -> WorkloadRecord:
@@ -298,8 +300,19 @@ def deployment_record(obj: dict[str, Any]) -> WorkloadRecord:
         labels=dict(meta.get("labels") or {}),
         template_labels=dict((template.get("metadata") or {}).get("labels") or {}),
         gpu_request=_gpu_request(template.get("spec") or {}), rollout=rollout, canary_weights=weights,
-        routes=routes, roles=roles,
+        routes=routes, roles=roles, **_selector(spec.get("selector")),
     )
+
+
+def _selector(raw: Any) -> dict[str, Any]:
+    """A workload's label selector: its matchLabels, and every key it uses (a key only in matchExpressions
+    still decides which pods it keeps)."""
+    if not isinstance(raw, dict):
+        return {}
+    match = {str(k): str(v) for k, v in (raw.get("matchLabels") or {}).items()} \
+        if isinstance(raw.get("matchLabels"), dict) else {}
+    keys = set(match) | {str(e.get("key")) for e in raw.get("matchExpressions") or () if isinstance(e, dict)}
+    return {"selector": match, "selector_keys": frozenset(keys)}
 
 
 def _argo_routing(name: str, canary: Mapping[str, Any]) -> tuple[tuple[str, ...], dict[str, str]]:

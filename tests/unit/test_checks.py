@@ -13,7 +13,7 @@ from gputui.checks.facts import AlertRule, CheckFacts
 from gputui.checks.output import as_json, as_junit, as_text
 from gputui.checks.result import Status, exit_code
 from gputui.checks.rules import CheckContext, run_checks
-from gputui.model import Budget, Gpu, InferencePod, Node, PodProbes
+from gputui.model import Budget, Gpu, InferencePod, Node, PodProbes, PodSelector
 from gputui.snapshot import ClusterSnapshot, SourceStatus
 from tests.support.gputui_cli import run
 
@@ -30,7 +30,7 @@ def node(name: str, **kw) -> Node:
 
 def pod(name: str, **kw) -> InferencePod:
     base = dict(namespace="llm", name=name, uid=name, node="a", gpu_request=1, service="chat", version="v1",
-                labels={"app": "chat"}, session_signal=True,
+                labels={"app": "chat", "serving": "true"}, session_signal=True,
                 termination_grace_s=60, probes=PodProbes(True, False, 600, True))
     base.update(kw)
     return InferencePod(**base)
@@ -58,7 +58,13 @@ def healthy() -> ClusterSnapshot:
                            budgets=(Budget("llm", "chat-pdb", {"app": "chat"}, max_unavailable="1",
                                            disruptions_allowed=1, current_healthy=2, desired_healthy=1,
                                            expected_pods=2),),
-                           sources=METRICS_OK, session_counts={("llm", "chat-1"): 1, ("llm", "chat-2"): 1})
+                           sources=METRICS_OK, session_counts={("llm", "chat-1"): 1, ("llm", "chat-2"): 1},
+                           selectors=SELECTORS)
+
+
+# The Service selects on a label its Deployment does not: removing it takes one pod out of rotation.
+SELECTORS = (PodSelector("Service", "llm", "chat", {"app": "chat", "serving": "true"}),
+             PodSelector("Deployment", "llm", "chat", {"app": "chat"}, frozenset({"app"})))
 
 
 def test_a_healthy_cluster_passes_every_check():
@@ -112,7 +118,8 @@ def test_probe_windows_follow_the_api_defaults():
 
 def snap_fields(snap: ClusterSnapshot) -> dict:
     return dict(taken_at=snap.taken_at, context=snap.context, nodes=snap.nodes, pods=snap.pods,
-                services=snap.services, budgets=snap.budgets, sources=snap.sources, session_counts=snap.session_counts)
+                services=snap.services, budgets=snap.budgets, sources=snap.sources, session_counts=snap.session_counts,
+                selectors=snap.selectors)
 
 
 def test_what_cannot_be_read_is_unknown_never_a_pass():
@@ -211,3 +218,14 @@ def test_every_check_phrase_has_a_head_noun_with_a_singular():
     assert len(phrases) >= 15
     for phrase in phrases:
         assert any(re.search(rf"\b{word}\b", phrase) for word in SINGULAR), phrase
+
+
+def test_pods_no_label_can_take_out_of_rotation_are_named_with_the_commands_that_fix_it():
+    only_app = (PodSelector("Service", "llm", "chat", {"app": "chat"}), SELECTORS[1])
+    found = results(ClusterSnapshot(**{**snap_fields(healthy()), "selectors": only_app}))["services.rotation"]
+    assert found.status is Status.WARN
+    assert "Service llm/chat selects it only on app, which Deployment llm/chat selects on too" in found.summary
+    # The template first, then the selector: the other order leaves the Service no pod in between.
+    assert found.fix.index("patch deployment/chat") < found.fix.index("patch service chat")
+    unread = results(ClusterSnapshot(**{**snap_fields(healthy()), "selectors": None}))["services.rotation"]
+    assert unread.status is Status.UNKNOWN  # never a pass from what was not read

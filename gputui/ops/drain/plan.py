@@ -20,6 +20,7 @@ from typing import Iterable, Mapping
 
 from gputui.gpu_resources import WHOLE_GPU
 from gputui.label_selectors import selector_matches
+from gputui.rotation import RotationState, rotation_of
 from gputui.model import Budget, InferencePod, Node
 from gputui.sessions import PodSessions, SessionState
 from gputui.snapshot import ClusterSnapshot
@@ -232,6 +233,18 @@ def units_needed(pods: Iterable[PodPlan]) -> dict[str, list[int]]:
     return out
 
 
+def _arrivals_warning(plan: PodPlan, snapshot: ClusterSnapshot) -> str:
+    """A pod waited on that no label can take out of its Services' endpoints: new sessions keep reaching it,
+    so its count need not fall before the deadline. Said before anything is written."""
+    if plan.step is not Step.WAIT_SESSIONS:
+        return ""
+    rotation = rotation_of(plan.pod, snapshot)
+    if rotation.state is not RotationState.NO_SWITCH:
+        return ""
+    return (f"new sessions keep arriving through {rotation.path_names}: no label can take it out of rotation "
+            f"({rotation.why}); the wait may run to its deadline (gputui check: services.rotation says how to fix it)")
+
+
 def plan_drain(
     snapshot: ClusterSnapshot, node: str, options: DrainOptions = DrainOptions(), batch: set[str] | None = None,
 ) -> DrainPlan:
@@ -257,7 +270,8 @@ def plan_drain(
         ([owner] if owner else [])
         + [f"{p.pod.key}: {d}" for p in plans if p.step is not Step.SKIP and len(p.budgets) == 1
            and (d := p.budgets[0].deadlock())]
-        + [f"{p.pod.key}: {w}" for p in plans if (w := p.grace_warning(options))]))
+        + [f"{p.pod.key}: {w}" for p in plans if (w := p.grace_warning(options))]
+        + [f"{p.pod.key}: {w}" for p in plans if (w := _arrivals_warning(p, snapshot))]))
     return DrainPlan(node, options, tuple(plans), capacity, target.unschedulable, warnings)
 
 

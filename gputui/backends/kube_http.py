@@ -213,7 +213,8 @@ def target_context(kubeconfig: str | None = None, context: str | None = None) ->
     files = kubeconfig_files(kubeconfig)
     if _in_cluster(kubeconfig, files):
         return "in-cluster"
-    _joined, current = _chosen_context(kubeconfig, context, files)
+    joined, current = _chosen_context(kubeconfig, context, files)
+    _loader_for(joined, context)  # the context's cluster and user exist
     return str(current.get("name", context or ""))
 
 
@@ -225,7 +226,6 @@ def connect(
     plugin runs here, for `exec_timeout` seconds at most (and again whenever its credential expires)."""
     from kubernetes import client, config
     from kubernetes.config.config_exception import ConfigException
-    from kubernetes.config.kube_config import KubeConfigMerger
 
     _quiet_library_logs()
     _keep_key_files_in_memory()
@@ -246,10 +246,9 @@ def connect(
             pass
     else:
         joined, current = _chosen_context(kubeconfig, context, files)
+        loader = _loader_for(joined, context)
+        loader.exec_timeout = exec_timeout
         try:
-            loader = _loader_class()(config_dict=KubeConfigMerger(joined).config, active_context=context,
-                                     config_base_path=None)
-            loader.exec_timeout = exec_timeout
             loader.load_and_set(configuration)
         except BackendError:
             raise
@@ -293,6 +292,21 @@ def _chosen_context(kubeconfig: str | None, context: str | None, files: list[Pat
         if current is None:
             raise BackendError(f'context "{context}" is not in the kubeconfig')
     return joined, current or {}
+
+
+def _loader_for(joined: str, context: str | None) -> Any:
+    """The client's loader (with gputui's plugin runner) on the context: its cluster and user looked up, nothing
+    run or sent yet."""
+    from kubernetes.config.config_exception import ConfigException
+    from kubernetes.config.kube_config import KubeConfigMerger
+
+    try:
+        return _loader_class()(config_dict=KubeConfigMerger(joined).config, active_context=context,
+                               config_base_path=None)
+    except ConfigException as exc:
+        raise BackendError(_config_error(str(exc), context)) from None
+    except Exception as exc:  # malformed YAML, wrong types
+        raise BackendError(f"kubeconfig is not valid: {one_line(exc)}") from None
 
 
 def _config_error(text: str, context: str | None) -> str:

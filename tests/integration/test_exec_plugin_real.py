@@ -170,3 +170,54 @@ def test_a_plugin_token_reads_the_real_apiserver(cluster, fake_kubelet, tmp_path
     assert done.returncode == 0, done.stderr
     assert token not in done.stdout + done.stderr
     assert '"name"' in done.stdout
+
+
+def test_the_tui_connects_through_a_slow_plugin_then_shows_the_cluster(cluster, fake_kubelet, tmp_path):
+    """The start-up path end to end: the connecting screen while the plugin takes its time, then the real
+    cluster's nodes, then q."""
+    import re
+    import shlex
+    import shutil
+
+    if shutil.which("tmux") is None:  # a missing tool is a failure, never a skip
+        pytest.fail("tmux is not installed; scripts/test.sh installs it")
+    plugin = write_plugin(tmp_path, "time.sleep(3)\nprint(json.dumps({'apiVersion': %r, 'kind': 'ExecCredential', "
+                                    "'status': {'token': %r}}))" % (API, cluster.token("admin")))
+    config = yaml.safe_load(cluster.admin_kubeconfig.read_text())
+    config["users"][0]["user"] = {"exec": {"apiVersion": API, "command": str(plugin)}}
+    kc = tmp_path / "kubeconfig"
+    kc.write_text(yaml.safe_dump(config))
+    context = config["current-context"]
+    rc = tmp_path / "rc"
+    env = environment(tmp_path, TERM="xterm-256color")
+    flags = [arg for key in ("HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "TERM") for arg in ("-e", f"{key}={env[key]}")]
+    socket_name = f"gputui-plugin-{os.getpid()}"
+    command = (f"cd {shlex.quote(str(REPO))}; {shlex.quote(sys.executable)} -m gputui --kubeconfig "
+               f"{shlex.quote(str(kc))}; echo $? > {shlex.quote(str(rc))}; sleep 600")
+
+    def screen() -> str:
+        return subprocess.run(["tmux", "-L", socket_name, "capture-pane", "-p", "-t", "g"], capture_output=True,
+                              text=True, timeout=10).stdout
+
+    def wait_for(pattern: str, timeout: float = 30) -> str:
+        deadline = time.monotonic() + timeout
+        while not re.search(pattern, text := screen()):
+            assert time.monotonic() < deadline, f"{pattern!r} never appeared:\n{text}"
+            time.sleep(0.1)
+        return text
+
+    subprocess.run(["tmux", "-L", socket_name, "new-session", "-d", "-s", "g", "-x", "120", "-y", "30", *flags, command],
+                   check=True, timeout=10)
+    try:
+        wait_for(rf"connecting to {re.escape(context)}… \d+s")
+        wait_for(r"credential plugin plugin\.py: \d+s of 30s")
+        shown = wait_for(r"Nodes \d+")
+        assert "connecting to" not in shown
+        subprocess.run(["tmux", "-L", socket_name, "send-keys", "-t", "g", "q"], check=True, timeout=10)
+        deadline = time.monotonic() + 5
+        while not (rc.exists() and rc.read_text().strip()):
+            assert time.monotonic() < deadline, f"gputui did not quit on q:\n{screen()}"
+            time.sleep(0.1)
+        assert rc.read_text().strip() == "0"
+    finally:
+        subprocess.run(["tmux", "-L", socket_name, "kill-server"], capture_output=True, timeout=10)

@@ -153,3 +153,34 @@ def test_the_tui_blocked_on_a_silent_apiserver(tmp_path, server, keyed_kubeconfi
         assert left_in(tmpdir_watched) == [], f"left behind after {signum.name}"
     finally:
         subprocess.run(["tmux", "-L", socket_name, "kill-server"], capture_output=True, timeout=10)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGTERM, None])
+def test_without_memfd_the_private_key_directory_goes_too(tmp_path, server, keyed_kubeconfig, tmpdir_watched, signum):
+    """Where memfd is unavailable (macOS; a container without /proc) the key goes to a 0700 directory of its
+    own, removed at exit and when SIGHUP or SIGTERM ends gputui. Forced here by a wrapper around main()."""
+    wrapper = tmp_path / "no_memfd_gputui.py"
+    wrapper.write_text("import sys\n"
+                       "from gputui.backends import kube_http\n"
+                       "kube_http._memfd = lambda data: None\n"
+                       "from gputui.cli.main import main\n"
+                       "sys.exit(main(sys.argv[1:]))\n")
+    env = dict(environment(tmp_path, tmpdir_watched), PYTHONPATH=str(REPO))
+    args = [sys.executable, str(wrapper), "nodes", "--kubeconfig", str(keyed_kubeconfig)]
+    proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert server.accepted.wait(30), "gputui never connected"
+        time.sleep(0.3)
+        made = left_in(tmpdir_watched)
+        assert len(made) == 3 and made[0].startswith("gputui-"), made  # the directory, the certificate and key in it
+        assert all(m.startswith(made[0]) for m in made), made
+        if signum is None:
+            server.close()  # refused from now on: gputui gives up and exits by itself
+            assert proc.wait(60) == 2
+        else:
+            proc.send_signal(signum)
+            assert proc.wait(10) == -signum
+        assert left_in(tmpdir_watched) == [], f"left behind after {signum.name if signum else 'exit'}"
+    finally:
+        proc.kill()
+        proc.wait()

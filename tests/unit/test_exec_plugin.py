@@ -270,3 +270,14 @@ def test_an_apiserver_nobody_answers_for_is_never_read_as_a_denial(tmp_path):
         allowed(conn, "patch", "nodes")
     assert caught.value.reason == "connection refused"
     assert review(conn, "patch", "nodes") is None  # gputui check: unknown, not denied
+
+
+def test_without_memfd_keys_go_to_a_private_directory_removed_on_release(tmp_path, private_tmp, monkeypatch):
+    monkeypatch.setattr(kube_http, "_memfd", lambda data: None)  # macOS, or /proc not mounted
+    path = Path(memory_file(f"a key for {tmp_path}".encode()))
+    directory = path.parent
+    assert directory.parent == private_tmp and directory.name.startswith("gputui-")
+    assert directory.stat().st_mode & 0o777 == 0o700 and path.stat().st_mode & 0o777 == 0o600
+    kube_http.release()  # what SIGHUP and SIGTERM run (gputui.cli.main), and exit
+    assert list(private_tmp.iterdir()) == []
+    monkeypatch.setattr(kube_http, "_memory_files", {})

@@ -79,6 +79,8 @@ class Settings:
     protected_contexts: tuple[str, ...] = ()
     # A fleet of clusters (`--context a,b` or `contexts:`): the fleet view polls each on its own.
     contexts: tuple[str, ...] = ()
+    # Set on the gputui a browser page runs (`gputui serve`): :ctx and :fleet stay within the context(s) given.
+    pin_context: bool = False
     # Inference engines' session series on top of the built-in table (vllm, sglang, tgi, trtllm, triton):
     # {engine: {running: [selector, ...], waiting: [selector, ...]}}; an engine named again is replaced.
     session_metrics: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)

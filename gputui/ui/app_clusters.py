@@ -28,6 +28,12 @@ def switch_context(app: GputuiApp, context: str) -> None:
     if context == app.backend.context:
         app.notify(f"already on {context}")
         return
+    if app.settings.pin_context:
+        # A served page (gputui serve) stays on the context the operator started it on, whatever else the
+        # kubeconfig holds (its credentials are the operator's, not the browser user's).
+        app.notify(f"this page is pinned to {app.backend.context}: no switch to {context}", severity="warning",
+                   markup=False)
+        return
     if app.backend.simulated:
         app.notify("the demo cluster has a single context", severity="warning")
         return
@@ -77,6 +83,12 @@ def open_fleet(app: GputuiApp) -> None:
     from gputui.ui.fleet_screen import FleetScreen
 
     if app.fleet is None:
+        if app.settings.pin_context and not app.settings.contexts:
+            # Nor are the kubeconfig's other contexts a served page's to read: only the fleet the operator gave
+            # (--context a,b, the config's contexts:) shows, polled read-only, its rows not switched to.
+            app.notify(f"this page is pinned to {app.backend.context}: no fleet view", severity="warning",
+                       markup=False)
+            return
         contexts = app.settings.contexts or tuple(context_names(app.settings))
         if not contexts or app.backend.simulated:
             app.notify("no fleet: the demo cluster, or a kubeconfig with no contexts", severity="warning")

@@ -93,10 +93,21 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="serve gputui (or the wallboard) to a browser; read-only unless --allow-writes")
     common(serve)
     serve.add_argument("--wallboard", action="store_true", help="the wallboard, started by itself in the page")
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; any other "
-                       "needs the token printed at start)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; off "
+                       "loopback, HTTPS with --tls-cert/--tls-key, or --insecure-http)")
     serve.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
     serve.add_argument("--allow-writes", action="store_true", help="let the page cordon, drain and shift")
+    serve.add_argument("--tls-cert", metavar="FILE", help="PEM certificate (chain): serve HTTPS")
+    serve.add_argument("--tls-key", metavar="FILE", help="PEM private key of --tls-cert")
+    serve.add_argument("--insecure-http", action="store_true", help="off loopback without TLS anyway (the token "
+                       "and the session cookie cross the network in clear)")
+    serve.add_argument("--no-token", action="store_true", help="loopback only: no token asked (every user and "
+                       "program of this machine can open the page)")
+    serve.add_argument("--public-host", action="append", default=[], metavar="NAME",
+                       help="a name browsers reach serve by (as in its URL), accepted in Host and Origin besides "
+                       "--host and the address a connection arrives on; repeatable")
+    serve.add_argument("--max-sessions", type=int, default=4, metavar="N",
+                       help="pages open at once, each running its own gputui (default 4)")
     serve.add_argument("--refresh", type=_positive_float, default=argparse.SUPPRESS, metavar="SECONDS")
     serve.add_argument("--theme", default=argparse.SUPPRESS)
     serve.add_argument("--keymap", default=argparse.SUPPRESS)

@@ -1,47 +1,29 @@
 """`gputui serve`: gputui in a browser, through textual-serve (each page runs its own gputui process, fed over a
-websocket). Read-only unless --allow-writes: the child gets --read-only, so no writer exists in it at all.
-Loopback by default; any other address needs a token, printed once at start and never logged: the page asks
-for it, and a cookie carries it afterwards (never in a URL, so never in a log or a browser history). The
-wallboard starts by itself in the page: a wall screen has nobody to click."""
+websocket). Read-only unless --allow-writes: the child gets --read-only, so no writer exists in it at all, and
+--pin-context, so it cannot leave the cluster it was started on. A token is needed on every address (printed
+once at start, never logged; --no-token only on loopback); a login makes a signed, expiring session cookie.
+Off loopback, HTTPS (--tls-cert/--tls-key) or an explicit --insecure-http. What guards each request is
+gputui.cli.serve_guard; the aiohttp app, gputui.cli.serve_app. The wallboard starts by itself in the page: a
+wall screen has nobody to click."""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import errno
-import hmac
-import ipaddress
 import secrets
 import shlex
-import signal
+import ssl
 import sys
-from html import escape
-from typing import Any
 
 from gputui.cli.common import EXIT_USAGE, fail
+from gputui.cli.serve_guard import is_host_name, is_loopback, served
 from gputui.settings import Settings
 
-COOKIE = "gputui_token"
 # Flags of the parent's command line the page's gputui gets too (the config file and GPUTUI_* reach it anyway).
 PASSED = {"demo": "--demo", "seed": "--seed", "kubeconfig": "--kubeconfig", "context": "--context",
           "namespace": "--namespace", "prometheus": "--prometheus", "dcgm_interval": "--dcgm-interval",
           "config": "--config", "refresh": "--refresh", "theme": "--theme", "keymap": "--keymap",
           "wallboard_rotate": "--rotate", "debug": "--debug"}  # each page's gputui appends to the debug file
-LOGIN_PAGE = """<!DOCTYPE html><html><head><title>gputui</title><style>
-body {{ background: #0c181f; color: #eee; font-family: monospace; display: flex; height: 90vh;
-        align-items: center; justify-content: center; }}
-input, button {{ font: inherit; padding: 8px; margin: 4px; }}</style></head>
-<body><form method="post" action="/login"><p>gputui on {host}: the token printed when it started</p>
-<p>{error}</p><input type="password" name="token" autofocus><button type="submit">Open</button></form></body></html>"""
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def child_command(args: argparse.Namespace) -> str:
@@ -58,26 +40,97 @@ def child_command(args: argparse.Namespace) -> str:
         argv.append("--read-only")
     if args.wallboard:
         argv.append("--wallboard")
+    argv.append("--pin-context")  # a browser user stays on the operator's chosen cluster: no :ctx, no :fleet
     return shlex.join(argv)
 
 
-def run(settings: Settings, args: argparse.Namespace) -> int:
+def check(args: argparse.Namespace) -> str | None:
+    """What is wrong with serve's flags, in one line (None: nothing). Before anything listens or prints."""
+    loopback = is_loopback(args.host)
     if not 0 < args.port < 65536:
-        return fail(f"--port must be between 1 and 65535, got {args.port}", EXIT_USAGE)
+        return f"--port must be between 1 and 65535, got {args.port}"
     if args.wallboard and args.allow_writes:
-        return fail("--wallboard is read-only: drop --allow-writes", EXIT_USAGE)
+        return "--wallboard is read-only: drop --allow-writes"
+    if args.max_sessions < 1:
+        return f"--max-sessions must be 1 or more, got {args.max_sessions}"
+    if args.no_token and not loopback:
+        return f"--no-token is allowed on loopback only (127.0.0.1, ::1, localhost), not on {args.host}"
+    if bool(args.tls_cert) != bool(args.tls_key):
+        return "--tls-cert and --tls-key go together: give both"
+    for name in args.public_host:  # as a browser's URL names it, without the port (serve's own)
+        if not is_host_name(name):
+            return f"--public-host {name!r}: give a host name or an address, without a port"
+    if not loopback and not args.tls_cert and not args.insecure_http:
+        return (f"{args.host} is not loopback: the token and the session would cross the network in clear; "
+                "give --tls-cert and --tls-key, or --insecure-http to accept that")
+    return None
+
+
+class _Encrypted(Exception):
+    """The key asks for a pass phrase: serve runs unattended, so it asks none (OpenSSL would prompt)."""
+
+
+def _no_pass_phrase() -> bytes:
+    raise _Encrypted
+
+
+def tls_context(cert: str, key: str) -> ssl.SSLContext:
+    """The server's TLS context, or a ValueError saying in one line why the files will not do."""
+    for path in (cert, key):  # OpenSSL's own error names no file
+        try:
+            with open(path, "rb"):
+                pass
+        except OSError as exc:
+            raise ValueError(f"{path}: {exc.strerror or exc}") from None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        context.load_cert_chain(cert, key, password=_no_pass_phrase)
+    except _Encrypted:
+        raise ValueError(f"{key} is encrypted: give the key without a pass phrase") from None
+    except ssl.SSLError as exc:  # before OSError: it is one
+        if exc.reason == "KEY_VALUES_MISMATCH":
+            raise ValueError(f"{key} is not the private key of {cert}") from None
+        raise ValueError(f"{cert} must be a PEM certificate (chain) and {key} its PEM private key") from None
+    except OSError as exc:  # gone or unreadable since
+        raise ValueError(f"{cert}, {key}: {exc.strerror or exc}") from None
+    return context
+
+
+def run(settings: Settings, args: argparse.Namespace) -> int:
+    from gputui.cli.serve_app import Options, build_server
+
+    problem = check(args)
+    if problem is not None:
+        return fail(problem, EXIT_USAGE)
+    context = None
+    if args.tls_cert:
+        try:
+            context = tls_context(args.tls_cert, args.tls_key)
+        except ValueError as exc:
+            return fail(f"cannot serve HTTPS: {exc}", EXIT_USAGE)
     try:  # before anything is printed: a taken port is one line, not a banner and then an error
         _probe(args.host, args.port)
     except OSError as exc:
         return _bind_failed(exc, args)
-    token = None if is_loopback(args.host) else secrets.token_urlsafe(24)
-    server = _server(child_command(args), args.host, args.port, token)
+    token = None if args.no_token else secrets.token_urlsafe(24)
+    where = served(args.host, args.port, tuple(args.public_host), tls=context is not None)
+    server = build_server(Options(child_command(args), args.host, args.port, where, token, args.max_sessions,
+                                  context))
     what = "the wallboard" if args.wallboard else "gputui"
     mode = "read-only" if not args.allow_writes else "WRITES ALLOWED"
-    print(f"serving {what} ({mode}) on http://{args.host}:{args.port}/", flush=True)
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"serving {what} ({mode}) on {where.scheme}://{host}:{args.port}/", flush=True)
     if token:
         # Shown once, here, to the operator who started it; the page asks for it.
         print(f"token (the page asks for it; not shown again): {token}", flush=True)
+    else:
+        writes = " and write to the cluster" if args.allow_writes else ""
+        print(f"warning: --no-token: every user and program on this machine can open the page{writes}",
+              file=sys.stderr, flush=True)
+    if context is None and not is_loopback(args.host):
+        print("warning: --insecure-http: the token and the session cookie cross the network in clear",
+              file=sys.stderr, flush=True)
     try:
         server.serve()
     except OSError as exc:  # taken between the probe and the listen
@@ -99,55 +152,3 @@ def _bind_failed(exc: OSError, args: argparse.Namespace) -> int:
     if exc.errno == errno.EADDRINUSE:
         return fail(f"port {args.port} on {args.host} is taken: choose another with --port", EXIT_USAGE)
     return fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", EXIT_USAGE)
-
-
-def _server(command: str, host: str, port: int, token: str | None) -> Any:
-    from aiohttp import web
-    from textual_serve.server import Server
-
-    class GputuiServer(Server):
-        async def _make_app(self) -> web.Application:
-            app = await super()._make_app()
-            app.router.add_post("/login", self.login)
-            app.middlewares.append(self.guard)
-            return app
-
-        @web.middleware
-        async def guard(self, request: web.Request, handler: Any) -> web.StreamResponse:
-            if token is None or request.path.startswith("/static/") or request.path == "/login":
-                return await handler(request)
-            if hmac.compare_digest(request.cookies.get(COOKIE, ""), token):
-                return await handler(request)
-            if request.path == "/":
-                return web.Response(text=LOGIN_PAGE.format(host=escape(request.host), error=""),
-                                    content_type="text/html")
-            raise web.HTTPForbidden(text="the token is missing or wrong")
-
-        async def login(self, request: web.Request) -> web.StreamResponse:
-            given = str((await request.post()).get("token", ""))
-            if token is not None and hmac.compare_digest(given, token):
-                response = web.HTTPSeeOther("/")
-                response.set_cookie(COOKIE, token, httponly=True, samesite="Strict")
-                return response
-            return web.Response(text=LOGIN_PAGE.format(host=escape(request.host), error="That is not the token."),
-                                content_type="text/html", status=403)
-
-        async def handle_index(self, request: web.Request) -> Any:
-            # The page's websocket goes back to the address the browser used (not 0.0.0.0, not a guess).
-            self.public_url = f"{request.scheme}://{request.host}"
-            return await super().handle_index(request)
-
-        async def on_startup(self, app: web.Application) -> None:
-            pass  # the one line run() printed says it all (no banner)
-
-        def serve(self, debug: bool = False) -> None:
-            # As textual-serve's, without its access log: a request line is nothing an operator needs, and
-            # nothing secret must ever reach a log.
-            loop = asyncio.new_event_loop()
-            asyncio.set_event_loop(loop)
-            loop.add_signal_handler(signal.SIGINT, self.request_exit)
-            loop.add_signal_handler(signal.SIGTERM, self.request_exit)
-            web.run_app(self._make_app(), host=self.host, port=self.port, handle_signals=False, loop=loop,
-                        access_log=None, print=lambda *a: None, shutdown_timeout=3.0)
-
-    return GputuiServer(command, host=host, port=port, title="gputui")

@@ -23,6 +23,10 @@ from tests.support.procs import free_port, wait_until
 CAPTURE = """
 (() => {
   window.__gputui = "";
+  window.__violations = [];  // what the page's Content-Security-Policy blocked
+  document.addEventListener("securitypolicyviolation", (e) => {
+    window.__violations.push(e.effectiveDirective + " " + e.blockedURI);
+  });
   const Native = window.WebSocket;
   window.WebSocket = function (...args) {
     const ws = new Native(...args);
@@ -48,14 +52,14 @@ def chromium_path() -> str:
 
 
 class Browser:
-    def __init__(self, profile: Path, width: int = 1280, height: int = 800) -> None:
+    def __init__(self, profile: Path, width: int = 1280, height: int = 800, extra_args: tuple[str, ...] = ()) -> None:
         import websocket
 
         self.port = free_port()
         self.proc = subprocess.Popen(
             [chromium_path(), "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
              f"--remote-debugging-port={self.port}", "--remote-debugging-address=127.0.0.1",
-             f"--user-data-dir={profile}", f"--window-size={width},{height}", "about:blank"],
+             f"--user-data-dir={profile}", f"--window-size={width},{height}", *extra_args, "about:blank"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ, HOME=str(profile)))
         try:
             page = wait_until(self._page_target, 30, what="chromium's DevTools endpoint")
@@ -94,6 +98,20 @@ class Browser:
     def evaluate(self, expression: str) -> Any:
         result = self.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
         return result.get("result", {}).get("value")
+
+    def page_text(self) -> str:
+        return self.evaluate("document.body ? document.body.innerText : ''") or ""
+
+    def log_in(self, url: str, token: str) -> None:
+        """gputui serve's login form, as a person fills it: the page, the token, Open."""
+        self.navigate(url)
+        wait_until(lambda: "the token printed" in self.page_text(), 15, what="the token form")
+        self.evaluate(f"document.querySelector('input[name=token]').value = {json.dumps(token)};"
+                      "document.forms[0].submit()")
+
+    def violations(self) -> list[str]:
+        """What the page's Content-Security-Policy blocked (the directive, then the URL)."""
+        return self.evaluate("window.__violations || []") or []
 
     def received_text(self) -> str:
         """What the page's terminal was sent, escape sequences removed: the board's words as drawn."""

@@ -61,5 +61,5 @@ def test_check_and_the_drain_plan_say_where_new_sessions_keep_arriving(served, c
     assert "patch deployment/stuck-llm" in found["fix"]
     plan = run("drain", served, "--dry-run", *common, home=tmp_path)
     text = plan.stdout + plan.stderr
-    assert f"new sessions keep arriving through Service {NS}/stuck" in text, text
-    assert f"through Service {NS}/switch" not in text
+    assert f"new sessions keep arriving: no label can take it out of rotation: Service {NS}/stuck" in text, text
+    assert f"Service {NS}/switch" not in text

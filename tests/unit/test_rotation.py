@@ -3,6 +3,8 @@ owner keeps it: table-driven over the selectors a cluster holds."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from gputui.backends.kube_objects import deployment_record
@@ -80,9 +82,27 @@ def test_the_remedy_labels_the_template_before_the_selector():
 
 def test_a_drain_plan_says_when_new_sessions_keep_arriving_before_anything_is_written():
     stuck = plan_drain(snap(svc({"app": "llama"}), DEPLOY), "n1")
-    assert any("ns/llama-1: new sessions keep arriving through Service ns/llama" in w for w in stuck.warnings)
-    fine = plan_drain(snap(svc({"app": "llama", "serving": "true"}), DEPLOY), "n1")
-    assert not any("keep arriving" in w for w in fine.warnings)
+    assert any(w.startswith("ns/llama-1: new sessions keep arriving: no label can take it out of rotation: "
+                            "Service ns/llama selects it only on app") for w in stuck.warnings), stuck.warnings
+    assert stuck.pods[0].rotation is None
+
+
+def test_a_pod_goes_out_of_rotation_only_while_its_version_keeps_enough_serving():
+    other = pod(name="llama-2", uid="u2", node="n2")
+    serving = (svc({"app": "llama", "serving": "true"}), DEPLOY)
+    out = plan_drain(snap(*serving, pods=(pod(), other)), "n1").pods[0]
+    assert out.rotation is not None and out.rotation.labels == {"serving": "true"} and out.rotation.uid == "u1"
+    assert "out of rotation (label serving removed" in out.rotation_note
+    # Its version's only pod: taken out, nothing would serve it.
+    alone = plan_drain(snap(*serving), "n1")
+    assert alone.pods[0].rotation is None
+    assert any("kept in rotation, as llama v1 would have no pod serving" in w for w in alone.warnings), alone.warnings
+    # A PDB that needs 2 healthy: one other pod serving is not enough.
+    from gputui.model import Budget
+
+    budget = Budget("ns", "llama", {"app": "llama"}, desired_healthy=2, current_healthy=2, disruptions_allowed=0)
+    held = plan_drain(replace(snap(*serving, pods=(pod(), other)), budgets=(budget,)), "n1").pods[0]
+    assert held.rotation is None and "PodDisruptionBudget llama needs 2 pods serving, 1 would be" in held.rotation_note
 
 
 def test_a_workloads_selector_is_read_with_its_expression_keys():

@@ -191,6 +191,15 @@ class DemoCluster(Simulation):
                 from gputui.backends.demo.workloads import annotate_pod
 
                 return annotate_pod(self, namespace, name, patch)
+            if (group, plural, subresource) == ("", "pods", "") and patch_type == "json":
+                from gputui.backends.demo.workloads import label_pod
+
+                try:
+                    return label_pod(self, namespace, name, patch)
+                except DemoApiError as exc:  # read as the live writer reads the apiserver's answer
+                    if stale_json_patch(exc.status, patch_type, patch, has_causes=False):
+                        raise ConflictError(f'pods "{name}" changed since it was read ({exc})') from None
+                    raise
             if (group, plural, subresource) == ("apps", "deployments", "scale") and patch_type == "merge":
                 from gputui.backends.demo.workloads import scale
 

@@ -30,6 +30,24 @@ def annotate_pod(sim: DemoCluster, namespace: str, name: str, patch: Any) -> dic
     return {"metadata": {"name": name, "namespace": namespace, "annotations": dict(pod.annotations)}}
 
 
+def label_pod(sim: DemoCluster, namespace: str, name: str, patch: Any) -> dict[str, Any]:
+    """A JSON patch of a pod's labels (a drain taking it out of rotation, or putting it back), its `test`
+    operations checked as the apiserver checks them: the whole patch or nothing."""
+    from gputui.backends.demo.patches import json_patch
+
+    pod = sim._pods.get(f"{namespace}/{name}")
+    if pod is None:
+        raise DemoApiError(404, f'pods "{name}" not found')
+    if not isinstance(patch, list):
+        raise DemoApiError(400, "json: cannot unmarshal object into Go value of type jsonpatch.Patch")
+    doc = {"metadata": {"name": name, "namespace": namespace, "uid": pod.uid, "labels": dict(pod.labels)}}
+    updated = json_patch(doc, patch)
+    if set(updated["metadata"]) != set(doc["metadata"]) or updated["metadata"]["uid"] != pod.uid:
+        raise DemoApiError(422, "the demo cluster patches only a pod's labels")
+    pod.labels = {str(k): str(v) for k, v in updated["metadata"]["labels"].items()}
+    return updated
+
+
 def scale(sim: DemoCluster, namespace: str, workload: str, patch: Any) -> dict[str, Any]:
     for svc in sim._services.values():
         for version in svc.versions:

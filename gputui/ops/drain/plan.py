@@ -14,13 +14,14 @@ at the deadline evicted only if the options say so; no signal is evicted at once
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Iterable, Mapping
 
 from gputui.gpu_resources import WHOLE_GPU
 from gputui.label_selectors import selector_matches
 from gputui.rotation import RotationState, rotation_of
+from gputui.ops.drain.out_of_rotation import OutOfRotation, choose
 from gputui.model import Budget, InferencePod, Node
 from gputui.sessions import PodSessions, SessionState
 from gputui.snapshot import ClusterSnapshot
@@ -45,6 +46,9 @@ class PodPlan:
     step: Step
     note: str = ""  # warning or error, in kubectl's words where kubectl has them
     budgets: tuple[Budget, ...] = ()
+    # Waited on: what the drain takes out of rotation before it waits (None: it stays in), and why.
+    rotation: OutOfRotation | None = None
+    rotation_note: str = ""
 
     @property
     def budget_note(self) -> str:
@@ -233,16 +237,32 @@ def units_needed(pods: Iterable[PodPlan]) -> dict[str, list[int]]:
     return out
 
 
-def _arrivals_warning(plan: PodPlan, snapshot: ClusterSnapshot) -> str:
-    """A pod waited on that no label can take out of its Services' endpoints: new sessions keep reaching it,
-    so its count need not fall before the deadline. Said before anything is written."""
-    if plan.step is not Step.WAIT_SESSIONS:
-        return ""
-    rotation = rotation_of(plan.pod, snapshot)
-    if rotation.state is not RotationState.NO_SWITCH:
-        return ""
-    return (f"new sessions keep arriving through {rotation.path_names}: no label can take it out of rotation "
-            f"({rotation.why}); the wait may run to its deadline (gputui check: services.rotation says how to fix it)")
+def _with_rotation(plans: list[PodPlan], snapshot: ClusterSnapshot, node: str) -> list[PodPlan]:
+    """Each pod waited on with what the drain takes out of rotation first (ops.drain.out_of_rotation)."""
+    waited = [(p.pod, rotation_of(p.pod, snapshot)) for p in plans if p.step is Step.WAIT_SESSIONS]
+    if not waited:
+        return plans
+    states = {pod.key: r.state for pod, r in waited}
+    chosen = choose(snapshot, node, waited, snapshot.taken_at)
+    out = []
+    for p in plans:
+        if p.pod.key in chosen:
+            entry, why = chosen[p.pod.key]
+            # New sessions keep reaching a pod no label can take out, or one kept in for capacity: its count
+            # need not fall before the deadline. Said before anything is written. (Unknown says nothing more
+            # than the plan's session notes do.)
+            if entry is None and states[p.pod.key] is RotationState.NO_SWITCH:
+                why = (f"new sessions keep arriving: {why}; the wait may run to its deadline "
+                       f"(gputui check: services.rotation says how to fix it)")
+            p = replace(p, rotation=entry, rotation_note=why)
+        out.append(p)
+    return out
+
+
+def _arrivals_warning(plan: PodPlan) -> str:
+    if plan.rotation is None and ("new sessions keep arriving" in plan.rotation_note):
+        return plan.rotation_note
+    return ""
 
 
 def plan_drain(
@@ -259,6 +279,7 @@ def plan_drain(
         sessions = snapshot.sessions(pod)
         step, note = classify(pod, sessions, options, reason)
         plans.append(PodPlan(pod, sessions, step, note, tuple(snapshot.budget_for(pod))))
+    plans = _with_rotation(plans, snapshot, node)
     away = (batch or set()) | {node}
     checks = [capacity_after(snapshot, away, target.gpu_product, units, resource)
               for resource, units in sorted(units_needed(plans).items())]
@@ -271,7 +292,7 @@ def plan_drain(
         + [f"{p.pod.key}: {d}" for p in plans if p.step is not Step.SKIP and len(p.budgets) == 1
            and (d := p.budgets[0].deadlock())]
         + [f"{p.pod.key}: {w}" for p in plans if (w := p.grace_warning(options))]
-        + [f"{p.pod.key}: {w}" for p in plans if (w := _arrivals_warning(p, snapshot))]))
+        + [f"{p.pod.key}: {w}" for p in plans if (w := _arrivals_warning(p))]))
     return DrainPlan(node, options, tuple(plans), capacity, target.unschedulable, warnings)
 
 

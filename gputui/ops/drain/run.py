@@ -27,6 +27,7 @@ from gputui.ops.drain import lease
 from gputui.ops.drain.events import DrainControl, DrainEvent, EventKind as K
 from gputui.ops.drain.options import PHASE, record_values
 from gputui.ops.drain.plan import DrainPlan, Step
+from gputui.ops.drain.rotation_run import RotationHold
 from gputui.ops.drain.report import DrainReport, Outcome
 
 RETRY_BLOCKED_S = 5.0  # kubectl's retry period while a PDB says 429
@@ -120,7 +121,9 @@ def run_drain(
                     entry.result = "ok: nothing to drop (the lease is no longer this drain's)"
             done.add("release")
 
+    rotation = RotationHold(writer, audit, node, clock)
     try:
+        rotation.adopt()  # a resumed drain owns the pods its predecessor took out of rotation
         if not plan.already_cordoned:
             once("cordon", "cordon", {"reason": "drain"}, lambda: writer.set_unschedulable(node, True))
         phase("cordoned", record_values(opts, writer.identity, start, deadline))
@@ -147,6 +150,7 @@ def run_drain(
                 phase("waiting")
                 if control.aborted:
                     leave("the drain was aborted")
+                    yield from rotation.put_back_all("the drain was aborted", pods)
                     phase("aborted")
                     if control.uncordon_on_abort:
                         once("uncordon", "uncordon", {"reason": "drain aborted"},
@@ -162,8 +166,12 @@ def run_drain(
                     yield DrainEvent(node, K.RESUMED, message=f"resumed after: {paused}")
                     audit.record("drain-resumed", target, "ok", {"after": paused})
                     paused, backoff = "", 0.0
+                yield from rotation.take_out_due(plan, pods)
                 yield from _poll(pods, snap, writer, audit, control, report, plan, clock())
+                # A pod left in place goes back into rotation: nothing owns it out of rotation any more.
+                yield from rotation.put_back_all("left in place", pods, only=(PodState.HELD.value, PodState.FAILED.value))
                 if all(p.finished for p in pods.values()):
+                    yield from rotation.put_back_all("the drain ended", pods)
                     report.held = [f"{p.key}: {p.message}" for p in pods.values() if p.state is PodState.HELD]
                     drained = not report.failed and not report.held
                     phase("done" if drained else "stopped")

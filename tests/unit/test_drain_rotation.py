@@ -1,0 +1,110 @@
+"""A drain takes each waited-on pod out of rotation before it waits (the label its Service selects on and its
+Deployment does not), records it on the node first, and puts it back when the pod is left in place or the
+drain is aborted. The demo cluster is the writer; the selectors are given (the demo reads none)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from gputui.backends.demo import DemoCluster
+from gputui.model import PodSelector
+from gputui.ops.audit import AuditLog
+from gputui.ops.drain.events import DrainControl
+from gputui.ops.drain.out_of_rotation import RECORD, recorded
+from gputui.ops.drain.plan import DrainOptions, Step, plan_drain
+from gputui.ops.drain.run import run_drain
+from tests.demo_clock import ManualClock
+
+NAME, VERSION = "app.kubernetes.io/name", "app.kubernetes.io/version"
+
+
+def busy_node(snap):
+    return max((n for n in snap.nodes if n.ready and not n.unschedulable),
+               key=lambda n: sum(snap.sessions(p).live or 0 for p in snap.pods_on(n.name)))
+
+
+def served(snap):
+    """Each service's Service selects name and version; its Deployment only the name: version is the switch."""
+    selectors = []
+    for s in snap.services:
+        for v in s.versions:
+            selectors.append(PodSelector("Service", s.namespace, f"{s.name}-{v.name}", {NAME: s.name, VERSION: v.name}))
+        selectors.append(PodSelector("Deployment", s.namespace, s.name, {NAME: s.name}, frozenset({NAME})))
+    return replace(snap, selectors=tuple(selectors))
+
+
+def start(options=DrainOptions()):
+    clock = ManualClock()
+    cluster = DemoCluster(seed=7, clock=clock)
+    snap = served(cluster.snapshot())
+    node = busy_node(snap).name
+    plan = plan_drain(snap, node, options)
+    return clock, cluster, node, plan
+
+
+def steps(gen, until, max_steps=5000):
+    events = []
+    for _ in range(max_steps):
+        try:
+            events.append(next(gen))
+        except StopIteration as stop:
+            return stop.value, events
+        if until(events[-1]):
+            return None, events
+    raise AssertionError("never happened")
+
+
+def test_the_pods_waited_on_leave_rotation_first_then_come_back_on_abort():
+    clock, cluster, node, plan = start()
+    out = [p for p in plan.to_evict if p.rotation is not None]
+    assert out and all(p.step is Step.WAIT_SESSIONS for p in out)
+    control = DrainControl()
+    gen = run_drain(plan, cluster, cluster, AuditLog(None, "t", "demo"), control, clock=clock, sleep=clock.advance,
+                    poll_s=2.0)
+    _, events = steps(gen, lambda e: e.kind == "waiting")
+    first = out[0].pod
+    pod = cluster._pods[first.key]
+    assert VERSION not in pod.labels  # out of rotation: its Service no longer selects it
+    record = recorded(cluster.snapshot().node(node))
+    assert record[first.key].labels == {VERSION: first.version} and record[first.key].uid == first.uid
+    assert any(e.kind == "info" and "out of rotation" in e.message for e in events)
+    control.abort(uncordon=True)
+    report, events = steps(gen, lambda e: False)
+    assert report is not None and report.outcome.value == "aborted"
+    assert pod.labels[VERSION] == first.version  # back in rotation
+    assert RECORD not in cluster.snapshot().node(node).annotations
+    assert any("back in rotation (the drain was aborted)" in e.message for e in events)
+
+
+def test_a_pod_left_in_place_goes_back_into_rotation_and_the_record_is_cleared():
+    clock, cluster, node, plan = start(DrainOptions(session_deadline_s=60, evict_unknown_at_deadline=False))
+    gen = run_drain(plan, cluster, cluster, AuditLog(None, "t", "demo"), DrainControl(), clock=clock,
+                    sleep=clock.advance, poll_s=2.0)
+    report, events = steps(gen, lambda e: False)
+    assert report is not None
+    for p in plan.to_evict:
+        if p.rotation is not None and p.pod.key in cluster._pods and not cluster._pods[p.pod.key].deleting_at:
+            assert cluster._pods[p.pod.key].labels.get(VERSION) == p.pod.version, p.pod.key
+    assert RECORD not in cluster.snapshot().node(node).annotations
+
+
+def test_a_killed_drain_leaves_its_record_and_a_resumed_one_owns_it():
+    clock, cluster, node, plan = start()
+    gen = run_drain(plan, cluster, cluster, AuditLog(None, "t", "demo"), DrainControl(), clock=clock,
+                    sleep=clock.advance, poll_s=2.0)
+    steps(gen, lambda e: e.kind == "waiting")
+    gen.close()  # gputui killed: nothing more is written
+    held = recorded(cluster.snapshot().node(node))
+    assert held and all(VERSION not in cluster._pods[k].labels for k in held)
+    # The resumed drain plans again: the pods already out are no longer selected, and still owned.
+    again = plan_drain(served(cluster.snapshot()), node)
+    control = DrainControl()
+    gen = run_drain(again, cluster, cluster, AuditLog(None, "t", "demo"), control, clock=clock,
+                    sleep=clock.advance, poll_s=2.0, take_over=True)
+    steps(gen, lambda e: e.kind == "waiting")
+    control.abort(uncordon=True)
+    steps(gen, lambda e: False)
+    for key, entry in held.items():
+        assert cluster._pods[key].labels[VERSION] == entry.labels[VERSION], key
+    assert json.dumps(cluster.snapshot().node(node).annotations).find(RECORD) == -1

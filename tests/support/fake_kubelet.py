@@ -8,9 +8,26 @@ It owns a configurable set of Node objects and, through watches:
   renewed every ``heartbeat_interval`` seconds;
 * moves pods bound to its nodes to Running and Ready (podIP, hostIP,
   containerStatuses, conditions, startTime);
-* completes graceful deletions: once a pod's ``deletionTimestamp`` (request
-  time + grace period) has passed it deletes the pod with grace 0, as a
-  kubelet does when the containers have stopped.
+* starts a pod slowly or never makes it Ready, when the pod (or the test) asks:
+  annotation ``gputui.test/start-delay-seconds: "N"`` (or
+  :meth:`FakeKubelet.set_start_delay` for a whole namespace) keeps it Running
+  but not Ready for N seconds, as an engine loading its weights;
+  ``gputui.test/never-ready: "true"`` keeps it not Ready for good;
+* terminates pods as the kubelet does once a pod has a ``deletionTimestamp``:
+  it marks the pod not Ready at once (Ready and ContainersReady False), so the
+  EndpointSlice controller marks its endpoints ``ready: false,
+  serving: false, terminating: true``; it runs the preStop hook if that is a
+  sleep (``lifecycle.preStop.sleep.seconds``, or an exec ``sleep N`` /
+  ``sh -c "sleep N"``), bounded by the grace period, then "sends SIGTERM";
+  the pod is finalised (deleted with grace 0) when its containers have
+  stopped:
+
+  - ``gputui.test/shutdown-seconds: "N"`` on the pod: the engine exits N s
+    after SIGTERM (so after preStop + N), or is killed at the grace period;
+  - without it the containers ignore SIGTERM and are killed at the grace
+    period (``deletionGracePeriodSeconds``), as before; with a preStop hook
+    that used up the grace period the kubelet's one-off 2 s extension
+    applies (its ``minimumGracePeriodInSeconds``).
 
 Everything runs in daemon threads using its own kubeconfig (give it a user of
 its own so the audit log can tell its traffic from the app's). It survives
@@ -45,6 +62,13 @@ GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 NOT_READY_TAINT = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
 
+#: Pod annotations a test sets to shape what the fake kubelet does with that pod (values are strings).
+START_DELAY_ANNOTATION = "gputui.test/start-delay-seconds"
+NEVER_READY_ANNOTATION = "gputui.test/never-ready"
+SHUTDOWN_ANNOTATION = "gputui.test/shutdown-seconds"
+#: The kubelet's minimumGracePeriodInSeconds: the least a container gets after its preStop hook.
+MIN_GRACE_AFTER_HOOK = 2.0
+
 DEFAULT_PRODUCT = "NVIDIA-H100-80GB-HBM3"
 DEFAULT_DRIVER = "550.54.15"
 DEFAULT_MEMORY_MIB = 81559
@@ -60,6 +84,40 @@ def _now_micro() -> str:
 
 def _parse_time(s: str) -> float:
     return datetime.strptime(s.replace("Z", "+0000"), "%Y-%m-%dT%H:%M:%S%z").timestamp()
+
+
+def prestop_sleep_seconds(spec: dict[str, Any]) -> float | None:
+    """The longest preStop sleep among the pod's containers (they stop in parallel), or None when no
+    container has one this fake can run: ``lifecycle.preStop.sleep.seconds`` (the kubelet's own sleep
+    action) or an exec hook that is only ``sleep N`` (``["sleep", "N"]``, ``["/bin/sh", "-c", "sleep N"]``)."""
+    found: list[float] = []
+    for c in spec.get("containers") or []:
+        hook = ((c.get("lifecycle") or {}).get("preStop")) or {}
+        seconds: float | None = None
+        if isinstance(hook.get("sleep"), dict):
+            seconds = _number(hook["sleep"].get("seconds"))
+        elif isinstance(hook.get("exec"), dict):
+            seconds = _exec_sleep(hook["exec"].get("command") or [])
+        if seconds is not None and seconds >= 0:
+            found.append(seconds)
+    return max(found) if found else None
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _exec_sleep(command: list[str]) -> float | None:
+    if len(command) == 2 and command[0].rsplit("/", 1)[-1] == "sleep":
+        return _number(command[1])
+    if len(command) == 3 and command[0].rsplit("/", 1)[-1] in ("sh", "bash", "ash", "dash") and command[1] == "-c":
+        words = command[2].strip().rstrip(";").split()
+        if len(words) == 2 and words[0] == "sleep":
+            return _number(words[1])
+    return None
 
 
 def gpu_node_labels(name: str, gpus: int, product: str, driver: str, memory_mib: int) -> dict[str, str]:
@@ -190,6 +248,12 @@ class FakeKubelet:
         self._node_index = itertools.count(1)
         self._watch_resp: Any = None
         self._pinned_ready: dict[str, bool] = {}  # pod uid -> readiness forced by a test
+        self._start_delays: dict[str, float] = {}  # namespace -> start delay (set_start_delay)
+        self._ready_at: dict[str, float] = {}  # pod uid -> when a slow start becomes Ready (epoch s)
+        self._ready_timer: set[str] = set()  # pod uids with a readiness timer pending
+        self._deleting_since: dict[str, float] = {}  # pod uid -> when its deletion was requested (epoch s)
+        self._finalize_due: dict[str, float] = {}  # pod uid -> when it is finalised
+        self._marked_terminating: set[str] = set()  # pod uids already marked not Ready for termination
         self._apis = threading.local()
         self.errors: list[str] = []  # unexpected API errors, for diagnostics
         self.pods_started = 0
@@ -365,6 +429,16 @@ class FakeKubelet:
             self._post_status(node)
             self._renew_lease(node)
 
+    def set_start_delay(self, namespace: str, seconds: float) -> None:
+        """Pods of ``namespace`` started from now on stay not Ready for ``seconds`` after they start Running
+        (their own ``gputui.test/start-delay-seconds`` annotation wins); 0 clears it. Per test: the fixture
+        is shared, so a test sets it on its own namespace."""
+        with self._lock:
+            if seconds > 0:
+                self._start_delays[namespace] = float(seconds)
+            else:
+                self._start_delays.pop(namespace, None)
+
     def set_pod_ready(self, namespace: str, name: str, ready: bool) -> None:
         """Force a running pod's readiness (sticks until called again)."""
         pod = json.loads(self._core().read_namespaced_pod(name, namespace, _preload_content=False).data)
@@ -505,12 +579,18 @@ class FakeKubelet:
                     if ev.get("type") in ("ADDED", "MODIFIED"):
                         self._consider(obj)
                     elif ev.get("type") == "DELETED":
-                        with self._lock:
-                            self._pinned_ready.pop(obj["metadata"]["uid"], None)
+                        self._forget(obj["metadata"]["uid"])
         finally:
             self._watch_resp = None
             resp.release_conn()
         return rv
+
+    def _forget(self, uid: str) -> None:
+        with self._lock:
+            for d in (self._pinned_ready, self._ready_at, self._deleting_since, self._finalize_due):
+                d.pop(uid, None)
+            self._ready_timer.discard(uid)
+            self._marked_terminating.discard(uid)
 
     def _consider(self, pod: dict[str, Any]) -> None:
         node_name = (pod.get("spec") or {}).get("nodeName")
@@ -519,8 +599,9 @@ class FakeKubelet:
                 return
         meta = pod["metadata"]
         if meta.get("deletionTimestamp"):
-            due = _parse_time(meta["deletionTimestamp"])
-            self._work.put(("finalize", (due, meta["namespace"], meta["name"], meta["uid"])))
+            with self._lock:
+                self._deleting_since.setdefault(meta["uid"], time.time())
+            self._work.put(("terminate", pod))
             return
         status = pod.get("status") or {}
         if status.get("phase") in ("Succeeded", "Failed"):
@@ -529,13 +610,33 @@ class FakeKubelet:
             return
         self._work.put(("start", pod))
 
+    def _wanted_ready(self, pod: dict[str, Any]) -> tuple[bool, float | None]:
+        """Whether the pod should be Ready now, and (when not yet) the epoch second it becomes Ready."""
+        meta = pod["metadata"]
+        uid = meta["uid"]
+        with self._lock:
+            if uid in self._pinned_ready:
+                return self._pinned_ready[uid], None
+            annotations = meta.get("annotations") or {}
+            if annotations.get(NEVER_READY_ANNOTATION, "").lower() == "true":
+                return False, None
+            delay = self._start_delays.get(meta.get("namespace", ""), 0.0)
+            if START_DELAY_ANNOTATION in annotations:
+                delay = _number(annotations[START_DELAY_ANNOTATION]) or 0.0
+            if delay <= 0:
+                return True, None
+            at = self._ready_at.setdefault(uid, time.time() + delay)
+        return (True, None) if time.time() >= at else (False, at)
+
     def _is_started(self, pod: dict[str, Any]) -> bool:
         status = pod.get("status") or {}
         if status.get("phase") != "Running" or not status.get("podIP"):
             return False
-        want = self._pinned_ready.get(pod["metadata"]["uid"], True)
+        want, at = self._wanted_ready(pod)
         ready = any(c.get("type") == "Ready" and c.get("status") == ("True" if want else "False")
                     for c in status.get("conditions") or [])
+        if ready and at is not None:
+            self._work.put(("ready-timer", (at, pod)))  # e.g. a pod found not Ready yet after a re-list
         return ready
 
     def _worker_loop(self) -> None:
@@ -548,11 +649,17 @@ class FakeKubelet:
             except queue.Empty:
                 kind, item = "tick", None
             if kind == "start" and self.pod_start_delay:
-                heapq.heappush(self._timers, (time.time() + self.pod_start_delay, next(self._seq), "start", item))
-            elif kind == "finalize":
-                due, ns, name, uid = item
-                heapq.heappush(self._timers, (due, next(self._seq), "finalize", (ns, name, uid)))
-            elif kind in ("start", "resync"):
+                heapq.heappush(self._timers, (time.time() + self.pod_start_delay, next(self._seq), "reread",
+                                              _pod_ref(item)))
+            elif kind == "ready-timer":
+                at, pod = item
+                uid = pod["metadata"]["uid"]
+                with self._lock:
+                    fresh = uid not in self._ready_timer
+                    self._ready_timer.add(uid)
+                if fresh:
+                    heapq.heappush(self._timers, (at, next(self._seq), "reread", _pod_ref(pod)))
+            elif kind in ("start", "resync", "terminate"):
                 self._do(kind, item)
             now = time.time()
             while self._timers and self._timers[0][0] <= now and not self._stop.is_set():
@@ -563,6 +670,10 @@ class FakeKubelet:
         try:
             if kind == "start":
                 self._start_pod(item)
+            elif kind == "reread":  # a timer fired: act on the pod as it is now, not as it was
+                self._reread(*item)
+            elif kind == "terminate":
+                self._terminate(item)
             elif kind == "finalize":
                 self._finalize_pod(*item)
             elif kind == "resync":
@@ -573,13 +684,75 @@ class FakeKubelet:
             log.debug("worker %s: %r", kind, exc)
             heapq.heappush(self._timers, (time.time() + 1.0, next(self._seq), kind, item))
 
+    def _reread(self, namespace: str, name: str, uid: str) -> None:
+        with self._lock:
+            self._ready_timer.discard(uid)
+        try:
+            pod = json.loads(self._core().read_namespaced_pod(name, namespace, _preload_content=False).data)
+        except ApiException as exc:
+            if exc.status == 404:
+                return
+            raise
+        if pod["metadata"]["uid"] == uid:
+            self._consider(pod)
+
+    def _terminate(self, pod: dict[str, Any]) -> None:
+        """A pod with a deletionTimestamp: mark it not Ready (once), and plan its finalisation."""
+        meta, spec = pod["metadata"], pod.get("spec") or {}
+        uid = meta["uid"]
+        with self._lock:
+            requested = self._deleting_since.setdefault(uid, time.time())
+        grace = _number(meta.get("deletionGracePeriodSeconds"))
+        if grace is None:
+            grace = _number(spec.get("terminationGracePeriodSeconds"))
+        grace = 30.0 if grace is None else max(0.0, grace)
+        # deletionTimestamp = request + grace, in whole seconds: the request was no earlier than that says.
+        requested = min(requested, _parse_time(meta["deletionTimestamp"]) - grace + 1)
+        due = requested + grace
+        if grace > 0:
+            hook = prestop_sleep_seconds(spec)
+            shutdown = _number((meta.get("annotations") or {}).get(SHUTDOWN_ANNOTATION))
+            sigterm = requested + min(hook, grace) if hook is not None else requested
+            if hook is not None:  # the kubelet leaves a container at least 2 s after its preStop hook
+                due = max(due, sigterm + MIN_GRACE_AFTER_HOOK)
+            if shutdown is not None:
+                due = min(due, sigterm + max(0.0, shutdown))
+        with self._lock:
+            old = self._finalize_due.get(uid)
+            if old is None or due < old:  # a second delete may shorten the grace period, never lengthen it
+                self._finalize_due[uid] = due
+                heapq.heappush(self._timers, (due, next(self._seq), "finalize", (meta["namespace"], meta["name"], uid)))
+            mark = uid not in self._marked_terminating
+            self._marked_terminating.add(uid)
+        status = pod.get("status") or {}
+        if mark and status.get("phase") == "Running" and due > time.time():
+            self._mark_not_ready(pod)
+
+    def _mark_not_ready(self, pod: dict[str, Any]) -> None:
+        """What the kubelet reports for a terminating pod: its containers run but are not ready."""
+        meta, status = pod["metadata"], pod.get("status") or {}
+        now = _now()
+        conds = [{"type": t, "status": "False", "reason": "PodTerminating", "message": "fake kubelet: pod is terminating",
+                  "lastTransitionTime": now} for t in ("ContainersReady", "Ready")]
+        body: dict[str, Any] = {"status": {"conditions": conds}}
+        statuses = status.get("containerStatuses") or []
+        if statuses:
+            body["status"]["containerStatuses"] = [{**c, "ready": False} for c in statuses]
+        try:
+            self._core().patch_namespaced_pod_status(meta["name"], meta["namespace"], body)
+        except ApiException as exc:
+            if exc.status not in (404, 409):
+                self._error(f"pod status (terminating) {meta['namespace']}/{meta['name']}: {exc.status} {exc.reason}")
+
     def _start_pod(self, pod: dict[str, Any], force: bool = False) -> None:
         meta, spec = pod["metadata"], pod["spec"]
         with self._lock:
             node = self._nodes.get(spec.get("nodeName"))
-            ready_flag = self._pinned_ready.get(meta["uid"], True)
         if node is None or meta.get("deletionTimestamp"):
             return
+        ready_flag, ready_at = self._wanted_ready(pod)
+        if ready_at is not None:
+            self._work.put(("ready-timer", (ready_at, pod)))
         if not force and self._is_started(pod):
             return
         status = pod.get("status") or {}
@@ -642,3 +815,8 @@ class FakeKubelet:
     def _error(self, msg: str) -> None:
         log.warning("fake kubelet: %s", msg)
         self.errors.append(msg)
+
+
+def _pod_ref(pod: dict[str, Any]) -> tuple[str, str, str]:
+    meta = pod["metadata"]
+    return meta["namespace"], meta["name"], meta["uid"]

@@ -396,6 +396,15 @@ class Traffic:
                 self.buckets[le] += n
         self.latency_sum += n * self.latency_s
 
+    def record(self, duration_s: float, reason: str = "stop") -> None:
+        """One request finished now, after duration_s (a session of the traffic generator)."""
+        self.advance()
+        self.finished[reason] = self.finished.get(reason, 0.0) + 1
+        for le in self.buckets:
+            if duration_s <= le:
+                self.buckets[le] += 1
+        self.latency_sum += duration_s
+
     def render(self, labels: dict[str, str]) -> str:
         self.advance()
         name = "vllm:e2e_request_latency_seconds"
@@ -471,6 +480,17 @@ class InferenceExporter:
             else:
                 p.traffic.advance()
                 p.traffic.per_s, p.traffic.error_ratio, p.traffic.latency_s = per_s, error_ratio, latency_s
+
+    def record_request(self, namespace: str, pod: str, duration_s: float, *, reason: str = "stop") -> None:
+        """A request the pod finished, one at a time (tests.support.traffic): its vLLM request counter and
+        latency histogram advance by it. A pod no longer served is ignored (its session ended as it went)."""
+        with self._lock:
+            p = self._pods.get((namespace, pod))
+            if p is None:
+                return
+            if p.traffic is None:
+                p.traffic = Traffic(0.0)
+            p.traffic.record(duration_s, reason)
 
     def add_picker(self, namespace: str, pod: str, pools: dict[str, tuple[float, float, int]]) -> None:
         """Serve an endpoint picker's (EPP) pool gauges as the Gateway API Inference Extension's EPP exports

@@ -59,3 +59,46 @@ def running(core, ns: str, n: int, node: str):
 
 def backend_for(cluster, prometheus):
     return live_backend(Settings(kubeconfig=str(cluster.admin_kubeconfig), prometheus=prometheus.url))
+
+
+#: The label a Service (or InferencePool) selects on and the owner's selector does not: removing it from one
+#: pod takes that pod out of rotation while it keeps running (issue 33).
+SERVING_LABEL = ("serving", "true")
+
+
+def served_deployment(name: str, ns: str, pool_name: str, replicas: int, *, labels: dict[str, str] | None = None,
+                      grace_s: int = 30, prestop_sleep_s: int | None = None,
+                      annotations: dict[str, str] | None = None) -> dict:
+    """A one-GPU vLLM Deployment pinned to a pool. Its ReplicaSet selects app=NAME (plus `labels`); its pods
+    also carry serving=true, which only the Service (service_for) or InferencePool selects. A preStop sleep
+    and pod annotations (the fake kubelet's gputui.test/... knobs) are optional."""
+    selector = {"app": name, **(labels or {})}
+    container: dict = {"name": "vllm", "image": "vllm/vllm-openai:v0.9.0",
+                       "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+    if prestop_sleep_s is not None:
+        container["lifecycle"] = {"preStop": {"sleep": {"seconds": prestop_sleep_s}}}
+    meta: dict = {"labels": {**selector, SERVING_LABEL[0]: SERVING_LABEL[1]}}
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": selector}, "template": {
+                "metadata": meta, "spec": {
+                    "nodeSelector": {"gputui.test/pool": pool_name}, "terminationGracePeriodSeconds": grace_s,
+                    "containers": [container]}}}}
+
+
+def service_for(name: str, ns: str, selector: dict[str, str]) -> dict:
+    """A Service selecting `selector` plus the serving label."""
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns},
+            "spec": {"selector": {**selector, SERVING_LABEL[0]: SERVING_LABEL[1]}, "ports": [{"port": 8000}]}}
+
+
+def ready_pods(core, ns: str, n: int, label_selector: str = "", timeout: float = 60):
+    """Wait for exactly N live pods (no deletionTimestamp) of the namespace Running and Ready; returned."""
+    def check():
+        pods = [p for p in core.list_namespaced_pod(ns, label_selector=label_selector).items
+                if not p.metadata.deletion_timestamp]
+        ok = [p for p in pods if p.status.phase == "Running"
+              and any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])]
+        return sorted(ok, key=lambda p: p.metadata.name) if len(ok) == n == len(pods) else None
+    return wait_until(check, timeout, what=f"{n} pods Running and Ready in {ns}")

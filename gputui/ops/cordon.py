@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gputui.backends.base import BackendError, Writer
+from gputui.ops.drain.out_of_rotation import RECORD, OutOfRotation, put_back, recorded
 from gputui.snapshot import ClusterSnapshot
 from gputui.upgrades import owner_warning
 from gputui.ops.audit import AuditLog
@@ -22,6 +23,8 @@ class CordonPlan:
     already: bool  # nothing to send
     running_pods: int
     warning: str = ""  # another controller owns the node now (the GPU Operator mid-upgrade)
+    # Uncordon: the pods a drain took out of rotation on this node (its record), put back first.
+    back_in_rotation: tuple[OutOfRotation, ...] = ()
 
     @property
     def verb(self) -> str:
@@ -36,7 +39,9 @@ class CordonPlan:
                 f"Cordon {self.node}: no new pods will be scheduled on it. "
                 f"Its {self.running_pods} running pods stay.{warning}"
             )
-        return f"Uncordon {self.node}: new pods may be scheduled on it again.{warning}"
+        back = (f" {len(self.back_in_rotation)} pods a drain took out of rotation go back in first "
+                f"({', '.join(e.key for e in self.back_in_rotation)})." if self.back_in_rotation else "")
+        return f"Uncordon {self.node}: new pods may be scheduled on it again.{back}{warning}"
 
 
 def plan_cordon(snapshot: ClusterSnapshot, node: str, cordon: bool = True) -> CordonPlan:
@@ -44,7 +49,9 @@ def plan_cordon(snapshot: ClusterSnapshot, node: str, cordon: bool = True) -> Co
     if found is None:
         raise BackendError(f'node "{node}" not found')
     running = sum(1 for p in snapshot.pods_on(node) if not p.terminated)
-    return CordonPlan(node, cordon, found.unschedulable == cordon, running, owner_warning(found))
+    back = () if cordon else tuple(recorded(found).values())
+    already = found.unschedulable == cordon and not back
+    return CordonPlan(node, cordon, already, running, owner_warning(found), back)
 
 
 def run_cordon(plan: CordonPlan, writer: Writer | None, audit: AuditLog) -> str:
@@ -53,6 +60,17 @@ def run_cordon(plan: CordonPlan, writer: Writer | None, audit: AuditLog) -> str:
         raise ReadOnlyError(plan.verb)
     if plan.already:
         return plan.describe()
+    back = 0
+    for entry in plan.back_in_rotation:  # never a pod left out of rotation with no drain that owns it
+        with audit.writing("rotation-in", f"pod/{entry.key}", {"node": plan.node, "labels": dict(entry.labels),
+                                                               "why": "uncordon"}) as result:
+            if put_back(writer, entry):
+                back += 1
+            else:
+                result.result = "ok: the pod is gone or replaced; nothing to put back"
+    if plan.back_in_rotation:
+        with audit.writing("annotate", f"node/{plan.node}", {RECORD: None}):
+            writer.annotate_node(plan.node, {RECORD: None})
     with audit.writing(plan.verb, f"node/{plan.node}"):
         writer.set_unschedulable(plan.node, plan.cordon)
-    return f"node/{plan.node} {plan.verb}ed"
+    return f"node/{plan.node} {plan.verb}ed" + (f"; {back} pods back in rotation" if back else "")

@@ -108,3 +108,21 @@ def test_a_killed_drain_leaves_its_record_and_a_resumed_one_owns_it():
     for key, entry in held.items():
         assert cluster._pods[key].labels[VERSION] == entry.labels[VERSION], key
     assert json.dumps(cluster.snapshot().node(node).annotations).find(RECORD) == -1
+
+
+def test_an_uncordon_puts_back_what_a_killed_drain_left_out_of_rotation():
+    from gputui.ops.cordon import plan_cordon, run_cordon
+
+    clock, cluster, node, plan = start()
+    gen = run_drain(plan, cluster, cluster, AuditLog(None, "t", "demo"), DrainControl(), clock=clock,
+                    sleep=clock.advance, poll_s=2.0)
+    steps(gen, lambda e: e.kind == "waiting")
+    gen.close()
+    held = recorded(cluster.snapshot().node(node))
+    uncordon = plan_cordon(cluster.snapshot(), node, cordon=False)
+    assert {e.key for e in uncordon.back_in_rotation} == set(held)
+    assert f"{len(held)} pods a drain took out of rotation go back in first" in uncordon.describe()
+    line = run_cordon(uncordon, cluster, AuditLog(None, "t", "demo"))
+    assert line.endswith(f"{len(held)} pods back in rotation")
+    assert all(cluster._pods[k].labels[VERSION] == e.labels[VERSION] for k, e in held.items())
+    assert RECORD not in cluster.snapshot().node(node).annotations

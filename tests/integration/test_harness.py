@@ -230,6 +230,78 @@ def test_pdb_status_and_eviction(cluster: ControlPlane, gpu_workload: str):
              timeout=30, what="Deployment back to 3 available")
 
 
+def test_the_fake_kubelet_starts_slowly_or_never_and_terminates_pods_as_the_kubelet_does(
+        cluster: ControlPlane, fake_kubelet: FakeKubelet):
+    """Readiness and termination, the parts of the kubelet gputui's claims depend on: a slow start (per pod
+    and per namespace), a pod never Ready, a terminating pod not Ready at once, a preStop sleep (exec form)
+    before the engine exits, a hook longer than the grace period (killed 2 s after it, the kubelet's
+    minimum), and without either the grace period as before. All pods at once, timed from their deletion."""
+    from tests.support.fake_kubelet import NEVER_READY_ANNOTATION, SHUTDOWN_ANNOTATION, START_DELAY_ANNOTATION
+
+    core = k8s.CoreV1Api(cluster.harness_client())
+    ns, slow_ns = _namespace(cluster, "lifecycle"), _namespace(cluster, "slowstart")
+    fake_kubelet.set_start_delay(slow_ns, 3)
+
+    def pod(name: str, *, namespace: str = ns, annotations: dict[str, str] | None = None, grace: int = 30,
+            prestop: list[str] | None = None) -> None:
+        container: dict = {"name": "c", "image": "vllm/vllm-openai:v0.11.0"}
+        if prestop:
+            container["lifecycle"] = {"preStop": {"exec": {"command": prestop}}}
+        core.create_namespaced_pod(namespace, {
+            "metadata": {"name": name, "annotations": annotations or {}},
+            "spec": {"nodeName": "gpu-node-3", "terminationGracePeriodSeconds": grace, "containers": [container]}})
+
+    def ready(name: str, namespace: str = ns) -> str | None:
+        p = core.read_namespaced_pod(name, namespace)
+        if p.status.phase != "Running":
+            return None
+        return {c.type: c.status for c in p.status.conditions or []}.get("Ready")
+
+    t0 = time.time()
+    try:
+        pod("slow", annotations={START_DELAY_ANNOTATION: "3"})
+        pod("never", annotations={NEVER_READY_ANNOTATION: "true"})
+        pod("hook", annotations={SHUTDOWN_ANNOTATION: "0"}, prestop=["/bin/sh", "-c", "sleep 3"])
+        pod("long-hook", grace=1, prestop=["sleep", "10"])
+        pod("plain", grace=2)
+        pod("ns-slow", namespace=slow_ns)
+        wait_for(lambda: ready("slow") == "False" and ready("ns-slow", slow_ns) == "False", timeout=15,
+                 what="slow pods Running, not Ready yet")
+        for name in ("hook", "long-hook", "plain"):
+            wait_for(lambda: ready(name) == "True", timeout=15, what=f"{name} Ready")
+        wait_for(lambda: ready("slow") == "True" and ready("ns-slow", slow_ns) == "True", timeout=15,
+                 what="slow pods Ready after their delay")
+        assert time.time() - t0 >= 2.5
+        assert ready("never") == "False"
+        deleted = time.time()
+        for name in ("hook", "long-hook", "plain"):
+            core.delete_namespaced_pod(name, ns)
+        for name in ("hook", "long-hook", "plain"):  # not Ready at once, as a terminating pod's kubelet says
+            wait_for(lambda: ready(name) == "False", timeout=3, interval=0.1, what=f"{name} not Ready")
+        gone: dict[str, float] = {}
+
+        def all_gone() -> bool:
+            for name in {"hook", "long-hook", "plain"} - set(gone):
+                try:
+                    core.read_namespaced_pod(name, ns)
+                except ApiException as exc:
+                    if exc.status == 404:
+                        gone[name] = time.time() - deleted
+            return len(gone) == 3
+
+        wait_for(all_gone, timeout=20, interval=0.1, what="the terminating pods finalised")
+        assert 2.5 <= gone["hook"] <= 4.5, gone  # the preStop sleep (3 s), then SIGTERM: the engine exits
+        assert 2.5 <= gone["long-hook"] <= 4.5, gone  # grace 1 s spent in the hook, then the 2 s minimum
+        assert 1.5 <= gone["plain"] <= 3.5, gone  # ignores SIGTERM: killed at its grace period (2 s)
+        assert ready("never") == "False"
+        assert not [e for e in fake_kubelet.errors if ns in e or slow_ns in e]
+    finally:
+        fake_kubelet.set_start_delay(slow_ns, 0)
+        for namespace in (ns, slow_ns):
+            core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
+            core.delete_namespace(namespace)
+
+
 def test_readonly_user_is_forbidden_to_write(cluster: ControlPlane, fake_kubelet: FakeKubelet):
     mark = cluster.audit_mark()
     core = k8s.CoreV1Api(cluster.readonly_client())

@@ -6,13 +6,11 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Callable
 
-from gputui.checks import metrics
+from gputui.checks import metrics, rotation
 from gputui.checks.context import CheckContext, names, unknown, verdict
 from gputui.checks.result import CheckResult, Status
 from gputui.health import RESTARTS_WORTH_A_LOOK, Severity, node_alerts
-from gputui.model import InferencePod
 from gputui.sessions import SessionState
-from gputui.snapshot import ClusterSnapshot
 
 MIN_GRACE_S = 30  # seed 001 §6.2: graceful termination of 30 s or more
 MODEL_LOAD_S = 300  # startup allowance a large model needs before liveness may kill it (001 §6.2: warm-up)
@@ -208,50 +206,6 @@ def identity(ctx: CheckContext) -> CheckResult:
     return CheckResult("identity.permissions", "000 §6", title, Status.PASS, summary)
 
 
-def rotation(ctx: CheckContext) -> CheckResult:
-    """Each inference workload's pods can leave their Services' and pools' endpoints before a drain waits on
-    their sessions; where none can, new sessions keep arriving and the wait runs to its deadline."""
-    from gputui.rotation import RotationState, remedy, rotation_of
-
-    id, seed, title = "services.rotation", "000 §4.2, §7", "inference pods can be taken out of rotation"
-    snap = ctx.snapshot
-    if snap.selectors is None:
-        return unknown(id, seed, title, "Services and InferencePools were not read",
-                       "run it against the cluster (the live backend reads them)")
-    bad: list[str] = []
-    unread: list[str] = []
-    fixes: list[str] = []  # the first workload's commands: the others' follow the same pattern
-    for service, pods in sorted(_inference_pods(ctx).items()):
-        # A workload's pods share their labels: judge one pod per label set.
-        seen: set[tuple] = set()
-        for p in pods:
-            labels = tuple(sorted(p.labels.items()))
-            if labels in seen:
-                continue
-            seen.add(labels)
-            r = rotation_of(p, snap)
-            if r.state is RotationState.NO_SWITCH:
-                bad.append(f"{service} version {p.version or '?'} ({r.why})")
-                fixes = fixes or remedy(r, p, _workload_of(snap, p))
-            elif r.state is RotationState.UNKNOWN:
-                unread.append(f"{service} ({r.why})")
-    if not bad and unread:
-        return unknown(id, seed, title, "; ".join(unread), "see why for each", tuple(unread))
-    fix = "add a serving label to the pod template, then to the Service's (or pool's) selector" + \
-        (": " + " && ".join(fixes) if fixes else "")
-    return verdict(id, seed, title, bad, Status.WARN, "inference pods no label can take out of rotation: "
-                   "new sessions reach them until they are evicted", fix,
-                   "every inference pod has a label its Services select on and its owner does not")
-
-
-def _workload_of(snap: ClusterSnapshot, pod: InferencePod) -> str:
-    """`deployment/NAME` (or `rollout/NAME`) of the workload that owns the pod, "" when none read does."""
-    for s in snap.selectors or ():
-        if s.kind in ("Deployment", "Rollout") and s.namespace == pod.namespace and s.selects(pod.labels):
-            return f"{s.kind.lower()}/{s.name}"
-    return ""
-
-
 def least_privilege(ctx: CheckContext) -> CheckResult:
     id, seed, title = "identity.least_privilege", "000 §6", "gputui's identity holds no more than it needs"
     if ctx.snapshot.simulated:
@@ -272,7 +226,7 @@ def least_privilege(ctx: CheckContext) -> CheckResult:
 CHECKS: tuple[Callable[[CheckContext], CheckResult], ...] = (
     gpu_nodes_recognised, gpu_health, metrics.memory_growth, versions_consistent, metrics.dcgm_series,
     metrics.session_series, metrics.alert_rules, metrics.alerts_firing, pending_gpu_pods, restart_loops, budgets,
-    replicas, grace_periods, rotation, probes, startup_allowance, memory_limits, identity, least_privilege,
+    replicas, grace_periods, rotation.can_leave, rotation.left_out, probes, startup_allowance, memory_limits, identity, least_privilege,
 )
 AREAS = ("nodes", "gpu", "versions", "metrics", "alerts", "pods", "services", "identity")
 

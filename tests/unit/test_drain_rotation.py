@@ -126,3 +126,20 @@ def test_an_uncordon_puts_back_what_a_killed_drain_left_out_of_rotation():
     assert line.endswith(f"{len(held)} pods back in rotation")
     assert all(cluster._pods[k].labels[VERSION] == e.labels[VERSION] for k, e in held.items())
     assert RECORD not in cluster.snapshot().node(node).annotations
+
+
+def test_check_finds_pods_a_stopped_drain_left_out_of_rotation_and_not_those_a_running_one_holds():
+    from gputui.checks.context import CheckContext
+    from gputui.checks.result import Status
+    from gputui.checks.rotation import left_out
+
+    clock, cluster, node, plan = start()
+    gen = run_drain(plan, cluster, cluster, AuditLog(None, "t", "demo"), DrainControl(), clock=clock,
+                    sleep=clock.advance, poll_s=2.0)
+    steps(gen, lambda e: e.kind == "waiting")
+    held = recorded(cluster.snapshot().node(node))
+    assert left_out(CheckContext(cluster.snapshot())).status is Status.PASS  # its drain renews its lease
+    gen.close()  # killed: nothing renews the lease any more
+    clock.advance(120)
+    found = left_out(CheckContext(cluster.snapshot()))
+    assert found.status is Status.FAIL and all(k in found.summary for k in held) and node in found.fix

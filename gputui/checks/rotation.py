@@ -1,0 +1,90 @@
+"""The checks on taking pods out of rotation: whether each inference workload's pods can leave their
+Services' and pools' endpoints before a drain waits on them, and pods left out with no drain that owns
+them (seed 000 §4.2 and §7: drains that work with readiness and graceful termination)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from gputui.checks.context import CheckContext, unknown, verdict
+from gputui.checks.result import CheckResult, Status
+from gputui.model import InferencePod
+from gputui.ops.drain.lease import LEASE_S, holder_of
+from gputui.ops.drain.out_of_rotation import recorded
+from gputui.rotation import RotationState, remedy, rotation_of
+from gputui.snapshot import ClusterSnapshot
+
+SEED = "000 §4.2, §7"
+
+
+def _inference_pods(snap: ClusterSnapshot) -> dict[str, list[InferencePod]]:
+    by_service: dict[str, list[InferencePod]] = defaultdict(list)
+    for p in snap.pods:
+        if p.service and not p.terminated and not p.deleting:
+            by_service[f"{p.namespace}/{p.service}"].append(p)
+    return by_service
+
+
+def can_leave(ctx: CheckContext) -> CheckResult:
+    """Each inference workload's pods can leave their Services' and pools' endpoints before a drain waits on
+    their sessions; where none can, new sessions keep arriving and the wait runs to its deadline."""
+    id, title = "services.rotation", "inference pods can be taken out of rotation"
+    snap = ctx.snapshot
+    if snap.selectors is None:
+        return unknown(id, SEED, title, "Services and InferencePools were not read",
+                       "run it against the cluster (the live backend reads them)")
+    bad: list[str] = []
+    unread: list[str] = []
+    fixes: list[str] = []  # the first workload's commands: the others' follow the same pattern
+    for service, pods in sorted(_inference_pods(snap).items()):
+        seen: set[tuple] = set()  # a workload's pods share their labels: judge one pod per label set
+        for p in pods:
+            labels = tuple(sorted(p.labels.items()))
+            if labels in seen:
+                continue
+            seen.add(labels)
+            r = rotation_of(p, snap)
+            if r.state is RotationState.NO_SWITCH:
+                bad.append(f"{service} version {p.version or '?'} ({r.why})")
+                fixes = fixes or remedy(r, p, _workload_of(snap, p))
+            elif r.state is RotationState.UNKNOWN:
+                unread.append(f"{service} ({r.why})")
+    if not bad and unread:
+        return unknown(id, SEED, title, "; ".join(unread), "see why for each", tuple(unread))
+    fix = "add a serving label to the pod template, then to the Service's (or pool's) selector" + \
+        (": " + " && ".join(fixes) if fixes else "")
+    return verdict(id, SEED, title, bad, Status.WARN, "inference pods no label can take out of rotation: "
+                   "new sessions reach them until they are evicted", fix,
+                   "every inference pod has a label its Services select on and its owner does not")
+
+
+def left_out(ctx: CheckContext) -> CheckResult:
+    """Pods a drain took out of rotation whose drain no longer runs (killed, its lease expired): running,
+    owned, serving nobody. Found by the node's drain record, which names them before their label goes."""
+    id, title = "pods.out_of_rotation", "no pod left out of rotation without a drain that owns it"
+    snap, bad, nodes = ctx.snapshot, [], []
+    live = {(p.namespace, p.name): p for p in snap.pods}
+    for node in snap.nodes:
+        held = recorded(node)
+        if not held:
+            continue
+        holder = holder_of(dict(node.annotations))
+        if holder is not None and snap.taken_at - holder.renewed < LEASE_S:
+            continue  # a running drain owns them
+        for key, entry in sorted(held.items()):
+            namespace, name = key.split("/", 1)
+            pod = live.get((namespace, name))
+            if pod is not None and pod.uid == entry.uid and not pod.deleting:
+                bad.append(f"{key} on {node.name} (label {', '.join(entry.labels)} removed by a drain that stopped)")
+                nodes.append(node.name)
+    return verdict(id, SEED, title, bad, Status.FAIL, "pods out of rotation that no drain owns",
+                   f"resume the drain (R, or gputui drain --resume) or uncordon the node to put them back: "
+                   f"{', '.join(dict.fromkeys(nodes))}", "every pod out of rotation belongs to a running drain")
+
+
+def _workload_of(snap: ClusterSnapshot, pod: InferencePod) -> str:
+    """`deployment/NAME` (or `rollout/NAME`) of the workload that owns the pod, "" when none read does."""
+    for s in snap.selectors or ():
+        if s.kind in ("Deployment", "Rollout") and s.namespace == pod.namespace and s.selects(pod.labels):
+            return f"{s.kind.lower()}/{s.name}"
+    return ""

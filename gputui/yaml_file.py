@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 import yaml
+
+from gputui.errors import first_line
 
 T = TypeVar("T")
 # libyaml's loader when PyYAML has it: ten times faster, and every theme is read at start.
@@ -64,19 +67,91 @@ def unknown_keys(data: dict[str, Any], allowed: set[str]) -> list[str]:
     return ["unknown keys " + ", ".join(unknown)] if unknown else []
 
 
-def load_mapping(path: Path, empty_ok: bool = False) -> dict[str, Any]:
-    """The file's top-level mapping, or ValueError saying what is wrong and on which line."""
+# Bounds on what one file may make gputui do. A config, theme or keymap is a few kilobytes and a few hundred
+# nodes; without bounds a 400-byte file of nested aliases ("billion laughs") expands to 10^9 nodes wherever
+# its values are walked or printed (13.7 s and 2.4 GB on a theme), and deep nesting crashes libyaml's composer.
+# Aliases stay allowed (a theme may reuse a colour: `accent: *primary`), but what they bring in is counted.
+MAX_BYTES = 1024 * 1024
+MAX_ALIAS_NODES = 5000  # nodes brought in by aliases, each counted with everything under it
+MAX_DEPTH = 64
+
+
+class _PastBounds(ValueError):
+    """A document refused before it is built (its message says why, with the line)."""
+
+
+def _check_events(text: str) -> None:
+    """Refuse, before anything is built, a document nested past MAX_DEPTH, with an alias to a node still open
+    (a recursive structure), or whose aliases bring in more than MAX_ALIAS_NODES nodes. One pass over
+    libyaml's events: linear in the text, with no recursion."""
+    sizes: dict[str, int] = {}  # anchor -> nodes in its node, aliases expanded
+    open_nodes: list[list] = []  # [anchor, nodes so far] per collection being read
+    brought = 0
+    for event in yaml.parse(text, Loader=SAFE_LOADER):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            if len(open_nodes) >= MAX_DEPTH:
+                raise _PastBounds(f"line {event.start_mark.line + 1}: nested deeper than {MAX_DEPTH} levels")
+            open_nodes.append([event.anchor, 1])
+            continue
+        if isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            anchor, n = open_nodes.pop()
+        elif isinstance(event, yaml.ScalarEvent):
+            anchor, n = event.anchor, 1
+        elif isinstance(event, yaml.AliasEvent):
+            if any(node[0] == event.anchor for node in open_nodes):
+                raise _PastBounds(f"line {event.start_mark.line + 1}: alias *{event.anchor} refers to a node that "
+                                 "contains it")
+            anchor, n = None, sizes.get(event.anchor, 1)  # an undefined alias: the composer says so
+            brought += n
+            if brought > MAX_ALIAS_NODES:
+                raise _PastBounds(f"line {event.start_mark.line + 1}: aliases expand to more than "
+                                 f"{MAX_ALIAS_NODES} nodes")
+        else:
+            continue
+        if anchor is not None:
+            sizes[anchor] = n
+        if open_nodes:
+            open_nodes[-1][1] += n
+
+
+def load_text(text: str) -> Any:
+    """A YAML document's value (the safe loader: plain data only), or ValueError in one line: bad YAML, a value
+    its tag cannot make (a date of month 13, a 5,000-digit integer), or past the bounds above."""
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=SAFE_LOADER)
-    except OSError as exc:
-        raise ValueError(f"cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise ValueError("not UTF-8 text") from None
+        _check_events(text)
+        return yaml.load(text, Loader=SAFE_LOADER)
+    except _PastBounds:
+        raise
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or "invalid"
+        problem = getattr(exc, "problem", None) or first_line(str(exc), 200) or "invalid"
         where = f"line {mark.line + 1}: " if mark is not None else ""
-        raise ValueError(f"{where}not valid YAML ({problem})") from None
+        raise ValueError(f"{where}not valid YAML ({first_line(str(problem), 200)})") from None
+    except (ValueError, TypeError, OverflowError, RecursionError) as exc:  # from a constructor (dates, numbers)
+        raise ValueError(f"not valid YAML ({first_line(str(exc), 200) or type(exc).__name__})") from None
+
+
+def read_text(path: Path) -> str:
+    """The file's text, at most MAX_BYTES of UTF-8, or ValueError saying why not."""
+    try:
+        if stat.S_ISFIFO(path.stat().st_mode) or stat.S_ISSOCK(path.stat().st_mode):
+            raise ValueError("not a regular file")
+        with path.open("rb") as f:
+            data = f.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise ValueError(f"cannot read: {exc.strerror or exc}") from None
+    if len(data) > MAX_BYTES:
+        raise ValueError(f"larger than {MAX_BYTES // (1024 * 1024)} MB")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError("not UTF-8 text") from None
+
+
+def load_mapping(path: Path, empty_ok: bool = False) -> dict[str, Any]:
+    """The file's top-level mapping, or ValueError saying what is wrong and on which line. The one reader of
+    the user's YAML: config, themes and keymaps."""
+    data = load_text(read_text(path))
     if data is None and empty_ok:
         return {}
     if not isinstance(data, dict):

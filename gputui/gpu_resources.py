@@ -7,8 +7,10 @@ capacity guard count like for like. Pure: no I/O, no Kubernetes client."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import Enum
+from fractions import Fraction
 from typing import Iterable, Mapping
 
 WHOLE_GPU = "nvidia.com/gpu"  # the device plugin's default resource
@@ -48,12 +50,64 @@ def is_gpu_resource(name: str) -> bool:
     return item.startswith(("gpu", "mig-")) or domain.startswith("gpu.")
 
 
+# A Kubernetes quantity (apimachinery resource.Quantity): a signed decimal number, then a binary suffix (Ki .. Ei),
+# a decimal one (n u m "" k M G T P E) or a decimal exponent (e3, E-2).
+_QUANTITY = re.compile(r"([+-]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)|[eE]([+-]?[0-9]{1,4}))?")
+_SUFFIX = {
+    "Ki": Fraction(2**10), "Mi": Fraction(2**20), "Gi": Fraction(2**30), "Ti": Fraction(2**40), "Pi": Fraction(2**50),
+    "Ei": Fraction(2**60), "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), None: Fraction(1),
+    "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9), "T": Fraction(10**12), "P": Fraction(10**15),
+    "E": Fraction(10**18),
+}
+MAX_QUANTITY = 2**63 - 1  # the API's int64 (a larger quantity is no count of anything on a node)
+
+
+def parse_quantity(text: object) -> Fraction:
+    """A Kubernetes quantity's exact value ('80Gi', '500m', '1.5', '2e3', '1k'), or ValueError. Quantities beyond
+    ±2^63 and numbers of more than 64 digits are refused, so no text costs more than a few microseconds."""
+    if isinstance(text, bool):
+        raise ValueError(f"{text!r} is not a quantity")
+    if isinstance(text, int):
+        text = str(text) if abs(text) <= MAX_QUANTITY else "x"
+    if not isinstance(text, str) or len(text) > 80:
+        raise ValueError(f"{text!r} is not a quantity")
+    m = _QUANTITY.fullmatch(text.strip())
+    if not m or len(m.group(2)) > 64:
+        raise ValueError(f"{text!r} is not a quantity")
+    sign, digits, suffix, exponent = m.groups()
+    whole, _, fraction = digits.partition(".")
+    value = Fraction(int(whole or "0") * 10**len(fraction) + int(fraction or "0"), 10**len(fraction))
+    if exponent is not None:
+        e = int(exponent)
+        if e > 40:  # 10^40 is far past the limit below, whatever the digits
+            if value:
+                raise ValueError(f"{text!r} is out of range")
+        else:
+            value *= Fraction(10) ** e
+    else:
+        value *= _SUFFIX[suffix]
+    if abs(value) > MAX_QUANTITY:
+        raise ValueError(f"{text!r} is out of range")
+    return -value if sign == "-" else value
+
+
 def quantity(value: object) -> int:
-    """A whole-number Kubernetes quantity or label value; 0 when it is not one (the one parser for both)."""
+    """A whole-number Kubernetes quantity or label value ('8', '1k', '2Ki', '2000m'); 0 when it is not one or
+    not whole (GPUs and weights are counted in whole units; the one parser for both)."""
+    if type(value) is str or type(value) is int:  # the usual '8' first: this runs per node per refresh
+        try:
+            n = int(value)
+        except ValueError:
+            pass
+        else:
+            return n if -MAX_QUANTITY <= n <= MAX_QUANTITY else 0
+    elif isinstance(value, float):
+        value = int(value) if value.is_integer() and abs(value) <= MAX_QUANTITY else None
     try:
-        return int(str(value))
-    except (TypeError, ValueError):
+        exact = parse_quantity(value)
+    except ValueError:
         return 0
+    return int(exact) if exact.denominator == 1 else 0
 
 
 def _count(value: object) -> int:

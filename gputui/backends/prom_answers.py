@@ -152,8 +152,8 @@ def series_by_label(series_list: Iterable[Mapping[str, Any]], names: Sequence[st
             value = float(series["value"][1])
             labels = series["metric"]
             key = next((labels[n] for n in names if labels.get(n)), None)
-        except (KeyError, ValueError, TypeError, IndexError, AttributeError):
+        except (KeyError, ValueError, TypeError, IndexError, AttributeError, OverflowError):  # (a 400-digit value)
             continue
-        if key and isfinite(value):
+        if isinstance(key, str) and key and isfinite(value):  # a label value that is not text names nothing
             out[key] = value
     return out

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
-
+from gputui import validate
 from gputui.paths import config_dir
 from gputui.pools import DEFAULT_POOL_LABELS
+from gputui.yaml_file import load_mapping
 
 
 class SettingsError(ValueError):
@@ -153,6 +153,11 @@ def _patterns(name: str, value: Any, origin: str) -> tuple[str, ...]:
     items = value.split(",") if isinstance(value, str) else value
     if not isinstance(items, (list, tuple)) or not all(isinstance(k, str) for k in items):
         raise SettingsError(f"{origin}: {name}: expected a list of context names or patterns")
+    if name == "contexts":  # a fleet: each a context's name, none empty, none twice
+        try:
+            return validate.context_names(",".join(items)) if items else ()
+        except ValueError as exc:
+            raise SettingsError(f"{origin}: {name}: {exc}") from None
     return tuple(k.strip() for k in items if k.strip())
 
 
@@ -163,35 +168,59 @@ def protection(settings: Settings, context: str) -> str:
     return next((p for p in settings.protected_contexts if fnmatchcase(context, p)), "")
 
 
+# Text settings checked beyond being text: what reaches an API path, a query or a URL.
+_TEXT_CHECKS = {
+    "namespace": validate.namespace,
+    "prometheus": validate.prometheus_url,
+    "host_label": validate.prom_label,
+    "context": lambda v: ",".join(validate.context_names(v)),  # "a,b": a fleet (load_settings splits it)
+    "kubeconfig": validate.path,
+    "audit_log": validate.path,
+    "prometheus_ca_file": validate.path,
+}
+_TYPES = {f.name: str(f.type) for f in fields(Settings)}
+
+
 def _coerce(name: str, value: Any, origin: str) -> Any:
+    """A value of the config file (YAML: any type), a variable or a flag, checked by the field's type: a mapping
+    where a path is expected, a float where a count is, NaN or infinities are refused, never turned into text."""
     if name == "session_metrics":
         return _session_metrics(value, origin)
     if name in ("protected_contexts", "contexts"):
         return _patterns(name, value, origin)
-    default = getattr(Settings(), name)
-    if isinstance(default, tuple):
+    kind = _TYPES[name]
+    if kind.startswith("tuple"):
         return _label_keys(name, value, origin)
-    if isinstance(default, dict):
-        if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-            raise SettingsError(f"{origin}: {name}: expected a mapping of strings")
-        return dict(value)
     try:
-        if isinstance(default, bool):
+        if kind.startswith("Mapping"):
+            if not isinstance(value, dict):
+                raise ValueError("expected a mapping of names to text")
+            return dict(validate.header(k, v) for k, v in value.items())
+        if kind == "bool":
             if isinstance(value, bool):
                 return value
-            text = str(value).strip().lower()
-            if text in ("1", "true", "yes", "on"):
+            if isinstance(value, int) and value in (0, 1):
+                return bool(value)
+            word = value.strip().lower() if isinstance(value, str) else None
+            if word in ("1", "true", "yes", "on"):
                 return True
-            if text in ("0", "false", "no", "off", ""):
+            if word in ("0", "false", "no", "off", ""):
                 return False
-            raise ValueError
-        if isinstance(default, int):
-            return int(value)
-        if isinstance(default, float):
-            return float(value)
-        return None if value is None else str(value)
-    except (TypeError, ValueError):
-        raise SettingsError(f"{origin}: {name}: {value!r} is not a valid value") from None
+            raise ValueError(f"{value!r} is not true or false")
+        if kind == "int":
+            return validate.whole(value)
+        if kind == "float":
+            return validate.number(value)
+        optional = "None" in kind
+        if optional and (value is None or (isinstance(value, str) and not value.strip())):
+            return None
+        text = validate.text(value).strip()
+        check = _TEXT_CHECKS.get(name)
+        return check(text) if check else text
+    except SettingsError:
+        raise
+    except ValueError as exc:
+        raise SettingsError(f"{origin}: {name}: {exc}") from None
 
 
 def _check(s: Settings) -> Settings:
@@ -217,12 +246,19 @@ def _check(s: Settings) -> Settings:
         raise SettingsError(f"wallboard_rotate must be at least 1 second, got {s.wallboard_rotate:g}")
     if s.wallboard_heat not in ("util", "temp"):
         raise SettingsError(f"wallboard_heat must be util or temp, got {s.wallboard_heat!r}")
+    # Upper bounds: a value past them is a typo (or units mistaken), and some would overflow a timer.
+    for name, most in (("wallboard_rotate", 86400), ("session_deadline", validate.MAX_DURATION_S),
+                       ("engine_shutdown", 86400), ("drain_parallel", 1000)):
+        if getattr(s, name) > most:
+            raise SettingsError(f"{name} must be at most {most:g}, got {getattr(s, name):g}")
     return s
 
 
 def _apply(base: Settings, values: Mapping[str, Any], origin: str) -> Settings:
     changes = {}
     for key, value in values.items():
+        if not isinstance(key, str):
+            raise SettingsError(f"{origin}: setting names are text, got {key!r}")
         name = key.replace("-", "_")
         if name not in _NAMES:
             raise SettingsError(f"{origin}: unknown setting {key!r}")
@@ -231,21 +267,15 @@ def _apply(base: Settings, values: Mapping[str, Any], origin: str) -> Settings:
 
 
 def load_config_file(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        return {}
+    """The config file's mapping ({} when there is none), read by the one YAML reader (size and aliases bounded)."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SettingsError(f"{path}: cannot read: {exc}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        raise SettingsError(f"{path}:{where} is not valid YAML") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise SettingsError(f"{path}: expected a mapping of settings")
-    return data
+        if not path.exists():
+            return {}
+        return load_mapping(path, empty_ok=True)
+    except OSError as exc:  # a name too long for the file system
+        raise SettingsError(f"{str(path)[:80]}: cannot read: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise SettingsError(f"{path}: {exc}") from None
 
 
 def load_settings(
@@ -257,8 +287,9 @@ def load_settings(
     env = os.environ if env is None else env
     path = config_path or default_config_path()
     settings = _apply(Settings(), load_config_file(path), str(path))
-    from_env = {name: env[var] for var, name in _ENV.items() if env.get(var)}
-    settings = _apply(settings, from_env, "environment")
+    for var, name in _ENV.items():  # each named in its error: `GPUTUI_REFRESH: refresh: 'x' is not a number`
+        if env.get(var):
+            settings = _apply(settings, {name: env[var]}, var)
     given = {k: v for k, v in (flags or {}).items() if v is not None}
     settings = _apply(settings, given, "flag")
     if settings.wallboard:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import NoReturn
+from dataclasses import replace
+from typing import Any, NoReturn
 
-from gputui.cli.arguments import (duration, add_check_parser, add_drain_parser, add_rollout_parser, add_scale_down_parser,
-                                  add_shift_parser)
+from gputui.cli.arguments import (add_check_parser, add_drain_parser, add_rollout_parser, add_scale_down_parser,
+                                  add_shift_parser, contexts, duration, file_path, idle_below, namespace, positive_seconds,
+                                  prometheus_url, seconds_or_zero, whole)
 from gputui.cli.common import UsageError
 from gputui.settings import Settings, SettingsError, load_settings
 
@@ -28,15 +30,18 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise UsageError(message)
 
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        # argparse strips a '--' from an option's arguments: `--idle-window=--` then gives [] without calling the
+        # type at all, and a list reached the code as a duration (a crash, found by scripts/fuzz-cli.py).
+        if action.option_strings and action.nargs is None and arg_strings == ["--"]:
+            self.error(f"argument {'/'.join(action.option_strings)}: expected one argument")
+        return super()._get_values(action, arg_strings)
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
-    return value
+
+_positive_float = positive_seconds  # seconds above 0, finite, at most an hour (gputui.validate)
+# Commands that take a fleet (`--context a,b`, or `contexts:` in the config): the TUI's fleet view and wallboard,
+# `nodes`, and `serve` (each page runs the TUI). Every other command acts on one cluster.
+FLEET_COMMANDS = (None, "nodes", "serve")
 
 
 def common(parser: argparse.ArgumentParser) -> None:
@@ -44,17 +49,18 @@ def common(parser: argparse.ArgumentParser) -> None:
     s = argparse.SUPPRESS
     g = parser.add_argument_group("cluster")
     g.add_argument("--demo", action="store_true", default=s, help="run on the embedded simulated cluster")
-    g.add_argument("--seed", type=int, default=s, help="seed of the demo cluster (default 7)")
-    g.add_argument("--kubeconfig", default=s, help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
-    g.add_argument("--context", default=s, help="kubeconfig context to use")
+    g.add_argument("--seed", type=whole, default=s, help="seed of the demo cluster (default 7)")
+    g.add_argument("--kubeconfig", type=file_path, default=s, help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
+    g.add_argument("--context", type=contexts, default=s,
+                   help="kubeconfig context to use (a,b: a fleet, for the TUI, the wallboard and nodes)")
     g.add_argument("--exec-timeout", type=_positive_float, default=s, metavar="SECONDS",
                    help="seconds the kubeconfig's exec credential plugin may take before it is stopped (default 30)")
-    g.add_argument("-n", "--namespace", default=s, help="limit workloads to this namespace")
-    g.add_argument("--prometheus", default=s, metavar="URL", help="Prometheus URL for DCGM and session metrics")
-    g.add_argument("--dcgm-interval", type=float, default=argparse.SUPPRESS, metavar="SECONDS",
+    g.add_argument("-n", "--namespace", type=namespace, default=s, help="limit workloads to this namespace")
+    g.add_argument("--prometheus", type=prometheus_url, default=s, metavar="URL", help="Prometheus URL for DCGM and session metrics")
+    g.add_argument("--dcgm-interval", type=seconds_or_zero, default=argparse.SUPPRESS, metavar="SECONDS",
                    help="seconds between fleet-wide DCGM reads; sessions are read every refresh (default 15, 0: every refresh)")
     g.add_argument("--read-only", action="store_true", default=s, help="never write to the cluster")
-    g.add_argument("--config", default=s, metavar="FILE", help="config file (default: $XDG_CONFIG_HOME/gputui/config.yaml)")
+    g.add_argument("--config", type=file_path, default=s, metavar="FILE", help="config file (default: $XDG_CONFIG_HOME/gputui/config.yaml)")
     g.add_argument("--debug", action="store_true", default=s,
                    help="log the metrics mode, each read's queries and time, and watch relists (to stderr; from the "
                         "terminal UI to $XDG_STATE_HOME/gputui/debug.log)")
@@ -85,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     pools.add_argument("-o", "--output", choices=("table", "json"), default="table")
     pools.add_argument("--idle-window", type=duration, default=3600.0, metavar="DURATION",
                        help="the window an allocated GPU must stay idle over (default 1h)")
-    pools.add_argument("--idle-below", type=float, default=5.0, metavar="PCT",
+    pools.add_argument("--idle-below", type=idle_below, default=5.0, metavar="PCT",
                        help="mean utilisation below which it counts as idle (default 5)")
     services = sub.add_parser("services", help="print the inference services, versions, weights and sessions, and exit")
     common(services)
@@ -134,7 +140,27 @@ def settings_from(args: argparse.Namespace) -> Settings:
         if k in ("demo", "seed", "kubeconfig", "context", "namespace", "prometheus", "read_only", "refresh", "theme",
                  "keymap", "wallboard", "wallboard_rotate", "dcgm_interval", "pin_context", "exec_timeout")
     }
-    config = getattr(args, "config", None)
-    if config and not Path(config).exists():
+    config: str | None = getattr(args, "config", None)
+    try:
+        missing = bool(config) and not Path(str(config)).exists()
+    except (OSError, ValueError) as exc:  # a name too long for the file system, a NUL in it
+        raise SettingsError(f"--config: cannot use {str(config)[:80]!r}: {getattr(exc, 'strerror', None) or exc}") from None
+    if missing:
         raise SettingsError(f"config file {config} does not exist")
-    return load_settings(flags, config_path=Path(config) if config else None)
+    return one_cluster(load_settings(flags, config_path=Path(config) if config else None), args)
+
+
+def one_cluster(settings: Settings, args: argparse.Namespace) -> Settings:
+    """A command that acts on one cluster never takes the first of a fleet silently: `gputui drain --context a,b`
+    is refused, as is a fleet from the config's `contexts:` unless --context names the one cluster."""
+    command = getattr(args, "command", None)
+    if len(settings.contexts) <= 1 or command in FLEET_COMMANDS:
+        return settings
+    given = getattr(args, "context", None)
+    if given and "," in given:
+        raise UsageError(f"--context {given}: gputui {command} acts on one cluster; name one context "
+                         "(a fleet is for the TUI, the wallboard and gputui nodes)")
+    if given:
+        return replace(settings, contexts=())
+    raise UsageError(f"contexts {', '.join(settings.contexts)} (a fleet, from the config) and gputui {command} acts "
+                     "on one cluster: name it with --context")

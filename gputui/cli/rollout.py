@@ -1,11 +1,13 @@
 """`gputui rollout SERVICE VERSION`: the guided canary, headless, with a line per step and per look at the
 gates. Exit 0 when the version reached its last step; 1 when it was rolled back or held (gates failing or
-unreadable, not enough ready pods); 2 on bad input or read-only. Ctrl-C stops where it is and says how to
-roll back."""
+unreadable, not enough ready pods) or a write failed; 2 on bad input (an unknown service or version, a router
+it cannot step, steps below the version's share now, a gate that is not a finite number above 0), read-only or
+no cluster. Ctrl-C stops where it is and says how to roll back."""
 
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from typing import Callable
 
@@ -19,14 +21,22 @@ from gputui.settings import Settings
 
 
 def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[[Settings], Backend]) -> int:
+    for flag, x in (("--error-x", args.error_x), ("--latency-x", args.latency_x)):
+        if not (math.isfinite(x) and x > 0):  # NaN or inf would switch the gate off (the parser refuses them too)
+            return fail(f"{flag} must be a finite number above 0, got {x}", EXIT_USAGE)
+    if not (math.isfinite(args.poll) and args.poll >= 1):
+        return fail(f"--poll must be at least 1s, got {args.poll}", EXIT_USAGE)
     backend = backend_factory(settings)
     try:
         why = backend.why_not("shift")
         if why or backend.writer is None:
             return fail(why or "read-only: the canary is unavailable", EXIT_USAGE)
-        snapshot = backend.reader.snapshot()
+        try:
+            snapshot = backend.reader.snapshot()
+            plan = plan_canary(snapshot, args.service, args.version, tuple(args.steps) if args.steps else None)
+        except BackendError as exc:  # no cluster; no such service or version, steps it cannot take: the input
+            return fail(error_line(exc), EXIT_USAGE)
         tag = "SIMULATED: " if snapshot.simulated else ""
-        plan = plan_canary(snapshot, args.service, args.version, tuple(args.steps) if args.steps else None)
         gates = Gates(error_ratio_x=args.error_x, latency_x=args.latency_x, window_s=args.window, hold_s=args.hold)
         print(f"{tag}{plan.describe()}\n{tag}{gates.describe()}", flush=True)
         if args.dry_run:

@@ -1,6 +1,7 @@
 """`gputui scale-down SERVICE VERSION REPLICAS`: the old version scaled down once its sessions are low, the
 idlest pods first (pod-deletion-cost from live sessions). Exit 0 done or a clean dry run; 1 refused (a pod
-still holds sessions) or a failed write; 2 bad input or read-only."""
+still holds sessions, a count not confirmed) or a failed write; 2 bad input (an unknown service or version, a
+version no Deployment runs, a count of replicas it cannot go to), read-only or no cluster."""
 
 from __future__ import annotations
 
@@ -15,13 +16,18 @@ from gputui.settings import Settings
 
 
 def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[[Settings], Backend]) -> int:
+    if args.replicas < 0 or args.threshold < 0 or (args.confirm_sessions is not None and args.confirm_sessions < 0):
+        return fail("replicas, --threshold and --confirm-sessions are 0 or more", EXIT_USAGE)
     backend = backend_factory(settings)
     try:
         if backend.writer is None and not args.dry_run:
             return fail(backend.why_not("scale_down") or "read-only", EXIT_USAGE)
-        snapshot = backend.reader.snapshot()
+        try:
+            snapshot = backend.reader.snapshot()
+            plan = plan_scale_down(snapshot, args.service, args.version, args.replicas, args.threshold)
+        except BackendError as exc:  # no cluster, or nothing of that name to scale: the input, not a refusal
+            return fail(error_line(exc), EXIT_USAGE)
         tag = "SIMULATED: " if snapshot.simulated else ""
-        plan = plan_scale_down(snapshot, args.service, args.version, args.replicas, args.threshold)
         print(tag + plan.describe())
         for blocker in plan.blockers:
             print(f"{tag}blocked: {blocker}")

@@ -1,7 +1,8 @@
 """`gputui shift SERVICE --to VERSION=PCT ...`: the traffic shift of the TUI, for scripts and runbooks.
 
-Exit codes: 0 done (or a clean dry run); 1 refused by validation or failed
-writing; 2 usage: bad arguments, unknown service, read-only.
+Exit codes (README's table): 0 done (or a clean dry run); 1 refused (a blocker, a route that cannot take it, nothing
+to undo) or a failed write; 2 bad input (bad arguments, an unknown service or version, targets that cannot add
+up), read-only (the flag, a protected context, an identity that may not patch) or no cluster.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from gputui.ops.traffic import (
     on_route_now,
     plan_rollout_now,
     plan_shift,
+    resolve_targets,
     served_api_versions,
 )
 from gputui.present.shift import plan_text
@@ -32,17 +34,27 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
     if settings.read_only:
         return fail("read-only: shift is unavailable", EXIT_USAGE)
     targets = dict(args.targets or ())
+    if len(targets) != len(args.targets or ()):
+        twice = sorted({v for v, _ in args.targets if sum(1 for w, _ in args.targets if w == v) > 1})
+        return fail(f"--to names {', '.join(twice)} more than once", EXIT_USAGE)
     backend = backend_factory(settings)
     try:
         writer = backend.writer
         why = backend.why_not("shift")
-        if why or writer is None:
-            return fail(why or "read-only", EXIT_USAGE if writer is None else EXIT_REFUSED)
-        snapshot = backend.reader.snapshot()
+        if why or writer is None:  # read-only, whatever the reason (the flag, a protected context, RBAC)
+            return fail(why or "read-only", EXIT_USAGE)
+        try:
+            snapshot = backend.reader.snapshot()
+        except BackendError as exc:  # no cluster to act on: bad input, as for every command
+            return fail(error_line(exc), EXIT_USAGE)
         try:
             service = find_service(snapshot, args.service)
         except ShiftError as exc:
             return fail(str(exc), EXIT_USAGE)
+        if targets and service.router_kind:  # versions it lacks, percentages that cannot add up: the input
+            _, bad = resolve_targets({v.name: service.share_pct(v.name) or 0.0 for v in service.versions}, targets)
+            if bad:
+                return fail("; ".join(bad), EXIT_USAGE)
         api = served_api_versions(backend)
         from gputui.ops.audit import audit_for
 

@@ -24,8 +24,9 @@ def test_version():
         (["--demo", "--keymap", "emacs"], "unknown keymap 'emacs'; available: default, k9s, vim"),
         (["--demo", "--wallboard", "--rotate", "0"], "positive"),
         (["nodes", "--demo", "-o", "yaml"], "invalid choice"),
-        (["--demo", "--dcgm-interval", "-1"], "dcgm_interval must be between 0 and 3600"),
-        (["--demo", "--dcgm-interval", "often"], "invalid float value"),
+        (["--demo", "--dcgm-interval", "-1"], "argument --dcgm-interval: must be 0 or more seconds, got -1"),
+        (["--demo", "--dcgm-interval", "7200"], "argument --dcgm-interval: must be at most 3600 seconds"),
+        (["--demo", "--dcgm-interval", "often"], "argument --dcgm-interval: 'often' is not a number"),
         (["--config", "/nonexistent/gputui.yaml"], "does not exist"),
     ],
 )

@@ -59,7 +59,7 @@ def test_wallboard_is_read_only(tmp_path: Path):
     [
         ("refresh: 0\n", "positive"),
         ("refresh: -1\n", "positive"),
-        ("refresh: soon\n", "not a valid value"),
+        ("refresh: soon\n", "refresh: 'soon' is not a number"),
         ("colour: blue\n", "unknown setting 'colour'"),
         ("- a\n- b\n", "mapping"),
         ("refresh: [1\n", "not valid YAML"),

@@ -766,11 +766,13 @@ def test_headless_apply_prints_one_line(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, code, fragment", [
-    (["llama-3-70b-instruct", "--to", "v2=120"], 1, "outside 0..100%"),
-    (["llama-3-70b-instruct", "--to", "v1=50", "--to", "v2=20"], 1, "not 100%"),
-    (["llama-3-70b-instruct", "--to", "v9=20"], 1, 'no version "v9"'),
-    (["qwen2-72b", "--to", "v3=50"], 1, "no traffic router"),
+    # Bad input (README: exit 2): targets that cannot add up, a version the service lacks, one named twice.
+    (["llama-3-70b-instruct", "--to", "v1=50", "--to", "v2=20"], 2, "not 100%"),
+    (["llama-3-70b-instruct", "--to", "v9=20"], 2, 'no version "v9"'),
+    (["llama-3-70b-instruct", "--to", "v2=20", "--to", "v2=30"], 2, "--to names v2 more than once"),
     (["no-such-model", "--to", "v1=50"], 2, 'service "no-such-model" not found'),
+    # Refused (exit 1): what the cluster holds cannot take it.
+    (["qwen2-72b", "--to", "v3=50"], 1, "no traffic router"),
 ])
 def test_headless_refusals_are_one_line(tmp_path, capsys, argv, code, fragment):
     got, backend = run(tmp_path, *argv)
@@ -802,16 +804,17 @@ def test_headless_blocker_needs_force(tmp_path, capsys):
     assert demo_weights(backend, LLAMA) == {"v1": 80, "v2": 20}
 
 
-def test_headless_bad_target_syntax_is_a_usage_error():
+@pytest.mark.parametrize("target", ["20", "v2=120", "v2=-1", "v2=nan", "v2=inf", "=20", "v2="])
+def test_headless_bad_target_syntax_is_a_usage_error(target):
     with pytest.raises(SystemExit):
-        parse("m", "--to", "20")
+        parse("m", "--to", target)
 
 
 def test_headless_rbac_refusal(tmp_path, capsys):
     backend = demo_backend(clock=ManualClock())
     refused = Backend(backend.reader, backend.writer, "demo", True, permissions={"shift": False})
     code, _ = run(tmp_path, "llama-3-70b-instruct", "--to", "v2=20", backend=refused)
-    assert code == 1 and "may not patch" in capsys.readouterr().err
+    assert code == 2 and "may not patch" in capsys.readouterr().err  # read-only for this identity, as drain says
 
 
 def test_undo_goes_back_to_the_weights_before_the_last_shift(tmp_path, capsys):

@@ -214,9 +214,13 @@ class Collection:
         self._stop.set()
         resp = self._resp
         if resp is not None:
+            try:  # shut the socket down: a close alone does not wake a thread blocked reading it
+                resp.raw.shutdown()
+            except Exception:  # noqa: BLE001 - already closed, or an older urllib3
+                pass
             try:
                 resp.close()
-            except Exception:  # noqa: BLE001 - closing under a reading thread
+            except Exception:  # noqa: BLE001
                 pass
 
     def join(self, timeout: float) -> None:

@@ -143,6 +143,8 @@ def _print_plan(plan: DrainPlan) -> None:
         note = f" ({p.note})" if p.note else ""
         most = "" if p.step in (Step.SKIP, Step.ERROR) else f" at-most={ago(p.max_seconds(plan.options))}"
         print(f"  {p.step.value:6s} {p.pod.key} gpus={p.pod.gpu_request}{sessions}{most}{budget}{note}")
+        if p.rotation is not None:  # what it does first (a pod kept in says why among the warnings)
+            print(f"         first: {p.rotation_note}")
     for warning in plan.warnings:
         print(f"  warning: {warning}")
     print(f"  capacity: {plan.capacity.describe()}")

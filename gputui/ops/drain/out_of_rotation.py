@@ -99,8 +99,8 @@ def choose(snapshot: ClusterSnapshot, node: str, pods: list[tuple[InferencePod, 
     """For each pod waited on: what to take out of rotation (None: it stays in), and why in words.
 
     Capacity stays in rotation: taking a pod out counts against no PDB (it stays Ready), so nobody but
-    gputui counts the serving capacity it removes. A pod goes out only while every PDB over it keeps its
-    desired healthy pods in rotation, and its version keeps at least one."""
+    gputui counts the serving capacity it removes. A pod goes out only while every Service and pool that
+    sends it traffic keeps a pod serving, and every PDB over it keeps its desired healthy pods in rotation."""
     serving = [p for p in snapshot.pods if p.service and p.ready and not p.deleting and not p.terminated]
     out: dict[str, tuple[OutOfRotation | None, str]] = {}
 
@@ -111,9 +111,10 @@ def choose(snapshot: ClusterSnapshot, node: str, pods: list[tuple[InferencePod, 
         if rotation.state is not RotationState.SWITCH:
             out[pod.key] = (None, rotation.describe())
             continue
-        version = (pod.namespace, pod.service, pod.version)
-        left = in_rotation(lambda p: (p.namespace, p.service, p.version) == version and p.key != pod.key)
-        short = "" if left >= 1 else f"{pod.service} {pod.version} would have no pod serving"
+        # Every path that sends it traffic keeps a pod to send it to (a Service with no ready endpoint, or a
+        # weighted backend with none, answers its share of requests with errors).
+        short = next((f"{path.key} would have no pod serving" for path in rotation.paths
+                      if not in_rotation(lambda p: path.selects(p.labels) and p.key != pod.key)), "")
         for b in snapshot.budget_for(pod):
             kept = in_rotation(lambda p: b.matches(p) and p.key != pod.key)
             if not short and kept < b.desired_healthy:

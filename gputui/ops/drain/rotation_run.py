@@ -62,7 +62,7 @@ class RotationHold:
                 del self.held[entry.key]  # not out: the record keeps naming it, harmlessly, until rewritten
                 raise
             self.tried.add(entry.key)
-            yield DrainEvent(self.node, K.INFO, entry.key, f"out of rotation: {p.rotation_note}")
+            yield DrainEvent(self.node, K.INFO, entry.key, p.rotation_note)
 
     def put_back_all(self, why: str, pods: Progress, only: Iterable[str] | None = None) -> Iterator[DrainEvent]:
         """The labels back on the pods held out that are still there (`only`: those in these states)."""

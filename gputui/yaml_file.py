@@ -11,6 +11,7 @@ from typing import Any, Callable, TypeVar
 import yaml
 
 from gputui.errors import first_line
+from gputui.safe_text import visible
 
 T = TypeVar("T")
 # libyaml's loader when PyYAML has it: ten times faster, and every theme is read at start.
@@ -42,8 +43,8 @@ def parse_each(paths: list[Path], parse: Callable[[Path], T], name: Callable[[T]
     for path in paths:
         try:
             item = parse(path)
-        except ValueError as exc:
-            problems.append(FileProblem(str(path), str(exc)))
+        except ValueError as exc:  # one line, whatever a key or value in the file held (a newline, an escape)
+            problems.append(FileProblem(str(path), visible(str(exc), None)))
             continue
         good[name(item)] = item
     return good, problems
@@ -64,7 +65,10 @@ def name_problem(name: object) -> str | None:
 def unknown_keys(data: dict[str, Any], allowed: set[str]) -> list[str]:
     """The problem line for keys a file may not have (typos, mostly), or nothing."""
     unknown = sorted(set(map(str, data)) - allowed)
-    return ["unknown keys " + ", ".join(unknown)] if unknown else []
+    # A plain key as it is (`unknown keys colour`); any other quoted, so that a key holding a line break or a
+    # control character cannot make the problem more than one line (found by tests/unit/test_fuzz_loaders.py).
+    shown = [k if k.isprintable() and k.strip() == k and k else repr(k) for k in unknown]
+    return ["unknown keys " + ", ".join(shown)] if unknown else []
 
 
 # Bounds on what one file may make gputui do. A config, theme or keymap is a few kilobytes and a few hundred

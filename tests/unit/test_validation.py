@@ -204,6 +204,22 @@ def test_names_that_reach_api_paths_are_checked(gputui, argv, fragment):
     one_line(err, fragment)
 
 
+@pytest.mark.parametrize("argv, fragment", [
+    (["pools", "--idle-window=--"], "argument --idle-window: expected one argument"),
+    (["rules", "--host-label=--"], "argument --host-label: expected one argument"),
+    (["shift", LLAMA, "--to=--"], "argument --to: expected one argument"),
+    (["nodes", "--kubeconfig", "k" * 300], "argument --kubeconfig: 'kkkk"),
+    (["nodes", "--config", "c" * 300], "argument --config: 'cccc"),
+])
+def test_what_the_fuzzer_found_in_argparse_and_paths_is_one_line(gputui, argv, fragment):
+    """scripts/fuzz-cli.py found these: argparse strips '--' from `--flag=--` and hands over [] without calling the
+    flag's type (a list reached the code: exit 70, a crash); a path longer than the file system takes made
+    os.stat raise where a missing file was expected."""
+    code, _, err = gputui("--demo", *argv)
+    assert code == 2
+    one_line(err, fragment)
+
+
 # ----- contexts -----------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("command", [["drain", NODE, "--dry-run"], ["services"], ["versions"], ["pools"], ["check"],

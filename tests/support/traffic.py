@@ -669,25 +669,31 @@ class TrafficGenerator:
                     return dict(s.get("labels") or {})
         return None
 
+    def _pool_selector(self, backend: Backend) -> dict[str, str]:
+        """The pool's pod selector (v1: spec.selector.matchLabels; v1alpha2: spec.selector is the map); {}
+        selects nothing."""
+        pool = self._objects("inferencepools", backend.namespace).get(backend.name) or {}
+        selector: dict[str, Any] = (pool.get("spec") or {}).get("selector") or {}
+        labels = selector.get("matchLabels", selector)
+        return {k: v for k, v in labels.items() if isinstance(v, str)}
+
     def _candidates(self, backend: Backend) -> list[tuple[str, str]]:
         """(pod name, uid) a new session of this backend may go to now."""
         with self._lock:
             pods = self._objects("pods", backend.namespace)
             out = []
             if backend.kind == "InferencePool":
-                pool = self._objects("inferencepools", backend.namespace).get(backend.name)
-                selector = ((pool or {}).get("spec") or {}).get("selector") or {}
-                selector = selector.get("matchLabels", selector)  # v1: matchLabels; v1alpha2: the map itself
+                selector = self._pool_selector(backend)
                 for name, pod in sorted(pods.items()):
                     if labels_match(pod["metadata"].get("labels") or {}, selector) and pod_ready(pod):
                         out.append((name, pod["metadata"]["uid"]))
                 return out
             slices = list(self._objects("endpointslices", backend.namespace).values())
             for name, uid in endpoint_pods(slices, backend.name, ready_only=True):
-                pod = pods.get(name)
-                if pod is None or pod["metadata"].get("uid") != uid or not pod_running(pod):
+                found = pods.get(name)
+                if found is None or found["metadata"].get("uid") != uid or not pod_running(found):
                     continue  # the data plane's endpoint is a pod this generator cannot follow (yet)
-                if backend.subset and not labels_match(pod["metadata"].get("labels") or {}, dict(backend.subset)):
+                if backend.subset and not labels_match(found["metadata"].get("labels") or {}, dict(backend.subset)):
                     continue
                 out.append((name, uid))
             return sorted(out)
@@ -697,9 +703,7 @@ class TrafficGenerator:
         with self._lock:
             pods = self._objects("pods", backend.namespace)
             if backend.kind == "InferencePool":
-                pool = self._objects("inferencepools", backend.namespace).get(backend.name)
-                selector = ((pool or {}).get("spec") or {}).get("selector") or {}
-                selector = selector.get("matchLabels", selector)
+                selector = self._pool_selector(backend)
                 return [(n, p["metadata"]["uid"]) for n, p in pods.items()
                         if labels_match(p["metadata"].get("labels") or {}, selector) and pod_running(p)]
             slices = list(self._objects("endpointslices", backend.namespace).values())

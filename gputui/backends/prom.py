@@ -113,7 +113,7 @@ class PromSource:
     def _series(body: bytes) -> list[dict[str, Any]]:
         try:
             series = json.loads(body)["data"]["result"]
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:  # RecursionError: nesting past Python's limit
             raise BackendError(f"not a query answer: {one_line(exc)}") from None
         return series if isinstance(series, list) else []
 

@@ -99,7 +99,8 @@ def engine_pod(labels: Mapping[str, str]) -> tuple[str, str] | None:
     (honor_labels off). None when the series names no pod."""
     namespace = labels.get("namespace") or labels.get("exported_namespace")
     pod = labels.get("pod") or labels.get("exported_pod")
-    return (namespace, pod) if namespace and pod else None
+    # Label values are text in any store's answer; anything else (a list from a broken proxy) names no pod.
+    return (namespace, pod) if isinstance(namespace, str) and isinstance(pod, str) and namespace and pod else None
 
 
 def query(table: Sequence[Engine], pod_names: Iterable[str] | None = None) -> str:

@@ -324,6 +324,10 @@ class _Capture(io.StringIO):
 def _setup(time_limit: float) -> None:
     """Once per worker process: a throwaway HOME, an unreachable kubeconfig, the stubs."""
     home = Path(tempfile.mkdtemp(prefix="gputui-fuzz-"))
+    os.chdir(home)  # a relative path an input names (audit_log: x) is written here, never in the repository
+    from multiprocessing import util
+
+    util.Finalize(None, shutil.rmtree, args=(str(home), True), exitpriority=10)  # when the worker ends
     for var in [v for v in os.environ if v.startswith("GPUTUI_") or v in ("KUBECONFIG", "NO_COLOR")]:
         del os.environ[var]
     os.environ.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), XDG_STATE_HOME=str(home / ".state"))

@@ -871,3 +871,10 @@ def test_argo_undo_puts_back_the_previous_revisions_template_as_the_plugin_does(
     assert undo_body(rollout, sets, to_revision=2)[1] == "its template already matches revision 2"
     assert "revision 5 is not in its history (1, 2)" in undo_body(rollout, sets, to_revision=5)[1]
     assert undo_body(rollout, sets[:1])[1] == "no earlier revision in its history to go back to"
+
+
+def test_a_route_weight_no_number_can_hold_is_read_as_no_weight_not_a_crash():
+    """A weight of 1e999 (infinite once decoded) or NaN in a route from the cluster raised OverflowError."""
+    from gputui.ops.traffic.adapters import _quantity
+
+    assert [_quantity(v) for v in (float("inf"), float("nan"), "1e999", "nan", 7, "500m")] == [0, 0, 0, 0, 7, 0]

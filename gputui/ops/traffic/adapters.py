@@ -226,12 +226,12 @@ def _quantity(raw: Any) -> int:
     """A weight as an integer (SMI v1alpha1 wrote quantities such as "500m")."""
     if isinstance(raw, bool):
         return int(raw)
-    if isinstance(raw, (int, float)):
-        return int(raw)
-    text = str(raw).strip()
     try:
+        if isinstance(raw, (int, float)):
+            return int(raw)
+        text = str(raw).strip()
         return int(text[:-1]) // 1000 if text.endswith("m") else int(float(text))
-    except ValueError:
+    except (ValueError, OverflowError):  # "x", NaN, or 1e999 (infinite) in a route read from the cluster
         return 0
 
 

@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 
 from gputui.backends.kube_backend import live_backend
 from gputui.ops.audit import AuditLog
 from gputui.settings import Settings
 from gputui.ui.app import GputuiApp
 from gputui.ui.command_screen import CommandScreen
-
-
-async def until(pilot, predicate, timeout: float = 30.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition never became true")
-        await pilot.pause(0.1)
+from tests.support.terminal import until
 
 
 async def test_ctx_switches_identity_and_permissions(cluster, fake_kubelet, prometheus, tmp_path, monkeypatch):

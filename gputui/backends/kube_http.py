@@ -277,7 +277,10 @@ def _chosen_context(kubeconfig: str | None, context: str | None, files: list[Pat
     from kubernetes import config
     from kubernetes.config.config_exception import ConfigException
 
-    missing = [p for p in files if not p.exists()]
+    try:
+        missing = [p for p in files if not p.exists()]
+    except OSError as exc:  # a KUBECONFIG entry the file system cannot even look up (a name too long)
+        raise BackendError(f"kubeconfig {visible(exc.filename, 120)} cannot be read: {exc.strerror or exc}") from None
     if kubeconfig and missing:
         raise BackendError(f"kubeconfig {kubeconfig} does not exist")
     joined = os.pathsep.join(str(p) for p in files)  # the client merges a KUBECONFIG-style list

@@ -64,3 +64,9 @@ def test_kubeconfig_env_with_several_files_is_merged(tmp_path):
     second.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "contexts": [{"name": "beta", "context": {"cluster": "c", "user": "u"}}]}))
     out = run("nodes", "--context", "beta", env={"KUBECONFIG": f"{first}:{second}"}, home=tmp_path)
     assert_one_line_error(out, "connection refused")  # beta was found in the second file
+
+
+def test_a_kubeconfig_variable_naming_a_path_too_long_to_look_up_is_one_line(tmp_path):
+    """os.stat's 'File name too long' on a KUBECONFIG entry crashed gputui (exit 70, the traceback in a file)."""
+    out = run("nodes", home=tmp_path, env={"KUBECONFIG": str(tmp_path / ("x" * 300))})
+    assert_one_line_error(out, "cannot be read: File name too long")

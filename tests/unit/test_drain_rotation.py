@@ -143,3 +143,25 @@ def test_check_finds_pods_a_stopped_drain_left_out_of_rotation_and_not_those_a_r
     clock.advance(120)
     found = left_out(CheckContext(cluster.snapshot()))
     assert found.status is Status.FAIL and all(k in found.summary for k in held) and node in found.fix
+
+
+def test_a_pod_the_identity_may_not_relabel_stays_in_rotation_and_the_drain_goes_on():
+    """A 403 on the label patch (no patch on pods) is no reason to pause the drain: the pod is waited on in
+    rotation, as before."""
+    from gputui.backends.demo.errors import DemoApiError
+
+    clock, cluster, node, plan = start()
+    real = cluster.patch_object
+
+    def forbidden(group, version, plural, namespace, name, patch, patch_type="merge", subresource=""):
+        if plural == "pods" and patch_type == "json":
+            raise DemoApiError(403, 'pods "x" is forbidden: User "t" cannot patch resource "pods"')
+        return real(group, version, plural, namespace, name, patch, patch_type, subresource)
+
+    cluster.patch_object = forbidden
+    gen = run_drain(plan, cluster, cluster, AuditLog(None, "t", "demo"), DrainControl(), clock=clock,
+                    sleep=clock.advance, poll_s=2.0)
+    _, events = steps(gen, lambda e: e.kind == "waiting")
+    assert any(e.kind == "info" and e.message.startswith("stays in rotation: 403") for e in events)
+    assert not any(e.kind == "paused" for e in events)
+    assert RECORD not in cluster.snapshot().node(node).annotations or not recorded(cluster.snapshot().node(node))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
-from gputui.backends.base import ConflictError, Writer
+from gputui.backends.base import BackendError, ConflictError, Writer
 from gputui.ops.audit import AuditLog
 from gputui.ops.drain.events import DrainEvent, EventKind as K
 from gputui.ops.drain.out_of_rotation import RECORD, OutOfRotation, parse_record, put_back, record_text, take_out
@@ -52,14 +52,20 @@ class RotationHold:
                                         refused=(ConflictError,)):
                     self._write_record()  # first: the record names it before it is out
                     take_out(self.writer, entry)
-            except ConflictError as exc:
+            except BackendError as exc:
+                # Changed since read (409, a failed test), forbidden (403: no patch on pods) or invalid (422):
+                # the pod stays in rotation and the drain waits on it as before; anything else (the API down)
+                # pauses the drain, which tries again.
+                if not isinstance(exc, ConflictError) and getattr(exc, "status", None) not in (403, 422):
+                    del self.held[entry.key]
+                    raise
                 del self.held[entry.key]
                 self.tried.add(entry.key)
                 self._write_record()
                 yield DrainEvent(self.node, K.INFO, entry.key, f"stays in rotation: {exc}")
                 continue
             except BaseException:
-                del self.held[entry.key]  # not out: the record keeps naming it, harmlessly, until rewritten
+                self.held.pop(entry.key, None)  # not out: the record keeps naming it, harmlessly, until rewritten
                 raise
             self.tried.add(entry.key)
             yield DrainEvent(self.node, K.INFO, entry.key, p.rotation_note)

@@ -4,10 +4,10 @@ a dropped SSH session (SIGHUP) leaves none behind; one that hands out a token le
 apiserver."""
 
 from __future__ import annotations
+from tests.support.gputui_cli import closed_port
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,13 +19,6 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]  # the gputui under test is this tree's (python -m gputui from here)
 API = "client.authentication.k8s.io/v1beta1"
 
-
-def closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def write_plugin(tmp_path: Path, body: str, name: str = "plugin.py") -> Path:

@@ -4,10 +4,13 @@ KUBECONFIG from the machine running the tests."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import yaml
 
 
 def environment(home: Path | None = None, env: dict | None = None) -> dict[str, str]:
@@ -44,3 +47,23 @@ def read_until(proc: subprocess.Popen, found, timeout: float = 60) -> list[str]:
         if not line and proc.poll() is not None:
             break
     raise AssertionError("".join(lines))
+
+
+def kubeconfig(path: Path, server: str, contexts: tuple[str, ...] = ("main",)) -> str:
+    """A kubeconfig at `path` for `server`, with a token gputui must never print; its contexts, the first current."""
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": contexts[0],
+        "clusters": [{"name": "c", "cluster": {"server": server, "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "u", "user": {"token": "s3cret-token-value"}}],
+        "contexts": [{"name": c, "context": {"cluster": "c", "user": "u"}} for c in contexts],
+    }))
+    return str(path)
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then let go)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port

@@ -1,29 +1,12 @@
 """Headless commands against clusters that cannot answer: one line, exit 2, quickly."""
 
-import socket
 import time
 
 import yaml
 
-from tests.support.gputui_cli import run
+from tests.support.gputui_cli import closed_port, kubeconfig, run
 
 
-def kubeconfig(path, server: str, contexts=("main",)) -> str:
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": contexts[0],
-        "clusters": [{"name": "c", "cluster": {"server": server, "insecure-skip-tls-verify": True}}],
-        "users": [{"name": "u", "user": {"token": "s3cret-token-value"}}],
-        "contexts": [{"name": c, "context": {"cluster": "c", "user": "u"}} for c in contexts],
-    }))
-    return str(path)
-
-
-def closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def assert_one_line_error(out, fragment: str) -> None:

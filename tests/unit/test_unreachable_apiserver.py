@@ -8,26 +8,9 @@ import time
 
 import pytest
 
-import yaml
 
-from tests.support.gputui_cli import run
+from tests.support.gputui_cli import closed_port, kubeconfig, run
 
-def kubeconfig(path, server: str) -> str:
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "main",
-        "clusters": [{"name": "c", "cluster": {"server": server, "insecure-skip-tls-verify": True}}],
-        "users": [{"name": "u", "user": {"token": "s3cret-token-value"}}],
-        "contexts": [{"name": "main", "context": {"cluster": "c", "user": "u"}}],
-    }))
-    return str(path)
-
-
-def closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 COMMANDS = {

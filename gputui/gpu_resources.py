@@ -94,13 +94,11 @@ def parse_quantity(text: object) -> Fraction:
 def quantity(value: object) -> int:
     """A whole-number Kubernetes quantity or label value ('8', '1k', '2Ki', '2000m'); 0 when it is not one or
     not whole (GPUs and weights are counted in whole units; the one parser for both)."""
-    if type(value) is str or type(value) is int:  # the usual '8' first: this runs per node per refresh
-        try:
-            n = int(value)
-        except ValueError:
-            pass
-        else:
-            return n if -MAX_QUANTITY <= n <= MAX_QUANTITY else 0
+    # The usual '8' first: this runs per node per refresh. Only plain ASCII digits take the fast path: int()
+    # also reads '੧', ' 8 ' and '1_000', which are no quantity.
+    if type(value) is int or (type(value) is str and value.isascii() and value.isdigit()):
+        n = int(value)
+        return n if -MAX_QUANTITY <= n <= MAX_QUANTITY else 0
     elif isinstance(value, float):
         value = int(value) if value.is_integer() and abs(value) <= MAX_QUANTITY else None
     try:

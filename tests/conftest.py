@@ -1,0 +1,13 @@
+"""Hypothesis runs derandomized by default, so the suite CI runs is the same suite every time: a random example
+that fails once and passes the next run makes CI a coin toss. Explore with fresh randomness by hand:
+HYPOTHESIS_PROFILE=explore pytest tests/unit/test_fuzz_loaders.py; add anything it finds as an @example."""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import settings
+
+settings.register_profile("repeatable", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))

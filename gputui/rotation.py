@@ -42,6 +42,9 @@ class Rotation:
     paths: tuple[PodSelector, ...] = ()
     labels: tuple[str, ...] = ()  # SWITCH: the keys to remove (one serves every path where it can)
     why: str = ""  # NO_SWITCH / UNKNOWN: in words
+    # Every path of the pod's namespace: a pod any of them selects is in rotation (a PDB's count spans versions
+    # that different Services serve). Kept here so a running drain can count without re-reading them.
+    neighbours: tuple[PodSelector, ...] = ()
 
     @property
     def path_names(self) -> str:
@@ -92,7 +95,7 @@ def rotation_of(pod: InferencePod, snapshot: ClusterSnapshot) -> Rotation:
                             why=f"{p.key} selects it only on {', '.join(sorted(p.match))}, which {owner} selects on too")
     common = set.intersection(*(set(keys) for keys in free))
     labels = (min(common),) if common else tuple(sorted({keys[0] for keys in free}))
-    return Rotation(RotationState.SWITCH, paths, labels)
+    return Rotation(RotationState.SWITCH, paths, labels, neighbours=tuple(paths_here))
 
 
 def remedy(rotation: Rotation, pod: InferencePod, workload: str) -> list[str]:

@@ -81,8 +81,9 @@ class Reader(Protocol):
 class PodsReader(Protocol):
     """A reader that re-reads a few pods cheaply (the live backend does); a running drain uses it when there."""
 
-    def pods_snapshot(self, keys: Collection[str]) -> ClusterSnapshot:
-        """A snapshot holding only these pods ("namespace/name", those that exist), fresh sessions, and the PDBs."""
+    def pods_snapshot(self, keys: Collection[str], namespaces: Collection[str] = ()) -> ClusterSnapshot:
+        """A snapshot holding only these pods ("namespace/name", those that exist), fresh sessions, and the PDBs;
+        plus every pod of `namespaces` (without session counts: a drain counts the pods serving beside its own)."""
         ...
 
 

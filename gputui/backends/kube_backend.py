@@ -237,7 +237,7 @@ class KubeReader:
                 return
         self._metrics = Metrics(gpus=gpus, nodes=nodes, sessions=sessions)
 
-    def pods_snapshot(self, keys: Collection[str]) -> ClusterSnapshot:
+    def pods_snapshot(self, keys: Collection[str], namespaces: Collection[str] = ()) -> ClusterSnapshot:
         """Only these pods ("namespace/name"), from the watch caches, with their live sessions, and the PDBs:
         what a running drain re-reads every second, without a whole refresh (no probe, no fleet metrics).
         When Prometheus fails, every count is unknown (never the last one seen: it may have grown).
@@ -246,6 +246,9 @@ class KubeReader:
             raise BackendError("the cluster connection was closed (context switched or quitting)")
         records = self.caches["pods"].get(keys)
         wanted = [(r.namespace, r.name) for r in records]
+        if namespaces:  # the neighbours: every pod of these namespaces (only a drain that takes pods out asks)
+            spaces, mine = set(namespaces), {id(r) for r in records}
+            records += [r for r in self.caches["pods"].items() if r.namespace in spaces and id(r) not in mine]
         error = None
         if self.prom is not None:
             try:

@@ -96,7 +96,8 @@ def test_a_pod_goes_out_of_rotation_only_while_its_version_keeps_enough_serving(
     # Its version's only pod: taken out, nothing would serve it.
     alone = plan_drain(snap(*serving), "n1")
     assert alone.pods[0].rotation is None
-    assert any("kept in rotation, as Service ns/llama would have no pod serving" in w for w in alone.warnings), \
+    assert any("kept in rotation for capacity, as Service ns/llama would have no pod serving; it goes out when "
+               "another pod serves in its place" in w for w in alone.warnings), \
         alone.warnings
     # A PDB that needs 2 healthy: one other pod serving is not enough.
     from gputui.model import Budget

@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Callable, Collection, Mapping
 
 from gputui.backends.base import ConflictError, Writer
-from gputui.model import DRAIN_ANNOTATION_PREFIX, InferencePod, Node
+from gputui.model import DRAIN_ANNOTATION_PREFIX, InferencePod, Node, PodSelector
 from gputui.rotation import Rotation, RotationState
 from gputui.snapshot import ClusterSnapshot
 
 RECORD = DRAIN_ANNOTATION_PREFIX + "rotation"
+# How a pod kept in rotation for capacity is described: the plan, the run and the board say the same.
+KEPT_IN = "new sessions keep arriving: kept in rotation for capacity"
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,33 +96,40 @@ def put_back(writer: Writer, entry: OutOfRotation) -> bool:
     return True
 
 
-def choose(snapshot: ClusterSnapshot, node: str, pods: list[tuple[InferencePod, Rotation]],
-           now: float) -> dict[str, tuple[OutOfRotation | None, str]]:
+def choose(snapshot: ClusterSnapshot, pods: list[tuple[InferencePod, Rotation]], now: float,
+           already_out: Collection[str] = ()) -> dict[str, tuple[OutOfRotation | None, str]]:
     """For each pod waited on: what to take out of rotation (None: it stays in), and why in words.
 
     Capacity stays in rotation: taking a pod out counts against no PDB (it stays Ready), so nobody but
     gputui counts the serving capacity it removes. A pod goes out only while every Service and pool that
-    sends it traffic keeps a pod serving, and every PDB over it keeps its desired healthy pods in rotation."""
-    serving = [p for p in snapshot.pods if p.service and p.ready and not p.deleting and not p.terminated]
+    sends it traffic keeps a pod serving, and every PDB over it keeps its desired healthy pods in rotation
+    (Ready, not deleting, selected by one of the paths). `already_out`: pods known to be out whatever the
+    snapshot's labels say (this process's own writes, which a watch cache may not show yet)."""
+    serving = [p for p in snapshot.pods if p.ready and not p.deleting and not p.terminated
+               and p.key not in already_out]
     out: dict[str, tuple[OutOfRotation | None, str]] = {}
 
-    def in_rotation(match) -> int:  # serving pods still in rotation after the choices made so far
+    def in_rotation(match: Callable[[InferencePod], bool]) -> int:  # serving, after the choices made so far
         return sum(1 for p in serving if match(p) and out.get(p.key, (None, ""))[0] is None)
 
     for pod, rotation in pods:
         if rotation.state is not RotationState.SWITCH:
             out[pod.key] = (None, rotation.describe())
             continue
+
+        def routed(p: InferencePod, paths: tuple[PodSelector, ...] = rotation.neighbours or rotation.paths) -> bool:
+            return p.key != pod.key and any(path.selects(p.labels) for path in paths)
+
         # Every path that sends it traffic keeps a pod to send it to (a Service with no ready endpoint, or a
         # weighted backend with none, answers its share of requests with errors).
         short = next((f"{path.key} would have no pod serving" for path in rotation.paths
-                      if not in_rotation(lambda p: path.selects(p.labels) and p.key != pod.key)), "")
+                      if not in_rotation(lambda p, path=path: path.selects(p.labels) and p.key != pod.key)), "")
         for b in snapshot.budget_for(pod):
-            kept = in_rotation(lambda p: b.matches(p) and p.key != pod.key)
+            kept = in_rotation(lambda p, b=b: b.matches(p) and routed(p))
             if not short and kept < b.desired_healthy:
                 short = f"PodDisruptionBudget {b.name} needs {b.desired_healthy} pods serving, {kept} would be"
         if short:
-            out[pod.key] = (None, f"new sessions keep arriving: kept in rotation, as {short}")
+            out[pod.key] = (None, f"{KEPT_IN}, as {short}; it goes out when another pod serves in its place")
             continue
         labels = {k: pod.labels[k] for k in rotation.labels}
         out[pod.key] = (OutOfRotation(pod.key, pod.uid, labels, now),

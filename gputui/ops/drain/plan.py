@@ -20,7 +20,7 @@ from typing import Iterable, Mapping
 
 from gputui.gpu_resources import WHOLE_GPU
 from gputui.label_selectors import selector_matches
-from gputui.rotation import RotationState, rotation_of
+from gputui.rotation import Rotation, RotationState, rotation_of
 from gputui.ops.drain.out_of_rotation import OutOfRotation, choose
 from gputui.model import Budget, InferencePod, Node
 from gputui.sessions import PodSessions, SessionState
@@ -49,6 +49,8 @@ class PodPlan:
     # Waited on: what the drain takes out of rotation before it waits (None: it stays in), and why.
     rotation: OutOfRotation | None = None
     rotation_note: str = ""
+    # A label can take it out (gputui.rotation): the run takes it out later when capacity kept it in.
+    switch: Rotation | None = None
 
     @property
     def budget_note(self) -> str:
@@ -243,7 +245,8 @@ def _with_rotation(plans: list[PodPlan], snapshot: ClusterSnapshot, node: str) -
     if not waited:
         return plans
     states = {pod.key: r.state for pod, r in waited}
-    chosen = choose(snapshot, node, waited, snapshot.taken_at)
+    chosen = choose(snapshot, waited, snapshot.taken_at)
+    switches = {pod.key: r for pod, r in waited if r.state is RotationState.SWITCH}
     out = []
     for p in plans:
         if p.pod.key in chosen:
@@ -254,7 +257,7 @@ def _with_rotation(plans: list[PodPlan], snapshot: ClusterSnapshot, node: str) -
             if entry is None and states[p.pod.key] is RotationState.NO_SWITCH:
                 why = (f"new sessions keep arriving: {why}; the wait may run to its deadline "
                        f"(gputui check: services.rotation says how to fix it)")
-            p = replace(p, rotation=entry, rotation_note=why)
+            p = replace(p, rotation=entry, rotation_note=why, switch=switches.get(p.pod.key))
         out.append(p)
     return out
 

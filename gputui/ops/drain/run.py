@@ -21,6 +21,7 @@ from typing import Callable, Generator, Iterator
 
 from gputui.backends.base import BackendError, EvictionOutcome, PodsReader, Reader, Writer
 from gputui.sessions import SessionState
+from gputui.snapshot import ClusterSnapshot
 from gputui.ops.audit import AuditLog, Intent, outcome as audit_outcome
 from gputui.ops.cordon import ReadOnlyError
 from gputui.ops.drain import lease
@@ -137,6 +138,11 @@ def run_drain(
     # The live backend re-reads just these pods and their sessions; a whole refresh each second would
     # repeat the UI's poll (probe, every fleet metric) for nothing.
     pods_view = reader.pods_snapshot if isinstance(reader, PodsReader) else None
+    # Taking a pod out of rotation counts the serving pods around it: its namespace's, read fresh.
+    neighbourhood = sorted({p.pod.namespace for p in plan.to_evict if p.switch is not None})
+
+    def around() -> ClusterSnapshot:
+        return pods_view(list(pods), neighbourhood) if pods_view is not None else reader.snapshot()
     renewed, backoff, paused = clock(), 0.0, ""
 
     def leave(why: str) -> None:
@@ -166,7 +172,7 @@ def run_drain(
                     yield DrainEvent(node, K.RESUMED, message=f"resumed after: {paused}")
                     audit.record("drain-resumed", target, "ok", {"after": paused})
                     paused, backoff = "", 0.0
-                yield from rotation.take_out_due(plan, pods)
+                yield from rotation.take_out_due(plan, pods, around)
                 yield from _poll(pods, snap, writer, audit, control, report, plan, clock())
                 # A pod left in place goes back into rotation: nothing owns it out of rotation any more.
                 yield from rotation.put_back_all("left in place", pods, only=(PodState.HELD.value, PodState.FAILED.value))

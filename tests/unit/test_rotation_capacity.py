@@ -1,0 +1,98 @@
+"""Capacity stays in rotation while a drain runs, judged on fresh views: a pod kept in rotation because its
+version had too few pods serving goes out once a replacement serves (not at its deadline), and the drains
+of a batch, interleaved, never take out between them more than a path or a budget can spare. The demo cluster
+is the cluster; the Services' and Deployments' selectors are given (tests.unit.test_drain_rotation.served)."""
+
+from __future__ import annotations
+
+from gputui.backends.demo import DemoCluster
+from gputui.ops.audit import AuditLog
+from gputui.ops.drain.batch import run_batch
+from gputui.ops.drain.events import DrainControl, EventKind
+from gputui.ops.drain.out_of_rotation import KEPT_IN
+from gputui.ops.drain.plan import plan_drain
+from gputui.ops.drain.rotation_run import TAKEN_OUT
+from gputui.ops.drain.run import run_drain
+from gputui.rotation import PATH_KINDS
+from tests.demo_clock import ManualClock
+from tests.unit.test_drain_rotation import busy_node, served
+
+
+class Served:
+    """The demo cluster read with the given selectors (what a batch plans from)."""
+
+    def __init__(self, cluster: DemoCluster) -> None:
+        self.cluster = cluster
+
+    def snapshot(self):
+        return served(self.cluster.snapshot())
+
+
+def shortfalls(cluster: DemoCluster) -> list[str]:
+    """Each path left with no pod serving, and each budget with fewer pods in rotation than it needs, now."""
+    snap = served(cluster.snapshot())
+    paths = [s for s in snap.selectors if s.kind in PATH_KINDS]
+    serving = [p for p in snap.pods if p.ready and not p.deleting and not p.terminated]
+    out = [f"{path.key}: none serving" for path in paths
+           if any(path.selects(p.labels) for p in snap.pods) and not any(path.selects(p.labels) for p in serving)]
+    for b in snap.budgets:
+        routed = [p for p in serving if b.matches(p) and any(path.selects(p.labels) for path in paths)]
+        if len(routed) < b.desired_healthy:
+            out.append(f"{b.name}: {len(routed)} in rotation, {b.desired_healthy} needed")
+    return out
+
+
+def test_a_pod_kept_in_for_capacity_goes_out_once_a_replacement_serves_and_before_its_eviction():
+    clock = ManualClock()
+    cluster = DemoCluster(seed=7, clock=clock)
+    snap = served(cluster.snapshot())
+    node = busy_node(snap).name
+    plan = plan_drain(snap, node)
+    kept = {p.pod.key for p in plan.to_evict if p.rotation is None and p.rotation_note.startswith(KEPT_IN)}
+    assert kept, [p.rotation_note for p in plan.to_evict]
+    run = run_drain(plan, cluster, cluster, AuditLog(None, "t", "demo"), DrainControl(), clock=clock,
+                    sleep=clock.advance, poll_s=2.0)
+    events = []
+    while True:
+        try:
+            events.append(next(run))
+        except StopIteration as stop:
+            report = stop.value
+            break
+    assert report.outcome.value == "drained" and report.cut_sessions == 0, report.describe()
+    went_out = [e.pod for e in events if e.kind is EventKind.INFO and e.message.startswith("out of rotation")]
+    # The old run took out only what the plan chose: a pod kept in stayed in until its eviction.
+    later = kept & set(went_out)
+    assert later, [(e.kind.value, e.pod, e.message) for e in events]
+    for key in later:
+        order = [e.kind for e in events if e.pod == key and e.kind in (EventKind.INFO, EventKind.EVICTED)
+                 and (e.kind is EventKind.EVICTED or e.message.startswith("out of rotation"))]
+        assert order == [EventKind.INFO, EventKind.EVICTED], (key, order)
+    assert not TAKEN_OUT.keys()  # every pod it took out is gone: nothing left in the process's registry
+
+
+def test_a_batch_of_interleaved_drains_never_takes_out_more_than_paths_and_budgets_spare():
+    clock = ManualClock()
+    cluster = DemoCluster(seed=7, clock=clock)
+    snap = served(cluster.snapshot())
+    # Two nodes holding pods of one service whose budget spares one pod (7 of 8): both drains take from it.
+    by_node: dict[str, int] = {}
+    for p in snap.pods:
+        if p.service == "llama-3-70b-instruct" and p.node:
+            by_node[p.node] = by_node.get(p.node, 0) + 1
+    nodes = sorted(by_node, key=lambda n: -by_node[n])[:2]
+    assert len(nodes) == 2 and not shortfalls(cluster), shortfalls(cluster)
+    batch = run_batch(nodes, Served(cluster), cluster, AuditLog(None, "t", "demo"), parallel=2, clock=clock,
+                      sleep=clock.advance, poll_s=2.0)
+    took_out, seen = 0, []
+    while True:
+        try:
+            event = next(batch)
+        except StopIteration as stop:
+            reports = stop.value
+            break
+        if event.kind is EventKind.INFO and event.message.startswith("out of rotation"):
+            took_out += 1
+            seen += [f"after {event.pod}: {s}" for s in shortfalls(cluster)]
+    assert took_out >= 2 and not seen, (took_out, seen)
+    assert all(r.outcome.value == "drained" for r in reports.values()), [r.describe() for r in reports.values()]

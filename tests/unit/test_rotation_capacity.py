@@ -96,3 +96,25 @@ def test_a_batch_of_interleaved_drains_never_takes_out_more_than_paths_and_budge
             seen += [f"after {event.pod}: {s}" for s in shortfalls(cluster)]
     assert took_out >= 2 and not seen, (took_out, seen)
     assert all(r.outcome.value == "drained" for r in reports.values()), [r.describe() for r in reports.values()]
+
+
+def test_the_plan_says_when_the_drained_nodes_hold_every_pod_of_a_version_and_proposes_the_shift():
+    from dataclasses import replace
+
+    snap = DemoCluster(seed=7, clock=ManualClock()).snapshot()
+    # mistral-7b: 6 stable and 2 canary pods, all on gpu-a100-01 (the demo's layout).
+    whole = plan_drain(snap, "gpu-a100-01").warnings
+    assert "every pod of llm/mistral-7b (8) is on the nodes drained and no version serves elsewhere to shift " \
+           "its traffic to: its last pods keep taking new sessions until replacements serve" in whole, whole
+    # Its stable pods elsewhere: only the canary is emptied, and the shift away from it is the command.
+    moved = tuple(replace(p, node="gpu-a100-05") if p.service == "mistral-7b" and p.version == "stable" else p
+                  for p in snap.pods)
+    canary = plan_drain(replace(snap, pods=moved), "gpu-a100-01").warnings
+    assert [w for w in canary if "every pod" in w] == [
+        "every pod of llm/mistral-7b version canary (2) is on the nodes drained: its 20% of new sessions keep "
+        "coming until its last pod goes; shift its weight away first: gputui shift llm/mistral-7b --to canary=0 "
+        "--to stable=100"], canary
+    # A batch counts every node in it: two of llama-3-70b's four nodes empty nothing; all four empty it.
+    nodes = sorted({p.node for p in snap.pods if p.service == "llama-3-70b-instruct"})
+    assert not [w for w in plan_drain(snap, nodes[0], batch=set(nodes[:2])).warnings if "every pod" in w]
+    assert [w for w in plan_drain(snap, nodes[0], batch=set(nodes)).warnings if "every pod" in w]

@@ -22,6 +22,7 @@ from gputui.gpu_resources import WHOLE_GPU
 from gputui.label_selectors import selector_matches
 from gputui.rotation import Rotation, RotationState, rotation_of
 from gputui.ops.drain.out_of_rotation import OutOfRotation, choose
+from gputui.ops.drain.whole_versions import whole_version_warnings
 from gputui.model import Budget, InferencePod, Node
 from gputui.sessions import PodSessions, SessionState
 from gputui.snapshot import ClusterSnapshot
@@ -295,7 +296,8 @@ def plan_drain(
         + [f"{p.pod.key}: {d}" for p in plans if p.step is not Step.SKIP and len(p.budgets) == 1
            and (d := p.budgets[0].deadlock())]
         + [f"{p.pod.key}: {w}" for p in plans if (w := p.grace_warning(options))]
-        + [f"{p.pod.key}: {w}" for p in plans if (w := _arrivals_warning(p))]))
+        + [f"{p.pod.key}: {w}" for p in plans if (w := _arrivals_warning(p))]
+        + whole_version_warnings(snapshot, [p.pod for p in plans if p.moves], away)))
     return DrainPlan(node, options, tuple(plans), capacity, target.unschedulable, warnings)
 
 

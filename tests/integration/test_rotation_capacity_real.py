@@ -38,7 +38,7 @@ def test_the_pod_kept_in_for_capacity_goes_out_once_its_sibling_s_replacement_se
         fake_kubelet.add_node(spare, gpus=4, labels={"gputui.test/pool": "rc"})  # only now: both pods on rc-a
         gen = TrafficGenerator(cluster.kubeconfigs["harness"], inference_exporter, seed=35,
                                durations=Durations(mean_s=3, max_s=MAX_SESSION_S))
-        gen.add_route("Service", NS, "dyn", rate_per_s=3.0)
+        gen.add_route("Service", NS, "dyn", rate_per_s=8.0)  # busy: a pod left in never empties
         with gen.start(run_for_s=DEADLINE_S + 60):
             wait_until(lambda: all(gen.live(p) >= 1 for p in first), 30, what="sessions on both pods")
             prometheus.wait_until('vllm:num_requests_running{namespace="%s"}' % NS,

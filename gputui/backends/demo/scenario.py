@@ -1,7 +1,7 @@
 """The demo cluster's scenario: its GPU models, its 27 nodes (one with drift, one with an XID, one mid-upgrade,
 one whose driver upgrade failed, one NotReady; one in MIG slices, one time-sliced, one handing out its GPUs
 through DRA claims; a pool label per GPU family), its eight inference services, and the simulated objects
-that hold their state."""
+that hold their state (every service but codellama has a serving label: router.py)."""
 
 from __future__ import annotations
 
@@ -127,6 +127,9 @@ class _SimService:
     grace_s: int = DEFAULT_GRACE_S
     restarts: int = 0  # of its first pod: a restart loop
     resource: str = WHOLE_GPU  # what its pods ask for (DRA: devices its ResourceClaims are allocated)
+    # Its pods and its Services carry a serving label its Deployments do not select on: a drain can take one
+    # pod out of rotation (router.py). Without it, new sessions keep reaching a pod being drained.
+    serving_label: bool = True
 
 
 @dataclass
@@ -207,8 +210,9 @@ def _services() -> list[_SimService]:
             "llm", "codellama-34b", A100, 2, [_SimVersion("v1", 5, None)],
             "", 0.6, 120.0, 24, 34.0,
             # Planted for gputui check: no memory limit, liveness that kills a 34B model still loading (hence
-            # a pod in a restart loop), and no PodDisruptionBudget.
-            probes=PodProbes(True, False, 60, False), restarts=7, pdb_max_unavailable=None,
+            # a pod in a restart loop), no PodDisruptionBudget, and no serving label (its Service selects only
+            # what its Deployment does: no label can take a pod out of rotation).
+            probes=PodProbes(True, False, 60, False), restarts=7, pdb_max_unavailable=None, serving_label=False,
         ),
         _SimService(
             "embeddings", "bge-large", L40S, 1, [_SimVersion("v1.5", 4, None)],

@@ -1,21 +1,22 @@
-"""The demo cluster's simulation: a seeded, clock-driven world (placement, sessions arriving and ending, GPU
-samples) and the snapshot it shows. Writes are the API emulation's (api.py)."""
+"""The demo cluster's simulation: a seeded, clock-driven world (placement, sessions ending, GPU samples) and
+the snapshot it shows. Where new sessions go is the router's (router.py); writes are the API emulation's
+(api.py)."""
 
 
 from __future__ import annotations
 
-import math
 import random
 import threading
 import time
 from collections import deque
 from typing import Any, Callable
 
-from gputui.backends.kube_objects import RouteBackend, httproute_record, virtualservice_record
+from gputui.backends.kube_objects import RouteBackend
 from gputui.gpu_resources import DRA_PREFIX, GpuResource, Scheme, node_resources
-from gputui.model import DRAIN_PHASE_ANNOTATION, Budget, Condition, Gpu, Health, InferencePod, InferenceService, Node, Rollout, ServiceVersion
+from gputui.model import Budget, Condition, Gpu, Health, InferencePod, InferenceService, Node, Rollout, ServiceVersion
 from gputui.snapshot import ClusterSnapshot, SourceStatus
-from gputui.backends.demo.routes import _backend_name, _route_object
+from gputui.backends.demo.router import Router, route_backends, template_labels
+from gputui.backends.demo.routes import _route_object
 from gputui.backends.demo.scenario import (
     STEP_S, HISTORY_S, SAMPLE_EVERY_S, MAX_CATCH_UP_STEPS, WARM_UP_S, POD_START_S, CUDA, ENGINE, NODE_INFO, _Product, H100, A100, _SimNode, _SimService, _SimPod, _fleet, _services,
 )
@@ -37,7 +38,7 @@ class Simulation:
         self._routes: dict[str, dict[str, Any]] = {
             key: _route_object(s) for key, s in self._services.items() if s.router_kind
         }
-        self._weights_cache: dict[str, tuple[str, dict[str, int | None]]] = {}
+        self._router = Router(self._rng, self._services)
         self._resource_version = 1000
         self._pods: dict[str, _SimPod] = {}
         self._serial = 0
@@ -110,11 +111,7 @@ class Simulation:
         return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
     def _create_pod(self, svc: _SimService, version: str, rs_hash: str, ready_at: float) -> _SimPod:
-        labels = {
-            "app.kubernetes.io/name": svc.name,
-            "app.kubernetes.io/version": version,
-            "pod-template-hash": rs_hash,
-        }
+        labels = template_labels(svc, version, rs_hash)
         pod = _SimPod(
             svc.namespace, f"{svc.name}-{version}-{rs_hash}-{self._suffix(5)}", self._uid(), "",
             svc.name, version, svc.gpus_per_pod, [], ready_at, labels, grace_s=svc.grace_s, resource=svc.resource,
@@ -163,6 +160,7 @@ class Simulation:
                 pod.session_ends = [e for e in pod.session_ends if e > t]
         by_service: dict[str, list[_SimPod]] = {}
         by_node: dict[str, list[_SimPod]] = {}
+        by_namespace: dict[str, list[_SimPod]] = {}
         for pod in self._pods.values():
             if pod.phase == "Pending" and pod.service:
                 self._schedule(pod, self._services[f"{pod.namespace}/{pod.service}"].product)
@@ -170,52 +168,15 @@ class Simulation:
                     pod.ready_at = t + POD_START_S
             by_service.setdefault(f"{pod.namespace}/{pod.service}", []).append(pod)
             by_node.setdefault(pod.node, []).append(pod)
-        # Like an inference gateway's endpoint picker, the demo's router sends no new
-        # sessions to pods on a node being drained: their sessions can run down.
-        draining = {n.name for n in self._nodes.values()
-                    if n.annotations.get(DRAIN_PHASE_ANNOTATION) in ("cordoned", "waiting", "evicting")}
+            by_namespace.setdefault(pod.namespace, []).append(pod)
+        # New sessions go where the routes and the Services' selectors send them (router.py), never by
+        # gputui's own annotations: no real router reads them.
         for key, svc in self._services.items():
-            pods = [p for p in by_service.get(key, []) if p.node not in draining] if draining else by_service.get(key, [])
-            self._arrivals(svc, pods, t)
+            self._router.arrive(key, svc, self._route_weights(svc), by_namespace.get(svc.namespace, []),
+                                by_service.get(key, []), t)
         if sample:
             for node in self._nodes.values():
                 self._sample_gpus(node, by_node.get(node.name, []), t)
-
-    def _poisson(self, lam: float) -> int:
-        # Knuth's method; fine for the small rates simulated here.
-        limit, k, p = math.exp(-lam), 0, 1.0
-        while True:
-            p *= self._rng.random()
-            if p <= limit:
-                return k
-            k += 1
-
-    def _arrivals(self, svc: _SimService, svc_pods: list[_SimPod], t: float) -> None:
-        # Load follows a slow wave so the fleet looks alive rather than flat.
-        wave = 1.0 + 0.25 * math.sin(t / 97.0)
-        n = self._poisson(svc.arrivals_per_s * wave * STEP_S)
-        route_weights = self._route_weights(svc)
-        versions = [v for v in svc.versions if route_weights.get(v.name, 0 if svc.router_kind else None) != 0]
-        weights = [route_weights.get(v.name) or 1 for v in versions]  # unrouted: even split
-        if not versions or sum(weights) == 0:
-            return
-        for _ in range(n):
-            version = self._rng.choices(versions, weights)[0].name
-            pods = [p for p in svc_pods if p.version == version and p.ready(t)]
-            if not pods:
-                continue
-            pod = min(pods, key=lambda p: len(p.session_ends) + p.waiting + self._rng.random())
-            if len(pod.session_ends) < svc.max_running:
-                pod.session_ends.append(t + self._rng.expovariate(1.0 / svc.mean_session_s))
-            else:
-                pod.waiting += 1
-        for pod in svc_pods:
-            if pod.waiting and len(pod.session_ends) < svc.max_running:
-                admitted = min(pod.waiting, svc.max_running - len(pod.session_ends))
-                pod.waiting -= admitted
-                pod.session_ends += [
-                    t + self._rng.expovariate(1.0 / svc.mean_session_s) for _ in range(admitted)
-                ]
 
     def _sample_gpus(self, node: _SimNode, node_pods: list[_SimPod], t: float) -> None:
         # GPU -> the pods holding its units (a whole card has one; a sliced or shared card several).
@@ -299,7 +260,7 @@ class Simulation:
             budgets = tuple(self._budget_model(s) for s in self._services.values() if s.pdb_max_unavailable is not None)
             return ClusterSnapshot(
                 taken_at=now, context="demo", nodes=nodes, pods=pods, services=services,
-                budgets=budgets, session_counts=counts,
+                budgets=budgets, session_counts=counts, selectors=self._router.selectors,
                 sources=(SourceStatus("API", now), SourceStatus("metrics", now)),
                 simulated=True,
             )
@@ -380,28 +341,11 @@ class Simulation:
 
     def _route_backends(self, s: _SimService) -> dict[str, RouteBackend]:
         """version -> its backend in the route, parsed by the same code the live backend uses."""
-        route = self._routes.get(f"{s.namespace}/{s.name}")
-        if route is None:
-            return {}
-        record = (httproute_record if s.router_kind == "HTTPRoute" else virtualservice_record)(route)
-        found: dict[str, RouteBackend] = {}
-        for b in record.backends:
-            for v in s.versions:
-                if (b.subset == v.name) if b.subset else (b.service == _backend_name(s, v.name)):
-                    found.setdefault(v.name, b)
-        return found
+        return route_backends(s, self._routes.get(f"{s.namespace}/{s.name}"))
 
     def _route_weights(self, s: _SimService) -> dict[str, int | None]:
         key = f"{s.namespace}/{s.name}"
-        route = self._routes.get(key)
-        if route is None:
-            return {}
-        version = route["metadata"]["resourceVersion"]
-        cached = self._weights_cache.get(key)
-        if cached is None or cached[0] != version:
-            cached = (version, {name: b.weight for name, b in self._route_backends(s).items()})
-            self._weights_cache[key] = cached
-        return cached[1]
+        return self._router.weights(key, s, self._routes.get(key))
 
     def _service_model(self, s: _SimService) -> InferenceService:
         versions = []

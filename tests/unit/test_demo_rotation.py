@@ -1,0 +1,183 @@
+"""The demo's router sends new sessions as a real data plane does: only to pods its Service selects by label
+that are Ready and not terminating, never because of gputui's own annotations. So the demo shows rotation
+as a real cluster would: a drain takes pods out by their serving label and its wait ends; the one service
+without a serving label (codellama) keeps getting new sessions on a drained node, and the plan says so.
+
+Every figure here comes from the seeded simulation moved by a manual clock: sessions are the router's,
+never set by hand."""
+
+from __future__ import annotations
+
+from gputui.backends.demo import DemoCluster
+from gputui.model import DRAIN_PHASE_ANNOTATION
+from gputui.ops.audit import AuditLog
+from gputui.ops.cordon import plan_cordon, run_cordon
+from gputui.ops.drain.events import DrainControl, EventKind
+from gputui.ops.drain.out_of_rotation import RECORD, recorded
+from gputui.ops.drain.plan import DrainOptions, Step, plan_drain
+from gputui.ops.drain.report import Outcome
+from gputui.ops.drain.run import run_drain
+from gputui.rotation import RotationState, rotation_of
+from tests.demo_clock import ManualClock
+
+SERVING = "serving"
+LLAMA, CODELLAMA = "llama-3-70b-instruct", "codellama-34b"
+
+
+def cluster() -> tuple[ManualClock, DemoCluster]:
+    clock = ManualClock()
+    return clock, DemoCluster(seed=7, clock=clock)
+
+
+def counts_over(clock: ManualClock, demo: DemoCluster, keys: list[tuple[str, str]], seconds: int,
+                every: int = 2) -> list[list[int]]:
+    """Each pod's live sessions (running plus queued), read every `every` simulated seconds."""
+    out = []
+    for _ in range(seconds // every):
+        clock.advance(every)
+        counts = demo.snapshot().session_counts
+        out.append([counts.get(k, 0) for k in keys])
+    return out
+
+
+def gained(series: list[list[int]], i: int) -> bool:
+    """Pod i got a new session between two reads: its count rose (sessions only end otherwise)."""
+    return any(b[i] > a[i] for a, b in zip(series, series[1:]))
+
+
+def labels_of(demo: DemoCluster, key: str) -> dict[str, str]:
+    """The pod's labels as the snapshot shows them."""
+    return dict(next(p for p in demo.snapshot().pods if p.key == key).labels)
+
+
+def unserve(demo: DemoCluster, namespace: str, name: str) -> None:
+    """What a drain writes: a JSON patch removing the serving label, through the demo's apiserver path."""
+    uid = demo.pod_uid(namespace, name)
+    demo.patch_object("", "v1", "pods", namespace, name, [
+        {"op": "test", "path": "/metadata/uid", "value": uid},
+        {"op": "test", "path": f"/metadata/labels/{SERVING}", "value": "true"},
+        {"op": "remove", "path": f"/metadata/labels/{SERVING}"},
+    ], "json")
+
+
+def _drain(demo: DemoCluster, clock: ManualClock, node: str, control: DrainControl | None = None):
+    plan = plan_drain(demo.snapshot(), node, DrainOptions())
+    return plan, run_drain(plan, demo, demo, AuditLog(None, "t", "demo"), control or DrainControl(),
+                           clock=clock, sleep=clock.advance, poll_s=2.0)
+
+
+def _until_waiting(gen) -> None:
+    while next(gen).kind is not EventKind.WAITING:
+        pass
+
+
+def test_the_demo_reads_services_and_deployments_selectors_as_the_live_backend_does():
+    _, demo = cluster()
+    snap = demo.snapshot()
+    assert snap.selectors is not None
+    kinds = {(s.kind, s.name) for s in snap.selectors}
+    assert {("Service", f"{LLAMA}-v1"), ("Service", f"{LLAMA}-v2"), ("Service", "mistral-7b"),
+            ("Deployment", f"{LLAMA}-v1"), ("Deployment", f"{CODELLAMA}-v1")} <= kinds
+    # No owner selects on the serving label: removing it never orphans a pod.
+    assert not any(SERVING in s.keys for s in snap.selectors if s.kind == "Deployment")
+    states: dict[str, set[tuple[RotationState, tuple[str, ...]]]] = {}
+    for p in snap.pods:
+        if p.service and not p.deleting:
+            r = rotation_of(p, snap)
+            states.setdefault(p.service, set()).add((r.state, r.labels))
+    assert states.pop(CODELLAMA) == {(RotationState.NO_SWITCH, ())}
+    assert len(states) >= 7
+    assert all(s == {(RotationState.SWITCH, (SERVING,))} for s in states.values()), states
+
+
+def test_a_pod_whose_serving_label_is_removed_gets_no_new_session_and_its_siblings_do():
+    clock, demo = cluster()
+    snap = demo.snapshot()
+    v1 = [p for p in snap.pods if p.service == LLAMA and p.version == "v1" and p.ready]
+    out, sibling = v1[0], v1[1]
+    assert snap.sessions(out).live
+    unserve(demo, out.namespace, out.name)
+    series = counts_over(clock, demo, [(out.namespace, out.name), (sibling.namespace, sibling.name)], 300, every=5)
+    assert not gained(series, 0)  # its sessions only end
+    assert series[-1][0] == 0 and series[-20][0] == 0  # it empties, and stays empty: nothing new reaches it
+    assert gained(series, 1)  # the same version's pods in rotation take the traffic
+    assert demo.lost_sessions == 0
+
+
+def test_a_pod_in_rotation_on_a_node_gputui_is_draining_still_gets_new_sessions():
+    """Cordoned and carrying gputui's drain annotation: no real router reads either, so a pod still in its
+    Service's endpoints keeps getting sessions (the old demo stopped sending to it)."""
+    clock, demo = cluster()
+    node = "gpu-h100-01"
+    demo.set_unschedulable(node, True)
+    demo.annotate_node(node, {DRAIN_PHASE_ANNOTATION: "waiting"})
+    pods = [p for p in demo.snapshot().pods if p.node == node and p.service == LLAMA]
+    assert pods and all(p.labels.get(SERVING) == "true" for p in pods)
+    series = counts_over(clock, demo, [(p.namespace, p.name) for p in pods], 120)
+    assert all(gained(series, i) for i in range(len(pods)))
+
+
+def test_the_service_without_a_serving_label_keeps_getting_sessions_through_a_drain():
+    clock, demo = cluster()
+    node = "gpu-a100-02"
+    plan, gen = _drain(demo, clock, node)
+    waited = [p for p in plan.to_evict if p.pod.service == CODELLAMA]
+    assert waited and all(p.step is Step.WAIT_SESSIONS and p.rotation is None for p in waited)
+    assert all(p.rotation_note.startswith("new sessions keep arriving: no label can take it out")
+               for p in waited)
+    _until_waiting(gen)
+    assert demo.snapshot().node(node).annotations.get(DRAIN_PHASE_ANNOTATION) == "waiting"
+    keys = [(p.pod.namespace, p.pod.name) for p in waited]
+    series = counts_over(clock, demo, keys, 120)
+    assert all(gained(series, i) for i in range(len(keys)))
+    gen.close()
+
+
+def test_a_demo_drain_takes_pods_out_of_rotation_and_finishes_before_its_deadline_cutting_nothing():
+    clock, demo = cluster()
+    node = "gpu-h100-01"
+    plan, gen = _drain(demo, clock, node)
+    out = [p for p in plan.to_evict if p.rotation is not None]
+    assert out and all(p.rotation.labels == {SERVING: "true"} for p in out)
+    _until_waiting(gen)
+    first = out[0].pod
+    assert SERVING not in labels_of(demo, first.key)
+    assert set(recorded(demo.snapshot().node(node))) >= {first.key}
+    started = clock()
+    try:
+        while True:
+            next(gen)
+    except StopIteration as stop:
+        report = stop.value
+    assert report.outcome is Outcome.DRAINED and report.cut_sessions == 0 and report.unknown_cut_pods == 0
+    assert demo.lost_sessions == 0
+    assert clock() - started < DrainOptions().session_deadline_s  # the waits ended on their own
+    # The replacements come back with the template's labels: in rotation without anyone putting them back.
+    llama = [p for p in demo.snapshot().pods if p.service == LLAMA and not p.deleting]
+    assert llama and all(p.labels.get(SERVING) == "true" for p in llama)
+    assert RECORD not in demo.snapshot().node(node).annotations
+
+
+def test_abort_and_uncordon_put_the_serving_label_back_and_sessions_return():
+    clock, demo = cluster()
+    node = "gpu-h100-01"
+    control = DrainControl()
+    plan, gen = _drain(demo, clock, node, control)
+    _until_waiting(gen)
+    held = recorded(demo.snapshot().node(node))
+    assert held and all(SERVING not in labels_of(demo, k) for k in held)
+    control.abort(uncordon=True)
+    for _ in gen:
+        pass
+    assert all(labels_of(demo, k).get(SERVING) == "true" for k in held)
+    keys = [tuple(k.split("/", 1)) for k in held]
+    assert all(gained(counts_over(clock, demo, keys, 60), i) for i in range(len(keys)))  # back in rotation
+
+    # A drain killed while pods are out: the uncordon puts them back.
+    plan, gen = _drain(demo, clock, node)
+    _until_waiting(gen)
+    gen.close()
+    held = recorded(demo.snapshot().node(node))
+    assert held and all(SERVING not in labels_of(demo, k) for k in held)
+    run_cordon(plan_cordon(demo.snapshot(), node, cordon=False), demo, AuditLog(None, "t", "demo"))
+    assert all(labels_of(demo, k).get(SERVING) == "true" for k in held)

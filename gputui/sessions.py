@@ -52,6 +52,18 @@ class PodSessions:
         return "unknown" if self.state is SessionState.UNKNOWN else "–"
 
 
+@dataclass(frozen=True, slots=True)
+class Arrivals:
+    """How fast new sessions reach a pod, read from its engine's counters (backends.prom_arrivals)."""
+
+    rate_per_s: float  # finished requests per second: in a steady state, what arrives
+    mean_s: float | None = None  # mean time a request is held, end to end; None when unread
+
+    def held(self) -> float | None:
+        """Sessions it holds while they keep arriving at this rate (Little's law), None without a mean."""
+        return self.rate_per_s * self.mean_s if self.mean_s is not None else None
+
+
 NO_SIGNAL = PodSessions(SessionState.NONE)
 UNKNOWN = PodSessions(SessionState.UNKNOWN)
 

@@ -13,8 +13,9 @@ from typing import Collection, Mapping, Protocol, Sequence, runtime_checkable
 
 from gputui.checks.facts import CheckFacts
 from gputui.errors import one_line
-from gputui.model import Gpu, InferenceService, NodeDescription
+from gputui.model import Gpu, InferencePod, InferenceService, NodeDescription
 from gputui.pools import NO_ATTRIBUTION, IdleReading
+from gputui.sessions import Arrivals
 from gputui.signals import VersionSignals
 from gputui.snapshot import ClusterSnapshot
 
@@ -88,6 +89,15 @@ class PodsReader(Protocol):
 
 
 @runtime_checkable
+class ArrivalsReader(Protocol):
+    """A reader that can say how fast new sessions reach pods, from their engines' counters (the live one)."""
+
+    def arrivals(self, pods: Collection[InferencePod], window_s: float = 60.0) -> Mapping[str, Arrivals]:
+        """Per pod key; a pod no counter names is absent. BackendError when the metrics store cannot answer."""
+        ...
+
+
+@runtime_checkable
 class FactsReader(Protocol):
     """A reader that can answer `gputui check`'s questions about the metrics store (the live and demo ones)."""
 
@@ -152,14 +162,17 @@ class Writer(Protocol):
 
 
 # What each operation needs of the access reviews (Backend.permissions: "cordon" = patch nodes, "evict" =
-# create pods/eviction, "shift" = patch the route kinds the cluster serves).
+# create pods/eviction, "shift" = patch the route kinds the cluster serves (and an Argo Rollout's status),
+# "patch_pods" = patch pods (a pod's deletion cost), "scale" = patch deployments/scale).
 NEEDS: Mapping[str, tuple[str, ...]] = {
     "cordon": ("cordon",), "uncordon": ("cordon",), "drain": ("cordon", "evict"),
     "resume_drains": ("cordon", "evict"), "shift": ("shift",),
     "canary": ("shift",), "rollback": ("shift",), "rollout": ("shift",), "undo": ("shift",),
+    "scale_down": ("patch_pods", "scale"),
 }
 
-PERMISSION_WORDS = {"cordon": "patch nodes", "evict": "create pods/eviction", "shift": "patch routes"}
+PERMISSION_WORDS = {"cordon": "patch nodes", "evict": "create pods/eviction", "shift": "patch routes",
+                    "patch_pods": "patch pods", "scale": "patch deployments/scale"}
 
 
 @dataclass(slots=True)
@@ -168,9 +181,15 @@ class Backend:
     writer: Writer | None  # None: read-only, at every layer
     context: str
     simulated: bool = False
-    # What the identity may do (SelfSubjectAccessReview); an action not listed is allowed.
+    # What the identity may do, as the apiserver answered each access review (SelfSubjectAccessReview). An
+    # action neither listed here nor in `unknown` needs no review.
     permissions: Mapping[str, bool] = field(default_factory=dict)
     protected: str = ""  # the protected_contexts entry that made this context read-only ("" when none)
+    # Reviews that got no verdict (the apiserver failed it, timed out): review -> the cause, one line. Unknown is
+    # not allowed (fail closed) and not denied: nothing says the identity may not.
+    unknown: Mapping[str, str] = field(default_factory=dict)
+    # What a review asked, where the cluster decides it (the route kinds it serves): review -> words.
+    words: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def read_only(self) -> bool:
@@ -182,17 +201,27 @@ class Backend:
         return self.writer is not None and all(self.may(p) for p in NEEDS.get(operation, ()))
 
     def why_not(self, operation: str) -> str | None:
-        """Why `operation` is unavailable, in words for the operator (None: it is available)."""
+        """Why `operation` is unavailable, in words for the operator (None: it is available). A review the
+        apiserver answered "no" is a denial, named; one that got no verdict is unknown, said with its cause."""
+        what = operation.replace("_", " ")
         if self.writer is None:
             if self.protected:
                 return (f"read-only: context {self.context} is protected ({self.protected!r} in protected_contexts): "
-                        f"{operation.replace('_', ' ')} is unavailable")
-            return f"read-only: {operation.replace('_', ' ')} is unavailable"
-        missing = [p for p in NEEDS.get(operation, ()) if not self.may(p)]
-        if missing:
-            return f"your identity may not {' or '.join(PERMISSION_WORDS.get(p, p) for p in missing)}: " \
-                   f"{operation.replace('_', ' ')} is unavailable"
+                        f"{what} is unavailable")
+            return f"read-only: {what} is unavailable"
+        needs = NEEDS.get(operation, ())
+        denied = [p for p in needs if p not in self.unknown and not self.permissions.get(p, True)]
+        if denied:
+            return f"your identity may not {' or '.join(self._words(p) for p in denied)}: {what} is unavailable"
+        unknown = [p for p in needs if p in self.unknown]
+        if unknown:
+            causes = "; ".join(dict.fromkeys(self.unknown[p] for p in unknown))
+            return (f"{what} is unavailable: whether this identity may {' or '.join(self._words(p) for p in unknown)} "
+                    f"is unknown (its access review failed: {causes})")
         return None
+
+    def _words(self, review: str) -> str:
+        return self.words.get(review) or PERMISSION_WORDS.get(review, review)
 
     def check_facts(self, window_s: float) -> CheckFacts:
         """Everything `gputui check` reads beyond a snapshot; read-only probes no grants (it sends no POST)."""
@@ -229,7 +258,8 @@ class Backend:
         return idle, "" if idle is not None else NO_ATTRIBUTION
 
     def may(self, action: str) -> bool:
-        return self.writer is not None and self.permissions.get(action, True)
+        """A writer, and the review of `action` allowed (or none needed); a review without a verdict is a no."""
+        return self.writer is not None and action not in self.unknown and self.permissions.get(action, True)
 
     def close(self) -> None:
         self.reader.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable, Collection, Iterable, Sequence
+from typing import Any, Callable, Collection, Iterable, Mapping, Sequence
 
 from gputui.backends.base import Backend, BackendError
 from gputui.backends.gcpause import gc_paused, unsettle
@@ -12,7 +12,8 @@ from gputui.backends.join import Joiner, KubeState, Metrics, join_gpus
 from gputui.backends.join_fleet import inference_pod
 from gputui.backends.kube_cache import ListWatchCache
 from gputui.backends.kube_http import Connection, Unreachable, connect, path_of, PROBE_TIMEOUT_S
-from gputui.backends.kube_writer import KubeWriter, allowed, whoami
+from gputui.backends.kube_access import access_reviews
+from gputui.backends.kube_writer import KubeWriter, whoami
 from gputui.backends.kube_discovery import ISTIO_GROUP, OPERATOR_GROUP, ROUTE_KINDS, Served, discover
 from gputui.backends.kube_dra import DRA_GROUP, claim_record, slice_record
 from gputui.backends.kube_objects import PodRecord
@@ -24,8 +25,8 @@ from gputui.checks.facts import CheckFacts
 from gputui.backends.prom import HOST_LABELS, PromConfig, PromSource
 from gputui.backends.session_metrics import engines
 from gputui.debug_log import log
-from gputui.model import Gpu, InferenceService, NodeDescription
-from gputui.sessions import GONE, SessionCounts
+from gputui.model import Gpu, InferencePod, InferenceService, NodeDescription
+from gputui.sessions import GONE, Arrivals, SessionCounts
 from gputui.signals import VersionSignals
 from gputui.snapshot import ClusterSnapshot, SourceStatus
 from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS, Settings, protection
@@ -34,12 +35,6 @@ from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS, Sett
 OPTIONAL_CACHES = frozenset({"destinationrules", "resourceslices", "resourceclaims", "clusterpolicies"})
 
 FIRST_SYNC_TIMEOUT_S = 10.0  # silence, not the whole first list: each page answered restarts it
-
-# What the UI may offer, and the access review that decides it.
-PERMISSIONS = {
-    "cordon": {"verb": "patch", "resource": "nodes"},
-    "evict": {"verb": "create", "resource": "pods", "subresource": "eviction"},
-}
 
 
 def _kept(new: Any, old: Any) -> Any:
@@ -85,10 +80,12 @@ class KubeReader:
         self.clock = clock
         self._changed = threading.Event()
         ns = namespace
+        self.discovery_error: BackendError | None = None  # why the kinds served are unknown (None: discovered)
         try:
             served = discover(conn)
-        except BackendError:
+        except BackendError as exc:
             served = Served()  # discovery failing is an API error the caches report too
+            self.discovery_error = exc
         routes, subset_rules, pools = served.routes, served.subset_rules, served.pools
         self.route_kinds = routes
 
@@ -307,6 +304,13 @@ class KubeReader:
 
         return idle_gpus(self.prom, window_s, below_pct)
 
+    def arrivals(self, pods: Collection[InferencePod], window_s: float = 60.0) -> Mapping[str, Arrivals]:
+        if self.prom is None:
+            raise BackendError("no metrics source (give --prometheus): arrival rates cannot be read")
+        from gputui.backends.prom_arrivals import arrivals
+
+        return arrivals(self.prom, pods, window_s)
+
     def version_signals(self, snapshot: ClusterSnapshot, service: InferenceService,
                         window_s: float) -> dict[str, VersionSignals]:
         # The caller's snapshot, not a fresh one: snapshot() belongs to the poll thread (its join caches).
@@ -356,13 +360,12 @@ def live_backend(settings: Settings, clock: Callable[[], float] = time.time, per
         # No identity or access reviews either: read-only sends no POST at all.
         return Backend(reader=reader, writer=None, context=conn.context, permissions={}, protected=guard)
     try:
-        permissions = {action: allowed(conn, **attrs) for action, attrs in PERMISSIONS.items()}
-        # Shifting traffic means patching the route kinds this cluster serves.
-        route_checks = [allowed(conn, "patch", plural, group=group) for group, (_v, plural) in reader.route_kinds.items()]
+        permissions, unknown, words = access_reviews(conn, reader.route_kinds, reader.discovery_error)
     except Unreachable as exc:
-        # Not a denial: nobody answered. Said as such, before any command reads "your identity may not…".
+        # Not a denial: nobody answered, not even discovery. Said as such, before any command reads "may not".
         reader.close()
         raise BackendError(f"the apiserver {exc.host} could not be reached ({exc.reason})") from None
-    permissions["shift"] = bool(route_checks) and all(route_checks)
     writer = KubeWriter(conn, whoami(conn))
-    return Backend(reader=reader, writer=writer, context=conn.context, permissions=permissions)
+    return Backend(reader=reader, writer=writer, context=conn.context, permissions=permissions, unknown=unknown,
+                   words=words)
+

@@ -13,6 +13,7 @@ from gputui.ops.audit import audit_for
 from gputui.ops.drain.batch import run_batch
 from gputui.ops.drain.events import EventKind
 from gputui.ops.drain.options import DrainOptions, DrainRecordError, resumable, saved_drain
+from gputui.ops.drain.arrivals import batch_with_arrivals
 from gputui.ops.drain.plan import DrainPlan, Step, batch_json, plan_batch
 from gputui.ops.drain.report import DrainReport, Outcome
 from gputui.cli.common import EXIT_NOT_DONE, EXIT_OK, EXIT_USAGE, fail
@@ -73,7 +74,7 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
                 options[n], deadline = saved_drain(snap.node(n))  # type: ignore[arg-type]
                 if deadline:
                     deadlines[n] = deadline
-        batch = plan_batch(snap, nodes, options)
+        batch = batch_with_arrivals(plan_batch(snap, nodes, options), backend.reader)
         if args.dry_run:
             if args.output == "json":
                 json.dump({**batch_json(batch), "simulated": snap.simulated}, sys.stdout, indent=2)

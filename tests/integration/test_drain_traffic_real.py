@@ -9,6 +9,7 @@ the plan says so before anything is written and the wait runs to its deadline. N
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -100,11 +101,21 @@ def test_without_a_serving_label_the_plan_says_sessions_keep_arriving_and_the_wa
     gen = TrafficGenerator(cluster.kubeconfigs["harness"], inference_exporter, seed=34,
                            durations=Durations(mean_s=4, max_s=MAX_SESSION_S))
     gen.add_route("Service", NS, "plain", rate_per_s=3.0)
-    with gen.start(run_for_s=90):
+    with gen.start(run_for_s=160):
         wait_until(lambda: gen.live(pod) >= 2, 30, what="sessions on the pod")
+        # The plan reads its arrival rate from the requests its engine finished over the last minute: a
+        # minute of this traffic first (the window counts what came before it too, here nothing).
+        began = time.monotonic()
+        wait_until(lambda: time.monotonic() - began >= 62, 70, interval=1, what="a minute of traffic")
         plan, _ = _drain(cluster, prometheus, tmp_path, node, "--dry-run", timeout=60)
+        said = plan.stdout + plan.stderr
         assert f"{pod}: new sessions keep arriving: no label can take it out of rotation: Service {NS}/plain " \
-               f"selects it only on app" in plan.stdout + plan.stderr, plan.stdout + plan.stderr
+               f"selects it only on app" in said, said
+        # Its rate and what its deadline finds, from the counters the generator's sessions advanced (3/s, 4 s).
+        m = re.search(r"about ([0-9.]+) new sessions/s held ([0-9]+)s on average: it reaches its deadline "
+                      r"\(900s\) with about ([0-9]+) sessions", said)
+        # 3 sessions/s over the Service's two pods, held 4 s on average (12 s at most): 1.5/s, about 6 held.
+        assert m and 0.8 <= float(m[1]) <= 2.5 and 1 <= int(m[2]) <= MAX_SESSION_S and 2 <= int(m[3]) <= 15, said
         out, took = _drain(cluster, prometheus, tmp_path, node, "--session-deadline", "20s", timeout=120)
         gen.stop()
     text = out.stdout + out.stderr

@@ -5,33 +5,15 @@ drain is aborted. The demo cluster is the writer; the selectors are given (the d
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 
 from gputui.backends.demo import DemoCluster
-from gputui.model import PodSelector
 from gputui.ops.audit import AuditLog
 from gputui.ops.drain.events import DrainControl
 from gputui.ops.drain.out_of_rotation import RECORD, recorded
 from gputui.ops.drain.plan import DrainOptions, Step, plan_drain
 from gputui.ops.drain.run import run_drain
 from tests.demo_clock import ManualClock
-
-NAME, VERSION = "app.kubernetes.io/name", "app.kubernetes.io/version"
-
-
-def busy_node(snap):
-    return max((n for n in snap.nodes if n.ready and not n.unschedulable),
-               key=lambda n: sum(snap.sessions(p).live or 0 for p in snap.pods_on(n.name)))
-
-
-def served(snap):
-    """Each service's Service selects name and version; its Deployment only the name: version is the switch."""
-    selectors = []
-    for s in snap.services:
-        for v in s.versions:
-            selectors.append(PodSelector("Service", s.namespace, f"{s.name}-{v.name}", {NAME: s.name, VERSION: v.name}))
-        selectors.append(PodSelector("Deployment", s.namespace, s.name, {NAME: s.name}, frozenset({NAME})))
-    return replace(snap, selectors=tuple(selectors))
+from tests.support.demo_selectors import VERSION, busy_node, served
 
 
 def start(options=DrainOptions()):

@@ -1,7 +1,7 @@
 """Capacity stays in rotation while a drain runs, judged on fresh views: a pod kept in rotation because its
 version had too few pods serving goes out once a replacement serves (not at its deadline), and the drains
 of a batch, interleaved, never take out between them more than a path or a budget can spare. The demo cluster
-is the cluster; the Services' and Deployments' selectors are given (tests.unit.test_drain_rotation.served)."""
+is the cluster; the Services' and Deployments' selectors are given (tests.support.demo_selectors.served)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from gputui.ops.drain.rotation_run import TAKEN_OUT
 from gputui.ops.drain.run import run_drain
 from gputui.rotation import PATH_KINDS
 from tests.demo_clock import ManualClock
-from tests.unit.test_drain_rotation import busy_node, served
+from tests.support.demo_selectors import busy_node, served
 
 
 class Served:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Callable, Collection, Mapping
 
 from gputui.backends.base import ConflictError, Writer
-from gputui.model import DRAIN_ANNOTATION_PREFIX, InferencePod, Node, PodSelector
+from gputui.model import DRAIN_ANNOTATION_PREFIX, InferencePod, Node
 from gputui.rotation import Rotation, RotationState
 from gputui.snapshot import ClusterSnapshot
 
@@ -117,15 +117,17 @@ def choose(snapshot: ClusterSnapshot, pods: list[tuple[InferencePod, Rotation]],
             out[pod.key] = (None, rotation.describe())
             continue
 
-        def routed(p: InferencePod, paths: tuple[PodSelector, ...] = rotation.neighbours or rotation.paths) -> bool:
-            return p.key != pod.key and any(path.selects(p.labels) for path in paths)
-
+        others = rotation.neighbours or rotation.paths
         # Every path that sends it traffic keeps a pod to send it to (a Service with no ready endpoint, or a
         # weighted backend with none, answers its share of requests with errors).
-        short = next((f"{path.key} would have no pod serving" for path in rotation.paths
-                      if not in_rotation(lambda p, path=path: path.selects(p.labels) and p.key != pod.key)), "")
+        short = ""
+        for path in rotation.paths:
+            if not in_rotation(lambda p: p.key != pod.key and path.selects(p.labels)):
+                short = f"{path.key} would have no pod serving"
+                break
         for b in snapshot.budget_for(pod):
-            kept = in_rotation(lambda p, b=b: b.matches(p) and routed(p))
+            kept = in_rotation(lambda p: p.key != pod.key and b.matches(p)
+                               and any(path.selects(p.labels) for path in others))
             if not short and kept < b.desired_healthy:
                 short = f"PodDisruptionBudget {b.name} needs {b.desired_healthy} pods serving, {kept} would be"
         if short:

@@ -38,7 +38,9 @@ def whole_version_warnings(snapshot: ClusterSnapshot, moving: list[InferencePod]
         others = [v for v in versions if v not in emptied]
         for version in emptied:
             text = f"every pod of {key} version {version} ({len(versions[version])}) is on the nodes drained"
-            share = service.share_pct(version) if service is not None and service.router_kind else None
+            if service is None or not service.router_kind:
+                continue  # one Service over every version: the others' pods take its sessions, no shift needed
+            share = service.share_pct(version)
             if share == 0.0:
                 continue  # no weight: nothing new is sent to it
             shift = " ".join(f"--to {shlex.quote(o)}={100 if i == 0 else 0}" for i, o in enumerate(others))

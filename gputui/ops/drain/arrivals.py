@@ -1,0 +1,63 @@
+"""What the wait of a pod that stays in rotation comes to (issue 33, item 3): its arrival rate, read from its
+engine's counters, and the sessions it will still hold at its deadline, said in the plan before anything is
+written. Pure: the rates are read by the caller (backends.base.ArrivalsReader) and given here."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Mapping
+
+from gputui.backends.base import ArrivalsReader, BackendError
+from gputui.ops.drain.plan import BatchPlan, DrainPlan, PodPlan
+from gputui.sessions import Arrivals, SessionState
+
+ARRIVING = "new sessions keep arriving"
+
+
+def outcome(p: PodPlan, arrivals: Arrivals | None, deadline_s: float) -> str:
+    """The pod's arrival rate and what its deadline finds, in words ("" when it leaves rotation)."""
+    if p.rotation is not None or ARRIVING not in p.rotation_note:
+        return ""
+    live = p.sessions.live if p.sessions.state is SessionState.KNOWN else None
+    if arrivals is not None and arrivals.rate_per_s <= 0:
+        arrivals = None  # nothing finished in the window: a young series, or traffic stopped; no rate to go on
+    if arrivals is None:
+        if live is None:
+            return "arrival rate unknown (no request counter read)"
+        return f"arrival rate unknown; it holds {live} sessions now and likely about as many at its deadline"
+    held = arrivals.held()
+    rate = f"about {arrivals.rate_per_s:.1f} new sessions/s"
+    if held is None:
+        expect = f"{live} sessions now" if live is not None else "its count unknown"
+        return f"{rate}; {expect}, and about as many at its deadline"
+    return (f"{rate} held {arrivals.mean_s:.0f}s on average: it reaches its deadline ({deadline_s:.0f}s) with "
+            f"about {round(held)} sessions, cut then unless moved first")
+
+
+def with_arrivals(plan: DrainPlan, rates: Mapping[str, Arrivals]) -> DrainPlan:
+    """The plan with each pod's outcome added to its note and to its warning."""
+    pods, warnings = [], list(plan.warnings)
+    for p in plan.pods:
+        said = outcome(p, rates.get(p.pod.key), plan.options.session_deadline_s)
+        if said:
+            old = f"{p.pod.key}: {p.rotation_note}"
+            p = replace(p, rotation_note=f"{p.rotation_note}; {said}")
+            warnings = [f"{p.pod.key}: {p.rotation_note}" if w == old else w for w in warnings]
+        pods.append(p)
+    return replace(plan, pods=tuple(pods), warnings=tuple(warnings))
+
+
+def batch_with_arrivals(batch: BatchPlan, reader: object) -> BatchPlan:
+    """Each plan with its pods' arrival rates, read in one go when the reader can (the live backend); a
+    failed read leaves every rate unknown and says why, once."""
+    waiting = [p.pod for plan in batch.plans for p in plan.pods if p.rotation is None and ARRIVING in p.rotation_note]
+    if not waiting or not isinstance(reader, ArrivalsReader):
+        return batch
+    try:
+        rates: Mapping[str, Arrivals] = reader.arrivals(waiting)
+    except BackendError as exc:
+        rates = {}
+        why = f"arrival rates unknown: {exc}"
+        plans = [replace(plan, warnings=plan.warnings + (why,)) for plan in batch.plans]
+        return replace(batch, plans=tuple(with_arrivals(plan, rates) for plan in plans))
+    return replace(batch, plans=tuple(with_arrivals(plan, rates) for plan in batch.plans))

@@ -7,8 +7,11 @@ import os
 import shutil
 import subprocess
 import time
+from typing import Callable, TypeVar
 
 import pytest
+
+T = TypeVar("T")
 
 
 class Tmux:
@@ -36,6 +39,15 @@ class Tmux:
             if time.monotonic() > deadline:
                 raise AssertionError(f"{text!r} never appeared; the screen was:\n{screen}")
             time.sleep(0.2)
+
+    def until(self, check: Callable[[], T], what: str, timeout: float = 15.0) -> T:
+        """Poll `check()` until it returns something truthy; fail loudly with the screen when it never does."""
+        deadline = time.monotonic() + timeout
+        while not (got := check()):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{what} never happened; the screen was:\n{self.screen()}")
+            time.sleep(0.2)
+        return got
 
     def alive(self) -> bool:
         return subprocess.run(["tmux", "-L", self.socket, "has-session", "-t", "gputui"],
@@ -96,10 +108,7 @@ def test_filter_open_cordon_help_quit(tmux, tmp_path):
     tmux.wait_for(f"Nodes 1/{NODES}")
 
     tmux.keys("q")
-    deadline = time.monotonic() + 10
-    while tmux.alive() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not tmux.alive(), "gputui did not quit on q"
+    tmux.until(lambda: not tmux.alive(), "gputui quitting on q", timeout=10)
 
 
 def test_no_color_draws_in_greys_only(tmp_path):
@@ -112,10 +121,14 @@ def test_no_color_draws_in_greys_only(tmp_path):
     session("new-session", "-d", "-s", "gputui", "-x", "100", "-y", "30", *env, "gputui --demo --seed 7")
     try:
         session.wait_for(f"Nodes {NODES}")
-        time.sleep(0.5)
-        styled = session("capture-pane", "-p", "-e", "-t", "gputui")
-        colours = re.findall(r"\x1b\[[0-9;]*m", styled)
-        assert colours, "no escape sequences captured at all"
+
+        def painted_colours() -> list[str]:
+            """The SGR sequences of a capture that sets colours (38/48): the frame is painted, styles and all."""
+            styled = session("capture-pane", "-p", "-e", "-t", "gputui")
+            colours = re.findall(r"\x1b\[[0-9;]*m", styled)
+            return colours if any(p in ("38", "48") for seq in colours for p in seq[2:-1].split(";")) else []
+
+        colours = session.until(painted_colours, "a capture with colours set")
         hues = []
         for seq in colours:
             params = seq[2:-1].split(";")

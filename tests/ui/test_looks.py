@@ -30,10 +30,21 @@ def notices(app) -> list[str]:
     return [n.message for n in app._notifications]
 
 
-async def watching(pilot) -> None:
-    """The file watcher starts after the first frame; a file written before it would go unseen."""
+async def watching(pilot, tmp_path: Path) -> None:
+    """The file watcher starts after the first frame, and its inotify watches a moment after `app.watching`: a
+    file written before them would go unseen. Waited for, not slept through: a probe theme is written (again,
+    under a new name, until one is seen) until the app has loaded it, i.e. the watcher saw a write."""
     await wait_for(pilot, lambda: pilot.app.watching)
-    await pilot.pause(0.3)
+    probe = user_dir(tmp_path, "themes") / "zz-watch-probe.yaml"
+    for attempt in range(50):
+        name = f"watch-probe-{attempt}"
+        probe.write_text(THEME.replace("name: mine", f"name: {name}").format(alert="#aa0000"))
+        try:
+            await wait_for(pilot, lambda: name in pilot.app.available_themes, timeout=1.0)
+            return
+        except AssertionError:
+            continue  # written before the watches were in place: write it again
+    raise AssertionError("the theme watcher never saw a file written")
 
 
 async def test_vim_keymap_moves_with_g_G_and_opens_with_l(app_factory):
@@ -96,7 +107,7 @@ async def test_theme_file_hot_reload(app_factory, tmp_path):
     app = app_factory(theme="mine")
     async with app.run_test(size=(100, 30)) as pilot:
         await loaded(pilot)
-        await watching(pilot)
+        await watching(pilot, tmp_path)
         assert app.palette.alert.lower() == "#aa0000"
         (themes / "mine.yaml").write_text(THEME.format(alert="#00aa00"))
         await wait_for(pilot, lambda: app.palette.alert.lower() == "#00aa00", timeout=10)
@@ -110,7 +121,7 @@ async def test_bad_theme_file_is_named_and_the_last_good_theme_stays(app_factory
     app = app_factory(theme="mine")
     async with app.run_test(size=(100, 30)) as pilot:
         await loaded(pilot)
-        await watching(pilot)
+        await watching(pilot, tmp_path)
         (themes / "mine.yaml").write_text(THEME.format(alert="not-a-colour") + "sparkle: 3\n")
         await wait_for(pilot, lambda: any("mine.yaml" in m for m in notices(app)), timeout=10)
         message = next(m for m in notices(app) if "mine.yaml" in m)
@@ -146,7 +157,7 @@ async def test_keymap_file_hot_reload(app_factory, tmp_path):
         await pilot.press("z")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("escape")
-        await watching(pilot)
+        await watching(pilot, tmp_path)
         (keymaps / "mine.yaml").write_text("extends: vim\nkeys:\n  cordon: Z\n")
         await wait_for(pilot, lambda: app._keymap.get("cordon") == "Z", timeout=10)
         await pilot.press("z")

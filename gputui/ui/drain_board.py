@@ -24,7 +24,7 @@ from gputui.ui.drain_session import DrainSession, PodRow
 EXTEND_S = 5 * 60
 
 
-ACTIONS = ("evict_now", "extend", "abort")
+ACTIONS = ("evict_now", "extend", "abort", "put_back")
 
 
 class DrainProgressScreen(ClusterScreen):
@@ -34,6 +34,7 @@ class DrainProgressScreen(ClusterScreen):
         Binding("x", "extend", "+5m", id="drain-extend"),
         Binding("a", "abort(False)", "Abort", id="drain-abort"),
         Binding("U", "abort(True)", "Abort+uncordon", id="drain-abort-uncordon"),
+        Binding("b", "put_back", "Back in rotation", id="drain-put-back"),
     ]
 
     def __init__(self, session: DrainSession) -> None:
@@ -58,8 +59,10 @@ class DrainProgressScreen(ClusterScreen):
         # and a single node is the usual case) and the words get shorter.
         self._narrow = narrow = self.app.size.width < 120
         self._pod_width = 20 if narrow else 30
+        # Deadlines are the local clock's: the header names its zone (an operator and a runbook may differ).
+        zone = time.strftime("%Z", time.localtime(self.app.clock()))[:4]
         columns = [("node", "Node", 12), ("pod", "Pod", self._pod_width), ("state", "State", 9 if narrow else 11),
-                   ("sessions", "Sessions", 8), ("deadline", "Deadline", 12 if narrow else 15),
+                   ("sessions", "Sessions", 8), ("deadline", f"Deadline {zone}".strip(), 12 if narrow else 15),
                    ("message", "Next" if narrow else "Detail / next", 0)]
         shown = columns[1:] if narrow else columns
         rest = self.app.size.width - sum(w for *_, w in shown) - 2 * len(shown) - 2  # cell padding, scrollbar
@@ -84,6 +87,16 @@ class DrainProgressScreen(ClusterScreen):
         """What happens next to this pod, in words."""
         o = self.session.options
         short = self._narrow
+        if row.state is K.WAITING and row.out_since is not None:
+            since = time.strftime("%H:%M:%S", time.localtime(row.out_since))
+            left = row.empty_in(now, self.session.mean_s.get(row.pod))
+            empty = "?" if left is None else f"~{ago(left)}" if left > 0 else "now"
+            if short:
+                return f"out {since[:5]}; empty {empty}"
+            return (f"out of rotation since {since}; empty in {empty}, then evicted "
+                    f"(the deadline cuts what is left)")
+        if row.state is K.WAITING and row.rotation_note and not short:
+            return f"in rotation: {row.rotation_note.split(': ', 1)[-1]}"
         if row.state is K.WAITING:
             if row.sessions is None:
                 then = "evicted (chosen)" if o.evict_unknown_at_deadline else "left in place"
@@ -208,3 +221,24 @@ class DrainProgressScreen(ClusterScreen):
 
         self._confirm("Abort the drain?", f"No session is cut: the {len(waiting)} pods still waiting ({live} live "
                       f"sessions) stay where they are. The nodes will be {then}; pods already evicted do not come back.", go)
+
+    def action_put_back(self) -> None:
+        """The selected pod back in rotation, asking first: new sessions reach it again and the drain then
+        waits for them, up to its deadline."""
+        sel = self._selected()
+        if not sel or self.session.finished:
+            return
+        node, pod = sel
+        row = self.session.pods[pod]
+        if row.out_since is None or row.state is not K.WAITING:
+            self.notify(f"{pod} is not out of rotation: nothing to put back", markup=False)
+            return
+        deadline = time.strftime("%H:%M %Z", time.localtime(row.deadline)) if row.deadline else "its deadline"
+
+        def go() -> None:
+            self.session.controls[node].put_back(pod)
+            self.notify(f"{pod}: back in rotation", markup=False)
+
+        self._confirm(f"Put {pod} back in rotation?",
+                      f"New sessions reach it again, and this drain leaves it in rotation: it waits for its "
+                      f"sessions up to {deadline}, and cuts what is left then.", go)

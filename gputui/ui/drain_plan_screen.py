@@ -39,6 +39,8 @@ def render_plan(batch: BatchPlan, palette) -> Group:
             style = {Step.ERROR: f"bold {palette.alert}", Step.WAIT_SESSIONS: palette.draining,
                      Step.SKIP: "dim"}.get(p.step, "")
             note = p.note
+            if p.rotation is not None:  # what the drain does first (a pod kept in says why among the warnings)
+                note = (note + "; " if note else "") + "first: " + p.rotation_note
             if p.budgets and p.step is not Step.SKIP:
                 note = (note + "; " if note else "") + p.budget_note
             table.add_row(

@@ -238,6 +238,7 @@ SCOPES: dict[str, dict[str, str]] = {
         'drain-extend': 'x',
         'drain-abort': 'a',
         'drain-abort-uncordon': 'U',
+        'drain-put-back': 'b',
         'select': 'enter',
         'cursor-up': 'up,k',
         'cursor-down': 'down,j',

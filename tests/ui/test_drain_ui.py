@@ -1,3 +1,4 @@
+import time
 
 from gputui.model import DRAIN_PHASE_ANNOTATION
 from gputui.ui.drain_board import DrainProgressScreen
@@ -136,7 +137,13 @@ async def test_board_shows_each_waiting_pods_deadline_and_what_comes_next(app_fa
         row = table.get_row_at(0)
         deadline, detail = str(row[4]), str(row[5])
         assert " in 15m" in deadline  # a clock time and a countdown
-        assert "evicted at <= 0 sessions, or at the deadline" in detail
+        # What comes next: evicted once empty, or at the deadline; out of rotation, since when and how soon.
+        first = session.pods[next(iter(session.pods))]
+        if first.out_since is None:
+            assert "evicted at <= 0 sessions, or at the deadline" in detail, detail
+        else:
+            assert detail.startswith("out of rotation since ") and detail.endswith(
+                ", then evicted (the deadline cuts what is left)"), detail
         app.drain_session.controls[next(iter(session.controls))].abort()
 
 
@@ -165,3 +172,42 @@ async def test_a_context_switch_during_a_drain_leaves_the_drains_connection_open
                 break
         assert session.finished and closed == [True]  # closed by the drain, once it ended
         assert "interrupted" not in " ".join(session.log)
+
+
+async def test_board_shows_each_pod_out_of_rotation_and_puts_one_back_when_asked_first(app_factory):
+    """Issue 33, item 5: per pod, out of rotation since when, and the time to empty; `b` asks, then puts the
+    label back, and the drain leaves that pod in rotation."""
+    from gputui.ui.confirm import ConfirmScreen
+
+    app = app_factory()
+    async with app.run_test(size=(160, 45)) as pilot:
+        session = await _board(app, pilot)
+        await wait_for(pilot, lambda: any(r.out_since and r.state == "waiting" for r in session.pods.values()))
+        key = next(k for k, r in session.pods.items() if r.out_since and r.state == "waiting")
+        row = session.pods[key]
+        table = app.screen.query_one("#drain-pods")
+        table.move_cursor(row=list(session.pods).index(key))
+        since = time.strftime("%H:%M:%S", time.localtime(row.out_since))
+        await wait_for(pilot, lambda: f"out of rotation since {since}; empty in " in str(table.get_row(key)[5]))
+        await pilot.press("b")
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "New sessions reach it again" in str(app.screen._body)
+        await pilot.press("n")
+        await pilot.pause()
+        assert row.out_since is not None  # no: nothing changed
+        await pilot.press("b", "y")
+        for _ in range(20):
+            app.test_clock.advance(1)
+            await pilot.pause(0.05)
+            if row.out_since is None:
+                break
+        assert row.out_since is None and row.rotation_note == "back in rotation (asked by the operator)"
+        labels = next(p.labels for p in session.backend.reader.snapshot().pods if p.key == key)
+        assert labels.get("serving") == "true", labels
+        # Left in rotation by this drain from now on: a few more polls do not take it out again.
+        for _ in range(10):
+            app.test_clock.advance(2)
+            await pilot.pause(0.05)
+        assert row.out_since is None
+        for control in session.controls.values():
+            control.abort()

@@ -50,7 +50,7 @@ def test_the_pods_waited_on_leave_rotation_first_then_come_back_on_abort():
     assert VERSION not in pod.labels  # out of rotation: its Service no longer selects it
     record = recorded(cluster.snapshot().node(node))
     assert record[first.key].labels == {VERSION: first.version} and record[first.key].uid == first.uid
-    assert any(e.kind == "info" and "out of rotation" in e.message for e in events)
+    assert any(e.kind == "out-of-rotation" and "out of rotation" in e.message for e in events)
     control.abort(uncordon=True)
     report, events = steps(gen, lambda e: False)
     assert report is not None and report.outcome.value == "aborted"

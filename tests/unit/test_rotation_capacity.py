@@ -60,14 +60,13 @@ def test_a_pod_kept_in_for_capacity_goes_out_once_a_replacement_serves_and_befor
             report = stop.value
             break
     assert report.outcome.value == "drained" and report.cut_sessions == 0, report.describe()
-    went_out = [e.pod for e in events if e.kind is EventKind.INFO and e.message.startswith("out of rotation")]
+    went_out = [e.pod for e in events if e.kind is EventKind.OUT_OF_ROTATION]
     # The old run took out only what the plan chose: a pod kept in stayed in until its eviction.
     later = kept & set(went_out)
     assert later, [(e.kind.value, e.pod, e.message) for e in events]
     for key in later:
-        order = [e.kind for e in events if e.pod == key and e.kind in (EventKind.INFO, EventKind.EVICTED)
-                 and (e.kind is EventKind.EVICTED or e.message.startswith("out of rotation"))]
-        assert order == [EventKind.INFO, EventKind.EVICTED], (key, order)
+        order = [e.kind for e in events if e.pod == key and e.kind in (EventKind.OUT_OF_ROTATION, EventKind.EVICTED)]
+        assert order == [EventKind.OUT_OF_ROTATION, EventKind.EVICTED], (key, order)
     assert not TAKEN_OUT.keys()  # every pod it took out is gone: nothing left in the process's registry
 
 
@@ -91,7 +90,7 @@ def test_a_batch_of_interleaved_drains_never_takes_out_more_than_paths_and_budge
         except StopIteration as stop:
             reports = stop.value
             break
-        if event.kind is EventKind.INFO and event.message.startswith("out of rotation"):
+        if event.kind is EventKind.OUT_OF_ROTATION:
             took_out += 1
             seen += [f"after {event.pod}: {s}" for s in shortfalls(cluster)]
     assert took_out >= 2 and not seen, (took_out, seen)

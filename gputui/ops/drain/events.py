@@ -19,6 +19,8 @@ class EventKind(str, Enum):
     PAUSED = "paused"  # the API or the reader failed; retrying with backoff, nothing marked done
     RESUMED = "resumed"
     INFO = "info"
+    OUT_OF_ROTATION = "out-of-rotation"  # its serving label removed: no new sessions reach it
+    IN_ROTATION = "in-rotation"  # its label back (left in place, aborted, or the operator asked)
     ABORTED = "aborted"
     DONE = "done"  # every pod gone, confirmed by the API
     TICK = "tick"  # one poll finished: lets a batch interleave several drains
@@ -46,6 +48,7 @@ class DrainControl:
         self._lock = threading.Lock()
         self._evict_now: set[str] = set()
         self._extend: dict[str, float] = {}
+        self._put_back: set[str] = set()
         self.aborted = False
         self.uncordon_on_abort = False
 
@@ -56,6 +59,16 @@ class DrainControl:
     def extend(self, pod_key: str, seconds: float) -> None:
         with self._lock:
             self._extend[pod_key] = self._extend.get(pod_key, 0.0) + seconds
+
+    def put_back(self, pod_key: str) -> None:
+        """Back in rotation, and kept there by this drain (it then waits on the pod as on one with no switch)."""
+        with self._lock:
+            self._put_back.add(pod_key)
+
+    def take_put_backs(self) -> set[str]:
+        with self._lock:
+            asked, self._put_back = self._put_back, set()
+            return asked
 
     def abort(self, uncordon: bool = False) -> None:
         self.aborted, self.uncordon_on_abort = True, uncordon

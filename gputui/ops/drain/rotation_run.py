@@ -128,13 +128,15 @@ class RotationHold:
             TAKEN_OUT.discard(entry.key)
             raise
         self.tried.add(entry.key)
-        yield DrainEvent(self.node, K.INFO, entry.key, note)
+        yield DrainEvent(self.node, K.OUT_OF_ROTATION, entry.key, note)
 
-    def put_back_all(self, why: str, pods: Progress, only: Iterable[str] | None = None) -> Iterator[DrainEvent]:
-        """The labels back on the pods held out that are still there (`only`: those in these states)."""
+    def put_back_all(self, why: str, pods: Progress, only: Iterable[str] | None = None,
+                     keys: Iterable[str] | None = None) -> Iterator[DrainEvent]:
+        """The labels back on the pods held out that are still there (`only`: those in these states; `keys`:
+        these pods only). A pod put back is not taken out again by this drain."""
         states = set(only) if only is not None else None
         dropped = False
-        for key in list(self.held):
+        for key in list(self.held) if keys is None else [k for k in keys if k in self.held]:
             prog = pods.get(key)
             if states is not None and (prog is None or prog.state.value not in states):
                 continue
@@ -153,6 +155,6 @@ class RotationHold:
                 if not back:
                     result.result = "ok: the pod is gone or replaced; nothing to put back"
             if back:
-                yield DrainEvent(self.node, K.INFO, key, f"back in rotation ({why})")
+                yield DrainEvent(self.node, K.IN_ROTATION, key, f"back in rotation ({why})")
         if dropped and not self.held:  # the record named only evicted pods: it says nothing any more
             self._write_record()

@@ -172,6 +172,10 @@ def run_drain(
                     yield DrainEvent(node, K.RESUMED, message=f"resumed after: {paused}")
                     audit.record("drain-resumed", target, "ok", {"after": paused})
                     paused, backoff = "", 0.0
+                asked = control.take_put_backs()
+                if asked:  # the operator's choice: back in rotation, and this drain leaves them there
+                    rotation.tried |= asked
+                    yield from rotation.put_back_all("asked by the operator", pods, keys=asked)
                 yield from rotation.take_out_due(plan, pods, around)
                 yield from _poll(pods, snap, writer, audit, control, report, plan, clock())
                 # A pod left in place goes back into rotation: nothing owns it out of rotation any more.

@@ -50,6 +50,30 @@ def node_names(cp: ControlPlane) -> set[str]:
     return {n.metadata.name for n in client.CoreV1Api(cp.harness_client()).list_node().items}
 
 
+WEST_NODES, WEST_GPUS = 2, 16  # the `west` fixture's two 8-GPU nodes; it runs no pod
+
+
+def whole_gpus(cp: ControlPlane) -> tuple[int, int, int]:
+    """(GPU nodes, whole cards in use, whole cards offered) counted from the API itself, not by gputui: the GPU
+    nodes are those GFD labels or that offer nvidia.com/gpu; in use, what the live pods bound to them ask for,
+    never more than a node offers (as the kubelet admits them). Other test modules' pods may be on the
+    session's cluster, so its numbers are read here rather than written down."""
+    core = client.CoreV1Api(cp.harness_client())
+    offered: dict[str, int] = {}
+    for n in core.list_node().items:
+        cards = int((n.status.allocatable or {}).get("nvidia.com/gpu", "0"))
+        if (n.metadata.labels or {}).get("nvidia.com/gpu.present") == "true" or cards > 0:
+            offered[n.metadata.name] = cards
+    asked: dict[str, int] = {}
+    for p in core.list_pod_for_all_namespaces().items:
+        if p.spec.node_name in offered and p.status.phase not in ("Succeeded", "Failed"):
+            for c in p.spec.containers:
+                limits = (c.resources.limits if c.resources else None) or {}
+                asked[p.spec.node_name] = asked.get(p.spec.node_name, 0) + int(limits.get("nvidia.com/gpu", "0"))
+    in_use = sum(min(asked.get(name, 0), cards) for name, cards in offered.items())
+    return len(offered), in_use, sum(offered.values())
+
+
 def test_nodes_of_a_fleet_are_tagged_with_their_cluster(cluster, fake_kubelet, west, tmp_path):
     kubeconfig = merged_kubeconfig(tmp_path / "fleet.yaml", east=cluster, west=west)
     out = run("nodes", "--context", "east,west", "-o", "json", "--kubeconfig", str(kubeconfig), home=tmp_path)
@@ -91,8 +115,10 @@ async def test_each_cluster_polls_on_its_own_and_a_stopped_one_goes_stale(cluste
             await until(pilot, lambda: all(fleet.latest[c][0] is not None for c in ("east", "west")),
                         what="both clusters read")
             rows = {r.context: r for r in fleet.rows(85.0)}
-            assert rows["west"].nodes == 2 and rows["west"].gpus.offered[0] == 16
-            assert rows["east"].nodes == len(app.snapshot.nodes) if app.snapshot else rows["east"].nodes > 0
+            assert (rows["west"].nodes, rows["west"].gpus.in_use[0], rows["west"].gpus.offered[0]) == (
+                WEST_NODES, 0, WEST_GPUS)
+            east_nodes, _in_use, east_cards = whole_gpus(cluster)
+            assert (rows["east"].nodes, rows["east"].gpus.offered[0]) == (east_nodes, east_cards)
             west.stop_apiserver()
             try:
                 def row(context):
@@ -104,11 +130,15 @@ async def test_each_cluster_polls_on_its_own_and_a_stopped_one_goes_stale(cluste
                             what="east still updating")
                 west_row = row("west")
                 assert west_row.taken_at is not None and west_row.error  # the last read kept, and why it is old
-                await pilot.pause(3.5)  # past three refreshes: stale
                 table = app.screen.query_one("#fleet")
-                read_cell = str(table.get_cell("west", "read"))
-                assert read_cell.startswith("STALE") and west_row.error[:20] in read_cell
-                assert not str(table.get_cell("east", "read")).startswith("STALE")
+
+                def read_cell(context: str) -> str:
+                    return str(table.get_cell(context, "read"))
+
+                # Past three refreshes without an answer the row says STALE: waited for, not slept through.
+                await until(pilot, lambda: read_cell("west").startswith("STALE"), timeout=30, what="west STALE")
+                assert west_row.error[:20] in read_cell("west")
+                assert not read_cell("east").startswith("STALE")
             finally:
                 west.start_apiserver()
             # enter on a cluster: its dashboard; esc there: the fleet again.
@@ -143,10 +173,12 @@ async def test_the_wallboard_sums_the_fleet_and_lists_its_clusters(cluster, fake
         async with app.run_test(size=(160, 45)) as pilot:
             await until(pilot, lambda: isinstance(app.screen, WallboardScreen) and app.fleet is not None
                         and all(app.fleet.latest[c][0] is not None for c in ("east", "west")), what="both read")
+            # The fleet's figures against the clusters' own numbers: west's by hand, east's counted from its API.
+            east_cards = whole_gpus(cluster)[2]
             total = fleet_total(app.fleet.rows(85.0))
-            assert total.gpus.offered[0] >= 16 + 8  # west's two 8-GPU nodes and east's
+            assert (total.clusters, total.gpus.offered[0]) == (2, WEST_GPUS + east_cards)
             await until(pilot, lambda: app.screen.query_one("#fig-gpus Digits", Digits).value
-                        == str(fleet_total(app.fleet.rows(85.0)).gpus.in_use[0]), what="the fleet's sum on the board")
+                        == str(whole_gpus(cluster)[1]), what="the fleet's cards in use on the board (west: none)")
             pages = app.screen.pages()
             assert pages[-1] == "fleet"
             app.screen.page = len(pages) - 1

@@ -87,8 +87,8 @@ def test_sessions_and_the_idle_range_query(store, inference_exporter, dcgm_expor
 
         src = source(url)
         reading = wait_until(lambda: idle_gpus(src, 3, 5), 20, what="the attributed GPU")
-        assert reading.attributed.get(host, 0) >= 1
-        wait_until(lambda: idle_gpus(src, 3, 5).idle.get(host, 0) >= 1, 20, what="the held GPU counted idle")
+        assert reading.attributed.get(host, 0) == 1  # the one GPU assigned above; no other names a pod
+        wait_until(lambda: idle_gpus(src, 3, 5).idle.get(host, 0) == 1, 20, what="the held GPU counted idle")
     finally:
         dcgm_exporter.assign(host, gpu, None)
 
@@ -102,12 +102,13 @@ def test_a_store_behind_a_path_prefix_with_a_tenant_header(store, dcgm_exporter)
     prefixed = f"{url}/prometheus" if name == "victoria-metrics" else url
     src = source(prefixed, headers={"X-Scope-OrgID": "team-a"})
     host, _ = dcgm_exporter.gpus()[0]
-    assert src.fetch({host}, per_gpu=False).nodes[host].count >= 1
+    assert src.fetch({host}, per_gpu=False).nodes[host].count == len(dcgm_exporter.gpus(host))
 
 
 def test_a_store_down_or_silent_is_one_line_and_unknown(store, dcgm_exporter):
     name, url, vm = store
-    # One that accepts and never answers: the query times out, in about its timeout, as one line.
+    # One that accepts and never answers: the query times out, as one line that names the timeout that ended it
+    # (how long that takes is a figure: benchmarks/reaction_times.py --only silent-store).
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
     silent.listen(8)
@@ -115,10 +116,9 @@ def test_a_store_down_or_silent_is_one_line_and_unknown(store, dcgm_exporter):
     accepting = threading.Thread(target=lambda: [held.append(silent.accept()[0]) for _ in range(8)], daemon=True)
     accepting.start()
     try:
-        started = time.monotonic()
         with pytest.raises(BackendError) as exc:
             source(f"http://127.0.0.1:{silent.getsockname()[1]}", timeout=1.0).fetch({"x"}, per_gpu=False)
-        assert time.monotonic() - started < 8 and "\n" not in str(exc.value)
+        assert "\n" not in str(exc.value)
         # It says how long it waited and what lengthens the wait (a large fleet's busy store needs more).
         assert str(exc.value) == "timed out after 1s (prometheus_timeout)", str(exc.value)
     finally:

@@ -13,7 +13,7 @@ from kubernetes import client
 from tests.support.fake_kubelet import GPU_TOLERATION
 from tests.support.gputui_cli import run
 from tests.support.procs import wait_until
-from tests.support.workloads import deployment
+from tests.support.workloads import deployment, running
 
 OPERATOR = "gpu-operator"
 NS = "t-versions"
@@ -142,29 +142,48 @@ def test_the_upgrade_cockpit_says_why_a_node_does_not_move_and_drains_warn(clust
 
 def test_pools_count_allocated_idle_and_unallocated_gpus_from_the_real_prometheus(cluster, fake_kubelet,
                                                                                    dcgm_exporter, prometheus, tmp_path):
-    """A pool of one node whose GPUs the exporter maps to pods or not: two held and idle, one held and busy,
-    one free, and a MIG card whose two instances a pod holds (one idle). A second pool whose node has a GPU
-    allocated by the real scheduler that no series maps to a pod: its idle figure is unknown, never 0. The
-    idle figures are range queries over the window on the real Prometheus."""
-    from tests.support.workloads import deployment, running
-
+    """A pool of one node with four whole cards and a MIG card in two 3g.40gb instances (GFD's mixed strategy).
+    The real scheduler places four pods there: two holding an idle card each, one a busy card, one both MIG
+    instances (one idle); one card stays free. The exporter maps each held card and instance to the pod the
+    scheduler placed, so every GPU the metrics attribute is one the API says a pod holds. A second pool whose
+    node has a GPU allocated by the real scheduler that no series maps to a pod: its idle figure is unknown,
+    never 0. The idle figures are range queries over the window on the real Prometheus. The expected rows are
+    worked out by hand from these numbers, not by gputui's pools."""
     core = client.CoreV1Api(cluster.harness_client())
-    fake_kubelet.add_node("idle-a", gpus=4, labels={"gpu.pool": "idle-test"})
+    fake_kubelet.add_node("idle-a", gpus=4, labels={"gpu.pool": "idle-test", "gputui.test/pool": "idle-a",
+                                                    "nvidia.com/mig.strategy": "mixed", "nvidia.com/gpu.count": "5"},
+                          extra_resources={"nvidia.com/mig-3g.40gb": "2"})
     fake_kubelet.add_node("idle-b", gpus=2, labels={"gpu.pool": "idle-unattributed", "gputui.test/pool": "idle-b"})
-    dcgm_exporter.add_node("idle-a", gpus=5)
+    dcgm_exporter.add_node("idle-a", gpus=5)  # cards 0-3 whole, card 4 in MIG instances
     dcgm_exporter.add_node("idle-b", gpus=2)
     core.create_namespace({"metadata": {"name": "t-idle"}})
     try:
-        cards = [("a", 1), ("b", 2), ("c", 60), (None, 0)]
-        for gpu, (pod, util) in enumerate(cards):
-            dcgm_exporter.set("idle-a", gpu, util=util)
-            dcgm_exporter.assign("idle-a", gpu, "t-idle" if pod else None, pod)
-        dcgm_exporter.set_mig("idle-a", 4, [("3g.40gb", 1, 0.01), ("3g.40gb", 2, 0.6)])
-        dcgm_exporter.assign("idle-a", 4, "t-idle", "m")
-        expected_idle = sum(1 for pod, util in cards if pod and util < 5) + 1  # + the MIG instance at 1%
+        # pod -> (what it asks for, the card it holds, that card's utilisation %)
+        held = {"held-idle-1": ({"nvidia.com/gpu": 1}, 0, 1), "held-idle-2": ({"nvidia.com/gpu": 1}, 1, 2),
+                "held-busy": ({"nvidia.com/gpu": 1}, 2, 60), "held-mig": ({"nvidia.com/mig-3g.40gb": 2}, 4, None)}
+        for name, (asks, _card, _util) in held.items():
+            core.create_namespaced_pod("t-idle", {"metadata": {"name": name}, "spec": {
+                "nodeSelector": {"gputui.test/pool": "idle-a"}, "tolerations": [GPU_TOLERATION],
+                "terminationGracePeriodSeconds": 1, "containers": [{
+                    "name": "server", "image": "vllm/vllm-openai:v0.9.0",
+                    "resources": {"limits": {k: str(v) for k, v in asks.items()}}}]}})
         client.AppsV1Api(cluster.harness_client()).create_namespaced_deployment(
             "t-idle", deployment("held", "held", "v1", 1, 1, ns="t-idle", pool="idle-b"))
+        placed = {p.metadata.name for p in running(core, "t-idle", len(held), "idle-a")}
+        assert placed == set(held)  # the scheduler put every one on idle-a: their requests fit
         running(core, "t-idle", 1, "idle-b")
+        # Only now does the exporter name them, as dcgm-exporter's pod mapping would for the devices the kubelet
+        # gave them; card 3 is held by nobody and stays unattributed.
+        for name, (_asks, card, util) in held.items():
+            if util is not None:
+                dcgm_exporter.set("idle-a", card, util=util)
+            dcgm_exporter.assign("idle-a", card, "t-idle", name)
+        dcgm_exporter.set("idle-a", 3, util=0)
+        dcgm_exporter.set_mig("idle-a", 4, [("3g.40gb", 1, 0.01), ("3g.40gb", 2, 0.6)])
+        # By hand: units are 4 cards + 2 instances = 6; allocated 3 cards + 2 instances = 5, one card free; idle
+        # below 5 %: held-idle-1's and held-idle-2's cards and held-mig's first instance = 3.
+        want = {"nodes": 1, "gpus": 6, "allocated": 5, "unallocated": 1, "allocated_idle": 3,
+                "idle_unattributed_nodes": 0}
 
         def pool():
             out = run("pools", "-o", "json", "--idle-window", "15s", "--kubeconfig", str(cluster.admin_kubeconfig),
@@ -173,10 +192,12 @@ def test_pools_count_allocated_idle_and_unallocated_gpus_from_the_real_prometheu
             data = json.loads(out.stdout)
             rows = {r["pool"]: r for r in data["pools"]}
             row = rows.get("idle-test")
-            return (row, rows, data) if row and row["allocated_idle"] == expected_idle else None
+            return (row, rows, data) if row and row["allocated_idle"] == want["allocated_idle"] else None
 
         row, rows, data = wait_until(pool, 60, what="three idle GPUs (two cards, one MIG instance) over the window")
-        assert (row["nodes"], row["gpus"], row["allocated"], row["unallocated"]) == (1, 4, 0, 4)
+        assert {k: row[k] for k in want} == want
+        assert (row["by_scheme"]["whole"], row["by_scheme"]["mig"]) == (
+            {"allocated": 3, "offered": 4}, {"allocated": 2, "offered": 2})
         unattributed = rows["idle-unattributed"]
         assert (unattributed["allocated"], unattributed["allocated_idle"], unattributed["idle_unattributed_nodes"]) \
             == (1, None, 1)
@@ -184,6 +205,9 @@ def test_pools_count_allocated_idle_and_unallocated_gpus_from_the_real_prometheu
         assert data["idle_unknown_because"].startswith("no pod attribution on ")
     finally:
         core.delete_namespace("t-idle")
+        # Its pods end on their nodes (the fake kubelet finalises them) before the nodes go: nothing is left behind.
+        wait_until(lambda: not [ns for ns in core.list_namespace().items if ns.metadata.name == "t-idle"], 60,
+                   what="namespace t-idle gone")
         for node in ("idle-a", "idle-b"):
             dcgm_exporter.remove_node(node)
             fake_kubelet.remove_node(node)

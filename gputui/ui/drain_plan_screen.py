@@ -16,7 +16,10 @@ from textual.widgets import Input, Static
 from gputui.ui.base import ClusterModal
 
 from gputui.ops.drain.options import DrainOptions
+from gputui.backends.base import ArrivalsReader, BackendError
+from gputui.ops.drain.arrivals import stuck_pods, with_rates
 from gputui.ops.drain.plan import BatchPlan, DrainPlan, Step, plan_batch
+from gputui.sessions import Arrivals
 from gputui.present.cells import ago
 
 DEADLINE_STEP_S = 5 * 60
@@ -82,6 +85,9 @@ class DrainPlanScreen(ClusterModal[DrainOptions | None]):
         super().__init__()
         self.nodes = nodes
         self.options = options or DrainOptions()
+        # The arrival rates of pods left in rotation, read once off the UI thread (a Prometheus query).
+        self.rates: dict[str, Arrivals] = {}
+        self.rates_failed = ""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="drain-dialog"):
@@ -95,6 +101,22 @@ class DrainPlanScreen(ClusterModal[DrainOptions | None]):
     def on_mount(self) -> None:
         self.query_one("#drain-confirm-delete").display = False
         self.refresh_plan()
+        reader = self.app.backend.reader if self.app.backend is not None else None
+        waiting = stuck_pods(self.batch_plan())
+        if waiting and isinstance(reader, ArrivalsReader):
+            def read() -> None:
+                try:
+                    rates, failed = dict(reader.arrivals(waiting)), ""
+                except BackendError as exc:
+                    rates, failed = {}, str(exc)
+                self.app.call_from_thread(self._rates_read, rates, failed)
+
+            self.run_worker(read, thread=True, exit_on_error=False, group="arrivals")
+
+    def _rates_read(self, rates: dict[str, Arrivals], failed: str) -> None:
+        self.rates, self.rates_failed = rates, failed
+        if self.is_attached:
+            self.refresh_plan()
 
     def batch_plan(self) -> BatchPlan:
         snap = self.app.snapshot
@@ -106,6 +128,8 @@ class DrainPlanScreen(ClusterModal[DrainOptions | None]):
 
     def refresh_plan(self) -> None:
         batch = self.batch_plan()
+        if self.rates or self.rates_failed:
+            batch = with_rates(batch, self.rates, self.rates_failed)
         plans = list(batch.plans)
         palette = self.app.palette
         sessions = sum(p.live_sessions for p in plans)

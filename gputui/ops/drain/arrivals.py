@@ -9,6 +9,7 @@ from typing import Mapping
 
 from gputui.backends.base import ArrivalsReader, BackendError
 from gputui.ops.drain.plan import BatchPlan, DrainPlan, PodPlan
+from gputui.model import InferencePod
 from gputui.sessions import Arrivals, SessionState
 
 ARRIVING = "new sessions keep arriving"
@@ -47,17 +48,25 @@ def with_arrivals(plan: DrainPlan, rates: Mapping[str, Arrivals]) -> DrainPlan:
     return replace(plan, pods=tuple(pods), warnings=tuple(warnings))
 
 
+def stuck_pods(batch: BatchPlan) -> list[InferencePod]:
+    """The pods the batch leaves in rotation with new sessions arriving: those whose rates the plan shows."""
+    return [p.pod for plan in batch.plans for p in plan.pods if p.rotation is None and ARRIVING in p.rotation_note]
+
+
+def with_rates(batch: BatchPlan, rates: Mapping[str, Arrivals], failed: str = "") -> BatchPlan:
+    """Each plan with its pods' rates; `failed`: why they could not be read (said once per plan)."""
+    plans = [replace(plan, warnings=plan.warnings + (f"arrival rates unknown: {failed}",)) if failed else plan
+             for plan in batch.plans]
+    return replace(batch, plans=tuple(with_arrivals(plan, rates) for plan in plans))
+
+
 def batch_with_arrivals(batch: BatchPlan, reader: object) -> BatchPlan:
     """Each plan with its pods' arrival rates, read in one go when the reader can (the live backend); a
     failed read leaves every rate unknown and says why, once."""
-    waiting = [p.pod for plan in batch.plans for p in plan.pods if p.rotation is None and ARRIVING in p.rotation_note]
+    waiting = stuck_pods(batch)
     if not waiting or not isinstance(reader, ArrivalsReader):
         return batch
     try:
-        rates: Mapping[str, Arrivals] = reader.arrivals(waiting)
+        return with_rates(batch, reader.arrivals(waiting))
     except BackendError as exc:
-        rates = {}
-        why = f"arrival rates unknown: {exc}"
-        plans = [replace(plan, warnings=plan.warnings + (why,)) for plan in batch.plans]
-        return replace(batch, plans=tuple(with_arrivals(plan, rates) for plan in plans))
-    return replace(batch, plans=tuple(with_arrivals(plan, rates) for plan in batch.plans))
+        return with_rates(batch, {}, str(exc))

@@ -2,18 +2,20 @@ from gputui.backends.demo import DemoCluster
 from gputui.fleet import FLEET, cluster_row, fleet_total
 from gputui.health import fleet_alerts
 from tests.demo_clock import ManualClock
+from tests.demo_figures import DEMO_NODES, DEMO_USE
 
 
 def test_a_cluster_row_is_its_wallboard_figures_and_the_fleet_sums_what_answered():
     snap = DemoCluster(seed=7, clock=ManualClock()).snapshot()
     row = cluster_row("east", snap, "", 85.0)
-    assert (row.nodes, row.gpus) == (len(snap.nodes), snap.gpu_use())
+    assert (row.nodes, row.gpus) == (DEMO_NODES, DEMO_USE)  # worked out by hand: tests/demo_figures.py
     assert sum(row.alerts.values()) == len(fleet_alerts(snap, 85.0))
     assert row.alerts_text().startswith("1 down")  # worst first: the NotReady node
     dead = cluster_row("west", None, "connection refused", 85.0)
     total = fleet_total([row, row, dead])
     assert total.context == FLEET and (total.clusters, total.unread) == (3, 1)
-    assert (total.nodes, total.gpus) == (2 * row.nodes, row.gpus + row.gpus)
+    assert (total.nodes, total.gpus.in_use, total.gpus.offered) == (
+        2 * DEMO_NODES, tuple(2 * n for n in DEMO_USE.in_use), tuple(2 * n for n in DEMO_USE.offered))
     assert dead.freshness(0, 2) == "connection refused"  # never read: why, not an age
 
 

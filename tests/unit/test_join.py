@@ -50,7 +50,9 @@ def test_nodes_pods_and_routed_service_join():
     assert [(v.name, v.weight, v.workload) for v in svc.versions] == [("v1", 90, "llama-v1"), ("v2", 10, "llama-v2")]
     assert svc.versions[1].rollout.status == "0 of 1 available"
     assert len(snap.services) == 1  # the routed deployments are not listed again
-    assert majority_driver(snap.nodes) in ("550.127.05", "535.1")
+    # Each node's driver from its own label, and the fleet's: one node each is a tie, which goes to the newer.
+    assert [(n.name, n.driver_version) for n in snap.nodes] == [("gpu-1", "550.127.05"), ("gpu-2", "535.1")]
+    assert majority_driver(snap.nodes) == "550.127.05"
 
 
 def test_unrouted_gpu_deployments_group_by_service_label():

@@ -10,6 +10,7 @@ from gputui.present.cells import Palette
 from gputui.present.pools import has_pools, pool_strip
 from gputui.settings import SettingsError, load_settings
 from tests.demo_clock import ManualClock
+from tests.demo_figures import DEMO_ALLOCATED, DEMO_NODES, DEMO_POOLS, DEMO_USE
 
 
 def test_a_read_only_demo_still_reads_idle_gpus():
@@ -82,7 +83,11 @@ def test_pools_count_whole_gpus_mig_slices_and_shared_replicas_apart_as_the_head
     rows = pool_rows(snap, None)
     fleet = rows[-1]
     header = figures(snap, 85.0).gpus
-    assert fleet.use == header and fleet.use.text() == header.text()
+    # Each pool and the fleet against the numbers worked out by hand (tests/demo_figures.py); the header alike.
+    assert {r.pool: (r.nodes, r.gpus, r.allocated, r.use) for r in rows[:-1]} == DEMO_POOLS
+    assert (fleet.pool, fleet.nodes, fleet.gpus, fleet.allocated, fleet.use) == (
+        FLEET, DEMO_NODES, sum(DEMO_USE.offered), DEMO_ALLOCATED, DEMO_USE)
+    assert header == DEMO_USE and fleet.use.text() == header.text()
     assert fleet.use.offered[0] < fleet.gpus == sum(fleet.use.offered)  # units: cards and the rest together
     mixed = [r for r in rows[:-1] if len(r.use.shown()) > 1]
     assert mixed and all("+" in r.use.text() and "+" in r.use.free_text() for r in mixed)

@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Static
 from gputui.ui.base import ClusterScreen
 
 from gputui.ops.drain.events import FINAL, EventKind as K
+from gputui.ops.drain.out_of_rotation import KEPT_RUNNING
 from gputui.present.cells import ago, elide_middle
 from gputui.ui.footer import KeyFooter
 from gputui.ui.key_table import KeyTable
@@ -34,7 +35,7 @@ class DrainProgressScreen(ClusterScreen):
         Binding("x", "extend", "+5m", id="drain-extend"),
         Binding("a", "abort(False)", "Abort", id="drain-abort"),
         Binding("U", "abort(True)", "Abort+uncordon", id="drain-abort-uncordon"),
-        Binding("b", "put_back", "Back in rotation", id="drain-put-back"),
+        Binding("b", "put_back", "Put back", id="drain-put-back"),
     ]
 
     def __init__(self, session: DrainSession) -> None:
@@ -95,7 +96,9 @@ class DrainProgressScreen(ClusterScreen):
                 return f"out {since[:5]}; empty {empty}"
             return (f"out of rotation since {since}; empty in {empty}, then evicted "
                     f"(the deadline cuts what is left)")
-        if row.state is K.WAITING and row.rotation_note and not short:
+        if row.state is K.WAITING and row.rotation_note:
+            if short:
+                return "in rotation: " + ("capacity" if row.rotation_note.startswith(KEPT_RUNNING) else "put back")
             return f"in rotation: {row.rotation_note.split(': ', 1)[-1]}"
         if row.state is K.WAITING:
             if row.sessions is None:

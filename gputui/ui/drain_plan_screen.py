@@ -43,7 +43,8 @@ def render_plan(batch: BatchPlan, palette) -> Group:
                      Step.SKIP: "dim"}.get(p.step, "")
             note = p.note
             if p.rotation is not None:  # what the drain does first (a pod kept in says why among the warnings)
-                note = (note + "; " if note else "") + "first: " + p.rotation_note
+                # Short: at 80 columns the budget beside it must still show (the CLI's plan gives the paths).
+                note = (note + "; " if note else "") + f"first: out of rotation (-{', '.join(p.rotation.labels)})"
             if p.budgets and p.step is not Step.SKIP:
                 note = (note + "; " if note else "") + p.budget_note
             table.add_row(

@@ -13,7 +13,7 @@ from gputui.backends.base import ArrivalsReader, BackendError
 from gputui.ops.drain.batch import run_batch
 from gputui.ops.drain.events import DrainControl, DrainEvent, EventKind as K
 from gputui.ops.drain.options import DrainOptions
-from gputui.ops.drain.out_of_rotation import KEPT_IN
+from gputui.ops.drain.out_of_rotation import KEPT_RUNNING
 from gputui.snapshot import ClusterSnapshot
 from gputui.ui.messages import DrainProgress
 
@@ -83,7 +83,7 @@ class DrainSession:
                 elif event.kind is K.IN_ROTATION:
                     row.out_since, row.decay_from = None, None
                     row.rotation_note = event.message
-                elif event.kind is K.INFO and event.message.startswith(KEPT_IN):
+                elif event.kind is K.INFO and event.message.startswith(KEPT_RUNNING):
                     row.rotation_note = event.message
                 elif event.kind not in (K.SESSIONS_CUT, K.INFO):
                     row.state = event.kind

@@ -53,7 +53,7 @@ def test_the_pod_kept_in_for_capacity_goes_out_once_its_sibling_s_replacement_se
         text = out.stdout + out.stderr
         print(f"drain took {took:.1f}s; {report.started} sessions started, {report.cut} cut\n{text}")
         assert out.returncode == 0, text
-        kept = [line for line in text.splitlines() if "kept in rotation for capacity" in line]
+        kept = [line for line in text.splitlines() if "kept in rotation until another pod serves" in line]
         assert kept and all("Service t-rotation-capacity/dyn would have no pod serving" in k for k in kept), text
         # Both went out (the one kept in too, before its eviction), and nothing was cut: the old run left the
         # kept pod in rotation, so its sessions kept coming until the deadline cut them.

@@ -25,6 +25,7 @@ from gputui.snapshot import ClusterSnapshot
 RECORD = DRAIN_ANNOTATION_PREFIX + "rotation"
 # How a pod kept in rotation for capacity is described: the plan, the run and the board say the same.
 KEPT_IN = "new sessions keep arriving: kept in rotation for capacity"
+KEPT_RUNNING = "kept in rotation until another pod serves"  # the run's shorter word for it, on the board's log
 
 
 @dataclass(frozen=True, slots=True)

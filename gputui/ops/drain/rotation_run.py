@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 from gputui.backends.base import BackendError, ConflictError, Writer
 from gputui.ops.audit import AuditLog
 from gputui.ops.drain.events import DrainEvent, EventKind as K
-from gputui.ops.drain.out_of_rotation import (RECORD, OutOfRotation, choose, parse_record, put_back, record_text,
+from gputui.ops.drain.out_of_rotation import (KEPT_RUNNING, RECORD, OutOfRotation, choose, parse_record, put_back, record_text,
                                               take_out)
 from gputui.snapshot import ClusterSnapshot
 
@@ -96,7 +96,8 @@ class RotationHold:
             entry, why = choose(fresh, [(pod, switch)], now, TAKEN_OUT.keys())[pod.key]
             if entry is None:
                 if pod.key not in self.kept:  # said once: its count of pods serving moves with every poll
-                    yield DrainEvent(self.node, K.INFO, pod.key, why)
+                    short = why.split(", as ", 1)[-1].split("; it goes out", 1)[0]
+                    yield DrainEvent(self.node, K.INFO, pod.key, f"{KEPT_RUNNING}: {short}")
                 self.kept[pod.key] = why
                 continue
             self.kept.pop(pod.key, None)

@@ -181,3 +181,27 @@ def test_abort_and_uncordon_put_the_serving_label_back_and_sessions_return():
     assert held and all(SERVING not in labels_of(demo, k) for k in held)
     run_cordon(plan_cordon(demo.snapshot(), node, cordon=False), demo, AuditLog(None, "t", "demo"))
     assert all(labels_of(demo, k).get(SERVING) == "true" for k in held)
+
+
+def test_the_demo_answers_arrival_rates_from_its_engines_finished_requests_so_the_plan_predicts_the_deadline():
+    """The plan's prediction for a pod no label can take out (issue 33, item 3) reads the rate its engine
+    finishes requests at: the demo answers from the sessions its router sent, as Prometheus would."""
+    from gputui.backends.base import ArrivalsReader
+    from gputui.backends.demo import demo_backend
+    from gputui.ops.drain.arrivals import batch_with_arrivals
+    from gputui.ops.drain.plan import plan_batch
+
+    clock, demo = cluster()
+    clock.advance(600)  # ten minutes of traffic: several codellama sessions have finished on every pod
+    snap = demo.snapshot()
+    codellama = [p for p in snap.pods if p.service == CODELLAMA and p.ready]
+    job = next(p for p in snap.pods if p.owner_kind == "Job" and p.node)
+    rates = demo.arrivals(codellama + [job], window_s=600)
+    assert set(rates) == {p.key for p in codellama}  # a pod exporting no engine counters is unknown, not zero
+    assert all(r.rate_per_s > 0 and r.mean_s is not None and r.mean_s > 0 for r in rates.values())
+    # Finished per second across the service: what its route sends it (0.6/s, give or take the load's wave).
+    assert 0.3 < sum(r.rate_per_s for r in rates.values()) < 0.9
+    assert isinstance(demo_backend(clock=clock, read_only=True).reader, ArrivalsReader)
+    batch = batch_with_arrivals(plan_batch(snap, ["gpu-a100-02"], DrainOptions()), demo)
+    notes = [p.rotation_note for plan in batch.plans for p in plan.pods if p.pod.service == CODELLAMA]
+    assert notes and all("new sessions/s held" in n and "reaches its deadline (900s) with about" in n for n in notes)

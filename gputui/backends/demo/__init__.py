@@ -37,6 +37,7 @@ class _ReadOnlyView:
         self.check_facts = cluster.check_facts
         self.version_signals = cluster.version_signals
         self.idle_gpus = cluster.idle_gpus
+        self.arrivals = cluster.arrivals
         self.close = cluster.close
 
 

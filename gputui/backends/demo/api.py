@@ -5,12 +5,13 @@ evict with PDB checks, delete, patch route objects) with the apiserver's answers
 from __future__ import annotations
 
 import copy
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 from gputui.backends.base import ConflictError, EvictionOutcome, EvictionResult, WriteError, stale_json_patch
 from gputui.checks.facts import CheckFacts
-from gputui.model import InferenceService, NodeDescription
+from gputui.model import InferencePod, InferenceService, NodeDescription
 from gputui.pools import IdleReading
+from gputui.sessions import Arrivals
 from gputui.snapshot import ClusterSnapshot
 from gputui.signals import VersionSignals
 from gputui.backends.demo.errors import DemoApiError
@@ -43,6 +44,13 @@ class DemoCluster(Simulation):
 
         with self._lock:
             return version_signals(self, service, window_s)
+
+    def arrivals(self, pods: Collection[InferencePod], window_s: float = 60.0) -> Mapping[str, Arrivals]:
+        from gputui.backends.demo.review import arrivals
+
+        with self._lock:
+            self._advance(self._clock())
+            return arrivals(self, pods, window_s)
 
     def idle_gpus(self, window_s: float, below_pct: float) -> IdleReading | None:
         from gputui.backends.demo.review import idle_gpus
@@ -111,8 +119,8 @@ class DemoCluster(Simulation):
         if pod.deleting_at is not None:
             return
         # The pod leaves its endpoints at once: every session it held is cut.
-        self.lost_sessions += len(pod.session_ends) + pod.waiting
-        pod.session_ends, pod.waiting = [], 0
+        self.lost_sessions += len(pod.running) + pod.waiting
+        pod.running, pod.waiting = [], 0
         pod.deleting_at = self._t
         if grace_seconds is not None:  # None: the pod's own terminationGracePeriodSeconds
             pod.grace_s = grace_seconds

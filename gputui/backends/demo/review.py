@@ -1,15 +1,17 @@
 """The demo's answers from its metrics store: to `gputui check` (GPU memory growth per pod, one mistral pod
 leaking; the alert rules a typical cluster loads, XID and temperature but nothing on GPU memory, firing
-where the simulation's own state says they would) and to a canary's gates (each version's requests, error
-ratio and p95 latency: every demo version is healthy)."""
+where the simulation's own state says they would), to a canary's gates (each version's requests, error
+ratio and p95 latency: every demo version is healthy) and to a drain plan (how fast new sessions reach each
+pod, from its engine's finished requests, as backends.prom_arrivals reads vLLM's counters)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Collection
 
 from gputui.checks.facts import AlertRule, CheckFacts
-from gputui.model import InferenceService
+from gputui.model import InferencePod, InferenceService
 from gputui.pools import IdleReading
+from gputui.sessions import Arrivals
 from gputui.signals import VersionSignals
 
 if TYPE_CHECKING:
@@ -81,3 +83,19 @@ def idle_gpus(sim: Simulation, window_s: float, below_pct: float) -> IdleReading
             if samples and sum(samples) / len(samples) < below_pct:
                 out[node.name] = out.get(node.name, 0) + 1
     return IdleReading(out, attributed)
+
+
+def arrivals(sim: Simulation, pods: Collection[InferencePod], window_s: float) -> dict[str, Arrivals]:
+    """Per pod key: requests its engine finished per second over the window, and their mean time held (the
+    counter's rate and the latency histogram's sum over count). A pod that exports no engine metrics, or is
+    gone, is absent: unknown, never zero. As prom_arrivals, never a window shorter than four scrapes."""
+    w = max(60.0, window_s)
+    since = sim._t - w
+    out = {}
+    for p in pods:
+        pod = sim._pods.get(p.key)
+        if pod is None or pod.uid != p.uid or not pod.signal:
+            continue
+        held = [s for end, s in pod.finished if end > since]
+        out[p.key] = Arrivals(len(held) / w, sum(held) / len(held) if held else None)
+    return out

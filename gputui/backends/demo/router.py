@@ -140,16 +140,17 @@ class Router:
             pods = endpoints[version]
             if not pods:
                 continue  # no ready endpoint: the router answers with an error, no session starts
-            pod = min(pods, key=lambda p: len(p.session_ends) + p.waiting + self._rng.random())
-            if len(pod.session_ends) < svc.max_running:
-                pod.session_ends.append(t + self._rng.expovariate(1.0 / svc.mean_session_s))
+            pod = min(pods, key=lambda p: len(p.running) + p.waiting + self._rng.random())
+            if len(pod.running) < svc.max_running:
+                pod.running.append((t + self._rng.expovariate(1.0 / svc.mean_session_s), t))
             else:
                 pod.waiting += 1
         # Each engine admits from its own queue as its running batch has room, in rotation or not.
         for pod in svc_pods:
-            if pod.waiting and len(pod.session_ends) < svc.max_running:
-                admitted = min(pod.waiting, svc.max_running - len(pod.session_ends))
+            if pod.waiting and len(pod.running) < svc.max_running:
+                admitted = min(pod.waiting, svc.max_running - len(pod.running))
                 pod.waiting -= admitted
-                pod.session_ends += [
-                    t + self._rng.expovariate(1.0 / svc.mean_session_s) for _ in range(admitted)
+                # Held from admission: the demo keeps no arrival time for what waited in the queue.
+                pod.running += [
+                    (t + self._rng.expovariate(1.0 / svc.mean_session_s), t) for _ in range(admitted)
                 ]

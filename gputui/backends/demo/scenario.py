@@ -18,6 +18,7 @@ MAX_CATCH_UP_STEPS = 900  # after a long pause, skip ahead instead of replaying
 WARM_UP_S = 180  # history and sessions exist from the first frame
 POD_START_S = 40.0  # model load time of a replacement pod
 DEFAULT_GRACE_S = 30
+FINISHED_KEPT_S = 600.0  # how far back a pod's finished requests are kept: the longest window a rate is read over
 
 DRIVER = "550.127.05"
 OLD_DRIVER = "535.183.01"
@@ -148,7 +149,10 @@ class _SimPod:
     has_emptydir: bool = False
     deleting_at: float | None = None
     grace_s: float = DEFAULT_GRACE_S
-    session_ends: list[float] = field(default_factory=list)
+    running: list[tuple[float, float]] = field(default_factory=list)  # each running session: (ends at, began at)
+    # Its engine's finished requests, (ended at, seconds held), oldest first: what its request counter and its
+    # end-to-end latency histogram count (review.arrivals reads them as Prometheus would).
+    finished: deque[tuple[float, float]] = field(default_factory=deque)
     waiting: int = 0
     phase: str = "Running"
     signal: bool = True  # exports a session metric

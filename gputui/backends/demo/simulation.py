@@ -18,7 +18,7 @@ from gputui.snapshot import ClusterSnapshot, SourceStatus
 from gputui.backends.demo.router import Router, route_backends, template_labels
 from gputui.backends.demo.routes import _route_object
 from gputui.backends.demo.scenario import (
-    STEP_S, HISTORY_S, SAMPLE_EVERY_S, MAX_CATCH_UP_STEPS, WARM_UP_S, POD_START_S, CUDA, ENGINE, NODE_INFO, _Product, H100, A100, _SimNode, _SimService, _SimPod, _fleet, _services,
+    STEP_S, HISTORY_S, SAMPLE_EVERY_S, FINISHED_KEPT_S, MAX_CATCH_UP_STEPS, WARM_UP_S, POD_START_S, CUDA, ENGINE, NODE_INFO, _Product, H100, A100, _SimNode, _SimService, _SimPod, _fleet, _services,
 )
 
 
@@ -156,8 +156,12 @@ class Simulation:
         for key, pod in list(self._pods.items()):
             if pod.deleting_at is not None and t >= pod.deleting_at + pod.grace_s:
                 del self._pods[key]
-            elif pod.session_ends:
-                pod.session_ends = [e for e in pod.session_ends if e > t]
+            else:
+                if pod.running:
+                    pod.finished.extend((end, end - began) for end, began in pod.running if end <= t)
+                    pod.running = [s for s in pod.running if s[0] > t]
+                while pod.finished and pod.finished[0][0] <= t - FINISHED_KEPT_S:
+                    pod.finished.popleft()
         by_service: dict[str, list[_SimPod]] = {}
         by_node: dict[str, list[_SimPod]] = {}
         by_namespace: dict[str, list[_SimPod]] = {}
@@ -197,7 +201,7 @@ class Simulation:
                 if svc is None:  # a training job: busy and steady; a notebook: idle
                     busy = 96.0 + noise / 2 if pod.busy else abs(noise) / 5
                 elif pod.ready(t):
-                    busy = 18.0 + 78.0 * len(pod.session_ends) / svc.max_running + noise
+                    busy = 18.0 + 78.0 * len(pod.running) / svc.max_running + noise
                 else:  # loading weights
                     busy = 4.0 + abs(noise)
                 util += busy / per_gpu[i]
@@ -232,7 +236,7 @@ class Simulation:
             elif svc is None:
                 mem += 0.88 * unit_mem
             elif ready:
-                load = len(pod.session_ends) / svc.max_running
+                load = len(pod.running) / svc.max_running
                 kv = max(0.0, 0.9 * unit_mem - svc.weights_gb * 1024)
                 mem += svc.weights_gb * 1024 + kv * min(1.0, 0.3 + load)
             else:
@@ -256,7 +260,7 @@ class Simulation:
             services = tuple(self._service_model(s) for s in self._services.values())
             # As the session query reads: running in the batch plus waiting in the queue (pods without the
             # signal export none).
-            counts = {(p.namespace, p.name): len(p.session_ends) + p.waiting for p in self._pods.values() if p.signal}
+            counts = {(p.namespace, p.name): len(p.running) + p.waiting for p in self._pods.values() if p.signal}
             budgets = tuple(self._budget_model(s) for s in self._services.values() if s.pdb_max_unavailable is not None)
             return ClusterSnapshot(
                 taken_at=now, context="demo", nodes=nodes, pods=pods, services=services,

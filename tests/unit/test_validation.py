@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import socket
+import re
 import subprocess
 import sys
 import time
@@ -389,7 +390,9 @@ def test_deep_nesting_is_refused_not_a_crash_of_libyaml(tmp_path):
     done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60,
                           cwd=Path(__file__).resolve().parents[2])
     assert done.returncode == 0, done.stderr[-500:]
-    assert done.stdout.strip() == "line 2: nested deeper than 64 levels"
+    # Our bound, or (PyYAML 6.0.4's libyaml, which counts depth while scanning ahead) libyaml's own: one line.
+    assert re.fullmatch(r"line 2: (nested deeper than 64 levels|not valid YAML \(exceeded maximum nesting depth\))",
+                        done.stdout.strip()), done.stdout
 
 
 def test_a_file_over_a_megabyte_is_refused_unread(tmp_path):

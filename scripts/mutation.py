@@ -71,7 +71,7 @@ TARGETS: tuple[Target, ...] = (
     Target("drain/options", ("gputui/ops/drain/options.py",),
            (U + "test_drain_options_record.py", U + "test_drain_plan.py", U + "test_drain_run.py")),
     Target("drain/events", ("gputui/ops/drain/events.py",),
-           (U + "test_drain_events.py", U + "test_drain_run.py", U + "test_audit.py")),
+           (U + "test_drain_events.py", U + "test_drain_run.py")),
     Target("drain/report", ("gputui/ops/drain/report.py",),
            (U + "test_drain_report_words.py", U + "test_drain_run.py")),
     Target("drain/batch", ("gputui/ops/drain/batch.py",),
@@ -112,6 +112,10 @@ TARGETS: tuple[Target, ...] = (
     Target("drain/run", ("gputui/ops/drain/run.py",),
            (U + "test_drain_run.py", U + "test_drain_rotation.py", U + "test_lease_rules.py"), provisional=True),
 )
+
+# Left out of every run: each surviving mutant of a drain module would pay for it (15 of the 27 s that
+# test_drain_run.py takes); its claims are pinned by the example tests beside it and by the rules tests.
+DESELECTED = ("tests/unit/test_drain_run.py::test_no_session_is_lost_unless_chosen_and_no_budget_is_violated",)
 
 # What each target's snapshot holds besides gputui/: the tests the fast suites import, and the files they read.
 SKIP_DIRS = {"__pycache__", "integration", "e2e", ".pytest_cache", ".hypothesis"}
@@ -190,7 +194,7 @@ def lay_out(target: Target, work: Path, src: Path) -> None:
         f"only_mutate ={lines(target.files)}\n"
         f"pytest_add_cli_args_test_selection ={lines(target.tests)}\n"
         # No pytest cache written into the snapshot between mutants (Hypothesis runs derandomized: tests/conftest.py).
-        f"pytest_add_cli_args ={lines(['-p', 'no:cacheprovider'])}\n"
+        f"pytest_add_cli_args ={lines(['-p', 'no:cacheprovider', *(f'--deselect={d}' for d in DESELECTED)])}\n"
         # A mutant that makes a drain loop for ever is stopped after about 4x its tests' time, not mutmut's 30x.
         "timeout_multiplier = 2.0\n"
         "timeout_constant = 2.0\n"

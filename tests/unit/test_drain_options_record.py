@@ -1,0 +1,160 @@
+"""A drain's options and the record it keeps on its node: written so that any gputui resumes the drain to the end
+it was started for, and read back refusing (one clear line) whatever it cannot trust."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gputui.model import DRAIN_PHASE_ANNOTATION, Node
+from gputui.ops.drain.options import (
+    BY, DEADLINE, DEFAULT_SESSION_DEADLINE_S, IN_PROGRESS, OPTIONS, STARTED, DrainOptions, DrainRecordError,
+    record_values, resumable, saved_drain,
+)
+from gputui.snapshot import ClusterSnapshot
+
+CHOSEN = DrainOptions(ignore_daemonsets=False, delete_emptydir_data=True, force=True,
+                      pod_selector={"app": "llm", "tier": "gpu"}, grace_seconds=30, session_threshold=2,
+                      session_deadline_s=120.0, disable_eviction=True, evict_unknown_at_deadline=True,
+                      engine_shutdown_s=7.5)
+
+
+def node(annotations: dict[str, str], name: str = "gpu-1") -> Node:
+    return Node(name=name, ready=True, unschedulable=True, gpu_product="H100", gpu_capacity=8, gpu_allocatable=8,
+                annotations=annotations)
+
+
+def test_the_defaults_are_the_safe_ones():
+    """Nothing forced, nothing deleted, each pod's own grace period, unknown counts held at the deadline."""
+    d = DrainOptions()
+    assert (d.ignore_daemonsets, d.delete_emptydir_data, d.force, d.disable_eviction, d.evict_unknown_at_deadline) \
+        == (True, False, False, False, False)
+    assert d.grace_seconds is None and d.session_threshold == 0 and dict(d.pod_selector) == {}
+    assert d.session_deadline_s == DEFAULT_SESSION_DEADLINE_S == 900.0 and d.engine_shutdown_s == 0.0
+
+
+def test_every_option_survives_the_node_record():
+    assert DrainOptions.from_json(CHOSEN.to_json()) == CHOSEN
+    assert DrainOptions.from_json(DrainOptions().to_json()) == DrainOptions()
+
+
+def test_the_record_is_plain_sorted_json_with_every_field():
+    data = json.loads(CHOSEN.to_json())
+    assert data == {"ignore_daemonsets": False, "delete_emptydir_data": True, "force": True,
+                    "pod_selector": {"app": "llm", "tier": "gpu"}, "grace_seconds": 30, "session_threshold": 2,
+                    "session_deadline_s": 120.0, "disable_eviction": True, "evict_unknown_at_deadline": True,
+                    "engine_shutdown_s": 7.5}
+    assert CHOSEN.to_json() == json.dumps(data, sort_keys=True)
+
+
+def test_a_selector_given_as_any_mapping_is_written_as_an_object():
+    from types import MappingProxyType
+
+    options = DrainOptions(pod_selector=MappingProxyType({"app": "llm"}))
+    assert json.loads(options.to_json())["pod_selector"] == {"app": "llm"}
+
+
+def test_fields_left_out_of_a_record_take_their_defaults():
+    assert DrainOptions.from_json("{}") == DrainOptions()
+    assert DrainOptions.from_json('{"force": true}') == DrainOptions(force=True)
+
+
+def test_a_whole_number_deadline_is_read_as_seconds_in_a_float():
+    assert DrainOptions.from_json('{"session_deadline_s": 60}').session_deadline_s == 60.0
+    assert isinstance(DrainOptions.from_json('{"session_deadline_s": 60}').session_deadline_s, float)
+
+
+def test_grace_period_null_means_each_pods_own_and_zero_is_kept():
+    assert DrainOptions.from_json('{"grace_seconds": null}').grace_seconds is None
+    assert DrainOptions.from_json('{"grace_seconds": 0}').grace_seconds == 0
+    assert DrainOptions.from_json('{"session_threshold": 0}').session_threshold == 0
+    assert DrainOptions.from_json('{"engine_shutdown_s": 0}').engine_shutdown_s == 0
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("not json", "its options are not JSON"),
+    ("[1, 2]", "its options are not a JSON object"),
+    ('"force"', "its options are not a JSON object"),
+    ('{"pod_selector": ["app"]}', "its option pod_selector is \"['app']\""),
+    ('{"pod_selector": {"app": 1}}', "its option pod_selector is \"{'app': 1}\""),
+    ('{"pod_selector": {"1": 1}}', "its option pod_selector"),
+    ('{"grace_seconds": -1}', "its option grace_seconds is '-1'"),
+    ('{"grace_seconds": true}', "its option grace_seconds is 'True'"),
+    ('{"grace_seconds": 1.5}', "its option grace_seconds is '1.5'"),
+    ('{"grace_seconds": "30"}', "its option grace_seconds is '30'"),
+    ('{"force": "yes"}', "its option force is 'yes'"),
+    ('{"force": 1}', "its option force is '1'"),
+    ('{"disable_eviction": 0}', "its option disable_eviction is '0'"),
+    ('{"session_threshold": -1}', "its option session_threshold is '-1'"),
+    ('{"session_threshold": false}', "its option session_threshold is 'False'"),
+    ('{"session_threshold": 2.5}', "its option session_threshold is '2.5'"),
+    ('{"session_deadline_s": 0}', "its option session_deadline_s is '0'"),
+    ('{"session_deadline_s": -5}', "its option session_deadline_s is '-5'"),
+    ('{"session_deadline_s": true}', "its option session_deadline_s is 'True'"),
+    ('{"session_deadline_s": "60"}', "its option session_deadline_s is '60'"),
+    ('{"engine_shutdown_s": -0.5}', "its option engine_shutdown_s is '-0.5'"),
+    ('{"engine_shutdown_s": false}', "its option engine_shutdown_s is 'False'"),
+    ('{"engine_shutdown_s": "3"}', "its option engine_shutdown_s is '3'"),
+])
+def test_a_record_it_cannot_trust_is_refused_naming_the_option(text, problem):
+    with pytest.raises(DrainRecordError) as err:
+        DrainOptions.from_json(text)
+    assert str(err.value).startswith(problem)
+
+
+def test_a_refused_value_is_quoted_at_most_forty_characters_long():
+    with pytest.raises(DrainRecordError) as err:
+        DrainOptions.from_json(json.dumps({"force": "x" * 100}))
+    assert str(err.value) == f"its option force is {'x' * 40!r}"
+
+
+def test_a_fractional_engine_shutdown_and_deadline_are_accepted():
+    options = DrainOptions.from_json('{"engine_shutdown_s": 0.25, "session_deadline_s": 0.5}')
+    assert (options.engine_shutdown_s, options.session_deadline_s) == (0.25, 0.5)
+
+
+def test_the_record_a_drain_writes_when_it_starts():
+    values = record_values(CHOSEN, "ops@example", started=86400.0 + 3661.0, deadline=99999.6)
+    assert values == {BY: "ops@example", STARTED: "1970-01-02T01:01:01Z", DEADLINE: "100000",
+                      OPTIONS: CHOSEN.to_json()}
+
+
+def test_in_progress_phases_are_resumable_and_the_others_are_not():
+    phases = {"a": "cordoned", "b": "waiting", "c": "evicting", "d": "paused", "e": "done", "f": "aborted",
+              "g": "failed", "h": ""}
+    snap = ClusterSnapshot(taken_at=0.0, context="t",
+                           nodes=tuple(node({DRAIN_PHASE_ANNOTATION: p} if p else {}, n) for n, p in phases.items()))
+    assert resumable(snap) == ["a", "b", "c", "d"]
+    assert set(IN_PROGRESS) == {"cordoned", "waiting", "evicting", "paused"}
+
+
+def test_a_saved_drain_resumes_with_its_options_and_deadline():
+    options, deadline = saved_drain(node({OPTIONS: CHOSEN.to_json(), DEADLINE: "1700000000"}))
+    assert options == CHOSEN and deadline == 1700000000.0
+
+
+def test_a_saved_drain_without_a_deadline_has_none():
+    assert saved_drain(node({OPTIONS: "{}"})) == (DrainOptions(), None)
+    assert saved_drain(node({OPTIONS: "{}", DEADLINE: ""})) == (DrainOptions(), None)
+
+
+def test_a_saved_drain_without_options_cannot_resume_and_says_where_they_should_be():
+    for given in ({}, {OPTIONS: ""}):
+        with pytest.raises(DrainRecordError) as err:
+            saved_drain(node(given))
+        assert str(err.value) == f"node gpu-1: its drain record has no options ({OPTIONS})"
+
+
+def test_a_saved_drain_with_bad_options_names_the_node_and_the_option():
+    with pytest.raises(DrainRecordError) as err:
+        saved_drain(node({OPTIONS: '{"force": "yes"}'}))
+    assert str(err.value) == "node gpu-1: cannot resume its drain: its option force is 'yes'"
+    assert err.value.__cause__ is None and err.value.__suppress_context__
+
+
+def test_a_saved_drain_with_a_bad_deadline_names_it():
+    with pytest.raises(DrainRecordError) as err:
+        saved_drain(node({OPTIONS: "{}", DEADLINE: "tomorrow" + "!" * 60}))
+    assert str(err.value) == f"node gpu-1: cannot resume its drain: its deadline is {('tomorrow' + '!' * 60)[:40]!r}"
+    assert err.value.__suppress_context__

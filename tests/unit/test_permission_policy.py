@@ -1,0 +1,166 @@
+"""The one permission policy (Backend.can, why_not, may; NEEDS; protected contexts), fast and whole: an operation
+is available only with a writer and every access review it needs allowed, and each refusal says why."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+
+import pytest
+
+from gputui.backends import factory
+from gputui.backends.base import NEEDS, Backend
+from gputui.settings import Settings, protection
+
+
+class Nothing:
+    def close(self) -> None:
+        pass
+
+
+def backend(writer: bool = True, permissions: dict[str, bool] | None = None, protected: str = "") -> Backend:
+    return Backend(reader=Nothing(), writer=object() if writer else None, context="prod-eu",  # type: ignore[arg-type]
+                   permissions=permissions or {}, protected=protected)
+
+
+NEEDED = {
+    "cordon": ("cordon",), "uncordon": ("cordon",), "drain": ("cordon", "evict"),
+    "resume_drains": ("cordon", "evict"), "shift": ("shift",), "canary": ("shift",), "rollback": ("shift",),
+    "rollout": ("shift",), "undo": ("shift",)}
+
+
+def test_what_each_operation_needs():
+    assert {op: NEEDS.get(op) for op in NEEDED} == NEEDED
+
+
+@pytest.mark.parametrize("operation", [*NEEDED, "anything"])
+def test_without_a_writer_nothing_is_available_whatever_the_reviews_said(operation):
+    b = backend(writer=False, permissions={"cordon": True, "evict": True, "shift": True})
+    assert b.read_only
+    assert not b.can(operation)
+    assert not b.may("cordon")
+    assert b.why_not(operation) == f"read-only: {operation.replace('_', ' ')} is unavailable"
+
+
+@pytest.mark.parametrize("operation", [*NEEDED, "anything"])
+def test_a_writer_whose_reviews_all_allowed_may_do_everything(operation):
+    b = backend(permissions={"cordon": True, "evict": True, "shift": True})
+    assert not b.read_only
+    assert b.can(operation) and b.why_not(operation) is None
+
+
+def test_a_review_never_asked_is_allowed_and_one_denied_is_not():
+    b = backend(permissions={"evict": False})
+    assert b.may("cordon") and b.may("shift") and not b.may("evict")
+    assert b.can("cordon") and b.can("uncordon") and b.can("shift")
+    assert not b.can("drain") and not b.can("resume_drains")
+
+
+@pytest.mark.parametrize("denied, blocked, allowed", [
+    ("cordon", {"cordon", "uncordon", "drain", "resume_drains"}, {"shift", "canary", "rollback", "rollout", "undo"}),
+    ("evict", {"drain", "resume_drains"}, {"cordon", "uncordon", "shift", "undo"}),
+    ("shift", {"shift", "canary", "rollback", "rollout", "undo"}, {"cordon", "drain", "resume_drains"}),
+])
+def test_each_denied_review_blocks_exactly_the_operations_that_need_it(denied, blocked, allowed):
+    b = backend(permissions={denied: False})
+    assert {op for op in NEEDED if not b.can(op)} == blocked
+    assert all(b.can(op) for op in allowed)
+
+
+def test_an_operation_no_review_guards_needs_only_the_writer():
+    b = backend(permissions={"cordon": False, "evict": False, "shift": False})
+    assert b.can("look_around") and b.why_not("look_around") is None
+    assert not backend(writer=False).can("look_around")
+
+
+def test_why_not_names_every_missing_grant_in_the_operators_words():
+    b = backend(permissions={"cordon": False, "evict": False})
+    assert b.why_not("drain") == "your identity may not patch nodes or create pods/eviction: drain is unavailable"
+    assert b.why_not("resume_drains") == ("your identity may not patch nodes or create pods/eviction: "
+                                          "resume drains is unavailable")
+    assert backend(permissions={"shift": False}).why_not("undo") == \
+        "your identity may not patch routes: undo is unavailable"
+
+
+def test_a_protected_context_says_which_entry_protects_it():
+    b = backend(writer=False, protected="prod-*")
+    assert b.why_not("resume_drains") == ("read-only: context prod-eu is protected ('prod-*' in protected_contexts): "
+                                          "resume drains is unavailable")
+    assert not b.can("cordon")
+
+
+def test_protection_is_the_first_pattern_that_matches_the_whole_name_case_sensitively():
+    s = replace(Settings(), protected_contexts=("staging-eu", "prod-*", "prod-eu"))
+    assert protection(s, "prod-eu") == "prod-*"
+    assert protection(s, "staging-eu") == "staging-eu"
+    assert protection(s, "staging-eu-2") == ""
+    assert protection(s, "dev-prod-1") == ""
+    assert protection(s, "PROD-eu") == ""
+    assert protection(Settings(), "prod-eu") == ""
+
+
+def test_the_demo_is_writable_unless_read_only_or_protected():
+    free = factory.build_backend(replace(Settings(), demo=True))
+    assert free.writer is not None and free.protected == "" and free.can("drain")
+    ro = factory.build_backend(replace(Settings(), demo=True, read_only=True))
+    assert ro.writer is None and ro.protected == "" and ro.why_not("drain") == "read-only: drain is unavailable"
+    guarded = factory.build_backend(replace(Settings(), demo=True, protected_contexts=("de*",)))
+    assert guarded.writer is None and guarded.protected == "de*"
+    other = factory.build_backend(replace(Settings(), demo=True, protected_contexts=("prod-*",)))
+    assert other.writer is not None and other.protected == ""
+
+
+def test_the_demo_runs_the_seed_asked_for():
+    a = factory.build_backend(replace(Settings(), demo=True, seed=3)).reader.snapshot()
+    b = factory.build_backend(replace(Settings(), demo=True, seed=3)).reader.snapshot()
+    c = factory.build_backend(replace(Settings(), demo=True, seed=4)).reader.snapshot()
+    assert [n.name for n in a.nodes] == [n.name for n in b.nodes]
+    assert [(n.name, n.unschedulable) for n in a.nodes] != [(n.name, n.unschedulable) for n in c.nodes] or \
+        sorted(p.key for p in a.pods) != sorted(p.key for p in c.pods)
+
+
+def test_a_cluster_asked_for_is_never_replaced_by_the_demo(monkeypatch, tmp_path):
+    """A kubeconfig named means the live backend (kills `or` turned `and` and a dropped `not`)."""
+    from gputui.backends import kube_backend
+
+    seen = []
+    monkeypatch.setattr(kube_backend, "live_backend", lambda settings, per_gpu=False: seen.append(per_gpu) or "live")
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    settings = replace(Settings(), kubeconfig=str(tmp_path / "kubeconfig"))
+    assert factory.build_backend(settings, per_gpu=True) == "live" and seen == [True]
+    assert factory.build_backend(replace(settings, demo=True)).simulated
+
+
+def test_no_cluster_configured_is_the_demo(monkeypatch, tmp_path):
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert factory.build_backend(Settings()).simulated
+
+
+def test_debug_says_which_cluster(monkeypatch, tmp_path):
+    from gputui.backends import kube_backend
+    from gputui.debug_log import log
+
+    lines: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(record.getMessage())
+
+    handler = Keep()
+    log.addHandler(handler)
+    old = log.level
+    log.setLevel(logging.DEBUG)
+    try:
+        factory.build_backend(replace(Settings(), demo=True, seed=5))
+        monkeypatch.setattr(kube_backend, "live_backend", lambda settings, per_gpu=False: "live")
+        factory.build_backend(replace(Settings(), kubeconfig=str(tmp_path / "k"), context="prod-eu"))
+        factory.build_backend(replace(Settings(), kubeconfig=str(tmp_path / "k"), prometheus="http://p:9090"))
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(old)
+    assert lines == [
+        "cluster: the embedded demo cluster (SIMULATED, seed 5): it reads no API and no store",
+        "cluster: a real cluster (kubeconfig context prod-eu); metrics not configured",
+        "cluster: a real cluster (kubeconfig context current); metrics from a store"]

@@ -138,16 +138,22 @@ def review(conn: Connection, verb: str, resource: str, subresource: str = "", gr
         return None
 
 
+class ReviewFailed(BackendError):
+    """An access review that got no verdict: the apiserver answered the review itself with an error (a 5xx, a
+    401, a 403 on selfsubjectaccessreviews, a 429) or with no `allowed` in it. Whether the identity may do it
+    is unknown: never allowed (fail closed), never worded as a denial."""
+
+
 def allowed(conn: Connection, verb: str, resource: str, subresource: str = "", group: str = "") -> bool:
-    """For a write gputui needs: a review the apiserver refused or failed counts as not allowed (fail closed).
-    An apiserver that cannot be reached at all raises Unreachable: no answer is not a denial, and must never
-    be shown as "your identity may not…"."""
+    """For a write gputui needs: True or False as the apiserver decided. A review without a verdict raises:
+    Unreachable when nobody answered (refused, timed out), ReviewFailed when the answer was an error. Neither
+    is a denial: the caller records the permission as unknown, with this cause (Backend.unknown)."""
     try:
         return _ask(conn, verb, resource, subresource, group)
     except Unreachable:
         raise
-    except BackendError:
-        return False
+    except BackendError as exc:
+        raise ReviewFailed(str(exc)) from None
 
 
 def _ask(conn: Connection, verb: str, resource: str, subresource: str, group: str) -> bool:
@@ -157,4 +163,8 @@ def _ask(conn: Connection, verb: str, resource: str, subresource: str, group: st
     }
     answer = conn.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body=body,
                           timeout=PROBE_TIMEOUT_S)
-    return bool((answer.get("status") or {}).get("allowed"))
+    status = answer.get("status") if isinstance(answer, dict) else None
+    verdict = status.get("allowed") if isinstance(status, dict) else None
+    if not isinstance(verdict, bool):  # an answer without a verdict (a proxy's page, an empty body) says nothing
+        raise BackendError("the access review's answer held no verdict")
+    return verdict

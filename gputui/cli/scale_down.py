@@ -20,8 +20,9 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
         return fail("replicas, --threshold and --confirm-sessions are 0 or more", EXIT_USAGE)
     backend = backend_factory(settings)
     try:
-        if backend.writer is None and not args.dry_run:
-            return fail(backend.why_not("scale_down") or "read-only", EXIT_USAGE)
+        why = backend.why_not("scale_down")  # read-only, protected, or an identity that may not (or not known)
+        if why and not args.dry_run:
+            return fail(why, EXIT_USAGE)
         try:
             snapshot = backend.reader.snapshot()
             plan = plan_scale_down(snapshot, args.service, args.version, args.replicas, args.threshold)

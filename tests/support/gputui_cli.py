@@ -67,3 +67,52 @@ def closed_port() -> int:
     port = s.getsockname()[1]
     s.close()
     return port
+
+
+# `python -c` running gputui with its waits on the apiserver cut (gputui has no setting for them): each module's
+# own constant, checked to exist, so a rename fails here instead of silently waiting the full time again.
+_SHORT_WAITS = """
+import runpy, sys
+import gputui.backends.kube_backend as backend, gputui.backends.kube_discovery as discovery
+import gputui.backends.kube_http as http, gputui.backends.kube_writer as writer
+seconds = float(sys.argv.pop(1))
+for module, names in ((http, ("PROBE_TIMEOUT_S", "CONNECT_TIMEOUT_S")), (discovery, ("PROBE_TIMEOUT_S",)),
+                      (writer, ("PROBE_TIMEOUT_S",)), (backend, ("PROBE_TIMEOUT_S",))):
+    for name in names:
+        assert hasattr(module, name), f"{module.__name__}.{name} is gone: tests/support/gputui_cli.py must follow"
+        setattr(module, name, seconds)
+sys.argv[0] = "gputui"
+runpy.run_module("gputui", run_name="__main__", alter_sys=True)
+"""
+
+
+def run_with_short_waits(seconds: float, *args: str, env: dict | None = None,
+                         home: Path | None = None) -> subprocess.CompletedProcess:
+    """`gputui ARGS…` as `run` does, with the waits on an apiserver's answer (connect, discovery, access reviews,
+    the probe) cut to `seconds`: a test of a server that accepts and never answers then takes seconds."""
+    return subprocess.run([sys.executable, "-c", _SHORT_WAITS, str(seconds), *args], capture_output=True, text=True,
+                          env=environment(home, env), timeout=60)
+
+
+def silent_server() -> socket.socket:
+    """A loopback server that accepts connections (the kernel does) and never answers, not even TLS's hello.
+    Close it when done; its address is `https://127.0.0.1:{sock.getsockname()[1]}`."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    return sock
+
+
+def page_settings(kubeconfig_path: str, *more: str):
+    """The settings of the gputui each page of `gputui serve --allow-writes --kubeconfig K MORE…` runs: its command
+    line as serve builds it (gputui.cli.serve.child_command), read as that gputui reads it. Writes stay allowed."""
+    import shlex
+
+    from gputui.cli.parser import build_parser, settings_from
+    from gputui.cli.serve import child_command
+
+    served = build_parser().parse_args(["serve", "--allow-writes", "--kubeconfig", kubeconfig_path, *more])
+    argv = shlex.split(child_command(served))[3:]  # past `python -m gputui`
+    if "--read-only" in argv:
+        raise AssertionError(f"serve --allow-writes runs its pages read-only: {argv}")
+    return settings_from(build_parser().parse_args(argv))

@@ -1,0 +1,71 @@
+"""Which writes the identity may make: the access reviews (SelfSubjectAccessReview) asked once per connection,
+each answered allowed, denied, or unknown with its cause. Backend.why_not words them; nothing else decides."""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from gputui.backends.base import BackendError
+from gputui.backends.kube_discovery import ROLLOUT_GROUP
+from gputui.backends.kube_http import Connection, Unreachable
+from gputui.backends.kube_writer import ReviewFailed, allowed
+
+# What the UI may offer, and the access review that decides it ("shift" is asked of the route kinds served).
+PERMISSIONS: dict[str, dict[str, str]] = {
+    "cordon": {"verb": "patch", "resource": "nodes"},
+    "evict": {"verb": "create", "resource": "pods", "subresource": "eviction"},
+    "patch_pods": {"verb": "patch", "resource": "pods"},
+    "scale": {"verb": "patch", "resource": "deployments", "subresource": "scale", "group": "apps"},
+}
+
+
+def _words(attrs: Mapping[str, str]) -> str:
+    """A review in the words of the apiserver's own refusal: "patch deployments/scale (apps)"."""
+    sub = f"/{attrs['subresource']}" if attrs.get("subresource") else ""
+    group = f" ({attrs['group']})" if attrs.get("group") else ""
+    return f"{attrs['verb']} {attrs['resource']}{sub}{group}"
+
+
+def access_reviews(conn: Connection, route_kinds: Mapping[str, tuple[str, str]], discovery_error: BackendError | None,
+                   ) -> tuple[dict[str, bool], dict[str, str], dict[str, str]]:
+    """The one place the identity's permissions are decided: each review gputui's writes need, asked once.
+
+    Returns (permissions, unknown, words): a review the apiserver answered is allowed or denied; one without a
+    verdict (an error answer, a timeout) is unknown, with its cause, never a denial. The first review that got
+    no answer at all ends the asking (each would wait as long) and leaves the rest unknown; when discovery got
+    none either, nobody answers at all and Unreachable is raised. "shift" is asked of every route kind the
+    cluster serves (and an Argo Rollout's status, which its verbs patch): none served, nothing to review."""
+    asks: dict[str, list[Mapping[str, str]]] = {action: [attrs] for action, attrs in PERMISSIONS.items()}
+    unknown: dict[str, str] = {}
+    if discovery_error is not None:
+        unknown["shift"] = f"the route kinds served are unknown: API discovery failed: {discovery_error}"
+    else:
+        routes: list[Mapping[str, str]] = [{"verb": "patch", "resource": plural, "group": group}
+                                           for group, (_v, plural) in route_kinds.items()]
+        if ROLLOUT_GROUP in route_kinds:
+            routes.append({"verb": "patch", "resource": "rollouts", "subresource": "status", "group": ROLLOUT_GROUP})
+        if routes:
+            asks["shift"] = routes
+    permissions: dict[str, bool] = {}
+    words: dict[str, str] = {}
+    for action, reviews in asks.items():
+        denied, failed = [], ""
+        for attrs in reviews:
+            try:
+                if not allowed(conn, **attrs):
+                    denied.append(_words(attrs))
+            except ReviewFailed as exc:
+                failed = failed or str(exc)
+            except Unreachable as exc:
+                if isinstance(discovery_error, Unreachable):
+                    raise
+                cause = f"the apiserver {exc.host} could not be reached ({exc.reason})"
+                unknown.update((a, cause) for a in asks if a not in permissions and a not in unknown)
+                return permissions, unknown, words
+        if denied:  # a definite no decides, whatever else got no verdict
+            permissions[action], words[action] = False, " or ".join(denied)
+        elif failed:
+            unknown[action], words[action] = failed, " and ".join(_words(a) for a in reviews)
+        else:
+            permissions[action] = True
+    return permissions, unknown, words

@@ -145,7 +145,7 @@ class Output:
         return "\n".join(self.lines)
 
 
-def wait(fn: Callable[[], T], timeout: float, what: str, interval: float = 0.25) -> T:
+def wait(fn: Callable[[], T | None], timeout: float, what: str, interval: float = 0.25) -> T:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         got = fn()

@@ -12,8 +12,11 @@ Two upstream facts shape what is taken:
   serving in 1.22. It is converted mechanically to v1 (the per-CRD schema and printer columns moved into
   each version) and its schema's root given `type: object`, which v1's structural-schema rule requires;
   no field of the schema is changed.
-- The Gateway API Inference Extension's module is not served by this proxy (403): its CRDs are not
-  fetched, and nothing here pretends to have them.
+- The Gateway API Inference Extension's module answers 403 to a listing of its versions (`go list -m
+  -versions`, `@v/list`, `@latest`), but serves the versions asked for by name: v1.6.0 (2026-08-10, the
+  newest served; v1.6.1 and v1.7.0 answer 403) carries its GA InferencePool CRD
+  (inference.networking.k8s.io/v1) in config/crd/bases/. `go mod download` checks the zip against
+  sum.golang.org as for every pin here.
 """
 
 from __future__ import annotations
@@ -51,6 +54,10 @@ PINS: dict[str, list[tuple[str, list[str]]]] = {
     ],
     "github.com/servicemeshinterface/smi-sdk-go@v0.5.0": [
         ("crds/split.yaml", ["trafficsplits.split.smi-spec.io"]),
+    ],
+    "sigs.k8s.io/gateway-api-inference-extension@v1.6.0": [
+        ("config/crd/bases/inference.networking.k8s.io_inferencepools.yaml",
+         ["inferencepools.inference.networking.k8s.io"]),
     ],
 }
 

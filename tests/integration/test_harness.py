@@ -375,6 +375,34 @@ def test_audit_log_records_requests_per_user(cluster: ControlPlane):
                 and (e.get("objectRef") or {}).get("resource") in ("pods", "nodes")]
 
 
+def test_the_published_inferencepool_crd_is_served_with_its_own_validation(cluster: ControlPlane):
+    """The Gateway API Inference Extension's GA InferencePool, as its module publishes it (scripts/fetch-crds.py),
+    not a transcription: its CEL rule refuses an endpoint picker Service without a port, and a pool without one
+    (optional in the published schema; the transcription required it) is taken."""
+    from tests.support.crds import install_crd
+
+    api = cluster.harness_client()
+    install_crd(api, "inferencepools")
+    crd = k8s.ApiextensionsV1Api(api).read_custom_resource_definition("inferencepools.inference.networking.k8s.io")
+    assert crd.metadata.annotations["inference.networking.k8s.io/bundle-version"] == "v1.6.0"
+    ns = _namespace(cluster, "pool-crd")
+    custom = k8s.CustomObjectsApi(api)
+
+    def pool(name: str, **spec: object) -> dict:
+        return {"apiVersion": "inference.networking.k8s.io/v1", "kind": "InferencePool", "metadata": {"name": name},
+                "spec": {"selector": {"matchLabels": {"app": "summ"}}, "targetPorts": [{"number": 8000}], **spec}}
+
+    try:
+        custom.create_namespaced_custom_object("inference.networking.k8s.io", "v1", ns, "inferencepools",
+                                               pool("no-picker"))
+        with pytest.raises(ApiException) as refused:
+            custom.create_namespaced_custom_object("inference.networking.k8s.io", "v1", ns, "inferencepools",
+                                                   pool("portless-picker", endpointPickerRef={"name": "epp"}))
+        assert refused.value.status == 422 and "port is required when kind is 'Service'" in refused.value.body
+    finally:
+        _gone(cluster, ns)
+
+
 # --- Prometheus ---------------------------------------------------------------------
 
 def test_dcgm_values_are_what_the_exporter_serves(prometheus: PrometheusServer, dcgm_exporter):

@@ -33,6 +33,8 @@ ROUTE_CRDS = {
     "experiments": ("argoproj.io", "v1alpha1", "Experiment"),
     "clusterpolicies": ("nvidia.com", "v1", "ClusterPolicy"),  # the GPU Operator's (its upgrade policy)
     "trafficsplits": ("split.smi-spec.io", "v1alpha4", "TrafficSplit"),
+    # The Gateway API Inference Extension's GA pool (an HTTPRoute's backendRef, the endpoint picker's pods).
+    "inferencepools": ("inference.networking.k8s.io", "v1", "InferencePool"),
 }
 
 

@@ -99,6 +99,7 @@ TARGETS: tuple[Target, ...] = (
            functions=(f"gputui.backends.base.x{SEP}Backend{SEP}can__mutmut_*",
                       f"gputui.backends.base.x{SEP}Backend{SEP}why_not__mutmut_*",
                       f"gputui.backends.base.x{SEP}Backend{SEP}may__mutmut_*",
+                      f"gputui.backends.base.x{SEP}Backend{SEP}_words__mutmut_*",
                       "gputui.settings.x_protection__mutmut_*",
                       "gputui.backends.factory.x_build_backend__mutmut_*")),
     Target("sessions", ("gputui/sessions.py",),

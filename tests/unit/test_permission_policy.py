@@ -82,6 +82,52 @@ def test_why_not_names_every_missing_grant_in_the_operators_words():
         "your identity may not patch routes: undo is unavailable"
 
 
+def test_a_review_never_asked_is_not_named_as_denied():
+    """why_not reads an absent review as allowed, as can does (kills permissions.get(p, True) → False/None)."""
+    b = backend(permissions={"cordon": True})
+    assert b.why_not("drain") is None and b.why_not("cordon") is None
+
+
+def test_a_review_without_a_verdict_is_unknown_with_its_cause_never_a_denial():
+    b = Backend(reader=Nothing(), writer=object(), context="c", permissions={"cordon": True},  # type: ignore[arg-type]
+                unknown={"evict": "503 Service Unavailable"})
+    assert not b.may("evict") and b.may("cordon")
+    assert not b.can("drain") and b.can("cordon")
+    assert b.why_not("drain") == ("drain is unavailable: whether this identity may create pods/eviction is unknown "
+                                  "(its access review failed: 503 Service Unavailable)")
+
+
+def test_unknown_reviews_are_named_together_and_each_cause_said_once():
+    b = Backend(reader=Nothing(), writer=object(), context="c",  # type: ignore[arg-type]
+                unknown={"cordon": "timed out", "evict": "timed out", "shift": "403 on the review"},
+                words={"shift": "patch httproutes (gateway.networking.k8s.io)"})
+    assert b.why_not("resume_drains") == ("resume drains is unavailable: whether this identity may patch nodes or "
+                                          "create pods/eviction is unknown (its access review failed: timed out)")
+    assert b.why_not("shift") == ("shift is unavailable: whether this identity may patch httproutes "
+                                  "(gateway.networking.k8s.io) is unknown (its access review failed: 403 on the review)")
+
+
+def test_two_unknown_reviews_with_two_causes_say_both():
+    b = Backend(reader=Nothing(), writer=object(), context="c",  # type: ignore[arg-type]
+                unknown={"cordon": "timed out", "evict": "503"})
+    assert b.why_not("drain").endswith("is unknown (its access review failed: timed out; 503)")
+
+
+def test_a_denial_is_said_before_an_unknown():
+    b = Backend(reader=Nothing(), writer=object(), context="c", permissions={"cordon": False},  # type: ignore[arg-type]
+                unknown={"evict": "timed out"})
+    assert b.why_not("drain") == "your identity may not patch nodes: drain is unavailable"
+
+
+def test_a_review_the_cluster_words_is_named_in_its_words():
+    b = Backend(reader=Nothing(), writer=object(), context="c", permissions={"shift": False},  # type: ignore[arg-type]
+                words={"shift": "patch virtualservices (networking.istio.io)"})
+    assert b.why_not("canary") == "your identity may not patch virtualservices (networking.istio.io): canary is unavailable"
+    unnamed = Backend(reader=Nothing(), writer=object(), context="c", permissions={"mystery": False},  # type: ignore[arg-type]
+                      words={"shift": "x"})
+    assert unnamed._words("mystery") == "mystery" and unnamed._words("evict") == "create pods/eviction"
+
+
 def test_a_protected_context_says_which_entry_protects_it():
     b = backend(writer=False, protected="prod-*")
     assert b.why_not("resume_drains") == ("read-only: context prod-eu is protected ('prod-*' in protected_contexts): "
@@ -110,13 +156,14 @@ def test_the_demo_is_writable_unless_read_only_or_protected():
     assert other.writer is not None and other.protected == ""
 
 
-def test_the_demo_runs_the_seed_asked_for():
-    a = factory.build_backend(replace(Settings(), demo=True, seed=3)).reader.snapshot()
-    b = factory.build_backend(replace(Settings(), demo=True, seed=3)).reader.snapshot()
-    c = factory.build_backend(replace(Settings(), demo=True, seed=4)).reader.snapshot()
-    assert [n.name for n in a.nodes] == [n.name for n in b.nodes]
-    assert [(n.name, n.unschedulable) for n in a.nodes] != [(n.name, n.unschedulable) for n in c.nodes] or \
-        sorted(p.key for p in a.pods) != sorted(p.key for p in c.pods)
+def test_the_demo_runs_the_seed_and_the_clock_asked_for():
+    """Two demos of one seed are the same cluster (kills the seed not passed on: an unseeded demo differs)."""
+    def snapshot(seed):
+        return factory.build_backend(replace(Settings(), demo=True, seed=seed), clock=lambda: 1000.0).reader.snapshot()
+
+    a, b = snapshot(3), snapshot(3)
+    assert a.taken_at == 1000.0
+    assert sorted(p.uid for p in a.pods) == sorted(p.uid for p in b.pods) and a.session_counts == b.session_counts
 
 
 def test_a_cluster_asked_for_is_never_replaced_by_the_demo(monkeypatch, tmp_path):
@@ -124,10 +171,12 @@ def test_a_cluster_asked_for_is_never_replaced_by_the_demo(monkeypatch, tmp_path
     from gputui.backends import kube_backend
 
     seen = []
-    monkeypatch.setattr(kube_backend, "live_backend", lambda settings, per_gpu=False: seen.append(per_gpu) or "live")
+    monkeypatch.setattr(kube_backend, "live_backend",
+                        lambda settings, per_gpu=False: seen.append((settings, per_gpu)) or "live")
     monkeypatch.delenv("KUBECONFIG", raising=False)
     settings = replace(Settings(), kubeconfig=str(tmp_path / "kubeconfig"))
-    assert factory.build_backend(settings, per_gpu=True) == "live" and seen == [True]
+    assert factory.build_backend(settings, per_gpu=True) == "live" and seen == [(settings, True)]
+    assert factory.build_backend(settings) == "live" and seen[-1] == (settings, False)  # per GPU only when asked
     assert factory.build_backend(replace(settings, demo=True)).simulated
 
 

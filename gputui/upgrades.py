@@ -43,7 +43,8 @@ def max_unavailable(policy: UpgradePolicy, nodes: int) -> int:
         return math.ceil(nodes * 0.25)
 
 
-def parallel_hold(snapshot: ClusterSnapshot, starting: str, draining: set[str]) -> str:
+def parallel_hold(snapshot: ClusterSnapshot, starting: str, draining: set[str],
+                  queued: Collection[str] = ()) -> str:
     """Why a maintenance batch must not start draining `starting` beside the drains it runs: the GPU Operator
     upgrades only while at most maxUnavailable GPU nodes are unavailable, and one more drained in parallel
     would take the fleet past it. "" when there is room, or the node is unavailable already (draining it
@@ -53,8 +54,9 @@ def parallel_hold(snapshot: ClusterSnapshot, starting: str, draining: set[str]) 
     if policy is None:
         return ""
     limit = max_unavailable(policy, len(snapshot.nodes))
-    # The batch's running drains count as unavailable even before their cordon shows in the snapshot.
-    down = {n.name for n in snapshot.nodes if _unavailable(n)} | draining
+    # The batch's running drains count as unavailable even before their cordon shows in the snapshot; the
+    # nodes it cordoned first and has not started (`queued`) do not: parallelism is about drains at once.
+    down = ({n.name for n in snapshot.nodes if _unavailable(n)} - set(queued)) | draining
     if starting in down or len(down) < limit:
         return ""
     return (f"{starting} waits for the drains running: {len(down)} of {len(snapshot.nodes)} GPU nodes are "

@@ -10,13 +10,13 @@ restores them from each node). The guard counts capacity outside the whole batch
 from __future__ import annotations
 
 import time
-from typing import Callable, Generator, Mapping
+from typing import Callable, Generator, Iterator, Mapping
 
 from gputui.backends.base import BackendError, Reader, Writer
 from gputui.ops.audit import AuditLog
 from gputui.ops.drain.events import DrainControl, DrainEvent, EventKind
 from gputui.ops.drain.options import DrainOptions
-from gputui.ops.drain.plan import capacity_after, plan_drain, units_needed
+from gputui.ops.drain.plan import capacity_after, plan_batch, plan_drain, units_needed
 from gputui.ops.drain.report import DrainReport, Outcome
 from gputui.ops.drain.run import run_drain
 from gputui.upgrades import parallel_hold
@@ -46,16 +46,30 @@ def run_batch(
     reports: dict[str, DrainReport] = {}
     controls = controls or {}
     told_held: set[str] = set()
+    cordoned: list[str] | None = None if len(nodes) > 1 and writer is not None else []  # by this batch, first
     while pending or active:
         while pending and len(active) < max(1, parallel):
             node = pending[0]
             try:
                 snap = reader.snapshot()
+                if cordoned is None:
+                    cordoned = []
+                    yield from _cordon_first(snap, nodes, per_node, writer, audit, cordoned)
+                    if cordoned:
+                        snap = reader.snapshot()  # the plans see the cordons (no second cordon, no second entry)
             except BackendError as exc:
+                if cordoned is not None and len(cordoned) < len(nodes) and not active and not reports:
+                    # A cordon refused before anything was evicted: nothing starts, what was cordoned goes back.
+                    yield from _uncordon(cordoned, writer, audit, f"the batch could not cordon its nodes: {exc}")
+                    for n in pending:
+                        reports[n] = DrainReport(n, Outcome.NOT_STARTED, reason=f"could not cordon: {exc}")
+                    yield DrainEvent(node, EventKind.FAILED, message=f"could not cordon the batch's nodes: {exc}")
+                    pending.clear()
+                    break
                 yield DrainEvent(node, EventKind.PAUSED, message=f"cannot read the cluster to start {node}: {exc}")
                 sleep(poll_s)
                 break
-            if active and (held := parallel_hold(snap, node, set(active))):
+            if active and (held := parallel_hold(snap, node, set(active), set(cordoned or ()) & set(pending))):
                 if node not in told_held:  # said once per node, not on every poll it waits
                     told_held.add(node)
                     yield DrainEvent(node, EventKind.INFO, message=held)
@@ -87,7 +101,37 @@ def run_batch(
                 del active[node]
         if active:
             sleep(max(0.0, min(poll_s, min(wake.get(n, 0.0) for n in active) - clock())) or poll_s)
+    never = [n for n in (cordoned or []) if reports.get(n) is None or reports[n].outcome is Outcome.NOT_STARTED]
+    if never and writer is not None:  # cordoned for a drain that never started: as they were
+        yield from _uncordon(never, writer, audit, "the batch stopped before draining it")
     return {n: reports[n] for n in nodes if n in reports}
+
+
+def _cordon_first(snap, nodes: list[str], options: Mapping[str, DrainOptions], writer: Writer | None,
+                  audit: AuditLog, cordoned: list[str]) -> Iterator[DrainEvent]:
+    """Every node the batch will drain (up to where its capacity guard stops), cordoned before the first
+    eviction; `cordoned` collects those this batch cordoned (not those already cordoned). BackendError: stop."""
+    assert writer is not None
+    for name in plan_batch(snap, nodes, options).cordon_first:
+        node = snap.node(name)
+        if node is None or node.unschedulable:
+            continue
+        with audit.writing("cordon", f"node/{name}", {"reason": "batch: before its first eviction"}):
+            writer.set_unschedulable(name, True)
+        cordoned.append(name)
+        yield DrainEvent(name, EventKind.INFO, message="cordoned with the batch, before its first eviction")
+
+
+def _uncordon(names: list[str], writer: Writer | None, audit: AuditLog, why: str) -> Iterator[DrainEvent]:
+    assert writer is not None
+    for name in names:
+        try:
+            with audit.writing("uncordon", f"node/{name}", {"reason": why}):
+                writer.set_unschedulable(name, False)
+        except BackendError as exc:
+            yield DrainEvent(name, EventKind.FAILED, message=f"left cordoned ({why}); uncordon failed: {exc}")
+            continue
+        yield DrainEvent(name, EventKind.INFO, message=f"uncordoned: {why}")
 
 
 def _guard(snap, draining: set[str], members: set[str], options: Mapping[str, DrainOptions]) -> str | None:

@@ -315,11 +315,21 @@ class BatchPlan:
     def fits(self) -> bool:
         return self.stop_before is None
 
+    @property
+    def cordon_first(self) -> list[str]:
+        """The nodes a run cordons before its first eviction, as kubectl drain does: those the guard lets
+        start (a pod evicted from one must not land on another it drains later)."""
+        names = [p.node for p in self.plans]
+        return names[: names.index(self.stop_before)] if self.stop_before in names else names
+
     def describe(self) -> list[str]:
         lines = [f"this batch needs {sum(c.needed)} "
                  + (f"{c.product or 'GPUs'} GPUs" if c.resource == WHOLE_GPU else f"{c.resource} on {c.product}")
                  + f" ({len(c.needed)} pods); {c.free_total} are free outside it: {'fits' if c.fits else 'does NOT fit'}"
                  for c in self.capacity if c.needed]
+        if len(self.plans) > 1 and self.cordon_first:
+            lines.append(f"cordons {', '.join(self.cordon_first)} before the first eviction: no pod moves onto a "
+                         f"node this batch drains")
         if self.unavailable_note:
             lines.append(self.unavailable_note)
         if self.stop_before is not None:

@@ -39,8 +39,9 @@ class CordonPlan:
                 f"Cordon {self.node}: no new pods will be scheduled on it. "
                 f"Its {self.running_pods} running pods stay.{warning}"
             )
-        back = (f" {len(self.back_in_rotation)} pods a drain took out of rotation go back in first "
-                f"({', '.join(e.key for e in self.back_in_rotation)})." if self.back_in_rotation else "")
+        n = len(self.back_in_rotation)
+        back = (f" {n} pod{'s' * (n != 1)} a drain took out of rotation {'go' if n != 1 else 'goes'} back in first "
+                f"({', '.join(e.key for e in self.back_in_rotation)})." if n else "")
         return f"Uncordon {self.node}: new pods may be scheduled on it again.{back}{warning}"
 
 
@@ -73,4 +74,4 @@ def run_cordon(plan: CordonPlan, writer: Writer | None, audit: AuditLog) -> str:
             writer.annotate_node(plan.node, {RECORD: None})
     with audit.writing(plan.verb, f"node/{plan.node}"):
         writer.set_unschedulable(plan.node, plan.cordon)
-    return f"node/{plan.node} {plan.verb}ed" + (f"; {back} pods back in rotation" if back else "")
+    return f"node/{plan.node} {plan.verb}ed" + (f"; {back} pod{'s' * (back != 1)} back in rotation" if back else "")

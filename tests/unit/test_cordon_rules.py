@@ -98,6 +98,13 @@ def test_a_schedulable_node_with_pods_out_of_rotation_still_has_work_to_uncordon
                                "rotation go back in first (llm/a, llm/b).")
 
 
+def test_one_pod_to_put_back_is_said_in_the_singular():
+    """It said "1 pods a drain took out of rotation go back in first" (cordon.py before this test)."""
+    plan = plan_cordon(snap(node(annotations=record(A))), "gpu-1", cordon=False)
+    assert plan.describe() == ("Uncordon gpu-1: new pods may be scheduled on it again. 1 pod a drain took out of "
+                               "rotation goes back in first (llm/a).")
+
+
 def test_cordon_ignores_the_rotation_record():
     plan = plan_cordon(snap(node(unschedulable=True, annotations=record(A))), "gpu-1")
     assert plan.already and plan.back_in_rotation == ()
@@ -158,8 +165,9 @@ def test_a_pod_gone_or_replaced_is_not_put_back_and_the_log_says_so(tmp_path):
     assert ("annotate", "gpu-1", {RECORD: None}) in writer.calls  # the record is cleared all the same
 
 
-def test_one_pod_back_is_counted(tmp_path):
+def test_one_pod_back_is_counted_in_the_singular(tmp_path):
+    """It said "1 pods back in rotation" (cordon.py before this test)."""
     writer = Writer(uids={"llm/a": "uid-a"})
     plan = plan_cordon(snap(node(annotations=record(A, B))), "gpu-1", cordon=False)
     assert run_cordon(plan, writer, AuditLog(tmp_path / "a.jsonl", "t", "c")) == \
-        "node/gpu-1 uncordoned; 1 pods back in rotation"
+        "node/gpu-1 uncordoned; 1 pod back in rotation"

@@ -288,7 +288,7 @@ def changed_lines(diff: str) -> tuple[str, str]:
     return " ⏎ ".join(minus), " ⏎ ".join(plus)
 
 
-ENTRY = re.compile(r"^- `(?P<func>[^`]+)` `(?P<old>.*)` → `(?P<new>.*)`: (?P<why>.+)$")
+ENTRY = re.compile(r"^- `(?P<func>[^`]+)` `(?P<old>.*?)` → `(?P<new>.*?)`: (?P<why>.+)$")
 
 
 def equivalents() -> dict[tuple[str, str, str], str]:

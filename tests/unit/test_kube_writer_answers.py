@@ -11,7 +11,7 @@ import pytest
 
 from gputui.backends.base import BackendError, ConflictError, EvictionOutcome, EvictionResult
 from gputui.backends.kube_http import PROBE_TIMEOUT_S, ApiError, Unreachable
-from gputui.backends.kube_writer import BEYOND_NEEDS, KubeWriter, allowed, review, whoami
+from gputui.backends.kube_writer import BEYOND_NEEDS, KubeWriter, ReviewFailed, allowed, review, whoami
 
 MERGE, STRATEGIC, JSONPATCH = ("application/merge-patch+json", "application/strategic-merge-patch+json",
                                "application/json-patch+json")
@@ -212,6 +212,7 @@ def test_a_list_is_read_page_by_page():
     w, conn = writer({"items": [1, 2], "metadata": {"continue": "c1"}}, {"items": None, "metadata": {"continue": "c2"}},
                      {"items": [3]})
     assert w.list_objects("apps", "v1", "replicasets", "llm", "app=chat") == [1, 2, 3]
+    assert [s["method"] for s in conn.sent] == ["GET"] * 3
     assert [s["query"] for s in conn.sent] == [{"labelSelector": "app=chat", "limit": 500, "continue": None},
                                                {"labelSelector": "app=chat", "limit": 500, "continue": "c1"},
                                                {"labelSelector": "app=chat", "limit": 500, "continue": "c2"}]
@@ -301,6 +302,32 @@ def test_an_access_review_asks_for_the_verb_and_resource_quickly():
     assert sent["body"] == {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
                             "spec": {"resourceAttributes": {"verb": "create", "resource": "pods",
                                                             "subresource": "eviction", "group": ""}}}
+
+
+def test_the_writer_acts_as_the_identity_it_was_given():
+    assert writer()[0].identity == "ops@example"
+
+
+@pytest.mark.parametrize("answer", [["not", "an", "object"], {"status": "yes"}, {"status": {"allowed": "true"}},
+                                    {"status": {}}, {}])
+def test_an_answer_without_a_boolean_verdict_is_no_verdict(answer):
+    """A proxy's page or an empty body says nothing: never read as allowed, never a crash."""
+    with pytest.raises(ReviewFailed, match="the access review's answer held no verdict"):
+        allowed(Conn(answer), "patch", "nodes")  # type: ignore[arg-type]
+    assert review(Conn(answer), "patch", "nodes") is None  # type: ignore[arg-type]
+
+
+def test_a_review_that_failed_carries_its_cause():
+    with pytest.raises(ReviewFailed) as err:
+        allowed(Conn(api_error(503, message="503 Service Unavailable")), "patch", "nodes")  # type: ignore[arg-type]
+    assert str(err.value) == "503 Service Unavailable" and err.value.__suppress_context__
+
+
+def test_a_review_asks_for_no_subresource_unless_named():
+    conn = Conn({"status": {"allowed": True}})
+    allowed(conn, "patch", "nodes")  # type: ignore[arg-type]
+    assert conn.sent[0]["body"]["spec"]["resourceAttributes"] == {"verb": "patch", "resource": "nodes",
+                                                                  "subresource": "", "group": ""}
 
 
 def test_a_review_that_says_no_is_not_allowed():

@@ -6,6 +6,8 @@ markup, so a label value like `[/]` is shown as it is.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from math import isfinite
 from typing import Sequence
@@ -152,6 +154,20 @@ def ago(seconds: float | None) -> str:
 
 def node_state_text(node: Node, palette: Palette) -> Text:
     return Text(node.state.value, style=palette.state(node.state))
+
+
+_TEMPLATE_HASH = re.compile(r"^(.+)-[a-z0-9]{6,10}-([a-z0-9]{5})$")
+
+
+def short_pod(key: str, width: int) -> str:
+    """A pod as a narrow column shows it: without its namespace, and without its ReplicaSet's template hash
+    (the same for every pod of a version), so what tells stable from canary, and one pod from the next,
+    stays: `llm/mistral-7b-canary-62stqdt4m-7cz22` -> `mistral-7b-canary-7cz22`, then elided in the middle."""
+    name = key.split("/", 1)[-1]
+    m = _TEMPLATE_HASH.match(name)
+    if m and len(name) > width:
+        name = f"{m.group(1)}-{m.group(2)}"
+    return elide_middle(name, width)
 
 
 def elide_middle(name: str, width: int) -> str:

@@ -14,7 +14,7 @@ from gputui.ui.base import ClusterScreen
 
 from gputui.ops.drain.events import FINAL, EventKind as K
 from gputui.ops.drain.out_of_rotation import KEPT_RUNNING
-from gputui.present.cells import ago, elide_middle
+from gputui.present.cells import ago, elide_middle, short_pod
 from gputui.ui.footer import KeyFooter
 from gputui.ui.key_table import KeyTable
 from gputui.ui.header import HeaderBar
@@ -31,6 +31,7 @@ ACTIONS = ("evict_now", "extend", "abort", "put_back")
 class DrainProgressScreen(ClusterScreen):
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back (drain goes on)", id="back"),
+        Binding("escape", "back", "Back", id="drain-back-done"),
         Binding("e", "evict_now", "Evict now", id="drain-evict-now"),
         Binding("x", "extend", "+5m", id="drain-extend"),
         Binding("a", "abort(False)", "Abort", id="drain-abort"),
@@ -59,13 +60,15 @@ class DrainProgressScreen(ClusterScreen):
         # At 80 columns what happens next must still show: the node column goes (its bar line above names it,
         # and a single node is the usual case) and the words get shorter.
         self._narrow = narrow = self.app.size.width < 120
-        self._pod_width = 20 if narrow else 30
+        many = len(self.session.nodes) > 1  # a batch keeps a node column, even narrow: which node is it on?
+        self._node_width = 7 if narrow else 14
+        self._pod_width = (17 if many else 20) if narrow else 30
         # Deadlines are the local clock's: the header names its zone (an operator and a runbook may differ).
         zone = time.strftime("%Z", time.localtime(self.app.clock()))[:4]
-        columns = [("node", "Node", 12), ("pod", "Pod", self._pod_width), ("state", "State", 9 if narrow else 11),
-                   ("sessions", "Sessions", 8), ("deadline", f"Deadline {zone}".strip(), 12 if narrow else 15),
+        columns = [("node", "Node", self._node_width), ("pod", "Pod", self._pod_width),
+                   ("state", "State", 9 if narrow else 11), ("sessions", "Live" if narrow else "Sessions", 5 if narrow else 8), ("deadline", f"Deadline {zone}".strip(), 12 if narrow else 15),
                    ("message", "Next" if narrow else "Detail / next", 0)]
-        shown = columns[1:] if narrow else columns
+        shown = columns[1:] if narrow and not many else columns
         rest = self.app.size.width - sum(w for *_, w in shown) - 2 * len(shown) - 2  # cell padding, scrollbar
         for key, label, width in shown:
             table.add_column(label, width=width or max(24, rest), key=key)
@@ -73,9 +76,17 @@ class DrainProgressScreen(ClusterScreen):
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         """A finished or aborted drain has nothing left to act on: its keys are gone from the footer."""
-        if action in ACTIONS and (self.session.finished or self.session.aborted):
+        over = self.session.finished or self.session.aborted
+        if action in ACTIONS and over:
             return False
+        if action == "app.pop_screen":  # the footer's escape: "drain goes on" only while it does
+            return not over
+        if action == "back":
+            return over
         return True
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
 
     def _deadline_text(self, row: PodRow, now: float) -> Text:
         if row.state is not K.WAITING or row.deadline is None:
@@ -93,12 +104,12 @@ class DrainProgressScreen(ClusterScreen):
             left = row.empty_in(now, self.session.mean_s.get(row.pod))
             empty = "?" if left is None else f"~{ago(left)}" if left > 0 else "now"
             if short:
-                return f"out {since[:5]}; empty {empty}"
+                return f"out {since[:5]} empty {empty}"
             return (f"out of rotation since {since}; empty in {empty}, then evicted "
                     f"(the deadline cuts what is left)")
         if row.state is K.WAITING and row.rotation_note:
             if short:
-                return "in rotation: " + ("capacity" if row.rotation_note.startswith(KEPT_RUNNING) else "put back")
+                return "in: " + ("capacity" if row.rotation_note.startswith(KEPT_RUNNING) else "put back")
             return f"in rotation: {row.rotation_note.split(': ', 1)[-1]}"
         if row.state is K.WAITING:
             if row.sessions is None:
@@ -107,6 +118,8 @@ class DrainProgressScreen(ClusterScreen):
             if short:
                 return f"evict at <={o.session_threshold}/deadline"
             return f"evicted at <= {o.session_threshold} sessions, or at the deadline (cutting what is left)"
+        if row.state is K.GONE:
+            return "gone (API confirmed)"
         if row.state is K.BLOCKED:
             when = time.strftime("%H:%M:%S", time.localtime(row.last_try)) if row.last_try else "?"
             if short:
@@ -124,16 +137,22 @@ class DrainProgressScreen(ClusterScreen):
         now = self.app.clock()
         styles = {K.WAITING: palette.draining, K.BLOCKED: palette.cordoned, K.FAILED: f"bold {palette.alert}",
                   K.HELD: f"bold {palette.alert}", K.PAUSED: palette.cordoned, K.GONE: palette.ok, K.EVICTED: palette.ok}
+        with_node = not self._narrow or len(s.nodes) > 1
+        gone = (K.GONE, K.EVICTED, K.FAILED, K.HELD)  # a count it no longer has: none, not a stale one
+        width = 5 if self._narrow else 8
         with s.lock:
             rows = {
-                key: (*(() if self._narrow else (Text(r.node),)), Text(elide_middle(key, self._pod_width)),
+                key: (*((Text(elide_middle(r.node.removeprefix("gpu-"), self._node_width)),) if with_node else ()),
+                      Text(key if len(key) <= self._pod_width else short_pod(key, self._pod_width)),
                       Text(r.state.value if r.state else "pending", style=styles.get(r.state, "") if r.state else ""),
-                      Text(("unknown" if r.sessions is None and r.state is K.WAITING else
-                            "–" if r.sessions is None else str(r.sessions)).rjust(8)),
+                      Text((("unk" if self._narrow else "unknown") if r.sessions is None and r.state is K.WAITING
+                            else "–" if r.sessions is None or r.state in gone else str(r.sessions)).rjust(width)),
                       self._deadline_text(r, now), Text(self._next_text(r, now)))
                 for key, r in s.pods.items()
             }
-            log = list(s.log[-6:])
+            # The newest lines, one row each: wrapped, they pushed the last one out of sight.
+            room = max(20, self.app.size.width - 3)
+            log = [Text(line if len(line) <= room else line[: room - 1] + "…") for line in s.log[-6:]]
             done = sum(1 for st in s.node_state.values() if st in FINAL)
         sync_rows(self.query_one("#drain-pods", DataTable), rows)
         self.query_one("#drain-nodes", Static).update(self._node_bars(palette))
@@ -148,7 +167,7 @@ class DrainProgressScreen(ClusterScreen):
             summary.append(f"{done}/{len(s.nodes)} nodes finished")
             summary.append(f"   running {ago(now - s.started)}", style="dim")
         self.query_one("#drain-summary", Static).update(summary)
-        self.query_one("#drain-log", Static).update(Text("\n".join(log), style="dim"))
+        self.query_one("#drain-log", Static).update(Text("\n", style="dim").join(log))
 
     def _node_bars(self, palette) -> Text:
         """One bar per node: pods moved off it out of pods to move."""
@@ -167,7 +186,8 @@ class DrainProgressScreen(ClusterScreen):
                 out.append_text(bar(pct, 20, palette.ok if kind is K.DONE else palette.draining))
                 live = sum(r.sessions or 0 for r in mine if r.state is K.WAITING)
                 unknown = sum(1 for r in mine if r.state is K.WAITING and r.sessions is None)
-                out.append(f" {moved}/{len(mine)} pods  {state}" + (f"  {live} sessions left" if live else "")
+                counted = f" {moved}/{len(mine)} pods " if mine else ""  # a queued node has no pods read yet
+                out.append(f"{counted} {state}" + (f"  {live} sessions left" if live else "")
                            + (f"  {unknown} unknown" if unknown else "") + "\n")
         out.rstrip()
         return out

@@ -97,7 +97,7 @@ class DrainSession:
                     row.tries, row.last_try = event.count, now
                     if event.count > 1:
                         return  # one line per blocked pod, with its count: not one log line per retry
-            else:
+            elif event.kind is not K.INFO:  # a word about a node (cordoned with its batch) is no state of it
                 self.node_state[event.node] = event.kind
             if event.kind not in (K.WAITING, K.TICK):
                 stamp = time.strftime("%H:%M:%S", time.localtime(now))

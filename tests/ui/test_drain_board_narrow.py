@@ -1,0 +1,43 @@
+"""The drain board at 80x24 (issue 35, item 9): a batch keeps a node column; pod names keep what tells one
+version from another; a queued node says queued, not 0/0 pods; a pod gone shows no stale count; each log line
+is one row, so the newest stays in sight; a finished board's escape no longer says the drain goes on."""
+
+from __future__ import annotations
+
+from gputui.ops.drain.events import EventKind as K
+from gputui.ui.drain_board import DrainProgressScreen
+from tests.ui.pilot import loaded, rows, wait_for
+
+
+async def test_a_batch_board_at_80x24_says_which_node_which_version_and_stays_in_its_rows(app_factory):
+    app = app_factory()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(pilot)
+        await pilot.press("slash", *"h100-0", "enter")
+        first, second = sorted(rows(app)[:2])  # drained in this order, one at a time
+        await pilot.press("space", "space", "r", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, DrainProgressScreen))
+        board, session = app.screen, app.drain_session
+        table = board.query_one("#drain-pods")
+        await wait_for(pilot, lambda: table.row_count and any(r.state is K.WAITING for r in session.pods.values()))
+        assert [str(c.label) for c in table.columns.values()][:2] == ["Node", "Pod"]
+        cells = [[str(c) for c in table.get_row(k)] for k in session.pods]
+        assert all(row[0] == first.removeprefix("gpu-") for row in cells), cells
+        versions = {row[1].rsplit("-", 2)[-2].lstrip("…") for row in cells}
+        assert {"v1", "v2"} <= versions, cells  # llama's two versions, told apart in 17 columns
+        bars = str(board.query_one("#drain-nodes").render())
+        queued = next(line for line in bars.splitlines() if second in line)
+        assert "queued" in queued and "0/0" not in queued, bars
+        for _ in range(400):
+            app.test_clock.advance(5)
+            await pilot.pause(0.02)
+            if session.finished:
+                break
+        assert session.finished
+        await wait_for(pilot, lambda: "FINISHED" in str(board.query_one("#drain-summary").render()))
+        log = str(board.query_one("#drain-log").render()).splitlines()
+        assert len(log) <= 6 and all(len(line) <= 80 for line in log), log
+        assert session.log[-1][:40] in "\n".join(log)  # the last line in sight
+        gone = [k for k, r in session.pods.items() if r.state is K.GONE]
+        assert gone and all(str(table.get_row(k)[3]).strip() == "–" for k in gone)
+        assert board.check_action("app.pop_screen", ()) is False and board.check_action("back", ()) is True

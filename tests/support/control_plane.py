@@ -4,7 +4,9 @@ etcd, kube-apiserver, kube-controller-manager and kube-scheduler, built from
 the Go modules by ``scripts/build-control-plane.sh``, run on free loopback
 ports with a temporary directory each session. Authentication is by static
 tokens (``--token-auth-file``), authorization by RBAC, and every request is
-written to an audit log (level Metadata) so tests can prove who sent what.
+written to an audit log (level Metadata, or Request with ``audit_level="Request"``:
+then each event holds the request's body too, ``requestObject``) so tests can prove
+who sent what.
 
 Users (see :data:`USERS`):
 
@@ -122,6 +124,14 @@ AUDIT_POLICY = {
     "omitStages": ["RequestReceived"],
     "rules": [{"level": "Metadata"}],
 }
+AUDIT_LEVELS = ("Metadata", "Request", "RequestResponse")
+
+
+def audit_policy(level: str = "Metadata") -> dict[str, Any]:
+    """AUDIT_POLICY at `level`: Request adds each request's body (an eviction's deleteOptions, a patch)."""
+    if level not in AUDIT_LEVELS:
+        raise HarnessError(f"audit level {level!r}: one of {', '.join(AUDIT_LEVELS)}")
+    return {**AUDIT_POLICY, "rules": [{"level": level}]}
 
 
 @dataclass(frozen=True)
@@ -142,10 +152,12 @@ class ControlPlane:
     """
 
     def __init__(self, bin_dir: Path | None = None, workdir: Path | None = None, *, keep_workdir: bool = False,
-                 extra_args: dict[str, list[str]] | None = None):
+                 extra_args: dict[str, list[str]] | None = None, audit_level: str = "Metadata"):
         """``extra_args``: more flags per component, keyed "etcd", "kube-apiserver",
-        "kube-controller-manager" or "kube-scheduler" (later flags win)."""
+        "kube-controller-manager" or "kube-scheduler" (later flags win). ``audit_level``: the audit policy's
+        one level, Metadata (the default) or Request (events carry ``requestObject``)."""
         self.extra_args = {k: list(v) for k, v in (extra_args or {}).items()}
+        self.audit_policy = audit_policy(audit_level)
         self.bin_dir = Path(bin_dir) if bin_dir else find_binaries()
         self.version = K8S_VERSION
         self._own_workdir = workdir is None
@@ -246,7 +258,7 @@ class ControlPlane:
         self.tokens_file.write_text("\n".join(lines) + "\n")
         self.tokens_file.chmod(0o600)
         self.audit_policy_file = self.workdir / "audit-policy.yaml"
-        self.audit_policy_file.write_text(yaml.safe_dump(AUDIT_POLICY))
+        self.audit_policy_file.write_text(yaml.safe_dump(self.audit_policy))
         self.sa_key = self.workdir / "sa.key"
         run(["openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", self.sa_key])
 

@@ -35,7 +35,7 @@ class Writer:
         self.calls: list[tuple] = []
 
     def patch_object(self, group, version, plural, namespace, name, patch, patch_type="merge", subresource=""):
-        self.calls.append((group, plural, namespace, name, patch, patch_type, subresource))
+        self.calls.append((group, version, plural, namespace, name, patch, patch_type, subresource))
         return {}
 
 
@@ -122,11 +122,11 @@ def test_the_writes_every_cost_then_the_scale_audited_once(tmp_path):
     line = run_scale_down(plan, writer, AuditLog(log, "t", "c"))
     assert line == "deployment/llm/chat-v1-deploy scaled 4 → 2, idlest first"
     assert writer.calls == [
-        ("", "pods", "llm", "b", {"metadata": {"annotations": {DELETION_COST: "-1000"}}}, "merge", ""),
-        ("", "pods", "llm", "d", {"metadata": {"annotations": {DELETION_COST: "-1001"}}}, "merge", ""),
-        ("", "pods", "llm", "c", {"metadata": {"annotations": {DELETION_COST: "3"}}}, "merge", ""),
-        ("", "pods", "llm", "a", {"metadata": {"annotations": {DELETION_COST: "7"}}}, "merge", ""),
-        ("apps", "deployments", "llm", "chat-v1-deploy", {"spec": {"replicas": 2}}, "merge", "scale")]
+        ("", "v1", "pods", "llm", "b", {"metadata": {"annotations": {DELETION_COST: "-1000"}}}, "merge", ""),
+        ("", "v1", "pods", "llm", "d", {"metadata": {"annotations": {DELETION_COST: "-1001"}}}, "merge", ""),
+        ("", "v1", "pods", "llm", "c", {"metadata": {"annotations": {DELETION_COST: "3"}}}, "merge", ""),
+        ("", "v1", "pods", "llm", "a", {"metadata": {"annotations": {DELETION_COST: "7"}}}, "merge", ""),
+        ("apps", "v1", "deployments", "llm", "chat-v1-deploy", {"spec": {"replicas": 2}}, "merge", "scale")]
     entries = audit_lines(log)
     assert [(e["phase"], e["action"], e["target"]) for e in entries] == [
         ("intent", "scale-down", "deployment/llm/chat-v1-deploy"), ("result", "scale-down", "deployment/llm/chat-v1-deploy")]
@@ -151,7 +151,7 @@ def test_a_blocked_plan_needs_force_and_the_count_typed_back(tmp_path):
         run_scale_down(plan, writer, AuditLog(None, "t", "c"), force=True, confirm_sessions=3)
     assert writer.calls == []
     run_scale_down(plan, writer, AuditLog(tmp_path / "a.jsonl", "t", "c"), force=True, confirm_sessions=4)
-    assert writer.calls[-1][4] == {"spec": {"replicas": 0}}
+    assert writer.calls[-1][5] == {"spec": {"replicas": 0}}
     assert audit_lines(tmp_path / "a.jsonl")[0]["params"]["force"] is True
 
 
@@ -165,6 +165,7 @@ def test_cutting_sessions_under_the_threshold_is_still_confirmed():
 def test_an_unknown_cut_is_refused_even_when_forced():
     plan = plan_scale_down(snap(FOUR, {"a": 0, "b": 0, "d": 0}), "llm/chat", "v1", 0)
     writer = Writer()
-    with pytest.raises(ShiftError, match="an unknown number of live sessions: refused"):
+    with pytest.raises(ShiftError, match=r"^it would cut an unknown number of live sessions: refused \(wait until "
+                                         r"they can be read\)$"):
         run_scale_down(plan, writer, AuditLog(None, "t", "c"), force=True, confirm_sessions=0)
     assert writer.calls == []

@@ -18,6 +18,7 @@ from textual.notifications import SeverityLevel
 from textual.binding import Binding
 from textual.reactive import var
 from textual.screen import Screen
+from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.timer import Timer
 from textual.widgets import Static
 from textual.worker import get_current_worker
@@ -40,12 +41,24 @@ from gputui.ui.keymaps import DEFAULT, keymap_files, load_keymaps, resolve, watc
 from gputui.ui import app_clusters
 from gputui.ui.fleet_watch import FleetWatch
 from gputui.ui.idle_watch import IdleWatch
+from gputui.ui.problem_watch import ProblemWatch
 from gputui.upgrades import StateClock
 from gputui.ui.messages import CanaryProgress, Connected, DrainProgress, FleetRead, IdleRead, SnapshotReady, WriteDone
 from gputui.ui.theming import ThemesRead, load_themes, palette_defaults, palette_from
 from gputui.ui import terminal_guard
 
 terminal_guard.install()  # before any screen paints: see the module
+
+
+class PlainScrollBar(ScrollBarRender):
+    """A scrollbar drawn in whole cells of colour: Textual's eighth-block ends (`▃▃`, `▅`) beside a table's
+    last column read as one more bar of data (issue 35)."""
+
+    VERTICAL_BARS = [" "] * 8
+    HORIZONTAL_BARS = [" "] * 8
+
+
+ScrollBar.renderer = PlainScrollBar
 
 if TYPE_CHECKING:
     from gputui.ui.canary_session import CanarySession
@@ -173,11 +186,12 @@ class GputuiApp(App[None]):
         self._poll_timer: Timer | None = None
         self._notice = notice
         self._themes_read = themes_read
-        self.drain_session: DrainSession | None = None  # the maintenance batch running now, if any
+        self.drains: list[DrainSession] = []  # every drain this run started, each on its own nodes
         self.drain_poll_s = 1.0  # how often a running drain re-reads sessions
         self.canaries: dict[str, CanarySession] = {}  # guided canaries by service key, running or ended
         self.idle_watch = IdleWatch()  # allocated-but-idle GPUs, read while a view shows them
         self.upgrade_clock = StateClock()  # how long each node has been in its driver-upgrade state
+        self.problem_watch = ProblemWatch(clock)  # the nodes that need attention, flapping ones kept a minute
         self.fleet: FleetWatch | None = None  # the fleet's clusters, polled each on its own (:fleet)
         if first_snapshot is not None:
             self.upgrade_clock.observe(first_snapshot, clock())
@@ -383,6 +397,7 @@ class GputuiApp(App[None]):
         self._observe_upgrades(snapshot)
         with suppress(Exception):
             figures(snapshot, self.settings.temp_threshold)
+            self.problem_watch.flaps(snapshot, self.settings.temp_threshold)
             fleet_pools(snapshot, self.idle_watch.idle, self.settings.pool_labels)
             if not self.settings.wallboard:  # the dashboard's rows, in the sort in force
                 ctx = row_context(snapshot, self.palette, self.settings.temp_threshold, self.settings.pool_labels)
@@ -405,13 +420,27 @@ class GputuiApp(App[None]):
         if new is not None:
             self.snapshot = new
             self._observe_upgrades(new)  # done already when the poll thread prepared it
-        changed = message.error != self.poll_error or not same_content(old, new)
+            self.problem_watch.flaps(new, self.settings.temp_threshold)  # so too: once per snapshot
+        changed = message.error != self.poll_error or not same_content(old, new) or self._flaps_moved(old, new)
         self.poll_error = message.error
         if changed:
             self._show_snapshot()
         else:  # a quiet cluster: only the ages move, so only the headers are redrawn
             self._tick_age()
         self._poll_timer = self.set_timer(self.settings.refresh, self._poll)
+
+    def _flaps_moved(self, old: ClusterSnapshot | None, new: ClusterSnapshot | None) -> bool:
+        """A flapping problem came, or one gone for a minute left the count, while no node moved."""
+        if old is None or new is None:
+            return False
+        threshold = self.settings.temp_threshold
+        return self.problem_watch.flaps(old, threshold) is not self.problem_watch.flaps(new, threshold)
+
+    def problems(self, snapshot: ClusterSnapshot | None = None) -> list:
+        """The nodes that need attention in the snapshot on screen (or `snapshot`), as every view counts them:
+        gputui.problems' Problem, worst first, flapping ones marked and kept for a minute."""
+        snap = snapshot or self.snapshot
+        return [] if snap is None else self.problem_watch.problems(snap, self.settings.temp_threshold)
 
     def _show_snapshot(self) -> None:
         self.data_revision += 1
@@ -565,10 +594,19 @@ class GputuiApp(App[None]):
         self.bell()
         self._close_messages_no_wait()
 
+    @property
+    def drain_session(self) -> DrainSession | None:
+        """The drain started last (the one `p` opens when it is the only one)."""
+        return self.drains[-1] if self.drains else None
+
+    @property
+    def running_drains(self) -> list[DrainSession]:
+        return [s for s in self.drains if not s.finished]
+
     async def action_quit(self) -> None:
-        session = self.drain_session
+        draining = self.running_drains
         running = [k for k, c in self.canaries.items() if not c.finished]
-        if (session is None or session.finished) and not running:
+        if not draining and not running:
             self.exit()
             return
         from gputui.ui.confirm import ConfirmScreen
@@ -578,13 +616,16 @@ class GputuiApp(App[None]):
                 self.exit()
 
         said = []
-        if session is not None and not session.finished:
-            said.append(f"A drain of {', '.join(session.nodes)} is running. Quitting interrupts it; the nodes stay "
-                        "cordoned and the drain can be resumed with R from the next gputui.")
+        if draining:
+            nodes = ", ".join(n for s in draining for n in s.nodes)
+            said.append(f"{'A drain' if len(draining) == 1 else f'{len(draining)} drains'} of {nodes} "
+                        f"{'is' if len(draining) == 1 else 'are'} running. Quitting interrupts "
+                        f"{'it' if len(draining) == 1 else 'them'}; the nodes stay cordoned and can be resumed with "
+                        "R from the next gputui.")
         if running:
             said.append(f"A guided canary of {', '.join(running)} is running. Quitting stops it where it is: its "
                         "traffic stays as it is now.")
-        self.push_screen(ConfirmScreen("Quit while draining?" if session and not session.finished else
+        self.push_screen(ConfirmScreen("Quit while draining?" if draining else
                                        "Quit during a canary?", "\n".join(said)), answer)
 
     def action_help(self) -> None:

@@ -63,12 +63,12 @@ def connected(app: GputuiApp, message: Connected) -> None:
     app.audit = AuditLog(app.audit.path, getattr(backend.writer, "identity", "unknown"), backend.context)
     app.snapshot, app.poll_error = None, None
     app.idle_watch.reset()
-    session = app.drain_session
-    if session is not None and not session.finished and session.backend is old:
-        # The running drain keeps its own connection (and closes it when it ends): closing it now
-        # would make every pod look gone.
-        app.notify(f"now on {backend.context}; the drain of {', '.join(session.nodes)} goes on on {old.context}",
-                    markup=False)
+    on_old = [s for s in app.running_drains if s.backend is old]
+    if on_old:
+        # The running drains keep their own connection (the last to end closes it): closing it now would
+        # make every pod look gone.
+        nodes = ", ".join(n for s in on_old for n in s.nodes)
+        app.notify(f"now on {backend.context}; the drain of {nodes} goes on on {old.context}", markup=False)
     else:
         old.close()
         app.notify(f"now on {backend.context}")

@@ -17,7 +17,7 @@ from gputui.present.columns import (
     NODE_COLUMNS,
     fit_service_columns,
     NodeColumn,
-    fit_columns,
+    fit_node_columns,
     node_order,
     row_context,
     service_rows,
@@ -110,11 +110,11 @@ class DashboardScreen(NodeOrder):
             for key, label, col_width, _ in services:
                 self.services_table.add_column(label, width=col_width, key=key)
             self._service_columns = services
-        columns = fit_columns(NODE_COLUMNS, width - 2)
+        columns, gap = fit_node_columns(NODE_COLUMNS, width - 1)  # the scrollbar's cell
         if columns == self._columns:
             return
         self._columns = columns
-        self.nodes_table.set_columns([(c.key, c.label, c.width) for c in columns])
+        self.nodes_table.set_columns([(c.key, c.label, c.width) for c in columns], gap)
 
     # ----- rendering ----------------------------------------------------------
 
@@ -124,7 +124,8 @@ class DashboardScreen(NodeOrder):
             self.query_one("#nodes-title", Static).update(Text(" Nodes", style="bold"))
             return
         settings = self.app.settings
-        ctx = row_context(snap, self.app.palette, settings.temp_threshold, settings.pool_labels)
+        flaps = self.app.problem_watch.flaps(snap, settings.temp_threshold)
+        ctx = row_context(snap, self.app.palette, settings.temp_threshold, settings.pool_labels, flaps)
         words = words_of(self.filter_text)
         nodes = self._matching(snap, words, ctx)
         # The whole fleet's order, kept on the snapshot per sort: a filter keystroke only drops rows from it.
@@ -146,7 +147,7 @@ class DashboardScreen(NodeOrder):
             # looks. While they are the very same objects (a filter keystroke, a sort, a refresh in which only
             # session counts moved), the rows already drawn are kept; and the same rows in the same order are not
             # painted again at all.
-            looks = (ctx.palette, self.app.theme, ctx.temp_threshold, ctx.majority_driver)
+            looks = (ctx.palette, self.app.theme, ctx.temp_threshold, ctx.majority_driver, flaps)
             self.nodes_table.set_rows(order, render_row,
                                       (snap.nodes, snap.summaries, snap.pods, columns, frozenset(marked), looks))
             namespace = self.app.namespace_view
@@ -172,7 +173,7 @@ class DashboardScreen(NodeOrder):
 
     def _offer_resume(self, snap) -> None:
         # Once per snapshot: a filter keystroke or a sort brings no interrupted drain to light.
-        if snap is not self._resume_looked and (self.app.drain_session is None or self.app.drain_session.finished):
+        if snap is not self._resume_looked and not self.app.running_drains:
             self._resume_looked = snap
             offer_resume(self.app, snap, self._told_resumable)
 
@@ -315,8 +316,10 @@ class DashboardScreen(NodeOrder):
         nodes = sorted(self.marked) or ([selected] if selected else [])
         if not nodes or self.app.snapshot is None:
             return
-        if self.app.drain_session is not None and not self.app.drain_session.finished:
-            self.app.notify("A drain is running: see it with p, or abort it first.", severity="warning")
+        busy = sorted(set(nodes) & {n for s in self.app.running_drains for n in s.nodes})
+        if busy:  # other nodes may drain beside a running drain, not these
+            self.app.notify(f"{', '.join(busy)} {'is' if len(busy) == 1 else 'are'} being drained already: see it "
+                            "with p", severity="warning", markup=False)
             return
         from gputui.ops.drain.options import DrainOptions
         from gputui.ui.drain_plan_screen import DrainPlanScreen
@@ -340,10 +343,17 @@ class DashboardScreen(NodeOrder):
     def action_drain_progress(self) -> None:
         from gputui.ui.drain_board import DrainProgressScreen
 
-        if self.app.drain_session is None:
+        drains = self.app.drains
+        if not drains:
             self.app.notify("No drain has run in this session.")
             return
-        self.app.push_screen(DrainProgressScreen(self.app.drain_session))
+        running = self.app.running_drains
+        if len(running) > 1 or (not running and len(drains) > 1):
+            from gputui.ui.drains_list import DrainsListScreen
+
+            self.app.push_screen(DrainsListScreen())
+            return
+        self.app.push_screen(DrainProgressScreen(running[0] if running else drains[-1]))
 
     def action_resume_drains(self) -> None:
         if self.allowed("resume_drains"):

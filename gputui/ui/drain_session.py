@@ -125,7 +125,7 @@ def start_drain(app: GputuiApp, nodes: list[str], options: DrainOptions | dict[s
     shown = options if isinstance(options, DrainOptions) else next(iter(options.values()), DrainOptions())
     backend = app.backend
     session = DrainSession(nodes, shown, app.clock(), {n: DrainControl() for n in nodes}, backend=backend)
-    app.drain_session = session
+    app.drains.append(session)
 
     def work() -> None:
         from textual.worker import get_current_worker
@@ -156,7 +156,9 @@ def start_drain(app: GputuiApp, nodes: list[str], options: DrainOptions | dict[s
         finally:
             session.aborted = any(c.aborted for c in session.controls.values())
             session.finished = True
-            if backend is not app.backend:  # the app moved to another context meanwhile
+            # The app moved to another context meanwhile: closed when no other drain still runs on it.
+            if backend is not app.backend and not any(s.backend is backend for s in app.running_drains
+                                                          if s is not session):
                 backend.close()
             if not worker.is_cancelled:
                 app.post_message(DrainProgress(finished=True))

@@ -1,0 +1,60 @@
+"""`p` with several drains: each one this gputui ran, running first, with its nodes, state and what is left;
+enter opens its board. Drains run side by side (issue 35, item 2), each on its own nodes."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import Static
+
+from gputui.ops.drain.events import FINAL, EventKind as K
+from gputui.present.cells import ago
+from gputui.ui.base import ClusterScreen
+from gputui.ui.drain_session import DrainSession
+from gputui.ui.footer import KeyFooter
+from gputui.ui.header import HeaderBar
+from gputui.ui.item_list import ItemList
+
+
+def describe(session: DrainSession, now: float) -> str:
+    """One drain in a line: its nodes, how far, and what is left."""
+    with session.lock:
+        pods = list(session.pods.values())
+        ended = sum(1 for st in session.node_state.values() if st in FINAL)
+    moved = sum(r.state in (K.GONE, K.EVICTED) for r in pods)
+    live = sum(r.sessions or 0 for r in pods if r.state is K.WAITING)
+    state = "aborted" if session.aborted and session.finished else "finished" if session.finished else "running"
+    return (f"{state:8} {', '.join(session.nodes)}: {ended}/{len(session.nodes)} nodes ended, {moved}/{len(pods)} "
+            f"pods moved" + (f", {live} sessions left" if live and not session.finished else "")
+            + f"; started {ago(max(0.0, now - session.started))} ago")
+
+
+class DrainsListScreen(ClusterScreen):
+    BINDINGS = [Binding("escape", "app.pop_screen", "Back", id="back")]
+
+    def compose(self) -> ComposeResult:
+        yield HeaderBar()
+        yield Static(id="drains-title", classes="panel-title")
+        yield ItemList(id="drains")
+        yield KeyFooter()
+
+    def on_mount(self) -> None:
+        self.show_drain()
+
+    def show_drain(self) -> None:
+        drains = sorted(self.app.drains, key=lambda s: (s.finished, -s.started))
+        running = sum(not s.finished for s in drains)
+        title = Text(" Drains ", style="bold")
+        title.append(f"{running} running, {len(drains) - running} ended   enter opens its board", style="dim")
+        self.query_one("#drains-title", Static).update(title)
+        now = self.app.clock()
+        lines = [describe(s, now) for s in drains]
+        if lines != getattr(self, "_shown", None):  # each event moves a drain: rebuild the rows only on change
+            self._shown = lines
+            self.query_one(ItemList).set_items([(Text(line), s) for line, s in zip(lines, drains)])
+
+    def on_item_list_chosen(self, event: ItemList.Chosen) -> None:
+        from gputui.ui.drain_board import DrainProgressScreen
+
+        self.app.push_screen(DrainProgressScreen(event.payload))

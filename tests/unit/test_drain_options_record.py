@@ -158,3 +158,21 @@ def test_a_saved_drain_with_a_bad_deadline_names_it():
         saved_drain(node({OPTIONS: "{}", DEADLINE: "tomorrow" + "!" * 60}))
     assert str(err.value) == f"node gpu-1: cannot resume its drain: its deadline is {('tomorrow' + '!' * 60)[:40]!r}"
     assert err.value.__suppress_context__
+
+
+@pytest.mark.parametrize("field", ["session_deadline_s", "engine_shutdown_s"])
+@pytest.mark.parametrize("value", ["NaN", "Infinity"])
+def test_a_duration_no_clock_reaches_is_refused(field, value):
+    """json reads NaN and Infinity as floats: a record holding one made a wait that never ends (Infinity passed
+    `> 0`; options.py before this test). Refused like any value gputui cannot trust."""
+    with pytest.raises(DrainRecordError, match=f"^its option {field} is "):
+        DrainOptions.from_json(f'{{"{field}": {value}}}')
+
+
+@pytest.mark.parametrize("text", ["nan", "inf", "-inf", "Infinity"])
+def test_a_saved_deadline_no_clock_reaches_is_refused(text):
+    """float() reads "nan" and "inf": a resumed pod compared `now >= nan`, never expired, and waited for ever
+    (options.py before this test)."""
+    with pytest.raises(DrainRecordError) as err:
+        saved_drain(node({OPTIONS: "{}", DEADLINE: text}))
+    assert str(err.value) == f"node gpu-1: cannot resume its drain: its deadline is {text!r}"

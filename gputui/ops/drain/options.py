@@ -9,6 +9,7 @@ to the end it was started for, whoever resumes it. A record gputui cannot read i
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
@@ -76,10 +77,12 @@ class DrainOptions:
                 ok = isinstance(value, bool)
             elif isinstance(default, int):
                 ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
-            elif f.name == "engine_shutdown_s":
-                ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+            elif f.name == "engine_shutdown_s":  # JSON's NaN and Infinity are read as floats: neither is a duration
+                ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
+                    and value >= 0
             else:
-                ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+                ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
+                    and value > 0
             if not ok:
                 raise DrainRecordError(f"its option {f.name} is {str(value)[:40]!r}")
             values[f.name] = float(value) if f.name == "session_deadline_s" else value
@@ -111,6 +114,8 @@ def saved_drain(node: Node) -> tuple[DrainOptions, float | None]:
     text = node.annotations.get(DEADLINE, "")
     try:
         deadline = float(text) if text else None
+        if deadline is not None and not math.isfinite(deadline):  # "nan" or "inf": a wait that never ends
+            raise ValueError(text)
     except ValueError:
         raise DrainRecordError(f"node {node.name}: cannot resume its drain: its deadline is {text[:40]!r}") from None
     return options, deadline

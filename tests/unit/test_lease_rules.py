@@ -88,6 +88,17 @@ def test_an_unreadable_lease_is_held_by_someone_unknown_who_stopped_renewing_lon
     assert holder == Holder("unknown (unreadable lease)", "?", 0, "?", 0.0)
 
 
+@pytest.mark.parametrize("renewed", ["NaN", "Infinity", "-Infinity", '"nan"', '"inf"'])
+def test_a_lease_renewed_at_no_time_a_clock_reaches_is_unreadable(renewed):
+    """A lease renewed at NaN never expired (every comparison with NaN is false) and could not be taken even with
+    --take-over; one renewed at +inf was held for ever (lease.py before this test)."""
+    raw = lease_text().replace("1000.0", renewed)
+    assert holder_of({LEASE: raw}) == Holder("unknown (unreadable lease)", "?", 0, "?", 0.0)
+    store = NodeStore({LEASE: raw})
+    acquire(store, "n1", me(), take_over=True, clock=lambda: 5000.0)
+    assert holder_of(store.annotations).token == "t-me"
+
+
 def test_an_unreadable_lease_is_taken_only_by_an_explicit_take_over():
     store = NodeStore({LEASE: "{garbage"})
     with pytest.raises(LeaseHeld, match="stopped renewing"):

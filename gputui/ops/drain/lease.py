@@ -14,6 +14,7 @@ killed gputui resumed by its operator).
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import time
@@ -71,8 +72,11 @@ def holder_of(annotations: dict) -> Holder | None:
         return None
     try:
         data = json.loads(raw)
-        return Holder(str(data["who"]), str(data["host"]), int(data["pid"]), str(data["token"]),
-                      float(data["renewed"]))
+        holder = Holder(str(data["who"]), str(data["host"]), int(data["pid"]), str(data["token"]),
+                        float(data["renewed"]))
+        if not math.isfinite(holder.renewed):  # NaN never expires (every comparison is false): unreadable
+            raise ValueError(holder.renewed)
+        return holder
     except (ValueError, KeyError, TypeError):
         # Unreadable: treat as held by "someone" whose lease expired long ago (takeover needs a choice).
         return Holder("unknown (unreadable lease)", "?", 0, "?", 0.0)

@@ -14,6 +14,7 @@ so the demo shows a drain that cannot stop its new sessions, and `gputui check` 
 
 from __future__ import annotations
 
+import heapq
 import math
 import random
 from dataclasses import dataclass
@@ -37,9 +38,12 @@ class Backend:
     subset: Mapping[str, str]
 
     def takes(self, pod: _SimPod, t: float) -> bool:
-        """In the Service's ready endpoints (and the subset): selected by labels, Ready, not terminating."""
-        return (pod.ready(t) and self.service.selects(pod.labels)
-                and all(pod.labels.get(k) == v for k, v in self.subset.items()))
+        """In the Service's ready endpoints (and the subset): selected by labels, Ready, not terminating.
+        Matched inline rather than by PodSelector.selects: it runs for every pod on every simulated second.
+        (Every demo Service has a selector, so the empty one that selects nothing never comes up.)"""
+        labels = pod.labels
+        return (all(labels.get(k) == v for k, v in self.service.match.items())
+                and all(labels.get(k) == v for k, v in self.subset.items()) and pod.ready(t))
 
 
 def template_labels(svc: _SimService, version: str, rs_hash: str) -> dict[str, str]:
@@ -120,10 +124,12 @@ class Router:
                 return k
             k += 1
 
-    def arrive(self, key: str, svc: _SimService, weights: Mapping[str, int | None], namespace_pods: list[_SimPod],
-               svc_pods: list[_SimPod], t: float) -> None:
-        """One tick of new sessions for `svc`: `namespace_pods` are every pod its Services could select,
-        `svc_pods` its own (their engines admit what waits in their queues)."""
+    def arrive(self, key: str, svc: _SimService, weights: Mapping[str, int | None],
+               by_name: Mapping[tuple[str, str], list[_SimPod]], svc_pods: list[_SimPod], t: float) -> None:
+        """One tick of new sessions for `svc`. `by_name`: every pod by (namespace, its name label), read this
+        tick: every demo Service selects on that label, so only pods carrying its value can be selected (the
+        rest of the selector is checked pod by pod). `svc_pods`: its own pods (their engines admit what waits
+        in their queues)."""
         # Load follows a slow wave so the fleet looks alive rather than flat.
         wave = 1.0 + 0.25 * math.sin(t / 97.0)
         n = self._poisson(svc.arrivals_per_s * wave * STEP_S)
@@ -136,13 +142,14 @@ class Router:
             version = self._rng.choices(versions, shares)[0].name
             if version not in endpoints:
                 backend = self._backends[key][version]
-                endpoints[version] = [p for p in namespace_pods if backend.takes(p, t)]
+                candidates = by_name.get((svc.namespace, backend.service.match[NAME]), [])
+                endpoints[version] = [p for p in candidates if backend.takes(p, t)]
             pods = endpoints[version]
             if not pods:
                 continue  # no ready endpoint: the router answers with an error, no session starts
             pod = min(pods, key=lambda p: len(p.running) + p.waiting + self._rng.random())
             if len(pod.running) < svc.max_running:
-                pod.running.append((t + self._rng.expovariate(1.0 / svc.mean_session_s), t))
+                heapq.heappush(pod.running, (t + self._rng.expovariate(1.0 / svc.mean_session_s), t))
             else:
                 pod.waiting += 1
         # Each engine admits from its own queue as its running batch has room, in rotation or not.
@@ -151,6 +158,5 @@ class Router:
                 admitted = min(pod.waiting, svc.max_running - len(pod.running))
                 pod.waiting -= admitted
                 # Held from admission: the demo keeps no arrival time for what waited in the queue.
-                pod.running += [
-                    (t + self._rng.expovariate(1.0 / svc.mean_session_s), t) for _ in range(admitted)
-                ]
+                for _ in range(admitted):
+                    heapq.heappush(pod.running, (t + self._rng.expovariate(1.0 / svc.mean_session_s), t))

@@ -149,7 +149,7 @@ class _SimPod:
     has_emptydir: bool = False
     deleting_at: float | None = None
     grace_s: float = DEFAULT_GRACE_S
-    running: list[tuple[float, float]] = field(default_factory=list)  # each running session: (ends at, began at)
+    running: list[tuple[float, float]] = field(default_factory=list)  # running sessions, (ends at, began at): a heap
     # Its engine's finished requests, (ended at, seconds held), oldest first: what its request counter and its
     # end-to-end latency histogram count (review.arrivals reads them as Prometheus would).
     finished: deque[tuple[float, float]] = field(default_factory=deque)

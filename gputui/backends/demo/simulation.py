@@ -5,6 +5,7 @@ the snapshot it shows. Where new sessions go is the router's (router.py); writes
 
 from __future__ import annotations
 
+import heapq
 import random
 import threading
 import time
@@ -14,12 +15,17 @@ from typing import Any, Callable
 from gputui.backends.kube_objects import RouteBackend
 from gputui.gpu_resources import DRA_PREFIX, GpuResource, Scheme, node_resources
 from gputui.model import Budget, Condition, Gpu, Health, InferencePod, InferenceService, Node, Rollout, ServiceVersion
+from gputui.scheduling import EMPTY_POD, NodeScheduling
 from gputui.snapshot import ClusterSnapshot, SourceStatus
-from gputui.backends.demo.router import Router, route_backends, template_labels
+from gputui.backends.demo.router import NAME, Router, route_backends, template_labels
 from gputui.backends.demo.routes import _route_object
 from gputui.backends.demo.scenario import (
     STEP_S, HISTORY_S, SAMPLE_EVERY_S, FINISHED_KEPT_S, MAX_CATCH_UP_STEPS, WARM_UP_S, POD_START_S, CUDA, ENGINE, NODE_INFO, _Product, H100, A100, _SimNode, _SimService, _SimPod, _fleet, _services,
 )
+
+# The demo's nodes have no taints of their own (a cordon or NotReady is read from the node's state) and the
+# kubelet's default pod limit; their CPU and memory are what a DGX-class node offers.
+DEMO_NODE_SCHEDULING = NodeScheduling((), (("cpu", 224_000), ("memory", 2048 * 2**30), ("pods", 110)))
 
 
 class Simulation:
@@ -157,14 +163,14 @@ class Simulation:
             if pod.deleting_at is not None and t >= pod.deleting_at + pod.grace_s:
                 del self._pods[key]
             else:
-                if pod.running:
-                    pod.finished.extend((end, end - began) for end, began in pod.running if end <= t)
-                    pod.running = [s for s in pod.running if s[0] > t]
+                while pod.running and pod.running[0][0] <= t:  # a heap: the first to end comes first
+                    end, began = heapq.heappop(pod.running)
+                    pod.finished.append((end, end - began))
                 while pod.finished and pod.finished[0][0] <= t - FINISHED_KEPT_S:
                     pod.finished.popleft()
         by_service: dict[str, list[_SimPod]] = {}
         by_node: dict[str, list[_SimPod]] = {}
-        by_namespace: dict[str, list[_SimPod]] = {}
+        by_name: dict[tuple[str, str], list[_SimPod]] = {}
         for pod in self._pods.values():
             if pod.phase == "Pending" and pod.service:
                 self._schedule(pod, self._services[f"{pod.namespace}/{pod.service}"].product)
@@ -172,12 +178,11 @@ class Simulation:
                     pod.ready_at = t + POD_START_S
             by_service.setdefault(f"{pod.namespace}/{pod.service}", []).append(pod)
             by_node.setdefault(pod.node, []).append(pod)
-            by_namespace.setdefault(pod.namespace, []).append(pod)
+            by_name.setdefault((pod.namespace, pod.labels.get(NAME, "")), []).append(pod)
         # New sessions go where the routes and the Services' selectors send them (router.py), never by
         # gputui's own annotations: no real router reads them.
         for key, svc in self._services.items():
-            self._router.arrive(key, svc, self._route_weights(svc), by_namespace.get(svc.namespace, []),
-                                by_service.get(key, []), t)
+            self._router.arrive(key, svc, self._route_weights(svc), by_name, by_service.get(key, []), t)
         if sample:
             for node in self._nodes.values():
                 self._sample_gpus(node, by_node.get(node.name, []), t)
@@ -316,7 +321,7 @@ class Simulation:
             gpus=tuple(self._gpu_model(n, i) for i in range(p.count)),
             labels=labels, annotations=dict(n.annotations),
             gpu_resources=resources, gpu_count=p.count,
-            node_info=NODE_INFO,
+            node_info=NODE_INFO, scheduling=DEMO_NODE_SCHEDULING,
         )
 
     def _pod_model(self, p: _SimPod) -> InferencePod:
@@ -331,6 +336,7 @@ class Simulation:
             pending_reason=self._pending_reason(p) if p.phase == "Pending" else "",
             termination_grace_s=int(p.grace_s), restarts=p.restarts, gpus_unrequested=p.gpus_unrequested,
             probes=svc.probes if (svc := self._services.get(f"{p.namespace}/{p.service}")) else None,
+            scheduling=EMPTY_POD,  # the demo's pods ask for no node, taint, zone or CPU: the preview reads none
         )
 
     def _pending_reason(self, p: _SimPod) -> str:

@@ -19,7 +19,7 @@ LISTED = 5  # objects named in a summary line before "+N more"
 # The head noun of each check's `found` phrase, which is plural ("nodes running hot"): one bad object takes the
 # singular ("1 node running hot"). A new check's phrase must start from one of these (its test says so).
 SINGULAR = {"nodes": "node", "pods": "pod", "services": "service", "gaps": "gap", "alerts": "alert",
-            "grants": "grant"}
+            "grants": "grant", "workloads": "workload"}
 _HEAD = re.compile(r"\b(" + "|".join(SINGULAR) + r")\b")
 
 

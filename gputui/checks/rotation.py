@@ -53,8 +53,9 @@ def can_leave(ctx: CheckContext) -> CheckResult:
         return unknown(id, SEED, title, "; ".join(unread), "see why for each", tuple(unread))
     fix = "add a serving label to the pod template, then to the Service's (or pool's) selector" + \
         (": " + " && ".join(fixes) if fixes else "")
-    return verdict(id, SEED, title, bad, Status.WARN, "inference pods no label can take out of rotation: "
-                   "new sessions reach them until they are evicted", fix,
+    # Counted per workload version (its pods share their labels), not per pod: one fix serves them all.
+    return verdict(id, SEED, title, bad, Status.WARN, "inference workloads whose pods no label can take out of "
+                   "rotation: new sessions reach them until they are evicted", fix,
                    "every inference pod has a label its Services select on and its owner does not")
 
 

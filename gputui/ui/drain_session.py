@@ -54,7 +54,8 @@ class PodRow:
             t0, s0 = self.decay_from
             if s0 > self.sessions and now > t0:
                 return self.sessions / ((s0 - self.sessions) / (now - t0))
-        return mean_s
+        # n requests in flight, each ending in about `mean_s`: the last one ends after about mean x H(n).
+        return mean_s * sum(1.0 / k for k in range(1, self.sessions + 1)) if mean_s is not None else None
 
 
 @dataclass

@@ -43,11 +43,12 @@ def test_the_plan_predicts_the_sessions_a_pod_in_rotation_holds_at_its_deadline(
 def test_without_a_mean_or_a_count_the_outcome_says_what_is_known():
     _, plan = _stuck_plan()
     p = next(p for p in plan.to_evict if "new sessions keep arriving" in p.rotation_note)
-    assert outcome(p, Arrivals(1.0), 60) == f"about 1.0 new sessions/s; {p.sessions.live} sessions now, and about " \
+    assert outcome(p, Arrivals(1.0), 60) == f"about 1 new sessions/s; {p.sessions.live} sessions now, and about " \
                                            "as many at its deadline"
     unknown = replace(p, sessions=PodSessions(SessionState.UNKNOWN))
     assert outcome(unknown, None, 60) == "arrival rate unknown (no request counter read)"
     assert outcome(replace(p, rotation_note="out of rotation"), Arrivals(9.0, 9.0), 60) == ""
+    assert outcome(p, Arrivals(0.04, 120.0), 900).startswith("about 0.04 new sessions/s held 120s on average")
 
 
 class _Failing:

@@ -67,7 +67,7 @@ def test_a_pod_kept_in_for_capacity_goes_out_once_a_replacement_serves_and_befor
     for key in later:
         order = [e.kind for e in events if e.pod == key and e.kind in (EventKind.OUT_OF_ROTATION, EventKind.EVICTED)]
         assert order == [EventKind.OUT_OF_ROTATION, EventKind.EVICTED], (key, order)
-    assert not TAKEN_OUT.keys()  # every pod it took out is gone: nothing left in the process's registry
+    assert not TAKEN_OUT.keys(cluster)  # every pod it took out is gone: nothing left in the process's registry
 
 
 def test_a_batch_of_interleaved_drains_never_takes_out_more_than_paths_and_budgets_spare():

@@ -15,10 +15,15 @@ from gputui.sessions import Arrivals, SessionState
 ARRIVING = "new sessions keep arriving"
 
 
+def _num(x: float) -> str:
+    """Two significant digits below 10 (a rate of 0.04/s is no "0.0"), whole numbers above."""
+    return f"{x:.2g}" if abs(x) < 10 else f"{x:.0f}"
+
+
 def outcome(p: PodPlan, arrivals: Arrivals | None, deadline_s: float) -> str:
     """The pod's arrival rate and what its deadline finds, in words ("" when it leaves rotation)."""
-    if p.rotation is not None or ARRIVING not in p.rotation_note:
-        return ""
+    if p.rotation is not None or ARRIVING not in p.rotation_note or p.switch is not None:
+        return ""  # out of rotation, or kept in only until a replacement serves: its deadline finds no crowd
     live = p.sessions.live if p.sessions.state is SessionState.KNOWN else None
     if arrivals is not None and arrivals.rate_per_s <= 0:
         arrivals = None  # nothing finished in the window: a young series, or traffic stopped; no rate to go on
@@ -26,12 +31,12 @@ def outcome(p: PodPlan, arrivals: Arrivals | None, deadline_s: float) -> str:
         if live is None:
             return "arrival rate unknown (no request counter read)"
         return f"arrival rate unknown; it holds {live} sessions now and likely about as many at its deadline"
-    held = arrivals.held()
-    rate = f"about {arrivals.rate_per_s:.1f} new sessions/s"
-    if held is None:
+    held, mean = arrivals.held(), arrivals.mean_s
+    rate = f"about {_num(arrivals.rate_per_s)} new sessions/s"
+    if held is None or mean is None:
         expect = f"{live} sessions now" if live is not None else "its count unknown"
         return f"{rate}; {expect}, and about as many at its deadline"
-    return (f"{rate} held {arrivals.mean_s:.0f}s on average: it reaches its deadline ({deadline_s:.0f}s) with "
+    return (f"{rate} held {_num(mean)}s on average: it reaches its deadline ({deadline_s:.0f}s) with "
             f"about {round(held)} sessions, cut then unless moved first")
 
 
@@ -49,8 +54,9 @@ def with_arrivals(plan: DrainPlan, rates: Mapping[str, Arrivals]) -> DrainPlan:
 
 
 def stuck_pods(batch: BatchPlan) -> list[InferencePod]:
-    """The pods the batch leaves in rotation with new sessions arriving: those whose rates the plan shows."""
-    return [p.pod for plan in batch.plans for p in plan.pods if p.rotation is None and ARRIVING in p.rotation_note]
+    """The pods no label can take out of rotation, with new sessions arriving: those whose rates the plan shows."""
+    return [p.pod for plan in batch.plans for p in plan.pods
+            if p.rotation is None and p.switch is None and ARRIVING in p.rotation_note]
 
 
 def with_rates(batch: BatchPlan, rates: Mapping[str, Arrivals], failed: str = "") -> BatchPlan:

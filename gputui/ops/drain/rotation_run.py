@@ -29,24 +29,25 @@ RECHECK_S = 5.0  # how often a pod kept in rotation for capacity is looked at ag
 
 
 class _TakenOut:
-    """The pods this process holds out of rotation, across all its drains: a batch's drains interleave, and
-    the watch cache that feeds the next one's fresh view may not show a label removed a moment ago."""
+    """The pods this process holds out of rotation, per cluster (its writer), across all its drains: a batch's
+    drains interleave, and the watch cache that feeds the next one's fresh view may not show a label removed
+    a moment ago."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._keys: set[str] = set()
+        self._keys: dict[int, set[str]] = {}
 
-    def add(self, key: str) -> None:
+    def add(self, writer: object, key: str) -> None:
         with self._lock:
-            self._keys.add(key)
+            self._keys.setdefault(id(writer), set()).add(key)
 
-    def discard(self, key: str) -> None:
+    def discard(self, writer: object, key: str) -> None:
         with self._lock:
-            self._keys.discard(key)
+            self._keys.get(id(writer), set()).discard(key)
 
-    def keys(self) -> frozenset[str]:
+    def keys(self, writer: object) -> frozenset[str]:
         with self._lock:
-            return frozenset(self._keys)
+            return frozenset(self._keys.get(id(writer), ()))
 
 
 TAKEN_OUT = _TakenOut()
@@ -66,7 +67,13 @@ class RotationHold:
         self.held = parse_record(annotations.get(RECORD, ""))
         self.tried = set(self.held)
         for key in self.held:
-            TAKEN_OUT.add(key)
+            TAKEN_OUT.add(self.writer, key)
+
+    def forget(self) -> None:
+        """The drain ends here, however (its pods may stay out: the node's record names them): the process
+        stops counting them as its own."""
+        for key in self.held:
+            TAKEN_OUT.discard(self.writer, key)
 
     def _write_record(self) -> None:
         self.writer.annotate_node(self.node, {RECORD: record_text(self.held)})
@@ -93,7 +100,7 @@ class RotationHold:
                 self.tried.add(pod.key)  # someone else took it out: not this drain's to put back
                 yield DrainEvent(self.node, K.INFO, pod.key, "already out of rotation (not by this drain)")
                 continue
-            entry, why = choose(fresh, [(pod, switch)], now, TAKEN_OUT.keys())[pod.key]
+            entry, why = choose(fresh, [(pod, switch)], now, TAKEN_OUT.keys(self.writer))[pod.key]
             if entry is None:
                 if pod.key not in self.kept:  # said once: its count of pods serving moves with every poll
                     short = why.split(", as ", 1)[-1].split("; it goes out", 1)[0]
@@ -105,7 +112,7 @@ class RotationHold:
 
     def _take_out(self, entry: OutOfRotation, note: str) -> Iterator[DrainEvent]:
         self.held[entry.key] = entry
-        TAKEN_OUT.add(entry.key)
+        TAKEN_OUT.add(self.writer, entry.key)
         try:
             with self.audit.writing("rotation-out", f"pod/{entry.key}", {"node": self.node, "labels": dict(entry.labels)},
                                     refused=(ConflictError,)):
@@ -113,7 +120,7 @@ class RotationHold:
                 take_out(self.writer, entry)
         except BackendError as exc:
             del self.held[entry.key]
-            TAKEN_OUT.discard(entry.key)
+            TAKEN_OUT.discard(self.writer, entry.key)
             # Changed since read (409, a failed test), forbidden (403: no patch on pods) or invalid (422): the
             # pod stays in rotation and the drain waits on it as before; anything else (the API down) pauses
             # the drain, which tries again.
@@ -126,7 +133,7 @@ class RotationHold:
             return
         except BaseException:
             self.held.pop(entry.key, None)  # not out: the record keeps naming it, harmlessly, until rewritten
-            TAKEN_OUT.discard(entry.key)
+            TAKEN_OUT.discard(self.writer, entry.key)
             raise
         self.tried.add(entry.key)
         yield DrainEvent(self.node, K.OUT_OF_ROTATION, entry.key, note)
@@ -143,7 +150,7 @@ class RotationHold:
                 continue
             if prog is not None and prog.state.value == "gone":
                 del self.held[key]
-                TAKEN_OUT.discard(key)  # evicted: its replacement has the template's labels
+                TAKEN_OUT.discard(self.writer, key)  # evicted: its replacement has the template's labels
                 dropped = True
                 continue
             entry = self.held[key]
@@ -151,7 +158,7 @@ class RotationHold:
                                                                   "why": why}) as result:
                 back = put_back(self.writer, entry)
                 del self.held[key]
-                TAKEN_OUT.discard(key)
+                TAKEN_OUT.discard(self.writer, key)
                 self._write_record()
                 if not back:
                     result.result = "ok: the pod is gone or replaced; nothing to put back"

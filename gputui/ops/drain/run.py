@@ -209,6 +209,7 @@ def run_drain(
             sleep(poll_s)
     finally:  # quitting gputui, Ctrl-C, a bug: whatever was under way is said to be left so
         leave("the drain was interrupted")
+        rotation.forget()
 
 
 def _poll(pods: dict[str, PodProgress], snap, writer: Writer, audit: AuditLog, control: DrainControl,

@@ -12,6 +12,7 @@ from gputui.fleet_sums import Contribution, SumsByContext
 from gputui.gpu_resources import SCHEMES, GpuUse
 from gputui.gauges import hot, util_sum
 from gputui.health import Alert, node_alerts
+from gputui.problems import Problem, problems_of
 from gputui.model import GpuSummary, InferenceService, Node, NodeState, rollout_status
 from gputui.snapshot import ClusterSnapshot
 
@@ -20,11 +21,12 @@ from gputui.snapshot import ClusterSnapshot
 class Figures:
     gpus: GpuUse  # in use and offered, per scheme (never one sum of cards, slices and replicas)
     mean_util: float | None
-    alerts: int
+    alerts: int  # nodes that need attention (problems.py: a node with eight hot GPUs is one)
     drains: int
     canaries: int
-    worst: str = ""  # the worst alert's kind ("" without alerts): the header names it
+    worst: str = ""  # the worst problem's kind ("" without any): the header names it
     util_gpus: int = 0  # the GPUs reporting utilisation: mean_util's weight when clusters are summed
+    problems: tuple[Problem, ...] = ()  # one per node that needs attention, worst first
 
 
 def canary_in_flight(svc: InferenceService) -> bool:
@@ -69,11 +71,17 @@ def alerts(snap: ClusterSnapshot, temp_threshold: float) -> list[Alert]:
     return _node_figures(snap, temp_threshold)[3]
 
 
+def problems(snap: ClusterSnapshot, temp_threshold: float) -> tuple[Problem, ...]:
+    """One problem per node that needs attention, worst first (gputui.problems), once per snapshot."""
+    return snap.derived(("problems", temp_threshold), lambda: tuple(problems_of(alerts(snap, temp_threshold))))
+
+
 def figures(snap: ClusterSnapshot, temp_threshold: float) -> Figures:
     def compute() -> Figures:
-        gpus, util, util_gpus, found, drains = _node_figures(snap, temp_threshold)
+        gpus, util, util_gpus, _found, drains = _node_figures(snap, temp_threshold)
+        found = problems(snap, temp_threshold)
         return Figures(gpus=gpus, mean_util=util, alerts=len(found), drains=drains,
                        canaries=sum(1 for s in snap.services if canary_in_flight(s)),
-                       worst=found[0].kind if found else "", util_gpus=util_gpus)
+                       worst=found[0].kind if found else "", util_gpus=util_gpus, problems=found)
 
     return snap.derived(("figures", temp_threshold), compute)

@@ -8,14 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
-from gputui.health import Severity
 from gputui.gpu_resources import GpuUse
-from gputui.figures import alerts as fleet_alerts_of, figures
+from gputui.figures import figures
+from gputui.problems import KIND_ORDER, counts
 from gputui.snapshot import ClusterSnapshot, stale
 
 FLEET = "(fleet)"
-SEVERITY_WORDS = {Severity.NOT_READY: "down", Severity.GPU_LOST: "lost", Severity.HEALTH: "health",
-                  Severity.UPGRADE_FAILED: "upgrade", Severity.THERMAL: "hot"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +22,7 @@ class ClusterRow:
     nodes: int = 0
     gpus: GpuUse = GpuUse()
     util: float | None = None
-    alerts: Mapping[Severity, int] = field(default_factory=dict)
+    alerts: Mapping[str, int] = field(default_factory=dict)  # nodes that need attention, by kind (gputui.problems)
     drains: int = 0
     canaries: int = 0
     taken_at: float | None = None  # the last snapshot's time; None: never read
@@ -34,8 +32,9 @@ class ClusterRow:
     util_gpus: int = 0  # the GPUs reporting utilisation (util's weight in the fleet's mean)
 
     def alerts_text(self, compact: bool = False) -> str:
-        """`2 down, 1 lost, 3 health`, worst first; compact: the count and the worst, `6 (2 down)`. "" when none."""
-        parts = [f"{n} {SEVERITY_WORDS.get(s, s.name.lower())}" for s, n in sorted(self.alerts.items()) if n]
+        """`2 NotReady, 1 XID, 3 hot`: nodes that need attention, worst kind first, as the cluster's header counts
+        them; compact: the count and the worst, `6 (2 NotReady)`. "" when none."""
+        parts = [f"{n} {kind}" for kind, n in sorted(self.alerts.items(), key=lambda kv: _rank(kv[0])) if n]
         if compact and len(parts) > 1:
             return f"{sum(self.alerts.values())} ({parts[0]})"
         return ", ".join(parts)
@@ -50,6 +49,10 @@ class ClusterRow:
         return f"{text}: {self.error}" if self.error else text
 
 
+def _rank(kind: str) -> int:
+    return KIND_ORDER.index(kind) if kind in KIND_ORDER else len(KIND_ORDER)
+
+
 def cluster_row(context: str, snapshot: ClusterSnapshot | None, error: str, temp_threshold: float) -> ClusterRow:
     if snapshot is None:
         return ClusterRow(context, error=error)
@@ -59,9 +62,7 @@ def cluster_row(context: str, snapshot: ClusterSnapshot | None, error: str, temp
     taken_at = api.fetched_at if api is not None and api.fetched_at is not None else snapshot.taken_at
     error = error or (api.error if api is not None and api.error else "")
     f = figures(snapshot, temp_threshold)
-    alerts: dict[Severity, int] = {}
-    for a in fleet_alerts_of(snapshot, temp_threshold):
-        alerts[a.severity] = alerts.get(a.severity, 0) + 1
+    alerts = {kind: n for kind, n, _flapping in counts(f.problems)}
     return ClusterRow(context, len(snapshot.nodes), f.gpus, f.mean_util, alerts, f.drains,
                       f.canaries, taken_at, error, util_gpus=f.util_gpus)
 
@@ -71,7 +72,7 @@ def fleet_total(rows: Iterable[ClusterRow]) -> ClusterRow:
     as fresh as its stalest member)."""
     rows = list(rows)
     read = [r for r in rows if r.taken_at is not None]
-    alerts: dict[Severity, int] = {}
+    alerts: dict[str, int] = {}
     for r in read:
         for s, n in r.alerts.items():
             alerts[s] = alerts.get(s, 0) + n

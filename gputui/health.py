@@ -66,6 +66,12 @@ class Alert:
     kind: str
     message: str
     severity: Severity = Severity.HEALTH
+    # The alert in a word or two that fits a narrow column whole: `NotReady`, `XID 79`, `96°C`, `upgrade ✗`.
+    word: str = ""
+
+    @property
+    def short(self) -> str:
+        return self.word or self.kind
 
 
 def fleet_alerts(snapshot: ClusterSnapshot, temp_threshold: float = DEFAULT_TEMP_ALERT_C) -> list[Alert]:
@@ -104,7 +110,8 @@ def node_alerts(node: Node, temp_threshold: float = DEFAULT_TEMP_ALERT_C,
     alerts = list(memo[1])
     if hot(summary, temp_threshold) and not any(g.temp_c is not None for g in node.gpus):
         assert summary is not None and summary.temp_max is not None
-        alerts.append(Alert(node.name, "Temp", f"hottest GPU {summary.temp_max:.0f}°C", Severity.THERMAL))
+        alerts.append(Alert(node.name, "Temp", f"hottest GPU {summary.temp_max:.0f}°C", Severity.THERMAL,
+                            f"{summary.temp_max:.0f}°C"))
         alerts.sort(key=lambda a: a.severity)  # stable: no other alert of the node is thermal (its GPUs have none)
     return alerts
 
@@ -113,25 +120,28 @@ def _own_alerts(node: Node, temp_threshold: float) -> list[Alert]:
     """The node's alerts from the node alone (its record, devices and the GPUs it carries)."""
     alerts: list[Alert] = []
     if not node.ready:
-        alerts.append(Alert(node.name, "NotReady", "node is NotReady", Severity.NOT_READY))
+        alerts.append(Alert(node.name, "NotReady", "node is NotReady", Severity.NOT_READY, "NotReady"))
     if node.gpu_allocatable < node.gpu_capacity:
         lost = node.gpu_capacity - node.gpu_allocatable
         alerts.append(Alert(node.name, "Lost", f"{lost} of {node.gpu_capacity} GPUs not allocatable (unhealthy device)",
-                            Severity.GPU_LOST))
+                            Severity.GPU_LOST, "GPU lost"))
     for gpu in node.gpus:
         if gpu.xid:
             severity = Severity.HEALTH if gpu.xid in APPLICATION_XIDS else Severity.GPU_LOST
-            alerts.append(Alert(node.name, "XID", f"GPU {gpu.index}: {xid_text(gpu.xid)}", severity))
+            alerts.append(Alert(node.name, "XID", f"GPU {gpu.index}: {xid_text(gpu.xid)}", severity, f"XID {gpu.xid}"))
         if gpu.health in (Health.WARN, Health.FAIL):
-            alerts.append(Alert(node.name, "Health", f"GPU {gpu.index}: health {gpu.health.value}", Severity.HEALTH))
+            alerts.append(Alert(node.name, "Health", f"GPU {gpu.index}: health {gpu.health.value}", Severity.HEALTH,
+                                "health ✗" if gpu.health is Health.FAIL else "health !"))
         if gpu.temp_c is not None and gpu.temp_c >= temp_threshold:
-            alerts.append(Alert(node.name, "Temp", f"GPU {gpu.index}: {gpu.temp_c:.0f}°C", Severity.THERMAL))
+            alerts.append(Alert(node.name, "Temp", f"GPU {gpu.index}: {gpu.temp_c:.0f}°C", Severity.THERMAL,
+                                f"{gpu.temp_c:.0f}°C"))
     for cond in node.problem_conditions:
         # A device taint's message is gputui's own and says what the taint will do: shown whole.
         detail = f": {cond.message}" if cond.type == DEVICE_TAINT_CONDITION else f": {cond.reason}" if cond.reason else ""
-        alerts.append(Alert(node.name, "Condition", f"{cond.type}{detail}", Severity.HEALTH))
+        word = "dev taint" if cond.type == DEVICE_TAINT_CONDITION else cond.type if len(cond.type) <= 9 else "condition"
+        alerts.append(Alert(node.name, "Condition", f"{cond.type}{detail}", Severity.HEALTH, word))
     if node.upgrade_state == UPGRADE_FAILED:
-        alerts.append(Alert(node.name, "Upgrade", "driver upgrade failed", Severity.UPGRADE_FAILED))
+        alerts.append(Alert(node.name, "Upgrade", "driver upgrade failed", Severity.UPGRADE_FAILED, "upgrade ✗"))
     alerts.sort(key=lambda a: a.severity)  # stable: within a severity, in the order found
     return alerts
 

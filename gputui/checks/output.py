@@ -25,7 +25,8 @@ def as_text(results: list[CheckResult], context: str, simulated: bool) -> str:
         if r.status is not Status.PASS and r.fix:
             lines.append(f"{'':<8}{'':<{width}}  fix: {r.fix}")
     c = counts(results)
-    lines.append(f"{c['pass']} passed, {c['warn']} warnings, {c['fail']} failed, {c['unknown']} unknown")
+    lines.append(f"{c['pass']} passed, {c['warn']} warning{'s' * (c['warn'] != 1)}, {c['fail']} failed, "
+                 f"{c['unknown']} unknown")
     return "\n".join(lines)
 
 

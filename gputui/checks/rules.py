@@ -10,6 +10,7 @@ from gputui.checks import metrics, rotation
 from gputui.checks.context import CheckContext, names, unknown, verdict
 from gputui.checks.result import CheckResult, Status
 from gputui.health import RESTARTS_WORTH_A_LOOK, Severity, node_alerts
+from gputui.problems import count_words, problems_of
 from gputui.sessions import SessionState
 
 MIN_GRACE_S = 30  # seed 001 §6.2: graceful termination of 30 s or more
@@ -33,18 +34,17 @@ def gpu_nodes_recognised(ctx: CheckContext) -> CheckResult:
 
 
 def gpu_health(ctx: CheckContext) -> CheckResult:
-    failing, hot = [], []
-    for n in ctx.snapshot.nodes:
-        alerts = node_alerts(n, ctx.temp_threshold, ctx.snapshot.summary(n))
-        worst = [a for a in alerts if a.severity <= Severity.UPGRADE_FAILED]
-        if worst:
-            failing.append(f"{n.name} ({worst[0].kind}: {worst[0].message})")
-        elif alerts:
-            hot.append(f"{n.name} ({alerts[0].message})")
-    if failing:
-        return verdict("gpu.health", "001 §8", "no GPU health alarms", failing, Status.FAIL, "nodes with GPU alarms",
+    """The nodes that need attention, counted as the TUI's header counts them (gputui.problems: nodes, a hot
+    node's GPUs as one): fail for a node down, a GPU lost or faulted, a failed upgrade; warn for heat alone."""
+    snap = ctx.snapshot
+    problems = problems_of(a for n in snap.nodes for a in node_alerts(n, ctx.temp_threshold, snap.summary(n)))
+    bad = [f"{p.node} ({p.kind}: {p.details()})" for p in problems]
+    kinds = count_words(problems)
+    if any(p.severity <= Severity.UPGRADE_FAILED for p in problems):
+        return verdict("gpu.health", "001 §8", "no GPU health alarms", bad, Status.FAIL,
+                       f"nodes needing attention ({kinds})",
                        "drain them (r in the TUI) and follow each alarm's advice (i describes a node)", "")
-    return verdict("gpu.health", "001 §8", "no GPU health alarms", hot, Status.WARN, "nodes running hot",
+    return verdict("gpu.health", "001 §8", "no GPU health alarms", bad, Status.WARN, f"nodes needing attention ({kinds})",
                    "check cooling and power capping on these nodes", "no XID, health, condition or upgrade alarm")
 
 

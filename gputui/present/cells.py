@@ -117,6 +117,8 @@ def power(w: float | None) -> str:
     w = known(w)
     if w is None:
         return "–"
+    if w >= 9950:  # five cells at most: "12kW", not "12.3kW"
+        return f"{w / 1000:.0f}kW"
     return f"{w / 1000:.1f}kW" if w >= 1000 else f"{w:.0f}W"
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any, Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Mapping
 
 from rich.text import Text
 
@@ -16,6 +16,7 @@ from gputui.health import fleet_driver, has_driver_drift, node_alerts, problem_o
 from gputui.present.cells import Palette
 from gputui.present.kept_order import KeptOrders
 from gputui.pools import DEFAULT_POOL_LABELS, pool_of
+from gputui.problems import Problem, problem_of
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,9 @@ class RowContext:
     temp_threshold: float
     majority_driver: str
     pool_labels: tuple[str, ...] = DEFAULT_POOL_LABELS
+    # The problems flapping within the last minute, by node (gputui.problems.ProblemMemory): the problem
+    # column says "flapping" for them, even for a node whose problem is gone this very refresh.
+    flaps: Mapping[str, Problem] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,8 @@ def _mem(node: Node, ctx: RowContext, width: int) -> Text:
     share = 100.0 * used / total if used is not None and total else None
     label = cells.mem_used_total(used, total)
     if width < 12:  # compact: used/total alone, coloured by how full
+        if len(label) > width and used is not None and total:  # 1128/1536G: a node of over 1000 GiB, in TiB
+            label = f"{used / 1048576:.1f}/{total / 1048576:.1f}T"
         return Text(label.rjust(width), style=ctx.palette.heat(share))
     text = cells.bar(share, width - 9, ctx.palette.heat(share))
     text.append(" " + label.rjust(8))
@@ -92,10 +98,12 @@ def _driver(node: Node, ctx: RowContext, width: int) -> Text:
 
 
 def _alerts(node: Node, ctx: RowContext, width: int) -> Text:
-    alerts = node_alerts(node, ctx.temp_threshold, ctx.snapshot.summary(node))
-    if not alerts:
+    """The node's worst problem in a word that fits whole (`NotReady`, `XID 79`, `96°C`, `upgrade ✗`), then the
+    others while they fit; `flapping` for one that came and went within the minute."""
+    problem = ctx.flaps.get(node.name) or problem_of(node_alerts(node, ctx.temp_threshold, ctx.snapshot.summary(node)))
+    if problem is None:
         return Text("")
-    return Text(", ".join(dict.fromkeys(a.kind for a in alerts)), style=f"bold {ctx.palette.alert}")  # worst first
+    return Text(problem.cell(width), style=f"bold {ctx.palette.alert}" if problem.present else ctx.palette.alert)
 
 
 def _by_gauge(summarised: str, gauge: str) -> Callable[[Node, RowContext], Any]:
@@ -123,8 +131,11 @@ STATE_ORDER = {state: i for i, state in enumerate(
 A_Z = ("A→Z", "Z→A")
 WORST = ("worst first", "best first")
 
+# At 80 columns every figure an operator works from stays (utilisation, memory, temperature, power, driver) and
+# the problem's word is whole: the model and the pool go first, figures lose their bars, the columns close up
+# to one blank between them (fit_columns).
 NODE_COLUMNS: tuple[NodeColumn, ...] = (
-    NodeColumn("name", "Node", 13, 0, lambda n, c, w: Text(n.name), lambda n, c: n.name, *A_Z),
+    NodeColumn("name", "Node", 13, 0, lambda n, c, w: Text(n.name), lambda n, c: n.name, *A_Z, compact=12),
     NodeColumn("state", "State", 9, 0, lambda n, c, w: cells.node_state_text(n, c.palette),
                lambda n, c: STATE_ORDER[n.state], *WORST),
     NodeColumn("model", "Model", 14, 5, lambda n, c, w: Text(cells.short_model(n.gpu_product)[:w]),
@@ -137,24 +148,27 @@ NODE_COLUMNS: tuple[NodeColumn, ...] = (
     NodeColumn("util", "Util", 12, 0, _util, _by_gauge("util_mean", "mean_util"), compact=4, metered=_whole),
     NodeColumn("mem", "Memory", 17, 0, _mem, _by_gauge("mem_used_mib", "mem_used_mib"), compact=8, metered=_whole),
     NodeColumn("temp", "Temp", 5, 0, _temp, _by_gauge("temp_max", "max_temp"), metered=_whole),
-    NodeColumn("power", "Power", 6, 4, lambda n, c, w: Text(cells.power(c.snapshot.gauges(n).power_w).rjust(w)),
-               _by_gauge("power_w", "power_w"), metered=_whole),
+    NodeColumn("power", "Power", 6, 0, lambda n, c, w: Text(cells.power(c.snapshot.gauges(n).power_w).rjust(w)),
+               _by_gauge("power_w", "power_w"), metered=_whole, compact=5),
     NodeColumn("driver", "Driver", 11, 0, _driver, lambda n, c: tuple(-p for p in version_key(n.driver_version)),
                "newest first", "oldest first"),
-    NodeColumn("alerts", "Alerts", 11, 0, _alerts,
+    NodeColumn("alerts", "Problem", 11, 0, _alerts,
                lambda n, c: problem_order(n, c.temp_threshold, c.majority_driver, c.snapshot.summary(n)), *WORST,
-               compact=5, metered=lambda s, c: hot(s, c.temp_threshold)),  # a hot summary is its one alert
+               compact=9, metered=lambda s, c: hot(s, c.temp_threshold)),  # a hot summary is its one alert
 )
 SORTABLE = tuple(c.key for c in NODE_COLUMNS)
 PROBLEMS_SORT = SORTABLE.index("alerts")  # the default: what needs a look comes first
-COMPACT_ORDER = ("mem", "util", "alerts")  # figures lose their bars first, then alerts show the worst alone
+# Figures lose their bars first, then the problem column shows the worst problem alone (whole: `upgrade ✗` is 9).
+COMPACT_ORDER = ("mem", "util", "alerts", "power", "name")
+GAPS = (2, 1)  # blank cells between columns: two while every column that must stay fits, else one
 
 
 def row_context(snap: ClusterSnapshot, palette: Palette, temp_threshold: float,
-                pool_labels: tuple[str, ...] = DEFAULT_POOL_LABELS) -> RowContext:
+                pool_labels: tuple[str, ...] = DEFAULT_POOL_LABELS,
+                flaps: Mapping[str, Problem] | None = None) -> RowContext:
     """What a node's row needs besides the node; the fleet's majority driver once per snapshot."""
     driver = fleet_driver(snap)
-    return RowContext(snap, palette, temp_threshold, driver, tuple(pool_labels))
+    return RowContext(snap, palette, temp_threshold, driver, tuple(pool_labels), {} if flaps is None else flaps)
 
 
 _kept = KeptOrders()
@@ -177,6 +191,16 @@ def node_order(ctx: RowContext, sort_index: int, reverse: bool) -> list[str]:
                            None if metered is None else lambda summary: metered(summary, ctx))
 
     return snap.derived(key, compute)
+
+
+def fit_node_columns(columns: tuple[NodeColumn, ...], width: int) -> tuple[tuple[NodeColumn, ...], int]:
+    """The columns that fit `width` and the gap between them (GAPS): two blank cells while every column that
+    must stay (priority 0) fits with them, else one."""
+    for gap in GAPS:  # fit_columns drops only columns that may go (priority above 0)
+        chosen = fit_columns(columns, width, gap)
+        if sum(c.width + gap for c in chosen) <= width:
+            return chosen, gap
+    return chosen, GAPS[-1]
 
 
 def fit_columns(columns: tuple[NodeColumn, ...], width: int, padding: int = 2) -> tuple[NodeColumn, ...]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from itertools import compress, repeat
 from operator import contains
-from typing import Callable, Iterable
+from typing import Callable, Collection, Iterable
 
 from gputui.health import Alert, has_driver_drift, node_alerts
 from gputui.model import Node, NodeState
@@ -45,10 +45,11 @@ def haystack(node: Node) -> str:
 
 
 def node_matches(node: Node, words: list[str], alerts_of: Callable[[Node], list[Alert]], majority_driver: str,
-                 text: str | None = None) -> bool:
+                 text: str | None = None, flapping: Collection[str] = ()) -> bool:
     """Whether the node passes every word. `alerts_of`: its alerts (health.node_alerts), worked out only for a
     word that needs them (every keystroke of the filter runs this over the whole fleet). `text`: its haystack
-    when the caller keeps them (once per snapshot)."""
+    when the caller keeps them (once per snapshot). `flapping`: nodes whose problem came and went within the
+    minute (gputui.problems): `alert` still finds them, as the header still counts them."""
     alerts: list[Alert] | None = None
     haystack_ = haystack(node) if text is None else text
     for word in words:
@@ -56,7 +57,8 @@ def node_matches(node: Node, words: list[str], alerts_of: Callable[[Node], list[
             ok = node.state is STATE_WORDS[word]
         elif word in PROBLEM_WORDS or word in ALERT_KINDS:
             alerts = alerts_of(node) if alerts is None else alerts
-            ok = bool(alerts) if word in PROBLEM_WORDS else any(a.kind.lower() == word for a in alerts)
+            ok = (bool(alerts) or node.name in flapping) if word in PROBLEM_WORDS else any(
+                a.kind.lower() == word for a in alerts)
             ok = ok or word in haystack_
         elif word in DRIFT_WORDS:
             ok = has_driver_drift(node, majority_driver)
@@ -84,7 +86,7 @@ def haystack_columns(snap: ClusterSnapshot) -> tuple[list[tuple[str, Node]], lis
 
 
 def matching(snap: ClusterSnapshot, words: list[str], temp_threshold: float, majority_driver: str,
-             last: Matched | None) -> Matched:
+             last: Matched | None, flapping: Collection[str] = ()) -> Matched:
     """The nodes the words match (all without words). `last`: the previous keystroke's; a character typed at
     the end looks only among its matches (narrows). Haystacks are worked out once per snapshot."""
     if not words:
@@ -106,5 +108,5 @@ def matching(snap: ClusterSnapshot, words: list[str], temp_threshold: float, maj
         found = dict(compress(named, hits))
     else:
         found = {n.name: n for n in candidates if node_matches(n, words, lambda n: node_alerts(n, temp_threshold, snap.summary(n)),
-                                                               majority_driver, texts.get(n.name))}
+                                                               majority_driver, texts.get(n.name), flapping)}
     return snap, words, found

@@ -58,8 +58,9 @@ class CheckScreen(ClusterScreen):
         results = sorted(message.results, key=lambda r: ORDER[r.status])
         counts = {s: sum(r.status is s for r in results) for s in Status}
         title = Text(" Checks ", style="bold")
-        title.append(f"{counts[Status.FAIL]} failed, {counts[Status.UNKNOWN]} unknown, {counts[Status.WARN]} warnings, "
-                     f"{counts[Status.PASS]} passed", style="dim")
+        warnings = counts[Status.WARN]
+        title.append(f"{counts[Status.FAIL]} failed, {counts[Status.UNKNOWN]} unknown, "
+                     f"{warnings} warning{'s' * (warnings != 1)}, {counts[Status.PASS]} passed", style="dim")
         self.query_one("#check-title", Static).update(title)
         if results == self.results:
             return

@@ -31,7 +31,7 @@ class NodeOrder(ClusterScreen):
         return self.app.node_sort[1]
 
     def _matching(self, snap: ClusterSnapshot, words: list[str], ctx: RowContext) -> dict[str, Node]:
-        self._matched = matching(snap, words, ctx.temp_threshold, ctx.majority_driver, self._matched)
+        self._matched = matching(snap, words, ctx.temp_threshold, ctx.majority_driver, self._matched, ctx.flaps)
         return self._matched[2]
 
     def action_sort(self) -> None:

@@ -1,5 +1,6 @@
-"""The troubleshooting list as a screen: pending GPU pods, lost GPUs, drift, silent exporters. enter on a
-finding opens the node it concerns (a pod's: the node it runs on)."""
+"""The troubleshooting list as a screen: the nodes that need attention (as the header counts them), then
+pending GPU pods, pods not ready or restarting, drift, silent exporters. enter on a finding opens the node it
+concerns (a pod's: the node it runs on)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
 
-from gputui.health import Finding, diagnose
+from gputui.health import Finding
+from gputui.problems import findings as all_findings, summary
 from gputui.ui.base import ClusterScreen
 from gputui.ui.footer import KeyFooter
 from gputui.ui.header import HeaderBar
@@ -47,9 +49,13 @@ class DiagnosticsScreen(ClusterScreen):
         snap = self.app.snapshot
         if snap is None:
             return
-        findings = diagnose(snap)
+        problems = self.app.problems(snap)
+        findings = all_findings(problems, snap)
         title = Text(" Diagnostics ", style="bold")
-        title.append(f"{len(findings)} finding{'s' if len(findings) != 1 else ''}" if findings else "nothing to report")
+        # The same count as the header, /alert, gputui check and the wallboard: nodes, not alerts.
+        title.append(summary(problems), style=f"bold {self.app.palette.alert}" if problems else self.app.palette.ok)
+        others = len(findings) - len(problems)
+        title.append(f" · {others} other finding{'s' if others != 1 else ''}" if others else " · nothing else to report")
         title.append("   enter opens the node", style="dim")
         modes = [f"{s.name}: {s.mode}" for s in snap.sources if s.mode]
         if modes:  # e.g. whether the fleet's GPU figures come from gputui's recording rules

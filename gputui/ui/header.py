@@ -9,10 +9,35 @@ from gputui.snapshot import stale
 from gputui.present import cells
 from gputui.ui.base import ClusterWidget
 from gputui.figures import figures
+from gputui.gpu_resources import GpuUse
+from gputui.problems import FLAPPING, Problem, headline, summary
 
 
 def _sep(text: Text) -> None:
     text.append(" │ ", style="dim")
+
+
+def gpu_figures(use: GpuUse) -> list[str]:
+    """The GPU figure in every form, widest first: each scheme's `83/167+5/36MIG+6/16shared`; the cards with
+    the other schemes named, `83/167 (+MIG, shared)`; the cards alone. Never a bare `+`."""
+    full = f"GPUs {use.text()}"
+    (_mark, used, offered), *others = use.shown()
+    cards = f"GPUs {used}/{offered}"
+    if not others:
+        return [full, full, cards]
+    named = f"{cards} (+{', '.join(mark for mark, _u, _o in others)})"
+    return [full, named, cards]
+
+
+def problem_forms(problems: list[Problem]) -> list[str]:
+    """What needs attention in every form, longest first: `4 nodes need attention: 1 NotReady, 1 XID, 1 hot`;
+    `4 nodes need attention`; `4 need attention`; `▲ 4`."""
+    if not problems:
+        return ["no node needs attention", "all nodes OK", "OK"]
+    n = len(problems)
+    flapping = sum(p.flapping for p in problems)
+    flaps = f" ({flapping} {FLAPPING})" if flapping else ""
+    return [summary(problems), headline(problems) + flaps, headline(problems), f"{n} need attention", f"▲ {n}"]
 
 
 class HeaderBar(ClusterWidget, Static):
@@ -70,18 +95,24 @@ class HeaderBar(ClusterWidget, Static):
         text.append(f"{len(snap.nodes)} nodes")
         _sep(text)
         f = figures(snap, app.settings.temp_threshold)
-        util, alerts, worst = f.mean_util, f.alerts, f.worst
-        # Whole cards, MIG slices, shared replicas and DRA devices apart: a slice is not a GPU. Narrow: the cards,
-        # and "+" when there is more (the node table and the wide header say what).
-        text.append(f"GPUs {f.gpus.text(short=narrow)}")
+        problems = app.problems(snap)
+        width = self.app.size.width  # the header spans the screen; its own size lags a resize
+        # The problem words come before the GPU figure's detail: what needs attention is what must not be cut.
+        # Whole cards, MIG slices, shared replicas and DRA devices apart (a slice is not a GPU); narrower, the
+        # cards, with the other schemes named or, narrower still, left to the node table and :pools.
+        gpu_forms = gpu_figures(f.gpus)
+        if narrow:
+            gpu_forms = gpu_forms[1:]
+        head = len(text) + len("util ") + len(cells.pct(f.mean_util).strip()) + 3
+        attention = problem_forms(problems)
+        chosen = next(((g, a) for a in attention for g in gpu_forms if head + len(g) + 3 + len(a) <= width),
+                      (gpu_forms[-1], attention[-1]))
+        text.append(chosen[0])
         _sep(text)
         text.append("util ")
-        text.append(cells.pct(util).strip(), style=palette.heat(util))
+        text.append(cells.pct(f.mean_util).strip(), style=palette.heat(f.mean_util))
         _sep(text)
-        text.append(
-            f"{alerts} alert{'s' if alerts != 1 else ''}" + (f": {worst}" if worst else ""),
-            style=f"bold {palette.alert}" if alerts else palette.ok,
-        )
+        text.append(chosen[1], style=f"bold {palette.alert}" if problems else palette.ok)
         for source in snap.sources:
             source_age = source.age(now)
             if source.error:

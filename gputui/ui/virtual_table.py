@@ -23,7 +23,7 @@ from textual.strip import Strip
 
 from gputui.ui.table_sync import same_row
 
-PADDING = 1  # cells each side of a column
+PADDING = 1  # cells each side of a column (a gap of two between columns)
 
 
 LINES_KEPT = 800  # painted lines kept: a few screens' worth, whatever the fleet's size
@@ -31,7 +31,7 @@ LINES_KEPT = 800  # painted lines kept: a few screens' worth, whatever the fleet
 
 class VirtualTable(ScrollView, can_focus=True):
     DEFAULT_CSS = """
-    VirtualTable { background: $surface; color: $foreground; }
+    VirtualTable { background: $surface; color: $foreground; scrollbar-size-vertical: 1; }
     VirtualTable > .virtual-table--header { text-style: bold; background: $panel; }
     VirtualTable > .virtual-table--cursor { background: $primary 40%; }
     VirtualTable:focus > .virtual-table--cursor { background: $primary; color: $text; }
@@ -63,6 +63,7 @@ class VirtualTable(ScrollView, can_focus=True):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.columns: list[tuple[str, str, int]] = []  # key, label, width
+        self.gap = 2 * PADDING  # blank cells between two columns; one before the first when 2, after the last
         self.keys: list[str] = []
         self._render_row: Callable[[str], Sequence[Text]] = lambda key: ()
         self._cells: dict[str, Sequence[Text]] = {}  # rows rendered since the last set_rows
@@ -76,8 +77,11 @@ class VirtualTable(ScrollView, can_focus=True):
 
     # ----- data -----------------------------------------------------------------
 
-    def set_columns(self, columns: Sequence[tuple[str, str, int]]) -> None:
+    def set_columns(self, columns: Sequence[tuple[str, str, int]], gap: int = 2 * PADDING) -> None:
+        """`gap`: blank cells between two columns (2: one each side; 1: one between, none before the first).
+        Either way one blank cell at least follows the last column, so the scrollbar never touches a cell."""
         self.columns = list(columns)
+        self.gap = gap
         self._lines = {}
         self._resize()
         self.refresh()
@@ -145,7 +149,7 @@ class VirtualTable(ScrollView, can_focus=True):
             self.cursor_row = self._index[key]
 
     def _resize(self) -> None:
-        width = sum(w + 2 * PADDING for _, _, w in self.columns)
+        width = sum(w + self.gap for _, _, w in self.columns)
         self.virtual_size = Size(width, len(self.keys) + 1)
 
     # ----- navigation --------------------------------------------------------------
@@ -185,15 +189,19 @@ class VirtualTable(ScrollView, can_focus=True):
     def _line(self, cells: Sequence[Text], style: Style) -> list[Segment]:
         segments: list[Segment] = []
         console = self.app.console
-        pad = Segment(" " * PADDING, style)
-        for (_, _, width), cell in zip(self.columns, cells):
+        lead = self.gap // 2  # before the first column
+        between = Segment(" " * self.gap, style)
+        if lead:
+            segments.append(Segment(" " * lead, style))
+        for i, ((_, _, width), cell) in enumerate(zip(self.columns, cells)):
             text = cell.copy() if isinstance(cell, Text) else Text(str(cell))
             text.truncate(width, overflow="ellipsis", pad=True)
-            segments.append(pad)
+            if i:
+                segments.append(between)
             # Text.render leaves out the Text's own base style: add it under the spans.
             own = console.get_style(text.style) if text.style else Style.null()
             segments.extend(Segment.apply_style(text.render(console), style + own))
-            segments.append(pad)
+        segments.append(Segment(" " * (self.gap - lead), style))
         return segments
 
     def _styles(self) -> tuple[Style, Style, Style]:

@@ -13,18 +13,18 @@ from gputui.ui.base import ClusterScreen
 
 from gputui.snapshot import ClusterSnapshot, stale
 from gputui.present import cells
-from gputui.health import diagnose
+from gputui.problems import findings as all_findings
 from gputui.present.columns import fit_service_columns, service_rows
 from gputui.ui.footer import KeyFooter
 from gputui.ui.header import HeaderBar
 from gputui.fleet import FLEET as FLEET_ROW, fleet_total
-from gputui.figures import Figures, alerts as fleet_alerts_of, figures
+from gputui.figures import Figures, figures
 from gputui.present.wallboard import heat_map, legend
 from gputui.pools import FLEET, idle_why, fleet_pools
 
 PAGES = ("heat", "services", "pools", "alerts")
 TITLES = {"heat": "Fleet heat map", "services": "Services and rollouts", "pools": "Pools: allocated, free and idle GPUs",
-          "alerts": "Alerts and findings", "fleet": "Clusters of the fleet"}
+          "alerts": "Nodes that need attention, and findings", "fleet": "Clusters of the fleet"}
 FIGURES = ("gpus", "util", "idle", "alerts", "drains", "canaries")
 
 
@@ -124,12 +124,14 @@ class WallboardScreen(ClusterScreen):
         palette = app.palette
         threshold = app.settings.temp_threshold
         f = figures(snap, threshold)
+        alerts = len(app.problems(snap))
         idle = self._idle_fleet(snap)
         idle_label = "Idle GPUs"
         if app.fleet is not None:  # the big figures sum the fleet's clusters (idle is this cluster's own)
             self._fleet_seen = app.fleet.revision
             total = fleet_total(app.fleet.rows(threshold))
             f = Figures(total.gpus, total.util, sum(total.alerts.values()), total.drains, total.canaries)
+            alerts = f.alerts
             idle_label = f"Idle, {app.backend.context}"[:14]
         util = f.mean_util
         # The big digits count whole cards; MIG slices, shared replicas and DRA devices are no GPUs, so the label
@@ -143,7 +145,8 @@ class WallboardScreen(ClusterScreen):
             "util": ("Mean util %", "–" if util is None else f"{util:.0f}", palette.heat(util)),
             # Allocated but below 5% for the last hour (seed 000 §7); unknown is "–", never 0.
             "idle": (idle_label, "–" if idle is None else str(idle), palette.cordoned if idle else ""),
-            "alerts": ("Alerts", str(f.alerts), palette.alert if f.alerts else palette.ok),
+            # Nodes, not alerts: the header's count (a node with eight hot GPUs is one), flapping ones kept.
+            "alerts": ("Need attention", str(alerts), palette.alert if alerts else palette.ok),
             "drains": ("Drains", str(f.drains), palette.draining if f.drains else ""),
             "canaries": ("Canaries", str(f.canaries), palette.upgrading if f.canaries else ""),
         }
@@ -191,21 +194,20 @@ class WallboardScreen(ClusterScreen):
             banner.remove_class("shown")
 
     def _alert_strip(self, snap, threshold: float) -> None:
-        """The worst first, one line per node and kind, so a hot node does not fill the strip alone."""
-        grouped: dict[tuple[str, str], list] = {}
-        for alert in fleet_alerts_of(snap, threshold):
-            grouped.setdefault((alert.node, alert.kind), []).append(alert)
+        """The worst first, one line per node (a hot node's eight GPUs are one line), at most three."""
+        problems = self.app.problems(snap)
         strip = Text()
         width = max(20, self.app.size.width - 2)
-        for i, ((node, kind), alerts) in enumerate(list(grouped.items())[:3]):
+        for i, problem in enumerate(problems[:3]):
             if i:
                 strip.append("\n")
             line = Text()
-            line.append(f"▲ {node} ", style=f"bold {self.app.palette.alert}")
-            count = f" ×{len(alerts)}" if len(alerts) > 1 else ""
-            line.append(f"{kind}{count}: {alerts[0].message}")
-            more = Text(f"  (+{len(grouped) - 3} more on the alerts page)", style="dim") \
-                if i == 2 and len(grouped) > 3 else Text()
+            line.append(f"▲ {problem.node} ", style=f"bold {self.app.palette.alert}")
+            line.append(f"{problem.word}: ", style="bold")
+            line.append(problem.details())
+            rest = len(problems) - 3
+            more = Text(f"  ({rest} more node{'s' if rest != 1 else ''} on the attention page)", style="dim") \
+                if i == 2 and rest > 0 else Text()
             # The count of what is not shown is never the part cut off: the message gives way first.
             line.truncate(max(1, width - len(more)), overflow="ellipsis")
             strip.append_text(line + more)
@@ -277,24 +279,25 @@ class WallboardScreen(ClusterScreen):
         return table
 
     def _page_alerts(self, snap) -> Table | Text:
-        settings = self.app.settings
-        alerts = fleet_alerts_of(snap, settings.temp_threshold)
-        findings = diagnose(snap)
-        if not alerts and not findings:
-            return Text("No alerts, no findings.", style=self.app.palette.ok)
+        problems = self.app.problems(snap)
+        findings = all_findings(problems, snap)
+        if not findings:
+            return Text("No node needs attention, nothing else to report.", style=self.app.palette.ok)
         table = Table(box=None, expand=True, padding=(0, 1), show_edge=False)
         width, _ = self._page_size()
         table.add_column("WHERE", no_wrap=True, header_style="bold", overflow="ellipsis", max_width=max(12, width // 3))
-        table.add_column("WHAT", no_wrap=True, header_style="bold", min_width=7)
+        table.add_column("WHAT", no_wrap=True, header_style="bold", min_width=9)
         table.add_column("DETAIL", header_style="bold", overflow="ellipsis", no_wrap=True, ratio=1)
-        rows = [(Text(a.node), Text(a.kind, style=f"bold {self.app.palette.alert}"), Text(a.message)) for a in alerts]
-        rows += [(Text(f.subject), Text(f.kind), Text(f.detail)) for f in findings]
+        alert = f"bold {self.app.palette.alert}"
+        rows = [(Text(f.subject), Text(f.kind, style=alert if i < len(problems) else ""), Text(f.detail))
+                for i, f in enumerate(findings)]
         _, height = self._page_size()
         room = max(1, height - 1)  # below the column titles
-        if len(rows) > room:  # cut, and said: the worst stay on screen (alerts come worst first)
+        if len(rows) > room:  # cut, and said: the worst stay on screen (nodes that need attention come first)
             hidden = len(rows) - (room - 1)
             rows = rows[: room - 1] + [(Text(""), Text(f"+{hidden} more", style="bold"),
-                                        Text("the dashboard lists them all", style="dim"))]
+                                        Text("not shown: a taller window shows them, gputui check lists them",
+                                             style="dim"))]
         for row in rows:
             table.add_row(*row)
         return table

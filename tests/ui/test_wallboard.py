@@ -98,7 +98,7 @@ async def test_the_alert_strip_keeps_its_more_count_whole_at_80_columns(app_fact
     async with app.run_test(size=(80, 24)) as pilot:
         await wallboard_loaded(pilot)
         strip = str(app.screen.query_one("#wall-alerts").render()).splitlines()
-        assert len(strip) == 3 and strip[2].endswith("more on the alerts page)")  # the message gave way
+        assert len(strip) == 3 and strip[2].endswith("(1 more node on the attention page)")  # the message gave way
         assert all(len(line) <= 80 for line in strip)
 
 

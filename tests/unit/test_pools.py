@@ -47,10 +47,11 @@ def test_the_pool_strip_fits_counts_what_it_leaves_out_and_says_unknown():
     line = pool_strip(rows, 80, Palette())
     assert len(line) <= 80
     shown = line.plain.count("pool-")
-    assert 0 < shown < 20 and f"+{20 - shown} (:pools)" in line.plain
-    assert line.plain.endswith("idle 20/80")
+    assert 0 < shown < 20 and f"  {20 - shown} more pools (:pools)" in line.plain
+    assert line.plain.endswith("idle 1h: 20/80")  # labelled: what is idle, and for how long
     unknown = pool_strip([_row("a", 8, 4, None), _row(FLEET, 8, 4, None)], 200, Palette(), "no pod label")
-    assert unknown.plain == " Pools  a 4/8  idle ? (no pod label)"
+    assert unknown.plain == " Pools  a 4/8  idle GPUs ? (no pod label)"
+    assert pool_strip(rows[:3] + rows[-1:], 200, Palette()).plain.endswith("  20 of 80 allocated GPUs idle for an hour")
     assert not has_pools([_row("(no pool)", 8, 4, None), _row(FLEET, 8, 4, None)])
 
 
@@ -95,4 +96,5 @@ def test_pools_count_whole_gpus_mig_slices_and_shared_replicas_apart_as_the_head
     assert as_json["whole"] == {"allocated": header.in_use[0], "offered": header.offered[0]}
     assert set(as_json) == {"whole", "mig", "shared", "dra"}
     strip = pool_strip(rows, 200, Palette()).plain
-    assert all(f"{r.pool} {r.use.text(short=True)}" in strip for r in rows[:-1])
+    # Each pool's whole cards; never a bare "+" (issue 35: it said nothing of what was added).
+    assert all(f"{r.pool} {r.use.in_use[0]}/{r.use.offered[0]}" in strip for r in rows[:-1]) and "+" not in strip

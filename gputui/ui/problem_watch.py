@@ -1,0 +1,35 @@
+"""The nodes that need attention as every view of the app counts them (gputui.problems): the snapshot's own,
+with what flapped within the last minute kept and marked, so the header, `/alert`, `d` and the wallboard
+agree and none of them counts a problem in and out at every refresh.
+
+One memory per cluster context: a `:ctx` switch starts the new cluster's afresh and a fleet's clusters never
+mix. Each snapshot is observed once (ClusterSnapshot.derived), by the poll thread before the UI is told."""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable, Mapping
+
+from gputui.figures import problems as snapshot_problems
+from gputui.problems import Problem, ProblemMemory, with_flaps
+from gputui.snapshot import ClusterSnapshot
+
+
+class ProblemWatch:
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._memories: dict[str, ProblemMemory] = {}
+
+    def flaps(self, snap: ClusterSnapshot, temp_threshold: float) -> Mapping[str, Problem]:
+        """The flapping problems as of this snapshot (observed once: the first ask feeds the memory)."""
+        def observe() -> Mapping[str, Problem]:
+            with self._lock:
+                memory = self._memories.setdefault(snap.context, ProblemMemory())
+            return memory.observe(snapshot_problems(snap, temp_threshold), self._clock())
+
+        return snap.derived(("flaps", temp_threshold), observe)
+
+    def problems(self, snap: ClusterSnapshot, temp_threshold: float) -> list[Problem]:
+        """The nodes that need attention, worst first, flapping ones marked and kept for a minute."""
+        return with_flaps(snapshot_problems(snap, temp_threshold), self.flaps(snap, temp_threshold))

@@ -214,9 +214,11 @@ def main() -> None:
           f"+ 2 scrape intervals 2 x {args.scrape_interval} s + grace period {grace} s = {bound:.1f} s: "
           f"{'met' if goal.seconds <= bound else 'NOT met'}")
     if goal.arrived_after:
+        held = goal.longest_held_s + 2 * args.scrape_interval + grace
         print(f"  ({goal.arrived_after} sessions reached its pods after the drain started, the last "
               f"{goal.last_arrival_s:.1f} s after, before they left rotation; the last session they took was due "
-              f"to end {goal.longest_held_s:.1f} s after the start)")
+              f"to end {goal.longest_held_s:.1f} s after the start: counted from it, the bound is {held:.1f} s, "
+              f"{'met' if goal.seconds <= held else 'NOT met'})")
     print(f"\ntotal {time.monotonic() - t_start:.0f} s")
 
 

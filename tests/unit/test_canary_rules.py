@@ -253,7 +253,8 @@ def test_a_rollback_that_goes_through_is_said_and_audited(tmp_path):
     assert report.outcome == "rolled back" and report.reason.startswith("error ratio beyond the gate")
     assert [line for line in lines if line.startswith("rolled back: ")]
     assert weights["v2"] == 10
-    assert [e["result"] for e in written(tmp_path / "audit.jsonl") if e["action"] == "canary-end"] == ["rolled back"]
+    ends = [e for e in written(tmp_path / "audit.jsonl") if e["action"] == "canary-end"]
+    assert [(e["result"], e["target"]) for e in ends] == [("rolled back", f"service/{LLAMA}")]
 
 
 def test_a_canary_without_an_audit_log_does_not_start(tmp_path):
@@ -265,7 +266,7 @@ def test_a_canary_without_an_audit_log_does_not_start(tmp_path):
 def test_a_canary_is_unavailable_read_only():
     cluster = DemoCluster(seed=7, clock=ManualClock())
     plan = plan_canary(cluster.snapshot(), LLAMA, "v2", (11.0,))
-    with pytest.raises(ShiftError, match="read-only: the canary is unavailable"):
+    with pytest.raises(ShiftError, match="^read-only: the canary is unavailable$"):
         next(run_canary(plan, cluster, Fed(GOOD), None, AuditLog(None, "t", "demo"), G, lambda: 0.0, lambda s: None))
 
 
@@ -293,3 +294,51 @@ def test_the_whole_plan_is_recorded_before_the_first_write(tmp_path):
 def test_plans_are_values():
     plan = plan_canary(snap(service()), "llm/chat", "v2")
     assert isinstance(plan, CanaryPlan) and plan == plan_canary(snap(service()), "llm/chat", "v2")
+
+
+def asked_before_the_first_step(tmp_path, what: str):
+    clock = ManualClock()
+    cluster = DemoCluster(seed=7, clock=clock)
+    plan = plan_canary(cluster.snapshot(), LLAMA, "v2", (11.0, 12.0))
+    control = CanaryControl()
+    control.request(what)
+    lines: list[str] = []
+    report = run_steps(run_canary(plan, cluster, Fed(GOOD), cluster, AuditLog(tmp_path / "a.jsonl", "t", "demo"),
+                                  Gates(window_s=60, hold_s=30), clock, clock.advance, poll_s=10, control=control),
+                       lines.append)
+    return report, lines, {v.name: v.weight for v in cluster.snapshot().service(LLAMA).versions}
+
+
+def test_a_stop_asked_before_the_first_step_takes_no_step(tmp_path):
+    report, lines, weights = asked_before_the_first_step(tmp_path, "stop")
+    assert (report.outcome, report.reason, report.reached) == (
+        "stopped", "stopped by the operator before 11%: traffic left as it is", None)
+    assert lines == [] and weights == {"v1": 90, "v2": 10}
+
+
+def test_a_rollback_asked_before_the_first_step_rolls_back_at_once(tmp_path):
+    report, lines, weights = asked_before_the_first_step(tmp_path, "rollback")
+    assert (report.outcome, report.reason, report.reached) == ("rolled back", "by the operator", None)
+    assert len(lines) == 1 and lines[0].startswith("rolled back: ") and weights == {"v1": 90, "v2": 10}
+
+
+def test_a_step_the_shift_refuses_holds_the_canary_naming_the_step(tmp_path):
+    report, lines, weights = canary(tmp_path, Fed(GOOD), steps=(100.0,))  # v2 has 1 of 8 pods ready
+    assert report.outcome == "held" and report.reason.startswith("step 100% not taken: ")
+    assert report.reached is None and weights == {"v1": 90, "v2": 10}
+
+
+def test_the_canary_looks_every_five_seconds_unless_told(tmp_path):
+    clock = ManualClock()
+    cluster = DemoCluster(seed=7, clock=clock)
+    plan = plan_canary(cluster.snapshot(), LLAMA, "v2", (11.0, 12.0))
+    naps: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        naps.append(seconds)
+        clock.advance(seconds)
+
+    report = run_steps(run_canary(plan, cluster, Fed(GOOD), cluster, AuditLog(tmp_path / "a.jsonl", "t", "demo"),
+                                  Gates(window_s=60, hold_s=20), clock, sleep), lambda line: None)
+    assert report.outcome == "done" and report.plan is plan
+    assert naps and set(naps) == {5.0}

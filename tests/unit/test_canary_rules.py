@@ -285,6 +285,8 @@ def test_a_report_handed_in_is_filled_as_the_canary_goes(tmp_path):
 
 def test_the_whole_plan_is_recorded_before_the_first_write(tmp_path):
     canary(tmp_path, Fed(GOOD), steps=(11.0,))
+    step = next(e for e in written(tmp_path / "audit.jsonl") if e["action"] == "shift")
+    assert step["params"]["force"] is False  # a step is never forced past the capacity rule
     first = written(tmp_path / "audit.jsonl")[0]
     assert (first["action"], first["target"], first["result"]) == ("canary-start", f"service/{LLAMA}", "ok")
     assert first["params"] == {"version": "v2", "steps": [11.0], "start": {"v1": 90.0, "v2": 10.0},

@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+import threading
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -110,6 +111,28 @@ def start_drain(h: Harness, arm: Arm, deadline_s: int, grace_s: int) -> Output:
     return Output(h.gputui("drain", arm.node, "--session-deadline", f"{deadline_s}s"))
 
 
+class RotationClock(threading.Thread):
+    """When each drained pod lost its serving label (left rotation), read from the API every 0.2 s."""
+
+    def __init__(self, h: Harness, arm: Arm) -> None:
+        super().__init__(daemon=True)
+        self.h, self.arm = h, arm
+        self.left: dict[str, float] = {}
+        self.stop_flag = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop_flag.wait(0.2) and len(self.left) < len(self.arm.pods):
+            try:
+                pods = self.h.core.list_namespaced_pod(self.arm.ns).items
+            except Exception:  # noqa: BLE001 - a failed read: the next one says
+                continue
+            now = time.time()
+            for p in pods:
+                key = f"{self.arm.ns}/{p.metadata.name}"
+                if key in self.arm.pods and (p.metadata.labels or {}).get(SERVING_LABEL[0]) != SERVING_LABEL[1]:
+                    self.left.setdefault(key, now)
+
+
 def figures(arm: Arm, gen: TrafficGenerator) -> Figures:
     assert arm.out is not None
     t0 = arm.out.started
@@ -175,6 +198,8 @@ def main() -> None:
         time.sleep(warmup)
         live = {arm.name: sum(gen.live(p) for p in arm.pods) for arm in arms}
         print(f"# after the warm-up, live sessions on the nodes to drain: {live}", flush=True)
+        clock = RotationClock(h, next(arm for arm in arms if arm.name == "gputui-label"))
+        clock.start()
         for arm in arms:
             arm.out = start_drain(h, arm, deadline, grace)
         for arm in arms:
@@ -189,7 +214,11 @@ def main() -> None:
             except RuntimeError as exc:
                 print(f"# {exc}", flush=True)
         report = gen.stop()
+        clock.stop_flag.set()
         results = {arm.name: figures(arm, gen) for arm in arms}
+        label_arm = clock.arm
+        assert label_arm.out is not None
+        left_after = {key.split("/", 1)[1]: at - label_arm.out.started for key, at in sorted(clock.left.items())}
         for arm in arms:
             assert arm.out is not None
             lines = arm.out.lines if args.verbose else arm.out.lines[-6:]
@@ -213,6 +242,8 @@ def main() -> None:
     print(f"  drain time {goal.seconds:.1f} s <= longest in-flight session at drain start {goal.longest_left_s:.1f} s "
           f"+ 2 scrape intervals 2 x {args.scrape_interval} s + grace period {grace} s = {bound:.1f} s: "
           f"{'met' if goal.seconds <= bound else 'NOT met'}")
+    print("  its pods left rotation (lost the serving label) after: "
+          + (", ".join(f"{name} {after:.1f} s" for name, after in left_after.items()) or "none did"))
     if goal.arrived_after:
         held = goal.longest_held_s + 2 * args.scrape_interval + grace
         print(f"  ({goal.arrived_after} sessions reached its pods after the drain started, the last "

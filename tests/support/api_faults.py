@@ -4,7 +4,9 @@ unchanged, watches streamed, so gputui reads the real cluster while one kind of 
 
 gputui talks to it in plain HTTP (a kubeconfig `server: http://127.0.0.1:PORT`, written by `kubeconfig`); the
 proxy speaks HTTPS to the apiserver, verifying its CA. The bearer token gputui sends is passed through, so the
-apiserver's RBAC and audit log see gputui's own identity.
+apiserver's RBAC and audit log see gputui's own identity. Two gputuis of one identity are told apart in that log
+by giving each its own proxy with a `user_agent` (the audit event's `userAgent`). A rule may block (a barrier
+lines up two processes' requests); `passed` lists what went through, with the apiserver's status.
 """
 
 from __future__ import annotations
@@ -46,11 +48,13 @@ def at(method: str, path: str, answer: Answer) -> Rule:
 
 
 class FaultProxy:
-    def __init__(self, upstream: str, ca_file: Path, rule: Rule) -> None:
+    def __init__(self, upstream: str, ca_file: Path, rule: Rule, *, user_agent: str | None = None) -> None:
         self.upstream = upstream.rstrip("/")
         self.rule = rule
+        self.user_agent = user_agent  # sent instead of the client's own, when given
         self.pool = urllib3.PoolManager(cert_reqs="CERT_REQUIRED", ca_certs=str(ca_file), maxsize=32)
         self.answered: list[tuple[str, str, int]] = []  # (method, path, status) the proxy answered itself
+        self.passed: list[tuple[str, str, int]] = []  # (method, path, the apiserver's status) passed on
         self._closing = threading.Event()
         proxy = self
 
@@ -103,8 +107,12 @@ class FaultProxy:
             h.wfile.write(data)
             return
         headers = {k: v for k, v in h.headers.items() if k.lower() not in HOP_BY_HOP}
+        if self.user_agent is not None:
+            headers = {k: v for k, v in headers.items() if k.lower() != "user-agent"}
+            headers["User-Agent"] = self.user_agent
         resp = self.pool.request(h.command, self.upstream + h.path, body=body, headers=headers, retries=False,
                                  preload_content=False, timeout=urllib3.Timeout(connect=5, read=None))
+        self.passed.append((h.command, path, resp.status))
         try:
             h.send_response(resp.status)
             for k, v in resp.headers.items():

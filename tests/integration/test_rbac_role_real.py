@@ -1,0 +1,370 @@
+"""docs/rbac.yaml is what gputui needs, all of it: applied with kubectl, its ServiceAccount's token in a
+kubeconfig, every kind gputui reads is read under it (no watch dropped as forbidden, a node's events for the
+describe view), and every write verb gputui has runs under it on the real cluster: shift, undo, the guided
+canary, scale-down, drain, drain --disable-eviction, cordon and uncordon, the drill, and Argo Rollouts'
+promote, abort, retry, promote-full and undo with the real controller. The apiserver refuses that identity
+nothing, read or write (its audit log: no 403). With one verb taken out of a copy of the role, the command that
+needs it stops before writing, naming it: "your identity may not <verb> <resource> (<group>)", exit 2.
+
+Checked to fail on one-line changes: `events` dropped from the role's first rule (the describe view's read is
+refused), the `delete pods` rule dropped (drain --disable-eviction cannot finish), and `"scale_down": ("patch_pods",
+"scale")` dropped from gputui.backends.base.NEEDS (scale-down no longer stops at its review)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import yaml
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from tests.support.argo import ARGO_CRDS, ArgoController
+from tests.support.crds import create_custom, get_custom, install_crd
+from tests.support.gputui_cli import environment, run
+from tests.support.procs import wait_until
+from tests.support.workloads import deployment, pool, running, workload
+
+ROOT = Path(__file__).resolve().parents[2]
+ROLE_FILE = ROOT / "docs" / "rbac.yaml"
+OPERATOR = "system:serviceaccount:gputui:gputui"
+READS = frozenset({"get", "list", "watch"})
+
+
+def kubeconfig_for(cluster, path: Path, token: str) -> Path:
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "sa",
+        "clusters": [{"name": "c", "cluster": {"server": cluster.api_url, "certificate-authority": str(cluster.ca_file)}}],
+        "users": [{"name": "sa", "user": {"token": token}}],
+        "contexts": [{"name": "sa", "context": {"cluster": "c", "user": "sa"}}]}))
+    path.chmod(0o600)
+    return path
+
+
+def token_of(cluster, account: str) -> str:
+    return cluster.kubectl("-n", "gputui", "create", "token", account, "--duration", "2h").stdout.decode().strip()
+
+
+def wait_rbac(cluster, kubeconfig: Path) -> None:
+    """RBAC applies from the authorizer's cache: wait until the identity may list nodes."""
+    def can_list() -> bool:
+        return run("nodes", "--read-only", "--kubeconfig", str(kubeconfig), "-o", "json").returncode == 0
+    wait_until(can_list, 30, interval=0.5, what="the role bound")
+
+
+def install_every_kind(api) -> None:
+    """Every kind gputui reads or patches beyond the core ones, served: a rule the role lacks for any of them
+    then shows (the routes, Istio's subsets, Argo, the GPU Operator's policy, InferencePools)."""
+    for plural in ("httproutes", "virtualservices", "destinationrules", "trafficsplits", "clusterpolicies", *ARGO_CRDS):
+        install_crd(api, plural)
+    pool_crd = yaml.safe_load((ROOT / "tests/support/crds/inferencepools.inference.networking.k8s.io.yaml").read_text())
+    try:
+        client.ApiextensionsV1Api(api).create_custom_resource_definition(pool_crd)
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+    custom = client.CustomObjectsApi(api)
+    wait_until(lambda: custom.list_cluster_custom_object(pool_crd["spec"]["group"], "v1", "inferencepools") is not None,
+               30, what="InferencePool served")
+
+
+@pytest.fixture(scope="module")
+def operator(cluster, tmp_path_factory) -> Path:
+    """docs/rbac.yaml applied as a user would, and a kubeconfig for its ServiceAccount."""
+    install_every_kind(cluster.harness_client())
+    cluster.kubectl("apply", "-f", str(ROLE_FILE))
+    kc = kubeconfig_for(cluster, tmp_path_factory.mktemp("rbac") / "operator.yaml", token_of(cluster, "gputui"))
+    wait_rbac(cluster, kc)
+    return kc
+
+
+def refused(cluster, user: str, mark) -> list[tuple]:
+    """Every request the apiserver refused `user` since `mark` (403): what the role lacks."""
+    return [(e["verb"], e.get("requestURI")) for e in cluster.audit_events(user, since=mark)
+            if (e.get("responseStatus") or {}).get("code") == 403]
+
+
+def gputui(kc: Path, home: Path, *args: str, prometheus: str | None = None) -> subprocess.CompletedProcess:
+    out = run(*args, "--kubeconfig", str(kc), *(["--prometheus", prometheus] if prometheus else []), home=home)
+    assert "Traceback" not in out.stderr, out.stderr
+    return out
+
+
+def weights(api, ns: str) -> list[int]:
+    return [b["weight"] for b in get_custom(api, "httproutes", ns, "chat")["spec"]["rules"][0]["backendRefs"]]
+
+
+def test_everything_gputui_reads_is_read_under_the_role(cluster, fake_kubelet, operator, tmp_path):
+    """Every watch gputui keeps (none dropped as forbidden), a node's describe view (its events) and the grants
+    `gputui check` asks about, as the role's ServiceAccount; the apiserver refuses it nothing."""
+    from gputui.backends.kube_backend import live_backend
+    from gputui.settings import Settings
+
+    start = cluster.audit_mark()
+    backend = live_backend(Settings(kubeconfig=str(operator)))
+    try:
+        snapshot = backend.reader.snapshot()
+        caches = backend.reader.caches  # type: ignore[attr-defined]
+        assert {"nodes", "pods", "deployments", "pdbs", "services", "httproutes", "virtualservices", "trafficsplits",
+                "rollouts", "destinationrules", "inferencepools", "resourceslices", "resourceclaims",
+                "clusterpolicies"} <= set(caches), sorted(caches)
+        assert not [c.error for c in caches.values() if c.error]
+        node = snapshot.nodes[0].name
+        described = backend.reader.describe(node, [(p.namespace, p.name) for p in snapshot.pods_on(node)][:3])
+        assert described is not None
+        assert backend.permissions == {"cordon": True, "evict": True, "patch_pods": True, "scale": True, "shift": True}
+        assert not backend.unknown
+        assert backend.check_facts(60.0).beyond_needs == dict.fromkeys(
+            ("read secrets", "delete nodes", "bind cluster roles", "do anything (cluster-admin)"), False)
+    finally:
+        backend.close()
+    assert refused(cluster, OPERATOR, start) == []
+
+
+def test_traffic_verbs_run_under_the_role(cluster, fake_kubelet, operator, prometheus, inference_exporter, tmp_path):
+    """shift, undo, the guided canary and scale-down, as the role's ServiceAccount."""
+    ns, node = "t-rbac-traffic", "rbac-traffic"
+    api = cluster.harness_client()
+    core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
+    fake_kubelet.add_node(node, gpus=8, labels={"gputui.test/pool": node})
+    core.create_namespace({"metadata": {"name": ns}})
+    try:
+        for version in ("v1", "v2"):
+            apps.create_namespaced_deployment(ns, deployment(f"chat-{version}", "chat", version, 2, 1, ns=ns, pool=node))
+            core.create_namespaced_service(ns, {"metadata": {"name": f"chat-{version}"}, "spec": {
+                "selector": {"app.kubernetes.io/name": "chat", "app.kubernetes.io/version": version},
+                "ports": [{"port": 80}]}})
+        create_custom(api, "httproutes", ns, {"metadata": {"name": "chat"}, "spec": {"rules": [{"backendRefs": [
+            {"name": "chat-v1", "port": 80, "weight": 100}, {"name": "chat-v2", "port": 80, "weight": 0}]}]}})
+        pods = running(core, ns, 4, node)
+        wait_until(lambda: all((d.status.ready_replicas or 0) == 2 for d in apps.list_namespaced_deployment(ns).items),
+                   30, what="both Deployments' status ready")
+        for p in pods:  # idle and healthy: nothing to cut, gates that pass
+            inference_exporter.add_pod(ns, p.metadata.name, running=0)
+            inference_exporter.serve(ns, p.metadata.name, 20.0, error_ratio=0.001, latency_s=0.8)
+        prometheus.wait_until(f'sum by (pod) (rate(vllm:request_success_total{{namespace="{ns}"}}[10s])) > 0',
+                              lambda v: len(v) == 4, timeout=40)
+        start = cluster.audit_mark()
+        key = f"{ns}/chat"
+
+        shifted = gputui(operator, tmp_path, "shift", key, "--to", "v2=20")
+        assert shifted.returncode == 0, shifted.stderr
+        assert weights(api, ns) == [80, 20]
+        undone = gputui(operator, tmp_path, "shift", key, "--undo")
+        assert undone.returncode == 0, undone.stderr
+        assert weights(api, ns) == [100, 0]
+        canary = gputui(operator, tmp_path, "rollout", key, "v2", "--steps", "25,50", "--hold", "2s", "--poll", "1s",
+                        "--window", "10s", prometheus=prometheus.url)
+        assert canary.returncode == 0, canary.stdout + canary.stderr
+        assert weights(api, ns) == [50, 50]
+        scaled = gputui(operator, tmp_path, "scale-down", key, "v1", "1", prometheus=prometheus.url)
+        assert scaled.returncode == 0, scaled.stdout + scaled.stderr
+        assert apps.read_namespaced_deployment_scale("chat-v1", ns).spec.replicas == 1
+
+        verbs = {(e["verb"], (e.get("objectRef") or {}).get("resource"), (e.get("objectRef") or {}).get("subresource"))
+                 for e in cluster.audit_events(OPERATOR, since=start) if e["verb"] not in READS}
+        assert {("patch", "httproutes", None), ("patch", "pods", None), ("patch", "deployments", "scale")} <= verbs
+        assert refused(cluster, OPERATOR, start) == []
+    finally:
+        for ns_, name in inference_exporter.pods():
+            if ns_ == ns:
+                inference_exporter.remove_pod(ns_, name)
+        core.delete_namespace(ns)
+        fake_kubelet.remove_node(node)
+
+
+def test_node_verbs_run_under_the_role(cluster, fake_kubelet, operator, prometheus, inference_exporter, tmp_path):
+    """uncordon and cordon (the TUI's c and u: ops.cordon), drain, drain --disable-eviction and the drill, as
+    the role's ServiceAccount."""
+    from gputui.backends.kube_backend import live_backend
+    from gputui.ops.audit import AuditLog
+    from gputui.ops.cordon import plan_cordon, run_cordon
+    from gputui.settings import Settings
+
+    ns = "t-rbac-nodes"
+    api = cluster.harness_client()
+    core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
+    core.create_namespace({"metadata": {"name": ns}})
+    a, b = pool(fake_kubelet, core, "rbac-n")  # the pods land on a; b is cordoned
+    apps.create_namespaced_deployment(ns, workload("Deployment", "chat", ns, "rbac-n", 2))
+    stop = threading.Event()
+
+    def live() -> list:
+        return [p for p in core.list_namespaced_pod(ns).items
+                if p.status.phase == "Running" and not p.metadata.deletion_timestamp]
+
+    def router() -> None:  # a pod gets a session once it runs, as a load balancer would give it traffic
+        while not stop.wait(0.3):
+            for p in live():
+                if (ns, p.metadata.name) not in inference_exporter.pods():
+                    inference_exporter.add_pod(ns, p.metadata.name, running=1)
+
+    thread = threading.Thread(target=router, daemon=True)
+    try:
+        running(core, ns, 2, a)
+        thread.start()
+        prometheus.wait_until(f'vllm:num_requests_running{{namespace="{ns}"}}', lambda v: len(v) == 2, timeout=30)
+        start = cluster.audit_mark()
+
+        backend = live_backend(Settings(kubeconfig=str(operator)))
+        try:
+            audit = AuditLog(tmp_path / "cordon.jsonl", backend.writer.identity if backend.writer else "", backend.context)
+            run_cordon(plan_cordon(backend.reader.snapshot(), b, cordon=False), backend.writer, audit)
+            wait_until(lambda: not core.read_node(b).spec.unschedulable, 10, what=f"{b} uncordoned")
+        finally:
+            backend.close()
+        drained = gputui(operator, tmp_path, "drain", a, "--session-threshold", "1", prometheus=prometheus.url)
+        assert drained.returncode == 0, drained.stdout + drained.stderr
+        assert core.read_node(a).spec.unschedulable
+        running(core, ns, 2, b)  # the Deployment's replacements, on b
+
+        backend = live_backend(Settings(kubeconfig=str(operator)))
+        try:
+            run_cordon(plan_cordon(backend.reader.snapshot(), a, cordon=False), backend.writer, audit)
+        finally:
+            backend.close()
+        wait_until(lambda: not core.read_node(a).spec.unschedulable, 10, what=f"{a} uncordoned")
+
+        drill = subprocess.run([sys.executable, "-m", "gputui", "check", "--drill", b, "--yes-i-mean-it",
+                                "--drill-timeout", "90s", "--kubeconfig", str(operator), "--prometheus", prometheus.url],
+                               capture_output=True, text=True, env=environment(tmp_path), timeout=150)
+        assert drill.returncode == 0, drill.stdout + drill.stderr
+        assert drill.stdout.strip().splitlines()[-1].endswith("cordon undone"), drill.stdout
+
+        deleted = gputui(operator, tmp_path, "drain", b, "--disable-eviction", "--force", "--confirm-delete", b,
+                         "--session-threshold", "1", prometheus=prometheus.url)
+        assert deleted.returncode == 0, deleted.stdout + deleted.stderr
+
+        verbs = {(e["verb"], (e.get("objectRef") or {}).get("resource"), (e.get("objectRef") or {}).get("subresource"))
+                 for e in cluster.audit_events(OPERATOR, since=start) if e["verb"] not in READS}
+        assert {("patch", "nodes", None), ("create", "pods", "eviction"), ("delete", "pods", None)} <= verbs, verbs
+        assert refused(cluster, OPERATOR, start) == []
+    finally:
+        stop.set()
+        thread.join(5)
+        for ns_, name in inference_exporter.pods():
+            if ns_ == ns:
+                inference_exporter.remove_pod(ns_, name)
+        core.delete_namespace(ns)
+        for node in (a, b):
+            fake_kubelet.remove_node(node)
+
+
+def test_argo_rollouts_verbs_run_under_the_role(cluster, fake_kubelet, operator, tmp_path):
+    """promote, abort, retry, promote-full and undo on a Rollout the real controller runs, as the role's
+    ServiceAccount: each accepted by the apiserver and acted on by the controller."""
+    ns, key = "t-rbac-argo", "t-rbac-argo/summ"
+    api = cluster.harness_client()
+    core = client.CoreV1Api(api)
+    core.create_namespace({"metadata": {"name": ns}})
+    controller = ArgoController(cluster.harness_kubeconfig, ns).start()
+    try:
+        template = deployment("summ", "summ", "v1", 2, 1, ns=ns)["spec"]["template"]
+        labels = {k: v for k, v in template["metadata"]["labels"].items() if k != "app.kubernetes.io/version"}
+        template["metadata"]["labels"] = labels
+        for name in ("summ-stable", "summ-canary"):
+            core.create_namespaced_service(ns, {"metadata": {"name": name}, "spec": {
+                "selector": labels, "ports": [{"port": 80}]}})
+        create_custom(api, "virtualservices", ns, {"metadata": {"name": "summ"}, "spec": {"hosts": ["summ"], "http": [
+            {"name": "primary", "route": [{"destination": {"host": "summ-stable"}, "weight": 100},
+                                          {"destination": {"host": "summ-canary"}, "weight": 0}]}]}})
+        create_custom(api, "rollouts", ns, {"metadata": {"name": "summ"}, "spec": {
+            "replicas": 2, "selector": {"matchLabels": labels}, "template": template,
+            "strategy": {"canary": {
+                "canaryService": "summ-canary", "stableService": "summ-stable",
+                "trafficRouting": {"istio": {"virtualService": {"name": "summ", "routes": ["primary"]}}},
+                "steps": [{"setWeight": 20}, {"pause": {}}, {"setWeight": 50}, {"pause": {}}]}}}})
+
+        def status() -> dict:
+            return get_custom(api, "rollouts", ns, "summ").get("status") or {}
+
+        wait_until(lambda: status().get("stableRS") and status().get("readyReplicas") == 2, 90,
+                   what=f"the first revision stable\n{controller.log()}")
+        container = {**template["spec"]["containers"][0], "image": "vllm/vllm-openai:v0.9.1"}
+        client.CustomObjectsApi(api).patch_namespaced_custom_object(
+            "argoproj.io", "v1alpha1", ns, "rollouts", "summ", {"spec": {"template": {"spec": {"containers": [container]}}}})
+        wait_until(lambda: status().get("pauseConditions"), 90, what=f"the canary paused\n{controller.log()}")
+        start = cluster.audit_mark()
+        for verb, done in (
+            ("promote", lambda s: s.get("currentStepIndex") == 3 and s.get("pauseConditions")),
+            ("abort", lambda s: s.get("phase") == "Degraded"),
+            ("retry", lambda s: s.get("currentStepIndex") == 1 and not s.get("abort")),
+            ("promote-full", lambda s: s.get("phase") == "Healthy" and s.get("stableRS") == s.get("currentPodHash")),
+            ("undo", lambda s: s.get("pauseConditions")),
+        ):
+            out = gputui(operator, tmp_path, "shift", key, "--rollout", verb)
+            assert out.returncode == 0, (verb, out.stdout, out.stderr)
+            wait_until(lambda: done(status()), 90, what=f"the controller after {verb}\n{controller.log()}")
+        sent = {((e.get("objectRef") or {}).get("resource"), (e.get("objectRef") or {}).get("subresource"))
+                for e in cluster.audit_events(OPERATOR, since=start, verbs={"patch"})}
+        assert sent == {("rollouts", "status"), ("rollouts", None)}, sent
+        assert refused(cluster, OPERATOR, start) == []
+    finally:
+        controller.stop()
+        core.delete_namespace(ns)
+
+
+# --- a role without one rule: the verb it lacks, by name -------------------------------------------------------
+
+LACKING = {  # (API group, resource, verb) taken out of a copy of the role -> the command, what it must say
+    "patch nodes": (("", "nodes", "patch"), ("drain", "{node}"), "your identity may not patch nodes"),
+    "create pods/eviction": (("", "pods/eviction", "create"), ("check", "--drill", "{node}", "--yes-i-mean-it"),
+                             "your identity may not create pods/eviction"),
+    "patch pods": (("", "pods", "patch"), ("scale-down", "{ns}/chat", "v1", "0"), "your identity may not patch pods"),
+    "patch deployments/scale": (("apps", "deployments/scale", "patch"), ("scale-down", "{ns}/chat", "v1", "0"),
+                                "your identity may not patch deployments/scale (apps)"),
+    "patch httproutes": (("gateway.networking.k8s.io", "httproutes", "patch"), ("shift", "{ns}/chat", "--to", "v2=50"),
+                         "your identity may not patch httproutes (gateway.networking.k8s.io)"),
+    "patch rollouts/status": (("argoproj.io", "rollouts/status", "patch"), ("shift", "{ns}/chat", "--rollout", "promote"),
+                              "your identity may not patch rollouts/status (argoproj.io)"),
+}
+
+
+def role_without(group: str, resource: str, verb: str, name: str) -> list[dict]:
+    """docs/rbac.yaml's ClusterRole named `name`, without `verb` on `resource` (a rule left with no verb goes),
+    bound to a ServiceAccount of the same name in the gputui namespace."""
+    docs = [d for d in yaml.safe_load_all(ROLE_FILE.read_text()) if d]
+    role = next(d for d in docs if d["kind"] == "ClusterRole")
+    rules = []
+    for rule in role["rules"]:
+        if group in rule.get("apiGroups", []) and resource in rule.get("resources", []) and verb in rule["verbs"]:
+            others = [r for r in rule["resources"] if r != resource]
+            if others:
+                rules.append({**rule, "resources": others})
+            rule = {**rule, "resources": [resource], "verbs": [v for v in rule["verbs"] if v != verb]}
+            if not rule["verbs"]:
+                continue
+        rules.append(rule)
+    assert rules != role["rules"], f"{verb} {resource} is not in docs/rbac.yaml"
+    subject = {"kind": "ServiceAccount", "name": name, "namespace": "gputui"}
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": "gputui"}},
+        {**role, "metadata": {"name": name}, "rules": rules},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+         "subjects": [subject]},
+    ]
+
+
+@pytest.mark.parametrize("taken", list(LACKING))
+def test_a_verb_the_role_lacks_is_named_and_nothing_is_written(taken, cluster, fake_kubelet, operator, tmp_path):
+    """Each command stops at its access review, before reading what it acts on: no namespace of its own needed."""
+    (group, resource, verb), argv, says = LACKING[taken]
+    name = "t-lacking-" + taken.replace(" ", "-").replace("/", "-")
+    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(role_without(group, resource, verb, name)).encode())
+    kc = kubeconfig_for(cluster, tmp_path / "lacking.yaml", token_of(cluster, name))
+    wait_rbac(cluster, kc)
+    user = f"system:serviceaccount:gputui:{name}"
+    node = next(n.metadata.name for n in client.CoreV1Api(cluster.harness_client()).list_node().items
+                if n.metadata.name.startswith("gpu-node"))
+    mark = cluster.audit_mark()
+    out = run(*[a.format(node=node, ns="t-rbac-lacking") for a in argv], "--kubeconfig", str(kc), home=tmp_path)
+    assert out.returncode == 2, (out.returncode, out.stdout, out.stderr)
+    assert len(out.stderr.strip().splitlines()) == 1 and says in out.stderr, out.stderr
+    wrote = [(e["verb"], e.get("requestURI")) for e in cluster.audit_events(user, since=mark)
+             if e["verb"] not in READS and (e.get("objectRef") or {}).get("resource")
+             not in ("selfsubjectaccessreviews", "selfsubjectreviews")]
+    assert wrote == []

@@ -146,7 +146,8 @@ class WallboardScreen(ClusterScreen):
             # Allocated but below 5% for the last hour (seed 000 §7); unknown is "–", never 0.
             "idle": (idle_label, "–" if idle is None else str(idle), palette.cordoned if idle else ""),
             # Nodes, not alerts: the header's count (a node with eight hot GPUs is one), flapping ones kept.
-            "alerts": ("Need attention", str(alerts), palette.alert if alerts else palette.ok),
+            "alerts": ("Need attention" if app.size.width >= 100 else "Attention", str(alerts),
+                       palette.alert if alerts else palette.ok),
             "drains": ("Drains", str(f.drains), palette.draining if f.drains else ""),
             "canaries": ("Canaries", str(f.canaries), palette.upgrading if f.canaries else ""),
         }

@@ -13,6 +13,7 @@ from typing import Any, Mapping
 from gputui.frozen_init import fast_init
 from gputui.gpu_resources import GpuResource
 from gputui.label_selectors import Requirement, selector_matches
+from gputui.scheduling import NodeScheduling, PodScheduling
 
 
 # Driver upgrade states (GPU Operator) that mean "in progress", in the
@@ -148,6 +149,9 @@ class Node:
     gpu_resources: tuple[GpuResource, ...] = ()
     gpu_count: int = 0  # physical cards (0: unknown, e.g. MIG slices without GFD's count)
     node_info: Mapping[str, str] = field(default_factory=dict)  # kubelet, runtime, kernel, OS (status.nodeInfo)
+    # Its taints and allocatable resources other than GPUs, shared with the nodes alike (gputui.scheduling);
+    # None: not read (the drain's placement preview then says it does not know this node).
+    scheduling: NodeScheduling | None = None
     # health.node_alerts' answer for one temperature threshold, from the node alone (its summary's one alert is
     # added to it), worked out once per node object and kept on it, so it lives and dies with the node (a memo
     # beside the nodes kept replaced ones alive, for the collector to walk).
@@ -215,6 +219,9 @@ class InferencePod:
     gpu_units: Mapping[str, int] = field(default_factory=dict)  # by resource (dra:<driver> for DRA devices)
     images: tuple[str, ...] = ()  # its containers' images
     gpus_unrequested: bool = False  # sees GPUs (NVIDIA_VISIBLE_DEVICES) without asking for any: see upgrades
+    # What the scheduler reads of its spec, shared with every pod of the same spec (gputui.scheduling); None:
+    # not read (the drain's placement preview then says where it goes is unknown).
+    scheduling: PodScheduling | None = None
 
     @property
     def key(self) -> str:

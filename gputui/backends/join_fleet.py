@@ -59,7 +59,7 @@ def inference_pod(p: PodRecord, service: str, version: str) -> InferencePod:
         deleting=p.deleting, owner_kind=p.owner_kind, labels=p.labels, has_emptydir=p.has_emptydir,
         mirror=p.mirror, session_signal=signal, session_opt_out=opt_out, pending_reason=p.pending_reason,
         termination_grace_s=p.grace_seconds, prestop_sleep_s=p.prestop_sleep_s, probes=p.probes,
-        gpus_unrequested=p.gpus_unrequested,
+        gpus_unrequested=p.gpus_unrequested, scheduling=p.scheduling,
     )
 
 
@@ -119,7 +119,7 @@ class NodeJoin:
             driver_version=n.driver_version, cuda_version=n.cuda_version, upgrade_state=n.upgrade_state,
             gpu_memory_mib=n.gpu_memory_mib, conditions=conditions,
             gpus=gpus_of(n, samples), labels=n.labels, annotations=n.annotations,
-            gpu_resources=resources, node_info=n.node_info, gpu_count=count,
+            gpu_resources=resources, node_info=n.node_info, gpu_count=count, scheduling=n.scheduling,
         )
         self._records[key], self._nodes[key] = n, node
         if samples:

@@ -12,9 +12,11 @@ from dataclasses import dataclass, field
 from sys import intern
 from typing import Any, Mapping
 
+from gputui.backends.kube_scheduling import node_scheduling, pod_scheduling
 from gputui.gpu_resources import GpuResource, node_resources, quantity, request_units
 from gputui.label_selectors import Requirement
 from gputui.model import Budget, Condition, PodProbes, Rollout
+from gputui.scheduling import NodeScheduling, PodScheduling
 
 # Labels that name a node's GPUs (GPU Feature Discovery); older spellings as fallbacks.
 PRODUCT_LABEL = "nvidia.com/gpu.product"
@@ -86,6 +88,7 @@ class NodeRecord:
     upgrade_state: str
     gpu_resources: tuple[GpuResource, ...] = ()  # every GPU resource it advertises (capacity/allocatable: their sums)
     node_info: Mapping[str, str] = field(default_factory=dict)  # status.nodeInfo's versions (NODE_INFO_KEYS)
+    scheduling: NodeScheduling | None = None  # taints and allocatable other than GPUs (shared: kube_scheduling)
 
     @property
     def is_gpu_node(self) -> bool:
@@ -110,6 +113,7 @@ def node_record(obj: dict[str, Any]) -> NodeRecord:
         gpu_product=labels.get(PRODUCT_LABEL, ""), gpu_memory_mib=quantity(labels.get(MEMORY_LABEL)),
         driver_version=_driver(labels), cuda_version=_cuda(labels),
         upgrade_state=labels.get(UPGRADE_LABEL, ""),
+        scheduling=node_scheduling(spec, status.get("allocatable") or {}),
     )
 
 
@@ -136,6 +140,7 @@ class PodRecord:
     gpu_units: Mapping[str, int] = field(default_factory=dict)  # by resource name; gpu_request is their sum
     images: tuple[str, ...] = ()  # its containers' images (versions of engines and GPU Operator components)
     gpus_unrequested: bool = False  # a container sets NVIDIA_VISIBLE_DEVICES to GPUs, and the pod requests none
+    scheduling: PodScheduling | None = None  # what the scheduler reads of its spec (shared: kube_scheduling)
 
     @property
     def key(self) -> str:
@@ -237,6 +242,7 @@ def pod_record(obj: dict[str, Any]) -> PodRecord:
         grace_seconds=spec.get("terminationGracePeriodSeconds"),
         pending_reason=str(pending)[:200], prestop_sleep_s=_prestop_sleep(spec), probes=_probes(spec),
         gpus_unrequested=not units and _sees_gpus(spec),
+        scheduling=pod_scheduling(spec, meta.get("namespace", ""), meta.get("labels") or {}),
     )
 
 

@@ -254,8 +254,8 @@ def connect(
             raise
         except ConfigException as exc:
             raise BackendError(_config_error(str(exc), context)) from None
-        except Exception as exc:  # malformed YAML, wrong types
-            raise BackendError(f"kubeconfig is not valid: {one_line(exc)}") from None
+        except Exception as exc:  # a shape kubeconfig_problem does not know: still the files it came from
+            raise BackendError(f"kubeconfig {_names(joined)} is not valid: {one_line(exc)}") from None
         ctx_name = current.get("name", context or "")
         ctx = current.get("context") or {}
         user = ctx.get("user", "")
@@ -283,18 +283,74 @@ def _chosen_context(kubeconfig: str | None, context: str | None, files: list[Pat
         raise BackendError(f"kubeconfig {visible(exc.filename, 120)} cannot be read: {exc.strerror or exc}") from None
     if kubeconfig and missing:
         raise BackendError(f"kubeconfig {kubeconfig} does not exist")
+    if len(missing) == len(files):  # KUBECONFIG names only files that are not there (kubectl skips missing ones)
+        raise BackendError(f"kubeconfig {', '.join(visible(str(p), 200) for p in files)} "
+                           f"{'does not exist' if len(files) == 1 else 'do not exist'} (KUBECONFIG)")
+    for path in files:  # one line naming the file, never the client's TypeError on a file of the wrong shape
+        problem = None if path in missing else kubeconfig_problem(path)
+        if problem:
+            raise BackendError(problem)
     joined = os.pathsep.join(str(p) for p in files)  # the client merges a KUBECONFIG-style list
     try:
         contexts, current = config.list_kube_config_contexts(joined)
     except ConfigException as exc:
         raise BackendError(_config_error(str(exc), context)) from None
-    except Exception as exc:  # malformed YAML, wrong types
-        raise BackendError(f"kubeconfig is not valid: {one_line(exc)}") from None
+    except Exception as exc:  # a shape kubeconfig_problem does not know: still the files it came from
+        raise BackendError(f"kubeconfig {_names(joined)} is not valid: {one_line(exc)}") from None
     if context is not None:
         current = next((c for c in contexts if c.get("name") == context), None)
         if current is None:
             raise BackendError(f'context "{context}" is not in the kubeconfig')
     return joined, current or {}
+
+
+KUBECONFIG_LISTS = ("clusters", "contexts", "users")
+
+
+def kubeconfig_problem(path: Path) -> str | None:
+    """What makes one kubeconfig file unusable, in one line that names it (None: the client may read it): not
+    readable, not YAML (with the line), empty, not a mapping, or a list of clusters, contexts or users of the
+    wrong shape. The client's own errors for these are Python's ("'str' object does not support item
+    assignment") and name no file."""
+    from gputui.yaml_file import load_text
+
+    name = visible(str(path), 200)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        return f"kubeconfig {name} is not UTF-8 text"
+    except OSError as exc:
+        return f"kubeconfig {name} cannot be read: {exc.strerror or one_line(exc)}"
+    try:
+        doc = load_text(text)
+    except ValueError as exc:
+        return f"kubeconfig {name}: {first_line(str(exc), 200)}"
+    if doc is None:
+        return f"kubeconfig {name} is empty"
+    if not isinstance(doc, dict):
+        return f"kubeconfig {name} is not a kubeconfig: a YAML {_yaml_kind(doc)}, not a mapping of clusters, " \
+               "contexts and users"
+    for key in KUBECONFIG_LISTS:
+        entries, item = doc.get(key), key[:-1]
+        if entries is None:
+            continue
+        if not isinstance(entries, list):
+            return f"kubeconfig {name}: {key} is a {_yaml_kind(entries)}, not a list"
+        for i, entry in enumerate(entries):
+            if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+                return f"kubeconfig {name}: {key}[{i}] has no name (each entry is name: and {item}:)"
+            if entry.get(item) is not None and not isinstance(entry[item], dict):
+                return (f"kubeconfig {name}: {key}[{i}] ({visible(entry['name'], 80)}): {item} is a "
+                        f"{_yaml_kind(entry[item])}, not a mapping")
+    current = doc.get("current-context")
+    if current is not None and not isinstance(current, str):
+        return f"kubeconfig {name}: current-context is a {_yaml_kind(current)}, not a name"
+    return None
+
+
+def _yaml_kind(value: object) -> str:
+    return {dict: "mapping", list: "list", str: "string", bool: "boolean", int: "number",
+            float: "number"}.get(type(value), type(value).__name__)
 
 
 def _loader_for(joined: str, context: str | None) -> Any:
@@ -308,8 +364,12 @@ def _loader_for(joined: str, context: str | None) -> Any:
                                config_base_path=None)
     except ConfigException as exc:
         raise BackendError(_config_error(str(exc), context)) from None
-    except Exception as exc:  # malformed YAML, wrong types
-        raise BackendError(f"kubeconfig is not valid: {one_line(exc)}") from None
+    except Exception as exc:  # a shape kubeconfig_problem does not know: still the files it came from
+        raise BackendError(f"kubeconfig {_names(joined)} is not valid: {one_line(exc)}") from None
+
+
+def _names(joined: str) -> str:
+    return ", ".join(visible(p, 200) for p in joined.split(os.pathsep) if p)
 
 
 def _config_error(text: str, context: str | None) -> str:

@@ -142,7 +142,8 @@ class DrainProgressScreen(ClusterScreen):
         width = 5 if self._narrow else 8
         with s.lock:
             rows = {
-                key: (*((Text(elide_middle(r.node.removeprefix("gpu-"), self._node_width)),) if with_node else ()),
+                key: (*((Text(elide_middle(r.node.removeprefix("gpu-") if self._narrow else r.node,
+                                           self._node_width)),) if with_node else ()),
                       Text(key if len(key) <= self._pod_width else short_pod(key, self._pod_width)),
                       Text(r.state.value if r.state else "pending", style=styles.get(r.state, "") if r.state else ""),
                       Text((("unk" if self._narrow else "unknown") if r.sessions is None and r.state is K.WAITING

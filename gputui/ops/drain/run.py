@@ -262,8 +262,7 @@ def _poll(pods: dict[str, PodProgress], snap, writer: Writer, audit: AuditLog, c
                                        {"node": node, "sessions": prog.sessions if known else state.value, "why": why})
         try:
             if opts.disable_eviction:
-                writer.delete_pod(namespace, name, opts.grace_seconds)
-                outcome, reason = EvictionOutcome.EVICTED, "deleted (eviction disabled by force)"
+                outcome, reason = _delete(writer, namespace, name, opts.grace_seconds)
             else:
                 result = writer.evict_pod(namespace, name, opts.grace_seconds)
                 outcome, reason = result.outcome, result.reason
@@ -297,6 +296,20 @@ def _poll(pods: dict[str, PodProgress], snap, writer: Writer, audit: AuditLog, c
             prog.state, prog.message = PodState.FAILED, reason
             report.failed.append(f"{prog.key}: {reason}")
             yield DrainEvent(node, K.FAILED, prog.key, reason)
+
+
+def _delete(writer: Writer, namespace: str, name: str, grace: int | None) -> tuple[EvictionOutcome, str]:
+    """A forced delete, answered as an eviction would be: a refusal (403: the identity may not delete pods;
+    422, 409) fails this pod and the drain goes on; expired credentials or an apiserver in trouble (401, 5xx,
+    no status: unreachable) raise, so the drain pauses and tries again, as for an eviction."""
+    try:
+        writer.delete_pod(namespace, name, grace)
+    except BackendError as exc:
+        status = getattr(exc, "status", None)
+        if not isinstance(status, int) or status == 401 or status >= 500:
+            raise
+        return EvictionOutcome.FAILED, f"delete refused ({status}): {exc}"
+    return EvictionOutcome.EVICTED, "deleted (eviction disabled by force)"
 
 
 def _close(prog: PodProgress, audit: AuditLog, result: str, extra: dict | None = None) -> None:

@@ -109,7 +109,7 @@ def test_a_version_at_100_has_no_default_step_left():
 
 @pytest.mark.parametrize("steps", [(), (0.0, 50.0), (50.0, 101.0), (50.0, 25.0), (25.0, 25.0, 50.0), (-5.0, 10.0)])
 def test_steps_must_rise_within_0_and_100(steps):
-    with pytest.raises(ShiftError, match="steps must rise, each above 0 and at most 100"):
+    with pytest.raises(ShiftError, match=r"^steps must rise, each above 0 and at most 100 \(e\.g\. 5,25,50,100\)$"):
         plan_canary(snap(service(weights=(100, 0))), "llm/chat", "v2", steps)
 
 
@@ -125,8 +125,10 @@ def test_the_first_step_must_be_above_the_share_now():
 
 def test_a_canary_needs_a_router_it_can_weight_and_a_version_it_has():
     for kind in ("Rollout", "Ingress", ""):
-        with pytest.raises(ShiftError, match=f"llm/chat is routed by {kind or 'nothing'}: a guided canary shifts"):
+        with pytest.raises(ShiftError) as err:
             plan_canary(snap(service(kind=kind)), "llm/chat", "v2")
+        assert str(err.value) == (f"llm/chat is routed by {kind or 'nothing'}: a guided canary shifts weights on an "
+                                  "HTTPRoute, VirtualService or TrafficSplit (an Argo Rollout runs its own)")
     for kind in ("HTTPRoute", "VirtualService", "TrafficSplit"):
         assert plan_canary(snap(service(kind=kind)), "llm/chat", "v2").new == "v2"
     with pytest.raises(ShiftError, match='llm/chat has no version "v9" \\(v1, v2, v3\\)'):
@@ -344,3 +346,75 @@ def test_the_canary_looks_every_five_seconds_unless_told(tmp_path):
                                   Gates(window_s=60, hold_s=20), clock, sleep), lambda line: None)
     assert report.outcome == "done" and report.plan is plan
     assert naps and set(naps) == {5.0}
+
+
+class Watching:
+    """Good gates; records what each look was given, and fails or presses keys at given looks."""
+
+    def __init__(self, fail_at: int = 0, keys: dict[int, str] | None = None, control: CanaryControl | None = None):
+        self.seen: list[tuple] = []
+        self.fail_at, self.keys, self.control = fail_at, keys or {}, control
+
+    def version_signals(self, snapshot, service, window_s):
+        self.seen.append((snapshot, service, window_s))
+        if len(self.seen) == self.fail_at:
+            raise BackendError("prometheus: 503")
+        key = self.keys.get(len(self.seen))
+        if key and self.control is not None:
+            self.control.request(key)
+        return {"v1": GOOD, "v2": GOOD}
+
+
+def watch(tmp_path, signals, new="v2", steps=(11.0, 12.0), hold_s=20.0, control=None):
+    clock = ManualClock()
+    cluster = DemoCluster(seed=7, clock=clock)
+    plan = plan_canary(cluster.snapshot(), LLAMA, new, steps)
+    lines: list[str] = []
+    report = run_steps(run_canary(plan, cluster, signals, cluster, AuditLog(tmp_path / "a.jsonl", "t", "demo"),
+                                  Gates(window_s=60, hold_s=hold_s), clock, clock.advance, poll_s=10,
+                                  control=control), lines.append)
+    return report, lines
+
+
+def test_each_look_reads_the_service_as_it_is_now_over_the_gates_window(tmp_path):
+    """The gates are read on a fresh snapshot's service (the step shows in its weights), over window_s."""
+    signals = Watching()
+    report, _ = watch(tmp_path, signals, steps=(11.0,))
+    assert report.outcome == "done" and signals.seen
+    snapshot, service, window = signals.seen[0]
+    assert snapshot.service(LLAMA) == service and service.key == LLAMA
+    assert {v.name: v.weight for v in service.versions} == {"v1": 89, "v2": 11}
+    assert window == 60
+
+
+def test_metrics_that_cannot_be_read_hold_the_canary_saying_why(tmp_path):
+    report, lines = watch(tmp_path, Watching(fail_at=1), steps=(11.0, 12.0), hold_s=10.0)
+    assert lines[-1] == "  holding at 11%: metrics unreadable: prometheus: 503"
+    assert (report.outcome, report.reason) == (
+        "held", "held at 11%: cannot tell (metrics unreadable: prometheus: 503); not advancing blind")
+
+
+def test_a_step_is_watched_for_its_whole_hold_even_the_last_fraction_of_a_second(tmp_path):
+    """20.5 s at a 10 s poll is three looks, not two (kills `remaining > 0` made `> 1`)."""
+    _, lines = watch(tmp_path, Watching(), steps=(11.0, 12.0), hold_s=20.5)
+    assert sum(1 for line in lines if line.startswith("  holding at 11%")) == 3
+
+
+def test_at_100_percent_the_canary_is_done_without_holding(tmp_path):
+    report, lines = watch(tmp_path, Watching(), new="v1", steps=(95.0, 100.0))
+    assert (report.outcome, report.reason, report.reached) == ("done", "v1 at 100%", 100.0)
+    assert lines[-1].startswith("step 100%: ") and not any("holding at 100%" in line for line in lines)
+
+
+def test_a_rollback_asked_while_a_step_holds_is_said_then_done(tmp_path):
+    control = CanaryControl()
+    report, lines = watch(tmp_path, Watching(keys={1: "rollback"}, control=control), control=control)
+    assert "rollback asked for at 11%" in lines
+    assert (report.outcome, report.reason) == ("rolled back", "by the operator at 11%")
+
+
+def test_a_stop_asked_while_a_step_holds_leaves_traffic_there(tmp_path):
+    control = CanaryControl()
+    report, _ = watch(tmp_path, Watching(keys={1: "stop"}, control=control), control=control)
+    assert (report.outcome, report.reason, report.reached) == (
+        "stopped", "stopped by the operator at 11%: traffic left as it is", 11.0)

@@ -25,7 +25,8 @@ from enum import Enum
 from typing import Iterable, Sequence
 
 from gputui.model import InferencePod, Node
-from gputui.ops.drain.placement_rules import Cluster, Filtered, Shared, candidates, gpu_units, needs
+from gputui.ops.drain.placement_rules import Filtered, candidates, gpu_units, needs
+from gputui.ops.drain.placement_state import Cluster, Shared
 from gputui.ops.drain.placement_words import Exclusion, exclusions, headline
 from gputui.snapshot import ClusterSnapshot
 

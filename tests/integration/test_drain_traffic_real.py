@@ -86,9 +86,9 @@ def test_a_busy_pod_leaves_rotation_and_the_drain_finishes_without_cutting_a_ses
     print(f"drain took {took:.1f}s; sessions: {report.started} started, {report.cut} cut\n{text}")
     assert out.returncode == 0, text
     assert "out of rotation" in text, text
-    # It finished once what the pod held had ended: the longest session, two scrapes, the grace period, and
-    # gputui's own polls; far from its 120 s deadline, which a pod kept in rotation reaches.
-    assert took < MAX_SESSION_S + 2 + GRACE_S + 20, (took, text)
+    # It finished once what the pod held had ended, not at its 120 s deadline, which a pod kept in rotation
+    # reaches (how long it took is a figure: benchmarks/drain_traffic.py).
+    assert "deadline expired" not in text and "sessions cut" not in text, text
     assert report.cut_by_pod.get(drained, 0) == 0 and report.cut == 0, report.cut_by_pod
     assert report.pods[serving].started > 0 and report.rejected == 0
 
@@ -119,5 +119,4 @@ def test_without_a_serving_label_the_plan_says_sessions_keep_arriving_and_the_wa
         out, took = _drain(cluster, prometheus, tmp_path, node, "--session-deadline", "20s", timeout=120)
         gen.stop()
     text = out.stdout + out.stderr
-    assert took >= 20, (took, text)  # new sessions kept it busy to its deadline
     assert "deadline expired" in text, text

@@ -66,7 +66,6 @@ def test_the_pod_kept_in_for_capacity_goes_out_once_its_sibling_s_replacement_se
         assert evicted_first < second_out, text  # after its sibling left and the replacement served
         replacement = [k for k in report.pods if k not in first]
         assert replacement and report.pods[replacement[0]].started > 0, report.pods
-        assert took < DEADLINE_S, took
     finally:
         apps.delete_collection_namespaced_deployment(NS)
         core.delete_collection_namespaced_pod(NS, grace_period_seconds=0)

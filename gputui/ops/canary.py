@@ -68,6 +68,11 @@ class CanaryPlan:
                 + f", compared with {self.old}; on a failing gate, back to "
                 + ", ".join(f"{k} {fmt_pct(v)}" for k, v in self.start.items()))
 
+    def back(self) -> str:
+        """The command that puts traffic back where it was before the canary: what the operator types when the
+        canary's own rollback could not (each share to 6 digits: shift takes targets within 0.01% of 100)."""
+        return f"gputui shift {self.service.key} " + " ".join(f"--to {k}={v:g}" for k, v in self.start.items())
+
 
 def plan_canary(snapshot: ClusterSnapshot, service_key: str, new: str,
                 steps: tuple[float, ...] | None = None) -> CanaryPlan:
@@ -169,7 +174,8 @@ def run_canary(plan: CanaryPlan, reader: Reader, signals: SignalsReader, writer:
         try:
             yield "rolled back: " + _shift(reader, writer, audit, key, plan.start, force=True)
         except BackendError as exc:
-            return end("rollback failed", f"{why}; the rollback failed: {exc} (shift it back by hand)")
+            return end("rollback failed", f"{why}; the rollback failed: {exc}; back to the start: {plan.back()} "
+                                          "(shift it back by hand)")
         return end("rolled back", why)
 
     hand = control or CanaryControl()

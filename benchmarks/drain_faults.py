@@ -6,7 +6,7 @@ Each scenario (seeded): 1-3 GPU nodes to drain and 2 spare ones; 1-2 inference s
 their Deployment does not (tests.support.workloads.served_deployment), so a drain takes each pod out of
 rotation before it waits on it. tests.support.traffic's generator sends each service 0.6 sessions a second
 per replica, routed by the real EndpointSlices, lasting 4 s on average and at most 15 s; the pods' engine
-gauges reach Prometheus every second. `gputui drain NODES... --parallel 2` runs as a real process; one
+gauges reach Prometheus every second (`--scrape-interval`). `gputui drain NODES... --parallel 2` runs as a real process; one
 fault is injected:
 
   none            nothing goes wrong
@@ -29,6 +29,7 @@ process) does not report it, or when the operator's remedy, the board's uncordon
 does not put it back (its serving label and its Service's ready endpoints).
 
     python benchmarks/drain_faults.py [--scenarios 50] [--seed 1] [--budget 150] [--start 0] [--faults a,b]
+                                     [--scrape-interval 1]
 
 Scenario i of seed S draws from the seed S * 1000 + i and injects the fault i % 7 of the list above (one
 in five times a random one): `--start i --scenarios 1` runs it again alone.
@@ -267,6 +268,8 @@ def main() -> None:
     parser.add_argument("--start", type=int, default=0,
                         help="index of the first scenario (--start 6 --scenarios 1 runs scenario 6 of the seed again)")
     parser.add_argument("--budget", type=float, default=150.0, help="seconds a scenario may take before it is stuck")
+    parser.add_argument("--scrape-interval", type=int, default=1,
+                        help="Prometheus' scrape interval, s (default 1; production often scrapes every 15-30 s)")
     parser.add_argument("--faults", default=",".join(FAULTS),
                         help=f"the faults to draw from, in turn (default all: {','.join(FAULTS)})")
     args = parser.parse_args()
@@ -278,7 +281,7 @@ def main() -> None:
     runs: dict[str, int] = {}
     t0 = time.monotonic()
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
-        h = Harness(stack, Path(tmp))
+        h = Harness(stack, Path(tmp), scrape_interval_s=args.scrape_interval)
         print(f"{'#':>3} {'fault':14} {'nodes':>5} {'pods':>4} {'sess':>5} {'cut':>4} {'pdb':>4} {'stuck':>5} "
               f"{'done?':>5} {'dbl':>4} {'left':>4} {'rot<':>4} {'secs':>5}  exit codes", flush=True)
         setup_failures = 0

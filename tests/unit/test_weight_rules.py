@@ -101,3 +101,36 @@ def test_a_step_moves_one_version_from_where_it_is():
                                           (1_000_100, 100), (999_900, 999_900)])
 def test_the_routes_own_scale_only_when_a_multiple_of_100_within_the_maximum(total, scale):
     assert route_scale(total) == scale
+
+
+def test_shares_that_add_up_to_less_than_one_are_still_apportioned():
+    """Any positive total is apportioned (kills `total <= 0` made `<= 1`)."""
+    assert apportion({"a": 0.25, "b": 0.75}, 100) == {"a": 25, "b": 75}
+
+
+def test_the_others_keep_their_proportions_however_small_their_rest():
+    """Proportions, not an even split, as long as the others hold anything (kills `rest > 0` and `base > 0` made
+    `> 1`)."""
+    assert rebalance({"a": 99.0, "b": 0.75, "c": 0.25}, "a", 50.0) == pytest.approx({"a": 50.0, "b": 37.5, "c": 12.5})
+    pcts, errors = resolve_targets({"a": 99.0, "b": 0.75, "c": 0.25}, {"a": 50})
+    assert errors == [] and pcts == pytest.approx({"a": 50.0, "b": 37.5, "c": 12.5})
+
+
+def test_only_the_percent_sign_is_taken_off_a_target():
+    with pytest.raises(ValueError):
+        _parse_pct("25X")
+
+
+def test_a_target_just_over_100_is_outside():
+    assert resolve_targets({"v1": 90.0, "v2": 10.0}, {"v2": 100.5})[1] == ["v2: 100.5% is outside 0..100%"]
+
+
+def test_every_target_outside_the_range_is_named_not_only_the_first():
+    _, errors = resolve_targets({"a": 50.0, "b": 30.0, "c": 20.0}, {"a": 150, "b": -1, "c": "x"})
+    assert errors == ["a: 150% is outside 0..100%", "b: -1% is outside 0..100%", "c: 'x' is not a percentage"]
+
+
+def test_targets_at_exactly_100_and_a_hundredth_are_still_taken():
+    """The tolerance is inclusive: 100 + 0.01 passes (kills `>` made `>=`)."""
+    pcts, errors = resolve_targets({"a": 50.0, "b": 30.0, "c": 20.0}, {"a": 100.0, "b": 0.01})
+    assert errors == [] and pcts["c"] == 0.0

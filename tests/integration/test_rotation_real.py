@@ -64,4 +64,4 @@ def test_check_and_the_drain_plan_say_where_new_sessions_keep_arriving(served, c
     assert f"new sessions keep arriving: no label can take it out of rotation: Service {NS}/stuck" in text, text
     assert f"no label can take it out of rotation: Service {NS}/switch" not in text
     # The switch exists, but the Service's only pod stays in: taken out, nothing would serve it.
-    assert f"kept in rotation, as Service {NS}/switch would have no pod serving" in text, text
+    assert f"kept in rotation for capacity, as Service {NS}/switch would have no pod serving" in text, text

@@ -5,7 +5,7 @@ from __future__ import annotations
 from gputui.ui.virtual_table import VirtualTable
 
 
-async def wait_for(pilot, predicate, timeout: float = 5.0, what=None) -> None:
+async def wait_for(pilot, predicate, timeout: float = 15.0, what=None) -> None:  # a busy 2-core CI
     """Let the app work until the predicate holds; fail loudly when it never does (with `what()`, if given:
     the state that explains why)."""
     import asyncio

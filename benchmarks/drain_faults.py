@@ -6,8 +6,8 @@ Each scenario (seeded): 1-3 GPU nodes to drain and 2 spare ones; 1-2 inference s
 their Deployment does not (tests.support.workloads.served_deployment), so a drain takes each pod out of
 rotation before it waits on it. tests.support.traffic's generator sends each service 0.6 sessions a second
 per replica, routed by the real EndpointSlices, lasting 4 s on average and at most 15 s; the pods' engine
-gauges reach Prometheus every second (`--scrape-interval`). `gputui drain NODES... --parallel 2` runs as a real process; one
-fault is injected:
+gauges reach Prometheus every second (`--scrape-interval`). `gputui drain NODES... --parallel 2` runs as a
+real process; one fault is injected:
 
   none            nothing goes wrong
   scrape          one pod's scrape fails for 4-8 s (its series go stale: its count is unknown)
@@ -26,13 +26,17 @@ serving label, running, and not named by the record of a node whose drain lease 
 For kill-no-resume the pods stay out, owned by the node's record and lease until the lease expires
 (LEASE_S); each pod out of rotation counts as left out when, the lease expired, `gputui check -o json` (a
 process) does not report it, or when the operator's remedy, the board's uncordon (U, run as a process),
-does not put it back (its serving label and its Service's ready endpoints).
+does not put it back (its serving label and its Service's ready endpoints). `--remedy kubectl` uncordons
+with `kubectl uncordon` instead, a control that knows nothing of gputui's record: each such pod must count.
+Printed for information, not goals: the samples in which a service had fewer pods in rotation (Ready, with
+the serving label) than its budget's minimum, and the sessions no ready pod could take.
 
     python benchmarks/drain_faults.py [--scenarios 50] [--seed 1] [--budget 150] [--start 0] [--faults a,b]
-                                     [--scrape-interval 1]
+                                     [--scrape-interval 1] [--remedy u|kubectl]
 
-Scenario i of seed S draws from the seed S * 1000 + i and injects the fault i % 7 of the list above (one
-in five times a random one): `--start i --scenarios 1` runs it again alone.
+Scenario i of seed S draws from the seed S * 1000 + i and injects the fault i % 7 of the list above (of
+--faults, when given; one in five times a random one): `--start i --scenarios 1` runs it again alone, with
+the same nodes, services and arrivals (when things happen still depends on the machine).
 
 Needs the control-plane binaries (scripts/build-control-plane.sh) and Debian's prometheus.
 """
@@ -270,6 +274,9 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=150.0, help="seconds a scenario may take before it is stuck")
     parser.add_argument("--scrape-interval", type=int, default=1,
                         help="Prometheus' scrape interval, s (default 1; production often scrapes every 15-30 s)")
+    parser.add_argument("--remedy", choices=("u", "kubectl"), default="u",
+                        help="kill-no-resume: how the node is uncordoned: as the board's U (default), or with "
+                             "`kubectl uncordon` (a control: it does not put pods back, so the judgement must fail)")
     parser.add_argument("--faults", default=",".join(FAULTS),
                         help=f"the faults to draw from, in turn (default all: {','.join(FAULTS)})")
     args = parser.parse_args()
@@ -282,6 +289,7 @@ def main() -> None:
     t0 = time.monotonic()
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
         h = Harness(stack, Path(tmp), scrape_interval_s=args.scrape_interval)
+        h.remedy = args.remedy
         print(f"{'#':>3} {'fault':14} {'nodes':>5} {'pods':>4} {'sess':>5} {'cut':>4} {'pdb':>4} {'stuck':>5} "
               f"{'done?':>5} {'dbl':>4} {'left':>4} {'rot<':>4} {'secs':>5}  exit codes", flush=True)
         setup_failures = 0

@@ -134,10 +134,11 @@ def judge_kill_no_resume(h: Harness, gen: TrafficGenerator, ns: str, nodes: list
         result.notes.append(f"kill-no-resume: gputui check ({status}) does not report {p.key}: {p.why}")
     result.notes.append(f"kill-no-resume: {len(out)} pods out of rotation ({owned_at_kill} owned at the kill, "
                         f"{len(unowned)} unowned once the lease expired); check {status}, naming {len(reported)}")
+    how = "as U" if h.remedy == "u" else "kubectl uncordon"
     for node in sorted({p.node for p in out} | set(nodes)):
-        done = h.uncordon_as_u(node)
+        done = h.uncordon_as_u(node) if h.remedy == "u" else h.kubectl_run("uncordon", node)
         if done.returncode != 0:
-            result.notes.append(f"kill-no-resume: uncordon {node} (as U): exit {done.returncode}: "
+            result.notes.append(f"kill-no-resume: uncordon {node} ({how}): exit {done.returncode}: "
                                 f"{(done.stdout + done.stderr).strip()[-200:]}")
     for p in out:
         name = p.key.split("/", 1)[1]
@@ -146,7 +147,7 @@ def judge_kill_no_resume(h: Harness, gen: TrafficGenerator, ns: str, nodes: list
             wait(lambda: _back(h, gen, p.key, p.uid, svc), 15, f"{p.key} back in rotation")
         except RuntimeError:
             result.left_out.add(p.uid)
-            result.notes.append(f"kill-no-resume: uncordon (U) did not put {p.key} back in rotation")
+            result.notes.append(f"kill-no-resume: uncordon ({how}) did not put {p.key} back in rotation")
 
 
 def _back(h: Harness, gen: TrafficGenerator, key: str, uid: str, service: str) -> bool:

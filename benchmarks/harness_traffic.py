@@ -67,6 +67,9 @@ class Harness:
         self.policy: Any = client.PolicyV1Api(api)
         self.home = workdir / "home"
         self.kubectl_bin = self.cp.bin_dir / "kubectl"
+        # How the operator puts pods left out of rotation back: "u", the board's uncordon; "kubectl", `kubectl
+        # uncordon` (which knows nothing of gputui's record: a control that the judgement can fail).
+        self.remedy = "u"
 
     def env(self) -> dict[str, str]:
         """An operator's environment: a home of its own, no KUBECONFIG of this machine, this repository's gputui."""
@@ -92,6 +95,10 @@ class Harness:
         env = dict(os.environ, KUBECONFIG=str(self.cp.admin_kubeconfig))
         return subprocess.Popen([str(self.kubectl_bin), *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, env=env)
+
+    def kubectl_run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        env = dict(os.environ, KUBECONFIG=str(self.cp.admin_kubeconfig))
+        return subprocess.run([str(self.kubectl_bin), *args], capture_output=True, text=True, env=env, timeout=timeout)
 
     def traffic(self, seed: int, durations: Durations) -> TrafficGenerator:
         return TrafficGenerator(self.cp.kubeconfigs["harness"], self.exporter, seed=seed, durations=durations)

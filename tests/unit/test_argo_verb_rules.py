@@ -137,3 +137,11 @@ def test_undo_with_no_earlier_revision_or_to_the_same_template_sends_nothing():
     assert undo_body(ro, [rs("a", 1, "v1")]) == (None, "no earlier revision in its history to go back to", None)
     assert undo_body(ro, [rs("a", 1, "v1"), rs("b", 2, "v2")], to_revision=1) == (
         None, "its template already matches revision 1", 1)
+
+
+def test_two_replicasets_claiming_one_revision_do_not_break_undo():
+    """Sorted by revision alone: two ReplicaSets with the same revision are never compared as objects (a crash)."""
+    ro = rollout()
+    ro["spec"]["template"] = {"spec": {"containers": [{"image": "v3"}]}}
+    ops, why, revision = undo_body(ro, [rs("a", 1, "v1"), rs("b", 1, "v1b"), rs("c", 2, "v3")])
+    assert why == "" and revision == 1 and ops is not None

@@ -320,3 +320,12 @@ def test_foreign_holders_names_each_node_held_by_a_live_gputui_elsewhere():
                      _node("c", {LEASE: lease_text(host=HOST, pid=gone_pid())}))
     assert foreign_holders(snap, ["a", "b", "c", "missing"], now=160.0) == [
         "a: alice (host elsewhere, pid 4242), renewed 60s ago"]
+
+
+def test_the_liveness_probe_sends_no_signal(monkeypatch):
+    """kill(pid, 0) only asks whether the process exists; any other signal would hang up or stop the other
+    operator's gputui (kills the probe's signal changed)."""
+    sent: list[tuple[int, int]] = []
+    monkeypatch.setattr(lease.os, "kill", lambda pid, sig: sent.append((pid, sig)))
+    assert not Holder("a", HOST, 4_000_000, "t").dead_here()
+    assert sent == [(4_000_000, 0)]

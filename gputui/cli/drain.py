@@ -74,7 +74,13 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
                 options[n], deadline = saved_drain(snap.node(n))  # type: ignore[arg-type]
                 if deadline:
                     deadlines[n] = deadline
-        batch = batch_with_arrivals(plan_batch(snap, nodes, options), backend.reader)
+        planned = plan_batch(snap, nodes, options)
+        # --accept-stranded: the pods this plan strands are left Pending by choice; the run's guard still stops
+        # before a node that would strand any other.
+        accepted = [p.pod.key for p in planned.stranded] if getattr(args, "accept_stranded", False) else []
+        if accepted:
+            planned = plan_batch(snap, nodes, options, accepted)
+        batch = batch_with_arrivals(planned, backend.reader)
         if args.dry_run:
             if args.output == "json":
                 json.dump({**batch_json(batch), "simulated": snap.simulated}, sys.stdout, indent=2)
@@ -86,16 +92,23 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
                     _print_plan(plan)
                 for line in batch.describe():
                     print(line)
-            return EXIT_NOT_DONE if any(p.blocked for p in batch.plans) or not batch.fits else EXIT_OK
+            return EXIT_NOT_DONE if any(p.blocked for p in batch.plans) or not batch.fits \
+                or batch.blocked_by_placement else EXIT_OK
         why = backend.why_not("drain")
         if why:
             return fail(why, EXIT_USAGE)
+        if batch.blocked_by_placement:  # before any write: the operator sees who would be stranded, and why
+            for p in batch.stranded:
+                print(f"{p.pod.key}: {p.placement.text() if p.placement else ''}", file=sys.stderr)
+            return fail(f"{len(batch.stranded)} pods would have nowhere to go (see the plan: gputui drain --dry-run); "
+                        "--accept-stranded drains anyway and leaves them Pending", EXIT_NOT_DONE)
         if snap.simulated:
             print(f"# {SIMULATED}", flush=True)
         for line in batch.describe():
             print(f"# {line}", flush=True)
         gen = run_batch(nodes, backend.reader, backend.writer, audit_for(settings.audit_log, backend), options,
-                        parallel=args.parallel, deadlines=deadlines, take_over=args.take_over)
+                        parallel=args.parallel, deadlines=deadlines, take_over=args.take_over,
+                        accept_stranded=accepted)
         reports = _follow(gen)
         for node in nodes:
             report = reports.get(node)
@@ -136,7 +149,8 @@ def _follow(gen) -> dict[str, DrainReport]:
 
 
 def _print_plan(plan: DrainPlan) -> None:
-    head = f"node/{plan.node}: " + ("BLOCKED" if plan.blocked else "ready to drain")
+    head = f"node/{plan.node}: " + ("BLOCKED" if plan.blocked else
+                                    f"{len(plan.stranded)} pods with nowhere to go" if plan.stranded else "ready to drain")
     print(head + ("" if not plan.already_cordoned else " (already cordoned)"))
     for p in plan.pods:
         sessions = "" if p.step is Step.SKIP else f" sessions={p.sessions.text}"
@@ -146,6 +160,10 @@ def _print_plan(plan: DrainPlan) -> None:
         print(f"  {p.step.value:6s} {p.pod.key} gpus={p.pod.gpu_request}{sessions}{most}{budget}{note}")
         if p.rotation is not None:  # what it does first (a pod kept in says why among the warnings)
             print(f"         first: {p.rotation_note}")
+        if p.placement is not None:  # where its replacement can go (never where it will go: see the caveat)
+            print(f"         {p.placement.text()}")
+            for e in p.placement.excluded if p.placement.stranded else ():
+                print(f"           {e.words}")
     for warning in plan.warnings:
         print(f"  warning: {warning}")
     print(f"  capacity: {plan.capacity.describe()}")

@@ -18,7 +18,9 @@ from gputui.ui.base import ClusterModal
 from gputui.ops.drain.options import DrainOptions
 from gputui.backends.base import ArrivalsReader, BackendError
 from gputui.ops.drain.arrivals import stuck_pods, with_rates
+from gputui.ops.drain.placement import SHORT_CAVEAT
 from gputui.ops.drain.plan import BatchPlan, DrainPlan, Step, plan_batch
+from gputui.ops.drain.plan_placement import batch_lines
 from gputui.sessions import Arrivals
 from gputui.present.cells import ago
 
@@ -37,6 +39,7 @@ def render_plan(batch: BatchPlan, palette) -> Group:
         table.add_column("Pod", overflow="fold", ratio=3)
         table.add_column("GPUs", justify="right", no_wrap=True)
         table.add_column("Sessions", justify="right", no_wrap=True)
+        table.add_column("Can go", no_wrap=True)  # where its replacement can go (placement preview)
         table.add_column("Budget / note", overflow="fold", ratio=3)
         for p in plan.pods:
             style = {Step.ERROR: f"bold {palette.alert}", Step.WAIT_SESSIONS: palette.draining,
@@ -47,12 +50,20 @@ def render_plan(batch: BatchPlan, palette) -> Group:
                 note = (note + "; " if note else "") + f"first: out of rotation (-{', '.join(p.rotation.labels)})"
             if p.budgets and p.step is not Step.SKIP:
                 note = (note + "; " if note else "") + p.budget_note
+            goes = p.placement
             table.add_row(
                 Text(p.step.value, style=style), Text(p.pod.key), str(p.pod.gpu_request or "–"),
                 "–" if p.step is Step.SKIP else p.sessions.text,
+                Text(goes.short() if goes else "–", style=(f"bold {palette.alert}" if goes and goes.stranded else
+                                                           palette.cordoned if goes and not goes.sure else "")),
                 Text(note, style=palette.alert if p.pdb_blocks_now or p.step is Step.ERROR else ""),
             )
         parts.append(table)
+        for p in plan.pods:  # why a replacement has nowhere to go, or where it goes is unknown
+            if p.placement is not None and p.placement.verdict.value != "can go":
+                accepted = p.pod.key in batch.accepted
+                parts.append(Text(f"{p.pod.key}: {p.placement.text()}" + ("  (accepted: left Pending)" if accepted else ""),
+                                  style=palette.cordoned if accepted or not p.placement.stranded else f"bold {palette.alert}"))
         cap = Text("capacity: " + plan.capacity.describe(),
                    style=palette.ok if plan.capacity.fits else f"bold {palette.alert}")
         parts.append(cap)
@@ -61,9 +72,14 @@ def render_plan(batch: BatchPlan, palette) -> Group:
         for warning in plan.warnings:
             parts.append(Text("warning: " + warning, style=palette.cordoned))
         parts.append(Text(""))
+    placed = batch_lines(batch)
     if len(batch.plans) > 1:
         for line in batch.describe():
-            parts.append(Text(line, style=palette.ok if batch.fits else f"bold {palette.alert}"))
+            alert = not batch.fits or (line in placed and batch.blocked_by_placement)
+            parts.append(Text(line, style=f"bold {palette.alert}" if alert else palette.ok))
+    else:
+        for line in placed:
+            parts.append(Text(line, style=f"bold {palette.alert}" if batch.blocked_by_placement else palette.ok))
     return Group(*parts)
 
 
@@ -80,6 +96,7 @@ class DrainPlanScreen(ClusterModal[DrainOptions | None]):
         Binding("plus,equals_sign", "deadline(1)", "+5m", id="drain-deadline-up"),
         Binding("minus", "deadline(-1)", "-5m", id="drain-deadline-down"),
         Binding("D", "delete_mode", "Delete w/o eviction", id="drain-delete-mode", show=False),
+        Binding("a", "accept_stranded", "Accept stranded", id="drain-accept-stranded", show=False),
     ]
 
     def __init__(self, nodes: list[str], options: DrainOptions | None = None) -> None:
@@ -89,6 +106,8 @@ class DrainPlanScreen(ClusterModal[DrainOptions | None]):
         # The arrival rates of pods left in rotation, read once off the UI thread (a Prometheus query).
         self.rates: dict[str, Arrivals] = {}
         self.rates_failed = ""
+        # Pods whose replacement would have nowhere to go, accepted by the operator (the `a` key): left Pending.
+        self.accepted: frozenset[str] = frozenset()
 
     def compose(self) -> ComposeResult:
         with Vertical(id="drain-dialog"):
@@ -122,7 +141,7 @@ class DrainPlanScreen(ClusterModal[DrainOptions | None]):
     def batch_plan(self) -> BatchPlan:
         snap = self.app.snapshot
         assert snap is not None  # the plan is opened only from a screen showing a snapshot
-        return plan_batch(snap, [n for n in self.nodes if snap.node(n)], self.options)
+        return plan_batch(snap, [n for n in self.nodes if snap.node(n)], self.options, self.accepted)
 
     def plans(self) -> list[DrainPlan]:
         return list(self.batch_plan().plans)
@@ -139,6 +158,8 @@ class DrainPlanScreen(ClusterModal[DrainOptions | None]):
         title.append(f"   {sessions} live sessions will be waited for", style=palette.draining)
         if unknown:
             title.append(f"; {unknown} pods with sessions unknown", style=f"bold {palette.alert}")
+        if batch.stranded:
+            title.append(f"; {len(batch.stranded)} with nowhere to go", style=f"bold {palette.alert}")
         self.query_one("#drain-title", Static).update(title)
         self.query_one("#drain-plan", Static).update(render_plan(batch, palette))
         o = self.options
@@ -151,11 +172,20 @@ class DrainPlanScreen(ClusterModal[DrainOptions | None]):
         opts.append(f"session deadline {ago(o.session_deadline_s)}   ")
         if o.disable_eviction:
             opts.append("DELETE WITHOUT EVICTION (PDBs bypassed)", style=f"bold reverse {palette.alert}")
+        if batch.stranded:
+            opts.append("[a] ", style="bold")
+            opts.append(f"accept stranded: {'on' if self.accepted else 'off'}   ",
+                        style=palette.cordoned if self.accepted else "")
         blocked = any(p.blocked for p in plans)
+        stranded = batch.blocked_by_placement and not blocked
+        if any(p.placement for plan in plans for p in plan.pods):  # the caveat stays in sight at any size
+            opts.append("\n")
+            opts.append(SHORT_CAVEAT, style="dim")
         opts.append("\n")
         opts.append("enter", style="bold")
-        opts.append(" start   " if not blocked else " (blocked: fix the options first)   ",
-                    style="" if not blocked else palette.alert)
+        opts.append(" (blocked: fix the options first)   " if blocked else
+                    " (blocked: nowhere to go; [a] accepts)   " if stranded else " start   ",
+                    style=palette.alert if blocked or stranded else "")
         opts.append("esc", style="bold")
         opts.append(" cancel")
         self.query_one("#drain-options", Static).update(opts)
@@ -186,9 +216,20 @@ class DrainPlanScreen(ClusterModal[DrainOptions | None]):
             self.notify("Names did not match: eviction stays on.", severity="information")
         self.refresh_plan()
 
+    def action_accept_stranded(self) -> None:
+        """Accept (or no longer accept) leaving Pending the pods the preview says have nowhere to go."""
+        stranded = frozenset(p.pod.key for p in self.batch_plan().stranded)
+        self.accepted = frozenset() if self.accepted else stranded
+        self.refresh_plan()
+
     def action_start(self) -> None:
-        if any(p.blocked for p in self.plans()):
+        batch = self.batch_plan()
+        if any(p.blocked for p in batch.plans):
             self.notify("The drain is blocked; see the plan.", severity="error")
+            return
+        if batch.blocked_by_placement:
+            self.notify(f"{len(batch.stranded)} pods would have nowhere to go: press a to accept leaving them "
+                        "Pending.", severity="error")
             return
         self.dismiss(self.options)
 

@@ -199,6 +199,7 @@ SCOPES: dict[str, dict[str, str]] = {
         'drain-deadline-up': 'plus,equals_sign',
         'drain-deadline-down': 'minus',
         'drain-delete-mode': 'D',
+        'drain-accept-stranded': 'a',
         '(scroll_up)': 'up',
         '(scroll_down)': 'down',
         '(cursor_left)': 'left',

@@ -1,5 +1,7 @@
 """Draining several nodes: at most N at once (fewer while the GPU Operator's maxUnavailable leaves no room for
-another: gputui.upgrades.parallel_hold), and a capacity guard that stops before GPUs run out.
+another: gputui.upgrades.parallel_hold), a capacity guard that stops before GPUs run out, and a placement guard
+that stops before a node whose drain would leave a pod with nowhere to go (gputui.ops.drain.placement), unless
+the operator accepted that pod.
 
 Runs interleave in one thread (each drain yields a tick per poll), so the order of writes is
 deterministic and a batch needs no locks. Each node runs with its own options (a resumed batch
@@ -10,13 +12,14 @@ restores them from each node). The guard counts capacity outside the whole batch
 from __future__ import annotations
 
 import time
-from typing import Callable, Generator, Iterator, Mapping
+from typing import Callable, Collection, Generator, Iterator, Mapping
 
 from gputui.backends.base import BackendError, Reader, Writer
 from gputui.ops.audit import AuditLog
 from gputui.ops.drain.events import DrainControl, DrainEvent, EventKind
 from gputui.ops.drain.options import DrainOptions
 from gputui.ops.drain.plan import capacity_after, plan_batch, plan_drain, units_needed
+from gputui.ops.drain.plan_placement import eviction_order, previewed, strand_words, strands
 from gputui.ops.drain.report import DrainReport, Outcome
 from gputui.ops.drain.run import run_drain
 from gputui.upgrades import parallel_hold
@@ -36,8 +39,11 @@ def run_batch(
     poll_s: float = 1.0,
     deadlines: Mapping[str, float] | None = None,
     take_over: bool = False,
+    accept_stranded: Collection[str] = (),
 ) -> Generator[DrainEvent, None, dict[str, DrainReport]]:
-    """Yields every run's events (ticks dropped); returns {node: DrainReport} for every node named."""
+    """Yields every run's events (ticks dropped); returns {node: DrainReport} for every node named.
+    `accept_stranded`: the pods (keys) the operator accepts to leave with nowhere to go; the guard stops before
+    a node whose drain would strand any other."""
     per_node = options if isinstance(options, Mapping) else {n: options for n in nodes}
     members = set(nodes)
     pending = list(nodes)
@@ -54,7 +60,7 @@ def run_batch(
                 snap = reader.snapshot()
                 if cordoned is None:
                     cordoned = []
-                    yield from _cordon_first(snap, nodes, per_node, writer, audit, cordoned)
+                    yield from _cordon_first(snap, nodes, per_node, writer, audit, cordoned, accept_stranded)
                     if cordoned:
                         snap = reader.snapshot()  # the plans see the cordons (no second cordon, no second entry)
             except BackendError as exc:
@@ -74,18 +80,23 @@ def run_batch(
                     told_held.add(node)
                     yield DrainEvent(node, EventKind.INFO, message=held)
                 break
-            guard = _guard(snap, set(active) | {node}, members, per_node)
+            guard, which = _guard(snap, set(active) | {node}, members, per_node), "capacity"
+            if guard is None:
+                which = "placement"
+                guard = _placement_guard(snap, [n for n in nodes if n in active or n == node], members, per_node,
+                                         accept_stranded)
             if guard is not None:
                 for skipped in pending:
                     reports[skipped] = DrainReport(skipped, Outcome.NOT_STARTED,
-                                                   reason=f"capacity guard: {guard}")
-                yield DrainEvent(node, EventKind.FAILED, message=f"capacity guard stopped the batch before {node}: "
+                                                   reason=f"{which} guard: {guard}")
+                yield DrainEvent(node, EventKind.FAILED, message=f"{which} guard stopped the batch before {node}: "
                                                                   f"{guard}; not started: {', '.join(pending)}")
                 pending.clear()
                 break
             pending.pop(0)
             active[node] = run_drain(
-                plan_drain(snap, node, per_node[node], batch=members), reader, writer, audit, controls.get(node),
+                plan_drain(snap, node, per_node[node], batch=members, preview=False), reader, writer, audit,
+                controls.get(node),
                 clock=clock, sleep=lambda _s: None, poll_s=poll_s, deadline=(deadlines or {}).get(node),
                 take_over=take_over,
             )
@@ -108,11 +119,12 @@ def run_batch(
 
 
 def _cordon_first(snap, nodes: list[str], options: Mapping[str, DrainOptions], writer: Writer | None,
-                  audit: AuditLog, cordoned: list[str]) -> Iterator[DrainEvent]:
-    """Every node the batch will drain (up to where its capacity guard stops), cordoned before the first
-    eviction; `cordoned` collects those this batch cordoned (not those already cordoned). BackendError: stop."""
+                  audit: AuditLog, cordoned: list[str], accepted: Collection[str] = ()) -> Iterator[DrainEvent]:
+    """Every node the batch will drain (up to where its capacity or placement guard stops), cordoned before the
+    first eviction; `cordoned` collects those this batch cordoned (not those already cordoned). BackendError:
+    stop."""
     assert writer is not None
-    for name in plan_batch(snap, nodes, options).cordon_first:
+    for name in plan_batch(snap, nodes, options, accepted).cordon_first:
         node = snap.node(name)
         if node is None or node.unschedulable:
             continue
@@ -142,10 +154,21 @@ def _guard(snap, draining: set[str], members: set[str], options: Mapping[str, Dr
         node = snap.node(name)
         if node is None:
             continue
-        for resource, units in units_needed(plan_drain(snap, name, options[name]).pods).items():
+        for resource, units in units_needed(plan_drain(snap, name, options[name], preview=False).pods).items():
             needed.setdefault((node.gpu_product, resource), []).extend(units)
     for (product, resource), gpus in sorted(needed.items()):
         check = capacity_after(snap, members, product, gpus, resource)
         if not check.fits:
             return check.describe()
     return None
+
+
+def _placement_guard(snap, draining: list[str], members: set[str], options: Mapping[str, DrainOptions],
+                     accepted: Collection[str]) -> str | None:
+    """The pods still on the nodes being drained (this one included), placed in the batch's order outside the
+    batch as the plan places them: None when each has somewhere to go (or the operator accepted that it has
+    not), else who would be stranded and why."""
+    moving = [p.pod for name in draining if snap.node(name) is not None
+              for p in eviction_order(plan_drain(snap, name, options[name], preview=False).pods)]
+    stranded = strands(previewed(snap, members, moving).placements, accepted)
+    return strand_words(stranded) if stranded else None

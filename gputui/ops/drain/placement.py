@@ -32,6 +32,7 @@ from gputui.snapshot import ClusterSnapshot
 
 CAVEAT = ("can go: the scheduler's filters pass there now; not where it will go (its scoring and preferred "
           "rules are not simulated)")
+SHORT_CAVEAT = "Can go: where the scheduler's filters pass now, not where it will go"
 NAMED = 3  # nodes named per pod that can go
 
 
@@ -56,6 +57,12 @@ class Placement:
     @property
     def stranded(self) -> bool:
         return self.verdict is Verdict.NOWHERE
+
+    def short(self) -> str:
+        """A few characters for a table: `10 nodes`, `2 nodes?` (contended), `NOWHERE`, `unknown`."""
+        if self.verdict is Verdict.CAN_GO:
+            return f"{self.count} node{'s' if self.count != 1 else ''}" + ("" if self.sure else "?")
+        return "NOWHERE" + ("" if self.sure else "?") if self.stranded else "unknown"
 
     def text(self) -> str:
         if self.verdict is Verdict.CAN_GO:
@@ -244,6 +251,10 @@ def preview(snapshot: ClusterSnapshot, batch: Iterable[str], moving: Sequence[In
                                  chosen=chosen.name))
             continue
         turn = turn or candidates(seq, pod)  # the words need every rule's count
+        if not gpu_units(pod):  # it may go to a node without GPUs, which gputui does not watch
+            out.append(Placement(pod, Verdict.UNKNOWN, why="no GPU node takes it; nodes without GPUs are not "
+                                                           "watched: " + headline(seq, pod, turn, product)))
+            continue
         opened_by_itself = bool(pod.scheduling.affinity) and bool(  # type: ignore[union-attr]
             candidates(alone_cluster, pod, own=pod).left)
         sure = not mine and not counting and not opened_by_itself

@@ -16,12 +16,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import Iterable, Mapping
+from typing import Collection, Iterable, Mapping
 
 from gputui.gpu_resources import WHOLE_GPU
 from gputui.label_selectors import selector_matches
 from gputui.rotation import Rotation, RotationState, rotation_of
 from gputui.ops.drain.out_of_rotation import OutOfRotation, choose
+from gputui.ops.drain.placement import Placement
+from gputui.ops.drain.plan_placement import (
+    batch_lines, batch_placement_json, eviction_order, placement_json, previewed, strands, with_placement,
+)
 from gputui.ops.drain.whole_versions import whole_version_warnings
 from gputui.model import Budget, InferencePod, Node
 from gputui.sessions import PodSessions, SessionState
@@ -52,6 +56,8 @@ class PodPlan:
     rotation_note: str = ""
     # A label can take it out (gputui.rotation): the run takes it out later when capacity kept it in.
     switch: Rotation | None = None
+    # Where its replacement can go (gputui.ops.drain.placement); None: it is not recreated, or not previewed.
+    placement: Placement | None = None
 
     @property
     def budget_note(self) -> str:
@@ -82,6 +88,13 @@ class PodPlan:
             return ""
         return (f"terminationGracePeriodSeconds {grace} is shorter than its preStop sleep {self.pod.prestop_sleep_s}s "
                 f"+ engine shutdown {options.engine_shutdown_s:g}s: it is killed before it stops cleanly")
+
+    @property
+    def recreated(self) -> bool:
+        """Evicted while it runs, and a controller makes a replacement the scheduler must place."""
+        p = self.pod
+        return self.step in (Step.EVICT, Step.WAIT_SESSIONS) and not p.terminated and not p.deleting \
+            and bool(p.owner_kind)
 
     @property
     def moves(self) -> bool:
@@ -143,6 +156,11 @@ class DrainPlan:
     @property
     def blocked(self) -> bool:
         return bool(self.errors)
+
+    @property
+    def stranded(self) -> list[PodPlan]:
+        """Pods whose replacement would have nowhere to go (the placement preview's "nowhere")."""
+        return [p for p in self.pods if p.placement is not None and p.placement.stranded]
 
     @property
     def to_evict(self) -> list[PodPlan]:
@@ -271,7 +289,9 @@ def _arrivals_warning(plan: PodPlan) -> str:
 
 def plan_drain(
     snapshot: ClusterSnapshot, node: str, options: DrainOptions = DrainOptions(), batch: set[str] | None = None,
+    preview: bool = True,
 ) -> DrainPlan:
+    """The node's plan; `preview`: with where each replacement can go (plan_batch previews the whole batch)."""
     target = snapshot.node(node)
     if target is None:
         raise KeyError(node)
@@ -298,7 +318,10 @@ def plan_drain(
         + [f"{p.pod.key}: {w}" for p in plans if (w := p.grace_warning(options))]
         + [f"{p.pod.key}: {w}" for p in plans if (w := _arrivals_warning(p))]
         + whole_version_warnings(snapshot, [p.pod for p in plans if p.moves], away)))
-    return DrainPlan(node, options, tuple(plans), capacity, target.unschedulable, warnings)
+    pods = tuple(plans)
+    if preview:
+        pods = with_placement(pods, previewed(snapshot, away, [p.pod for p in eviction_order(pods)]))
+    return DrainPlan(node, options, pods, capacity, target.unschedulable, warnings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,19 +331,40 @@ class BatchPlan:
 
     plans: tuple[DrainPlan, ...]
     capacity: tuple[CapacityCheck, ...]  # one per GPU model, the whole batch's pods
-    stop_before: str | None  # the first node the guard would not start; None: all of them
+    stop_before: str | None  # the first node the capacity guard would not start; None: all of them
     unavailable_note: str = ""  # beyond the GPU Operator's maxUnavailable once these nodes are drained
+    # The first node whose drain would strand a pod the operator did not accept (the guard stops there too).
+    placement_stop: str | None = None
+    accepted: frozenset[str] = frozenset()  # pods the operator accepts to leave Pending (their keys)
+    placement_notes: tuple[str, ...] = ()  # the preview's summary (placement.Preview.describe)
 
     @property
     def fits(self) -> bool:
         return self.stop_before is None
 
     @property
+    def stranded(self) -> list[PodPlan]:
+        return [p for plan in self.plans for p in plan.stranded]
+
+    @property
+    def blocked_by_placement(self) -> bool:
+        """A pod would have nowhere to go and the operator has not accepted it: the plan does not start."""
+        return any(p.pod.key not in self.accepted for p in self.stranded)
+
+    @property
+    def first_stop(self) -> str | None:
+        """Where the run's guard stops: the first node of the capacity's and the placement's stops."""
+        names = [p.node for p in self.plans]
+        stops = [n for n in (self.stop_before, self.placement_stop) if n in names]
+        return min(stops, key=names.index) if stops else None
+
+    @property
     def cordon_first(self) -> list[str]:
         """The nodes a run cordons before its first eviction, as kubectl drain does: those the guard lets
         start (a pod evicted from one must not land on another it drains later)."""
         names = [p.node for p in self.plans]
-        return names[: names.index(self.stop_before)] if self.stop_before in names else names
+        stop = self.first_stop
+        return names[: names.index(stop)] if stop is not None else names
 
     def describe(self) -> list[str]:
         lines = [f"this batch needs {sum(c.needed)} "
@@ -332,6 +376,7 @@ class BatchPlan:
                          f"node this batch drains")
         if self.unavailable_note:
             lines.append(self.unavailable_note)
+        lines.extend(batch_lines(self))
         if self.stop_before is not None:
             done = [p.node for p in self.plans][: [p.node for p in self.plans].index(self.stop_before)]
             lines.append(f"the capacity guard would stop before {self.stop_before}: "
@@ -340,12 +385,18 @@ class BatchPlan:
 
 
 def plan_batch(snapshot: ClusterSnapshot, nodes: list[str], options: Mapping[str, DrainOptions] | DrainOptions,
-               ) -> BatchPlan:
-    """Every node's plan, the batch's capacity per GPU model, and the guard's predicted stop. Capacity
-    outside the batch only: a pod moved onto a node the batch drains later would have to move again."""
+               accept_stranded: Collection[str] = ()) -> BatchPlan:
+    """Every node's plan, the batch's capacity per GPU model, where each replacement can go (the batch's pods
+    placed in its order), and the guard's predicted stops. Capacity outside the batch only: a pod moved onto a
+    node the batch drains later would have to move again. `accept_stranded`: pods the operator accepts to
+    leave with nowhere to go."""
     members = set(nodes)
     per_node = options if isinstance(options, Mapping) else {n: options for n in nodes}
-    plans = tuple(plan_drain(snapshot, n, per_node[n], batch=members) for n in nodes)
+    plans = tuple(plan_drain(snapshot, n, per_node[n], batch=members, preview=False) for n in nodes)
+    placements = previewed(snapshot, members, [p.pod for plan in plans for p in eviction_order(plan.pods)])
+    plans = tuple(replace(plan, pods=with_placement(plan.pods, placements)) for plan in plans)
+    accepted = frozenset(accept_stranded)
+    placement_stop = next((plan.node for plan in plans if strands((p.placement for p in plan.pods), accepted)), None)
     needed: dict[tuple[str, str], list[int]] = {}
     stop_before = None
     for plan in plans:
@@ -357,7 +408,8 @@ def plan_batch(snapshot: ClusterSnapshot, nodes: list[str], options: Mapping[str
                 stop_before = plan.node
     checks = tuple(capacity_after(snapshot, members, product, units, resource)
                    for (product, resource), units in sorted(needed.items()))
-    return BatchPlan(plans, checks, stop_before, _beyond_max_unavailable(snapshot, members))
+    return BatchPlan(plans, checks, stop_before, _beyond_max_unavailable(snapshot, members), placement_stop, accepted,
+                     tuple(placements.describe(snapshot)))
 
 
 def _beyond_max_unavailable(snapshot: ClusterSnapshot, batch: set[str]) -> str:
@@ -396,6 +448,7 @@ def plan_json(plan: DrainPlan) -> dict:
              "gpus": p.pod.gpu_request, "service": p.pod.service, "version": p.pod.version,
              "session_state": p.sessions.state.value, "live_sessions": p.sessions.live,
              "max_seconds": None if p.step in (Step.SKIP, Step.ERROR) else p.max_seconds(plan.options),
+             "placement": placement_json(p.placement),
              "budgets": [{"name": b.name, "disruptions_allowed": b.disruptions_allowed,
                           "current_healthy": b.current_healthy, "desired_healthy": b.desired_healthy}
                          for b in p.budgets]}
@@ -409,6 +462,8 @@ def batch_json(batch: BatchPlan) -> dict:
         "nodes": [plan_json(p) for p in batch.plans],
         "capacity": [{"product": c.product, "resource": c.resource, "needed_gpus": sum(c.needed), "pods": len(c.needed),
                       "free_gpus": c.free_total, "fits": c.fits} for c in batch.capacity],
-        "guard_stops_before": batch.stop_before,
+        "guard_stops_before": batch.first_stop,
+        "placement_stops_before": batch.placement_stop,
         "beyond_max_unavailable": batch.unavailable_note or None,
+        "placement": batch_placement_json(batch),
     }

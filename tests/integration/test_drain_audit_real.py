@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from tests.support.audit_lines import raw_lines, written
-from tests.support.drain_safety import POOL_LABEL, batch_pods, budget, pods_on, scene
+from tests.support.drain_safety import POOL_LABEL, batch_pods, budget, place, scene
 from tests.support.gputui_cli import environment
 from tests.support.procs import wait_until
 
@@ -23,10 +23,9 @@ def test_a_drain_held_by_a_pdb_for_a_minute_writes_one_audit_entry_for_that_stat
     Fails on this one-line mutation of gputui/ops/drain/run.py's _poll: `if outcome is not
     EvictionOutcome.BLOCKED:` → `if True:` (a result after every 429, then a new intent: an entry per retry)."""
     ns, node = "t-audit-pdb", "audit-pdb"
-    with scene(cluster, fake_kubelet, ns, {node: {"gpus": 4, "labels": {POOL_LABEL: node}}}) as (core, apps, policy):
-        apps.create_namespaced_deployment(ns, batch_pods("job", ns, node, 1))
+    with scene(cluster, fake_kubelet, ns, {n: {"gpus": 4, "labels": {POOL_LABEL: node}} for n in (node, f"{node}-spare")}) as (core, apps, policy):
+        (pod,) = place(core, apps, ns, batch_pods("job", ns, node, 1), node, 1, spare=f"{node}-spare")
         policy.create_namespaced_pod_disruption_budget(ns, budget("job-pdb", "job", 1))
-        (pod,) = pods_on(core, ns, node, 1)
         target = f"pod/{ns}/{pod.metadata.name}"
         log = tmp_path / ".state" / "gputui" / "audit.jsonl"
 

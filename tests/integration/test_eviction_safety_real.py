@@ -22,13 +22,14 @@ from gputui.settings import Settings
 from gputui.snapshot import ClusterSnapshot
 from tests.support.api_faults import Answer, FaultProxy, kubeconfig
 from tests.support.drain_safety import (POOL_LABEL, Driver, app_writes, batch_pods, brief, budget, node_annotations,
-                                        pods_on, scene)
+                                        place, scene)
 from tests.support.gputui_cli import run
 from tests.support.procs import wait_until
 
 
-def gpu_node(name: str) -> dict:
-    return {"gpus": 4, "labels": {POOL_LABEL: name}}
+def pool(*names: str) -> dict[str, dict]:
+    """Each node in a pool of its own with a spare (NAME-spare), where its evicted pods can go."""
+    return {n: {"gpus": 4, "labels": {POOL_LABEL: name}} for name in names for n in (name, f"{name}-spare")}
 
 
 def planned(backend, node: str, pods: list, options: DrainOptions = DrainOptions()):
@@ -72,9 +73,8 @@ def test_a_pod_missing_from_the_readers_view_is_not_gone_while_the_api_holds_it(
     Fails on this one-line mutation of gputui/ops/drain/run.py's _poll: `if writer.pod_uid(namespace, name) !=
     prog.uid:` → `if True:` (an empty view trusted: the node "drained" with its pod still running)."""
     ns, node = "t-evict-blind", "evict-blind"
-    with scene(cluster, fake_kubelet, ns, {node: gpu_node(node)}) as (core, apps, _policy):
-        apps.create_namespaced_deployment(ns, batch_pods("job", ns, node, 1))
-        (pod,) = pods_on(core, ns, node, 1)
+    with scene(cluster, fake_kubelet, ns, pool(node)) as (core, apps, _policy):
+        (pod,) = place(core, apps, ns, batch_pods("job", ns, node, 1), node, 1, spare=f"{node}-spare")
         backend = live_backend(Settings(kubeconfig=str(cluster.admin_kubeconfig)))
         try:
             plan = planned(backend, node, [pod])
@@ -117,9 +117,8 @@ def test_a_failed_get_of_an_evicted_pod_pauses_the_drain_and_never_reads_it_as_g
     Fails on this one-line mutation of gputui/backends/kube_writer.py's pod_uid: `if exc.status == 404:` →
     `if exc.status >= 400:` (a failed read taken for "gone")."""
     ns, node = "t-evict-get", "evict-get"
-    with scene(cluster, fake_kubelet, ns, {node: gpu_node(node)}) as (core, apps, _policy):
-        apps.create_namespaced_deployment(ns, batch_pods("job", ns, node, 1, grace_s=120))
-        (pod,) = pods_on(core, ns, node, 1)
+    with scene(cluster, fake_kubelet, ns, pool(node)) as (core, apps, _policy):
+        (pod,) = place(core, apps, ns, batch_pods("job", ns, node, 1, grace_s=120), node, 1, spare=f"{node}-spare")
         name, uid = pod.metadata.name, pod.metadata.uid
         path = f"/api/v1/namespaces/{ns}/pods/{name}"
         fault: dict[str, Answer | None] = {"answer": Answer(401, "injected 401 on the pod's GET")}
@@ -168,11 +167,11 @@ def test_each_eviction_carries_the_pods_own_grace_period_unless_the_operator_set
     0 else args.grace_period,` → `grace_seconds=max(args.grace_period, 0),` (0 sent by default: every pod
     killed at once, which the fake kubelet alone could not tell)."""
     ns, own, given = "t-evict-grace", "evict-grace-own", "evict-grace-given"
-    with scene(cluster, fake_kubelet, ns, {own: gpu_node(own), given: gpu_node(given)}) as (core, apps, _policy):
-        for node in (own, given):
-            apps.create_namespaced_deployment(ns, batch_pods(node, ns, node, 2, grace_s=3))
+    with scene(cluster, fake_kubelet, ns, pool(own, given)) as (core, apps, _policy):
+        placed = {node: place(core, apps, ns, batch_pods(node, ns, node, 2, grace_s=3), node, 2, spare=f"{node}-spare")
+                  for node in (own, given)}
         for node, args, grace in ((own, (), None), (given, ("--grace-period", "1"), 1)):
-            pods = pods_on(core, ns, node, 2)
+            pods = placed[node]
             mark = cluster.audit_mark()
             out = run("drain", node, *args, "--kubeconfig", str(cluster.admin_kubeconfig), home=tmp_path)
             assert out.returncode == 0, out.stdout + out.stderr
@@ -205,11 +204,10 @@ def test_disable_eviction_needs_force_and_the_node_names_typed_again_then_delete
     args.confirm_delete.split(","))) != sorted(args.nodes):` → `if not args.confirm_delete:` (any confirmation
     taken: `drain A B --confirm-delete A` deletes B's pods too)."""
     ns, a, b = "t-evict-delete", "evict-delete-a", "evict-delete-b"
-    with scene(cluster, fake_kubelet, ns, {a: gpu_node(a), b: gpu_node(b)}) as (core, apps, policy):
-        apps.create_namespaced_deployment(ns, batch_pods("a-job", ns, a, 2))
-        apps.create_namespaced_deployment(ns, batch_pods("b-job", ns, b, 1))
+    with scene(cluster, fake_kubelet, ns, pool(a, b)) as (core, apps, policy):
+        on_a = place(core, apps, ns, batch_pods("a-job", ns, a, 2), a, 2, spare=f"{a}-spare")
+        (on_b,) = place(core, apps, ns, batch_pods("b-job", ns, b, 1), b, 1, spare=f"{b}-spare")
         policy.create_namespaced_pod_disruption_budget(ns, budget("a-pdb", "a-job", 2))  # no eviction ever allowed
-        on_a, (on_b,) = pods_on(core, ns, a, 2), pods_on(core, ns, b, 1)
         before = {n: node_annotations(core, n) for n in (a, b)}
         mine = lambda e: e["objectRef"].get("namespace") == ns or e["objectRef"].get("name") in (a, b)  # noqa: E731
         mark = cluster.audit_mark()

@@ -53,6 +53,19 @@ def pods_on(core, ns: str, node: str, n: int, timeout: float = 60) -> list:
     return wait_until(check, timeout, what=f"{n} pods running on {node}")
 
 
+def place(core, apps, ns: str, body: dict, node: str, n: int, spare: str | None = None) -> list:
+    """Create the Deployment and wait for its N pods running on `node`. `spare`, a node of the same pool where the
+    pods can go when evicted (a drain refuses, or strands, pods with nowhere to go), is cordoned meanwhile so
+    that none lands there first."""
+    if spare is not None:
+        core.patch_node(spare, {"spec": {"unschedulable": True}})
+    apps.create_namespaced_deployment(ns, body)
+    pods = pods_on(core, ns, node, n)
+    if spare is not None:
+        core.patch_node(spare, {"spec": {"unschedulable": None}})
+    return pods
+
+
 @contextmanager
 def scene(cluster, fake_kubelet, ns: str, nodes: dict[str, dict]) -> Iterator[tuple[Any, Any, Any]]:
     """A namespace and GPU nodes (name -> fake_kubelet.add_node keywords) of one test, removed after it (pods

@@ -99,3 +99,48 @@ def test_undo_when_the_versions_changed_has_nothing_to_go_back_to(tmp_path):
         plan_undo(backend.reader.snapshot(), LLAMA, log)
     assert str(err.value).startswith(f"{LLAMA}'s versions changed since the shift of ")
     assert str(err.value).endswith("(v0, v1 then, v1, v2 now): nothing to undo to")
+
+
+def test_of_two_shifts_that_went_through_the_newest_is_undone(tmp_path):
+    log = AuditLog(tmp_path / "a.jsonl", "alice", "prod")
+    shift(log, LLAMA, {"v1": 100, "v2": 0}, {"v1": 90, "v2": 10})
+    shift(log, LLAMA, {"v1": 90, "v2": 10}, {"v1": 80, "v2": 20})
+    assert last_shift(log, LLAMA)["params"]["from"] == {"v1": 90, "v2": 10}
+
+
+def hostile_entry(path, time: str, identity: str, before: dict, after: dict) -> None:
+    """A log line as another tool (or a hand) may have left it: fields far longer than any gputui writes."""
+    path.write_text(json.dumps({"phase": "event", "action": "shift", "result": "ok", "target": f"httproute/{LLAMA}",
+                                "time": time, "identity": identity,
+                                "params": {"service": LLAMA, "from": before, "to": after}}) + "\n")
+
+
+def test_what_the_log_says_is_cut_to_a_line_in_the_undo_note(tmp_path):
+    backend = demo_backend(clock=ManualClock())
+    hostile_entry(tmp_path / "a.jsonl", "T" * 50, "I" * 230, {"v1": 75, "v2": 25}, {"v1": 90, "v2": 10})
+    plan = plan_undo(backend.reader.snapshot(), LLAMA, AuditLog(tmp_path / "a.jsonl", "t", "demo"))
+    assert plan.notes[-1] == (f"undoes the shift of {'T' * 40}…(+10 chars) by {'I' * 200}…(+30 chars): "
+                              "back to v1 75%, v2 25%")
+
+
+def test_versions_that_changed_are_named_as_the_log_has_them_cut_to_a_line(tmp_path):
+    backend = demo_backend(clock=ManualClock())
+    before = {f"{'x' * 120}-{i}": 50 for i in range(2)}
+    hostile_entry(tmp_path / "a.jsonl", "2026-01-02T03:04:05Z" + "Z" * 30, "alice", before, {})
+    with pytest.raises(ShiftError) as err:
+        plan_undo(backend.reader.snapshot(), LLAMA, AuditLog(tmp_path / "a.jsonl", "t", "demo"))
+    names = ", ".join(sorted(before))
+    assert str(err.value) == (f"{LLAMA}'s versions changed since the shift of 2026-01-02T03:04:05Z{'Z' * 20}…(+10 "
+                              f"chars) ({names[:200]}…(+{len(names) - 200} chars) then, v1, v2 now): nothing to undo to")
+
+
+def test_undo_plans_on_the_route_and_api_versions_it_is_given(tmp_path):
+    backend = demo_backend(clock=ManualClock())
+    log = AuditLog(tmp_path / "a.jsonl", "alice", "demo")
+    shift(log, LLAMA, {"v1": 75, "v2": 25}, {"v1": 90, "v2": 10})
+    route = backend.writer.get_object("gateway.networking.k8s.io", "v1", "httproutes", "llm", "llama-3-70b-instruct")
+    plan = plan_undo(backend.reader.snapshot(), LLAMA, log, route=route,
+                     api_versions={"gateway.networking.k8s.io": "v1beta1"})
+    assert plan.route_read and plan.patch is not None  # the exact patch, built on the route as read
+    assert plan.api_version == "v1beta1"
+    assert plan_undo(backend.reader.snapshot(), LLAMA, log).patch is None  # no route: planned on the snapshot

@@ -66,3 +66,13 @@ def test_an_event_carries_no_count_or_sessions_unless_given():
     event = DrainEvent("n1", EventKind.WAITING)
     assert (event.pod, event.message, event.sessions, event.deadline, event.count) == ("", "", None, None, 0)
     assert EventKind.WAITING == "waiting" and EventKind.SESSIONS_CUT == "sessions-cut"
+
+
+def test_pods_asked_back_into_rotation_are_taken_once():
+    control = DrainControl()
+    assert control.take_put_backs() == set()
+    control.put_back("ns/a")
+    control.put_back("ns/b")
+    control.put_back("ns/a")
+    assert control.take_put_backs() == {"ns/a", "ns/b"}
+    assert control.take_put_backs() == set()

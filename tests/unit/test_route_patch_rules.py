@@ -153,3 +153,26 @@ def test_a_route_written_by_the_rollouts_controller_is_argos():
     assert _managed_by_argo({"metadata": {"managedFields": [{"manager": "kubectl"}, {"manager": "rollouts-controller"}]}})
     assert not _managed_by_argo({"metadata": {"managedFields": [{"manager": "kubectl"}]}})
     assert not _managed_by_argo({"metadata": {}}) and not _managed_by_argo({})
+
+
+def test_a_route_missing_two_versions_names_both():
+    three = InferenceService("llm", "chat", (*SVC.versions, ServiceVersion("v3", backend="chat-v3"),
+                                             ServiceVersion("v4", backend="chat-v4")), router_kind="HTTPRoute")
+    read = HR.read(httproute([ref("chat-v1", 1), ref("chat-v2", 1)]), three)
+    assert read.errors == ["HTTPRoute llm/chat routes to no backend of v3, v4"]
+
+
+def test_a_rule_that_also_sends_elsewhere_is_noted_with_every_version_it_reaches():
+    route = httproute([ref("chat-v1", 80), ref("chat-v2", 20)], [ref("chat-v1", 1), ref("chat-v2", 1), ref("other", 1)])
+    assert HR.read(route, SVC).notes == ["rule 1 sends its matches to v1, v2; left as is"]
+
+
+def test_a_virtualservice_names_its_other_http_routes():
+    vs = {"metadata": {"namespace": "llm", "name": "chat"}, "spec": {"http": [
+        {"route": [{"destination": {"host": "chat-v1"}, "weight": 50}, {"destination": {"host": "chat-v2"}, "weight": 50}]},
+        {"route": [{"destination": {"host": "chat-v2"}, "weight": 100}]}]}}
+    assert VS.read(vs, SVC).notes == ["http route 1 sends its matches to v2; left as is"]
+
+
+def test_a_milli_quantity_is_thousandths():
+    assert _quantity("2000m") == 2 and _quantity("999999m") == 999

@@ -207,3 +207,21 @@ def test_lost_replicas_per_service():
     got, snap = run(nodes, pods, {"gone"})
     assert got.lost(snap) == [("ns/chat", 2, 3)]
     assert "ns/chat loses 2 of 3 replicas" in got.describe(snap)[1]
+
+
+def test_others_that_cannot_run_the_room_out_do_not_make_it_contended():
+    # One node with room for both: whatever the order, each finds its place there.
+    nodes = [node("gone"), node("big", gpus=8)]
+    got, _ = run(nodes, [pod("a", "gone", 2), pod("b", "gone", 2)], {"gone"})
+    assert [(p.verdict, p.sure) for p in got.placements] == [(Verdict.CAN_GO, True)] * 2
+    # Room for one only: contended.
+    got, _ = run([node("gone"), node("small", gpus=3)], [pod("a", "gone", 2), pod("b", "gone", 2)], {"gone"})
+    assert not got.placements[0].sure
+
+
+def test_a_pod_already_waiting_for_a_node_competes_for_the_room():
+    nodes = [node("gone"), node("spare", gpus=2)]
+    waiting = pod("waiting", "", 2)
+    got, _ = run(nodes, [pod("a", "gone", 2), waiting], {"gone"}, moving=[pod("a", "gone", 2)])
+    (p,) = got.placements
+    assert p.verdict is Verdict.CAN_GO and not p.sure and "ns/waiting" in p.contended

@@ -10,8 +10,8 @@ Which node the scheduler picks, and when each pod is evicted (one waits for its 
 advance, and a pod placed earlier can take the room of one placed later. So each verdict also says whether it
 holds whatever the batch's other pods do ("sure"), or depends on them ("contended", with whom):
 - a pod can surely go when, beside no pod whose labels its affinity or spread counts, it has more nodes than
-  the other pods together could close to it (each lands on one node, closing it by resources, and a domain by
-  anti-affinity);
+  the other pods (the batch's, and those already waiting for a node) together could close to it (each lands
+  on one node, closing it by resources where the room could run out, and a domain by anti-affinity);
 - a pod surely has nowhere to go when no node takes it with none of the others placed (more pods only close
   nodes by resources, taints and anti-affinity), its affinity and spread count none of theirs, and its own
   pod, while it is being deleted, opens no node either.
@@ -34,6 +34,7 @@ CAVEAT = ("can go: the scheduler's filters pass there now; not where it will go 
           "rules are not simulated)")
 SHORT_CAVEAT = "Can go: where the scheduler's filters pass now, not where it will go"
 NAMED = 3  # nodes named per pod that can go
+WAITING_READ = 50  # pods waiting for a node whose reach is worked out (the others: anywhere)
 
 
 class Verdict(str, Enum):
@@ -167,27 +168,49 @@ def _anti_keys(pod: InferencePod, other: InferencePod) -> set[str]:
     return keys
 
 
+def _tight(pod: InferencePod, alone: list[Node], others: list[InferencePod], reach: dict[str, set[str]],
+           cluster: Cluster) -> set[str]:
+    """Its nodes where the room could run out: what it asks, with what every other pod that could land there
+    asks, is more than the node has free in some resource. Elsewhere no one can close a node by resources."""
+    asked = needs(pod)
+    tight = set()
+    for node in alone:
+        free = cluster.free(node)
+        demand = dict(asked)
+        for other in others:
+            landing = reach.get(other.key)
+            if landing is None or node.name in landing:
+                for name, n in needs(other):
+                    demand[name] = demand.get(name, 0) + n
+        if any(free.get(name, 0) < n for name, n in demand.items()):
+            tight.add(node.name)
+    return tight
+
+
 def _could_close(pod: InferencePod, alone: list[Node], others: list[InferencePod],
-                 reach: dict[str, set[str]]) -> int:
+                 reach: dict[str, set[str]], cluster: Cluster) -> int:
     """At most how many of the nodes it can go to alone the other pods could close to it: each lands on one
-    node (closing it by resources) and closes, by anti-affinity, the domains of that node."""
+    node (closing it by resources, where the room could run out) and closes, by anti-affinity, the domains of
+    that node. A first bound counts every other pod; when it is not enough, only those that can reach a node
+    where the room could run out, or whose anti-affinity meets its own."""
     histograms: dict[str, Counter[str]] = {}
 
-    def widest(key: str, where: set[str] | None) -> int:
+    def widest(key: str) -> int:
         hist = histograms.get(key)
         if hist is None:
             hist = histograms[key] = Counter(n.labels[key] for n in alone if key in n.labels)
-        if where is None:
-            return max(hist.values(), default=0)
-        return max((hist[v] for v in where if v in hist), default=0)
+        return max(hist.values(), default=0)
 
-    names = {n.name for n in alone}
+    quick = sum(1 + sum(widest(k) for k in _anti_keys(pod, other)) for other in others)
+    if len(alone) > quick:
+        return quick
+    tight = _tight(pod, alone, others, reach, cluster)
     total = 0
     for other in others:
         landing = reach.get(other.key)
-        if landing is not None and names.isdisjoint(landing) and not _anti_keys(pod, other):
-            continue
-        total += 1 + sum(widest(k, None) for k in _anti_keys(pod, other))
+        keys = _anti_keys(pod, other)
+        closes = landing is None or not tight.isdisjoint(landing)
+        total += (1 if closes else 0) + sum(widest(k) for k in keys)
     return total
 
 
@@ -213,7 +236,11 @@ def preview(snapshot: ClusterSnapshot, batch: Iterable[str], moving: Sequence[In
     known = [p for p in moving if p.scheduling is not None and not p.scheduling.unread]
     alone: dict[str, Filtered] = {p.key: candidates(alone_cluster, p) for p in known}
     reach: dict[str, set[str]] = {}  # where each could ever land (the monotone rules only); absent: anywhere
-    for p in moving:
+    # Pods already waiting for a node compete for the room too (their place is not previewed); past a few,
+    # each is taken to be able to land anywhere (the bound stays sound, the preview cheap).
+    waiting = [p for p in snapshot.pods if not p.node and not p.terminated and not p.deleting
+               and p.key not in alone_cluster.gone]
+    for p in moving + waiting[:WAITING_READ]:
         if p.key in alone:
             reach[p.key] = {n.name for n in alone[p.key].monotone}
         elif not _opaque(p):
@@ -225,7 +252,7 @@ def preview(snapshot: ClusterSnapshot, batch: Iterable[str], moving: Sequence[In
         if pod.key not in alone:
             out.append(Placement(pod, Verdict.UNKNOWN, why=_unknown_why(pod)))
             continue
-        others = [q for q in moving if q is not pod]
+        others = [q for q in moving if q is not pod] + waiting
         mine = alone[pod.key].left
         opaque = [q.key for q in others if _opaque(q)]
         counting = [q.key for q in others if _counts_on(pod, q)]
@@ -239,7 +266,7 @@ def preview(snapshot: ClusterSnapshot, batch: Iterable[str], moving: Sequence[In
             seq.place(pod, chosen)
             placed.append((pod, chosen))
             sure = bool(mine) and not counting and not opaque and \
-                len(mine) > _could_close(pod, mine, others, reach)
+                len(mine) > _could_close(pod, mine, others, reach, alone_cluster)
             if sure:
                 near = []
             else:

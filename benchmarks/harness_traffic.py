@@ -83,6 +83,8 @@ class Harness:
 
     def gputui(self, command: str, *args: str) -> subprocess.Popen:
         """`gputui COMMAND ARGS…` running, its output (stdout and stderr) read as lines."""
+        if command == "drain":  # a quiet count after a pod leaves rotation: trusted after two of this store's scrapes
+            args = ("--rotation-settle", f"{2 * self.scrape_interval_s}s", *args)
         return subprocess.Popen([sys.executable, "-u", "-m", "gputui", command, *self.common(), *args],
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=self.env(), cwd=REPO)
 

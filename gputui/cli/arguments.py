@@ -124,6 +124,9 @@ def add_drain_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]
     p.add_argument("--grace-period", type=grace_period, default=-1, help="seconds; -1: each pod's own (default)")
     p.add_argument("--session-threshold", type=count, default=0, help="evict an inference pod at or below this many live sessions")
     p.add_argument("--session-deadline", type=duration, default=15 * 60, help="wait at most this long per pod (default 15m)")
+    p.add_argument("--rotation-settle", type=duration, default=30,
+                   help="after a pod leaves rotation, trust a quiet count only this long after (default 30s: two "
+                        "15 s scrapes; what reached it just before shows at the next scrape)")
     p.add_argument("--disable-eviction", action="store_true", help="DELETE pods, bypassing PodDisruptionBudgets")
     p.add_argument("--confirm-delete", type=node_list, default="", metavar="NODES",
                    help="with --disable-eviction: the node names again, comma-separated, to confirm")
@@ -236,4 +239,9 @@ def add_rollout_parser(sub: Any, common: Callable[[argparse.ArgumentParser], Non
     p.add_argument("--error-x", type=multiplier, default=2.0, metavar="X",
                    help="error ratio gate: at most X times the old version's (or +1 point)")
     p.add_argument("--latency-x", type=multiplier, default=1.5, metavar="X", help="p95 latency gate: at most X times the old")
-    p.add_argument("--dry-run", action="store_true", help="print the plan and the gates; write nothing")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the plan (each step it would take now, or hold at and why) and the gates; write "
+                        "nothing; exit 1 when a step would be held")
+    p.add_argument("--force", action="store_true",
+                   help="take each step past the capacity rule (a share of new sessions above the version's share "
+                        "of ready pods); never past a gate, nor towards pods waiting to be evicted")

@@ -28,6 +28,7 @@ def _options(args: argparse.Namespace, settings: Settings) -> DrainOptions:
         force=args.force, pod_selector=args.selector,
         grace_seconds=None if args.grace_period < 0 else args.grace_period,
         session_threshold=args.session_threshold, session_deadline_s=args.session_deadline,
+        rotation_settle_s=args.rotation_settle,
         disable_eviction=args.disable_eviction, evict_unknown_at_deadline=args.evict_unknown_at_deadline,
     )
 

@@ -58,7 +58,7 @@ def served(cluster, fake_kubelet):
 def _drain(cluster, prometheus, home, *args: str, timeout: float) -> tuple[subprocess.CompletedProcess, float]:
     started = time.monotonic()
     out = subprocess.run([sys.executable, "-m", "gputui", "drain", "--kubeconfig", str(cluster.admin_kubeconfig),
-                          "--prometheus", prometheus.url, *args], capture_output=True, text=True,
+                          "--prometheus", prometheus.url, "--rotation-settle", "3s", *args], capture_output=True, text=True,
                          env=environment(home), timeout=timeout)
     return out, time.monotonic() - started
 

@@ -46,7 +46,8 @@ def test_the_pod_kept_in_for_capacity_goes_out_once_its_sibling_s_replacement_se
             started = time.monotonic()
             out = subprocess.run(
                 [sys.executable, "-m", "gputui", "drain", "--kubeconfig", str(cluster.admin_kubeconfig),
-                 "--prometheus", prometheus.url, drained, "--session-deadline", f"{DEADLINE_S}s"],
+                 "--prometheus", prometheus.url, drained, "--session-deadline", f"{DEADLINE_S}s",
+                 "--rotation-settle", "3s"],  # the test Prometheus scrapes every second
                 capture_output=True, text=True, env=environment(tmp_path), timeout=DEADLINE_S + 50)
             took = time.monotonic() - started
             report = gen.stop()

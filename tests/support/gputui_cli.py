@@ -30,8 +30,9 @@ def run(*args: str, env: dict | None = None, home: Path | None = None) -> subpro
 
 def start_drain(cluster, prometheus, *args: str, home: Path) -> subprocess.Popen:
     """`gputui drain ARGS…` against the test cluster, running; its lines read as they come (read_until)."""
+    # The test Prometheus scrapes every second: a quiet count after a pod leaves rotation settles in 3 s.
     return subprocess.Popen([sys.executable, "-u", "-m", "gputui", "drain", "--kubeconfig", str(cluster.admin_kubeconfig),
-                             "--prometheus", prometheus.url, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             "--prometheus", prometheus.url, "--rotation-settle", "3s", *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, env=environment(home))
 
 

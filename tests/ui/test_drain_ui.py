@@ -21,9 +21,10 @@ async def test_drain_plan_then_progress_then_done(app_factory, tmp_path):
         await pilot.press("r", "enter")
         await wait_for(pilot, lambda: isinstance(app.screen, DrainProgressScreen))
         session = app.drain_session
-        # The demo clock is hand-moved: let sessions run down while the drain polls.
-        for _ in range(120):
-            app.test_clock.advance(2)
+        # The demo clock is hand-moved: let sessions run down while the drain polls (bge-large's budget lets one
+        # pod out of rotation at a time, each trusted quiet 30 s after it left).
+        for _ in range(300):
+            app.test_clock.advance(3)
             await pilot.pause(0.05)
             if session.finished:
                 break

@@ -1,5 +1,7 @@
 """Session-aware drains on the demo cluster, with a hand-moved clock."""
 
+from dataclasses import replace
+
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from gputui.backends.demo import DemoCluster
@@ -44,8 +46,10 @@ def test_sessions_run_down_then_pods_are_evicted_without_losing_any():
     report, events = drive(cluster, clock, plan)
     assert report.evicted == len(plan.to_evict) and not report.failed
     assert report.cut_sessions == 0 and cluster.lost_sessions == 0
-    waits = [e.sessions for e in events if e.kind == "waiting"]
-    assert waits and min(waits) >= 1  # it really waited on live sessions
+    # It really waited on live sessions (a wait at 0 is a quiet count not trusted yet: rotation settling).
+    waits = [e.sessions for e in events if e.kind == "waiting" and "settles" not in e.message
+             and "kept in rotation" not in e.message]
+    assert waits and min(waits) >= 1
     after = cluster.snapshot()
     assert not [p for p in after.pods_on(node) if p.owner_kind != "DaemonSet" and not p.deleting]
     assert after.node(node).state is NodeState.CORDONED
@@ -102,6 +106,8 @@ def test_pdb_blocks_until_headroom_and_names_the_budget():
     snap = cluster.snapshot()
     # gpu-h100-01 and -02 hold several llama pods; maxUnavailable 1 means one at a time.
     node = next(n.name for n in snap.nodes if sum(p.service == "llama-3-70b-instruct" for p in snap.pods_on(n.name)) >= 2)
+    # No rotation here (selectors unread): every pod is quiet at once and the evictions race for the budget.
+    snap = replace(snap, selectors=None)
     report, events = drive(cluster, clock, plan_drain(snap, node, DrainOptions(session_threshold=10**6)))
     blocked = [e for e in events if e.kind == "blocked"]
     assert blocked and "llama-3-70b-instruct-pdb" in blocked[0].message

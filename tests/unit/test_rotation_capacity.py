@@ -117,3 +117,37 @@ def test_the_plan_says_when_the_drained_nodes_hold_every_pod_of_a_version_and_pr
     nodes = sorted({p.node for p in snap.pods if p.service == "llama-3-70b-instruct"})
     assert not [w for w in plan_drain(snap, nodes[0], batch=set(nodes[:2])).warnings if "every pod" in w]
     assert [w for w in plan_drain(snap, nodes[0], batch=set(nodes)).warnings if "every pod" in w]
+
+
+def _timed_run(options):
+    clock = ManualClock()
+    cluster = DemoCluster(seed=7, clock=clock)
+    snap = served(cluster.snapshot())
+    plan = plan_drain(snap, busy_node(snap).name, options)
+    run = run_drain(plan, cluster, cluster, AuditLog(None, "t", "demo"), DrainControl(), clock=clock,
+                    sleep=clock.advance, poll_s=1.0)
+    events = []
+    while True:
+        try:
+            events.append((clock(), next(run)))
+        except StopIteration as stop:
+            return plan, stop.value, events
+
+
+def test_a_pod_is_not_evicted_on_a_count_read_before_its_rotation_settled_nor_while_kept_in():
+    """Found by the fault campaign under live traffic: a pod went out of rotation and was evicted in the same
+    second on a count read before, cutting the sessions routed to it just before its endpoints changed; and a
+    pod kept in rotation for capacity was evicted the moment its count read 0, while new sessions still came."""
+    from gputui.ops.drain.plan import DrainOptions
+
+    plan, report, events = _timed_run(DrainOptions(rotation_settle_s=30))
+    assert report.outcome.value == "drained", report.describe()
+    out_at = {e.pod: t for t, e in events if e.kind is EventKind.OUT_OF_ROTATION}
+    evicted_at = {e.pod: t for t, e in events if e.kind is EventKind.EVICTED}
+    kept = {e.pod for _, e in events if e.kind is EventKind.INFO and e.message.startswith("kept in rotation")}
+    assert out_at and kept, events
+    for pod, t in evicted_at.items():
+        if pod in out_at:
+            assert t >= out_at[pod] + 30, (pod, out_at[pod], t)  # a quiet count trusted only once settled
+        if pod in kept:
+            assert pod in out_at and out_at[pod] < t, pod  # never evicted while kept in rotation

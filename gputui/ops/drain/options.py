@@ -48,6 +48,9 @@ class DrainOptions:
     # Seconds an engine takes to stop after SIGTERM (finishing its batch): the plan warns when a pod's
     # terminationGracePeriodSeconds is shorter than its preStop sleep plus this.
     engine_shutdown_s: float = 0.0
+    # After a pod leaves rotation, a quiet count is trusted only this long after: sessions routed to it just
+    # before the endpoints changed show only at the metrics' next scrape (two scrapes at 15 s).
+    rotation_settle_s: float = 30.0
 
     def to_json(self) -> str:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -77,7 +80,7 @@ class DrainOptions:
                 ok = isinstance(value, bool)
             elif isinstance(default, int):
                 ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
-            elif f.name == "engine_shutdown_s":  # JSON's NaN and Infinity are read as floats: neither is a duration
+            elif f.name in ("engine_shutdown_s", "rotation_settle_s"):  # JSON's NaN and Infinity: no duration
                 ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
                     and value >= 0
             else:

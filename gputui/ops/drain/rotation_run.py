@@ -69,6 +69,17 @@ class RotationHold:
         for key in self.held:
             TAKEN_OUT.add(self.writer, key)
 
+    def not_yet(self, key: str, now: float, settle_s: float) -> str:
+        """Why a quiet count does not evict this pod yet ("" when it may go): it left rotation too recently for
+        the metrics to show what reached it just before, or it is kept in rotation for capacity (evicting it
+        would take away the serving pod it was kept for, and new sessions still reach it)."""
+        entry = self.held.get(key)
+        if entry is not None and now < entry.since + settle_s:
+            return f"out of rotation {now - entry.since:.0f}s ago: its count settles for {settle_s:.0f}s"
+        if entry is None and key in self.kept and key not in self.tried:
+            return "kept in rotation for capacity: evicted once out of rotation, or at its deadline"
+        return ""
+
     def forget(self) -> None:
         """The drain ends here, however (its pods may stay out: the node's record names them): the process
         stops counting them as its own."""

@@ -177,7 +177,7 @@ def run_drain(
                     rotation.tried |= asked
                     yield from rotation.put_back_all("asked by the operator", pods, keys=asked)
                 yield from rotation.take_out_due(plan, pods, around)
-                yield from _poll(pods, snap, writer, audit, control, report, plan, clock())
+                yield from _poll(pods, snap, writer, audit, control, report, plan, clock(), rotation)
                 # A pod left in place goes back into rotation: nothing owns it out of rotation any more.
                 yield from rotation.put_back_all("left in place", pods, only=(PodState.HELD.value, PodState.FAILED.value))
                 if all(p.finished for p in pods.values()):
@@ -213,7 +213,7 @@ def run_drain(
 
 
 def _poll(pods: dict[str, PodProgress], snap, writer: Writer, audit: AuditLog, control: DrainControl,
-          report: DrainReport, plan: DrainPlan, now: float) -> Iterator[DrainEvent]:
+          report: DrainReport, plan: DrainPlan, now: float, rotation: RotationHold) -> Iterator[DrainEvent]:
     """One look at every pod still to go. Raises BackendError (the drain pauses) on any failed read."""
     node, opts = plan.node, plan.options
     live = {p.key: p for p in snap.pods}
@@ -239,10 +239,13 @@ def _poll(pods: dict[str, PodProgress], snap, writer: Writer, audit: AuditLog, c
         known = state is SessionState.KNOWN
         quiet = known and (prog.sessions or 0) <= opts.session_threshold
         expired = now >= prog.deadline
-        if prog.step is Step.WAIT_SESSIONS and not (quiet or expired or now_please):
+        # A quiet count read too soon after the pod left rotation, or while it is kept in: not yet trusted.
+        held_back = rotation.not_yet(prog.key, now, opts.rotation_settle_s) if quiet and not now_please else ""
+        if prog.step is Step.WAIT_SESSIONS and not ((quiet and not held_back) or expired or now_please):
             _close(prog, audit, "not evicted: waiting on its sessions again")
             prog.state = PodState.WAITING
             text = f"{prog.sessions} live sessions" if known else "sessions unknown: waiting for a count"
+            text += f"; {held_back}" if held_back else ""
             yield DrainEvent(node, K.WAITING, prog.key, text, prog.sessions, prog.deadline)
             continue
         if prog.step is Step.WAIT_SESSIONS and not known and not now_please and not opts.evict_unknown_at_deadline:

@@ -139,7 +139,7 @@ def test_a_dropped_session_leaves_no_plugin_behind(tmp_path, signum):
     try:
         pids = plugin_pids(plugin)
         proc.send_signal(signum)
-        assert proc.wait(10) == -signum  # ended by the signal, as before
+        assert proc.wait(30) == -signum  # ended by the signal, as before
         for pid in pids:
             assert gone(pid), f"the plugin's process {pid} outlived gputui"
     finally:

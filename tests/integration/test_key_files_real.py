@@ -120,7 +120,7 @@ def test_headless_blocked_on_a_silent_apiserver(tmp_path, server, keyed_kubeconf
         assert proc.poll() is None, proc.communicate()
         assert left_in(tmpdir_watched) == [], "the key was written to $TMPDIR while connecting"
         proc.send_signal(signum)
-        proc.wait(10)
+        proc.wait(30)
         assert left_in(tmpdir_watched) == [], f"left behind after {signum.name}"
     finally:
         proc.kill()
@@ -179,7 +179,7 @@ def test_without_memfd_the_private_key_directory_goes_too(tmp_path, server, keye
             assert proc.wait(60) == 2
         else:
             proc.send_signal(signum)
-            assert proc.wait(10) == -signum
+            assert proc.wait(30) == -signum
         assert left_in(tmpdir_watched) == [], f"left behind after {signum.name if signum else 'exit'}"
     finally:
         proc.kill()

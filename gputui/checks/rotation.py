@@ -60,27 +60,58 @@ def can_leave(ctx: CheckContext) -> CheckResult:
 
 
 def left_out(ctx: CheckContext) -> CheckResult:
-    """Pods a drain took out of rotation whose drain no longer runs (killed, its lease expired): running,
-    owned, serving nobody. Found by the node's drain record, which names them before their label goes."""
+    """Pods out of rotation that no running drain owns (killed, its lease expired; or a label removed by hand):
+    running, owned, serving nobody. Found two ways: a node's drain record names them (with the labels taken),
+    and their labels say so: selected by their workload but by no Service or pool that selects its other pods."""
     id, title = "pods.out_of_rotation", "no pod left out of rotation without a drain that owns it"
     snap, bad, nodes = ctx.snapshot, [], []
     live = {(p.namespace, p.name): p for p in snap.pods}
+    owned: set[str] = set()  # pods a running drain's record names
     for node in snap.nodes:
         held = recorded(node)
         if not held:
             continue
         holder = holder_of(dict(node.annotations))
         if holder is not None and snap.taken_at - holder.renewed < LEASE_S:
+            owned |= set(held)
             continue  # a running drain owns them
         for key, entry in sorted(held.items()):
             namespace, name = key.split("/", 1)
             pod = live.get((namespace, name))
-            if pod is not None and pod.uid == entry.uid and not pod.deleting:
-                bad.append(f"{key} on {node.name} (label {', '.join(entry.labels)} removed by a drain that stopped)")
-                nodes.append(node.name)
+            if pod is None or pod.uid != entry.uid or pod.deleting:
+                continue
+            if all(pod.labels.get(k) == v for k, v in entry.labels.items()):
+                continue  # put back since (by hand): in rotation again, whatever the record says
+            bad.append(f"{key} on {node.name} (label {', '.join(entry.labels)} removed by a drain that stopped)")
+            nodes.append(node.name)
+    said = {b.split(" ", 1)[0] for b in bad}
+    for pod in _unrouted_siblings(snap):
+        if pod.key not in owned and pod.key not in said:
+            bad.append(f"{pod.key} on {pod.node or '?'} (no Service or pool selects it, as they do its workload's "
+                       f"other pods: a label is missing; no drain record names it)")
     return verdict(id, SEED, title, bad, Status.FAIL, "pods out of rotation that no drain owns",
-                   f"resume the drain (R, or gputui drain --resume) or uncordon the node to put them back: "
-                   f"{', '.join(dict.fromkeys(nodes))}", "every pod out of rotation belongs to a running drain")
+                   "resume the drain (R, or gputui drain --resume), or uncordon the node in gputui (u: it puts the "
+                   "labels back; kubectl uncordon does not)"
+                   + (f": {', '.join(dict.fromkeys(nodes))}" if nodes else "")
+                   + "; a pod no record names: put back the label its workload's other pods carry",
+                   "every pod out of rotation belongs to a running drain")
+
+
+def _unrouted_siblings(snap: ClusterSnapshot) -> list[InferencePod]:
+    """Running pods their workload selects, that no path selects, while a path selects another of its pods."""
+    if snap.selectors is None:
+        return []
+    paths = [s for s in snap.selectors if s.kind in ("Service", "InferencePool")]
+    workloads = [s for s in snap.selectors if s.kind in ("Deployment", "Rollout")]
+    alive = [p for p in snap.pods if p.service and not p.deleting and not p.terminated]
+    out = []
+    for w in workloads:
+        mine = [p for p in alive if p.namespace == w.namespace and w.selects(p.labels)]
+        routes = [r for r in paths if r.namespace == w.namespace and any(r.selects(p.labels) for p in mine)]
+        if not routes:
+            continue
+        out += [p for p in mine if not any(r.selects(p.labels) for r in routes)]
+    return sorted(out, key=lambda p: p.key)
 
 
 def _workload_of(snap: ClusterSnapshot, pod: InferencePod) -> str:

@@ -147,3 +147,38 @@ def test_a_pod_the_identity_may_not_relabel_stays_in_rotation_and_the_drain_goes
     assert any(e.kind == "info" and e.message.startswith("stays in rotation: 403") for e in events)
     assert not any(e.kind == "paused" for e in events)
     assert RECORD not in cluster.snapshot().node(node).annotations or not recorded(cluster.snapshot().node(node))
+
+
+def test_check_finds_a_pod_out_of_rotation_by_its_labels_and_not_one_put_back_by_hand():
+    """No record needed: a pod its workload selects that no Service selects, as they do its siblings, is out of
+    rotation (a label removed by hand, or by a drain whose record was lost). A pod a stopped drain's record
+    names, whose label was put back by hand since, is in rotation again and not reported."""
+    from gputui.checks.context import CheckContext
+    from gputui.checks.result import Status
+    from gputui.checks.rotation import left_out
+
+    clock = ManualClock()
+    cluster = DemoCluster(seed=7, clock=clock)
+    snap = cluster.snapshot()  # the demo reads its Services' and Deployments' selectors
+    assert left_out(CheckContext(snap)).status is Status.PASS
+    pod = next(p for p in snap.pods if p.labels.get("serving") == "true")
+    cluster.patch_object("", "v1", "pods", pod.namespace, pod.name,
+                         [{"op": "remove", "path": "/metadata/labels/serving"}], "json")
+    found = left_out(CheckContext(cluster.snapshot()))
+    assert found.status is Status.FAIL and pod.key in found.summary and "no drain record names it" in found.summary
+    cluster.patch_object("", "v1", "pods", pod.namespace, pod.name,
+                         [{"op": "add", "path": "/metadata/labels/serving", "value": "true"}], "json")
+    assert left_out(CheckContext(cluster.snapshot())).status is Status.PASS
+    # A stopped drain's record, its pods' labels put back by hand: nothing out of rotation.
+    clock, cluster, node, plan = start()
+    gen = run_drain(plan, cluster, cluster, AuditLog(None, "t", "demo"), DrainControl(), clock=clock,
+                    sleep=clock.advance, poll_s=2.0)
+    steps(gen, lambda e: e.kind == "waiting")
+    held = recorded(cluster.snapshot().node(node))
+    gen.close()
+    clock.advance(120)
+    for key, entry in held.items():
+        ns, name = key.split("/", 1)
+        cluster.patch_object("", "v1", "pods", ns, name, [{"op": "add", "path": f"/metadata/labels/{k.replace('/', '~1')}",
+                                                           "value": v} for k, v in entry.labels.items()], "json")
+    assert left_out(CheckContext(cluster.snapshot())).status is Status.PASS

@@ -1,6 +1,8 @@
 """`gputui rollout SERVICE VERSION`: the guided canary, headless, with a line per step and per look at the
-gates. Exit 0 when the version reached its last step; 1 when it was rolled back or held (gates failing or
-unreadable, not enough ready pods) or a write failed; 2 on bad input (an unknown service or version, a router
+gates. Before anything is written it says, per step, whether it would be taken now or held and why (and a dry
+run exits 1 when a step would be held). Exit 0 when the version reached its last step; 1 when it was rolled
+back or held (gates failing or unreadable, no traffic to judge, not enough ready pods, pods waiting to be
+evicted) or a write failed; 2 on bad input (an unknown service or version, a router
 it cannot step, steps below the version's share now, a gate that is not a finite number above 0), read-only or
 no cluster. Ctrl-C stops where it is and says how to roll back."""
 
@@ -15,6 +17,7 @@ from gputui.backends.base import Backend, BackendError, error_line
 from gputui.cli.common import EXIT_NOT_DONE, EXIT_OK, EXIT_USAGE, fail
 from gputui.ops.audit import audit_for
 from gputui.ops.canary import CanaryReport, Gates, plan_canary, run_canary
+from gputui.ops.canary_steps import preview, preview_lines
 from gputui.ops.steps import run_steps
 from gputui.ops.traffic import fmt_pct
 from gputui.settings import Settings
@@ -39,10 +42,18 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
         tag = "SIMULATED: " if snapshot.simulated else ""
         gates = Gates(error_ratio_x=args.error_x, latency_x=args.latency_x, window_s=args.window, hold_s=args.hold)
         print(f"{tag}{plan.describe()}\n{tag}{gates.describe()}", flush=True)
+        # Each step as the canary would meet it now: the steps it will take, and where it would hold and why.
+        steps_now = preview(snapshot, plan.service.key, plan.new, plan.steps, force=args.force)
+        for line in preview_lines(steps_now):
+            print(f"{tag}  {line}", flush=True)
         if args.dry_run:
-            return EXIT_OK
+            held = next((p for p in steps_now if p.held), None)
+            if held is None:
+                return EXIT_OK
+            return fail(f"the canary would hold before {fmt_pct(held.step)}" + (
+                ": --force passes the capacity rule" if held.forceable else ""), EXIT_NOT_DONE)
         steps = run_canary(plan, backend.reader, backend, backend.writer, audit_for(settings.audit_log, backend),
-                           gates, time.time, time.sleep, poll_s=args.poll)
+                           gates, time.time, time.sleep, poll_s=args.poll, force=args.force)
         try:
             report: CanaryReport = run_steps(steps, lambda line: print(f"{tag}{line}", flush=True))
         except KeyboardInterrupt:

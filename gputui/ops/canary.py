@@ -15,6 +15,7 @@ from typing import Callable, Generator, Mapping
 from gputui.backends.base import BackendError, Reader, SignalsReader, Writer
 from gputui.model import InferenceService
 from gputui.ops.audit import AuditError, AuditLog
+from gputui.ops.canary_steps import step_blocker
 from gputui.ops.traffic.apply import apply_shift
 from gputui.ops.traffic.plans import find_service, on_route_now, plan_shift
 from gputui.ops.traffic.adapters import ADAPTERS
@@ -23,6 +24,7 @@ from gputui.signals import VersionSignals
 from gputui.snapshot import ClusterSnapshot
 
 DEFAULT_STEPS = (5.0, 25.0, 50.0, 100.0)
+FORCE_WORDS = " (rollout --force, or f on the service screen, takes it anyway)"  # both exist
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +45,12 @@ class Gates:
 def judge(signals: Mapping[str, VersionSignals], new: str, old: str, gates: Gates) -> tuple[bool | None, str]:
     """(True: within the gates, False: beyond them, None: cannot tell) and the figures in words."""
     n, o = signals.get(new, VersionSignals()), signals.get(old, VersionSignals())
+    # A gate over no traffic has no evidence (issue 35: a canary with no session showed 0.20% errors and passed):
+    # no finished request over the window is "cannot tell", never a pass.
+    quiet = [v for v, s in ((new, n), (old, o)) if s.requests_per_s is not None and s.requests_per_s * gates.window_s < 1]
+    if quiet:
+        return None, (f"no evidence: {', '.join(quiet)} finished no request over {gates.window_s:g}s "
+                      "(no traffic: a gate over nothing proves nothing)")
     if n.error_ratio is None or o.error_ratio is None or n.p95_latency_s is None or o.p95_latency_s is None:
         missing = [v for v, s in ((new, n), (old, o)) if s.error_ratio is None or s.p95_latency_s is None]
         return None, f"no error ratio or latency for {', '.join(missing)} (no finished requests read)"
@@ -103,6 +111,7 @@ class CanaryReport:
     reached: float | None = None  # the last step applied
     outcome: str = ""  # done | rolled back | held | stopped | rollback failed
     reason: str = ""
+    held: str = ""  # while a canary that waits when held (the TUI's) is held: why, and what the keys do
     log: list[str] = field(default_factory=list)
 
 
@@ -127,10 +136,12 @@ class CanaryControl:
             self._paused = paused
         self._wake.set()
 
+    _PRIORITY = ("retry", "force", "stop", "rollback")  # a rollback asked for wins over a stop, and so on
+
     def request(self, what: str) -> None:
-        """"stop" or "rollback"; a rollback asked for wins over a stop."""
+        """"rollback", "stop", "force" (a held step, past the capacity rule) or "retry" (a held step, now)."""
         with self._lock:
-            if self._request != "rollback":
+            if self._request is None or self._PRIORITY.index(what) >= self._PRIORITY.index(self._request):
                 self._request = what
         self._wake.set()
 
@@ -155,8 +166,13 @@ def _shift(reader: Reader, writer: Writer, audit: AuditLog, key: str, targets: M
 def run_canary(plan: CanaryPlan, reader: Reader, signals: SignalsReader, writer: Writer | None, audit: AuditLog,
                gates: Gates, clock: Callable[[], float], sleep: Callable[[float], None],
                poll_s: float = 5.0, control: CanaryControl | None = None,
-               report: CanaryReport | None = None) -> Generator[str, None, CanaryReport]:
-    """`report`: filled in as the canary goes (a UI shows its step while it runs); returned at the end."""
+               report: CanaryReport | None = None, force: bool = False,
+               wait_when_held: bool = False) -> Generator[str, None, CanaryReport]:
+    """`report`: filled in as the canary goes (a UI shows its step while it runs); returned at the end.
+    `force`: every step past the capacity rule (never past a gate, nor towards pods waiting to be evicted).
+    `wait_when_held`: a step it cannot take, or gates it cannot read, hold the canary where it is until the
+    operator retries, forces the step, stops or rolls back (the TUI); without it the canary ends there, held
+    (the headless command, which exits 1)."""
     if writer is None:
         raise ShiftError("read-only: the canary is unavailable")
     report = report if report is not None else CanaryReport(plan)
@@ -178,24 +194,46 @@ def run_canary(plan: CanaryPlan, reader: Reader, signals: SignalsReader, writer:
                                           "(shift it back by hand)")
         return end("rolled back", why)
 
+    def take_step(step: float) -> Generator[str, None, CanaryReport | None]:
+        """The step applied (None), or the canary's end: it was held and may not wait, or the operator ended it."""
+        forced = force
+        while True:
+            asked = hand.take()
+            if asked == "rollback":
+                return (yield from rollback("by the operator"))
+            if asked == "stop":
+                return end("stopped", f"stopped by the operator before {fmt_pct(step)}: traffic left as it is")
+            forced = forced or asked == "force"
+            try:
+                blocked = step_blocker(reader.snapshot(), key, plan.new, step)
+                if blocked is not None and not (forced and blocked[1]):
+                    raise ShiftError(blocked[0] + (FORCE_WORDS if blocked[1] else ""))
+                line = _shift(reader, writer, audit, key, {plan.new: step}, force=forced)
+            except (ShiftError, AuditError) as exc:  # the capacity rule, no ready pods, pods going, no audit log
+                why = f"step {fmt_pct(step)} not taken: {exc}"
+                if not wait_when_held:
+                    return end("held", why)
+                if report.held != why:
+                    report.held = why
+                    yield f"held before {fmt_pct(step)}: {exc}"
+                sleep(poll_s)  # tried again at every poll: pods may come ready, a drain may end
+                continue
+            report.held = ""
+            report.reached = step
+            yield f"step {fmt_pct(step)}: {line}"
+            return None
+
     hand = control or CanaryControl()
     for step in plan.steps:
-        asked = hand.take()
-        if asked == "rollback":
-            return (yield from rollback("by the operator"))
-        if asked == "stop":
-            return end("stopped", f"stopped by the operator before {fmt_pct(step)}: traffic left as it is")
-        try:
-            line = _shift(reader, writer, audit, key, {plan.new: step}, force=False)
-        except (ShiftError, AuditError) as exc:  # the capacity rule, no ready pods, a conflict, no audit log: hold
-            return end("held", f"step {fmt_pct(step)} not taken: {exc}")
-        report.reached = step
-        yield f"step {fmt_pct(step)}: {line}"
+        ended = yield from take_step(step)
+        if ended is not None:
+            return ended
         if step >= 100:
             break
         # The hold counts only unpaused time: a pause of ten minutes leaves the step's remaining watch as it was.
         remaining, last, verdict, words, was_paused = gates.hold_s, clock(), None, "", False
-        while remaining > 0 or hand.paused:
+        # Held past the hold time while the gates cannot tell, when the canary may wait: never advanced blind.
+        while remaining > 0 or hand.paused or (wait_when_held and verdict is not True):
             sleep(poll_s)
             now = clock()
             if not hand.paused:
@@ -219,7 +257,9 @@ def run_canary(plan: CanaryPlan, reader: Reader, signals: SignalsReader, writer:
             if verdict is False:
                 yield f"gate failed at {fmt_pct(step)}: {words}; rolling back"
                 return (yield from rollback(words))
+            report.held = f"held at {fmt_pct(step)}: cannot tell ({words})" if verdict is None and remaining <= 0 else ""
             yield f"  holding at {fmt_pct(step)}: {words}"
+        report.held = ""
         if verdict is None:
             return end("held", f"held at {fmt_pct(step)}: cannot tell ({words}); not advancing blind")
     return end("done", f"{plan.new} at {fmt_pct(report.reached)}")

@@ -108,7 +108,7 @@ def service_view(snapshot: ClusterSnapshot, service: InferenceService, signals: 
         state, lines, ended = canary
         head_line = Text("guided canary ", style="bold")
         head_line.append(state, style="" if ended else palette.cordoned)
-        if not ended:
+        if not ended and not state.startswith("held"):  # a held canary's state says its own keys
             head_line.append("   space pause/continue · x stop · b roll back now", style="dim")
         parts += [Text(""), head_line, *(Text(line, style="dim") for line in lines)]
     parts += [Text(""), pods, Text("")]

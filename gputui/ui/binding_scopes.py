@@ -12,6 +12,7 @@ def binding_scopes() -> dict[str, tuple[type, ...]]:
 
     from gputui.ui.app import GputuiApp
     from gputui.ui.audit_screen import AuditScreen
+    from gputui.ui.canary_dialog import CanaryConfirm
     from gputui.ui.check_screen import CheckScreen
     from gputui.ui.command_screen import CommandScreen
     from gputui.ui.confirm import ConfirmScreen
@@ -38,7 +39,7 @@ def binding_scopes() -> dict[str, tuple[type, ...]]:
         "node": app + (NodeDetailScreen, VirtualTable),
         "service": app + (ServiceScreen,),
         "help": app + (HelpScreen,),
-        "confirm": app + (ConfirmScreen,),
+        "confirm": app + (ConfirmScreen, CanaryConfirm),
         "diagnostics": app + (DiagnosticsScreen, ItemList),
         "audit": app + (AuditScreen, ItemList),
         "check": app + (CheckScreen, ItemList),

@@ -59,6 +59,9 @@ class CanarySession:
                 return "ended"
             reached = self.report.reached
             where = "before its first step" if reached is None else f"at {fmt_pct(reached)}"
+            if self.report.held and not self.control.paused:  # waiting on the operator, or on the cluster
+                keys = "space tries again, " + ("f forces it, " if "takes it anyway" in self.report.held else "")
+                return f"held {where}: {self.report.held}; {keys}x stops, b rolls back"
             return f"{'paused' if self.control.paused else 'running'} {where}"
 
     def lines(self, last: int) -> list[str]:
@@ -66,8 +69,10 @@ class CanarySession:
             return self.log[-last:]
 
 
-def start_canary(app: GputuiApp, plan: CanaryPlan, gates: Gates, poll_s: float) -> CanarySession:
-    """Run the canary on the backend it was planned on; the session is app.canaries[service key]."""
+def start_canary(app: GputuiApp, plan: CanaryPlan, gates: Gates, poll_s: float, force: bool = False) -> CanarySession:
+    """Run the canary on the backend it was planned on; the session is app.canaries[service key]. A step it cannot
+    take, or gates it cannot read, hold it where it is (running, keys live) rather than end it: `force` takes each
+    step past the capacity rule from the start."""
     backend, writer = app.backend, app.backend.writer
     session = CanarySession(plan, gates, CanaryReport(plan))
     app.canaries[plan.service.key] = session
@@ -86,7 +91,8 @@ def start_canary(app: GputuiApp, plan: CanaryPlan, gates: Gates, poll_s: float) 
                     return  # a key was pressed: the canary acts on it now
 
         steps = run_canary(plan, backend.reader, backend, writer, app.audit, gates, app.clock, nap,
-                           poll_s=poll_s, control=session.control, report=session.report)
+                           poll_s=poll_s, control=session.control, report=session.report, force=force,
+                           wait_when_held=True)
         try:
             for line in steps:  # its outcome lands in session.report
                 session.add(line, app.clock())

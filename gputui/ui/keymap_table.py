@@ -80,6 +80,7 @@ SCOPES: dict[str, dict[str, str]] = {
         'service-canary': 'g',
         'service-canary-pause': 'space',
         'service-canary-stop': 'x',
+        'service-canary-force': 'f',
         'service-rollback': 'b',
         'service-undo': 'U',
         'service-promote': 'P',
@@ -99,6 +100,7 @@ SCOPES: dict[str, dict[str, str]] = {
         '(screen.copy_text)': 'ctrl+c,super+c',
         'confirm-yes': 'y,enter',
         'confirm-no': 'n,escape',
+        'canary-force': 'f',
     },
     'diagnostics': {
         '(app.focus_next)': 'tab',
@@ -235,6 +237,7 @@ SCOPES: dict[str, dict[str, str]] = {
         '(app.focus_previous)': 'shift+tab',
         '(screen.copy_text)': 'ctrl+c,super+c',
         'back': 'escape',
+        'drain-back-done': 'escape',
         'drain-evict-now': 'e',
         'drain-extend': 'x',
         'drain-abort': 'a',
@@ -291,6 +294,7 @@ SCOPES: dict[str, dict[str, str]] = {
         'wall-next': 'right,n,space',
         'wall-previous': 'left,p',
         'wall-metric': 'm',
+        'wall-writes': 'c,u,r,w,g,b',
     },
     'command': {
         'command-complete': 'tab',

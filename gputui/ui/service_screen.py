@@ -45,6 +45,8 @@ class ServiceScreen(ClusterScreen):
                 tooltip="Pause or continue the running canary (its gates are still watched)"),
         Binding("x", "stop_canary", "Stop", id="service-canary-stop", show=False,
                 tooltip="Stop the running canary where it is: traffic stays as it is now"),
+        Binding("f", "force_canary", "Force step", id="service-canary-force", show=False,
+                tooltip="A held canary: take its step past the capacity rule (as rollout --force)"),
         Binding("b", "rollback", "Rollback", id="service-rollback",
                 tooltip="Roll back: a running canary at once; else back to the last canary's start, or undo the "
                         "last shift; an Argo Rollout is aborted"),
@@ -132,8 +134,9 @@ class ServiceScreen(ClusterScreen):
             self.app.push_screen(TrafficShiftScreen(self.key))
 
     def action_canary(self) -> None:
+        from gputui.ops.canary_steps import preview
+        from gputui.ui.canary_dialog import CanaryConfirm, canary_question
         from gputui.ui.canary_session import start_canary
-        from gputui.ui.confirm import ConfirmScreen
 
         app, snapshot = self.app, self.app.snapshot
         if not self.allowed("canary") or snapshot is None:
@@ -158,26 +161,44 @@ class ServiceScreen(ClusterScreen):
             app.notify(str(exc), severity="warning", markup=False)
             return
         gates = Gates()
+        steps = preview(snapshot, self.key, new, plan.steps)
+        dialog = CanaryConfirm("Start a guided canary?", canary_question(plan, gates, steps, snapshot.simulated),
+                               any(s.forceable for s in steps))
 
         def answer(yes: bool | None) -> None:
             if yes:
-                start_canary(app, plan, gates, app.canary_poll_s)
+                start_canary(app, plan, gates, app.canary_poll_s, force=dialog.forced)
                 self.show_canary()
 
-        app.push_screen(ConfirmScreen("Start a guided canary?", (
-            f"{'SIMULATED: ' if snapshot.simulated else ''}{plan.describe()}\n{gates.describe()}\n"
-            "While it runs: space pauses or continues it, x stops it where it is, b rolls it back at once. "
-            "The old version is never scaled down or deleted by it.")), answer)
+        app.push_screen(dialog, answer)
 
     def action_pause_canary(self) -> None:
         session = self._live_canary()
         if session is None:
             self.app.notify(f"no canary of {self.key} is running (g starts one)")
             return
+        if session.report.held and not session.control.paused:  # held: space tries the step (or the gates) now
+            session.control.request("retry")
+            self.app.notify("trying again now: " + session.report.held, markup=False)
+            return
         session.control.set_paused(not session.control.paused)
-        self.app.notify("canary paused: its step is held, its gates still watched" if session.control.paused
+        self.app.notify("canary paused: it stays at its step, its gates still watched" if session.control.paused
                         else "canary continues")
         self.show_canary()
+
+    def action_force_canary(self) -> None:
+        session = self._live_canary()
+        if session is None:
+            self.app.notify(f"no canary of {self.key} is running (g starts one)")
+            return
+        if not self.allowed("canary"):
+            return
+        if "takes it anyway" not in session.report.held:
+            self.app.notify("nothing to force: the canary is not held by the capacity rule"
+                            + (f" ({session.report.held})" if session.report.held else ""), markup=False)
+            return
+        session.control.request("force")
+        self.app.notify("forcing the held step past the capacity rule (its gates still decide the next)")
 
     def action_stop_canary(self) -> None:
         session = self._live_canary()

@@ -93,3 +93,32 @@ def version_matrix(snapshot: ClusterSnapshot, pool_labels: Iterable[str] = DEFAU
         n.upgrade_state, stuck_because(snapshot, n))
         for n, pool, values in raw]
 
+
+
+def needs_a_look(row: VersionRow) -> bool:
+    """Drifted from its pool, or in a driver upgrade that is stuck or failed."""
+    return bool(row.drift or row.stuck)
+
+
+def problems_first(rows: list[VersionRow]) -> list[VersionRow]:
+    """Drifted and stuck nodes first (stuck before drifted), then any node mid-upgrade, then the rest; by pool
+    and name within each."""
+    def rank(r: VersionRow) -> tuple[int, str, str]:
+        return (0 if r.stuck else 1 if r.drift else 2 if r.upgrade else 3), r.pool, r.node
+    return sorted(rows, key=rank)
+
+
+def varying(rows: list[VersionRow]) -> tuple[tuple[str, ...], dict[str, str], tuple[str, ...]]:
+    """(the columns whose value differs between nodes, each column the same on every node read with that
+    value, the columns read on no node). What is the same everywhere is said once, not in a column of 27
+    equal cells that pushed what differs (and why an upgrade is stuck) off the screen."""
+    shown, same, unread = [], {}, []
+    for column in COLUMNS:
+        values = {r.values.get(column) or "" for r in rows}
+        if values == {""}:
+            unread.append(column)
+        elif column == "driver" or len(values) > 1:  # the driver is what drift and upgrades are about: shown
+            shown.append(column)
+        else:
+            same[column] = values.pop()
+    return tuple(shown), same, tuple(unread)

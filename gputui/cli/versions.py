@@ -8,7 +8,7 @@ import sys
 
 from gputui.cli import common, safe_output
 from gputui.settings import Settings
-from gputui.versions import COLUMNS, version_matrix
+from gputui.versions import COLUMNS, problems_first, version_matrix
 
 
 def run(settings: Settings, output: str) -> int:
@@ -25,7 +25,7 @@ def run(settings: Settings, output: str) -> int:
     table = Table(box=None, pad_edge=False)
     for label in ("NODE", "POOL", *(c.upper() for c in COLUMNS), "UPGRADE"):
         table.add_column(label, no_wrap=True)
-    for r in rows:
+    for r in problems_first(rows):  # stuck upgrades and drift first, as :versions
         table.add_row(Text(r.node), Text(r.pool), *(
             Text(("≠" if c in r.drift else "") + (r.values.get(c) or "–"), style="bold" if c in r.drift else "")
             for c in COLUMNS), Text(r.upgrade or "–"))

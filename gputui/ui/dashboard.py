@@ -37,7 +37,8 @@ class DashboardScreen(NodeOrder):
         Binding("c", "cordon", "Cordon", id="cordon", tooltip="Cordon the selected node"),
         Binding("u", "uncordon", "Uncordon", id="uncordon", tooltip="Uncordon the selected node"),
         Binding("r", "drain", "Drain", id="drain", tooltip="Drain the marked nodes, or the selected one"),
-        Binding("space", "mark", "Mark", id="mark", show=False, tooltip="Mark a node for a maintenance batch"),
+        Binding("space", "mark", "Mark", id="mark", show=False,
+                tooltip="Mark or unmark the selected node for a batch drain, then move down (r drains the marked)"),
         Binding("p", "drain_progress", "Progress", id="drain-progress", show=False, tooltip="The running drain's board"),
         Binding("R", "resume_drains", "Resume", id="resume-drains", show=False, tooltip="Resume interrupted drains"),
         Binding("L", "audit", "Audit log", id="audit-log", show=False, tooltip="Every write gputui made"),
@@ -298,15 +299,38 @@ class DashboardScreen(NodeOrder):
             self.app.push_screen(TrafficShiftScreen(arg))
 
     def action_open_node(self) -> None:
+        """Open what has the focus: a keymap's other key for it (vim's `l`) reaches here from the services panel
+        too, and opened the node selected in the other panel (issue 35); there it opens the service."""
+        table = self.services_table
+        if table.has_focus:
+            if table.row_count:
+                from gputui.ui.service_screen import ServiceScreen
+
+                key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+                if key is not None:
+                    self.app.push_screen(ServiceScreen(key))
+            return
         name = self.selected_node()  # enter on a node row (the services table handles its own enter)
         if name:
             self.app.open_node(name)
 
     def action_mark(self) -> None:
+        """`space`: mark or unmark the selected node for a batch drain (`r` drains the marked nodes), then move
+        down to the next node, as file managers tag a file: space, space marks two nodes in a row. What was
+        marked is said by name (issue 35: the cursor moved unsaid, and a second space marked a node the operator
+        had not looked at). Where nothing can drain (read-only), nothing is marked."""
+        if not self.allowed("drain"):
+            return
         name = self._node_in_focus("mark")
         if name:
             self.marked.symmetric_difference_update({name})
+            count = len(self.marked)
+            done = "marked" if name in self.marked else "unmarked"
             self.nodes_table.action_cursor(1)
+            below = self.selected_node()
+            moved = f"; the cursor moved down to {below}" if below and below != name else ""
+            self.app.notify(f"{name} {done} ({count} marked: r drains them, M clears){moved}", markup=False,
+                            timeout=4)
             self.show_snapshot()
 
     def action_drain(self) -> None:

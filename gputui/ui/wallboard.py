@@ -61,6 +61,9 @@ class WallboardScreen(ClusterScreen):
         Binding("right,n,space", "page(1)", "Next page", id="wall-next"),
         Binding("left,p", "page(-1)", "Previous page", id="wall-previous"),
         Binding("m", "metric", "Utilisation/temperature", id="wall-metric"),
+        # A write key on a wall answers, never nothing (issue 35: c and r were silently ignored).
+        Binding("c,u,r,w,g,b", "writes", "Writes", id="wall-writes", show=False,
+                tooltip="The wallboard only shows: cordon, drain and shifts are in gputui without --wallboard"),
     ]
 
     def __init__(self) -> None:
@@ -108,6 +111,10 @@ class WallboardScreen(ClusterScreen):
         context = fleet.contexts[self.cluster % len(fleet.contexts)]
         return context, fleet.latest[context][0] or (self.app.snapshot if context == self.app.backend.context
                                                      else None)
+
+    def action_writes(self) -> None:
+        self.app.notify("read-only: the wallboard only shows; cordon, drain and traffic shifts are in gputui "
+                        "without --wallboard", severity="warning")
 
     def action_metric(self) -> None:
         self.metric = "temp" if self.metric == "util" else "util"

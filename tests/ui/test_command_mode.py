@@ -154,8 +154,13 @@ async def test_pools_and_versions_screens_show_the_demos_pools_drift_and_failed_
         table = app.screen.query_one("#versions", KeyTable)
         a100_05, a100_08 = ([str(c) for c in table.get_row(n)] for n in ("gpu-a100-05", "gpu-a100-08"))
         assert a100_05[2] == "≠535.183.01"  # drift within its pool
-        # In that state since before gputui looked: "≥" and how long it has watched.
-        assert a100_08[-2].startswith("upgrade-failed ≥") and a100_08[-1].startswith("upgrade failed: the operator leaves")
+        # In that state since before gputui looked: "≥" and how long it has watched; why it is stuck, below the
+        # table for the selected row, in full (issue 35: a column cut even at 200).
+        assert a100_08[-1].startswith("upgrade-failed ≥") and a100_08[-1].endswith("⚠")
+        table.move_cursor(row=table.get_row_index("gpu-a100-08"))
+        await pilot.pause()
+        assert "upgrade-failed stuck because upgrade failed: the operator leaves" in str(
+            app.screen.query_one("#versions-why").render())
 
 
 async def test_pools_at_80_columns_keep_util_and_idle_on_screen_and_a_wider_screen_shows_each_scheme(app_factory):

@@ -73,7 +73,7 @@ TARGETS: tuple[Target, ...] = (
     Target("drain/events", ("gputui/ops/drain/events.py",),
            (U + "test_drain_events.py", U + "test_drain_run.py")),
     Target("drain/report", ("gputui/ops/drain/report.py",),
-           (U + "test_drain_report_words.py", U + "test_drain_run.py")),
+           (U + "test_drain_report_lines.py", U + "test_drain_report_words.py", U + "test_drain_run.py")),
     Target("cordon", ("gputui/ops/cordon.py",),
            (U + "test_cordon_rules.py", U + "test_drain_run.py", U + "test_protected_contexts.py")),
     Target("canary", ("gputui/ops/canary.py",),

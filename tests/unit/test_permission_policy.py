@@ -161,9 +161,10 @@ def test_the_demo_runs_the_seed_and_the_clock_asked_for():
     def snapshot(seed):
         return factory.build_backend(replace(Settings(), demo=True, seed=seed), clock=lambda: 1000.0).reader.snapshot()
 
-    a, b = snapshot(3), snapshot(3)
+    a, b, other = snapshot(3), snapshot(3), snapshot(7)  # 7: the demo's own default seed
     assert a.taken_at == 1000.0
     assert sorted(p.uid for p in a.pods) == sorted(p.uid for p in b.pods) and a.session_counts == b.session_counts
+    assert sorted(p.uid for p in a.pods) != sorted(p.uid for p in other.pods)
 
 
 def test_a_cluster_asked_for_is_never_replaced_by_the_demo(monkeypatch, tmp_path):

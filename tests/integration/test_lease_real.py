@@ -18,7 +18,6 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
 
 from gputui.backends.kube_backend import live_backend
 from gputui.ops.audit import AuditLog
@@ -255,12 +254,6 @@ def pull(gen, until, seconds: float, events: list) -> object:
     return None
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "product bug (gputui/ops/drain/lease.py renew): a renewal that finds no lease on the node takes it again "
-    "(renew is acquire, and acquire writes when there is no holder), so a drain whose lease was taken over and "
-    "then dropped by the new holder (it aborted and uncordoned the node) goes on evicting from an uncordoned node "
-    "an operator gave back. Fix: renew must find its own token on the node, else raise LeaseHeld saying the "
-    "lease was taken over and dropped"))
 def test_a_drain_whose_lease_was_taken_over_and_dropped_stops_at_its_renewal(cluster, fake_kubelet, tmp_path):
     """The first drain stalls (its generator is not driven: a laptop asleep), its clock two minutes behind so its
     lease looks expired. Another operator (carol, on another host) takes the node over, aborts and uncordons it:

@@ -130,8 +130,23 @@ def acquire(writer: Writer, node: str, me: Holder, *, take_over: bool = False,
 
 
 def renew(writer: Writer, node: str, me: Holder, clock: Callable[[], float] = time.time) -> Holder:
-    """Renew a lease we hold; LeaseHeld when someone took it over meanwhile (the drain must stop)."""
-    return acquire(writer, node, me, take_over=False, clock=clock)
+    """Renew a lease we hold; LeaseHeld when it is no longer ours: taken over meanwhile, or taken over and
+    dropped (the node given back by its new holder): the drain must stop, never take the node again."""
+    now = clock()
+    mine = Holder(me.who, me.host, me.pid, me.token, now)
+
+    def decide(current: Holder | None) -> dict[str, str | None]:
+        if current is None:
+            raise LeaseHeld(f"node {node}: this drain's lease is gone (dropped by whoever took it over): stopped")
+        if current.token != me.token:  # taken over: never taken back, however its new holder is doing
+            if now - current.renewed > LEASE_S:
+                raise LeaseHeld(f"node {node}: a drain by {current.describe(now)} stopped renewing its lease; "
+                                f"take it over explicitly (--take-over, or R and confirm)")
+            raise LeaseHeld(f"node {node} is being drained by {current.describe(now)}")
+        return {LEASE: json.dumps(asdict(mine), sort_keys=True)}
+
+    _cas(writer, node, decide)
+    return mine
 
 
 def release(writer: Writer, node: str, me: Holder) -> bool:

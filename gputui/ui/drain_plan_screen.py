@@ -3,12 +3,15 @@ capacity, kubectl's options as toggles. Enter starts; esc changes nothing."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from dataclasses import replace
 
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.message import Message
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Input, Static
@@ -83,6 +86,14 @@ def render_plan(batch: BatchPlan, palette) -> Group:
     return Group(*parts)
 
 
+@dataclass
+class RatesRead(Message):
+    """The arrival rates of the plan's pods left in rotation, read by a worker (workers reach the UI by message)."""
+
+    rates: dict[str, Arrivals]
+    failed: str
+
+
 class DrainPlanScreen(ClusterModal[DrainOptions | None]):
     """The plan, with kubectl's options as toggles. Enter starts; esc changes nothing."""
 
@@ -129,12 +140,12 @@ class DrainPlanScreen(ClusterModal[DrainOptions | None]):
                     rates, failed = dict(reader.arrivals(waiting)), ""
                 except BackendError as exc:
                     rates, failed = {}, str(exc)
-                self.app.call_from_thread(self._rates_read, rates, failed)
+                self.post_message(RatesRead(rates, failed))
 
             self.run_worker(read, thread=True, exit_on_error=False, group="arrivals")
 
-    def _rates_read(self, rates: dict[str, Arrivals], failed: str) -> None:
-        self.rates, self.rates_failed = rates, failed
+    def on_rates_read(self, message: RatesRead) -> None:
+        self.rates, self.rates_failed = message.rates, message.failed
         if self.is_attached:
             self.refresh_plan()
 

@@ -1,3 +1,4 @@
+import os
 import time
 
 from gputui.model import DRAIN_PHASE_ANNOTATION
@@ -212,3 +213,22 @@ async def test_board_shows_each_pod_out_of_rotation_and_puts_one_back_when_asked
         assert row.out_since is None
         for control in session.controls.values():
             control.abort()
+
+
+async def test_the_plan_screen_shows_the_arrival_rate_of_a_pod_no_label_can_take_out(app_factory):
+    """Read off the UI thread, delivered by message: codellama (the demo's service without a serving label)."""
+    app = app_factory()
+    async with app.run_test(size=(160, 50)) as pilot:
+        await loaded(pilot)
+        await pilot.press("slash", *"a100-02", "enter")
+        await pilot.press("r")
+        await wait_for(pilot, lambda: isinstance(app.screen, DrainPlanScreen))
+        plan = app.screen
+        await wait_for(pilot, lambda: plan.rates or plan.rates_failed)
+        from rich.console import Console
+
+        console = Console(width=150, record=True, file=open(os.devnull, "w"))
+        console.print(plan.query_one("#drain-plan").content)
+        text = console.export_text()
+        assert "new sessions keep arriving" in text and "new sessions/s" in text, text
+        await pilot.press("escape")

@@ -120,13 +120,13 @@ class Case:
         for name in names:
             core.patch_node(name, {"spec": {"unschedulable": True if on else None}})
 
-    def drain(self, core, policy, batch: list[str], order: list[str]) -> None:
+    def drain(self, core, batch: list[str], order: list[str]) -> None:
         """kubectl drain's way: the whole batch cordoned first, then each pod (NAMESPACE/NAME) evicted in order."""
         self.cordon(core, batch, True)
         for key in order:
             ns, name = key.split("/", 1)
             try:
-                policy.create_namespaced_pod_eviction(name, ns, {"metadata": {"name": name, "namespace": ns}})
+                core.create_namespaced_pod_eviction(name, ns, {"metadata": {"name": name, "namespace": ns}})
             except ApiException as exc:
                 if exc.status != 404:
                     raise
@@ -139,7 +139,7 @@ class Case:
                    interval=0.3, what=f"the evicted pods of {self.ns} gone")
         total = sum(w.replicas for w in self.workloads)
         pods = settle(core, self.ns, total)
-        pending = [p for p in pods if not p.spec.node_name]
+        pending = [p for p in pods if not p.spec.node_name and p.metadata.name not in before]  # replacements
         if pending:
             for p in pending:
                 core.delete_namespaced_pod(p.metadata.name, self.ns, grace_period_seconds=0)

@@ -21,6 +21,10 @@ NOT_READY_TAINT_KEY = "node.kubernetes.io/not-ready"
 UNREACHABLE_TAINT_KEY = "node.kubernetes.io/unreachable"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 PODS = "pods"  # the allocatable resource that counts pods
+# Rules the preview does not model that leave a pod's place unbounded by what was read (PodScheduling.unread
+# starts with one of these): another scheduler, a toleration that compares numbers (it may tolerate more).
+UNREAD_SCHEDULER = "scheduled by"
+UNREAD_COMPARING = "a toleration that compares numbers"
 CPU = "cpu"  # counted in millicores, as the scheduler does (Quantity.MilliValue)
 
 

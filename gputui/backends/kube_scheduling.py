@@ -14,7 +14,8 @@ from typing import Any, Iterable, Mapping, TypeVar
 from gputui.gpu_resources import is_gpu_resource, parse_quantity
 from gputui.label_selectors import Requirement
 from gputui.scheduling import (
-    CPU, EMPTY_POD, NodeScheduling, NodeTerm, PodScheduling, PodTerm, Spread, Taint, Toleration,
+    CPU, EMPTY_POD, UNREAD_COMPARING, UNREAD_SCHEDULER, NodeScheduling, NodeTerm, PodScheduling, PodTerm, Spread,
+    Taint, Toleration,
 )
 
 T = TypeVar("T")
@@ -179,14 +180,14 @@ def requests_of(spec: Mapping[str, Any]) -> tuple[tuple[str, int], ...]:
 def _unread(spec: Mapping[str, Any]) -> str:
     """A rule of the scheduler's the preview does not model, present in this spec."""
     if (spec.get("schedulerName") or DEFAULT_SCHEDULER) != DEFAULT_SCHEDULER:
-        return f"scheduled by {spec.get('schedulerName')}"
+        return f"{UNREAD_SCHEDULER} {spec.get('schedulerName')}"
     if any("persistentVolumeClaim" in v or "ephemeral" in v for v in spec.get("volumes") or () if isinstance(v, dict)):
         return "a PersistentVolumeClaim (its volume's node affinity is not read)"
     for c in list(spec.get("containers") or ()) + list(spec.get("initContainers") or ()):
         if isinstance(c, dict) and any(isinstance(p, dict) and p.get("hostPort") for p in c.get("ports") or ()):
             return "a hostPort (ports in use on nodes are not read)"
     if any(isinstance(t, dict) and t.get("operator") in ("Lt", "Gt") for t in spec.get("tolerations") or ()):
-        return "a toleration that compares numbers (Lt/Gt)"
+        return f"{UNREAD_COMPARING} (Lt/Gt)"
     return ""
 
 

@@ -28,6 +28,7 @@ from gputui.model import InferencePod, Node
 from gputui.ops.drain.placement_rules import Filtered, candidates, gpu_units, needs
 from gputui.ops.drain.placement_state import Cluster, Shared
 from gputui.ops.drain.placement_words import Exclusion, exclusions, headline
+from gputui.scheduling import UNREAD_COMPARING, UNREAD_SCHEDULER
 from gputui.snapshot import ClusterSnapshot
 
 CAVEAT = ("can go: the scheduler's filters pass there now; not where it will go (its scoring and preferred "
@@ -135,7 +136,7 @@ def _opaque(pod: InferencePod) -> bool:
     """Where it can land is not bounded by what was read (no rules read, another scheduler, a toleration
     that compares numbers): it may take room anywhere and close any domain."""
     spec = pod.scheduling
-    return spec is None or spec.unread.startswith(("scheduled by", "a toleration that compares"))
+    return spec is None or spec.unread.startswith((UNREAD_SCHEDULER, UNREAD_COMPARING))
 
 
 def _choose(pod: InferencePod, nodes: list[Node], cluster: Cluster) -> Node:

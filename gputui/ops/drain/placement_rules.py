@@ -28,7 +28,6 @@ BATCH, CORDONED, NOT_READY, TAINT, SELECTOR, UNREAD, RESOURCES = (
     "batch", "cordoned", "not ready", "taint", "selector", "unread", "resources")
 EXISTING_ANTI, ANTI, AFFINITY, SPREAD = "existing anti-affinity", "anti-affinity", "affinity", "spread"
 STATIC = (BATCH, CORDONED, NOT_READY, TAINT, SELECTOR, UNREAD)
-MONOTONE = (*STATIC, RESOURCES, EXISTING_ANTI, ANTI)  # more pods only ever exclude more nodes by these
 UNSCHEDULABLE_TAINT = Taint(UNSCHEDULABLE_TAINT_KEY, "", "NoSchedule")
 
 

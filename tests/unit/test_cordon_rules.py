@@ -68,11 +68,11 @@ B = OutOfRotation("llm/b", "uid-b", {"serving": "true", "pool": "x"}, 11.0)
 
 def test_cordon_plan_counts_the_pods_still_running_there():
     s = snap(node(), node("gpu-2"), pods=[pod("a"), pod("b", phase="Succeeded"), pod("c", phase="Failed"),
-                                          pod("d", phase="Pending"), pod("e", on="gpu-2")])
+                                          pod("d", phase="Pending"), pod("e", on="gpu-2"), pod("f")])
     plan = plan_cordon(s, "gpu-1")
-    assert plan == CordonPlan("gpu-1", True, False, 2, "", ())
+    assert plan == CordonPlan("gpu-1", True, False, 3, "", ())
     assert plan.verb == "cordon"
-    assert plan.describe() == "Cordon gpu-1: no new pods will be scheduled on it. Its 2 running pods stay."
+    assert plan.describe() == "Cordon gpu-1: no new pods will be scheduled on it. Its 3 running pods stay."
 
 
 def test_an_unknown_node_is_one_line():

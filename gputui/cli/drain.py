@@ -99,9 +99,9 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
         if why:
             return fail(why, EXIT_USAGE)
         if batch.blocked_by_placement:  # before any write: the operator sees who would be stranded, and why
-            for p in batch.stranded:
+            for p in batch.stranding:
                 print(f"{p.pod.key}: {p.placement.text() if p.placement else ''}", file=sys.stderr)
-            return fail(f"{len(batch.stranded)} pods would have nowhere to go (see the plan: gputui drain --dry-run); "
+            return fail(f"{len(batch.stranding)} pods would have nowhere to go (see the plan: gputui drain --dry-run); "
                         "--accept-stranded drains anyway and leaves them Pending", EXIT_NOT_DONE)
         if snap.simulated:
             print(f"# {SIMULATED}", flush=True)

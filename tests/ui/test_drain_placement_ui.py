@@ -2,11 +2,13 @@
 the caveat in sight, and a plan that would strand pods starting only once the operator accepts it (`a`)."""
 
 import io
+from dataclasses import replace
 
 from rich.console import Console
 
 from gputui.ops.drain.options import DrainOptions
 from gputui.ops.drain.placement import SHORT_CAVEAT
+from gputui.scheduling import PodScheduling
 from gputui.ui.drain_plan_screen import DrainPlanScreen
 from tests.ui.pilot import loaded, wait_for
 
@@ -19,29 +21,46 @@ def shown(screen: DrainPlanScreen) -> str:
     return console.export_text()
 
 
+def pin_one_pod(app) -> tuple[str, str]:
+    """The demo as it reads, but with one pod of a GPU node pinned to that node (nodeSelector on its hostname):
+    draining the node leaves its replacement nowhere to go, though GPUs are free elsewhere."""
+    reader = app.backend.reader
+    first = reader.snapshot()
+    pinned = next(p for p in first.pods if p.service == "llama-3-70b-instruct" and p.node)
+    pin = PodScheduling(node_selector=(("kubernetes.io/hostname", pinned.node),))
+    read = reader.snapshot
+
+    def snapshot():
+        s = read()
+        return replace(s, indexes=None, pods=tuple(replace(p, scheduling=pin) if p.key == pinned.key else p
+                                                   for p in s.pods))
+    reader.snapshot = snapshot
+    return pinned.node, pinned.key
+
+
 async def test_a_plan_that_strands_pods_starts_only_once_they_are_accepted(app_factory):
     app = app_factory()
+    node, key = pin_one_pod(app)
     async with app.run_test(size=(160, 50)) as pilot:
         await loaded(pilot)
-        # Every node at once: no replacement has anywhere to go.
-        nodes = sorted(n.name for n in app.snapshot.nodes)
         options = DrainOptions(delete_emptydir_data=True, force=True)
         chosen: list = []
-        screen = DrainPlanScreen(nodes, options)
+        screen = DrainPlanScreen([node], options)
         app.push_screen(screen, chosen.append)
         await pilot.pause()
         batch = screen.batch_plan()
-        stranded = {p.pod.key for p in batch.stranded}
-        assert stranded and batch.blocked_by_placement and not any(p.blocked for p in batch.plans)
+        assert [p.pod.key for p in batch.stranded] == [key] and batch.fits
+        assert batch.blocked_by_placement and not any(p.blocked for p in batch.plans)
         text = shown(screen)
-        assert f"{len(stranded)} with nowhere to go" in text and SHORT_CAVEAT in text
-        assert "NOWHERE: the " in text and "in the batch" in text  # why, in words
+        assert "1 with nowhere to go" in text and SHORT_CAVEAT in text
+        assert f"{key}: NOWHERE: the 1 node with kubernetes.io/hostname={node} is in the batch" in text
         assert "[a] accept stranded: off" in text and "blocked: nowhere to go" in text
+        assert "llm/llama-3-70b-instruct loses 1 of" in text
         await pilot.press("enter")
         await pilot.pause()
         assert app.screen is screen and not chosen  # refused: nothing starts
         await pilot.press("a")
-        assert screen.accepted == stranded
+        assert screen.accepted == {key}
         text = shown(screen)
         assert "[a] accept stranded: on" in text and "(accepted: left Pending)" in text
         await pilot.press("enter")

@@ -119,3 +119,18 @@ def test_the_dry_run_text_says_where_each_pod_can_go_and_why_not(capsys):
     assert out[2] == "         NOWHERE: no node with zone=z1 outside the batch has 8 free NVIDIA-H100 GPUs"
     assert "           1 node without 8 free NVIDIA-H100 GPUs (the most free: 0)" in out
     assert "         can go: 2 nodes (z2-a, z2-b)" in out
+
+
+def test_pods_past_the_capacity_guards_stop_block_nothing():
+    """The capacity guard stops before c (6 GPUs needed, 4 free): the run never moves c's pod, so that it would
+    have nowhere to go blocks nothing and stops nothing; the plan says so."""
+    nodes = (node("a", "z1"), node("b", "z1"), node("c", "z1"), node("spare", "z1"))
+    pods = (pod("pa", "a", 2), pod("pb", "b", 2), pod("pc", "c", 2), pod("held", "spare", 4))
+    snap = ClusterSnapshot(0.0, "t", nodes=nodes, pods=pods)
+    batch = plan_batch(snap, ["a", "b", "c"], DrainOptions())
+    assert batch.stop_before == "c" and [p.pod.name for p in batch.stranded] == ["pc"]
+    assert not batch.blocked_by_placement and batch.placement_stop is None and batch.first_stop == "c"
+    assert batch.cordon_first == ["a", "b"]
+    lines = batch.describe()
+    assert "1 pod past the capacity guard's stop (1 with nowhere to go): not moved, the run stops before them" in lines
+    assert not any(line.startswith("BLOCKED") for line in lines)

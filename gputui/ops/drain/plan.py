@@ -24,7 +24,8 @@ from gputui.rotation import Rotation, RotationState, rotation_of
 from gputui.ops.drain.out_of_rotation import OutOfRotation, choose
 from gputui.ops.drain.placement import Placement
 from gputui.ops.drain.plan_placement import (
-    batch_lines, batch_placement_json, eviction_order, placement_json, previewed, strands, with_placement,
+    batch_lines, batch_placement_json, eviction_order, placement_json, previewed, reached_notes, strands,
+    with_placement,
 )
 from gputui.ops.drain.whole_versions import whole_version_warnings
 from gputui.model import Budget, InferencePod, Node
@@ -347,9 +348,16 @@ class BatchPlan:
         return [p for plan in self.plans for p in plan.stranded]
 
     @property
+    def stranding(self) -> list[PodPlan]:
+        """Pods with nowhere to go, not accepted, on the nodes the run starts (before the capacity guard's stop)."""
+        names = [p.node for p in self.plans]
+        reached = names[: names.index(self.stop_before)] if self.stop_before in names else names
+        return [p for plan in self.plans if plan.node in reached for p in plan.stranded if p.pod.key not in self.accepted]
+
+    @property
     def blocked_by_placement(self) -> bool:
-        """A pod would have nowhere to go and the operator has not accepted it: the plan does not start."""
-        return any(p.pod.key not in self.accepted for p in self.stranded)
+        """A pod the run would move would have nowhere to go, not accepted: the plan does not start."""
+        return bool(self.stranding)
 
     @property
     def first_stop(self) -> str | None:
@@ -396,7 +404,6 @@ def plan_batch(snapshot: ClusterSnapshot, nodes: list[str], options: Mapping[str
     placements = previewed(snapshot, members, [p.pod for plan in plans for p in eviction_order(plan.pods)])
     plans = tuple(replace(plan, pods=with_placement(plan.pods, placements)) for plan in plans)
     accepted = frozenset(accept_stranded)
-    placement_stop = next((plan.node for plan in plans if strands((p.placement for p in plan.pods), accepted)), None)
     needed: dict[tuple[str, str], list[int]] = {}
     stop_before = None
     for plan in plans:
@@ -408,8 +415,14 @@ def plan_batch(snapshot: ClusterSnapshot, nodes: list[str], options: Mapping[str
                 stop_before = plan.node
     checks = tuple(capacity_after(snapshot, members, product, units, resource)
                    for (product, resource), units in sorted(needed.items()))
+    # Only the nodes the run starts (those before the capacity guard's stop) move pods: a pod stranded past
+    # the stop blocks nothing and stops nothing; the preview still says where it could go.
+    reached = [plan.node for plan in plans][: [plan.node for plan in plans].index(stop_before)] \
+        if stop_before is not None else [plan.node for plan in plans]
+    placement_stop = next((plan.node for plan in plans if plan.node in reached
+                           and strands((p.placement for p in plan.pods), accepted)), None)
     return BatchPlan(plans, checks, stop_before, _beyond_max_unavailable(snapshot, members), placement_stop, accepted,
-                     tuple(placements.describe(snapshot)))
+                     tuple(reached_notes(snapshot, placements, reached)))
 
 
 def _beyond_max_unavailable(snapshot: ClusterSnapshot, batch: set[str]) -> str:

@@ -54,10 +54,20 @@ def with_placement(plans: Iterable[PodPlan], preview: Preview) -> tuple[PodPlan,
     return tuple(replace(p, placement=preview.of(p.pod.key)) if p.recreated else p for p in plans)
 
 
+def reached_notes(snapshot: ClusterSnapshot, preview: Preview, reached: Collection[str]) -> list[str]:
+    """The preview's summary for the pods of the nodes the run starts, and a line for those past its stop."""
+    lines = Preview(tuple(p for p in preview.placements if p.pod.node in reached)).describe(snapshot)
+    past = [p for p in preview.placements if p.pod.node not in reached]
+    if past:
+        lines.append(f"{len(past)} pod{'s' if len(past) != 1 else ''} past the capacity guard's stop "
+                     f"({sum(p.stranded for p in past)} with nowhere to go): not moved, the run stops before them")
+    return lines
+
+
 def batch_lines(batch: BatchPlan) -> list[str]:
     """The batch plan's lines on placement: the preview's summary, the block, where the guard stops for it."""
     lines = list(batch.placement_notes)
-    waiting = [p for p in batch.stranded if p.pod.key not in batch.accepted]
+    waiting = batch.stranding
     if waiting:
         lines.append(f"BLOCKED: {len(waiting)} pod{'s' if len(waiting) != 1 else ''} would have nowhere to go; "
                      f"accept {'them' if len(waiting) != 1 else 'it'} to drain anyway (left Pending)")
@@ -71,4 +81,5 @@ def batch_lines(batch: BatchPlan) -> list[str]:
 
 def batch_placement_json(batch: BatchPlan) -> dict:
     return {"caveat": CAVEAT, "stranded": [p.pod.key for p in batch.stranded], "accepted": sorted(batch.accepted),
-            "blocked": batch.blocked_by_placement, "notes": list(batch.placement_notes)}
+            "blocking": [p.pod.key for p in batch.stranding], "blocked": batch.blocked_by_placement,
+            "notes": list(batch.placement_notes)}

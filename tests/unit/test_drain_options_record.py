@@ -4,6 +4,7 @@ it was started for, and read back refusing (one clear line) whatever it cannot t
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 
 import pytest
 
@@ -41,10 +42,14 @@ def test_every_option_survives_the_node_record():
 
 def test_the_record_is_plain_sorted_json_with_every_field():
     data = json.loads(CHOSEN.to_json())
-    assert data == {"ignore_daemonsets": False, "delete_emptydir_data": True, "force": True,
-                    "pod_selector": {"app": "llm", "tier": "gpu"}, "grace_seconds": 30, "session_threshold": 2,
-                    "session_deadline_s": 120.0, "disable_eviction": True, "evict_unknown_at_deadline": True,
-                    "engine_shutdown_s": 7.5}
+    assert set(data) == {f.name for f in fields(DrainOptions)}  # every option, so a resume restores every one
+    assert {k: data[k] for k in ("ignore_daemonsets", "delete_emptydir_data", "force", "pod_selector", "grace_seconds",
+                                 "session_threshold", "session_deadline_s", "disable_eviction",
+                                 "evict_unknown_at_deadline", "engine_shutdown_s")} == {
+        "ignore_daemonsets": False, "delete_emptydir_data": True, "force": True,
+        "pod_selector": {"app": "llm", "tier": "gpu"}, "grace_seconds": 30, "session_threshold": 2,
+        "session_deadline_s": 120.0, "disable_eviction": True, "evict_unknown_at_deadline": True,
+        "engine_shutdown_s": 7.5}
     assert CHOSEN.to_json() == json.dumps(data, sort_keys=True)
 
 

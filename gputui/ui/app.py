@@ -618,10 +618,13 @@ class GputuiApp(App[None]):
         said = []
         if draining:
             nodes = ", ".join(n for s in draining for n in s.nodes)
+            them = 'it' if len(draining) == 1 else 'them'
+            # The demo's cluster lives in this process: a restarted demo starts afresh, with nothing to resume.
+            after = ("; the simulated cluster ends with gputui: a new gputui --demo starts afresh, with nothing "
+                     "to resume" if self.backend.simulated else
+                     "; the nodes stay cordoned and can be resumed with R from the next gputui")
             said.append(f"{'A drain' if len(draining) == 1 else f'{len(draining)} drains'} of {nodes} "
-                        f"{'is' if len(draining) == 1 else 'are'} running. Quitting interrupts "
-                        f"{'it' if len(draining) == 1 else 'them'}; the nodes stay cordoned and can be resumed with "
-                        "R from the next gputui.")
+                        f"{'is' if len(draining) == 1 else 'are'} running. Quitting interrupts {them}{after}.")
         if running:
             said.append(f"A guided canary of {', '.join(running)} is running. Quitting stops it where it is: its "
                         "traffic stays as it is now.")

@@ -88,14 +88,31 @@ class CommandScreen(ClusterModal[Command | None]):
         except CommandError as exc:
             matches = complete(event.value, choices)
             if len(matches) != 1:  # one match ('drain h100-07' -> gpu-h100-07) is taken as meant
-                self._menu(event.value, str(exc))
+                self._refused(event.value, self._ambiguous(event.value, matches) or str(exc))
                 return
             try:
                 command = parse(matches[0], choices)
             except CommandError:
-                self._menu(event.value, str(exc))
+                self._refused(event.value, str(exc))
                 return
         self.dismiss(command)
+
+    @staticmethod
+    def _ambiguous(value: str, matches: list[str]) -> str:
+        """':drain h100' with eleven nodes named so: which they are, not "no node" (issue 35)."""
+        head, _, typed = value.strip().removeprefix(":").partition(" ")
+        if len(matches) < 2 or not typed:
+            return ""
+        names = [m.partition(" ")[2] for m in matches]
+        shown = ", ".join(names[:4]) + (f", … ({len(names) - 4} more)" if len(names) > 4 else "")
+        return f"'{typed}' matches {len(names)}: {shown}; type more of the name (tab takes the first)"
+
+    def _refused(self, value: str, why: str) -> None:
+        """Say why, and select what was typed: the next key replaces it, an arrow keeps it to edit (the old
+        text stayed in the prompt, and what was typed next was added to it)."""
+        self._menu(value, why)
+        box = self.query_one(Input)
+        box.select_all()
 
     def action_complete(self) -> None:
         box = self.query_one(Input)

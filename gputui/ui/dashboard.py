@@ -115,7 +115,9 @@ class DashboardScreen(NodeOrder):
         if columns == self._columns:
             return
         self._columns = columns
-        self.nodes_table.set_columns([(c.key, c.label, c.width) for c in columns], gap)
+        # The name's first cell holds the batch mark (render_row): its title starts one cell in, over the name.
+        self.nodes_table.set_columns([(c.key, f" {c.label}" if c.key == "name" else c.label, c.width)
+                                      for c in columns], gap)
 
     # ----- rendering ----------------------------------------------------------
 

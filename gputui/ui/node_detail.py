@@ -155,9 +155,27 @@ class NodeDetailScreen(ClusterScreen):
         from gputui.present.node_describe import describe
         from gputui.ui.detail_screen import DetailScreen
 
-        body = describe(node, self.app.settings.temp_threshold, self.app.palette, message.description,
-                        message.error, now=self.app.clock(), summary=snap.summary(node))
-        self.app.push_screen(DetailScreen(f"node {node.name}", body))
+        def body():  # the heartbeat's age moves with the clock
+            return describe(node, self.app.settings.temp_threshold, self.app.palette, message.description,
+                            message.error, now=self.app.clock(), summary=snap.summary(node))
+
+        self.app.push_screen(DetailScreen(f"node {node.name}", body(), ticking=body))
+
+    def on_virtual_table_row_selected(self, event: VirtualTable.RowSelected) -> None:
+        """enter on a pod: its service's screen (enter did nothing: issue 35); on a GPU, nothing more to open."""
+        if event.table.id != "pods":
+            return
+        snap = self.app.snapshot
+        pod = next((p for p in snap.pods_on(self.node_name) if p.key == event.key), None) if snap else None
+        if pod is None:
+            return
+        if not pod.service:
+            self.app.notify(f"{pod.key} belongs to no inference service ({pod.owner_kind or 'no owner'}): "
+                            "its row says all gputui knows of it", markup=False)
+            return
+        from gputui.ui.service_screen import ServiceScreen
+
+        self.app.push_screen(ServiceScreen(f"{pod.namespace}/{pod.service}"))
 
     def action_diagnostics(self) -> None:
         from gputui.ui.diagnostics_screen import DiagnosticsScreen
@@ -228,26 +246,35 @@ class NodeDetailScreen(ClusterScreen):
 
     def _info(self, node: Node, snap) -> Text:
         palette = self.app.palette
-        text = Text(" ")
-        text.append(node.name, style="bold")
-        text.append("  ")
-        text.append_text(cells.node_state_text(node, palette))
-        text.append(f"  {cells.short_model(node.gpu_product)} ×{node.gpu_count or node.gpu_capacity}")
+        pieces = [Text(node.name, style="bold"), cells.node_state_text(node, palette),
+                  Text(f"{cells.short_model(node.gpu_product)} ×{node.gpu_count or node.gpu_capacity}")]
         allocated = snap.allocated_by_resource(node.name)
         if node.gpu_resources:
-            text.append(f"  GPUs {allocation_text(node.gpu_resources, allocated, node.gpu_count)} allocated")
+            pieces.append(Text(f"GPUs {allocation_text(node.gpu_resources, allocated, node.gpu_count)} allocated"))
         else:
-            text.append(f"  GPUs {snap.gpus_allocated(node.name)}/{node.gpu_allocatable} allocated")
-        text.append("  driver ")
+            pieces.append(Text(f"GPUs {snap.gpus_allocated(node.name)}/{node.gpu_allocatable} allocated"))
         majority = fleet_driver(snap)
         drift = has_driver_drift(node, majority)
-        text.append(node.driver_version or "–", style=f"bold {palette.drift}" if drift else "")
+        driver = Text("driver ")
+        driver.append(node.driver_version or "–", style=f"bold {palette.drift}" if drift else "")
         if drift:
-            text.append(f" (fleet {majority})", style=palette.drift)
+            driver.append(f" (fleet {majority})", style=palette.drift)
+        pieces.append(driver)
         if node.cuda_version:
-            text.append(f"  CUDA {node.cuda_version}")
+            pieces.append(Text(f"CUDA {node.cuda_version}"))
         if node.upgrade_state:
-            text.append(f"  upgrade: {node.upgrade_state}", style=palette.upgrading)
+            pieces.append(Text(f"upgrade: {node.upgrade_state}", style=palette.upgrading))
+        # Broken between pieces, never inside one (at 80 columns "driver" and its version were torn apart).
+        width, text, used = max(20, self.app.size.width - 2), Text(" "), 1
+        for i, piece in enumerate(pieces):
+            if i and used + 2 + len(piece) > width:
+                text.append("\n ")
+                used = 1
+            elif i:
+                text.append("  ")
+                used += 2
+            text.append_text(piece)
+            used += len(piece)
         if len(node.gpu_resources) > 1 or any(r.scheme is not Scheme.WHOLE for r in node.gpu_resources):
             # Slices, replicas and DRA devices: which pods hold them (whole cards show in the pods table).
             on_node = [(p.name, p.gpu_units) for p in snap.pods_on(node.name) if not p.terminated and p.gpu_units]

@@ -37,7 +37,7 @@ async def test_at_80x24_the_problem_column_says_each_worst_problem_whole(app_fac
             row = next(line for line in lines if name in line)
             assert row.rstrip().endswith(word) and "…" not in row, row
         # every mission figure, power included, and the drifted driver
-        titles = next(line for line in lines if line.startswith("Node"))
+        titles = next(line for line in lines if line.startswith(" Node "))
         assert all(label in titles for label in ("Util", "Memory", "Temp", "Power", "Driver", "Problem"))
         assert "4 nodes need attention" in lines[0]
         # no bare "+": the header and the pools line say whole cards, and label the idle figure

@@ -90,7 +90,7 @@ async def test_every_mission_field_shows_at_80x24(app_factory):
     async with app.run_test(size=(80, 24)) as pilot:
         await loaded(pilot)
         table = app.screen.nodes_table
-        labels = [label for _, label, _ in table.columns]
+        labels = [label.strip() for _, label, _ in table.columns]
         assert {"Node", "State", "GPUs", "Util", "Memory", "Temp", "Power", "Driver", "Problem"} <= set(labels)
         # One blank between columns and one after the last, beside the one-cell scrollbar: no space left empty.
         assert table.gap == 1 and sum(w + 1 for *_, w in table.columns) == 79

@@ -5,6 +5,7 @@ the audit entries; strings from the cluster stay data."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, Mapping, Sequence
 
 from rich.console import Group, RenderableType
@@ -63,6 +64,46 @@ def _picker_lines(service: InferenceService, signals: Mapping[str, VersionSignal
     return [line]
 
 
+def _budget_lines(snapshot: ClusterSnapshot, service: InferenceService, palette: Palette) -> list[Text]:
+    """Per version, the PodDisruptionBudgets over its pods, or a warning that none does (issue 35: a version
+    without one showed nothing, and a drain or the GPU Operator may take all its pods at once); versions under
+    the same budgets on one line. Then where its pods run when they all run on one node."""
+    said: dict[str, tuple[list[str], Text]] = {}
+    for v in service.versions:
+        pods = [p for p in snapshot.pods_of(service, v.name) if not p.terminated]
+        budgets = {b.name: b for p in pods for b in snapshot.budget_for(p)}
+        words = Text()
+        if not pods:
+            words.append("no pods")
+        elif not budgets:
+            words.append("none: no PodDisruptionBudget covers its pods, so a drain or a driver upgrade may evict "
+                         "them all at once", style=f"bold {palette.cordoned}")
+        else:
+            for i, b in enumerate(budgets.values()):
+                n = b.disruptions_allowed
+                words.append(("; " if i else "") + f"{b.name}: {n} disruption{'s' * (n != 1)} allowed "
+                             f"({b.current_healthy} healthy, {b.desired_healthy} needed)")
+                if b.deadlock():
+                    words.append(f" – {b.deadlock()}", style=f"bold {palette.alert}")
+        said.setdefault(words.plain, ([], words))[0].append(v.name)
+    lines = []
+    for names, words in said.values():
+        line = Text(f"disruption budget  {', '.join(names)}: ", style="dim")
+        line.append_text(words)
+        lines.append(line)
+    running = [p for p in snapshot.pods_of(service) if not p.terminated and p.node]
+    by_node = Counter(p.node for p in running)
+    if len(running) > 1 and by_node:
+        node, n = by_node.most_common(1)[0]
+        if n == len(running):
+            lines.append(Text(f"all {n} pods on {node}: one drain or one node failure takes the whole service",
+                              style=f"bold {palette.cordoned}"))
+        elif 2 * n > len(running):
+            lines.append(Text(f"{n} of {len(running)} pods on {node}: one drain or one node failure takes most "
+                              "of the service", style=palette.cordoned))
+    return lines
+
+
 def history(entries: Sequence[Mapping[str, Any]], service_key: str) -> list[Mapping[str, Any]]:
     """The audit entries about this service, newest first."""
     mine = [e for e in entries if e.get("action") in HISTORY_ACTIONS
@@ -102,6 +143,7 @@ def service_view(snapshot: ClusterSnapshot, service: InferenceService, signals: 
                          Text("yes" if p.ready else "no", style="" if p.ready else palette.cordoned), live)
     parts: list[RenderableType] = [head, Text(""), versions]
     parts += _picker_lines(service, signals)
+    parts += _budget_lines(snapshot, service, palette)
     if signals_error:
         parts.append(Text(f"errors and latency unknown: {signals_error}", style="dim"))
     if canary is not None:

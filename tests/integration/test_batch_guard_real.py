@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from tests.support.drain_safety import POOL_LABEL, app_writes, batch_pods, pods_on, scene
 from tests.support.gputui_cli import run
 
@@ -17,13 +15,6 @@ BATCH = ["guard-1", "guard-2", "guard-3"]  # two one-GPU pods each, on 2 GPUs
 SPARE = "guard-spare"  # 4 free GPUs: room for two of the batch's nodes, not three
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "product bug since 65f3408 (placement preview; gputui/ops/drain/plan.py BatchPlan.blocked_by_placement, "
-    "refused in gputui/cli/drain.py): a batch whose capacity guard stops before guard-3 is refused whole, before "
-    "any write, because guard-3's pods 'would have nowhere to go', though the run never starts guard-3 and never "
-    "moves them; the message's '--accept-stranded drains anyway and leaves them Pending' is untrue for them. "
-    "blocked_by_placement should count only the stranded pods of the nodes before the guard's first stop "
-    "(BatchPlan.first_stop); this test passed on bab264b"))
 def test_a_parallel_batch_stops_where_its_plan_said_the_capacity_guard_would(cluster, fake_kubelet, tmp_path):
     """The plan: guard-1 and guard-2 fit on the spare node (4 GPUs), guard-3 does not. The run drains guard-1 and
     guard-2 at once and does not start guard-3: not cordoned, not written to, its pods in place; exit 1.

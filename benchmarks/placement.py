@@ -2,7 +2,7 @@
 cost on a large synthetic fleet.
 
 Comparison (needs the control-plane binaries: scripts/build-control-plane.sh). Each case, seeded, on the real
-apiserver, controller-manager and scheduler with the fake kubelet (tests.support.placement_cases): 3-6 GPU
+apiserver, controller-manager and scheduler with the fake kubelet (tests.support.placement_cases): 4-7 GPU
 nodes over 2-3 zones (2, 4 or 8 GPUs; 8, 16 or 96 CPUs; some with a pod limit of 3; some labelled gen=1..5;
 some tainted dedicated=llm NoSchedule or NoExecute, or dedicated=batch), some cordoned; 2-4 Deployments of 1-3
 replicas asking 1-8 GPUs and sometimes CPUs, each with, at random, a toleration of the llm taint, a zone
@@ -26,7 +26,7 @@ compares numbers (Lt/Gt, behind a feature gate).
 
 Cost: the preview for a 10-node batch on a 10,000-node cluster, from a synthetic snapshot (no server).
 
-    python benchmarks/placement.py [--cases 200] [--seed 1] [--parallel 4] [--start 0]
+    python benchmarks/placement.py [--cases 200] [--seed 1] [--parallel 8] [--start 0]
     python benchmarks/placement.py --cost-only [--nodes 10000] [--batch 10]
 """
 
@@ -75,14 +75,14 @@ def random_case(i: int, seed: int) -> Case:
     name = f"r{seed}x{i}"
     zones = ["z1", "z2"] if rng.random() < 0.5 else ["z1", "z2", "z3"]
     nodes = []
-    for k in range(rng.randint(3, 6)):
+    for k in range(rng.randint(4, 7)):
         roll = rng.random()
         taints = [{"key": "dedicated", "value": "llm", "effect": rng.choice(["NoSchedule", "NoExecute"])}] \
-            if roll < 0.25 else [{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}] if roll < 0.35 else []
+            if roll < 0.2 else [{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}] if roll < 0.3 else []
         labels = {"gen": str(rng.randint(1, 5))} if rng.random() < 0.6 else {}
-        nodes.append(NodeSpec(f"pl-{name}-n{k}", rng.choice(zones), gpus=rng.choice([2, 4, 8]), labels=labels,
+        nodes.append(NodeSpec(f"pl-{name}-n{k}", rng.choice(zones), gpus=rng.choice([2, 4, 8, 8]), labels=labels,
                               taints=taints, cpu=rng.choice(["8", "16", "96"]),
-                              pods=3 if rng.random() < 0.1 else 110, cordoned=rng.random() < 0.1))
+                              pods=3 if rng.random() < 0.1 else 110, cordoned=rng.random() < 0.05))
     workloads = []
     for w in range(rng.randint(2, 4)):
         app = f"w{w}"
@@ -94,9 +94,9 @@ def random_case(i: int, seed: int) -> Case:
                 {"key": "dedicated", "operator": "Equal", "value": "llm", "effect": "NoSchedule"}])]
         affinity: dict[str, Any] = {}
         roll = rng.random()
-        if roll < 0.25:
+        if roll < 0.15:
             spec["nodeSelector"] = {ZONE: rng.choice(zones)}
-        elif roll < 0.5:
+        elif roll < 0.35:
             affinity.update(_node_affinity(rng, zones))
         own = {"labelSelector": {"matchLabels": {"app": app}}}
         if rng.random() < 0.3:
@@ -111,7 +111,7 @@ def random_case(i: int, seed: int) -> Case:
         if rng.random() < 0.3:
             spec["topologySpreadConstraints"] = [{"maxSkew": rng.randint(1, 2), "topologyKey": rng.choice([ZONE, HOST]),
                                                   "whenUnsatisfiable": "DoNotSchedule", **own}]
-        workloads.append(Workload(app, rng.randint(1, 3), rng.choice([1, 1, 2, 4, 8]), spec,
+        workloads.append(Workload(app, rng.randint(1, 3), rng.choice([1, 1, 2, 2, 4, 8]), spec,
                                   rng.choice([None, None, "2", "6"])))
     return Case(name, nodes, workloads)
 
@@ -173,7 +173,7 @@ def run_case(h: "Harness", i: int, seed: int, tally: Tally) -> None:
             f"{j.app} sure-go {j.sure_go} sure-nowhere {j.sure_nowhere} contended {j.contended} unknown {j.unknown}"
             f" -> bound {j.bound} pending {j.pending}" for j in judged), flush=True)
     finally:
-        case.tear_down(h.kubelet, core)
+        case.tear_down(h.kubelet, core, wait=False)  # the namespace goes on its own; its nodes are gone
 
 
 class Harness:
@@ -188,6 +188,13 @@ class Harness:
         stack.callback(self.kubelet.stop)
         if not self.kubelet.synced.wait(30):
             raise SystemExit(f"fake kubelet never synced: {self.kubelet.errors}")
+        from gputui.backends.kube_backend import live_backend
+        from gputui.settings import Settings
+
+        # One reading for every case (its watch caches follow the whole cluster), one case at a time.
+        self.backend = live_backend(Settings(kubeconfig=str(self.cp.admin_kubeconfig)))
+        stack.callback(self.backend.close)
+        self.reading = threading.Lock()
 
     def clients(self):
         from kubernetes import client
@@ -196,22 +203,16 @@ class Harness:
         return client.CoreV1Api(api), client.AppsV1Api(api)
 
     def snapshot(self, core, case: Case) -> ClusterSnapshot:
-        """gputui's snapshot (a live backend of its own) once it holds every live pod of the case where the
-        API has it."""
-        from gputui.backends.kube_backend import live_backend
-        from gputui.settings import Settings
+        """gputui's snapshot once it holds every live pod of the case where the API has it."""
         from tests.support.procs import wait_until
 
-        backend = live_backend(Settings(kubeconfig=str(self.cp.admin_kubeconfig)))
-        try:
-            def check():
-                snap = backend.reader.snapshot()
-                want = {f"{case.ns}/{p.metadata.name}": p.spec.node_name or "" for p in live_pods(core, case.ns)}
-                have = {p.key: p.node for p in snap.pods if p.namespace == case.ns and not p.deleting}
-                return snap if have == want else None
-            return wait_until(check, 60, what=f"gputui's snapshot of {case.ns}")
-        finally:
-            backend.close()
+        def check():
+            with self.reading:
+                snap = self.backend.reader.snapshot()
+            want = {f"{case.ns}/{p.metadata.name}": p.spec.node_name or "" for p in live_pods(core, case.ns)}
+            have = {p.key: p.node for p in snap.pods if p.namespace == case.ns and not p.deleting}
+            return snap if have == want else None
+        return wait_until(check, 60, what=f"gputui's snapshot of {case.ns}")
 
 
 def compare(args: argparse.Namespace) -> int:
@@ -300,7 +301,7 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=200)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--start", type=int, default=0, help="the first case's number (to run one again)")
-    parser.add_argument("--parallel", type=int, default=4, help="cases at once")
+    parser.add_argument("--parallel", type=int, default=8, help="cases at once")
     parser.add_argument("--cost-only", action="store_true")
     parser.add_argument("--nodes", type=int, default=10_000)
     parser.add_argument("--batch", type=int, default=10)

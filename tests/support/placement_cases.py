@@ -110,9 +110,10 @@ class Case:
                 self.cordon(core, [n for n in self.node_names if n not in w.on], True)
             apps.create_namespaced_deployment(self.ns, deployment(w, self.ns, self.name))
             placed += w.replicas
-            settle(core, self.ns, placed)
-            if w.on:
+            if w.on:  # placed where asked before the next one is made
+                settle(core, self.ns, placed)
                 self.cordon(core, [n for n in self.node_names if n not in w.on], False)
+        settle(core, self.ns, placed)
         self.cordon(core, [n.name for n in self.nodes if n.cordoned], True)
 
     @staticmethod
@@ -155,7 +156,8 @@ class Case:
             counts[0 if p.spec.node_name else 1] += 1
         return {app: (c[0], c[1]) for app, c in out.items()}
 
-    def tear_down(self, kubelet, core) -> None:
+    def tear_down(self, kubelet, core, wait: bool = True) -> None:
+        """The namespace deleted and the nodes removed; `wait`: until the namespace is gone."""
         try:
             core.delete_namespace(self.ns, grace_period_seconds=0)
         except ApiException as exc:
@@ -163,7 +165,7 @@ class Case:
                 raise
         for name in self.node_names:
             kubelet.remove_node(name)
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + (120 if wait else 0)
         while time.monotonic() < deadline:
             try:
                 core.read_namespace(self.ns)

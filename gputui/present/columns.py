@@ -250,6 +250,11 @@ def _service_cells(
         share_text.stylize(f"bold {palette.upgrading}")  # a canary in flight
     ready = Text(f"{r.ready}/{r.replicas_desired}", style="" if r.ready >= r.replicas_desired else palette.cordoned)
     status = Text(r.status, style=palette.ok if r.complete else palette.cordoned)
+    shares = [svc.share_pct(v.name) or 0.0 for v in svc.versions]
+    if r.complete and share is not None and 0 < share < 100 and share < max(shares):
+        # Its pods rolled out, its traffic a minority of a split: the canary the wallboard counts (it said
+        # "rolled out" on every row while the wallboard counted 2 canaries: issue 35).
+        status = Text(f"canary at {share:.0f}%", style=f"bold {palette.upgrading}")
     sessions = snapshot.sessions_of(svc, ver.name)
     cells = {
         "service": Text(svc.name if first else "", style="bold"),

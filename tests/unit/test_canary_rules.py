@@ -418,3 +418,8 @@ def test_a_stop_asked_while_a_step_holds_leaves_traffic_there(tmp_path):
     report, _ = watch(tmp_path, Watching(keys={1: "stop"}, control=control), control=control)
     assert (report.outcome, report.reason, report.reached) == (
         "stopped", "stopped by the operator at 11%: traffic left as it is", 11.0)
+
+
+def test_the_command_that_puts_traffic_back_names_every_version_at_its_start():
+    plan = plan_canary(snap(service(weights=(2, 1, 0))), "llm/chat", "v2", (50.0,))
+    assert plan.back() == "gputui shift llm/chat --to v1=66.6667 --to v2=33.3333 --to v3=0"

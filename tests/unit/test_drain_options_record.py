@@ -181,3 +181,10 @@ def test_a_saved_deadline_no_clock_reaches_is_refused(text):
     with pytest.raises(DrainRecordError) as err:
         saved_drain(node({OPTIONS: "{}", DEADLINE: text}))
     assert str(err.value) == f"node gpu-1: cannot resume its drain: its deadline is {text!r}"
+
+
+def test_a_rotation_settle_of_zero_is_a_choice_and_nan_or_infinity_are_refused():
+    assert DrainOptions.from_json('{"rotation_settle_s": 0}').rotation_settle_s == 0
+    for value in ("NaN", "Infinity", "-1"):
+        with pytest.raises(DrainRecordError, match="^its option rotation_settle_s is "):
+            DrainOptions.from_json(f'{{"rotation_settle_s": {value}}}')

@@ -329,3 +329,31 @@ def test_the_liveness_probe_sends_no_signal(monkeypatch):
     monkeypatch.setattr(lease.os, "kill", lambda pid, sig: sent.append((pid, sig)))
     assert not Holder("a", HOST, 4_000_000, "t").dead_here()
     assert sent == [(4_000_000, 0)]
+
+
+def test_a_renew_that_finds_its_lease_gone_stops_and_writes_nothing():
+    """Taken over, then dropped by the new holder (the node given back): never taken again by a renew."""
+    store = NodeStore()
+    mine = acquire(store, "n1", me(), clock=lambda: 1000.0)
+    del store.annotations[LEASE]
+    writes = len(store.writes)
+    with pytest.raises(LeaseHeld) as err:
+        renew(store, "n1", mine, clock=lambda: 1015.0)
+    assert str(err.value) == "node n1: this drain's lease is gone (dropped by whoever took it over): stopped"
+    assert len(store.writes) == writes and LEASE not in store.annotations
+
+
+def test_a_renew_that_finds_a_new_holder_silent_exactly_the_lease_period_says_it_is_being_drained():
+    store = NodeStore()
+    mine = acquire(store, "n1", me(), clock=lambda: 1000.0)
+    store.annotations[LEASE] = lease_text(renewed=1010.0)
+    with pytest.raises(LeaseHeld, match="^node n1 is being drained by alice"):
+        renew(store, "n1", mine, clock=lambda: 1010.0 + LEASE_S)
+
+
+def test_a_renewal_is_written_as_sorted_json():
+    store = NodeStore()
+    mine = acquire(store, "n1", me(), clock=lambda: 1000.0)
+    renew(store, "n1", mine, clock=lambda: 1015.0)
+    value = store.writes[-1][0][LEASE]
+    assert value == json.dumps(json.loads(value), sort_keys=True) and json.loads(value)["renewed"] == 1015.0

@@ -42,3 +42,16 @@ async def wallboard_loaded(pilot) -> None:
 def rows(app) -> list[str]:
     """The dashboard's node names, in the order shown."""
     return list(app.screen.query_one("#nodes", VirtualTable).keys)
+
+
+def screen_lines(app) -> list[str]:
+    return [strip.text for strip in app.screen._compositor.render_strips()]
+
+
+async def command(pilot, text: str, *then: str) -> None:
+    from gputui.ui.command_screen import CommandScreen
+
+    await pilot.press("colon")
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, CommandScreen))
+    await pilot.press(*text, *then)
+    await pilot.pause()

@@ -9,14 +9,10 @@ from gputui.model import Gpu, Node
 from gputui.settings import Settings
 from gputui.snapshot import ClusterSnapshot, SourceStatus
 from gputui.ui.app import GputuiApp
-from tests.ui.pilot import loaded, wait_for, wallboard_loaded
+from tests.ui.pilot import loaded, screen_lines, wait_for, wallboard_loaded
 
 SUMMARY = "4 nodes need attention: 1 NotReady, 1 XID, 1 upgrade failed, 1 hot"
 EIGHTHS = set("▁▂▃▄▅▆▇")  # Textual's scrollbar ends: they read as one more bar of data
-
-
-def screen_lines(app) -> list[str]:
-    return [strip.text for strip in app.screen._compositor.render_strips()]
 
 
 def header(app) -> str:

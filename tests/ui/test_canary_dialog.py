@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from gputui.ui.canary_dialog import CanaryConfirm
 from tests.ui.pilot import wait_for
-from tests.ui.test_service_screen import MISTRAL, body_text, open_service, weights
+from tests.ui.service_kit import MISTRAL, body_text, open_service, weights
 
 
 async def test_the_dialog_says_which_step_it_would_hold_and_a_held_canary_waits_for_the_operator(app_factory):

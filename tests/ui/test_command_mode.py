@@ -10,19 +10,12 @@ from gputui.ui.node_detail import NodeDetailScreen
 from gputui.ui.theme_picker import ThemePickerScreen
 from gputui.ui.traffic_screen import TrafficShiftScreen
 from textual.widgets import Input, Static
-from tests.ui.pilot import loaded
+from tests.ui.pilot import command, loaded
 from tests.ui.pilot import wait_for
 
 # The demo's fleet, by hand (tests/demo_figures.py): cards, MIG slices, shared replicas, DRA devices in use/offered,
 # and free.
 FLEET_USED, FLEET_FREE = "83/167+5/36MIG+6/16shared+6/8DRA", "84+31MIG+10shared+2DRA"
-
-
-async def command(pilot, text: str, *then: str) -> None:
-    await pilot.press("colon")
-    await wait_for(pilot, lambda: isinstance(pilot.app.screen, CommandScreen))
-    await pilot.press(*text, *then)
-    await pilot.pause()
 
 
 async def test_tab_completes_and_enter_runs(app_factory):

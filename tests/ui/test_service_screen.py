@@ -3,38 +3,9 @@ audit history), w from it to the shift dialog; a shift made shows in its history
 
 from __future__ import annotations
 
-from gputui.ui.service_screen import ServiceScreen
 from gputui.ui.traffic_screen import TrafficShiftScreen
-from tests.ui.pilot import loaded, wait_for
-
-MISTRAL = "llm/mistral-7b"
-LLAMA = "llm/llama-3-70b-instruct"
-
-
-def body_text(screen: ServiceScreen) -> str:
-    from rich.console import Console
-
-    console = Console(width=160, record=True)
-    console.print(screen.query_one("#service-body").content)
-    return console.export_text()
-
-
-async def open_service(pilot, key: str = MISTRAL) -> ServiceScreen:
-    """From the dashboard, as an operator does: tab to the services panel, down to the service, enter."""
-    await loaded(pilot)
-    await pilot.press("tab")
-    table = pilot.app.screen.services_table
-    for _ in range(10):
-        if table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value.partition("@")[0] == key:
-            break
-        await pilot.press("down")
-    await pilot.press("enter")
-    await wait_for(pilot, lambda: isinstance(pilot.app.screen, ServiceScreen))
-    screen = pilot.app.screen
-    await wait_for(pilot, lambda: screen.signals is not None)
-    await pilot.pause()
-    return screen
-
+from tests.ui.pilot import wait_for
+from tests.ui.service_kit import LLAMA, MISTRAL, body_text, open_service, weights
 
 async def test_enter_on_a_service_shows_it_in_full(app_factory):
     app = app_factory()
@@ -112,8 +83,3 @@ async def test_b_after_a_canary_asks_and_goes_back_to_its_start_and_u_undoes_a_s
         assert "anyway?" in str(app.screen.query_one("#dialog-title").content)  # confirming is the force
         await pilot.press("y")
         await wait_for(pilot, lambda: weights(app, MISTRAL) == {"stable": 80, "canary": 20})
-
-
-def weights(app, key: str = "") -> dict:
-    service = app.backend.writer.snapshot().service(key or LLAMA)
-    return {v.name: v.weight for v in service.versions}

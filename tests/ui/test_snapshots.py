@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import json
 
-import pytest
 
 from gputui.ops.audit import AuditLog
 from gputui.ui.drain_board import DrainProgressScreen
 from gputui.ui.traffic_screen import TrafficShiftScreen
 from tests.ui.conftest import make_app
+from tests.ui.pictures import each_size, each_theme, picture
 from tests.ui.pilot import loaded, wait_for, wallboard_loaded
 
-THEMES = ["gputui-dark", "gputui-light", "gputui-wallboard", "gputui-colorblind", "gputui-mono", "gputui-nord"]
-SIZES = [(80, 24), (200, 50)]
 LLAMA = "llm/llama-3-70b-instruct"
 
 
@@ -110,12 +108,6 @@ def fixed_audit_log(home) -> AuditLog:
     return AuditLog(path, "oncall@example.com", "demo")
 
 
-def picture(snap_compare, run_before, size, theme: str = "gputui-dark", **settings) -> bool:
-    return snap_compare(make_app(theme=theme, **settings), terminal_size=size, run_before=run_before)
-
-
-each_size = pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
-each_theme = pytest.mark.parametrize("theme", THEMES)
 
 
 # ----- where themes carry meaning: every bundled theme --------------------------------------------

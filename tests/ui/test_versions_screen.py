@@ -9,9 +9,7 @@ import pytest
 from gputui.ui.key_table import KeyTable
 from gputui.ui.node_detail import NodeDetailScreen
 from gputui.ui.versions_screen import VersionsScreen
-from tests.ui.pilot import loaded, wait_for
-from tests.ui.test_attention import screen_lines
-from tests.ui.test_command_mode import command
+from tests.ui.pilot import command, loaded, screen_lines, wait_for
 
 STUCK = ("upgrade failed: the operator leaves the node for manual recovery (fix the cause, then set "
          "nvidia.com/gpu-driver-upgrade-state=upgrade-required)")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from gputui.cli.main import main
-from tests.unit.test_unreachable_every_command import COMMANDS
+from tests.support.cli_commands import COMMANDS
 
 BAD = {
     # name: (file text or None for no file, what the line must say besides the path)

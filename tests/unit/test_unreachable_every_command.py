@@ -11,21 +11,10 @@ from functools import partial
 
 import pytest
 
-from gputui.ops.traffic.vocabulary import ROLLOUT_ACTIONS
 from tests.support.gputui_cli import closed_port, kubeconfig, page_settings, run_with_short_waits, silent_server
+from tests.support.cli_commands import COMMANDS
 from tests.support.terminal import until
 
-SERVICE = "llm/chat"
-COMMANDS: dict[str, tuple[str, ...]] = {
-    "nodes": ("nodes",), "versions": ("versions",), "pools": ("pools",), "services": ("services",),
-    "check": ("check",),
-    "check --drill": ("check", "--drill", "gpu-a", "--yes-i-mean-it"),
-    "drain": ("drain", "gpu-a"), "drain --dry-run": ("drain", "gpu-a", "--dry-run"), "drain --resume": ("drain", "--resume"),
-    "shift": ("shift", SERVICE, "--to", "v2=50"), "shift --undo": ("shift", SERVICE, "--undo"),
-    **{f"shift --rollout {verb}": ("shift", SERVICE, "--rollout", verb) for verb in ROLLOUT_ACTIONS},
-    "rollout": ("rollout", SERVICE, "v2"),
-    "scale-down": ("scale-down", SERVICE, "v1", "1"), "scale-down --dry-run": ("scale-down", SERVICE, "v1", "1", "--dry-run"),
-}
 WAIT_S = 0.5  # each wait on the silent server (connect, discovery, a review): seconds per command, not a minute
 NOT_A_CAUSE = ("may not", "your identity", "read-only", "Traceback", "s3cret-token-value")
 

@@ -10,6 +10,7 @@ from gputui import fleet_sums
 from gputui.backends.join import Joiner
 from gputui.figures import alerts, figures
 from gputui.health import fleet_alerts
+from gputui.problems import problems_of
 from gputui.model import NodeState
 from gputui.pools import DEFAULT_POOL_LABELS, IdleReading, fleet_pools, pool_rows
 from tests.support.churn import churn
@@ -34,7 +35,10 @@ def test_figures_and_pools_kept_between_refreshes_are_those_worked_out_from_scra
         assert f.gpus == snap.gpu_use()
         assert f.mean_util == pytest.approx(snap.mean_util)
         want = fleet_alerts(snap, 85.0)
-        assert alerts(snap, 85.0) == want and f.alerts == len(want) and f.worst == (want[0].kind if want else "")
+        # The header counts nodes that need attention (gputui.problems), from the same alerts worked out afresh.
+        fresh = problems_of(want)
+        assert alerts(snap, 85.0) == want and f.alerts == len({a.node for a in want}) == len(fresh)
+        assert list(f.problems) == fresh and f.worst == (fresh[0].kind if fresh else "")
         assert f.drains == sum(1 for n in snap.nodes if n.state is NodeState.DRAINING)
         # An idle reading for half the refreshes (it is read apart, now and then): a new one redoes the sums.
         names = [n.name for n in snap.nodes]

@@ -29,11 +29,11 @@ def test_not_started_says_why_and_nothing_else():
 
 def test_every_part_in_its_order():
     report = DrainReport("n1", Outcome.UNFINISHED, evicted=3, failed=["ns/a: 500", "ns/b: 422"],
-                         held=["ns/c: sessions unknown at the deadline"], cut_sessions=4, unknown_cut_pods=2,
+                         held=["ns/c: sessions unknown at the deadline", "ns/d: held"], cut_sessions=4, unknown_cut_pods=2,
                          pauses=1, reason="deadline")
     assert report.describe() == (
         "n1: unfinished, 3 pods evicted (deadline), 2 failed (ns/a: 500; ns/b: 422), "
-        "1 left in place (ns/c: sessions unknown at the deadline), 4 live sessions cut by choice, "
+        "2 left in place (ns/c: sessions unknown at the deadline; ns/d: held), 4 live sessions cut by choice, "
         "2 pods evicted with sessions unknown (possibly cut), paused 1 time (API or metrics failures, retried)")
 
 

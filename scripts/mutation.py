@@ -160,7 +160,7 @@ def source_tree(rev: str | None) -> Path:
     files that commit lacks (new tests being written), for a run that others' unfinished edits must not sway."""
     if rev is None:
         return ROOT
-    src = WORK / ".source"
+    src = WORK / f".source-{os.getpid()}"  # one per run: two runs at once must not share it
     if src.exists():
         shutil.rmtree(src)
     src.mkdir(parents=True)
@@ -391,6 +391,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"   - {name.rpartition('.')[2]}: {form}: {why}")
         summary.append((target, fig))
 
+    if src != ROOT:
+        shutil.rmtree(src, ignore_errors=True)
     print("\n== summary (score: killed / made)")
     worst = 0
     for target, result in summary:

@@ -117,13 +117,14 @@ def test_a_hanging_credential_plugin_never_holds_the_terminal(tmp_path, key):
         while not (pids.exists() and pids.read_text()):  # the plugin runs (and, as written, will never answer)
             assert time.monotonic() < deadline, f"the plugin never started; the screen:\n{pane.screen()}"
             time.sleep(0.05)
-        screen = pane.wait_for(r"connecting to prod-eu… [1-9]\d*s")  # where, and for how long: it counts
-        assert "credential plugin hang.py" in screen and "q quits" in screen
+        pane.wait_for(r"connecting to prod-eu… [1-9]\d*s")  # where, and for how long: it counts
+        screen = pane.wait_for(r"credential plugin hang\.py")  # and what it waits on (drawn a moment later)
+        assert "q quits" in screen
         pane.tmux("send-keys", "-t", "gputui", key)
-        start = time.monotonic()
-        code = pane.exit_code(timeout=3)
+        # Well before the plugin's own 30 s timeout: gputui quits without waiting for it (how fast is a figure,
+        # benchmarks/startup.py; a loaded CI machine took 3 s and more).
+        code = pane.exit_code(timeout=15)
         assert code is not None, f"gputui did not quit on {key}; the screen:\n{pane.screen()}"
-        assert time.monotonic() - start < 2.5
         assert code == 0
         for pid in map(int, pids.read_text().split()):
             assert gone(pid), f"the plugin's process {pid} outlived gputui"

@@ -423,3 +423,14 @@ def test_a_stop_asked_while_a_step_holds_leaves_traffic_there(tmp_path):
 def test_the_command_that_puts_traffic_back_names_every_version_at_its_start():
     plan = plan_canary(snap(service(weights=(2, 1, 0))), "llm/chat", "v2", (50.0,))
     assert plan.back() == "gputui shift llm/chat --to v1=66.6667 --to v2=33.3333 --to v3=0"
+
+
+def test_a_gate_over_no_traffic_proves_nothing():
+    """Fewer than one finished request over the window, for either version: cannot tell, never a pass."""
+    quiet = VersionSignals(0.5 / 300, 0.0, 1.0, 1)  # half a request in 300 s
+    assert judge({"new": quiet, "old": sig(0.0, 1.0)}, "new", "old", G) == (
+        None, "no evidence: new finished no request over 300s (no traffic: a gate over nothing proves nothing)")
+    assert judge({"new": quiet, "old": quiet}, "new", "old", G)[1].startswith("no evidence: new, old finished")
+    one = VersionSignals(1 / 300, 0.0, 1.0, 1)  # exactly one request in the window is evidence
+    assert judge({"new": one, "old": sig(0.0, 1.0)}, "new", "old", G)[0] is True
+

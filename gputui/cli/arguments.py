@@ -124,6 +124,8 @@ def add_drain_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]
     p.add_argument("--grace-period", type=grace_period, default=-1, help="seconds; -1: each pod's own (default)")
     p.add_argument("--session-threshold", type=count, default=0, help="evict an inference pod at or below this many live sessions")
     p.add_argument("--session-deadline", type=duration, default=15 * 60, help="wait at most this long per pod (default 15m)")
+    p.add_argument("--accept-stranded", action="store_true",
+                   help="drain even where the placement preview finds nowhere for a pod to go (it stays Pending)")
     p.add_argument("--rotation-settle", type=duration, default=30,
                    help="after a pod leaves rotation, trust a quiet count only this long after (default 30s: two "
                         "15 s scrapes; what reached it just before shows at the next scrape)")

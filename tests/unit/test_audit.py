@@ -5,6 +5,7 @@ directory; and reading the log (the `L` screen, `shift --undo`) takes any bytes,
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 import json
 import os
 import stat
@@ -217,7 +218,9 @@ def test_every_drain_write_has_its_intent_and_a_pdb_retry_is_not_a_new_entry(tmp
     # Several llama pods on one node, a PDB of maxUnavailable 1: the second eviction is refused (429) a while.
     node = next(n.name for n in snap.nodes if sum(p.service == "llama-3-70b-instruct" for p in snap.pods_on(n.name)) >= 2)
     path = tmp_path / "audit.jsonl"
-    gen = run_drain(plan_drain(snap, node, DrainOptions(session_threshold=10**6)), cluster, cluster,
+    # No rotation (selectors unread): every pod quiet at once, the evictions race for the PDB.
+    gen = run_drain(plan_drain(replace(snap, selectors=None), node, DrainOptions(session_threshold=10**6)),
+                    cluster, cluster,
                     AuditLog(path, "t", "demo"), clock=clock, sleep=clock.advance, poll_s=2.0)
     blocked = 0
     for _ in range(5000):
@@ -243,7 +246,9 @@ def test_a_drain_that_ends_while_a_pdb_refuses_an_eviction_closes_its_intent(tmp
     node = next(n.name for n in snap.nodes if sum(p.service == "llama-3-70b-instruct" for p in snap.pods_on(n.name)) >= 2)
     path = tmp_path / "audit.jsonl"
     control = DrainControl()
-    gen = run_drain(plan_drain(snap, node, DrainOptions(session_threshold=10**6)), cluster, cluster,
+    # No rotation (selectors unread): every pod quiet at once, the evictions race for the PDB.
+    gen = run_drain(plan_drain(replace(snap, selectors=None), node, DrainOptions(session_threshold=10**6)),
+                    cluster, cluster,
                     AuditLog(path, "t", "demo"), control, clock=clock, sleep=clock.advance, poll_s=2.0)
     for event in gen:
         if event.kind is EventKind.BLOCKED:

@@ -20,10 +20,11 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))

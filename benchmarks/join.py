@@ -40,7 +40,6 @@ from gputui.backends.gcpause import gc_paused  # noqa: E402
 from gputui.backends.join import Joiner, KubeState, Metrics  # noqa: E402
 from gputui.model import GpuSummary  # noqa: E402
 
-
 MIXED = False  # --mixed: node i hands its GPUs out by SCHEMES[i % 4]
 SCHEMES = ("whole", "mig", "shared", "dra")
 OFFERED = {"whole": {"nvidia.com/gpu": "8"}, "mig": {"nvidia.com/mig-1g.10gb": "28", "nvidia.com/mig-3g.40gb": "8"},

@@ -131,7 +131,7 @@ class Tally:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def run_case(h: "Harness", i: int, seed: int, tally: Tally) -> None:
+def run_case(h: Harness, i: int, seed: int, tally: Tally) -> None:
     from gputui.ops.drain.plan import DrainOptions, plan_batch
     from gputui.ops.drain.plan_placement import eviction_order
 

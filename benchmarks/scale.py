@@ -442,8 +442,8 @@ def report(fleet: dict, got: dict) -> None:
         print("\n".join(lines))
     if fleet.get("servers_rss_mb"):
         print("servers' RSS (MB): " + ", ".join(f"{k} {v}" for k, v in fleet["servers_rss_mb"].items()))
-    print(("store holds the recorded per-node series (rule outputs simulated, see --recorded)" if fleet.get("recorded")
-           else "store holds every GPU's raw DCGM series"))
+    print("store holds the recorded per-node series (rule outputs simulated, see --recorded)" if fleet.get("recorded")
+           else "store holds every GPU's raw DCGM series")
     print(f"kubectl get nodes,pods -A -o json: {kubectl:.2f}s")
     print(f"gputui first complete snapshot:    {got['first_snapshot_s']:.2f}s  "
           f"(ratio {got['first_snapshot_s'] / kubectl:.2f}x, goal <= 1.5x; {got['first_snapshot_tries']} read(s))")

@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gputui.fleet_sums import Contribution, SumsByContext
-from gputui.gpu_resources import SCHEMES, GpuUse
 from gputui.gauges import hot, util_sum
+from gputui.gpu_resources import SCHEMES, GpuUse
 from gputui.health import Alert, node_alerts
-from gputui.problems import Problem, problems_of
 from gputui.model import GpuSummary, InferenceService, Node, NodeState, rollout_status
+from gputui.problems import Problem, problems_of
 from gputui.snapshot import ClusterSnapshot
 
 

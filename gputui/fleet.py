@@ -5,11 +5,11 @@ clusters that answered, and say how many did not. Pure: no I/O."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
 
-from gputui.gpu_resources import GpuUse
 from gputui.figures import figures
+from gputui.gpu_resources import GpuUse
 from gputui.problems import KIND_ORDER, counts
 from gputui.snapshot import ClusterSnapshot, stale
 

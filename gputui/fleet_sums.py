@@ -18,7 +18,8 @@ part stays, and the metered part alone is summed again over every node, by a sma
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any
 
 from gputui.model import GpuSummary, Node
 from gputui.moved import aligned, changed_keys, limit_for

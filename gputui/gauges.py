@@ -13,8 +13,8 @@ A value nobody reported stays None (unknown), never zero.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from gputui.model import GpuSummary, Node
 

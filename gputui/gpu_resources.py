@@ -8,10 +8,10 @@ capacity guard count like for like. Pure: no I/O, no Kubernetes client."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from fractions import Fraction
-from typing import Iterable, Mapping
 
 WHOLE_GPU = "nvidia.com/gpu"  # the device plugin's default resource
 GPU_COUNT_LABEL = "nvidia.com/gpu.count"  # GFD: physical GPUs, whatever the slicing

@@ -5,12 +5,12 @@ all judge the same way. (Staleness is snapshot.stale; heat bands are present.cel
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Iterable
 
-from gputui.gpu_resources import DEVICE_TAINT_CONDITION
 from gputui.gauges import hot
+from gputui.gpu_resources import DEVICE_TAINT_CONDITION
 from gputui.model import UPGRADE_FAILED, GpuSummary, Health, Node
 from gputui.snapshot import ClusterSnapshot
 

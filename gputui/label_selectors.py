@@ -4,8 +4,8 @@ requirements (`matchExpressions`). The one place every layer's matching comes fr
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 
 def selector_matches(selector: Mapping[str, str], labels: Mapping[str, str], *, empty_matches: bool) -> bool:

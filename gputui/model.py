@@ -7,14 +7,15 @@ computed the same way everywhere (table, headless JSON, wallboard, drain plan).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Mapping
+from typing import Any
+
 from gputui.frozen_init import fast_init
 from gputui.gpu_resources import GpuResource
 from gputui.label_selectors import Requirement, selector_matches
 from gputui.scheduling import NodeScheduling, PodScheduling
-
 
 # Driver upgrade states (GPU Operator) that mean "in progress", in the
 # operator's order. `upgrade-done` and an empty label are idle; failed is an alert.

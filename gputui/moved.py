@@ -10,9 +10,10 @@ are paired by key instead (`aligned`). Maps (session counts, allocations) are co
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from itertools import compress
 from operator import is_not
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 # The incremental path runs while at most this share of the records moved (and at least MIN_MOVED may):
 # beyond it, redoing everything costs about the same and is the simpler path.

@@ -4,8 +4,9 @@ none are one pool, "(no pool)", so drift and idle figures still compare like wit
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Hashable, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from gputui.fleet_sums import Contribution, SumsByContext
 from gputui.gauges import util_sum

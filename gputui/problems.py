@@ -10,8 +10,8 @@ at every refresh (ProblemMemory). Pure: no I/O, no Textual."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Iterable, Mapping, Sequence
 
 from gputui.health import Alert, Finding, Severity, diagnose
 from gputui.snapshot import ClusterSnapshot

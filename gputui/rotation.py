@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Mapping
 
 from gputui.model import InferencePod, PodSelector
 from gputui.snapshot import ClusterSnapshot

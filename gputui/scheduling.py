@@ -10,8 +10,8 @@ them), so 65,000 nodes cost one slot each."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from gputui.label_selectors import Requirement
 

@@ -9,9 +9,9 @@ of the steady CPU). What is the pod's own is whether it is an inference pod by i
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Mapping
 
 # A pod label that says whether the pod exports a session count, overriding what gputui infers:
 # "true" for an inference pod outside any service gputui finds, "false" for a GPU pod that serves

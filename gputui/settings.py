@@ -9,9 +9,10 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from gputui import validate
 from gputui.paths import config_dir

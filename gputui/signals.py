@@ -4,8 +4,8 @@ A figure that cannot be read is None (unknown), never 0 or healthy."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 
 @dataclass(frozen=True, slots=True)
@@ -14,7 +14,7 @@ class VersionSignals:
     error_ratio: float | None = None  # of finished requests, those aborted (vLLM's finished_reason="abort")
     p95_latency_s: float | None = None
     pods_read: int = 0  # pods of the version whose series were found
-    picker: "PickerSignals | None" = None  # an InferencePool version: what its endpoint picker reports
+    picker: PickerSignals | None = None  # an InferencePool version: what its endpoint picker reports
 
 
 @dataclass(frozen=True, slots=True)

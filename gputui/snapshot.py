@@ -3,14 +3,14 @@ the one staleness rule. Immutable; the indexes a consumer needs are built once p
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Collection, Hashable, Iterable, Mapping, TypeVar
+from typing import Any, TypeVar
 
-from gputui.gpu_resources import WHOLE_GPU, GpuUse
 from gputui.gauges import Gauges, gauges, util_sum
+from gputui.gpu_resources import WHOLE_GPU, GpuUse
 from gputui.model import Budget, GpuSummary, InferencePod, InferenceService, Node, PodSelector, UpgradePolicy
 from gputui.sessions import PodSessions, SessionCounts, read_sessions
-
 
 T = TypeVar("T")
 

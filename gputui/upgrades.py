@@ -8,8 +8,9 @@ uncordons a node the operator is upgrading: two controllers on one node undo eac
 from __future__ import annotations
 
 import math
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Any, Collection, Mapping
+from typing import Any
 
 from gputui.model import UPGRADE_FAILED, UPGRADE_IN_PROGRESS, Node, UpgradePolicy
 from gputui.snapshot import ClusterSnapshot

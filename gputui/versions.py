@@ -8,8 +8,8 @@ A value not read is unknown ("" here, "–" shown), never drift. Pure: built fro
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping
 
 from gputui.model import InferencePod, Node
 from gputui.pools import DEFAULT_POOL_LABELS, pool_of

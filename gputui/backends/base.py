@@ -7,9 +7,10 @@ enforced below the UI and below the ops.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Collection, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from gputui.checks.facts import CheckFacts
 from gputui.errors import one_line
@@ -66,7 +67,7 @@ class Reader(Protocol):
         """Utilisation samples per GPU index, oldest first (for sparklines)."""
         ...
 
-    def node_gpus(self, node: str) -> "tuple[Gpu, ...] | None":
+    def node_gpus(self, node: str) -> tuple[Gpu, ...] | None:
         """Every GPU of one node when the snapshot holds only aggregates; None: use the snapshot."""
         ...
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING
 
 from gputui.backends.base import Backend, BackendError
 from gputui.debug_log import log

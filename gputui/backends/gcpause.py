@@ -14,8 +14,8 @@ from __future__ import annotations
 import gc
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 _lock = threading.Lock()
 _depth = 0  # pauses open now, across threads

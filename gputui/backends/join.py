@@ -8,18 +8,18 @@ that a refresh where only metrics moved rebuilds only what they touch.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
 
 from gputui.backends.join_fleet import NodeJoin, PodJoin, gpus_of, with_claims
 from gputui.backends.kube_dra import ClaimRecord, DraView, SliceRecord, dra_view
 from gputui.backends.kube_objects import NodeRecord, PodRecord, RouteRecord, ServiceRecord, SubsetRule, WorkloadRecord
 from gputui.label_selectors import selector_matches
-from gputui.model import UpgradePolicy, Budget, Gpu, GpuSummary, InferenceService, PodSelector, Rollout, ServiceVersion
+from gputui.model import Budget, Gpu, GpuSummary, InferenceService, PodSelector, Rollout, ServiceVersion, UpgradePolicy
 from gputui.moved import same
 from gputui.sessions import SessionCounts
-from gputui.snapshot import ClusterSnapshot, SourceStatus
 from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS
+from gputui.snapshot import ClusterSnapshot, SourceStatus
 
 
 @dataclass(frozen=True, slots=True)

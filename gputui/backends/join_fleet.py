@@ -14,8 +14,9 @@ a DCGM read of a summarised fleet moves neither.
 from __future__ import annotations
 
 from bisect import insort
+from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING
 
 from gputui.backends.kube_dra import DraView, device_taint_conditions
 from gputui.backends.kube_objects import NodeRecord, PodRecord

@@ -3,7 +3,7 @@ each answered allowed, denied, or unknown with its cause. Backend.why_not words 
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from gputui.backends.base import BackendError
 from gputui.backends.kube_discovery import ROLLOUT_GROUP

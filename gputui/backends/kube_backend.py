@@ -4,32 +4,33 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import Any
 
+from gputui.backends import kube_objects as ko
 from gputui.backends.base import Backend, BackendError
 from gputui.backends.gcpause import gc_paused, unsettle
 from gputui.backends.join import Joiner, KubeState, Metrics, join_gpus
 from gputui.backends.join_fleet import inference_pod
-from gputui.backends.kube_cache import ListWatchCache
-from gputui.backends.kube_http import Connection, Unreachable, connect, path_of, PROBE_TIMEOUT_S
 from gputui.backends.kube_access import access_reviews
-from gputui.backends.kube_writer import KubeWriter, whoami
+from gputui.backends.kube_cache import ListWatchCache
 from gputui.backends.kube_discovery import ISTIO_GROUP, OPERATOR_GROUP, ROUTE_KINDS, Served, discover
 from gputui.backends.kube_dra import DRA_GROUP, claim_record, slice_record
+from gputui.backends.kube_http import PROBE_TIMEOUT_S, Connection, Unreachable, connect, path_of
 from gputui.backends.kube_objects import PodRecord
-from gputui.pools import IdleReading
-from gputui.upgrades import policy_from
-from gputui.backends import kube_objects as ko
-from gputui.backends.prom_review import read_facts
-from gputui.checks.facts import CheckFacts
+from gputui.backends.kube_writer import KubeWriter, whoami
 from gputui.backends.prom import HOST_LABELS, PromConfig, PromSource
+from gputui.backends.prom_review import read_facts
 from gputui.backends.session_metrics import engines
+from gputui.checks.facts import CheckFacts
 from gputui.debug_log import log
 from gputui.model import Gpu, InferencePod, InferenceService, NodeDescription
+from gputui.pools import IdleReading
 from gputui.sessions import GONE, Arrivals, SessionCounts
+from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS, Settings, protection
 from gputui.signals import VersionSignals
 from gputui.snapshot import ClusterSnapshot, SourceStatus
-from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS, Settings, protection
+from gputui.upgrades import policy_from
 
 # Caches an identity may be refused without gputui refusing to start (see _wait_first_sync).
 OPTIONAL_CACHES = frozenset({"destinationrules", "resourceslices", "resourceclaims", "clusterpolicies"})

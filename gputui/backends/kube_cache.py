@@ -10,7 +10,8 @@ from __future__ import annotations
 import random
 import threading
 import time
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from gputui.backends.base import BackendError
 from gputui.backends.gcpause import gc_paused
@@ -68,7 +69,7 @@ class ListWatchCache:
 
     # ----- public ---------------------------------------------------------------------
 
-    def start(self) -> "ListWatchCache":
+    def start(self) -> ListWatchCache:
         self._thread.start()
         return self
 

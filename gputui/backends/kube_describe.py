@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import calendar
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from gputui.backends.kube_http import Connection
 from gputui.model import Event, NodeDescription

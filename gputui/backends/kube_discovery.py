@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from gputui.backends import kube_objects as ko
 from gputui.backends.kube_dra import DRA_GROUP
-from gputui.backends.kube_http import Connection, PROBE_TIMEOUT_S
+from gputui.backends.kube_http import PROBE_TIMEOUT_S, Connection
 
 OPERATOR_GROUP = "nvidia.com"  # the GPU Operator's ClusterPolicy
 # Route kinds gputui understands, by API group; which exist is discovered, never assumed.

@@ -5,8 +5,9 @@ caches, and the arithmetic that turns slices and claims into per-node and per-po
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from gputui.gpu_resources import DEVICE_TAINT_CONDITION, DRA_PREFIX, GpuResource, Scheme
 from gputui.model import Condition

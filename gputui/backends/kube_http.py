@@ -27,17 +27,18 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 from urllib.parse import quote, urlencode
 
 import urllib3
 
 from gputui.backends.base import BackendError
-from gputui.errors import first_line, one_line, transport_reason
 from gputui.backends.gcpause import gc_paused
 from gputui.debug_log import log
+from gputui.errors import first_line, one_line, transport_reason
 from gputui.safe_text import visible
 
 CONNECT_TIMEOUT_S = 5.0
@@ -517,8 +518,8 @@ def _loader_class() -> Any:
     global _loader
     if _loader is not None:
         return _loader
-    from kubernetes.config.kube_config import KubeConfigLoader, _is_expired
     from kubernetes.config.dateutil import parse_rfc3339
+    from kubernetes.config.kube_config import KubeConfigLoader, _is_expired
 
     class Loader(KubeConfigLoader):  # type: ignore[misc]
         exec_timeout = EXEC_TIMEOUT_S

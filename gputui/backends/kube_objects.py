@@ -7,10 +7,10 @@ objects would cost gigabytes.
 from __future__ import annotations
 
 import re
-
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from sys import intern
-from typing import Any, Mapping
+from typing import Any
 
 from gputui.backends.kube_scheduling import node_scheduling, pod_scheduling
 from gputui.gpu_resources import GpuResource, node_resources, quantity, request_units

@@ -8,14 +8,24 @@ distinct spec, not one per pod. Quantities repeat too ("500m", "16Gi"): their pa
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from sys import intern
-from typing import Any, Iterable, Mapping, TypeVar
+from typing import Any, TypeVar
 
 from gputui.gpu_resources import is_gpu_resource, parse_quantity
 from gputui.label_selectors import Requirement
 from gputui.scheduling import (
-    CPU, EMPTY_POD, UNREAD_COMPARING, UNREAD_SCHEDULER, NodeScheduling, NodeTerm, PodScheduling, PodTerm, Spread,
-    Taint, Toleration,
+    CPU,
+    EMPTY_POD,
+    UNREAD_COMPARING,
+    UNREAD_SCHEDULER,
+    NodeScheduling,
+    NodeTerm,
+    PodScheduling,
+    PodTerm,
+    Spread,
+    Taint,
+    Toleration,
 )
 
 T = TypeVar("T")

@@ -4,10 +4,11 @@ what we may do (SelfSubjectReview, SelfSubjectAccessReview)."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from gputui.backends.base import BackendError, ConflictError, EvictionOutcome, EvictionResult, stale_json_patch
-from gputui.backends.kube_http import ApiError, Connection, path_of, PROBE_TIMEOUT_S, Unreachable
+from gputui.backends.kube_http import PROBE_TIMEOUT_S, ApiError, Connection, Unreachable, path_of
 
 # Grants gputui never uses (000 §6, least privilege): each widens what a leaked kubeconfig can do. Asked only
 # by `gputui check`, not at start-up (four more round trips before the first frame).

@@ -12,22 +12,25 @@ from __future__ import annotations
 
 import json
 import time
-from math import isfinite
+from collections.abc import Callable, Collection, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Collection, Iterable, Mapping
+from datetime import UTC
+from math import isfinite
+from typing import Any
 
 import requests
 from urllib3.util import Retry
 
 from gputui.backends.base import BackendError
-from gputui.errors import TRANSPORT_MARKERS, first_line, one_line, transport_reason
 from gputui.backends.gcpause import gc_paused
 from gputui.backends.join import GpuSample, Metrics
 from gputui.backends.prom_answers import LastAnswers, series_by_label, values_by_label
-from gputui.backends.session_metrics import BUILTIN_ENGINES, Engine, counts_by_pod, counts_from_body, query as session_query
 from gputui.backends.recording_rules import MODE_RAW, MODE_RECORDED, PROBE, rule_names, util_expr
+from gputui.backends.session_metrics import BUILTIN_ENGINES, Engine, counts_by_pod, counts_from_body
+from gputui.backends.session_metrics import query as session_query
 from gputui.debug_log import log
+from gputui.errors import TRANSPORT_MARKERS, first_line, one_line, transport_reason
 from gputui.model import GpuSummary
 from gputui.sessions import SessionCounts
 
@@ -384,6 +387,6 @@ def _finite(text: Any) -> float | None:
 
 
 def _dt(ts: float):
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    return datetime.fromtimestamp(ts, tz=timezone.utc)
+    return datetime.fromtimestamp(ts, tz=UTC)

@@ -14,10 +14,11 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from math import isfinite
 from operator import is_
-from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 

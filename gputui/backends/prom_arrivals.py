@@ -6,7 +6,7 @@ histogram's sum over its count; the two give how many it will still hold later (
 from __future__ import annotations
 
 import re
-from typing import Collection
+from collections.abc import Collection
 
 from gputui.backends.prom import PromSource, _finite
 from gputui.backends.session_metrics import engine_pod

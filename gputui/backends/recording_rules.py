@@ -6,7 +6,6 @@ the host label they are aggregated by. `gputui rules` prints them; PromSource re
 
 from __future__ import annotations
 
-
 import yaml
 
 MODE_RECORDED = "recorded series (gputui rules)"

@@ -13,8 +13,9 @@ its pods then show as *unknown*, never as idle (see model.SessionState).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from gputui.backends.prom_answers import plain_columns
 from gputui.sessions import UNREADABLE

@@ -4,8 +4,9 @@ says over time) and the helpers that word a result the same way for all of them.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 from gputui.checks.facts import UNREAD, CheckFacts
 from gputui.checks.result import CheckResult, Status

@@ -5,8 +5,8 @@ fills it, the rules judge it."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 DEFAULT_WINDOW_S = 30 * 60.0  # the span GPU memory must stay flat over (a loaded model's KV cache is preallocated)
 

@@ -4,7 +4,7 @@ fail or unknown. Thresholds and wording come from the seeds' checklists (001 §6
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Callable
+from collections.abc import Callable
 
 from gputui.checks import metrics, rotation
 from gputui.checks.context import CheckContext, names, unknown, verdict

@@ -7,7 +7,8 @@ and GPUTUI_* variables pass): a bad one is argparse's one line naming the flag, 
 from __future__ import annotations
 
 import argparse
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from gputui import validate
 from gputui.label_selectors import equality_selector

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import Callable
+from collections.abc import Callable
 
 from gputui.backends.base import Backend
+from gputui.checks.context import context_for
 from gputui.checks.output import as_json, as_junit, as_text
 from gputui.checks.result import exit_code
-from gputui.checks.context import context_for
 from gputui.checks.rules import run_checks
 from gputui.settings import Settings
 

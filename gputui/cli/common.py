@@ -71,7 +71,7 @@ def backend(settings: Settings, per_gpu: bool = False) -> Backend:
     return build_backend(settings, per_gpu=per_gpu)
 
 
-def read_snapshot(settings: Settings, per_gpu: bool = False) -> "ClusterSnapshot":
+def read_snapshot(settings: Settings, per_gpu: bool = False) -> ClusterSnapshot:
     """One snapshot, the connection closed after it: what a listing subcommand prints."""
     source = backend(settings, per_gpu=per_gpu)
     try:

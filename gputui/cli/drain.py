@@ -6,17 +6,17 @@ import argparse
 import json
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from gputui.backends.base import Backend
+from gputui.cli.common import EXIT_NOT_DONE, EXIT_OK, EXIT_USAGE, fail
 from gputui.ops.audit import audit_for
+from gputui.ops.drain.arrivals import batch_with_arrivals
 from gputui.ops.drain.batch import run_batch
 from gputui.ops.drain.events import EventKind
 from gputui.ops.drain.options import DrainOptions, DrainRecordError, resumable, saved_drain
-from gputui.ops.drain.arrivals import batch_with_arrivals
 from gputui.ops.drain.plan import DrainPlan, Step, batch_json, plan_batch
 from gputui.ops.drain.report import DrainReport, Outcome
-from gputui.cli.common import EXIT_NOT_DONE, EXIT_OK, EXIT_USAGE, fail
 from gputui.present.cells import ago
 from gputui.settings import Settings
 

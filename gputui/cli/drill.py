@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from gputui.backends.base import Backend
 from gputui.cli.common import EXIT_NOT_DONE, EXIT_OK, UsageError

@@ -10,8 +10,9 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from gputui.backends.base import BackendError
 from gputui.cli.common import UsageError, backend, crashed, fail, require_cluster

@@ -8,8 +8,8 @@ from typing import Any
 
 from gputui.cli import common, safe_output
 from gputui.gpu_resources import allocation_text
-from gputui.settings import Settings
 from gputui.health import fleet_driver
+from gputui.settings import Settings
 
 
 def node_record(snapshot, node) -> dict[str, Any]:
@@ -97,8 +97,8 @@ def run(settings: Settings, output: str) -> int:
     from rich.table import Table
     from rich.text import Text
 
-    from gputui.present import cells
     from gputui.health import has_driver_drift, node_alerts
+    from gputui.present import cells
 
     majority = fleet_driver(snapshot)
     table = Table(box=None, pad_edge=False)

@@ -6,9 +6,22 @@ import argparse
 from dataclasses import replace
 from typing import Any, NoReturn
 
-from gputui.cli.arguments import (add_check_parser, add_drain_parser, add_rollout_parser, add_scale_down_parser,
-                                  add_shift_parser, contexts, duration, file_path, idle_below, namespace, positive_seconds,
-                                  prometheus_url, seconds_or_zero, whole)
+from gputui.cli.arguments import (
+    add_check_parser,
+    add_drain_parser,
+    add_rollout_parser,
+    add_scale_down_parser,
+    add_shift_parser,
+    contexts,
+    duration,
+    file_path,
+    idle_below,
+    namespace,
+    positive_seconds,
+    prometheus_url,
+    seconds_or_zero,
+    whole,
+)
 from gputui.cli.common import UsageError
 from gputui.settings import Settings, SettingsError, load_settings
 

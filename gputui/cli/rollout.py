@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from gputui.backends.base import Backend, BackendError, error_line
 from gputui.cli.common import EXIT_NOT_DONE, EXIT_OK, EXIT_USAGE, fail

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import IO, Any, Iterable
+from collections.abc import Iterable
+from typing import IO, Any
 
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment

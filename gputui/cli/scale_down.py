@@ -6,7 +6,7 @@ version no Deployment runs, a count of replicas it cannot go to), read-only or n
 from __future__ import annotations
 
 import argparse
-from typing import Callable
+from collections.abc import Callable
 
 from gputui.backends.base import Backend, BackendError, error_line
 from gputui.cli.common import EXIT_NOT_DONE, EXIT_USAGE, fail

@@ -12,8 +12,9 @@ import ipaddress
 import re
 import secrets
 from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 # Names a browser may use for a loopback server; a rebound DNS name (evil.example -> 127.0.0.1) is none of them.

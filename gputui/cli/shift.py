@@ -10,10 +10,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from functools import partial
-from typing import Callable
 
 from gputui.backends.base import Backend, BackendError, error_line
+from gputui.cli.common import EXIT_NOT_DONE as EXIT_REFUSED
+from gputui.cli.common import EXIT_USAGE, fail
 from gputui.ops.traffic import (
     ShiftError,
     apply_shift,
@@ -26,8 +28,6 @@ from gputui.ops.traffic import (
 )
 from gputui.present.shift import plan_text
 from gputui.settings import Settings
-
-from gputui.cli.common import EXIT_NOT_DONE as EXIT_REFUSED, EXIT_USAGE, fail
 
 
 def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[[Settings], Backend]) -> int:

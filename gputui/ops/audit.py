@@ -27,10 +27,11 @@ import stat
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 from gputui.backends.base import BackendError, ConflictError, error_line
 from gputui.ops.audit_read import MAX_LINE, Tail, read_tail
@@ -56,7 +57,7 @@ def audit_path(configured: str | None, simulated: bool) -> Path:
     return path.with_name(f"{path.stem}-demo{path.suffix}") if simulated else path
 
 
-def audit_for(configured: str | None, backend: Any) -> "AuditLog":
+def audit_for(configured: str | None, backend: Any) -> AuditLog:
     """The one way every front end (TUI, drain, shift) builds its audit log for a backend."""
     identity = getattr(backend.writer, "identity", "unknown")
     return AuditLog(audit_path(configured, backend.simulated), identity, backend.context)

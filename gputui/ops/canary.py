@@ -8,17 +8,17 @@ operator's hand on a running canary is a CanaryControl: pause, stop where it is,
 from __future__ import annotations
 
 import threading
-from functools import partial
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Generator, Mapping
+from functools import partial
 
 from gputui.backends.base import BackendError, Reader, SignalsReader, Writer
 from gputui.model import InferenceService
 from gputui.ops.audit import AuditError, AuditLog
 from gputui.ops.canary_steps import step_blocker
+from gputui.ops.traffic.adapters import ADAPTERS
 from gputui.ops.traffic.apply import apply_shift
 from gputui.ops.traffic.plans import find_service, on_route_now, plan_shift
-from gputui.ops.traffic.adapters import ADAPTERS
 from gputui.ops.traffic.vocabulary import ShiftError, fmt_pct
 from gputui.signals import VersionSignals
 from gputui.snapshot import ClusterSnapshot

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gputui.backends.base import BackendError, Writer
+from gputui.ops.audit import AuditLog
 from gputui.ops.drain.out_of_rotation import RECORD, OutOfRotation, put_back, recorded
 from gputui.snapshot import ClusterSnapshot
 from gputui.upgrades import owner_warning
-from gputui.ops.audit import AuditLog
 
 
 class ReadOnlyError(BackendError):

@@ -6,14 +6,14 @@ take a service down (its only ready replica) before anything is written."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import Callable, Generator
 
 from gputui.backends.base import BackendError, EvictionOutcome, Reader, Writer
 from gputui.model import InferencePod
-from gputui.sessions import SessionState
 from gputui.ops.audit import AuditLog, outcome
 from gputui.ops.cordon import ReadOnlyError
+from gputui.sessions import SessionState
 from gputui.snapshot import ClusterSnapshot
 
 REPLACED_BY_CONTROLLER = ("ReplicaSet", "StatefulSet", "Rollout")  # an evicted pod of these comes back

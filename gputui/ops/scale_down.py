@@ -7,8 +7,8 @@ operator forces it and confirms how many sessions that cuts."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from gputui.backends.base import Writer
 from gputui.model import InferencePod

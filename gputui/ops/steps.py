@@ -3,7 +3,8 @@ front end and test, so none reaches into StopIteration itself."""
 
 from __future__ import annotations
 
-from typing import Callable, Generator, TypeVar
+from collections.abc import Callable, Generator
+from typing import TypeVar
 
 Line = TypeVar("Line")
 Report = TypeVar("Report")

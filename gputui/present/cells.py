@@ -7,10 +7,9 @@ markup, so a label value like `[/]` is shown as it is.
 from __future__ import annotations
 
 import re
-
+from collections.abc import Sequence
 from dataclasses import dataclass
 from math import isfinite
-from typing import Sequence
 
 from rich.text import Text
 

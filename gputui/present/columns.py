@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from rich.text import Text
 
-from gputui.gpu_resources import allocation_text
-from gputui.present import cells
 from gputui.gauges import hot
-from gputui.model import GpuSummary, InferenceService, Node, NodeState, ServiceVersion
-from gputui.snapshot import ClusterSnapshot
+from gputui.gpu_resources import allocation_text
 from gputui.health import fleet_driver, has_driver_drift, node_alerts, problem_order, version_key
+from gputui.model import GpuSummary, InferenceService, Node, NodeState, ServiceVersion
+from gputui.pools import DEFAULT_POOL_LABELS, pool_of
+from gputui.present import cells
 from gputui.present.cells import Palette
 from gputui.present.kept_order import KeptOrders
-from gputui.pools import DEFAULT_POOL_LABELS, pool_of
 from gputui.problems import Problem, problem_of
+from gputui.snapshot import ClusterSnapshot
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_left, insort
+from collections.abc import Callable, Hashable, Mapping
 from itertools import compress, islice
 from operator import ne
-from typing import Any, Callable, Hashable, Mapping
+from typing import Any
 
 from gputui import fleet_sums
 from gputui.fleet_sums import nodes_moved

@@ -8,9 +8,9 @@ driver version.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Iterable
 from itertools import compress, repeat
 from operator import contains
-from typing import Callable, Collection, Iterable
 
 from gputui.health import Alert, has_driver_drift, node_alerts
 from gputui.model import Node, NodeState

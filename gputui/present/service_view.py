@@ -6,15 +6,16 @@ the audit entries; strings from the cluster stay data."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from gputui.model import InferenceService
-from gputui.sessions import SessionState
 from gputui.present.cells import Palette
+from gputui.sessions import SessionState
 from gputui.signals import VersionSignals
 from gputui.snapshot import ClusterSnapshot
 

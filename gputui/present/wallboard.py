@@ -6,14 +6,14 @@ glyph (░ ▒ █), so it reads in monochrome and without telling red from gree
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from rich.text import Text
 
-from gputui.model import GpuSummary, Health, Node, NodeState
-from gputui.snapshot import ClusterSnapshot
 from gputui.health import fleet_driver, node_alerts, problem_order
+from gputui.model import GpuSummary, Health, Node, NodeState
 from gputui.present.cells import Palette, heat_band, pct
+from gputui.snapshot import ClusterSnapshot
 
 GLYPHS = ("░", "▒", "█")  # low, mid, high
 NO_DATA = "·"

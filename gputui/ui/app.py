@@ -5,17 +5,18 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult
+from textual.binding import Binding
 from textual.message import Message
 from textual.notifications import SeverityLevel
-from textual.binding import Binding
 from textual.reactive import var
 from textual.screen import Screen
 from textual.scrollbar import ScrollBar, ScrollBarRender
@@ -28,24 +29,23 @@ from gputui.backends.factory import credential_plugins, stop_credential_plugins
 from gputui.backends.gcpause import settle_after_snapshot, unsettle
 from gputui.debug_log import log
 from gputui.figures import figures
+from gputui.ops.audit import AuditLog
+from gputui.paths import shown
 from gputui.pools import fleet_pools
+from gputui.present.cells import MONO, Palette
 from gputui.present.columns import PROBLEMS_SORT, node_order, row_context
 from gputui.present.node_filter import haystack_columns
 from gputui.safe_text import visible
-from gputui.snapshot import ClusterSnapshot
-from gputui.ops.audit import AuditLog
-from gputui.paths import shown
-from gputui.present.cells import MONO, Palette
 from gputui.settings import Settings
-from gputui.ui.keymaps import DEFAULT, keymap_files, load_keymaps, resolve, watched_dirs
-from gputui.ui import app_clusters
+from gputui.snapshot import ClusterSnapshot
+from gputui.ui import app_clusters, terminal_guard
 from gputui.ui.fleet_watch import FleetWatch
 from gputui.ui.idle_watch import IdleWatch
-from gputui.ui.problem_watch import ProblemWatch
-from gputui.upgrades import StateClock
+from gputui.ui.keymaps import DEFAULT, keymap_files, load_keymaps, resolve, watched_dirs
 from gputui.ui.messages import CanaryProgress, Connected, DrainProgress, FleetRead, IdleRead, SnapshotReady, WriteDone
+from gputui.ui.problem_watch import ProblemWatch
 from gputui.ui.theming import ThemesRead, load_themes, palette_defaults, palette_from
-from gputui.ui import terminal_guard
+from gputui.upgrades import StateClock
 
 terminal_guard.install()  # before any screen paints: see the module
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from textual.binding import Binding
 
+
 def binding_scopes() -> dict[str, tuple[type, ...]]:
     """Per screen: the classes whose bindings are live together on it (app, screen, focusable widgets)."""
     from textual.widgets import Input
@@ -25,12 +26,12 @@ def binding_scopes() -> dict[str, tuple[type, ...]]:
     from gputui.ui.item_list import ItemList
     from gputui.ui.key_table import KeyTable
     from gputui.ui.node_detail import NodeDetailScreen
+    from gputui.ui.pools_screen import PoolsScreen
     from gputui.ui.service_screen import ServiceScreen
     from gputui.ui.theme_picker import ThemePickerScreen
     from gputui.ui.traffic_screen import TrafficShiftScreen
-    from gputui.ui.virtual_table import VirtualTable
-    from gputui.ui.pools_screen import PoolsScreen
     from gputui.ui.versions_screen import VersionsScreen
+    from gputui.ui.virtual_table import VirtualTable
     from gputui.ui.wallboard import WallboardScreen
 
     app = (GputuiApp,)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -13,7 +13,6 @@ from textual.suggester import Suggester
 from textual.widgets import Input, Static
 
 from gputui.ui.base import ClusterModal
-
 from gputui.ui.commands import COMMANDS, Command, CommandError, complete, parse
 
 Choices = Callable[[], Mapping[str, Sequence[str]]]

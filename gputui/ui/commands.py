@@ -6,8 +6,8 @@ the snapshot it shows; this module only matches text against them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,27 +9,27 @@ from textual.events import Resize
 from textual.widgets import DataTable, Input, Static
 
 from gputui.backends.base import NEEDS
-
 from gputui.health import node_alerts
-from gputui.ui.footer import KeyFooter
-from gputui.ui.key_table import KeyTable
+from gputui.pools import fleet_pools
 from gputui.present.columns import (
     NODE_COLUMNS,
-    fit_service_columns,
     NodeColumn,
     fit_node_columns,
+    fit_service_columns,
     node_order,
     row_context,
     service_rows,
 )
-from gputui.ui.dashboard_order import NodeOrder
-from gputui.ui.header import HeaderBar
-from gputui.ui.table_sync import sync_rows
-from gputui.ui.resume import offer_resume, resume_drains
-from gputui.ui.virtual_table import VirtualTable
 from gputui.present.node_filter import words_of
 from gputui.present.pools import has_pools, pool_strip
-from gputui.pools import fleet_pools
+from gputui.ui.dashboard_order import NodeOrder
+from gputui.ui.footer import KeyFooter
+from gputui.ui.header import HeaderBar
+from gputui.ui.key_table import KeyTable
+from gputui.ui.resume import offer_resume, resume_drains
+from gputui.ui.table_sync import sync_rows
+from gputui.ui.virtual_table import VirtualTable
+
 
 class DashboardScreen(NodeOrder):
     BINDINGS = [

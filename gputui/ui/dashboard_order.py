@@ -4,7 +4,6 @@ it (present/columns.node_order, present/node_filter.matching): at 65,000 nodes a
 
 from __future__ import annotations
 
-
 from gputui.model import Node
 from gputui.present.columns import NODE_COLUMNS, RowContext, node_order, row_context
 from gputui.present.node_filter import Matched, matching

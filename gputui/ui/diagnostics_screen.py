@@ -11,7 +11,8 @@ from textual.binding import Binding
 from textual.widgets import Static
 
 from gputui.health import Finding
-from gputui.problems import findings as all_findings, summary
+from gputui.problems import findings as all_findings
+from gputui.problems import summary
 from gputui.ui.base import ClusterScreen
 from gputui.ui.footer import KeyFooter
 from gputui.ui.header import HeaderBar

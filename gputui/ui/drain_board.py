@@ -10,17 +10,16 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Static
 
-from gputui.ui.base import ClusterScreen
-
-from gputui.ops.drain.events import FINAL, EventKind as K
+from gputui.ops.drain.events import FINAL
+from gputui.ops.drain.events import EventKind as K
 from gputui.ops.drain.out_of_rotation import KEPT_RUNNING
 from gputui.present.cells import ago, elide_middle, short_pod
-from gputui.ui.footer import KeyFooter
-from gputui.ui.key_table import KeyTable
-from gputui.ui.header import HeaderBar
-from gputui.ui.table_sync import sync_rows
-
+from gputui.ui.base import ClusterScreen
 from gputui.ui.drain_session import DrainSession, PodRow
+from gputui.ui.footer import KeyFooter
+from gputui.ui.header import HeaderBar
+from gputui.ui.key_table import KeyTable
+from gputui.ui.table_sync import sync_rows
 
 EXTEND_S = 5 * 60
 

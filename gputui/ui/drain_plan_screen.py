@@ -3,29 +3,26 @@ capacity, kubectl's options as toggles. Enter starts; esc changes nothing."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.message import Message
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
 from textual.widgets import Input, Static
 
-from gputui.ui.base import ClusterModal
-
-from gputui.ops.drain.options import DrainOptions
 from gputui.backends.base import ArrivalsReader, BackendError
 from gputui.ops.drain.arrivals import stuck_pods, with_rates
+from gputui.ops.drain.options import DrainOptions
 from gputui.ops.drain.placement import SHORT_CAVEAT
 from gputui.ops.drain.plan import BatchPlan, DrainPlan, Step, plan_batch
 from gputui.ops.drain.plan_placement import batch_lines
-from gputui.sessions import Arrivals
 from gputui.present.cells import ago
+from gputui.sessions import Arrivals
+from gputui.ui.base import ClusterModal
 
 DEADLINE_STEP_S = 5 * 60
 

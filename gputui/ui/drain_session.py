@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 from gputui.backends.base import ArrivalsReader, BackendError
 from gputui.ops.drain.batch import run_batch
-from gputui.ops.drain.events import DrainControl, DrainEvent, EventKind as K
+from gputui.ops.drain.events import DrainControl, DrainEvent
+from gputui.ops.drain.events import EventKind as K
 from gputui.ops.drain.options import DrainOptions
 from gputui.ops.drain.out_of_rotation import KEPT_RUNNING
 from gputui.snapshot import ClusterSnapshot

@@ -8,7 +8,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
 
-from gputui.ops.drain.events import FINAL, EventKind as K
+from gputui.ops.drain.events import FINAL
+from gputui.ops.drain.events import EventKind as K
 from gputui.present.cells import ago
 from gputui.ui.base import ClusterScreen
 from gputui.ui.drain_session import DrainSession

@@ -34,8 +34,8 @@ class FleetWatch:
                            exclusive=True, exit_on_error=False)
 
     def _poll(self, app: GputuiApp, context: str) -> None:
-        from gputui.backends.factory import build_backend
         from gputui.backends.base import error_line
+        from gputui.backends.factory import build_backend
 
         worker = get_current_worker()
         settings = replace(app.settings, context=context, contexts=(), read_only=True)

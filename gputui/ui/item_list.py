@@ -4,7 +4,8 @@ Textual scrolls it into view, and `enter` hands the row's payload to the screen.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from rich.console import RenderableType
 from textual.binding import Binding

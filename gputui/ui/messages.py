@@ -9,15 +9,15 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 if TYPE_CHECKING:
-    from gputui.checks.facts import CheckFacts
-    from gputui.signals import VersionSignals
-    from gputui.checks.result import CheckResult
     from gputui.backends.base import Backend
+    from gputui.checks.facts import CheckFacts
+    from gputui.checks.result import CheckResult
     from gputui.model import Gpu, NodeDescription
-    from gputui.pools import IdleReading
-    from gputui.snapshot import ClusterSnapshot
     from gputui.ops.traffic import ShiftPlan
+    from gputui.pools import IdleReading
     from gputui.settings import Settings
+    from gputui.signals import VersionSignals
+    from gputui.snapshot import ClusterSnapshot
 
 
 class SnapshotReady(Message):

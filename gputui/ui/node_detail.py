@@ -8,18 +8,16 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
 
-from gputui.ui.base import ClusterScreen
-
-from gputui.gpu_resources import Scheme, allocation_text, holders
-from gputui.model import Gpu
-from gputui.present import cells
-from gputui.model import Node
-from gputui.sessions import SessionState
-from gputui.health import fleet_driver, has_driver_drift, node_alerts
-from gputui.ui.footer import KeyFooter
-from gputui.ui.cordon_dialog import ask_cordon
-from gputui.ui.header import HeaderBar
 from gputui.backends.base import error_line
+from gputui.gpu_resources import Scheme, allocation_text, holders
+from gputui.health import fleet_driver, has_driver_drift, node_alerts
+from gputui.model import Gpu, Node
+from gputui.present import cells
+from gputui.sessions import SessionState
+from gputui.ui.base import ClusterScreen
+from gputui.ui.cordon_dialog import ask_cordon
+from gputui.ui.footer import KeyFooter
+from gputui.ui.header import HeaderBar
 from gputui.ui.messages import DescriptionRead, HistoryRead
 from gputui.ui.virtual_table import VirtualTable
 

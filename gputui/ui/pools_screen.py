@@ -10,7 +10,7 @@ from textual.binding import Binding
 from textual.widgets import Static
 
 from gputui.figures import figures
-from gputui.pools import FLEET, IDLE_BELOW_PCT, idle_why, fleet_pools
+from gputui.pools import FLEET, IDLE_BELOW_PCT, fleet_pools, idle_why
 from gputui.present.cells import NARROW
 from gputui.ui.base import ClusterScreen
 from gputui.ui.footer import KeyFooter

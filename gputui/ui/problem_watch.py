@@ -8,7 +8,7 @@ mix. Each snapshot is observed once (ClusterSnapshot.derived), by the poll threa
 from __future__ import annotations
 
 import threading
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from gputui.figures import problems as snapshot_problems
 from gputui.problems import Problem, ProblemMemory, with_flaps

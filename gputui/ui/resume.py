@@ -3,7 +3,8 @@ them, and resumed with `R`, each node to the deadline and options it was started
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from gputui.snapshot import ClusterSnapshot
 

@@ -7,19 +7,26 @@ the cluster is read in a worker and shown in full before anything is sent."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
-from typing import Callable
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
-from rich.text import Text
 
 from gputui.backends.base import BackendError, error_line
 from gputui.ops.canary import Gates, plan_canary
-from gputui.ops.traffic import ShiftError, ShiftPlan, apply_shift, on_route_now, plan_rollout_now, plan_shift, \
-    served_api_versions
+from gputui.ops.traffic import (
+    ShiftError,
+    ShiftPlan,
+    apply_shift,
+    on_route_now,
+    plan_rollout_now,
+    plan_shift,
+    served_api_versions,
+)
 from gputui.present.service_view import service_view
 from gputui.present.shift import plan_text
 from gputui.signals import VersionSignals

@@ -6,7 +6,8 @@ fingers; diffing keeps both and touches only the cells that changed.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from rich.text import Text
 from textual.widgets import DataTable

@@ -7,9 +7,8 @@ built from the route as just read, and that plan's patch is what is sent.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
-
-from typing import Callable
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -18,8 +17,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from gputui.ui.base import ClusterModal
-
+from gputui.backends.base import error_line
 from gputui.ops.traffic import (
     ADAPTERS,
     STEP_PCT,
@@ -30,8 +28,8 @@ from gputui.ops.traffic import (
     rebalance,
     served_api_versions,
 )
-from gputui.backends.base import error_line
 from gputui.present.shift import key_hints, plan_findings, shift_table
+from gputui.ui.base import ClusterModal
 from gputui.ui.messages import RouteRead
 
 

@@ -9,7 +9,7 @@ not its position, so a refresh never moves the operator's selection.
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from rich.segment import Segment
 from rich.style import Style
@@ -51,13 +51,13 @@ class VirtualTable(ScrollView, can_focus=True):
     cursor_row: reactive[int] = reactive(0, repaint=False)
 
     class RowSelected(Message):
-        def __init__(self, table: "VirtualTable", key: str) -> None:
+        def __init__(self, table: VirtualTable, key: str) -> None:
             super().__init__()
             self.table = table
             self.key = key
 
         @property
-        def control(self) -> "VirtualTable":
+        def control(self) -> VirtualTable:
             return self.table
 
     def __init__(self, *, id: str | None = None) -> None:

@@ -9,18 +9,18 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Digits, Static
 
-from gputui.ui.base import ClusterScreen
-
-from gputui.snapshot import ClusterSnapshot, stale
+from gputui.figures import Figures, figures
+from gputui.fleet import FLEET as FLEET_ROW
+from gputui.fleet import fleet_total
+from gputui.pools import FLEET, fleet_pools, idle_why
 from gputui.present import cells
-from gputui.problems import findings as all_findings
 from gputui.present.columns import fit_service_columns, service_rows
+from gputui.present.wallboard import heat_map, legend
+from gputui.problems import findings as all_findings
+from gputui.snapshot import ClusterSnapshot, stale
+from gputui.ui.base import ClusterScreen
 from gputui.ui.footer import KeyFooter
 from gputui.ui.header import HeaderBar
-from gputui.fleet import FLEET as FLEET_ROW, fleet_total
-from gputui.figures import Figures, figures
-from gputui.present.wallboard import heat_map, legend
-from gputui.pools import FLEET, idle_why, fleet_pools
 
 PAGES = ("heat", "services", "pools", "alerts")
 TITLES = {"heat": "Fleet heat map", "services": "Services and rollouts", "pools": "Pools: allocated, free and idle GPUs",

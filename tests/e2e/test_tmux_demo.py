@@ -7,7 +7,8 @@ import os
 import shutil
 import subprocess
 import time
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 import pytest
 

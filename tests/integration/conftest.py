@@ -41,7 +41,6 @@ from tests.support.prom import (
     find_prometheus,
     inference_scrape_config,
 )
-from tests.support.victoria import VictoriaServer
 from tests.support.topology import (
     DEFAULT_CPU_NODES,
     DEFAULT_GPU_NODES,
@@ -50,6 +49,7 @@ from tests.support.topology import (
     HISTORY_STEP,
     history_util,
 )
+from tests.support.victoria import VictoriaServer
 
 
 @pytest.fixture(scope="session")

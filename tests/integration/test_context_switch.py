@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from gputui.backends.kube_backend import live_backend
 from gputui.ops.audit import AuditLog
 from gputui.settings import Settings

@@ -5,9 +5,9 @@ apiserver blip ending the drain, two gputuis draining one node, a resume that fo
 from __future__ import annotations
 
 import math
-import sys
 import os
 import signal
+import sys
 import threading
 
 from kubernetes import client
@@ -15,13 +15,13 @@ from kubernetes import client
 from gputui.backends.prom import PromConfig, PromSource
 from gputui.backends.session_metrics import engines
 from gputui.model import DRAIN_PHASE_ANNOTATION
-from gputui.sessions import UNREADABLE, SessionState
 from gputui.ops.audit import AuditLog
 from gputui.ops.drain import lease
 from gputui.ops.drain.events import DrainControl, EventKind
 from gputui.ops.drain.plan import DrainOptions, Step, plan_drain
 from gputui.ops.drain.report import Outcome
 from gputui.ops.drain.run import run_drain
+from gputui.sessions import UNREADABLE, SessionState
 from tests.support.audit_lines import written
 from tests.support.gputui_cli import read_until, start_drain
 from tests.support.procs import wait_until

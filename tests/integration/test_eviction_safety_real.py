@@ -21,8 +21,17 @@ from gputui.ops.drain.run import run_drain
 from gputui.settings import Settings
 from gputui.snapshot import ClusterSnapshot
 from tests.support.api_faults import Answer, FaultProxy, kubeconfig
-from tests.support.drain_safety import (POOL_LABEL, Driver, app_writes, batch_pods, brief, budget, node_annotations,
-                                        place, scene)
+from tests.support.drain_safety import (
+    POOL_LABEL,
+    Driver,
+    app_writes,
+    batch_pods,
+    brief,
+    budget,
+    node_annotations,
+    place,
+    scene,
+)
 from tests.support.gputui_cli import run
 from tests.support.procs import wait_until
 

@@ -4,7 +4,6 @@ a dropped SSH session (SIGHUP) leaves none behind; one that hands out a token le
 apiserver."""
 
 from __future__ import annotations
-from tests.support.gputui_cli import closed_port
 
 import os
 import signal
@@ -15,6 +14,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from tests.support.gputui_cli import closed_port
 
 REPO = Path(__file__).resolve().parents[2]  # the gputui under test is this tree's (python -m gputui from here)
 API = "client.authentication.k8s.io/v1beta1"

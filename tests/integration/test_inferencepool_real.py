@@ -90,9 +90,10 @@ def test_inferencepool_backends_are_versions_and_their_weights_shift(cluster, po
 def test_the_endpoint_pickers_figures_reach_the_service_screen(cluster, pools, prometheus, inference_exporter):
     """An EPP's pool gauges scraped by the real Prometheus: a version behind a reported pool gets its
     figures, the other one is unknown (never zero), and the service screen says both."""
+    from rich.console import Console
+
     from gputui.present.cells import Palette
     from gputui.present.service_view import service_view
-    from rich.console import Console
     from tests.support.workloads import backend_for
 
     inference_exporter.add_picker(NS, "summ-v1-epp-0", {"summ-v1": (0.42, 1.5, 2)})

@@ -10,9 +10,9 @@ import yaml
 from kubernetes import client
 
 from gputui.backends.kube_backend import live_backend
-from gputui.sessions import SessionState
-from gputui.ops.drain.plan import Step, plan_drain
 from gputui.health import fleet_alerts
+from gputui.ops.drain.plan import Step, plan_drain
+from gputui.sessions import SessionState
 from gputui.settings import Settings
 from tests.support.crds import create_custom, install_crd
 from tests.support.gputui_cli import run

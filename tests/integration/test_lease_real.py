@@ -18,7 +18,6 @@ import threading
 import time
 from pathlib import Path
 
-
 from gputui.backends.kube_backend import live_backend
 from gputui.ops.audit import AuditLog
 from gputui.ops.drain.events import DrainControl, EventKind
@@ -29,8 +28,17 @@ from gputui.ops.drain.run import run_drain
 from gputui.settings import Settings
 from tests.support.api_faults import FaultProxy, kubeconfig
 from tests.support.audit_lines import raw_lines, written
-from tests.support.drain_safety import (POOL_LABEL, Driver, app_writes, batch_pods, brief, budget,
-                                        node_annotations, place, scene)
+from tests.support.drain_safety import (
+    POOL_LABEL,
+    Driver,
+    app_writes,
+    batch_pods,
+    brief,
+    budget,
+    node_annotations,
+    place,
+    scene,
+)
 from tests.support.gputui_cli import environment, read_until, run
 from tests.support.procs import wait_until
 

@@ -4,8 +4,8 @@ session's Prometheus, which has no rules, is read raw."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import pytest
 import yaml

@@ -13,9 +13,9 @@ from gputui.ops.traffic import apply_shift, plan_shift, read_route, served_api_v
 from gputui.ops.traffic.vocabulary import ShiftError
 from gputui.settings import Settings
 from tests.support.audit_lines import written
+from tests.support.crds import create_custom, get_custom, install_crd
 from tests.support.procs import wait_until
 from tests.support.workloads import deployment
-from tests.support.crds import create_custom, get_custom, install_crd
 
 TNS = "t-traffic"
 

@@ -41,7 +41,7 @@ class ArgoController:
             "--loglevel", "info",
         ], self.workdir / "rollouts-controller.log")
 
-    def start(self) -> "ArgoController":
+    def start(self) -> ArgoController:
         self.proc.start()
 
         def healthy() -> bool:

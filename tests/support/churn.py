@@ -8,7 +8,7 @@ from one refresh to the next against what is worked out from scratch."""
 from __future__ import annotations
 
 import random
-from typing import Iterator
+from collections.abc import Iterator
 
 from gputui.backends import kube_objects as ko
 from gputui.backends.join import GpuSample, KubeState, Metrics

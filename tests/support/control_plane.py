@@ -218,7 +218,7 @@ class ControlPlane:
         return [p for p in (self.scheduler, self.controller_manager, self.apiserver, self.etcd) if p is not None]
 
     # --- lifecycle --------------------------------------------------------
-    def start(self) -> "ControlPlane":
+    def start(self) -> ControlPlane:
         t_start = time.monotonic()
         try:
             self._prepare_files()
@@ -251,7 +251,7 @@ class ControlPlane:
         if errors:
             raise HarnessError("errors while stopping the control plane: " + "; ".join(errors))
 
-    def __enter__(self) -> "ControlPlane":
+    def __enter__(self) -> ControlPlane:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

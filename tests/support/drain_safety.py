@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable
+from typing import Any
 
 from kubernetes import client
 
@@ -133,7 +133,7 @@ class Driver:
     def kinds(self, kind: EventKind) -> list:
         return [e for e in self.events if e.kind is kind]
 
-    def wait(self, predicate: Callable[["Driver"], Any], timeout: float, what: str):
+    def wait(self, predicate: Callable[[Driver], Any], timeout: float, what: str):
         """The predicate's first truthy answer; fails at once when the drain ended or raised without one."""
         deadline = time.monotonic() + timeout
         while True:

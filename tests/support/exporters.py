@@ -363,7 +363,7 @@ class InferencePod:
     kv_cache: float = 0.0
     target_labels: dict[str, str] = field(default_factory=dict)
     broken: bool = False  # its endpoint answers 404: the scrape fails, Prometheus marks its series stale
-    traffic: "Traffic | None" = None  # finished requests and their latency (vLLM's counters), when served
+    traffic: Traffic | None = None  # finished requests and their latency (vLLM's counters), when served
 
     @property
     def path(self) -> str:

@@ -46,7 +46,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -75,11 +75,11 @@ DEFAULT_MEMORY_MIB = 81559
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _now_micro() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _parse_time(s: str) -> float:
@@ -274,7 +274,7 @@ class FakeKubelet:
         return self._apis.coord
 
     # --- lifecycle ----------------------------------------------------------
-    def start(self) -> "FakeKubelet":
+    def start(self) -> FakeKubelet:
         for target, name in ((self._pod_watch_loop, "pods"), (self._worker_loop, "worker"),
                              (self._heartbeat_loop, "heartbeat")):
             t = threading.Thread(target=target, name=f"fake-kubelet-{name}", daemon=True)

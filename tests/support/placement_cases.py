@@ -16,8 +16,9 @@ terminating would otherwise be judged on a state the preview does not claim to d
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 

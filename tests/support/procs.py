@@ -28,7 +28,7 @@ class HarnessError(RuntimeError):
     """A test server failed to start or misbehaved (message has the log tail)."""
 
 
-def http() -> "requests.Session":  # noqa: F821 - imported inside: the harness need not load requests
+def http() -> requests.Session:  # noqa: F821 - imported inside: the harness need not load requests
     """A requests session for loopback servers that ignores the environment
     (REQUESTS_CA_BUNDLE would override ``verify``; proxies have no business here)."""
     import requests
@@ -107,7 +107,7 @@ def wait_until(check: Callable[[], T], timeout: float = 20.0, interval: float = 
 # --- child processes ------------------------------------------------------
 
 _PR_SET_PDEATHSIG = 1
-_live: set["ManagedProcess"] = set()
+_live: set[ManagedProcess] = set()
 _live_lock = threading.Lock()
 
 
@@ -145,7 +145,7 @@ class ManagedProcess:
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def start(self) -> "ManagedProcess":
+    def start(self) -> ManagedProcess:
         if self.running():
             raise HarnessError(f"{self.name} is already running (pid {self.pid})")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)

@@ -23,7 +23,6 @@ from typing import Any
 import yaml
 
 from tests.support.exporters import DcgmExporter, format_labels, format_value
-from tests.support.promql import PromQLQueries
 from tests.support.procs import (
     LOOPBACK,
     HarnessError,
@@ -34,6 +33,7 @@ from tests.support.procs import (
     run,
     wait_for,
 )
+from tests.support.promql import PromQLQueries
 
 PROMETHEUS_BIN = os.environ.get("GPUTUI_PROMETHEUS_BIN", "/usr/bin/prometheus")
 PROMTOOL_BIN = os.environ.get("GPUTUI_PROMTOOL_BIN", "/usr/bin/promtool")
@@ -171,8 +171,8 @@ class PrometheusServer(PromQLQueries):
     def running(self) -> bool:
         return self.proc is not None and self.proc.running()
 
-    def start(self, *, timeout: float = 20, ready: Callable[["PrometheusServer"], Any] | str | None = None
-              ) -> "PrometheusServer":
+    def start(self, *, timeout: float = 20, ready: Callable[[PrometheusServer], Any] | str | None = None
+              ) -> PrometheusServer:
         """Start and wait until queries return data.
 
         ``ready``: a PromQL expression that must return at least one series,

@@ -206,7 +206,7 @@ class Collection:
         self._resp: requests.Response | None = None
         self._thread = threading.Thread(target=self._run, name=f"traffic-{resource}-{namespace}", daemon=True)
 
-    def start(self) -> "Collection":
+    def start(self) -> Collection:
         self._thread.start()
         return self
 
@@ -457,7 +457,7 @@ class TrafficGenerator:
             self._routes.append(_Route(kind, namespace, name, rate_per_s, durations or self.durations, rng))
 
     # --- lifecycle --------------------------------------------------------------------
-    def start(self, *, run_for_s: float, max_sessions: int | None = None, sync_timeout: float = 15) -> "TrafficGenerator":
+    def start(self, *, run_for_s: float, max_sessions: int | None = None, sync_timeout: float = 15) -> TrafficGenerator:
         """Start routing: arrivals for ``run_for_s`` seconds (at most ``max_sessions`` of them), then the
         sessions still live run out (bounded by the longest duration) and the generator stops by itself."""
         if not self._routes:
@@ -524,7 +524,7 @@ class TrafficGenerator:
                 ns, name = key.split("/", 1)
                 self.exporter.remove_pod(ns, name)
 
-    def __enter__(self) -> "TrafficGenerator":
+    def __enter__(self) -> TrafficGenerator:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -9,16 +9,17 @@ from __future__ import annotations
 import shutil
 import tempfile
 import threading
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import yaml
 
 from tests.support.exporters import format_labels, format_value
+from tests.support.procs import LOOPBACK, HarnessError, ManagedProcess, free_port, http, port_is_free, wait_for
 from tests.support.prom import Series
 from tests.support.promql import PromQLQueries
-from tests.support.procs import LOOPBACK, HarnessError, ManagedProcess, free_port, http, port_is_free, wait_for
 
 BINARY = "victoria-metrics"
 
@@ -50,8 +51,8 @@ class VictoriaServer(PromQLQueries):
     def running(self) -> bool:
         return self.proc is not None and self.proc.running()
 
-    def start(self, *, timeout: float = 30, ready: str | Callable[["VictoriaServer"], Any] | None = None
-              ) -> "VictoriaServer":
+    def start(self, *, timeout: float = 30, ready: str | Callable[[VictoriaServer], Any] | None = None
+              ) -> VictoriaServer:
         """Start, then wait for /health and for `ready` (a query that must return a series)."""
         wait_for(lambda: port_is_free(self.port), timeout=15, what=f"port {self.port} free for VictoriaMetrics")
         self.proc = ManagedProcess(BINARY, [
@@ -116,7 +117,7 @@ class Vmalert:
         self._http = http()
         self._sink: AlertSink | None = None
 
-    def start(self, *, timeout: float = 30) -> "Vmalert":
+    def start(self, *, timeout: float = 30) -> Vmalert:
         # Alerting rules need somewhere to send alerts: a sink that takes them (no Alertmanager here).
         alerting = any("alert" in r for g in yaml.safe_load(self.rules_file.read_text())["groups"] for r in g["rules"])
         if alerting:

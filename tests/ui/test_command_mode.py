@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from textual.widgets import Input, Static
+
 from gputui.ui.command_screen import CommandScreen
 from gputui.ui.confirm import ConfirmScreen
 from gputui.ui.diagnostics_screen import DiagnosticsScreen
@@ -9,9 +11,7 @@ from gputui.ui.drain_plan_screen import DrainPlanScreen
 from gputui.ui.node_detail import NodeDetailScreen
 from gputui.ui.theme_picker import ThemePickerScreen
 from gputui.ui.traffic_screen import TrafficShiftScreen
-from textual.widgets import Input, Static
-from tests.ui.pilot import command, loaded
-from tests.ui.pilot import wait_for
+from tests.ui.pilot import command, loaded, wait_for
 
 # The demo's fleet, by hand (tests/demo_figures.py): cards, MIG slices, shared replicas, DRA devices in use/offered,
 # and free.

@@ -1,12 +1,13 @@
 
 import re
+
 from rich.text import Text
 from textual.widgets import DataTable
 
-from gputui.model import Condition, Node
-from gputui.snapshot import ClusterSnapshot, SourceStatus
 from gputui.backends.base import Backend
+from gputui.model import Condition, Node
 from gputui.settings import Settings
+from gputui.snapshot import ClusterSnapshot, SourceStatus
 from gputui.ui.app import GputuiApp
 from gputui.ui.confirm import ConfirmScreen
 from gputui.ui.help import HelpScreen

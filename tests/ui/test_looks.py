@@ -10,8 +10,7 @@ from rich.console import Console
 from gputui.ui.confirm import ConfirmScreen
 from gputui.ui.diagnostics_screen import DiagnosticsScreen
 from gputui.ui.node_detail import NodeDetailScreen
-from tests.ui.pilot import loaded
-from tests.ui.pilot import wait_for
+from tests.ui.pilot import loaded, wait_for
 
 THEME = """name: mine
 primary: "#336699"

@@ -7,6 +7,7 @@ from gputui.ui.traffic_screen import TrafficShiftScreen
 from tests.ui.pilot import wait_for
 from tests.ui.service_kit import LLAMA, MISTRAL, body_text, open_service, weights
 
+
 async def test_enter_on_a_service_shows_it_in_full(app_factory):
     app = app_factory()
     async with app.run_test(size=(120, 40)) as pilot:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 
-
 from gputui.ops.audit import AuditLog
 from gputui.ui.drain_board import DrainProgressScreen
 from gputui.ui.traffic_screen import TrafficShiftScreen

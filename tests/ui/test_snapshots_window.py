@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from gputui.ui.canary_dialog import CanaryConfirm
 from gputui.ui.versions_screen import VersionsScreen
-from tests.ui.pilot import loaded, wait_for
 from tests.ui.pictures import each_size, picture
+from tests.ui.pilot import loaded, wait_for
 
 
 async def alert_filter(pilot) -> None:

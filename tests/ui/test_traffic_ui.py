@@ -2,9 +2,8 @@
 
 
 from gputui.ui.traffic_screen import Mode, TrafficShiftScreen
-from tests.ui.pilot import loaded
-from tests.ui.pilot import wait_for
 from tests.support.audit_lines import written
+from tests.ui.pilot import loaded, wait_for
 
 LLAMA = "llm/llama-3-70b-instruct"
 

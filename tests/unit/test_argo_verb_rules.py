@@ -3,7 +3,16 @@ is sent in which case, and undo's choice of revision and template."""
 
 from __future__ import annotations
 
-from gputui.ops.traffic.argo import HASH_LABEL, REVISION, _derives, _revision, _without_hash, bodies, owned_replicasets, undo_body
+from gputui.ops.traffic.argo import (
+    HASH_LABEL,
+    REVISION,
+    _derives,
+    _revision,
+    _without_hash,
+    bodies,
+    owned_replicasets,
+    undo_body,
+)
 
 CANARY = {"spec": {"strategy": {"canary": {"steps": [{"setWeight": 20}, {"pause": {}}, {"setWeight": 50}]}}}}
 

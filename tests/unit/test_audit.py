@@ -5,13 +5,14 @@ directory; and reading the log (the `L` screen, `shift --undo`) takes any bytes,
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 import json
 import os
 import stat
+from dataclasses import replace
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gputui.backends.base import Backend, BackendError, ConflictError
 from gputui.backends.demo import DemoCluster, demo_backend

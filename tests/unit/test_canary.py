@@ -4,7 +4,6 @@ pods untouched), an unreadable gate holds instead of advancing, and Prometheus' 
 
 from __future__ import annotations
 
-
 import pytest
 
 from gputui.backends.demo import DemoCluster

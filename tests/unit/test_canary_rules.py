@@ -12,7 +12,16 @@ from gputui.backends.base import BackendError
 from gputui.backends.demo import DemoCluster
 from gputui.model import InferenceService, ServiceVersion
 from gputui.ops.audit import AuditError, AuditLog
-from gputui.ops.canary import DEFAULT_STEPS, CanaryControl, CanaryPlan, CanaryReport, Gates, judge, plan_canary, run_canary
+from gputui.ops.canary import (
+    DEFAULT_STEPS,
+    CanaryControl,
+    CanaryPlan,
+    CanaryReport,
+    Gates,
+    judge,
+    plan_canary,
+    run_canary,
+)
 from gputui.ops.steps import run_steps
 from gputui.ops.traffic.vocabulary import ShiftError
 from gputui.signals import VersionSignals

@@ -5,8 +5,6 @@ import yaml
 from tests.support.gputui_cli import closed_port, kubeconfig, run
 
 
-
-
 def assert_one_line_error(out, fragment: str) -> None:
     assert out.returncode == 2, (out.stdout, out.stderr)
     lines = out.stderr.strip().splitlines()

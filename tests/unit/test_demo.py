@@ -1,7 +1,7 @@
 from gputui.backends.base import EvictionOutcome
 from gputui.backends.demo import DemoCluster, demo_backend
-from gputui.model import NodeState
 from gputui.health import majority_driver
+from gputui.model import NodeState
 from tests.demo_clock import ManualClock
 
 

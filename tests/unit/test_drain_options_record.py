@@ -10,8 +10,17 @@ import pytest
 
 from gputui.model import DRAIN_PHASE_ANNOTATION, Node
 from gputui.ops.drain.options import (
-    BY, DEADLINE, DEFAULT_SESSION_DEADLINE_S, IN_PROGRESS, OPTIONS, STARTED, DrainOptions, DrainRecordError,
-    record_values, resumable, saved_drain,
+    BY,
+    DEADLINE,
+    DEFAULT_SESSION_DEADLINE_S,
+    IN_PROGRESS,
+    OPTIONS,
+    STARTED,
+    DrainOptions,
+    DrainRecordError,
+    record_values,
+    resumable,
+    saved_drain,
 )
 from gputui.snapshot import ClusterSnapshot
 

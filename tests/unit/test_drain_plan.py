@@ -4,9 +4,9 @@ import pytest
 
 from gputui.backends.demo import DemoCluster
 from gputui.model import Budget, InferencePod, Node
-from gputui.snapshot import ClusterSnapshot
 from gputui.ops.drain.plan import DrainOptions, Step, classify, plan_drain, plan_json
 from gputui.sessions import NO_SIGNAL, UNREADABLE, PodSessions, SessionState
+from gputui.snapshot import ClusterSnapshot
 from tests.demo_clock import ManualClock
 
 

@@ -2,14 +2,15 @@
 
 from dataclasses import replace
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gputui.backends.demo import DemoCluster
 from gputui.model import DRAIN_PHASE_ANNOTATION, NodeState
 from gputui.ops.audit import AuditLog
-from gputui.ops.drain.plan import DrainOptions, plan_batch, plan_drain
 from gputui.ops.drain.events import DrainControl
 from gputui.ops.drain.options import resumable, saved_drain
+from gputui.ops.drain.plan import DrainOptions, plan_batch, plan_drain
 from gputui.ops.drain.report import Outcome
 from gputui.ops.drain.run import run_drain
 from tests.demo_clock import ManualClock

@@ -4,7 +4,6 @@ audited once; and `gputui check --drill` refusing a real cluster without its con
 
 from __future__ import annotations
 
-
 import pytest
 
 from gputui.backends.demo import DemoCluster

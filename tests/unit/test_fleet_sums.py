@@ -10,9 +10,9 @@ from gputui import fleet_sums
 from gputui.backends.join import Joiner
 from gputui.figures import alerts, figures
 from gputui.health import fleet_alerts
-from gputui.problems import problems_of
 from gputui.model import NodeState
 from gputui.pools import DEFAULT_POOL_LABELS, IdleReading, fleet_pools, pool_rows
+from gputui.problems import problems_of
 from tests.support.churn import churn
 
 

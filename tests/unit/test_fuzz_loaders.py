@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, example, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from gputui.backends.prom_answers import plain_columns, series_by_label, values_by_label, values_digest
 from gputui.gpu_resources import parse_quantity, quantity

@@ -2,8 +2,8 @@
 
 from gputui.backends import kube_objects as ko
 from gputui.backends.join import GpuSample, KubeState, Metrics, join
-from gputui.model import Health, NodeState
 from gputui.health import majority_driver
+from gputui.model import Health, NodeState
 from tests.support.kube_json import deployment_json, node_json, pod_json
 
 

@@ -5,8 +5,8 @@ move, appear and vanish, and refreshes where every node's metrics moved."""
 
 from __future__ import annotations
 
-from gputui.backends import join_fleet
 from gputui import moved
+from gputui.backends import join_fleet
 from gputui.backends.join import Joiner, join
 from tests.support.churn import churn
 

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from gputui.ui.keymaps import (
-    bundled_keymap_dir, clashes, default_keys, load_keymaps, normalise, parse_keymap, resolve,
+    bundled_keymap_dir,
+    clashes,
+    default_keys,
+    load_keymaps,
+    normalise,
+    parse_keymap,
+    resolve,
 )
 
 

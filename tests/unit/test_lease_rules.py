@@ -18,7 +18,18 @@ import pytest
 from gputui.backends.base import BackendError, ConflictError
 from gputui.model import Node
 from gputui.ops.drain import lease
-from gputui.ops.drain.lease import CAS_TRIES, LEASE, LEASE_S, Holder, LeaseHeld, acquire, foreign_holders, holder_of, release, renew
+from gputui.ops.drain.lease import (
+    CAS_TRIES,
+    LEASE,
+    LEASE_S,
+    Holder,
+    LeaseHeld,
+    acquire,
+    foreign_holders,
+    holder_of,
+    release,
+    renew,
+)
 from gputui.snapshot import ClusterSnapshot
 
 HOST = socket.gethostname()

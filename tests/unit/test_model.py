@@ -1,7 +1,18 @@
-from gputui.model import Budget, Condition, Gpu, Health, InferencePod, InferenceService, Node, NodeState, Rollout, ServiceVersion
-from gputui.snapshot import ClusterSnapshot
 from gputui.gpu_resources import GpuUse
 from gputui.health import has_driver_drift, majority_driver, node_alerts
+from gputui.model import (
+    Budget,
+    Condition,
+    Gpu,
+    Health,
+    InferencePod,
+    InferenceService,
+    Node,
+    NodeState,
+    Rollout,
+    ServiceVersion,
+)
+from gputui.snapshot import ClusterSnapshot
 
 
 def node(name="n1", **kw) -> Node:

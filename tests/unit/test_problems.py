@@ -6,8 +6,8 @@ from __future__ import annotations
 from gputui.backends.demo import DemoCluster
 from gputui.checks.context import CheckContext
 from gputui.checks.rules import gpu_health
-from gputui.fleet import cluster_row
 from gputui.figures import figures
+from gputui.fleet import cluster_row
 from gputui.health import fleet_alerts, fleet_driver
 from gputui.model import Gpu, Node
 from gputui.present.node_filter import matching

@@ -10,7 +10,16 @@ import pytest
 
 from gputui.backends.base import ConflictError
 from gputui.model import Node
-from gputui.ops.drain.out_of_rotation import RECORD, OutOfRotation, _pointer, parse_record, put_back, record_text, recorded, take_out
+from gputui.ops.drain.out_of_rotation import (
+    RECORD,
+    OutOfRotation,
+    _pointer,
+    parse_record,
+    put_back,
+    record_text,
+    recorded,
+    take_out,
+)
 
 A = OutOfRotation("llm/chat-0", "uid-0", {"serving": "true", "app.kubernetes.io/name": "chat"}, 12.5)
 

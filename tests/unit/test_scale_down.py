@@ -4,7 +4,6 @@ the threshold blocks unless forced with the count of sessions it cuts, and refus
 
 from __future__ import annotations
 
-
 import pytest
 
 from gputui.backends.demo import DemoCluster

@@ -1,7 +1,8 @@
 from pathlib import Path
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gputui.settings import Settings, SettingsError, load_settings
 

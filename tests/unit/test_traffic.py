@@ -6,13 +6,11 @@ import json
 
 import pytest
 
+from gputui.backends.base import Backend, ConflictError
+from gputui.backends.demo import DemoApiError, DemoCluster, demo_backend, json_patch, merge_patch
 from gputui.cli import shift as headless_shift
 from gputui.cli.arguments import add_shift_parser
-from gputui.backends.base import Backend
-from gputui.backends.base import ConflictError
-from gputui.backends.demo import DemoApiError, DemoCluster, demo_backend, json_patch, merge_patch
 from gputui.model import InferencePod, InferenceService, Rollout, ServiceVersion
-from gputui.snapshot import ClusterSnapshot
 from gputui.ops.audit import AuditLog
 from gputui.ops.cordon import ReadOnlyError
 from gputui.ops.traffic import (
@@ -30,6 +28,7 @@ from gputui.ops.traffic import (
     route_scale,
 )
 from gputui.settings import Settings
+from gputui.snapshot import ClusterSnapshot
 from tests.demo_clock import ManualClock
 from tests.support.audit_lines import written
 

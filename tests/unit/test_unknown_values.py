@@ -2,10 +2,10 @@
 
 import math
 
-from gputui.present import cells
 from gputui.backends.prom import PromConfig, PromSource
 from gputui.backends.session_metrics import counts_by_pod as _counts_by_pod
 from gputui.model import InferencePod
+from gputui.present import cells
 from gputui.sessions import GONE, UNREADABLE, SessionState
 from gputui.snapshot import ClusterSnapshot
 

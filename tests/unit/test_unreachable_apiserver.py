@@ -8,10 +8,7 @@ import time
 
 import pytest
 
-
 from tests.support.gputui_cli import closed_port, kubeconfig, run
-
-
 
 COMMANDS = {
     "shift": ("shift", "llm/mistral-7b", "--to", "v2=10"),

@@ -11,8 +11,8 @@ from functools import partial
 
 import pytest
 
-from tests.support.gputui_cli import closed_port, kubeconfig, page_settings, run_with_short_waits, silent_server
 from tests.support.cli_commands import COMMANDS
+from tests.support.gputui_cli import closed_port, kubeconfig, page_settings, run_with_short_waits, silent_server
 from tests.support.terminal import until
 
 WAIT_S = 0.5  # each wait on the silent server (connect, discovery, a review): seconds per command, not a minute

@@ -8,8 +8,8 @@ nothing here starts the TUI, a server or reaches a real cluster."""
 from __future__ import annotations
 
 import os
-import socket
 import re
+import socket
 import subprocess
 import sys
 import time

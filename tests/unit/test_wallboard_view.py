@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 
 from gputui.backends.demo import DemoCluster
+from gputui.figures import canary_in_flight, figures
+from gputui.health import fleet_alerts
 from gputui.model import NodeState
 from gputui.present.cells import Palette
-from gputui.figures import canary_in_flight, figures
 from gputui.present.wallboard import FAULT, GLYPHS, NO_DATA, heat_map, level, problems_first
-from gputui.health import fleet_alerts
 from tests.demo_clock import ManualClock
 from tests.demo_figures import DEMO_CANARIES, DEMO_USE
 

@@ -16,7 +16,7 @@ to `gputui check`'s questions about its metrics store).
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from gputui.backends.base import Backend
 from gputui.backends.demo.api import DemoCluster

@@ -5,22 +5,27 @@ evict with PDB checks, delete, patch route objects) with the apiserver's answers
 from __future__ import annotations
 
 import copy
-from typing import Any, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
 
 from gputui.backends.base import ConflictError, EvictionOutcome, EvictionResult, WriteError, stale_json_patch
-from gputui.checks.facts import CheckFacts
-from gputui.model import InferencePod, InferenceService, NodeDescription
-from gputui.pools import IdleReading
-from gputui.sessions import Arrivals
-from gputui.snapshot import ClusterSnapshot
-from gputui.signals import VersionSignals
 from gputui.backends.demo.errors import DemoApiError
 from gputui.backends.demo.patches import json_patch, merge_patch
 from gputui.backends.demo.routes import _backend_name, _validate_route
 from gputui.backends.demo.scenario import (
-    POD_START_S, ROUTE_APIS, A100, _SimNode, _SimPod,
+    A100,
+    POD_START_S,
+    ROUTE_APIS,
+    _SimNode,
+    _SimPod,
 )
 from gputui.backends.demo.simulation import Simulation
+from gputui.checks.facts import CheckFacts
+from gputui.model import InferencePod, InferenceService, NodeDescription
+from gputui.pools import IdleReading
+from gputui.sessions import Arrivals
+from gputui.signals import VersionSignals
+from gputui.snapshot import ClusterSnapshot
 
 
 class DemoCluster(Simulation):

@@ -3,7 +3,8 @@ is down, a GPU fallen off the bus, a pod that cannot be scheduled), worded as Ku
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from gputui.model import Event, NodeDescription
 

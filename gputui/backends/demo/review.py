@@ -6,7 +6,8 @@ pod, from its engine's finished requests, as backends.prom_arrivals reads vLLM's
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Collection
+from collections.abc import Collection
+from typing import TYPE_CHECKING
 
 from gputui.checks.facts import AlertRule, CheckFacts
 from gputui.model import InferencePod, InferenceService

@@ -17,14 +17,15 @@ from __future__ import annotations
 import heapq
 import math
 import random
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
+from gputui.backends.demo.routes import _backend_name
+from gputui.backends.demo.scenario import STEP_S, _SimPod, _SimService
 from gputui.backends.kube_objects import RouteBackend, httproute_record, virtualservice_record
 from gputui.model import PodSelector
 from gputui.rotation import SERVING_LABEL
-from gputui.backends.demo.routes import _backend_name
-from gputui.backends.demo.scenario import STEP_S, _SimPod, _SimService
 
 NAME, VERSION, TEMPLATE_HASH = "app.kubernetes.io/name", "app.kubernetes.io/version", "pod-template-hash"
 SERVING = {SERVING_LABEL: "true"}

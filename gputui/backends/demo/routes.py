@@ -8,6 +8,7 @@ from typing import Any
 
 from gputui.backends.demo.scenario import BACKEND_PORT, HTTPROUTE_MAX_WEIGHT, ROUTE_APIS, _SimService
 
+
 def _backend_name(svc: _SimService, version: str) -> str:
     return f"{svc.name}-{version}"
 

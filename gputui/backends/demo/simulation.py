@@ -10,18 +10,36 @@ import random
 import threading
 import time
 from collections import deque
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
+from gputui.backends.demo.router import NAME, Router, route_backends, template_labels
+from gputui.backends.demo.routes import _route_object
+from gputui.backends.demo.scenario import (
+    A100,
+    CUDA,
+    ENGINE,
+    FINISHED_KEPT_S,
+    H100,
+    HISTORY_S,
+    MAX_CATCH_UP_STEPS,
+    NODE_INFO,
+    POD_START_S,
+    SAMPLE_EVERY_S,
+    STEP_S,
+    WARM_UP_S,
+    _fleet,
+    _Product,
+    _services,
+    _SimNode,
+    _SimPod,
+    _SimService,
+)
 from gputui.backends.kube_objects import RouteBackend
 from gputui.gpu_resources import DRA_PREFIX, GpuResource, Scheme, node_resources
 from gputui.model import Budget, Condition, Gpu, Health, InferencePod, InferenceService, Node, Rollout, ServiceVersion
 from gputui.scheduling import EMPTY_POD, NodeScheduling
 from gputui.snapshot import ClusterSnapshot, SourceStatus
-from gputui.backends.demo.router import NAME, Router, route_backends, template_labels
-from gputui.backends.demo.routes import _route_object
-from gputui.backends.demo.scenario import (
-    STEP_S, HISTORY_S, SAMPLE_EVERY_S, FINISHED_KEPT_S, MAX_CATCH_UP_STEPS, WARM_UP_S, POD_START_S, CUDA, ENGINE, NODE_INFO, _Product, H100, A100, _SimNode, _SimService, _SimPod, _fleet, _services,
-)
 
 # The demo's nodes have no taints of their own (a cordon or NotReady is read from the node's state) and the
 # kubelet's default pod limit; their CPU and memory are what a DGX-class node offers.

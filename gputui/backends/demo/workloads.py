@@ -4,7 +4,8 @@ unready pods first, then the lowest pod-deletion-cost, then the name."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from gputui.backends.demo.errors import DemoApiError
 from gputui.backends.demo.scenario import POD_START_S

@@ -4,12 +4,12 @@ written. Pure: the rates are read by the caller (backends.base.ArrivalsReader) a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Mapping
 
 from gputui.backends.base import ArrivalsReader, BackendError
-from gputui.ops.drain.plan import BatchPlan, DrainPlan, PodPlan
 from gputui.model import InferencePod
+from gputui.ops.drain.plan import BatchPlan, DrainPlan, PodPlan
 from gputui.sessions import Arrivals, SessionState
 
 ARRIVING = "new sessions keep arriving"

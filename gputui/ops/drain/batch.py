@@ -12,7 +12,7 @@ restores them from each node). The guard counts capacity outside the whole batch
 from __future__ import annotations
 
 import time
-from typing import Callable, Collection, Generator, Iterator, Mapping
+from collections.abc import Callable, Collection, Generator, Iterator, Mapping
 
 from gputui.backends.base import BackendError, Reader, Writer
 from gputui.ops.audit import AuditLog

@@ -19,8 +19,8 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Callable
 
 from gputui.backends.base import BackendError, ConflictError, Writer
 from gputui.model import DRAIN_ANNOTATION_PREFIX
@@ -44,7 +44,7 @@ class Holder:
     renewed: float = 0.0
 
     @classmethod
-    def me(cls, identity: str) -> "Holder":
+    def me(cls, identity: str) -> Holder:
         return cls(identity, socket.gethostname(), os.getpid(), uuid.uuid4().hex[:12])
 
     def describe(self, now: float) -> str:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Mapping
+from typing import Any
 
 from gputui.backends.base import BackendError
 from gputui.model import DRAIN_ANNOTATION_PREFIX, DRAIN_PHASE_ANNOTATION, Node
@@ -58,7 +59,7 @@ class DrainOptions:
         return json.dumps(data, sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> "DrainOptions":
+    def from_json(cls, text: str) -> DrainOptions:
         """The options written by to_json; DrainRecordError naming what is wrong."""
         try:
             data = json.loads(text)

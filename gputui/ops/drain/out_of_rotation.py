@@ -14,8 +14,8 @@ with the very labels read: a pod replaced or relabelled meanwhile is left alone.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import Callable, Collection, Mapping
 
 from gputui.backends.base import ConflictError, Writer
 from gputui.model import DRAIN_ANNOTATION_PREFIX, InferencePod, Node

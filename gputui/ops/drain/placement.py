@@ -20,9 +20,9 @@ holds whatever the batch's other pods do ("sure"), or depends on them ("contende
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Iterable, Sequence
 
 from gputui.model import InferencePod, Node
 from gputui.ops.drain.placement_rules import Filtered, candidates, gpu_units, needs

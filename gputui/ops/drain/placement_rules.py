@@ -10,13 +10,21 @@ rule after another, and records how many nodes each rule excluded first, and why
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import TYPE_CHECKING
 
 from gputui.gpu_resources import WHOLE_GPU
 from gputui.model import InferencePod, Node
 from gputui.scheduling import (
-    NOT_READY_TAINT_KEY, PODS, UNREACHABLE_TAINT_KEY, UNSCHEDULABLE_TAINT_KEY, PodScheduling, PodTerm, Spread, Taint,
+    NOT_READY_TAINT_KEY,
+    PODS,
+    UNREACHABLE_TAINT_KEY,
+    UNSCHEDULABLE_TAINT_KEY,
+    PodScheduling,
+    PodTerm,
+    Spread,
+    Taint,
     tolerated,
 )
 

@@ -8,7 +8,7 @@ resources and count for pod (anti-)affinity, not for spreading (as the scheduler
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from gputui.gpu_resources import DEVICE_TAINT_CONDITION, DRA_PREFIX, WHOLE_GPU
 from gputui.model import InferencePod, Node

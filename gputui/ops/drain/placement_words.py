@@ -9,12 +9,30 @@ from dataclasses import dataclass
 from gputui.gpu_resources import DRA_PREFIX, WHOLE_GPU
 from gputui.model import InferencePod
 from gputui.ops.drain.placement_rules import (
-    AFFINITY, ANTI, BATCH, CORDONED, EXISTING_ANTI, NOT_READY, RESOURCES, SELECTOR, STATIC, TAINT, UNREAD,
-    Filtered, gpu_units, node_taints,
+    AFFINITY,
+    ANTI,
+    BATCH,
+    CORDONED,
+    EXISTING_ANTI,
+    NOT_READY,
+    RESOURCES,
+    SELECTOR,
+    STATIC,
+    TAINT,
+    UNREAD,
+    Filtered,
+    gpu_units,
+    node_taints,
 )
 from gputui.ops.drain.placement_state import Cluster
 from gputui.scheduling import (
-    CPU, NOT_READY_TAINT_KEY, PODS, UNREACHABLE_TAINT_KEY, UNSCHEDULABLE_TAINT_KEY, Toleration, tolerated,
+    CPU,
+    NOT_READY_TAINT_KEY,
+    PODS,
+    UNREACHABLE_TAINT_KEY,
+    UNSCHEDULABLE_TAINT_KEY,
+    Toleration,
+    tolerated,
 )
 
 # Tolerations nearly every pod carries (DefaultTolerationSeconds, DaemonSets): no sign of a dedicated pool.

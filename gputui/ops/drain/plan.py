@@ -14,25 +14,31 @@ at the deadline evicted only if the options say so; no signal is evicted at once
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import Collection, Iterable, Mapping
 
 from gputui.gpu_resources import WHOLE_GPU
 from gputui.label_selectors import selector_matches
-from gputui.rotation import Rotation, RotationState, rotation_of
+from gputui.model import Budget, InferencePod, Node
+from gputui.ops.drain.options import DEFAULT_SESSION_DEADLINE_S, DrainOptions
 from gputui.ops.drain.out_of_rotation import OutOfRotation, choose
 from gputui.ops.drain.placement import Placement
 from gputui.ops.drain.plan_placement import (
-    batch_lines, batch_placement_json, eviction_order, placement_json, previewed, reached_notes, strands,
+    batch_lines,
+    batch_placement_json,
+    eviction_order,
+    placement_json,
+    previewed,
+    reached_notes,
+    strands,
     with_placement,
 )
 from gputui.ops.drain.whole_versions import whole_version_warnings
-from gputui.model import Budget, InferencePod, Node
+from gputui.rotation import Rotation, RotationState, rotation_of
 from gputui.sessions import PodSessions, SessionState
 from gputui.snapshot import ClusterSnapshot
 from gputui.upgrades import max_unavailable, owner_warning
-from gputui.ops.drain.options import DEFAULT_SESSION_DEADLINE_S, DrainOptions
 
 __all__ = ["DEFAULT_SESSION_DEADLINE_S", "DrainOptions", "Step", "PodPlan", "CapacityCheck", "DrainPlan",
            "BatchPlan", "classify", "plan_drain", "plan_batch", "plan_json"]

@@ -4,8 +4,9 @@ stops for a pod that would be stranded, and the preview in JSON. Pure."""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Collection, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from gputui.model import InferencePod
 from gputui.ops.drain.placement import CAVEAT, Placement, Preview, Verdict, preview

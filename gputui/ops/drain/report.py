@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+
 class Outcome(str, Enum):
     DRAINED = "drained"  # every pod the plan moves is gone, confirmed by the API
     UNFINISHED = "unfinished"  # pods left in place: unknown sessions at the deadline, or failed evictions

@@ -9,13 +9,23 @@ names at least the pods that are out: a drain killed between two writes leaves a
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from gputui.backends.base import BackendError, ConflictError, Writer
 from gputui.ops.audit import AuditLog
-from gputui.ops.drain.events import DrainEvent, EventKind as K
-from gputui.ops.drain.out_of_rotation import (KEPT_RUNNING, RECORD, OutOfRotation, choose, parse_record, put_back, record_text,
-                                              take_out)
+from gputui.ops.drain.events import DrainEvent
+from gputui.ops.drain.events import EventKind as K
+from gputui.ops.drain.out_of_rotation import (
+    KEPT_RUNNING,
+    RECORD,
+    OutOfRotation,
+    choose,
+    parse_record,
+    put_back,
+    record_text,
+    take_out,
+)
 from gputui.snapshot import ClusterSnapshot
 
 if TYPE_CHECKING:

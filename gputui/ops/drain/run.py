@@ -15,21 +15,23 @@ backoff; an unknown session count is waited on, never read as zero.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from enum import Enum
-from typing import Callable, Generator, Iterator
 
 from gputui.backends.base import BackendError, EvictionOutcome, PodsReader, Reader, Writer
-from gputui.sessions import SessionState
-from gputui.snapshot import ClusterSnapshot
-from gputui.ops.audit import AuditLog, Intent, outcome as audit_outcome
+from gputui.ops.audit import AuditLog, Intent
+from gputui.ops.audit import outcome as audit_outcome
 from gputui.ops.cordon import ReadOnlyError
 from gputui.ops.drain import lease
-from gputui.ops.drain.events import DrainControl, DrainEvent, EventKind as K
+from gputui.ops.drain.events import DrainControl, DrainEvent
+from gputui.ops.drain.events import EventKind as K
 from gputui.ops.drain.options import PHASE, record_values
 from gputui.ops.drain.plan import DrainPlan, Step
-from gputui.ops.drain.rotation_run import RotationHold
 from gputui.ops.drain.report import DrainReport, Outcome
+from gputui.ops.drain.rotation_run import RotationHold
+from gputui.sessions import SessionState
+from gputui.snapshot import ClusterSnapshot
 
 RETRY_BLOCKED_S = 5.0  # kubectl's retry period while a PDB says 429
 PAUSE_MAX_S = 30.0  # longest wait between tries while the API or a reader is failing

@@ -34,18 +34,44 @@ Split: `vocabulary` (router kinds, the plan's types), `weights` (percentages and
 
 from __future__ import annotations
 
-from gputui.ops.traffic.vocabulary import (  # noqa: F401 - the package's API
-    ARGO_MANAGER, DEFAULT_SCALE, HTTPROUTE_MAX_WEIGHT, Patch, ROLLOUT_ACTIONS, ROUTER_APIS, STEP_PCT, ShiftError, ShiftPlan, Step, Targets, VersionShift, fmt_pct,
-)
-from gputui.ops.traffic.weights import (  # noqa: F401 - the package's API
-    apportion, rebalance, resolve_targets, route_scale, shares,
-)
 from gputui.ops.traffic.adapters import (  # noqa: F401 - the package's API
     ADAPTERS,
 )
-from gputui.ops.traffic.plans import (  # noqa: F401 - the package's API
-    find_service, needs_route, on_route_now, plan_rollout, plan_rollout_now, plan_shift, read_route, replan, route_object_name, router_api, served_api_versions,
-)
 from gputui.ops.traffic.apply import (  # noqa: F401 - the package's API
     apply_shift,
+)
+from gputui.ops.traffic.plans import (  # noqa: F401 - the package's API
+    find_service,
+    needs_route,
+    on_route_now,
+    plan_rollout,
+    plan_rollout_now,
+    plan_shift,
+    read_route,
+    replan,
+    route_object_name,
+    router_api,
+    served_api_versions,
+)
+from gputui.ops.traffic.vocabulary import (  # noqa: F401 - the package's API
+    ARGO_MANAGER,
+    DEFAULT_SCALE,
+    HTTPROUTE_MAX_WEIGHT,
+    ROLLOUT_ACTIONS,
+    ROUTER_APIS,
+    STEP_PCT,
+    Patch,
+    ShiftError,
+    ShiftPlan,
+    Step,
+    Targets,
+    VersionShift,
+    fmt_pct,
+)
+from gputui.ops.traffic.weights import (  # noqa: F401 - the package's API
+    apportion,
+    rebalance,
+    resolve_targets,
+    route_scale,
+    shares,
 )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from gputui.backends.base import BackendError, ConflictError, Writer
 from gputui.ops.audit import AuditLog
 from gputui.ops.cordon import ReadOnlyError

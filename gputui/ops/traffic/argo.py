@@ -7,7 +7,8 @@ fully promoted already, its ReplicaSets), so they are built from the objects, ne
 from __future__ import annotations
 
 import copy
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 REVISION = "rollout.argoproj.io/revision"  # on each ReplicaSet the controller makes
 HASH_LABEL = "rollouts-pod-template-hash"  # the controller's own label in a ReplicaSet's template

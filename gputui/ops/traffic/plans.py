@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from gputui.backends.base import Writer
 from gputui.model import InferenceService
-from gputui.snapshot import ClusterSnapshot
 from gputui.ops.traffic import argo
-from gputui.ops.traffic.adapters import ADAPTERS, _Read, _managed_by_argo, _name
-from gputui.ops.traffic.vocabulary import ARGO_MANAGER, DEFAULT_SCALE, Patch, ROLLOUT_ACTIONS, ROUTER_APIS, ShiftError, ShiftPlan, Targets, VersionShift, fmt_pct
+from gputui.ops.traffic.adapters import ADAPTERS, _managed_by_argo, _name, _Read
+from gputui.ops.traffic.vocabulary import (
+    ARGO_MANAGER,
+    DEFAULT_SCALE,
+    ROLLOUT_ACTIONS,
+    ROUTER_APIS,
+    Patch,
+    ShiftError,
+    ShiftPlan,
+    Targets,
+    VersionShift,
+    fmt_pct,
+)
 from gputui.ops.traffic.weights import apportion, resolve_targets, route_scale, shares
-
+from gputui.snapshot import ClusterSnapshot
 
 CAPACITY_SLACK_PCT = 2.0  # rounding and one small step of a canary above its ready share are not an overload
 

@@ -4,15 +4,16 @@ shift: undoing it then would also revert whatever changed it."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Any
 
 from gputui.ops.audit import AuditLog
-from gputui.paths import shown
-from gputui.safe_text import visible
 from gputui.ops.traffic.plans import find_service, plan_shift
 from gputui.ops.traffic.vocabulary import ShiftError, ShiftPlan, fmt_pct
 from gputui.ops.traffic.weights import shares
+from gputui.paths import shown
+from gputui.safe_text import visible
 from gputui.snapshot import ClusterSnapshot
 
 # The last shift of a service is recent: the log is read from its end, at most this many entries or bytes

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping, Union
+from typing import Any
 
 from gputui.backends.base import BackendError
 from gputui.model import InferenceService
-
-
 
 # router kind -> (API group, default version, plural). Discovery may name another served version.
 ROUTER_APIS: dict[str, tuple[str, str, str]] = {
@@ -37,7 +36,7 @@ class Step:
     delta: float
 
 
-Targets = Union[Mapping[str, Union[float, int, str]], Step]
+Targets = Mapping[str, float | int | str] | Step
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from gputui.ops.traffic.vocabulary import DEFAULT_SCALE, HTTPROUTE_MAX_WEIGHT, Step, Targets, fmt_pct
 

@@ -149,7 +149,12 @@ class StateClock:
 
 def owner_warning(node: Node) -> str:
     """What gputui says before it cordons, uncordons or drains a node the GPU Operator is upgrading."""
-    if node.upgrade_state in TAKEN or node.upgrade_state == UPGRADE_FAILED:
+    if node.upgrade_state == UPGRADE_FAILED:
+        # The operator has let go of a failed node (stuck_because says the same): acting on it is the
+        # manual recovery, not a race with the operator; what the operator needs afterwards is the label.
+        return (f"{node.name}'s driver upgrade failed: the GPU Operator leaves it for manual recovery; once the "
+                f"cause is fixed, set {STATE_LABEL}=upgrade-required and the operator takes it again")
+    if node.upgrade_state in TAKEN:
         return (f"{node.name} is mid driver upgrade under the GPU Operator (state {node.upgrade_state}): the "
                 "operator cordons, drains and uncordons it itself; acting now can undo its step")
     return ""

@@ -111,8 +111,9 @@ def test_cordon_ignores_the_rotation_record():
 
 
 def test_a_node_the_gpu_operator_is_upgrading_is_warned_about():
-    plan = plan_cordon(snap(node(upgrade_state="upgrade-failed")), "gpu-1")
+    plan = plan_cordon(snap(node(upgrade_state="drain-required")), "gpu-1")
     assert "mid driver upgrade under the GPU Operator" in plan.warning
+    assert "manual recovery" in plan_cordon(snap(node(upgrade_state="upgrade-failed")), "gpu-1").warning
     assert plan.describe().endswith(f"Its 0 running pods stay. Warning: {plan.warning}.")
     back = plan_cordon(snap(node(unschedulable=True, upgrade_state="upgrade-failed")), "gpu-1", cordon=False)
     assert back.describe() == f"Uncordon gpu-1: new pods may be scheduled on it again. Warning: {back.warning}."

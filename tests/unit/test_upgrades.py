@@ -31,6 +31,10 @@ def test_each_reason_a_node_is_held():
     assert stuck_because(snap, waiting) == "waiting: 3 nodes unavailable, maxUnavailable 50% (3 nodes)"
     assert "mid driver upgrade under the GPU Operator (state pod-restart-required)" in owner_warning(busy)
     assert owner_warning(waiting) == ""  # not taken yet: the operator is not acting on it
+    # Failed: the operator has let go of it. The warning must agree with :versions' "stuck because".
+    failed = owner_warning(node("f", "upgrade-failed"))
+    assert "mid driver upgrade" not in failed and "manual recovery" in failed
+    assert "upgrade-required" in failed and "manual recovery" in stuck_because(snap, node("f", "upgrade-failed"))
     one_at_a_time = ClusterSnapshot(0, "t", nodes=(busy, waiting), upgrade_policy=UpgradePolicy(max_parallel=1))
     assert stuck_because(one_at_a_time, waiting) == "waiting its turn: 1 node upgrading, maxParallelUpgrades 1"
 

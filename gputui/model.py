@@ -13,6 +13,7 @@ from enum import Enum
 from typing import Any
 
 from gputui.frozen_init import fast_init
+from gputui.gpu_metrics import NO_VALUES, Figures
 from gputui.gpu_resources import GpuResource
 from gputui.label_selectors import Requirement, selector_matches
 from gputui.scheduling import NodeScheduling, PodScheduling
@@ -69,6 +70,9 @@ class Health(str, Enum):
 
 @dataclass(frozen=True, slots=True)
 class Gpu:
+    """One GPU's figures, named as gputui.gpu_metrics names them: the typed ones as attributes, the others in
+    `extra` (gpu_metrics.value_of reads either)."""
+
     index: int
     uuid: str
     util_pct: float | None = None
@@ -78,6 +82,7 @@ class Gpu:
     power_w: float | None = None
     xid: int = 0
     health: Health = Health.UNKNOWN
+    extra: Figures = NO_VALUES  # the table's other figures, known ones only
 
     @property
     def mem_pct(self) -> float | None:
@@ -90,14 +95,16 @@ class Gpu:
 @dataclass(frozen=True, slots=True)
 class GpuSummary:
     """A node's GPUs in aggregate, as Prometheus computes them for a large fleet: held beside the nodes, in the
-    snapshot's `summaries` (gputui.gauges), so a DCGM read builds no Node."""
+    snapshot's `summaries` (gputui.gauges), so a DCGM read builds no Node. Each figure is named as a GPU's and
+    aggregated as gputui.gpu_metrics says (util_pct the mean, temp_c the hottest, power_w the sum...)."""
 
     count: int
-    util_mean: float | None = None
+    util_pct: float | None = None
     mem_used_mib: float | None = None
     mem_total_mib: float | None = None
-    temp_max: float | None = None
+    temp_c: float | None = None
     power_w: float | None = None
+    extra: Figures = NO_VALUES  # the table's other figures aggregated per node, known ones only
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,7 +360,7 @@ class Budget:
 
     def describe(self) -> str:
         return (
-            f"{self.name}: {self.disruptions_allowed} disruptions allowed "
+            f"{self.name}: {self.disruptions_allowed} disruption{'' if self.disruptions_allowed == 1 else 's'} allowed "
             f"({self.current_healthy} healthy, {self.desired_healthy} needed)"
         )
 

@@ -48,7 +48,7 @@ def render_plan(batch: BatchPlan, palette) -> Group:
             if p.rotation is not None:  # what the drain does first (a pod kept in says why among the warnings)
                 # Short: at 80 columns the budget beside it must still show (the CLI's plan gives the paths).
                 note = (note + "; " if note else "") + f"first: out of rotation (-{', '.join(p.rotation.labels)})"
-            if p.budgets and p.step is not Step.SKIP:
+            if p.budget_note and p.step is not Step.SKIP:  # a budget, or an inference pod with none
                 note = (note + "; " if note else "") + p.budget_note
             goes = p.placement
             table.add_row(

@@ -187,7 +187,9 @@ def test_plan_warns_when_the_grace_period_is_shorter_than_prestop_plus_engine_sh
     assert plan.pods[0].max_seconds(plan.options) == 630  # the session wait, then the grace period
     assert plan_json(plan)["pods"][0]["max_seconds"] == 630
     ample = pod(name="llm", service="s", termination_grace_s=120, prestop_sleep_s=45)
-    assert plan_drain(snapshot_with([ample], counts={"llm": 1}), "n1", DrainOptions(engine_shutdown_s=10)).warnings == ()
+    assert plan_drain(snapshot_with([ample], counts={"llm": 1}), "n1", DrainOptions(engine_shutdown_s=10)).warnings == (
+        "ns/s: no PodDisruptionBudget covers its pod here: nothing but this drain limits how many of its pods go "
+        "at once (a driver upgrade or another drain may take the rest)",)
 
 
 def test_the_capacity_guard_counts_in_the_units_the_pods_ask_for():
@@ -226,3 +228,28 @@ def test_a_batch_beyond_the_gpu_operators_max_unavailable_says_so():
     assert batch.unavailable_note in batch.describe() and batch_json(batch)["beyond_max_unavailable"]
     without = ClusterSnapshot(0.0, "t", nodes=nodes)
     assert plan_batch(without, ["n1", "n2"], DrainOptions()).unavailable_note == ""  # no policy read: nothing said
+
+
+def test_an_inference_pod_no_budget_covers_is_named_in_the_plan():
+    """Issue 35 item 6: a pod with no PDB showed an empty Budget column, with no word of warning."""
+    from gputui.snapshot import SourceStatus
+
+    pods = [pod(name="a", service="llm", gpu_request=4), pod(name="b", service="llm", gpu_request=2),
+            pod(name="guarded", service="emb", labels={"app": "emb"}, gpu_request=1),
+            pod(name="batch-job", gpu_request=1),  # no service, no session signal: not an inference pod
+            pod(name="ds", service="llm", owner_kind="DaemonSet")]  # skipped: the drain does not move it
+    budgets = [Budget("ns", "emb-pdb", {"app": "emb"}, disruptions_allowed=1, current_healthy=2, desired_healthy=1)]
+    plan = plan_drain(snapshot_with(pods, budgets), "n1")
+    notes = {p.pod.name: p.budget_note for p in plan.pods}
+    assert notes["a"] == notes["b"] == "no PodDisruptionBudget"
+    assert notes["guarded"].startswith("emb-pdb: 1 disruption allowed") and notes["batch-job"] == notes["ds"] == ""
+    said = [w for w in plan.warnings if "PodDisruptionBudget" in w]
+    assert said == ["ns/llm: no PodDisruptionBudget covers its 2 pods here: nothing but this drain limits how "
+                    "many of its pods go at once (a driver upgrade or another drain may take the rest)"]
+    # An API that did not answer may have failed on the budgets too: not known, never "none".
+    failed = snapshot_with(pods, budgets)
+    failed = ClusterSnapshot(0.0, "t", nodes=failed.nodes, pods=failed.pods, budgets=failed.budgets,
+                             sources=(SourceStatus("API", None, "forbidden: poddisruptionbudgets"),))
+    said = [w for w in plan_drain(failed, "n1").warnings if "PodDisruptionBudget" in w]
+    assert said == ["PodDisruptionBudgets not known (forbidden: poddisruptionbudgets): 1 service may have none: "
+                    "ns/llm"]

@@ -51,6 +51,9 @@ class Step(str, Enum):
     ERROR = "error"  # blocks the whole node's drain
 
 
+NO_BUDGET = "no PodDisruptionBudget"
+
+
 @dataclass(frozen=True, slots=True)
 class PodPlan:
     pod: InferencePod
@@ -69,10 +72,17 @@ class PodPlan:
     @property
     def budget_note(self) -> str:
         if not self.budgets:
-            return ""
+            return NO_BUDGET if self.unguarded else ""
         if len(self.budgets) > 1:
             return "more than one PodDisruptionBudget: the eviction will fail"
         return self.budgets[0].describe()
+
+    @property
+    def unguarded(self) -> bool:
+        """An inference pod the drain moves with no PodDisruptionBudget over it: nothing limits how many of
+        its service's pods go at once (this drain's own capacity rule aside)."""
+        p = self.pod
+        return not self.budgets and self.recreated and bool(p.service or p.session_signal)
 
     @property
     def pdb_blocks_now(self) -> bool:
@@ -220,6 +230,24 @@ def classify(pod: InferencePod, sessions: PodSessions, options: DrainOptions, wh
     return step, "; ".join(warnings)
 
 
+def _unguarded_warnings(snapshot: ClusterSnapshot, plans: Iterable[PodPlan]) -> list[str]:
+    """One line per service whose moving pods no PodDisruptionBudget covers. An API that failed to answer
+    may have failed on the budgets too: then that is what is said, not that there are none."""
+    by_service: dict[str, list[str]] = {}
+    for p in plans:
+        if p.unguarded:
+            by_service.setdefault(f"{p.pod.namespace}/{p.pod.service or p.pod.name}", []).append(p.pod.name)
+    if not by_service:
+        return []
+    api = snapshot.source("API")
+    if api is not None and api.error:
+        return [f"PodDisruptionBudgets not known ({api.error}): {len(by_service)} service"
+                f"{'s' if len(by_service) != 1 else ''} may have none: {', '.join(sorted(by_service))}"]
+    return [f"{svc}: {NO_BUDGET} covers {'its pod' if len(names) == 1 else f'its {len(names)} pods'} here: "
+            "nothing but this drain limits how many of its pods go at once (a driver upgrade or another drain "
+            "may take the rest)" for svc, names in sorted(by_service.items())]
+
+
 def why_unknown(snapshot: ClusterSnapshot) -> str:
     """Why session counts may be unreadable right now, for the plan's notes."""
     metrics = snapshot.source("metrics")
@@ -324,7 +352,8 @@ def plan_drain(
            and (d := p.budgets[0].deadlock())]
         + [f"{p.pod.key}: {w}" for p in plans if (w := p.grace_warning(options))]
         + [f"{p.pod.key}: {w}" for p in plans if (w := _arrivals_warning(p))]
-        + whole_version_warnings(snapshot, [p.pod for p in plans if p.moves], away)))
+        + whole_version_warnings(snapshot, [p.pod for p in plans if p.moves], away)
+        + _unguarded_warnings(snapshot, plans)))
     pods = tuple(plans)
     if preview:
         pods = with_placement(pods, previewed(snapshot, away, [p.pod for p in eviction_order(pods)]))

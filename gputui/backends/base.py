@@ -52,6 +52,9 @@ class EvictionOutcome(str, Enum):
     GONE = "gone"  # 404: nothing left to evict
     BLOCKED = "blocked"  # 429: a PodDisruptionBudget has no headroom (retry)
     FAILED = "failed"  # anything else: this pod fails, no retry
+    # 409 on the UID precondition: the pod under that name is no longer the one asked for (a StatefulSet replaced
+    # it); nothing was evicted or deleted.
+    REPLACED = "replaced"
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,9 +143,16 @@ class Writer(Protocol):
         """The node's annotations and resourceVersion, read from the API now (not from a cache)."""
         ...
 
-    def evict_pod(self, namespace: str, name: str, grace_seconds: int | None = None) -> EvictionResult: ...
+    def evict_pod(self, namespace: str, name: str, grace_seconds: int | None = None,
+                  uid: str | None = None) -> EvictionResult:
+        """`uid`: only the pod with this UID (deleteOptions.preconditions.uid); another pod under the name is
+        answered REPLACED, untouched."""
+        ...
 
-    def delete_pod(self, namespace: str, name: str, grace_seconds: int | None = None) -> None: ...
+    def delete_pod(self, namespace: str, name: str, grace_seconds: int | None = None,
+                   uid: str | None = None) -> None:
+        """`uid`: only the pod with this UID; another pod under the name raises ConflictError (409), untouched."""
+        ...
 
     def pod_uid(self, namespace: str, name: str) -> str | None:
         """The UID of the pod now under that name, or None when there is none."""

@@ -50,16 +50,20 @@ class KubeWriter:
         meta = self.conn.request("GET", path_of("", "v1", "nodes", name=node)).get("metadata") or {}
         return dict(meta.get("annotations") or {}), str(meta.get("resourceVersion") or "")
 
-    def evict_pod(self, namespace: str, name: str, grace_seconds: int | None = None) -> EvictionResult:
+    def evict_pod(self, namespace: str, name: str, grace_seconds: int | None = None,
+                  uid: str | None = None) -> EvictionResult:
         body: dict[str, Any] = {"apiVersion": "policy/v1", "kind": "Eviction",
                                 "metadata": {"name": name, "namespace": namespace}}
-        if grace_seconds is not None:  # absent: the pod's own grace period (never 0 by accident)
-            body["deleteOptions"] = {"gracePeriodSeconds": grace_seconds}
+        options = _delete_options(grace_seconds, uid)
+        if options:
+            body["deleteOptions"] = options
         try:
             self.conn.request("POST", path_of("", "v1", "pods", namespace, name) + "/eviction", body=body)
         except ApiError as exc:
             if exc.status == 404:
                 return EvictionResult(EvictionOutcome.GONE)
+            if exc.status == 409 and uid is not None:  # the apiserver's "Precondition failed: UID in precondition"
+                return EvictionResult(EvictionOutcome.REPLACED, str(exc.body.get("message", exc)))
             if exc.status == 429:  # the causes name the budget and its numbers
                 causes = "; ".join(c.get("message", "") for c in exc.causes if c.get("message"))
                 message = str(exc.body.get("message", exc))
@@ -71,11 +75,17 @@ class KubeWriter:
             return EvictionResult(EvictionOutcome.FAILED, str(exc.body.get("message", exc)))
         return EvictionResult(EvictionOutcome.EVICTED)
 
-    def delete_pod(self, namespace: str, name: str, grace_seconds: int | None = None) -> None:
+    def delete_pod(self, namespace: str, name: str, grace_seconds: int | None = None,
+                   uid: str | None = None) -> None:
         query = {"gracePeriodSeconds": grace_seconds} if grace_seconds is not None else None
+        # The UID travels in a DeleteOptions body (a query has no preconditions); the grace period stays a query.
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}} if uid is not None else None
         try:
-            self.conn.request("DELETE", path_of("", "v1", "pods", namespace, name), query)
+            self.conn.request("DELETE", path_of("", "v1", "pods", namespace, name), query, body=body)
         except ApiError as exc:
+            if exc.status == 409 and uid is not None:
+                raise ConflictError(f"pod {namespace}/{name} is no longer the pod planned (uid {uid}): "
+                                    f"{exc.body.get('message', exc)}") from None
             if exc.status != 404:
                 raise
 
@@ -118,6 +128,17 @@ class KubeWriter:
                 return None
             raise
         return (body.get("metadata") or {}).get("uid")
+
+
+def _delete_options(grace_seconds: int | None, uid: str | None) -> dict[str, Any]:
+    """An eviction's deleteOptions: no grace period unless one was chosen (the pod's own, never 0 by accident); the
+    UID precondition, so that a pod replaced under the same name (a StatefulSet's) is never the one evicted."""
+    options: dict[str, Any] = {}
+    if grace_seconds is not None:
+        options["gracePeriodSeconds"] = grace_seconds
+    if uid is not None:
+        options["preconditions"] = {"uid": uid}
+    return options
 
 
 def whoami(conn: Connection) -> str:

@@ -125,7 +125,7 @@ def run_drill(plan: DrillPlan, reader: Reader, writer: Writer | None, audit: Aud
         tries = 0
         while True:
             try:
-                result = writer.evict_pod(plan.pod.namespace, plan.pod.name)
+                result = writer.evict_pod(plan.pod.namespace, plan.pod.name, uid=plan.pod.uid)
             except BaseException as exc:
                 audit.result(evict, outcome(exc))
                 raise
@@ -133,7 +133,8 @@ def run_drill(plan: DrillPlan, reader: Reader, writer: Writer | None, audit: Aud
             if result.outcome in (EvictionOutcome.EVICTED, EvictionOutcome.GONE):
                 audit.result(evict, result.outcome.value, {"tries": tries})
                 break
-            if result.outcome is EvictionOutcome.FAILED or clock() >= deadline:
+            # REPLACED: another pod stands under its name (the planned one is gone, nothing evicted): no drill.
+            if result.outcome in (EvictionOutcome.FAILED, EvictionOutcome.REPLACED) or clock() >= deadline:
                 word = "error" if result.outcome is EvictionOutcome.FAILED else "refused"
                 audit.result(evict, f"{word}: {result.reason}", {"tries": tries})
                 report.failure = f"eviction of {plan.pod.key} {result.outcome.value}: {result.reason}"

@@ -19,7 +19,7 @@ class _Refusing:
     def __init__(self, cluster: DemoCluster, status: int) -> None:
         self.cluster, self.status, self.tries = cluster, status, 0
 
-    def delete_pod(self, namespace, name, grace_seconds=None):
+    def delete_pod(self, namespace, name, grace_seconds=None, uid=None):
         self.tries += 1
         raise ApiError(self.status, f'pods "{name}" is forbidden: User "ops" cannot delete resource "pods"')
 

@@ -120,6 +120,28 @@ def test_an_eviction_leaves_the_grace_period_to_the_pod_unless_one_was_chosen():
     assert conn.sent[2]["body"]["deleteOptions"] == {"gracePeriodSeconds": 45}
 
 
+def test_an_eviction_with_a_uid_carries_it_as_a_precondition_and_a_409_is_replaced():
+    """The drain evicts the pod it planned, by its UID: another pod under the name (a StatefulSet's) is answered
+    409 by the apiserver and is REPLACED, never evicted; without a UID a 409 stays a failure of that pod."""
+    w, conn = writer({}, {})
+    w.evict_pod("llm", "kv-0", uid="u-1")
+    w.evict_pod("llm", "kv-0", grace_seconds=5, uid="u-1")
+    assert conn.sent[0]["body"]["deleteOptions"] == {"preconditions": {"uid": "u-1"}}
+    assert conn.sent[1]["body"]["deleteOptions"] == {"gracePeriodSeconds": 5, "preconditions": {"uid": "u-1"}}
+    conflict = api_error(409, body_message="Precondition failed: UID in precondition: u-1, UID in object meta: u-2")
+    assert writer(conflict)[0].evict_pod("llm", "kv-0", uid="u-1") == EvictionResult(
+        EvictionOutcome.REPLACED, "Precondition failed: UID in precondition: u-1, UID in object meta: u-2")
+
+
+def test_a_delete_with_a_uid_carries_it_as_a_precondition_and_a_409_is_a_conflict():
+    w, conn = writer({})
+    w.delete_pod("llm", "kv-0", grace_seconds=0, uid="u-1")
+    assert (conn.sent[0]["query"], conn.sent[0]["body"]) == (
+        {"gracePeriodSeconds": 0}, {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": "u-1"}})
+    with pytest.raises(ConflictError, match="no longer the pod planned"):
+        writer(api_error(409))[0].delete_pod("llm", "kv-0", uid="u-1")
+
+
 def test_an_eviction_of_a_pod_already_gone_is_gone():
     assert writer(api_error(404))[0].evict_pod("llm", "p") == EvictionResult(EvictionOutcome.GONE)
 

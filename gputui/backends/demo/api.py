@@ -93,12 +93,16 @@ class DemoCluster(Simulation):
             sim = self._node(node)
             return dict(sim.annotations), str(sim.version)
 
-    def evict_pod(self, namespace: str, name: str, grace_seconds: int | None = None) -> EvictionResult:
+    def evict_pod(self, namespace: str, name: str, grace_seconds: int | None = None,
+                  uid: str | None = None) -> EvictionResult:
         with self._lock:
             self._advance(self._clock())
             pod = self._pods.get(f"{namespace}/{name}")
             if pod is None:
                 return EvictionResult(EvictionOutcome.GONE)
+            if uid is not None and pod.uid != uid:  # as the apiserver's 409 on deleteOptions.preconditions.uid
+                return EvictionResult(EvictionOutcome.REPLACED, "Operation cannot be fulfilled: Precondition failed: "
+                                      f"UID in precondition: {uid}, UID in object meta: {pod.uid}")
             svc = self._services.get(f"{namespace}/{pod.service}")
             # As the apiserver: pending, finished and deleting pods skip the PDB check.
             if svc and svc.pdb_max_unavailable is not None and pod.phase == "Running" and pod.deleting_at is None:
@@ -113,10 +117,14 @@ class DemoCluster(Simulation):
             self._terminate(pod, grace_seconds)
             return EvictionResult(EvictionOutcome.EVICTED)
 
-    def delete_pod(self, namespace: str, name: str, grace_seconds: int | None = None) -> None:
+    def delete_pod(self, namespace: str, name: str, grace_seconds: int | None = None,
+                   uid: str | None = None) -> None:
         with self._lock:
             self._advance(self._clock())
             pod = self._pods.get(f"{namespace}/{name}")
+            if pod is not None and uid is not None and pod.uid != uid:
+                raise ConflictError("409: Operation cannot be fulfilled: Precondition failed: "
+                                    f"UID in precondition: {uid}, UID in object meta: {pod.uid}")
             if pod is not None:
                 self._terminate(pod, grace_seconds)
 

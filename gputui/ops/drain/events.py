@@ -14,6 +14,9 @@ class EventKind(str, Enum):
     EVICTED = "evicted"  # the Eviction API (or a forced delete) accepted it
     SESSIONS_CUT = "sessions-cut"  # an eviction the operator chose cut live sessions (or possibly did)
     GONE = "gone"  # the API confirms the pod gone (404 or another UID)
+    # The pod planned was replaced under its name before its eviction (the UID precondition's 409): it is gone; the
+    # new one is not the drain's, and was not evicted.
+    REPLACED = "replaced"
     HELD = "held"  # left in place: its count was unknown at the deadline and no eviction was chosen
     FAILED = "failed"
     PAUSED = "paused"  # the API or the reader failed; retrying with backoff, nothing marked done

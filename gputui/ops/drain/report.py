@@ -21,6 +21,7 @@ class DrainReport:
     evicted: int = 0
     failed: list[str] = field(default_factory=list)
     held: list[str] = field(default_factory=list)  # pods left in place, and why
+    replaced: list[str] = field(default_factory=list)  # pods replaced under their name before their eviction
     cut_sessions: int = 0  # known sessions cut by an eviction the operator chose (evict now, deadline)
     unknown_cut_pods: int = 0  # pods evicted with their count unknown: their sessions possibly cut
     pauses: int = 0  # times the API or a reader failed mid-drain (each retried)
@@ -37,6 +38,9 @@ class DrainReport:
             text += f", {len(self.failed)} failed ({'; '.join(self.failed)})"
         if self.held:
             text += f", {len(self.held)} left in place ({'; '.join(self.held)})"
+        if self.replaced:
+            text += f", {len(self.replaced)} replaced under its name before its eviction, the new pod not evicted " \
+                    f"({'; '.join(self.replaced)})"
         if self.cut_sessions:
             text += f", {self.cut_sessions} live sessions cut by choice"
         if self.unknown_cut_pods:

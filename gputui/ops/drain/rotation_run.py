@@ -169,9 +169,9 @@ class RotationHold:
             prog = pods.get(key)
             if states is not None and (prog is None or prog.state.value not in states):
                 continue
-            if prog is not None and prog.state.value == "gone":
+            if prog is not None and prog.state.value in ("gone", "replaced"):
                 del self.held[key]
-                TAKEN_OUT.discard(self.writer, key)  # evicted: its replacement has the template's labels
+                TAKEN_OUT.discard(self.writer, key)  # gone: its replacement has the template's labels
                 dropped = True
                 continue
             entry = self.held[key]

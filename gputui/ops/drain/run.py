@@ -19,7 +19,7 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from enum import Enum
 
-from gputui.backends.base import BackendError, EvictionOutcome, PodsReader, Reader, Writer
+from gputui.backends.base import BackendError, ConflictError, EvictionOutcome, PodsReader, Reader, Writer
 from gputui.ops.audit import AuditLog, Intent
 from gputui.ops.audit import outcome as audit_outcome
 from gputui.ops.cordon import ReadOnlyError
@@ -44,6 +44,7 @@ class PodState(str, Enum):
     TERMINATING = "terminating"
     GONE = "gone"
     HELD = "held"  # left in place (unknown sessions at the deadline)
+    REPLACED = "replaced"  # gone before its eviction: another pod stands under its name (not evicted)
     FAILED = "failed"
 
 
@@ -65,7 +66,7 @@ class PodProgress:
 
     @property
     def finished(self) -> bool:
-        return self.state in (PodState.GONE, PodState.FAILED, PodState.HELD)
+        return self.state in (PodState.GONE, PodState.FAILED, PodState.HELD, PodState.REPLACED)
 
 
 def run_drain(
@@ -265,18 +266,30 @@ def _poll(pods: dict[str, PodProgress], snap, writer: Writer, audit: AuditLog, c
         if prog.intent is None:  # before the first try (AuditError: nothing sent, the drain pauses)
             prog.intent = audit.intent("delete" if opts.disable_eviction else "evict", f"pod/{prog.key}",
                                        {"node": node, "sessions": prog.sessions if known else state.value, "why": why})
-        try:
+        standing: str | None = None  # after a 409 on the UID: the UID the API holds under the name now
+        try:  # only the pod planned, by its UID: a pod replaced under its name since the view was read is not it
             if opts.disable_eviction:
-                outcome, reason = _delete(writer, namespace, name, opts.grace_seconds)
+                outcome, reason = _delete(writer, namespace, name, opts.grace_seconds, prog.uid)
             else:
-                result = writer.evict_pod(namespace, name, opts.grace_seconds)
+                result = writer.evict_pod(namespace, name, opts.grace_seconds, uid=prog.uid)
                 outcome, reason = result.outcome, result.reason
+            if outcome is EvictionOutcome.REPLACED:
+                standing = writer.pod_uid(namespace, name)
         except BaseException as exc:
             _close(prog, audit, audit_outcome(exc))
             raise
+        if outcome is EvictionOutcome.REPLACED and standing == prog.uid:
+            # A conflict, yet the API holds the very pod: not replaced, nothing sent; tried again (the intent stays).
+            prog.next_try = now + RETRY_BLOCKED_S
+            yield DrainEvent(node, K.INFO, prog.key, f"conflict on its eviction, tried again: {reason}")
+            continue
         if outcome is not EvictionOutcome.BLOCKED:
-            word = {EvictionOutcome.EVICTED: "evicted", EvictionOutcome.GONE: "gone"}.get(outcome, "error")
-            _close(prog, audit, word, {"reason": reason, "tries": prog.tries + 1})
+            word = {EvictionOutcome.EVICTED: "evicted", EvictionOutcome.GONE: "gone",
+                    EvictionOutcome.REPLACED: "refused: replaced under its name; the new pod not evicted"
+                    }.get(outcome, "error")
+            _close(prog, audit, word, {"reason": reason, "tries": prog.tries + 1,
+                                       **({"uid": prog.uid, "standing": standing} if standing is not None or
+                                          outcome is EvictionOutcome.REPLACED else {})})
         if outcome is EvictionOutcome.EVICTED:
             prog.state = PodState.TERMINATING
             report.evicted += 1
@@ -290,6 +303,14 @@ def _poll(pods: dict[str, PodProgress], snap, writer: Writer, audit: AuditLog, c
         elif outcome is EvictionOutcome.GONE:
             prog.state = PodState.GONE
             yield DrainEvent(node, K.GONE, prog.key, "already gone")
+        elif outcome is EvictionOutcome.REPLACED:
+            # The pod planned is gone (the API holds another UID under its name, or none): its part of the drain
+            # is over. The one standing now is not the drain's: never evicted, never called gone.
+            prog.state = PodState.REPLACED
+            prog.message = (f"replaced under its name before its eviction (a new pod, uid {standing}, stands; "
+                            "not evicted)" if standing else "gone before its eviction (replaced under its name)")
+            report.replaced.append(f"{prog.key}: {prog.message}")
+            yield DrainEvent(node, K.REPLACED, prog.key, prog.message)
         elif outcome is EvictionOutcome.BLOCKED:
             budgets = snap.budget_for(current)
             if budgets and budgets[0].name not in reason:  # name the budget and its numbers
@@ -303,12 +324,14 @@ def _poll(pods: dict[str, PodProgress], snap, writer: Writer, audit: AuditLog, c
             yield DrainEvent(node, K.FAILED, prog.key, reason)
 
 
-def _delete(writer: Writer, namespace: str, name: str, grace: int | None) -> tuple[EvictionOutcome, str]:
+def _delete(writer: Writer, namespace: str, name: str, grace: int | None, uid: str) -> tuple[EvictionOutcome, str]:
     """A forced delete, answered as an eviction would be: a refusal (403: the identity may not delete pods;
     422, 409) fails this pod and the drain goes on; expired credentials or an apiserver in trouble (401, 5xx,
     no status: unreachable) raise, so the drain pauses and tries again, as for an eviction."""
     try:
-        writer.delete_pod(namespace, name, grace)
+        writer.delete_pod(namespace, name, grace, uid=uid)
+    except ConflictError as exc:  # 409 on the UID precondition: another pod stands under the name, untouched
+        return EvictionOutcome.REPLACED, str(exc)
     except BackendError as exc:
         status = getattr(exc, "status", None)
         if not isinstance(status, int) or status == 401 or status >= 500:

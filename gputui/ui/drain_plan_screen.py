@@ -73,7 +73,7 @@ def render_plan(batch: BatchPlan, palette) -> Group:
             parts.append(Text("warning: " + warning, style=palette.cordoned))
         parts.append(Text(""))
     placed = batch_lines(batch)
-    if len(batch.plans) > 1:
+    if len(batch.plans) > 1 or batch.ahead:
         for line in batch.describe():
             alert = not batch.fits or (line in placed and batch.blocked_by_placement)
             parts.append(Text(line, style=f"bold {palette.alert}" if alert else palette.ok))
@@ -149,7 +149,9 @@ class DrainPlanScreen(ClusterModal[DrainOptions | None]):
     def batch_plan(self) -> BatchPlan:
         snap = self.app.snapshot
         assert snap is not None  # the plan is opened only from a screen showing a snapshot
-        return plan_batch(snap, [n for n in self.nodes if snap.node(n)], self.options, self.accepted)
+        # The drains running take free GPUs first: the plan counts what their pods still move before its own.
+        running = [n for s in self.app.running_drains for n in s.nodes]
+        return plan_batch(snap, [n for n in self.nodes if snap.node(n)], self.options, self.accepted, running)
 
     def plans(self) -> list[DrainPlan]:
         return list(self.batch_plan().plans)

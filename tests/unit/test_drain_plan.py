@@ -211,7 +211,7 @@ def test_the_capacity_guard_counts_in_the_units_the_pods_ask_for():
     plan = plan_drain(snapshot_with(pods, nodes=nodes), "n1")
     assert plan.capacity.resource == small and plan.capacity.free_by_node == {"n2": 1, "n3": 0}
     assert not plan.capacity.fits  # 2 slices needed, 1 free: 8 whole GPUs on n3 are no help
-    assert "2 nvidia.com/mig-1g.10gb on A100 in 1 pods need a new home; 1 free" in plan.capacity.describe()
+    assert "2 nvidia.com/mig-1g.10gb on A100 in 1 pod need a new home; 1 free" in plan.capacity.describe()
     assert plan_json(plan)["capacity"]["resource"] == small
 
 
@@ -253,3 +253,22 @@ def test_an_inference_pod_no_budget_covers_is_named_in_the_plan():
     said = [w for w in plan_drain(failed, "n1").warnings if "PodDisruptionBudget" in w]
     assert said == ["PodDisruptionBudgets not known (forbidden: poddisruptionbudgets): 1 service may have none: "
                     "ns/llm"]
+
+
+def test_a_plan_made_while_another_drain_runs_counts_its_pods_first():
+    """Issue 35 item 2: concurrent drains together respect the capacity the plans count. n1 is being drained
+    and its 4-GPU pod has not gone yet; n5's 4 free GPUs are all there is for it and for n2's pod."""
+    from gputui.ops.drain.plan import plan_batch
+
+    nodes = (Node("n1", True, True, "H100", 8, 8), Node("n2", True, False, "H100", 8, 8),
+             Node("n3", True, True, "H100", 8, 8), Node("n5", True, False, "H100", 8, 8))
+    pods = [pod(name="going", node="n1", gpu_request=4), pod(name="next", node="n2", gpu_request=4),
+            pod(name="busy", node="n5", gpu_request=4)]
+    snap = snapshot_with(pods, nodes=nodes)
+    alone = plan_batch(snap, ["n2"], DEFAULT)
+    assert alone.fits and alone.ahead == ()
+    together = plan_batch(snap, ["n2"], DEFAULT, draining=["n1", "n2", "gone-node"])
+    assert together.ahead == ("n1",) and not together.fits and together.stop_before == "n2"
+    assert together.describe()[:2] == [
+        "the drains running on n1 still move 4 H100 GPUs (1 pod): counted below, before this batch's",
+        "this batch needs 8 H100 GPUs (2 pods); 4 are free outside it: does NOT fit"]

@@ -153,7 +153,7 @@ class CapacityCheck:
         verdict = "fits" if self.fits else "does NOT fit"
         what = f"{self.product or 'GPUs'} GPUs" if self.resource == WHOLE_GPU else \
             f"{self.resource} on {self.product or 'any model'}"
-        return (f"{sum(self.needed)} {what} in {len(self.needed)} pods need a new home; "
+        return (f"{sum(self.needed)} {what} in {_pods(len(self.needed))} need a new home; "
                 f"{self.free_total} free on other schedulable nodes: {verdict}")
 
 
@@ -373,6 +373,9 @@ class BatchPlan:
     placement_stop: str | None = None
     accepted: frozenset[str] = frozenset()  # pods the operator accepts to leave Pending (their keys)
     placement_notes: tuple[str, ...] = ()  # the preview's summary (placement.Preview.describe)
+    # Drains already running, and what their pods still there move: counted before this batch's (plan_batch).
+    ahead: tuple[str, ...] = ()
+    ahead_needed: tuple[CapacityCheck, ...] = ()
 
     @property
     def fits(self) -> bool:
@@ -410,9 +413,12 @@ class BatchPlan:
         return names[: names.index(stop)] if stop is not None else names
 
     def describe(self) -> list[str]:
-        lines = [f"this batch needs {sum(c.needed)} "
+        lines = [f"the drains running on {', '.join(self.ahead)} still move {sum(c.needed)} "
                  + (f"{c.product or 'GPUs'} GPUs" if c.resource == WHOLE_GPU else f"{c.resource} on {c.product}")
-                 + f" ({len(c.needed)} pods); {c.free_total} are free outside it: {'fits' if c.fits else 'does NOT fit'}"
+                 + f" ({_pods(len(c.needed))}): counted below, before this batch's" for c in self.ahead_needed]
+        lines += [f"this batch needs {sum(c.needed)} "
+                 + (f"{c.product or 'GPUs'} GPUs" if c.resource == WHOLE_GPU else f"{c.resource} on {c.product}")
+                 + f" ({_pods(len(c.needed))}); {c.free_total} are free outside it: {'fits' if c.fits else 'does NOT fit'}"
                  for c in self.capacity if c.needed]
         if len(self.plans) > 1 and self.cordon_first:
             lines.append(f"cordons {', '.join(self.cordon_first)} before the first eviction: no pod moves onto a "
@@ -428,27 +434,31 @@ class BatchPlan:
 
 
 def plan_batch(snapshot: ClusterSnapshot, nodes: list[str], options: Mapping[str, DrainOptions] | DrainOptions,
-               accept_stranded: Collection[str] = ()) -> BatchPlan:
+               accept_stranded: Collection[str] = (), draining: Collection[str] = ()) -> BatchPlan:
     """Every node's plan, the batch's capacity per GPU model, where each replacement can go (the batch's pods
     placed in its order), and the guard's predicted stops. Capacity outside the batch only: a pod moved onto a
     node the batch drains later would have to move again. `accept_stranded`: pods the operator accepts to
-    leave with nowhere to go."""
+    leave with nowhere to go. `draining`: nodes other drains are running on. Their pods still there go first:
+    they take free GPUs and places before this batch's pods do, so two drains never count the same GPU."""
     members = set(nodes)
+    ahead = [n for n in draining if n not in members and snapshot.node(n) is not None]
+    away = members | set(ahead)
     per_node = options if isinstance(options, Mapping) else {n: options for n in nodes}
-    plans = tuple(plan_drain(snapshot, n, per_node[n], batch=members, preview=False) for n in nodes)
-    placements = previewed(snapshot, members, [p.pod for plan in plans for p in eviction_order(plan.pods)])
+    plans = tuple(plan_drain(snapshot, n, per_node[n], batch=away, preview=False) for n in nodes)
+    before = tuple(plan_drain(snapshot, n, DrainOptions(force=True), batch=away, preview=False) for n in ahead)
+    placements = previewed(snapshot, away, [p.pod for plan in before + plans for p in eviction_order(plan.pods)])
     plans = tuple(replace(plan, pods=with_placement(plan.pods, placements)) for plan in plans)
     accepted = frozenset(accept_stranded)
-    needed: dict[tuple[str, str], list[int]] = {}
+    needed = _needs(before)
     stop_before = None
     for plan in plans:
-        product = snapshot.node(plan.node).gpu_product  # type: ignore[union-attr]
+        product = plan.capacity.product
         for resource, units in units_needed(plan.pods).items():
             needed.setdefault((product, resource), []).extend(units)
-            if stop_before is None and not capacity_after(snapshot, members, product, needed[(product, resource)],
+            if stop_before is None and not capacity_after(snapshot, away, product, needed[(product, resource)],
                                                           resource).fits:
                 stop_before = plan.node
-    checks = tuple(capacity_after(snapshot, members, product, units, resource)
+    checks = tuple(capacity_after(snapshot, away, product, units, resource)
                    for (product, resource), units in sorted(needed.items()))
     # Only the nodes the run starts (those before the capacity guard's stop) move pods: a pod stranded past
     # the stop blocks nothing and stops nothing; the preview still says where it could go.
@@ -456,8 +466,24 @@ def plan_batch(snapshot: ClusterSnapshot, nodes: list[str], options: Mapping[str
         if stop_before is not None else [plan.node for plan in plans]
     placement_stop = next((plan.node for plan in plans if plan.node in reached
                            and strands((p.placement for p in plan.pods), accepted)), None)
+    ahead_needed = tuple(capacity_after(snapshot, away, product, list(units), resource)
+                         for (product, resource), units in sorted(_needs(before).items()))
     return BatchPlan(plans, checks, stop_before, _beyond_max_unavailable(snapshot, members), placement_stop, accepted,
-                     tuple(reached_notes(snapshot, placements, reached)))
+                     tuple(reached_notes(snapshot, placements, reached)), tuple(ahead), ahead_needed)
+
+
+def _pods(n: int) -> str:
+    return f"{n} pod" if n == 1 else f"{n} pods"
+
+
+def _needs(plans: Iterable[DrainPlan]) -> dict[tuple[str, str], list[int]]:
+    """(GPU model, resource) -> each moving pod's units, over these plans in order."""
+    needed: dict[tuple[str, str], list[int]] = {}
+    for plan in plans:
+        product = plan.capacity.product  # the node's GPU model
+        for resource, units in units_needed(plan.pods).items():
+            needed.setdefault((product, resource), []).extend(units)
+    return needed
 
 
 def _beyond_max_unavailable(snapshot: ClusterSnapshot, batch: set[str]) -> str:

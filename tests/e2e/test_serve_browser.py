@@ -134,7 +134,11 @@ def test_the_wallboard_starts_by_itself_in_chromium_after_the_login_and_is_read_
     board = time.monotonic() - started
     text = browser.received_text()
     assert "SIMULATED" in text and "READ-ONLY" in text  # the demo says it is simulated, the page that it is RO
-    time.sleep(1.0)  # the heat map's first full frame, for the picture
+    # The picture shows the heat map: its legend and rows have reached the page, and the page has painted
+    # since (its font loaded, two animation frames: the terminal draws what it was sent at the next one).
+    browser.wait_for_text("no data", "fault", "gpu-")
+    browser.evaluate("document.fonts.ready.then(() => new Promise(done => "
+                     "requestAnimationFrame(() => requestAnimationFrame(() => done(true)))))")
     shot = browser.screenshot(tmp_path / "serve-wallboard.png")
     assert shot.stat().st_size > 10_000 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     if os.environ.get("GPUTUI_SCREENSHOT_DIR"):

@@ -4,7 +4,6 @@ never "your identity may not…": an access review that got no answer is not a d
 from __future__ import annotations
 
 import socket
-import time
 
 import pytest
 
@@ -34,15 +33,14 @@ def test_a_refused_connection_is_said_as_such(tmp_path, name):
     assert_unreachable(run(*COMMANDS[name], "--kubeconfig", kc, home=tmp_path), "connection refused")
 
 
-def test_an_apiserver_that_never_answers_is_said_as_such_within_seconds(tmp_path):
+def test_an_apiserver_that_never_answers_is_said_as_such(tmp_path):
+    """It gives up by itself (run() stops a gputui still waiting after a minute) and says why: timed out, not
+    a denial. How long that takes is a figure, not a test: benchmarks/unreachable.py."""
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
     silent.listen(64)  # the kernel accepts; nobody ever answers (not even TLS's hello)
     try:
         kc = kubeconfig(tmp_path / "kc", f"https://127.0.0.1:{silent.getsockname()[1]}")
-        start = time.monotonic()
-        out = run(*COMMANDS["shift"], "--kubeconfig", kc, home=tmp_path)
-        assert time.monotonic() - start < 20  # discovery's 5 s connect timeout, one review's 3 s, no retries
-        assert_unreachable(out, "timed out")
+        assert_unreachable(run(*COMMANDS["shift"], "--kubeconfig", kc, home=tmp_path), "timed out")
     finally:
         silent.close()

@@ -20,14 +20,20 @@ from gputui.ops.drain.options import DrainOptions
 from gputui.ops.drain.placement import SHORT_CAVEAT
 from gputui.ops.drain.plan import BatchPlan, DrainPlan, Step, plan_batch
 from gputui.ops.drain.plan_placement import batch_lines
-from gputui.present.cells import ago
+from gputui.present.cells import ago, short_pod
 from gputui.sessions import Arrivals
 from gputui.ui.base import ClusterModal
 
 DEADLINE_STEP_S = 5 * 60
 
 
-def render_plan(batch: BatchPlan, palette) -> Group:
+NARROW_BELOW = 120  # columns: below this the Pod column shows short names (cells.short_pod) on one line
+NARROW_POD = 32
+
+
+def render_plan(batch: BatchPlan, palette, narrow: bool = False) -> Group:
+    """`narrow` (below NARROW_BELOW columns): each pod as two lines, its short name (cells.short_pod) and
+    figures, then its note across the width, so no name or note is folded into a column a few cells wide."""
     parts: list[RenderableType] = []
     for plan in batch.plans:
         title = Text(f"node/{plan.node}", style="bold")
@@ -36,11 +42,14 @@ def render_plan(batch: BatchPlan, palette) -> Group:
         parts.append(title)
         table = Table(box=None, expand=True, padding=(0, 1), show_header=True, header_style="bold")
         table.add_column("Step", no_wrap=True)
-        table.add_column("Pod", overflow="fold", ratio=3)
-        table.add_column("GPUs", justify="right", no_wrap=True)
-        table.add_column("Sessions", justify="right", no_wrap=True)
-        table.add_column("Can go", no_wrap=True)  # where its replacement can go (placement preview)
-        table.add_column("Budget / note", overflow="fold", ratio=3)
+        if narrow:
+            table.add_column("Pod  GPUs  sessions / can go; note", overflow="fold")
+        else:
+            table.add_column("Pod", overflow="fold", ratio=3)
+            table.add_column("GPUs", justify="right", no_wrap=True)
+            table.add_column("Sessions", justify="right", no_wrap=True)
+            table.add_column("Can go", no_wrap=True)  # where its replacement can go (placement preview)
+            table.add_column("Budget / note", overflow="fold", ratio=3)
         for p in plan.pods:
             style = {Step.ERROR: f"bold {palette.alert}", Step.WAIT_SESSIONS: palette.draining,
                      Step.SKIP: "dim"}.get(p.step, "")
@@ -51,13 +60,23 @@ def render_plan(batch: BatchPlan, palette) -> Group:
             if p.budget_note and p.step is not Step.SKIP:  # a budget, or an inference pod with none
                 note = (note + "; " if note else "") + p.budget_note
             goes = p.placement
-            table.add_row(
-                Text(p.step.value, style=style), Text(p.pod.key), str(p.pod.gpu_request or "–"),
-                "–" if p.step is Step.SKIP else p.sessions.text,
-                Text(goes.short() if goes else "–", style=(f"bold {palette.alert}" if goes and goes.stranded else
-                                                           palette.cordoned if goes and not goes.sure else "")),
-                Text(note, style=palette.alert if p.pdb_blocks_now or p.step is Step.ERROR else ""),
-            )
+            gpus = str(p.pod.gpu_request or "–")
+            sessions = "–" if p.step is Step.SKIP else p.sessions.text
+            go = Text(goes.short() if goes else "–", style=(f"bold {palette.alert}" if goes and goes.stranded else
+                                                             palette.cordoned if goes and not goes.sure else ""))
+            said = Text(note, style=palette.alert if p.pdb_blocks_now or p.step is Step.ERROR else "")
+            if narrow:
+                cell = Text()  # the name alone in bold (a Text's own style would cover all it holds)
+                cell.append(short_pod(p.pod.key, NARROW_POD), style="bold")
+                if p.step is not Step.SKIP:  # a skipped pod's figures are dashes: its note says why
+                    cell.append(f"  {gpus} GPU{'' if gpus == '1' else 's'}  {sessions} sessions\ncan go: ")
+                    cell.append_text(go)
+                if note:
+                    cell.append("; " if p.step is not Step.SKIP else "\n")
+                    cell.append_text(said)
+                table.add_row(Text(p.step.value, style=style), cell)
+            else:
+                table.add_row(Text(p.step.value, style=style), Text(p.pod.key), gpus, sessions, go, said)
         parts.append(table)
         for p in plan.pods:  # why a replacement has nowhere to go, or where it goes is unknown
             if p.placement is not None and p.placement.verdict.value != "can go":
@@ -171,7 +190,7 @@ class DrainPlanScreen(ClusterModal[DrainOptions | None]):
         if batch.stranded:
             title.append(f"; {len(batch.stranded)} with nowhere to go", style=f"bold {palette.alert}")
         self.query_one("#drain-title", Static).update(title)
-        self.query_one("#drain-plan", Static).update(render_plan(batch, palette))
+        self.query_one("#drain-plan", Static).update(render_plan(batch, palette, self.app.size.width < NARROW_BELOW))
         o = self.options
         opts = Text()
         for key, label, on in (("e", "delete emptyDir data", o.delete_emptydir_data), ("f", "force", o.force),

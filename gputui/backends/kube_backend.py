@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 from gputui.backends import kube_objects as ko
@@ -14,7 +15,7 @@ from gputui.backends.join import Joiner, KubeState, Metrics, join_gpus
 from gputui.backends.join_fleet import inference_pod
 from gputui.backends.kube_access import access_reviews
 from gputui.backends.kube_cache import ListWatchCache
-from gputui.backends.kube_discovery import ISTIO_GROUP, OPERATOR_GROUP, ROUTE_KINDS, Served, discover
+from gputui.backends.kube_discovery import ISTIO_GROUP, OPERATOR_GROUP, Served, discover
 from gputui.backends.kube_dra import DRA_GROUP, claim_record, slice_record
 from gputui.backends.kube_http import PROBE_TIMEOUT_S, Connection, Unreachable, connect, path_of
 from gputui.backends.kube_objects import PodRecord
@@ -26,6 +27,7 @@ from gputui.checks.facts import CheckFacts
 from gputui.debug_log import log
 from gputui.model import Gpu, InferencePod, InferenceService, NodeDescription
 from gputui.pools import IdleReading
+from gputui.router_kinds import ROUTER_KINDS
 from gputui.sessions import GONE, Arrivals, SessionCounts
 from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS, Settings, protection
 from gputui.signals import VersionSignals
@@ -87,10 +89,11 @@ class KubeReader:
         except BackendError as exc:
             served = Served()  # discovery failing is an API error the caches report too
             self.discovery_error = exc
-        routes, subset_rules, pools = served.routes, served.subset_rules, served.pools
-        self.route_kinds = routes
+        subset_rules, pools = served.subset_rules, served.pools
+        self.routers = served.routers  # router kind -> the version it is spoken in (what a shift patches)
+        self.route_kinds = served.routes  # API group -> (version, plural): what the access reviews ask of
 
-        def cache(path: str, transform) -> ListWatchCache:
+        def cache(path: str, transform: Callable[[dict[str, Any]], Any]) -> ListWatchCache:
             return ListWatchCache(conn, path, transform, on_change=self._changed.set, clock=clock)
 
         self.caches: dict[str, ListWatchCache] = {
@@ -101,9 +104,15 @@ class KubeReader:
             "pdbs": cache(path_of("policy", "v1", "poddisruptionbudgets", ns), ko.pdb_record),
             "services": cache(path_of("", "v1", "services", ns), ko.service_record),
         }
-        for group, (version, plural) in routes.items():
-            transform = ROUTE_KINDS[group][1] if group in ROUTE_KINDS else ko.deployment_record
-            self.caches[plural] = cache(path_of(group, version, plural, ns), transform)
+        # One cache per router kind served, under its plural: a route kind's objects read by its row, a
+        # Rollout's as a workload (its controller owns its routes' weights).
+        self._route_caches: list[str] = []
+        self._workload_caches = ["deployments"]
+        for name, version in self.routers.items():
+            kind = ROUTER_KINDS[name]
+            transform = kind.record if kind.weights is not None else ko.deployment_record
+            self.caches[kind.plural] = cache(path_of(kind.group, version, kind.plural, ns), transform)
+            (self._route_caches if kind.weights is not None else self._workload_caches).append(kind.plural)
         if subset_rules:
             self.caches["destinationrules"] = cache(path_of(ISTIO_GROUP, subset_rules, "destinationrules", ns),
                                                     ko.destinationrule_record)
@@ -162,6 +171,12 @@ class KubeReader:
                 if time.monotonic() > deadline:
                     raise BackendError(c.error or f"no answer from {self.conn.host} within {FIRST_SYNC_TIMEOUT_S:.0f}s")
 
+    def _items(self, plurals: Sequence[str]) -> tuple[Any, ...]:
+        """The records of these caches; one cache's own tuple when it is the only one, so the join tells
+        "unchanged" by identity (at 10,000 workloads their selectors are not worked out again)."""
+        parts = [self.caches[p].items() for p in plurals if p in self.caches]
+        return parts[0] if len(parts) == 1 else tuple(chain.from_iterable(parts))
+
     def snapshot(self) -> ClusterSnapshot:
         if self._first:
             self._wait_first_sync()
@@ -172,12 +187,10 @@ class KubeReader:
         state = KubeState(
             nodes=self.caches["nodes"].items(),
             pods=self.caches["pods"].items(),
-            workloads=self.caches["deployments"].items() + (
-                self.caches["rollouts"].items() if "rollouts" in self.caches else ()),
+            workloads=self._items(self._workload_caches),
             budgets=self.caches["pdbs"].items(),
             services=self.caches["services"].items(),
-            routes=tuple(r for plural in ("httproutes", "virtualservices", "trafficsplits")
-                         if plural in self.caches for r in self.caches[plural].items()),
+            routes=self._items(self._route_caches),
             subset_rules=self.caches["destinationrules"].items() if "destinationrules" in self.caches else (),
             pools=self.caches["inferencepools"].items() if "inferencepools" in self.caches else (),
             resource_slices=self.caches["resourceslices"].items() if "resourceslices" in self.caches else (),

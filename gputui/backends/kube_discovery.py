@@ -4,63 +4,79 @@ Nothing is assumed: a kind the cluster does not serve is never watched."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gputui.backends import kube_objects as ko
 from gputui.backends.kube_dra import DRA_GROUP
 from gputui.backends.kube_http import PROBE_TIMEOUT_S, Connection
+from gputui.router_kinds import ROUTER_KINDS, RouterKind
 
 OPERATOR_GROUP = "nvidia.com"  # the GPU Operator's ClusterPolicy
-# Route kinds gputui understands, by API group; which exist is discovered, never assumed.
-ROUTE_KINDS = {
-    "gateway.networking.k8s.io": ("httproutes", ko.httproute_record),
-    "networking.istio.io": ("virtualservices", ko.virtualservice_record),
-    "split.smi-spec.io": ("trafficsplits", ko.trafficsplit_record),
-}
-ROLLOUT_GROUP = "argoproj.io"
-
-ISTIO_GROUP = "networking.istio.io"
+ROLLOUT_GROUP = ROUTER_KINDS["Rollout"].group
+ISTIO_GROUP = "networking.istio.io"  # its DestinationRules: what a VirtualService's subset selects
 
 
 @dataclass(frozen=True, slots=True)
 class Served:
-    """What the cluster serves beyond the core kinds, from discovery: route and rollout groups -> (preferred
-    version, plural); the versions serving Istio's DestinationRules (what a subset selects), InferencePools
-    (what a pool backend selects) and DRA's ResourceSlices and ResourceClaims (GPUs no container limit
-    shows). None when absent. Only routes and rollouts are ever patched."""
+    """What the cluster serves beyond the core kinds, from discovery: each router kind of the table it serves
+    -> the version to speak (route kinds and Argo Rollouts: the only kinds ever patched); the versions serving
+    Istio's DestinationRules (what a subset selects), InferencePools (what a pool backend selects) and DRA's
+    ResourceSlices and ResourceClaims (GPUs no container limit shows). None when absent."""
 
-    routes: dict[str, tuple[str, str]] = field(default_factory=dict)
+    routers: dict[str, str] = field(default_factory=dict)
     subset_rules: str | None = None
     pools: str | None = None
     dra: str | None = None
     cluster_policy: str | None = None  # the GPU Operator's ClusterPolicy (nvidia.com): its upgrade policy
 
+    @property
+    def routes(self) -> dict[str, tuple[str, str]]:
+        """API group -> (version, plural) of the router kinds served (what the access reviews ask of)."""
+        return {ROUTER_KINDS[k].group: (v, ROUTER_KINDS[k].plural) for k, v in self.routers.items() if k in ROUTER_KINDS}
+
+
+def _version_of(kind: RouterKind, preferred: str, offered: list[str], served: Callable[[str], set[str]]) -> str | None:
+    """The version to speak to a kind: the group's preferred one when it serves the kind (its shape is the
+    same in every version gputui reads), else the first of the kind's own versions the group serves it in."""
+    for version in dict.fromkeys([preferred, *(v for v in kind.versions if v in offered)]):
+        if kind.plural in served(version):
+            return version
+    return None
+
 
 def discover(conn: Connection) -> Served:
-    found: dict[str, tuple[str, str]] = {}
+    routers: dict[str, str] = {}
     subset_rules = pools = dra = cluster_policy = None
     groups = conn.request("GET", "/apis", timeout=PROBE_TIMEOUT_S * 2).get("groups") or []
+    kinds = list(ROUTER_KINDS.values())  # as the table holds them now
     for group in groups:
         name = group.get("name")
-        wanted = ROUTE_KINDS.get(name, ("rollouts", None) if name == ROLLOUT_GROUP else
-                                 ("inferencepools", None) if name == ko.POOL_GROUP else
-                                 ("resourceslices", None) if name == DRA_GROUP else
-                                 ("clusterpolicies", None) if name == OPERATOR_GROUP else None)
-        if not wanted:
+        mine = [k for k in kinds if k.group == name]
+        if not mine and name not in (ko.POOL_GROUP, DRA_GROUP, OPERATOR_GROUP):
             continue
         version = (group.get("preferredVersion") or {}).get("version")
         if not version:
             continue
-        resources = conn.request("GET", f"/apis/{name}/{version}", timeout=PROBE_TIMEOUT_S * 2).get("resources") or []
-        served = {r.get("name") for r in resources}
+        offered = [str(v.get("version")) for v in group.get("versions") or [] if isinstance(v, dict)]
+        answers: dict[str, set[str]] = {}
+
+        def served(gv: str, name: str = name, answers: dict[str, set[str]] = answers) -> set[str]:
+            if gv not in answers:
+                resources = conn.request("GET", f"/apis/{name}/{gv}", timeout=PROBE_TIMEOUT_S * 2).get("resources") or []
+                answers[gv] = {r.get("name") for r in resources}
+            return answers[gv]
+
         if name == ko.POOL_GROUP:
-            pools = version if "inferencepools" in served else None
+            pools = version if "inferencepools" in served(version) else None
         elif name == DRA_GROUP:
-            dra = version if {"resourceslices", "resourceclaims"} <= served else None
+            dra = version if {"resourceslices", "resourceclaims"} <= served(version) else None
         elif name == OPERATOR_GROUP:
-            cluster_policy = version if "clusterpolicies" in served else None
-        elif wanted[0] in served:
-            found[name] = (version, wanted[0])
-        if name == ISTIO_GROUP and "destinationrules" in served:
+            cluster_policy = version if "clusterpolicies" in served(version) else None
+        for kind in mine:
+            found = _version_of(kind, version, offered, served)
+            if found:
+                routers[kind.kind] = found
+        if name == ISTIO_GROUP and "destinationrules" in served(version):
             subset_rules = version
-    return Served(found, subset_rules, pools, dra, cluster_policy)
+    return Served(routers, subset_rules, pools, dra, cluster_policy)

@@ -16,6 +16,12 @@ from gputui.backends.kube_scheduling import node_scheduling, pod_scheduling
 from gputui.gpu_resources import GpuResource, node_resources, quantity, request_units
 from gputui.label_selectors import Requirement
 from gputui.model import Budget, Condition, PodProbes, Rollout
+from gputui.router_kinds import (  # noqa: F401 - a route is read by its kind's row (RouterKind.record)
+    POOL_GROUP,
+    ROUTER_KINDS,
+    RouteBackend,
+    RouteRecord,
+)
 from gputui.scheduling import NodeScheduling, PodScheduling
 
 # Labels that name a node's GPUs (GPU Feature Discovery); older spellings as fallbacks.
@@ -369,9 +375,6 @@ class ServiceRecord:
     selector: Mapping[str, str]
 
 
-POOL_GROUP = "inference.networking.k8s.io"  # the Gateway API Inference Extension's InferencePool
-
-
 def inferencepool_record(obj: dict[str, Any]) -> ServiceRecord:
     """An InferencePool selects its model-server pods as a Service does (spec.selector.matchLabels)."""
     meta = obj.get("metadata") or {}
@@ -384,51 +387,9 @@ def service_record(obj: dict[str, Any]) -> ServiceRecord:
     return ServiceRecord(meta.get("namespace", ""), meta.get("name", ""), dict((obj.get("spec") or {}).get("selector") or {}))
 
 
-@dataclass(frozen=True, slots=True)
-class RouteBackend:
-    service: str  # Service name (or VirtualService host / subset, or InferencePool name)
-    weight: int | None
-    subset: str = ""
-    pool: bool = False  # an HTTPRoute backendRef to an InferencePool (its selector finds the pods), not a Service
-
-
-@dataclass(frozen=True, slots=True)
-class RouteRecord:
-    kind: str
-    namespace: str
-    name: str
-    backends: tuple[RouteBackend, ...]
-
-
 def httproute_record(obj: dict[str, Any]) -> RouteRecord:
-    meta = obj.get("metadata") or {}
-    backends: list[RouteBackend] = []
-    for rule in (obj.get("spec") or {}).get("rules") or []:
-        refs = rule.get("backendRefs") or []
-        if len(refs) > len(backends):  # the rule that splits traffic is the widest one
-            backends = [RouteBackend(r.get("name", ""), int(r.get("weight", 1)),
-                                     pool=r.get("group") == POOL_GROUP and r.get("kind") == "InferencePool")
-                        for r in refs]
-    return RouteRecord("HTTPRoute", meta.get("namespace", ""), meta.get("name", ""), tuple(backends))
-
-
-def virtualservice_record(obj: dict[str, Any]) -> RouteRecord:
-    meta = obj.get("metadata") or {}
-    backends: list[RouteBackend] = []
-    for http in (obj.get("spec") or {}).get("http") or []:
-        routes = http.get("route") or []
-        if len(routes) > len(backends):
-            backends = [
-                RouteBackend(
-                    str((r.get("destination") or {}).get("host", "")).split(".")[0],
-                    int(r["weight"]) if r.get("weight") is not None else None,
-                    str((r.get("destination") or {}).get("subset", "") or ""),
-                )
-                for r in routes
-            ]
-    if len(backends) == 1 and backends[0].weight is None:
-        backends = [RouteBackend(backends[0].service, 100, backends[0].subset)]
-    return RouteRecord("VirtualService", meta.get("namespace", ""), meta.get("name", ""), tuple(backends))
+    """An HTTPRoute (what benchmarks/join.py builds its fleet's routes with)."""
+    return ROUTER_KINDS["HTTPRoute"].record(obj)
 
 
 @dataclass(frozen=True, slots=True)
@@ -449,12 +410,3 @@ def destinationrule_record(obj: dict[str, Any]) -> SubsetRule:
         if isinstance(subset, dict) and subset.get("name") and isinstance(labels, dict):
             subsets[str(subset["name"])] = {str(k): str(v) for k, v in labels.items()}
     return SubsetRule(meta.get("namespace", ""), str(spec.get("host", "")).split(".")[0], subsets)
-
-
-def trafficsplit_record(obj: dict[str, Any]) -> RouteRecord:
-    meta = obj.get("metadata") or {}
-    backends = tuple(
-        RouteBackend(b.get("service", ""), quantity(b.get("weight")))
-        for b in (obj.get("spec") or {}).get("backends") or []
-    )
-    return RouteRecord("TrafficSplit", meta.get("namespace", ""), meta.get("name", ""), backends)

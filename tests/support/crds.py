@@ -5,12 +5,15 @@ A CRD that cannot be fetched or installed fails the test loudly."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import subprocess
 import sys
 import time
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 
 import yaml
 from kubernetes import client
@@ -36,6 +39,49 @@ ROUTE_CRDS = {
     # The Gateway API Inference Extension's GA pool (an HTTPRoute's backendRef, the endpoint picker's pods).
     "inferencepools": ("inference.networking.k8s.io", "v1", "InferencePool"),
 }
+# CRDs of kinds gputui's router table does not hold, which a test adds to it by itself: plural -> (group, version,
+# kind, the pinned module of scripts/fetch-crds.py that publishes it, the file in that module).
+MODULE_CRDS = {
+    "grpcroutes": ("gateway.networking.k8s.io", "v1", "GRPCRoute", "sigs.k8s.io/gateway-api@",
+                   "config/crd/standard/gateway.networking.k8s.io_grpcroutes.yaml"),
+}
+
+
+def _api(plural: str) -> tuple[str, str, str]:
+    """(group, version, kind) of a CRD the tests install."""
+    if plural in ROUTE_CRDS:
+        return ROUTE_CRDS[plural]
+    group, version, kind, _module, _file = MODULE_CRDS[plural]
+    return group, version, kind
+
+
+@cache
+def _fetch_crds() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("fetch_crds", ROOT / "scripts/fetch-crds.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _module_crd(plural: str) -> dict:
+    """A CRD from a Go module scripts/fetch-crds.py pins, at that pin, taken as it takes its own: `go mod download`
+    into the same module cache (a no-op once crd_dir() has run), the YAML document by name."""
+    group, _version, _kind, prefix, file = MODULE_CRDS[plural]
+    fetch = _fetch_crds()
+    module = next(m for m in fetch.PINS if m.startswith(prefix))
+    cache_root = Path(os.environ.get("GPUTUI_CACHE", Path.home() / ".cache/gputui"))
+    crd_dir()  # the pinned modules are downloaded
+    try:
+        root = fetch.module_dir(module, cache_root / "gomod")
+    except SystemExit as exc:
+        raise HarnessError(str(exc)) from None
+    name = f"{plural}.{group}"
+    docs = [d for d in yaml.safe_load_all((root / file).read_text()) if d and d.get("kind") == "CustomResourceDefinition"]
+    crd = next((d for d in docs if d["metadata"]["name"] == name), None)
+    if crd is None:
+        raise HarnessError(f"{name} not in {module}/{file}")
+    return crd
 
 
 @cache
@@ -48,6 +94,8 @@ def crd_dir() -> Path:
 
 
 def real_crd(plural: str) -> dict:
+    if plural in MODULE_CRDS:
+        return _module_crd(plural)
     group = ROUTE_CRDS[plural][0]
     path = crd_dir() / f"{plural}.{group}.yaml"
     if not path.is_file():
@@ -56,7 +104,7 @@ def real_crd(plural: str) -> dict:
 
 
 def install_crd(api: client.ApiClient, plural: str, timeout: float = 30) -> None:
-    group, version, _kind = ROUTE_CRDS[plural]
+    group, version, _kind = _api(plural)
     ext = client.ApiextensionsV1Api(api)
     try:
         ext.create_custom_resource_definition(real_crd(plural))
@@ -76,7 +124,7 @@ def install_crd(api: client.ApiClient, plural: str, timeout: float = 30) -> None
 
 
 def create_custom(api: client.ApiClient, plural: str, namespace: str, body: dict) -> dict:
-    group, version, kind = ROUTE_CRDS[plural]
+    group, version, kind = _api(plural)
     body = {"apiVersion": f"{group}/{version}", "kind": kind, **body}
     resp = client.CustomObjectsApi(api).create_namespaced_custom_object(group, version, namespace, plural, body,
                                                                         _preload_content=False)
@@ -84,7 +132,7 @@ def create_custom(api: client.ApiClient, plural: str, namespace: str, body: dict
 
 
 def get_custom(api: client.ApiClient, plural: str, namespace: str, name: str) -> dict:
-    group, version, _ = ROUTE_CRDS[plural]
+    group, version, _ = _api(plural)
     resp = client.CustomObjectsApi(api).get_namespaced_custom_object(group, version, namespace, plural, name,
                                                                      _preload_content=False)
     return json.loads(resp.data)

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from gputui.model import InferenceService, ServiceVersion
-from gputui.ops.traffic.adapters import ADAPTERS, _managed_by_argo, _name, _ptr, _quantity
+from gputui.ops.traffic.adapters import ADAPTERS, _managed_by_argo, _name, _ptr
+from gputui.router_kinds import route_weight
 
 HR, VS, TS = ADAPTERS["HTTPRoute"], ADAPTERS["VirtualService"], ADAPTERS["TrafficSplit"]
 SVC = InferenceService("llm", "chat", (ServiceVersion("v1", backend="chat-v1"), ServiceVersion("v2", backend="chat-v2")),
@@ -27,7 +28,7 @@ def test_the_first_widest_splitting_rule_is_read_and_other_rules_noted():
     read = HR.read(route, SVC)
     assert read.errors == [] and read.weights == {"v1": 80, "v2": 20} and read.scale == 100
     assert read.notes == ["rule 1 sends its matches to v2; left as is"]
-    assert [s[0] for s in read.slots] == [("spec", "rules", 0, "backendRefs", 0), ("spec", "rules", 0, "backendRefs", 1)]
+    assert [s.path for s in read.slots] == [("spec", "rules", 0, "backendRefs", 0), ("spec", "rules", 0, "backendRefs", 1)]
 
 
 def test_several_splitting_rules_all_get_the_target_and_differing_weights_are_warned():
@@ -84,10 +85,12 @@ def test_a_weight_written_as_a_quantity_is_rewritten_as_an_integer_even_when_equ
              "spec": {"backends": [{"service": "chat-v1", "weight": "500m"}, {"service": "chat-v2", "weight": 0}]}}
     ts = InferenceService("llm", "chat", SVC.versions, router_kind="TrafficSplit")
     read = TS.read(split, ts)
-    assert read.weights == {"v1": 0, "v2": 0}
-    ops = TS.patch_body(read, {"v1": 0, "v2": 100})
+    assert read.weights == {"v1": 1, "v2": 0}  # rounded up, as Kubernetes reads a quantity as an integer
+    assert read.warnings == ["weights not written as whole numbers (v1 '500m') are read rounded up, as Kubernetes "
+                             "reads a quantity as an integer; the shift writes whole numbers"]
+    ops = TS.patch_body(read, {"v1": 1, "v2": 100})
     assert {"op": "test", "path": "/spec/backends/0/weight", "value": "500m"} in ops
-    assert {"op": "replace", "path": "/spec/backends/0/weight", "value": 0} in ops  # "500m" becomes 0, an int
+    assert {"op": "replace", "path": "/spec/backends/0/weight", "value": 1} in ops  # "500m" becomes 1, an int
     assert {"op": "test", "path": "/spec/backends/0/service", "value": "chat-v1"} in ops
 
 
@@ -132,11 +135,14 @@ def test_session_persistence_is_warned_about():
     assert VS.warnings(route) == [] and TS.warnings(route) == []
 
 
-@pytest.mark.parametrize("raw, value", [(5, 5), (True, 1), (False, 0), (7.9, 7), ("42", 42), (" 9 ", 9), ("2.5", 2),
-                                        ("1500m", 1), ("999m", 0), ("x", 0), (float("nan"), 0), ("1e999", 0),
-                                        (float("inf"), 0), ("m", 0)])
-def test_a_weight_as_an_integer(raw, value):
-    assert _quantity(raw) == value
+@pytest.mark.parametrize("raw, value", [(5, 5), (0, 0), (2.0, 2), (7.9, 8), ("42", 42), (" 9 ", 9), ("2.5", 3),
+                                        ("1500m", 2), ("999m", 1), ("1", 1), ("1k", 1000), ("-1500m", -2),
+                                        (True, None), (False, None), (None, None), ("x", None), (float("nan"), None),
+                                        ("1e999", None), (float("inf"), None), ("m", None), ({"a": 1}, None)])
+def test_a_weight_as_an_integer_is_a_quantity_rounded_up_or_unknown(raw, value):
+    """Quantity.Value()'s rule: rounded up, away from zero (a backend given any weight never reads as 0);
+    what is no quantity is unknown, never 0."""
+    assert route_weight(raw) == value
 
 
 def test_json_pointers_escape_tilde_and_slash():
@@ -175,4 +181,16 @@ def test_a_virtualservice_names_its_other_http_routes():
 
 
 def test_a_milli_quantity_is_thousandths():
-    assert _quantity("2000m") == 2 and _quantity("999999m") == 999
+    assert route_weight("2000m") == 2 and route_weight("999999m") == 1000 and route_weight("1m") == 1
+
+
+def test_the_reader_and_the_shift_read_a_weight_alike():
+    """One parser: the snapshot's weights (the reader's record) are the shift's current weights."""
+    from gputui.router_kinds import ROUTER_KINDS
+
+    split = {"metadata": {"namespace": "llm", "name": "chat"},
+             "spec": {"backends": [{"service": "chat-v1", "weight": "1500m"}, {"service": "chat-v2", "weight": "x"}]}}
+    ts = InferenceService("llm", "chat", SVC.versions, router_kind="TrafficSplit")
+    record = ROUTER_KINDS["TrafficSplit"].record(split)
+    assert [b.weight for b in record.backends] == [2, None]
+    assert TS.read(split, ts).weights == {"v1": 2, "v2": None}

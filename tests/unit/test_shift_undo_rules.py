@@ -140,7 +140,7 @@ def test_undo_plans_on_the_route_and_api_versions_it_is_given(tmp_path):
     shift(log, LLAMA, {"v1": 75, "v2": 25}, {"v1": 90, "v2": 10})
     route = backend.writer.get_object("gateway.networking.k8s.io", "v1", "httproutes", "llm", "llama-3-70b-instruct")
     plan = plan_undo(backend.reader.snapshot(), LLAMA, log, route=route,
-                     api_versions={"gateway.networking.k8s.io": "v1beta1"})
+                     api_versions={"HTTPRoute": "v1beta1"})
     assert plan.route_read and plan.patch is not None  # the exact patch, built on the route as read
     assert plan.api_version == "v1beta1"
     assert plan_undo(backend.reader.snapshot(), LLAMA, log).patch is None  # no route: planned on the snapshot

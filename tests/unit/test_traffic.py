@@ -471,7 +471,7 @@ def test_find_service_by_name_when_unique():
 def test_discovered_api_versions_are_used():
     svc = two("VirtualService", 80, 20, b1="m", b2="m", n1="stable", n2="canary")
     route = virtualservice([{"route": [dest("m", "stable", 80), dest("m", "canary", 20)]}])
-    plan = plan_shift(snapshot(svc), svc.key, {"canary": 30}, route=route, api_versions={"networking.istio.io": "v1beta1"})
+    plan = plan_shift(snapshot(svc), svc.key, {"canary": 30}, route=route, api_versions={"VirtualService": "v1beta1"})
     assert plan.patch.version == "v1beta1"
     assert plan.patch.path == "/apis/networking.istio.io/v1beta1/namespaces/llm/virtualservices/m"
 
@@ -874,6 +874,7 @@ def test_argo_undo_puts_back_the_previous_revisions_template_as_the_plugin_does(
 
 def test_a_route_weight_no_number_can_hold_is_read_as_no_weight_not_a_crash():
     """A weight of 1e999 (infinite once decoded) or NaN in a route from the cluster raised OverflowError."""
-    from gputui.ops.traffic.adapters import _quantity
+    from gputui.router_kinds import route_weight
 
-    assert [_quantity(v) for v in (float("inf"), float("nan"), "1e999", "nan", 7, "500m")] == [0, 0, 0, 0, 7, 0]
+    assert [route_weight(v) for v in (float("inf"), float("nan"), "1e999", "nan", 7, "500m")] == \
+        [None, None, None, None, 7, 1]

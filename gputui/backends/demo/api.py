@@ -11,11 +11,10 @@ from typing import Any
 from gputui.backends.base import ConflictError, EvictionOutcome, EvictionResult, WriteError, stale_json_patch
 from gputui.backends.demo.errors import DemoApiError
 from gputui.backends.demo.patches import json_patch, merge_patch
-from gputui.backends.demo.routes import _backend_name, _validate_route
+from gputui.backends.demo.routes import _backend_name, _validate_route, demo_kind
 from gputui.backends.demo.scenario import (
     A100,
     POD_START_S,
-    ROUTE_APIS,
     _SimNode,
     _SimPod,
 )
@@ -23,6 +22,7 @@ from gputui.backends.demo.simulation import Simulation
 from gputui.checks.facts import CheckFacts
 from gputui.model import InferencePod, InferenceService, NodeDescription
 from gputui.pools import IdleReading
+from gputui.router_kinds import ROUTER_KINDS
 from gputui.sessions import Arrivals
 from gputui.signals import VersionSignals
 from gputui.snapshot import ClusterSnapshot
@@ -170,12 +170,13 @@ class DemoCluster(Simulation):
                 raise WriteError(f'service "{key}" has no route')
             self._advance(self._clock())
             updated = copy.deepcopy(route)
-            rules = updated["spec"]["rules" if svc.router_kind == "HTTPRoute" else "http"]
-            split = max(rules, key=lambda r: len(r.get("backendRefs") or r.get("route") or []))
-            for entry in split.get("backendRefs") or split.get("route") or []:
-                dest = entry.get("destination") or {}
+            shape = demo_kind(svc.router_kind)[0].weights
+            assert shape is not None  # demo_kind holds only kinds with weights
+            _, split = max(shape.lists(updated["spec"]), key=lambda g: len(g[1]))  # the widest: the split
+            for entry in split:
+                backend = shape.backend(entry)
                 for v in svc.versions:
-                    mine = dest.get("subset") == v.name if dest else entry.get("name") == _backend_name(svc, v.name)
+                    mine = backend.subset == v.name if backend.subset else backend.service == _backend_name(svc, v.name)
                     if mine and v.name in weights:
                         entry["weight"] = int(weights[v.name])
             self._store(namespace, service, route, updated)
@@ -183,9 +184,10 @@ class DemoCluster(Simulation):
     # ----- custom resources: GET and PATCH as the apiserver serves them -------------------
 
     def _find(self, group: str, version: str, plural: str, namespace: str, name: str) -> tuple[str, dict[str, Any]]:
-        kind = next((k for k, (g, p, _) in ROUTE_APIS.items() if g == group and p == plural), None)
-        if kind is None or version not in ROUTE_APIS[kind][2]:
+        row = next((k for k in ROUTER_KINDS.values() if k.group == group and k.plural == plural and k.demo), None)
+        if row is None or version not in row.versions:
             raise DemoApiError(404, "the server could not find the requested resource")
+        kind = row.kind
         route = self._routes.get(f"{namespace}/{name}")
         if route is None or route.get("kind") != kind:
             raise DemoApiError(404, f'{plural}.{group} "{name}" not found')

@@ -21,9 +21,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gputui.backends.demo.routes import _backend_name
+from gputui.backends.demo.routes import _backend_name, demo_kind
 from gputui.backends.demo.scenario import STEP_S, _SimPod, _SimService
-from gputui.backends.kube_objects import RouteBackend, httproute_record, virtualservice_record
+from gputui.backends.kube_objects import RouteBackend
 from gputui.model import PodSelector
 from gputui.rotation import SERVING_LABEL
 
@@ -53,12 +53,14 @@ def template_labels(svc: _SimService, version: str, rs_hash: str) -> dict[str, s
 
 
 def backends(svc: _SimService) -> dict[str, Backend]:
-    """version -> its backend. A VirtualService's host is one Service over every version, its subsets pick
-    the version; everything else sends each version's traffic to that version's own Service."""
+    """version -> its backend. A route kind whose demo form has subsets (a VirtualService) has one Service over
+    every version, its subsets pick the version; everything else sends each version's traffic to that version's
+    own Service."""
     serving = SERVING if svc.serving_label else {}
+    subsets = bool(svc.router_kind) and demo_kind(svc.router_kind)[1].subsets
     out = {}
     for v in svc.versions:
-        if svc.router_kind == "VirtualService":
+        if subsets:
             service = PodSelector("Service", svc.namespace, svc.name, {NAME: svc.name, **serving})
             out[v.name] = Backend(service, {VERSION: v.name})
         else:
@@ -86,7 +88,7 @@ def route_backends(svc: _SimService, route: dict[str, Any] | None) -> dict[str, 
     """version -> its backend in the route, parsed by the same code the live backend uses."""
     if route is None:
         return {}
-    record = (httproute_record if svc.router_kind == "HTTPRoute" else virtualservice_record)(route)
+    record = demo_kind(svc.router_kind)[0].record(route)
     found: dict[str, RouteBackend] = {}
     for b in record.backends:
         for v in svc.versions:

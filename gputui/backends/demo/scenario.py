@@ -28,13 +28,7 @@ NODE_INFO = {"kubeletVersion": "v1.33.5", "containerRuntimeVersion": "containerd
              "kernelVersion": "6.8.0-1031-nvidia", "osImage": "Ubuntu 22.04.5 LTS"}
 ENGINE = "v0.9.0"
 
-# The route kinds the demo serves, as a cluster with Gateway API and Istio installed would:
-# kind -> (group, plural, served versions, preferred first).
-ROUTE_APIS = {
-    "HTTPRoute": ("gateway.networking.k8s.io", "httproutes", ("v1", "v1beta1")),
-    "VirtualService": ("networking.istio.io", "virtualservices", ("v1", "v1beta1", "v1alpha3")),
-}
-HTTPROUTE_MAX_WEIGHT = 1_000_000  # the CRD schema's maximum
+# The route kinds the demo serves are the table's kinds with a demo form (gputui.router_kinds), in their versions.
 BACKEND_PORT = 8000
 
 

@@ -28,8 +28,9 @@ Percentages become integer weights with the largest-remainder method, so they
 always add up exactly to the scale (100, or the route's own total when it is a
 multiple of 100, e.g. 1000 or 1,000,000).
 
-Split: `vocabulary` (router kinds, the plan's types), `weights` (percentages and integer weights), `adapters`
-(one per router kind), `plans` (plan_shift, plan_rollout), `apply` (apply_shift).
+The router kinds are one table, `gputui.router_kinds`. Split: `vocabulary` (the plan's types), `weights`
+(percentages and integer weights), `adapters` (a route kind's weights read and patched by its row), `plans`
+(plan_shift, plan_rollout), `apply` (apply_shift).
 """
 
 from __future__ import annotations
@@ -58,7 +59,6 @@ from gputui.ops.traffic.vocabulary import (  # noqa: F401 - the package's API
     DEFAULT_SCALE,
     HTTPROUTE_MAX_WEIGHT,
     ROLLOUT_ACTIONS,
-    ROUTER_APIS,
     STEP_PCT,
     Patch,
     ShiftError,

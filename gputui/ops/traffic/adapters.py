@@ -1,19 +1,48 @@
-"""One adapter per router kind: read its route object, validate weights, build the exact patch."""
+"""The route adapter: a router kind's route object read by its row of the table, its weights validated, the exact
+patch built."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from gputui.model import InferenceService, ServiceVersion
-from gputui.ops.traffic.vocabulary import ARGO_MANAGER, DEFAULT_SCALE, HTTPROUTE_MAX_WEIGHT
+from gputui.ops.traffic.vocabulary import ARGO_MANAGER, DEFAULT_SCALE
 from gputui.ops.traffic.weights import route_scale
+from gputui.router_kinds import (
+    ROUTER_KINDS,
+    Path,
+    RouteBackend,
+    RouterKind,
+    WeightedBackends,
+    route_kinds,
+    route_weight,
+    whole_weight,
+)
 
 
-def _ptr(*parts: Any) -> str:
+def _ptr(*parts: str | int) -> str:
     """A JSON pointer (RFC 6901): ~ and / in a key are escaped."""
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+class _Missing:
+    """An entry with no weight field at all (not even null): its patch adds one, and tests no old value."""
+
+
+_MISSING = _Missing()
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """Where one version's weight lives in the route object."""
+
+    path: Path  # of the backend entry
+    id_field: str  # the entry's field naming its backend
+    id_value: object  # its value, as read (the patch's `test`)
+    raw: object  # the weight as written, or _MISSING
+    version: str
 
 
 @dataclass
@@ -24,45 +53,48 @@ class _Read:
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    # Where each version's weight lives: (path of the entry, field naming it, its value, the weight
-    # as read or _MISSING, the version).
-    slots: list[tuple[tuple[Any, ...], str, Any, Any, str]] = field(default_factory=list)
+    slots: list[Slot] = field(default_factory=list)
     scale: int | None = None
 
 
-_MISSING = object()
+def names(backend: RouteBackend, version: ServiceVersion) -> bool:
+    """The route's backend is this version's: an Istio subset by the version's name (on its host, when it
+    has one), anything else by the version's backend (or its name)."""
+    if backend.subset:
+        return backend.subset == version.name and (not version.backend or backend.service == version.backend)
+    return backend.service == (version.backend or version.name)
 
 
-class _ListAdapter:
-    """Routes whose weights sit in lists of backends: HTTPRoute, VirtualService, TrafficSplit."""
+@dataclass(frozen=True, slots=True)
+class RouteAdapter:
+    """A list-shaped route kind's weights, read and patched by its row: HTTPRoute, VirtualService,
+    TrafficSplit, and whatever kind the table gains."""
 
-    kind = ""
-    max_weight: int | None = None
-    default_weight: int | None = None  # the weight an absent field means
+    row: RouterKind
 
-    def groups(self, spec: Mapping[str, Any]) -> list[tuple[tuple[Any, ...], list[Any]]]:
-        """(path of the backend list, the list) per rule."""
-        raise NotImplementedError
+    @property
+    def kind(self) -> str:
+        return self.row.kind
 
-    def identity(self, entry: Mapping[str, Any]) -> tuple[str, Any]:
-        """The field that names the backend, for the `test` operation, and its value."""
-        raise NotImplementedError
+    @property
+    def max_weight(self) -> int | None:
+        return self.row.max_weight
 
-    def matches(self, entry: Mapping[str, Any], version: ServiceVersion) -> bool:
-        raise NotImplementedError
-
-    def describe_group(self, path: tuple[Any, ...]) -> str:
-        raise NotImplementedError
+    @property
+    def _weights(self) -> WeightedBackends:
+        assert self.row.weights is not None  # ADAPTERS holds only kinds with weights
+        return self.row.weights
 
     def read(self, route: Mapping[str, Any], service: InferenceService) -> _Read:
         out = _Read()
+        shape = self._weights
         spec = route.get("spec") or {}
-        groups = []
-        for path, entries in self.groups(spec):
+        groups: list[tuple[Path, list[Any], list[str | None]]] = []
+        for path, entries in shape.lists(spec):
             owners: list[str | None] = []
             for entry in entries:
-                owner = next((v.name for v in service.versions if isinstance(entry, dict) and self.matches(entry, v)), None)
-                owners.append(owner)
+                backend = shape.backend(entry) if isinstance(entry, Mapping) else None
+                owners.append(next((v.name for v in service.versions if backend and names(backend, v)), None))
             groups.append((path, entries, owners))
         # The splitting groups: every backend is one of the service's versions, as in the widest rule.
         splitting = [g for g in groups if len(g[1]) >= 2 and all(o is not None for o in g[2])]
@@ -77,7 +109,7 @@ class _ListAdapter:
         first = chosen[0]
         wanted = {v.name for v in service.versions}
         if set(first[2]) != wanted:
-            missing = sorted(wanted - set(first[2]))
+            missing = sorted(wanted - {o for o in first[2] if o})
             out.errors.append(f"{self.kind} {_name(route)} routes to no backend of {', '.join(missing)}")
             return out
         for path, entries, owners in groups:
@@ -85,16 +117,26 @@ class _ListAdapter:
                 continue
             mine = sorted({o for o in owners if o})
             if mine:
-                out.notes.append(f"{self.describe_group(path)} sends its matches to {', '.join(mine)}; left as is")
+                out.notes.append(f"{shape.describe(path)} sends its matches to {', '.join(mine)}; left as is")
         seen: dict[str, int | None] = {}
+        rounded: list[str] = []
+        unreadable: list[str] = []
         for path, entries, owners in chosen:
-            for index, (entry, owner) in enumerate(zip(entries, owners)):
+            for index, (entry, owner) in enumerate(zip(entries, owners, strict=True)):
                 assert owner is not None  # chosen groups are splitting ones: every entry has its version
-                weight = entry.get("weight", _MISSING)
-                id_field, id_value = self.identity(entry)
-                out.slots.append((path + (index,), id_field, id_value, weight, owner))
-                seen.setdefault(owner, self._weight(weight))  # the first splitting rule's weights
+                raw = entry.get("weight", _MISSING)
+                out.slots.append(Slot(path + (index,), shape.identity, entry.get(shape.identity), raw, owner))
+                seen.setdefault(owner, self._weight(raw))  # the first splitting rule's weights
+                if not isinstance(raw, _Missing) and raw is not None and not whole_weight(raw):
+                    (rounded if route_weight(raw) is not None else unreadable).append(f"{owner} {raw!r}")
         out.weights = {v.name: seen.get(v.name) for v in service.versions}
+        if rounded:
+            out.warnings.append(
+                f"weights not written as whole numbers ({', '.join(dict.fromkeys(rounded))}) are read rounded up, "
+                "as Kubernetes reads a quantity as an integer; the shift writes whole numbers")
+        if unreadable:
+            out.warnings.append(f"weights that are no number ({', '.join(dict.fromkeys(unreadable))}) are unknown; "
+                                "the shift writes whole numbers")
         if len(chosen) > 1:
             per_group = [
                 tuple(self._weight(e.get("weight", _MISSING)) for e in entries) for _, entries, _ in chosen
@@ -107,10 +149,10 @@ class _ListAdapter:
         out.scale = route_scale(sum(known)) if known else DEFAULT_SCALE
         return out
 
-    def _weight(self, raw: Any) -> int | None:
-        if raw is _MISSING or raw is None:
-            return self.default_weight
-        return _quantity(raw)
+    def _weight(self, raw: object) -> int | None:
+        if isinstance(raw, _Missing) or raw is None:
+            return self._weights.absent
+        return route_weight(raw)
 
     def validate(self, weights: Mapping[str, int]) -> list[str]:
         errors = []
@@ -120,120 +162,45 @@ class _ListAdapter:
             elif self.max_weight is not None and w > self.max_weight:
                 errors.append(f"{name}: weight {w} is above {self.kind}'s maximum {self.max_weight:,}")
         if weights and sum(weights.values()) == 0:
-            errors.append(self.all_zero_error())
+            errors.append(self.row.all_zero)
         return errors
-
-    def all_zero_error(self) -> str:
-        return "every weight would be 0: no backend would get traffic"
 
     def patch_body(self, read: _Read, weights: Mapping[str, int]) -> list[dict[str, Any]]:
         ops: list[dict[str, Any]] = []
-        for path, id_field, id_value, old, owner in read.slots:
-            new = weights[owner]
-            ops.append({"op": "test", "path": _ptr(*path, *id_field.split(".")), "value": id_value})
-            if old is _MISSING or old is None:
+        for slot in read.slots:
+            new = weights[slot.version]
+            ops.append({"op": "test", "path": _ptr(*slot.path, *slot.id_field.split(".")), "value": slot.id_value})
+            if isinstance(slot.raw, _Missing) or slot.raw is None:
                 # Nothing to test: an absent weight has no value. The name test still pins the entry.
-                ops.append({"op": "add", "path": _ptr(*path, "weight"), "value": new})
+                ops.append({"op": "add", "path": _ptr(*slot.path, "weight"), "value": new})
                 continue
-            ops.append({"op": "test", "path": _ptr(*path, "weight"), "value": old})
-            if _quantity(old) != new or not isinstance(old, int):
-                ops.append({"op": "replace", "path": _ptr(*path, "weight"), "value": new})
+            ops.append({"op": "test", "path": _ptr(*slot.path, "weight"), "value": slot.raw})
+            if route_weight(slot.raw) != new or not whole_weight(slot.raw):
+                ops.append({"op": "replace", "path": _ptr(*slot.path, "weight"), "value": new})
         return ops
 
     def warnings(self, route: Mapping[str, Any]) -> list[str]:
-        return []
+        return self.row.warnings(route)
 
 
-class _HTTPRoute(_ListAdapter):
-    kind = "HTTPRoute"
-    max_weight = HTTPROUTE_MAX_WEIGHT
-    default_weight = 1  # Gateway API: an absent weight is 1
+class _Adapters(Mapping[str, RouteAdapter]):
+    """Router kind -> its adapter, for every kind of the table whose route objects hold weights, read from the
+    table at each lookup: a kind added to it has its adapter without another edit."""
 
-    def groups(self, spec):
-        return [(("spec", "rules", i, "backendRefs"), list(rule.get("backendRefs") or []))
-                for i, rule in enumerate(spec.get("rules") or [])]
+    def __getitem__(self, kind: str) -> RouteAdapter:
+        row = ROUTER_KINDS.get(kind)
+        if row is None or row.weights is None:
+            raise KeyError(kind)
+        return RouteAdapter(row)
 
-    def identity(self, entry):
-        return "name", entry.get("name")
+    def __iter__(self) -> Iterator[str]:
+        return iter([k.kind for k in route_kinds()])
 
-    def matches(self, entry, version):
-        return entry.get("name") == (version.backend or version.name)
-
-    def describe_group(self, path):
-        return f"rule {path[2]}"
-
-    def all_zero_error(self) -> str:
-        return "every weight would be 0: Gateway API answers 500 to every request of the rule"
-
-    def warnings(self, route):
-        rules = (route.get("spec") or {}).get("rules") or []
-        if any(r.get("sessionPersistence") for r in rules):
-            return ["sessionPersistence is set: clients with a session cookie or header keep their backend, "
-                    "even at weight 0"]
-        return []
+    def __len__(self) -> int:
+        return len(route_kinds())
 
 
-class _VirtualService(_ListAdapter):
-    kind = "VirtualService"
-    default_weight = None  # absent: Istio's even split (or 100 for a single destination)
-
-    def groups(self, spec):
-        return [(("spec", "http", i, "route"), list(http.get("route") or []))
-                for i, http in enumerate(spec.get("http") or [])]
-
-    def identity(self, entry):
-        return "destination", entry.get("destination")
-
-    def matches(self, entry, version):
-        dest = entry.get("destination") or {}
-        host = str(dest.get("host", "")).split(".")[0]
-        subset = dest.get("subset") or ""
-        if subset:
-            return subset == version.name and (not version.backend or host == version.backend)
-        return host == (version.backend or version.name)
-
-    def describe_group(self, path):
-        return f"http route {path[2]}"
-
-    def all_zero_error(self) -> str:
-        return "every weight would be 0: Istio rejects a route whose destinations' weights add up to 0"
-
-
-class _TrafficSplit(_ListAdapter):
-    kind = "TrafficSplit"
-    default_weight = 0
-
-    def groups(self, spec):
-        return [(("spec", "backends"), list(spec.get("backends") or []))]
-
-    def identity(self, entry):
-        return "service", entry.get("service")
-
-    def matches(self, entry, version):
-        return entry.get("service") == (version.backend or version.name)
-
-    def describe_group(self, path):
-        return "the backends"
-
-
-ADAPTERS: dict[str, Any] = {
-    "HTTPRoute": _HTTPRoute(),
-    "VirtualService": _VirtualService(),
-    "TrafficSplit": _TrafficSplit(),
-}
-
-
-def _quantity(raw: Any) -> int:
-    """A weight as an integer (SMI v1alpha1 wrote quantities such as "500m")."""
-    if isinstance(raw, bool):
-        return int(raw)
-    try:
-        if isinstance(raw, (int, float)):
-            return int(raw)
-        text = str(raw).strip()
-        return int(text[:-1]) // 1000 if text.endswith("m") else int(float(text))
-    except (ValueError, OverflowError):  # "x", NaN, or 1e999 (infinite) in a route read from the cluster
-        return 0
+ADAPTERS: Mapping[str, RouteAdapter] = _Adapters()
 
 
 def _name(obj: Mapping[str, Any]) -> str:

@@ -13,7 +13,6 @@ from gputui.ops.traffic.vocabulary import (
     ARGO_MANAGER,
     DEFAULT_SCALE,
     ROLLOUT_ACTIONS,
-    ROUTER_APIS,
     Patch,
     ShiftError,
     ShiftPlan,
@@ -22,20 +21,24 @@ from gputui.ops.traffic.vocabulary import (
     fmt_pct,
 )
 from gputui.ops.traffic.weights import apportion, resolve_targets, route_scale, shares
+from gputui.router_kinds import ROUTER_KINDS
 from gputui.snapshot import ClusterSnapshot
 
 CAPACITY_SLACK_PCT = 2.0  # rounding and one small step of a canary above its ready share are not an overload
+# A version's (ready replicas, desired replicas, live sessions or None when unknown), when the plan is made.
+Facts = Mapping[str, tuple[int, int, int | None]]
 
 
 def router_api(kind: str, api_versions: Mapping[str, str] | None = None) -> tuple[str, str, str]:
-    group, version, plural = ROUTER_APIS[kind]
-    return group, (api_versions or {}).get(group, version), plural
+    """(group, version, plural) to patch a kind of the table in: the version discovery found served, else the
+    row's default."""
+    row = ROUTER_KINDS[kind]
+    return row.group, (api_versions or {}).get(kind, row.version), row.plural
 
 
 def served_api_versions(backend: Any) -> dict[str, str]:
-    """API group -> version the live backend discovered (empty for the demo: it serves the defaults)."""
-    kinds = getattr(getattr(backend, "reader", None), "route_kinds", None) or {}
-    return {group: version for group, (version, _plural) in kinds.items()}
+    """Router kind -> version the live backend discovered (empty for the demo: it serves the defaults)."""
+    return dict(getattr(getattr(backend, "reader", None), "routers", None) or {})
 
 
 def route_object_name(service: InferenceService) -> str:
@@ -49,7 +52,7 @@ def needs_route(plan: ShiftPlan) -> bool:
     return (plan.kind in ADAPTERS or plan.kind == "Rollout") and plan.ok and plan.changes and plan.patch is None
 
 
-def read_route(plan: ShiftPlan, writer: Writer) -> dict:
+def read_route(plan: ShiftPlan, writer: Writer) -> dict[str, Any]:
     return writer.get_object(plan.group, plan.api_version, plan.plural, plan.service.namespace, plan.object_name)
 
 
@@ -134,9 +137,10 @@ def plan_rollout_now(snapshot: ClusterSnapshot, service_key: str, action: str, w
                         replicasets=replicasets)
 
 
-def _bare(service, facts, api_versions, errors, kind: str | None = None) -> ShiftPlan:
+def _bare(service: InferenceService, facts: Facts, api_versions: Mapping[str, str] | None, errors: Sequence[str],
+          kind: str | None = None) -> ShiftPlan:
     kind = kind if kind is not None else service.router_kind
-    group, version, plural = router_api(kind, api_versions) if kind in ROUTER_APIS else ("", "", "")
+    group, version, plural = router_api(kind, api_versions) if kind in ROUTER_KINDS else ("", "", "")
     versions = tuple(
         VersionShift(v.name, v.backend, v.weight, service.share_pct(v.name), None, None, *facts[v.name])
         for v in service.versions
@@ -145,7 +149,9 @@ def _bare(service, facts, api_versions, errors, kind: str | None = None) -> Shif
                      DEFAULT_SCALE, {}, errors=tuple(errors))
 
 
-def _rollout_plan(service, facts, current, action, api_versions, rollout=None, replicasets=()) -> ShiftPlan:
+def _rollout_plan(service: InferenceService, facts: Facts, current: Mapping[str, int | None], action: str,
+                  api_versions: Mapping[str, str] | None, rollout: Mapping[str, Any] | None = None,
+                  replicasets: Sequence[Mapping[str, Any]] = ()) -> ShiftPlan:
     group, version, plural = router_api("Rollout", api_versions)
     name = route_object_name(service)
     patches: list[Patch] = []
@@ -194,11 +200,12 @@ def _rollout_plan(service, facts, current, action, api_versions, rollout=None, r
     )
 
 
-def _plan(service, facts, current, targets, route, api_versions) -> ShiftPlan:
+def _plan(service: InferenceService, facts: Facts, current: Mapping[str, int | None], targets: Targets,
+          route: Mapping[str, Any] | None, api_versions: Mapping[str, str] | None) -> ShiftPlan:
     kind = service.router_kind
     if not kind:
         return _bare(service, facts, api_versions, [f"{service.key} has no traffic router in front of it: nothing to shift"], kind="")
-    if kind not in ROUTER_APIS:
+    if kind not in ROUTER_KINDS:
         return _bare(service, facts, api_versions, [f"router kind {kind} is not supported"])
     if len(service.versions) < 2:
         return _bare(service, facts, api_versions, [f"{service.key} has one version: nothing to shift"])
@@ -276,7 +283,9 @@ def _plan(service, facts, current, targets, route, api_versions) -> ShiftPlan:
     )
 
 
-def _rollout_from_targets(service, facts, current, targets, api_versions, rollout=None) -> ShiftPlan:
+def _rollout_from_targets(service: InferenceService, facts: Facts, current: Mapping[str, int | None],
+                          targets: Targets, api_versions: Mapping[str, str] | None,
+                          rollout: Mapping[str, Any] | None = None) -> ShiftPlan:
     """Argo Rollouts has no set-weight: 100% canary is promote-full, 0% is abort, nothing else."""
     pcts, errors = resolve_targets(shares(current), targets)
     if errors:
@@ -297,7 +306,7 @@ def replan(plan: ShiftPlan, route: Mapping[str, Any]) -> ShiftPlan:
     """The same targets, planned again on the route object as read now."""
     facts = {v.name: (v.ready, v.desired, v.sessions) for v in plan.versions}
     current = {v.name: v.current_weight for v in plan.versions}
-    api = {plan.group: plan.api_version}
+    api = {plan.kind: plan.api_version}
     if plan.action != "shift":
         return _rollout_plan(plan.service, facts, current, plan.action, api, route)
     return _plan(plan.service, facts, current, dict(plan.targets), route, api)

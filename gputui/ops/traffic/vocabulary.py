@@ -1,4 +1,4 @@
-"""The traffic shift's vocabulary: router kinds and their APIs, the plan and its parts."""
+"""The traffic shift's vocabulary: the plan and its parts (the router kinds are `gputui.router_kinds`)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,8 @@ from typing import Any
 
 from gputui.backends.base import BackendError
 from gputui.model import InferenceService
+from gputui.router_kinds import HTTPROUTE_MAX_WEIGHT  # noqa: F401 - the traffic package's (its route scale's bound)
 
-# router kind -> (API group, default version, plural). Discovery may name another served version.
-ROUTER_APIS: dict[str, tuple[str, str, str]] = {
-    "HTTPRoute": ("gateway.networking.k8s.io", "v1", "httproutes"),
-    "VirtualService": ("networking.istio.io", "v1", "virtualservices"),
-    "TrafficSplit": ("split.smi-spec.io", "v1alpha2", "trafficsplits"),
-    "Rollout": ("argoproj.io", "v1alpha1", "rollouts"),
-}
-HTTPROUTE_MAX_WEIGHT = 1_000_000
 DEFAULT_SCALE = 100
 ARGO_MANAGER = "rollouts-controller"  # the Argo Rollouts controller's field manager
 ROLLOUT_ACTIONS = ("promote", "promote-full", "abort", "retry", "undo")

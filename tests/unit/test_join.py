@@ -72,7 +72,7 @@ def test_hostile_label_values_are_kept_as_data():
 
 
 def test_virtualservice_and_pdb_records():
-    vs = ko.virtualservice_record({"metadata": {"name": "m", "namespace": "llm"}, "spec": {"http": [{"route": [
+    vs = ko.ROUTER_KINDS["VirtualService"].record({"metadata": {"name": "m", "namespace": "llm"}, "spec": {"http": [{"route": [
         {"destination": {"host": "m.llm.svc.cluster.local", "subset": "stable"}, "weight": 80},
         {"destination": {"host": "m.llm.svc.cluster.local", "subset": "canary"}, "weight": 20}]}]}})
     assert [(b.service, b.subset, b.weight) for b in vs.backends] == [("m", "stable", 80), ("m", "canary", 20)]
@@ -99,7 +99,7 @@ def _summaries(util):
 
 
 def test_istio_subsets_select_the_labels_their_destinationrule_gives():
-    vs = ko.virtualservice_record({"metadata": {"name": "m", "namespace": "llm"}, "spec": {"http": [{"route": [
+    vs = ko.ROUTER_KINDS["VirtualService"].record({"metadata": {"name": "m", "namespace": "llm"}, "spec": {"http": [{"route": [
         {"destination": {"host": "m.llm.svc.cluster.local", "subset": "stable"}, "weight": 80},
         {"destination": {"host": "m.llm.svc.cluster.local", "subset": "canary"}, "weight": 20}]}]}})
     rule = ko.destinationrule_record({"metadata": {"name": "m", "namespace": "llm"}, "spec": {

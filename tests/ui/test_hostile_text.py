@@ -3,11 +3,15 @@ terminal guard (gputui.ui.terminal_guard) and the app's notifications."""
 
 from __future__ import annotations
 
+import re
+
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.widgets import Static
 
 from gputui.ui import terminal_guard
+from gputui.ui.help import HelpScreen
+from gputui.ui.theme_picker import ThemePickerScreen
 from tests.support.terminal import assert_nothing_hostile, terminal_output
 from tests.ui.pilot import loaded, wait_for
 
@@ -36,15 +40,13 @@ async def test_a_notification_with_markup_and_escapes_from_the_cluster_is_shown_
     async with app.run_test(size=(120, 30), notifications=True) as pilot:
         await loaded(pilot)
         app.notify(f"Interrupted drain on n1 (by [/bold] x{TITLE}). Press R", title=f"[$x]{CLEAR}")
-        await wait_for(pilot, lambda: bool(app._notifications))
-        await pilot.pause(0.3)
+        # The toast drawn: its text on the screen (Textual's codes left out), its escapes made visible.
+        await wait_for(pilot, lambda: "(by [/bold] x␛]0;PWNED␇)" in re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "",
+                                                                          terminal_output(app)),
+                       what=lambda: terminal_output(app)[-2000:])
         out = terminal_output(app)
         assert app.is_running
     assert_nothing_hostile(out)
-    import re
-
-    shown = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", out)  # the text the toast shows, without Textual's codes
-    assert "(by [/bold] x␛]0;PWNED␇)" in shown, shown
 
 
 async def test_theme_and_keymap_files_with_markup_or_escapes_in_their_names_are_bad_files(app_factory, tmp_path):
@@ -64,9 +66,11 @@ async def test_theme_and_keymap_files_with_markup_or_escapes_in_their_names_are_
         assert "evil.yaml" in problems and "name must be" in problems
         assert "[$x] [/]" not in app.loaded_keymaps() and not any("PWNED" in t for t in app.available_themes)
         await pilot.press("t")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: isinstance(app.screen, ThemePickerScreen))
+        await pilot.pause()  # its first frame
         assert_nothing_hostile(terminal_output(app))
         await pilot.press("escape", "question_mark")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await pilot.pause()
         assert_nothing_hostile(terminal_output(app))
         assert app.is_running

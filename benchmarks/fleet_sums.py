@@ -67,8 +67,8 @@ def main() -> None:
 
     def dcgm_read(snap: ClusterSnapshot, r: int) -> ClusterSnapshot:
         # New figures everywhere; about 1% of the nodes run hot (an alert), not the same ones each read.
-        summaries = {name: replace(s, util_mean=rng.uniform(0, 100),
-                                   temp_max=90.0 if rng.random() < 0.01 else float(rng.randrange(40, 80)))
+        summaries = {name: replace(s, util_pct=rng.uniform(0, 100),
+                                   temp_c=90.0 if rng.random() < 0.01 else float(rng.randrange(40, 80)))
                      for name, s in snap.summaries.items()}
         return replace(snap, taken_at=float(r), summaries=summaries, indexes=(snap.allocation, snap._pods_by_node))
 

@@ -115,8 +115,8 @@ def kube_state(n: int, services: int) -> KubeState:
 
 
 def metrics(n: int, rng: random.Random) -> Metrics:
-    nodes = {f"gpu-{i:05d}": GpuSummary(8, util_mean=rng.uniform(0, 100), mem_used_mib=rng.uniform(0, 6e5),
-                                        temp_max=float(rng.randint(30, 80)), power_w=rng.uniform(500, 5000))
+    nodes = {f"gpu-{i:05d}": GpuSummary(8, util_pct=rng.uniform(0, 100), mem_used_mib=rng.uniform(0, 6e5),
+                                        temp_c=float(rng.randint(30, 80)), power_w=rng.uniform(500, 5000))
              for i in range(n)}
     sessions = {("llm", f"llm-{i:05d}"): rng.randint(0, 3) for i in range(n)}
     return Metrics(nodes=nodes, sessions=sessions)

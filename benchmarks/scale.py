@@ -126,18 +126,18 @@ class RecordedExporter:
         if path != "/metrics":
             return None
         rnd, g, names, host = self.rng.random, self.gpus, self.names, self.host
-        out: dict[str, list[str]] = {f: [] for f in ("util", "util_max", self.probe, "fb_used", "fb_total", "temp",
-                                                     "power")}
+        out: dict[str, list[str]] = {f: [] for f in ("util_pct", "util_max", self.probe, "mem_used_mib",
+                                                     "mem_total_mib", "temp_c", "power_w")}
         for i in range(self.n):
             node = f'{{{host}="scale-gpu-{i:05d}"}}'
             utils = [100 * rnd() for _ in range(g)]
-            out["util"].append(f"{names['util']}{node} {sum(utils) / g:.2f}")
+            out["util_pct"].append(f"{names['util_pct']}{node} {sum(utils) / g:.2f}")
             out["util_max"].append(f"{names['util_max']}{node} {max(utils):.2f}")
             out[self.probe].append(f"{names[self.probe]}{node} {g}")
-            out["fb_used"].append(f"{names['fb_used']}{node} {int(g * 81559 * rnd())}")
-            out["fb_total"].append(f"{names['fb_total']}{node} {g * 81559}")
-            out["temp"].append(f"{names['temp']}{node} {40 + int(40 * rnd())}")
-            out["power"].append(f"{names['power']}{node} {g * (100 + 600 * rnd()):.1f}")
+            out["mem_used_mib"].append(f"{names['mem_used_mib']}{node} {int(g * 81559 * rnd())}")
+            out["mem_total_mib"].append(f"{names['mem_total_mib']}{node} {g * 81559}")
+            out["temp_c"].append(f"{names['temp_c']}{node} {40 + int(40 * rnd())}")
+            out["power_w"].append(f"{names['power_w']}{node} {g * (100 + 600 * rnd()):.1f}")
         lines = []
         for f, samples in out.items():
             lines.append(f"# TYPE {names[f]} gauge")

@@ -48,9 +48,9 @@ def fleet(base: ClusterSnapshot, n: int, step: int, per_gpu: bool, keep_names: b
         temps = [g.temp_c for g in gpus if g.temp_c is not None]
         gauge = base.gauges(node)
         name = node.name if keep_names and i < len(base.nodes) else f"{node.name}-{i:05d}"
-        summaries[name] = GpuSummary(len(gpus), util_mean=sum(g.util_pct for g in gpus) / len(gpus) if gpus else None,
+        summaries[name] = GpuSummary(len(gpus), util_pct=sum(g.util_pct for g in gpus) / len(gpus) if gpus else None,
                                      mem_used_mib=gauge.mem_used_mib, mem_total_mib=gauge.mem_total_mib,
-                                     temp_max=max(temps) if temps else None, power_w=gauge.power_w)
+                                     temp_c=max(temps) if temps else None, power_w=gauge.power_w)
         odd = tuple(g for g in gpus if g.xid or g.health.value in ("warn", "fail"))  # named one by one, as live
         nodes.append(replace(node, name=name, gpus=odd))
     return replace(base, nodes=tuple(nodes), summaries=summaries, taken_at=base.taken_at + step)

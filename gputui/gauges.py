@@ -16,17 +16,22 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from gputui.model import GpuSummary, Node
+from gputui.gpu_metrics import BY_NAME, NO_VALUES, NODE_FIGURES, TYPED, Figures, aggregate, extra_of
+from gputui.model import Gpu, GpuSummary, Node
 
 
 @dataclass(frozen=True, slots=True)
 class Gauges:
-    mean_util: float | None = None
+    """A node's figures, named and aggregated as gputui.gpu_metrics says (util_pct the mean of its GPUs, temp_c
+    the hottest, power_w the sum...)."""
+
+    util_pct: float | None = None
     mem_used_mib: float | None = None
     mem_total_mib: float | None = None
-    max_temp: float | None = None
+    temp_c: float | None = None
     power_w: float | None = None
     reporting: bool = False  # any DCGM series for the node at all
+    extra: Figures = NO_VALUES  # the table's other figures, known ones only
 
 
 def _sum(values: Iterable[float | None]) -> float | None:
@@ -51,8 +56,8 @@ def util_sum(node: Node, summary: GpuSummary | None) -> tuple[float, int]:
     """Utilisation summed over the node's GPUs reporting it, and how many report: what the fleet's mean and a
     pool's add up."""
     if summary is not None:
-        if summary.util_mean is not None and summary.count:
-            return summary.util_mean * summary.count, summary.count
+        if summary.util_pct is not None and summary.count:
+            return summary.util_pct * summary.count, summary.count
         return 0.0, 0
     total, count = 0.0, 0
     for g in node.gpus:
@@ -64,16 +69,22 @@ def util_sum(node: Node, summary: GpuSummary | None) -> tuple[float, int]:
 
 def hot(summary: GpuSummary | None, temp_threshold: float) -> bool:
     """Whether the summary's hottest GPU is at or over the threshold (an alert of its own, health.node_alerts)."""
-    return summary is not None and summary.temp_max is not None and summary.temp_max >= temp_threshold
+    return summary is not None and summary.temp_c is not None and summary.temp_c >= temp_threshold
 
 
 def gauges(node: Node, summary: GpuSummary | None) -> Gauges:
-    """The node's gauges, from its summary when there is one, else from its GPUs."""
+    """The node's gauges, from its summary when there is one, else from its GPUs (each figure aggregated as its
+    row in gputui.gpu_metrics says)."""
     if summary is not None:
-        return Gauges(summary.util_mean, summary.mem_used_mib, mem_total(node, summary), summary.temp_max,
-                      summary.power_w, True)
+        return Gauges(summary.util_pct, summary.mem_used_mib, mem_total(node, summary), summary.temp_c,
+                      summary.power_w, True, summary.extra)
     gpus = node.gpus
     total, count = util_sum(node, None)
-    temps = [g.temp_c for g in gpus if g.temp_c is not None]
-    return Gauges(total / count if count else None, _sum(g.mem_used_mib for g in gpus), mem_total(node, None),
-                  max(temps) if temps else None, _sum(g.power_w for g in gpus), bool(gpus))
+    extra = extra_of({m.name: aggregate(m.node, (g.extra.get(m.name) for g in gpus))
+                      for m in NODE_FIGURES if m.name not in TYPED}) if any(g.extra for g in gpus) else NO_VALUES
+    return Gauges(total / count if count else None, _node_figure("mem_used_mib", gpus), mem_total(node, None),
+                  _node_figure("temp_c", gpus), _node_figure("power_w", gpus), bool(gpus), extra)
+
+
+def _node_figure(name: str, gpus: tuple[Gpu, ...]) -> float | None:
+    return aggregate(BY_NAME[name].node, (getattr(g, name) for g in gpus))

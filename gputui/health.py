@@ -109,9 +109,9 @@ def node_alerts(node: Node, temp_threshold: float = DEFAULT_TEMP_ALERT_C,
         object.__setattr__(node, "alerts_memo", memo)  # a cache, not a change of the node
     alerts = list(memo[1])
     if hot(summary, temp_threshold) and not any(g.temp_c is not None for g in node.gpus):
-        assert summary is not None and summary.temp_max is not None
-        alerts.append(Alert(node.name, "Temp", f"hottest GPU {summary.temp_max:.0f}°C", Severity.THERMAL,
-                            f"{summary.temp_max:.0f}°C"))
+        assert summary is not None and summary.temp_c is not None
+        alerts.append(Alert(node.name, "Temp", f"hottest GPU {summary.temp_c:.0f}°C", Severity.THERMAL,
+                            f"{summary.temp_c:.0f}°C"))
         alerts.sort(key=lambda a: a.severity)  # stable: no other alert of the node is thermal (its GPUs have none)
     return alerts
 

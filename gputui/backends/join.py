@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from gputui.backends.join_fleet import NodeJoin, PodJoin, gpus_of, with_claims
+from gputui.backends.join_fleet import GpuSample, NodeJoin, PodJoin, gpus_of, with_claims
 from gputui.backends.kube_dra import ClaimRecord, DraView, SliceRecord, dra_view
 from gputui.backends.kube_objects import NodeRecord, PodRecord, RouteRecord, ServiceRecord, SubsetRule, WorkloadRecord
 from gputui.label_selectors import selector_matches
@@ -20,21 +20,6 @@ from gputui.moved import same
 from gputui.sessions import SessionCounts
 from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS
 from gputui.snapshot import ClusterSnapshot, SourceStatus
-
-
-@dataclass(frozen=True, slots=True)
-class GpuSample:
-    host: str
-    index: int
-    uuid: str = ""
-    util: float | None = None
-    fb_used: float | None = None
-    fb_free: float | None = None
-    fb_reserved: float | None = None
-    temp: float | None = None
-    power: float | None = None
-    xid: int = 0
-    health: int | None = None  # DCGM health: 0 pass, 10 warn, 20 fail
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from bisect import insort
 from collections.abc import Callable, Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from gputui.backends.kube_dra import DraView, device_taint_conditions
 from gputui.backends.kube_objects import NodeRecord, PodRecord
+from gputui.gpu_metrics import NO_VALUES, Figures, extra_of
 from gputui.gpu_resources import physical_gpus
 from gputui.model import Gpu, Health, InferencePod, Node
 from gputui.moved import aligned, limit_for, same
@@ -27,7 +28,21 @@ from gputui.sessions import signal_of
 from gputui.snapshot import PodIndexes, node_allocated, pod_indexes
 
 if TYPE_CHECKING:
-    from gputui.backends.join import GpuSample, Metrics
+    from gputui.backends.join import Metrics
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSample:
+    """One GPU as Prometheus read it: its figures by their names in gputui.gpu_metrics (known ones only), and
+    what says whether it is sound (XID, DCGM health)."""
+
+    host: str
+    index: int
+    uuid: str = ""
+    values: Figures = NO_VALUES
+    xid: int = 0
+    health: int | None = None  # DCGM health: 0 pass, 10 warn, 20 fail
+
 
 def _health(code: int | None) -> Health:
     if code is None:
@@ -38,16 +53,15 @@ def _health(code: int | None) -> Health:
 def gpus_of(node: NodeRecord, samples: Iterable[GpuSample]) -> tuple[Gpu, ...]:
     out = []
     for s in samples:
-        # The node label is the card's size; used + free misses the driver's reserve.
-        total = None
-        if node.gpu_memory_mib:
-            total = float(node.gpu_memory_mib)
-        elif s.fb_used is not None and s.fb_free is not None:
-            total = s.fb_used + s.fb_free + (s.fb_reserved or 0.0)
+        v = s.values
+        util = v.get("util_pct")
+        # The node label is the card's size; the series' used + free misses the driver's reserve.
+        total = float(node.gpu_memory_mib) if node.gpu_memory_mib else v.get("mem_total_mib")
         out.append(Gpu(
-            index=s.index, uuid=s.uuid, util_pct=s.util, mem_used_mib=s.fb_used, mem_total_mib=total,
-            temp_c=s.temp, power_w=s.power, xid=s.xid,
-            health=_health(s.health) if s.health is not None else (Health.PASS if s.util is not None else Health.UNKNOWN),
+            index=s.index, uuid=s.uuid, util_pct=util, mem_used_mib=v.get("mem_used_mib"), mem_total_mib=total,
+            temp_c=v.get("temp_c"), power_w=v.get("power_w"), xid=s.xid,
+            health=_health(s.health) if s.health is not None else (Health.PASS if util is not None else Health.UNKNOWN),
+            extra=extra_of(v) if v else NO_VALUES,
         ))
     return tuple(out)
 

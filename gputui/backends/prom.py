@@ -24,19 +24,33 @@ from urllib3.util import Retry
 
 from gputui.backends.base import BackendError
 from gputui.backends.gcpause import gc_paused
-from gputui.backends.join import GpuSample, Metrics
+from gputui.backends.join import Metrics
+from gputui.backends.join_fleet import GpuSample
 from gputui.backends.prom_answers import LastAnswers, series_by_label, values_by_label
-from gputui.backends.recording_rules import MODE_RAW, MODE_RECORDED, PROBE, rule_names, util_expr
+from gputui.backends.recording_rules import (
+    MODE_RAW,
+    MODE_RECORDED,
+    PROBE,
+    PROBLEMS,
+    count_expr,
+    gpu_expr,
+    node_expr,
+    problem_expr,
+    rule_names,
+    util_expr,
+)
 from gputui.backends.session_metrics import BUILTIN_ENGINES, Engine, counts_by_pod, counts_from_body
 from gputui.backends.session_metrics import query as session_query
 from gputui.debug_log import log
 from gputui.errors import TRANSPORT_MARKERS, first_line, one_line, transport_reason
+from gputui.gpu_metrics import BY_NAME, COLUMNS, METRICS, NO_VALUES, TYPED, extra_of, figures_of
 from gputui.model import GpuSummary
 from gputui.sessions import SessionCounts
 
 HOST_LABELS = ("Hostname", "hostname")
 SESSIONS = "sessions"  # the name of a refresh's session query
-BY_HOST = ("util", "count", "fb_used", "temp", "power")  # a fleet read's per-node fields, in this order
+COUNT = "count"  # a fleet read's GPUs per node
+BY_HOST = (*(m.name for m in COLUMNS), COUNT)  # a fleet read's per-node answers: the table's columns and the count
 DEFAULT_TIMEOUT_S = 3.0
 RULES_RECHECK_S = 300.0  # recording rules loaded or dropped are noticed within this
 
@@ -202,25 +216,17 @@ class PromSource:
 
     def _fetch_gpus(self, node_names: set[str], host: str | None, host_label: str | None) -> Metrics:
         by = self._by()
-        sel = self._host_selector(host, host_label)
-        queries = {
-            # A MIG GPU: the mean of its instances (series of the parent's UUID, one per GPU_I_ID).
-            "util": f"avg by ({by}, UUID) ({util_expr(by, sel[1:-1])})",
-            "fb_used": f"max by ({by}) (DCGM_FI_DEV_FB_USED{sel})",
-            "fb_free": f"max by ({by}) (DCGM_FI_DEV_FB_FREE{sel})",
-            "temp": f"max by ({by}) (DCGM_FI_DEV_GPU_TEMP{sel})",
-            "power": f"max by ({by}) (DCGM_FI_DEV_POWER_USAGE{sel})",
-            # Only the GPUs with something to say: XIDs and failed health are rare, and filtering
-            # before aggregating spares Prometheus a group per GPU of the fleet.
-            "xid": f"max by ({by}) (DCGM_FI_DEV_XID_ERRORS{sel} != 0)",
-            "health": f"max by ({by}) (DCGM_EXP_GPU_HEALTH_STATUS{sel} > 0)",
-            SESSIONS: self.session_query,
-        }
+        matchers = self._host_selector(host, host_label)[1:-1]
+        # Every figure of the table, one value per GPU (a MIG GPU: the mean of its instances' series, which carry
+        # the parent's UUID); only the GPUs with an XID or failed health (problem_expr).
+        queries = {m.name: gpu_expr(m, f"{by}, UUID", matchers) for m in METRICS}
+        queries.update({f: problem_expr(f, by, matchers) for f in PROBLEMS})
+        queries[SESSIONS] = self.session_query
         results = self._run(queries)
 
         values: dict[tuple[str, int], dict[str, Any]] = {}
-        for fieldname in ("util", "fb_used", "fb_free", "temp", "power", "xid", "health"):
-            for series in results[fieldname]:
+        for name in (*BY_NAME, *PROBLEMS):
+            for series in results[name]:
                 labels = series.get("metric", {})
                 try:
                     index = int(labels.get("gpu", ""))
@@ -233,17 +239,14 @@ class PromSource:
                 if not host:
                     continue
                 slot = values.setdefault((host, index), {})
-                if fieldname == "util" and labels.get("UUID"):
-                    slot["uuid"] = labels["UUID"]
-                slot[fieldname] = int(value) if fieldname in ("xid", "health") else value
-        for slot in values.values():
-            slot.setdefault("health", 0 if "util" in slot else None)
+                if labels.get("UUID"):
+                    slot.setdefault("uuid", labels["UUID"])
+                slot[name] = value
         unknown = {host for host, _ in values if host not in node_names}
         if unknown:
             rename = self._hosts_via_pod_info(unknown)
             values = {(rename.get(h, h), i): v for (h, i), v in values.items()}
-        gpus = {key: GpuSample(host=key[0], index=key[1], **slot) for key, slot in values.items()}
-
+        gpus = {key: _sample(key, slot) for key, slot in values.items()}
         return Metrics(gpus=gpus, sessions=results[SESSIONS])
 
     def _host_selector(self, host: str | None, host_label: str | None = None) -> str:
@@ -268,33 +271,29 @@ class PromSource:
         if self._recorded is not None:
             names, host = rule_names(self._recorded), self._recorded
             # Aggregated by the host label alone: the answer then has the plain shape (no __name__, no label a
-            # store adds, such as a replica's), and two replicas' copies of a series count once.
-            results = self._run({**{f: f"max by ({host}) ({names[PROBE if f == 'count' else f]})" for f in BY_HOST},
-                                 **{f: names[f] for f in ("xid", "health")}, SESSIONS: self.session_query}, BY_HOST)
-            if results["count"]:
+            # store adds, such as a replica's), and two replicas' copies of a series count once. A column without
+            # a rule of its own is read from the raw series.
+            queries = {m.name: f"max by ({host}) ({names[m.name]})" if m.recorded else node_expr(m, host, f"{host}, gpu")
+                       for m in COLUMNS}
+            results = self._run({**queries, COUNT: f"max by ({host}) ({names[PROBE]})",
+                                 **{f: names[f] for f in PROBLEMS}, SESSIONS: self.session_query}, BY_HOST)
+            if results[COUNT]:
                 self.mode = MODE_RECORDED
                 return self._fleet_metrics(node_names, results)
             self._recorded = None  # the rules stopped being evaluated: the raw series, at once
         self.mode = MODE_RAW
         by_host = ", ".join(self.host_labels)
         by_gpu = self._by()
-        queries = {
-            # A MIG GPU is the mean of its instances, then counts once, like any card, in its node's mean.
-            "util": f"avg by ({by_host}) (avg by ({by_gpu}) ({util_expr(by_gpu)}))",
-            "count": f"count by ({by_host}) (group by ({by_gpu}) ({util_expr(by_gpu)}))",
-            "fb_used": f"sum by ({by_host}) (DCGM_FI_DEV_FB_USED)",
-            "temp": f"max by ({by_host}) (DCGM_FI_DEV_GPU_TEMP)",
-            "power": f"sum by ({by_host}) (DCGM_FI_DEV_POWER_USAGE)",
-            "xid": f"max by ({by_gpu}) (DCGM_FI_DEV_XID_ERRORS != 0)",
-            "health": f"max by ({by_gpu}) (DCGM_EXP_GPU_HEALTH_STATUS > 0)",
-            SESSIONS: self.session_query,
-        }
+        # A MIG GPU is the mean of its instances, then counts once, like any card, in its node's mean.
+        queries = {m.name: node_expr(m, by_host, by_gpu) for m in COLUMNS}
+        queries.update({COUNT: count_expr(by_host, by_gpu), **{f: problem_expr(f, by_gpu) for f in PROBLEMS},
+                        SESSIONS: self.session_query})
         return self._fleet_metrics(node_names, self._run(queries, BY_HOST))
 
     def _fleet_metrics(self, node_names: set[str], results: Mapping[str, Any]) -> Metrics:
-        util, count, fb_used, temp, power = (results[f] for f in BY_HOST)
+        answers = tuple(results[f] for f in BY_HOST)  # host -> value, each
         problems: dict[tuple[str, int], dict[str, Any]] = {}
-        for fieldname in ("xid", "health"):
+        for fieldname in PROBLEMS:
             for series in results[fieldname]:
                 labels = series.get("metric", {})
                 try:
@@ -305,16 +304,21 @@ class PromSource:
                 if host:
                     problems.setdefault((host, index), {})[fieldname] = value
         def summaries() -> tuple[dict[str, GpuSummary], dict[str, str]]:
-            hosts = util.keys() | count.keys() | fb_used.keys() | temp.keys() | power.keys()
+            count = results[COUNT]
+            hosts = set(count).union(*(results[m.name] for m in COLUMNS))
             unknown = hosts - node_names
             rename = self._hosts_via_pod_info(unknown) if unknown else {}
-            return {rename.get(h, h): GpuSummary(count=int(count.get(h, 0)), util_mean=util.get(h),
-                                                 mem_used_mib=fb_used.get(h), temp_max=temp.get(h),
-                                                 power_w=power.get(h))
+            # The typed figures in the record's order (a column or not: None when the fleet view does not read
+            # it), the others in its `extra`.
+            util, used, total, temp, power = (results[name].get if name in results else _none for name in TYPED)
+            others = [m.name for m in COLUMNS if m.name not in TYPED]
+            return {rename.get(h, h): GpuSummary(int(count.get(h, 0)), util(h), used(h), total(h), temp(h), power(h),
+                                                 extra_of({n: results[n].get(h) for n in others})
+                                                 if others else NO_VALUES)
                     for h in hosts}, rename
 
         # The same answers (nothing new in the store) and nodes: the same summaries, not 65,000 built again.
-        nodes, rename = self._last.made("summaries", (util, count, fb_used, temp, power), summaries, node_names)
+        nodes, rename = self._last.made("summaries", answers, summaries, node_names)
         gpus = {
             (rename.get(h, h), i): GpuSample(host=rename.get(h, h), index=i, xid=p.get("xid", 0), health=p.get("health"))
             for (h, i), p in problems.items()
@@ -375,6 +379,20 @@ class PromSource:
 
     def close(self) -> None:
         self._prom._session.close()
+
+
+def _none(host: str) -> None:
+    return None
+
+
+def _sample(key: tuple[str, int], slot: Mapping[str, Any]) -> GpuSample:
+    """A GPU's sample from its answers by name: the table's figures (known ones only), its XID and health (a GPU
+    reporting utilisation and no failed health passes; one reporting nothing is unknown)."""
+    figures = figures_of({name: slot[name] for name in BY_NAME if name in slot})
+    health = slot.get("health")
+    return GpuSample(host=key[0], index=key[1], uuid=slot.get("uuid", ""), values=figures,
+                     xid=int(slot.get("xid", 0)),
+                     health=int(health) if health is not None else 0 if "util_pct" in slot else None)
 
 
 def _finite(text: Any) -> float | None:

@@ -10,9 +10,10 @@ from gputui.backends.base import BackendError
 from gputui.backends.prom import PromSource, _finite
 from gputui.checks.facts import AlertRule, CheckFacts
 from gputui.errors import first_line
+from gputui.gpu_metrics import BY_NAME
 from gputui.pools import IdleReading
 
-FB_USED = "DCGM_FI_DEV_FB_USED"
+FB_USED = BY_NAME["mem_used_mib"].dcgm
 # Which labels name the pod holding a GPU, most specific first: with honor_labels off the exporter's own
 # pod is `pod` and the GPU's is `exported_pod`; older exporters say pod_name/pod_namespace.
 POD_LABELS = (("exported_namespace", "exported_pod"), ("pod_namespace", "pod_name"), ("namespace", "pod"))
@@ -84,7 +85,7 @@ def read_facts(prom: PromSource | None, window_s: float) -> CheckFacts:
 
 
 
-UTIL = "DCGM_FI_DEV_GPU_UTIL"
+UTIL = BY_NAME["util_pct"].dcgm
 
 
 MIG_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"  # a MIG instance's busy ratio (0-1): the util gauge is not served

@@ -7,11 +7,12 @@ from __future__ import annotations
 from gputui.checks.context import CheckContext, unknown, verdict
 from gputui.checks.facts import AlertRule
 from gputui.checks.result import CheckResult, Status
+from gputui.gpu_metrics import BY_NAME
 from gputui.sessions import SessionState
 
 GROWTH_WARN_MIB = 1024.0  # a loaded engine preallocates its KV cache: a GiB more over the window is not noise
 # The GPU signals an alert must watch (001 §3.5, §8): what the rule's query names, in words.
-COVERED = (("XID errors", "DCGM_FI_DEV_XID_ERRORS"), ("temperature", "DCGM_FI_DEV_GPU_TEMP"),
+COVERED = (("XID errors", "DCGM_FI_DEV_XID_ERRORS"), ("temperature", BY_NAME["temp_c"].dcgm),
            ("GPU memory", "DCGM_FI_DEV_FB_"))
 ASK_PROMETHEUS = "give --prometheus and check it answers"
 

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from gputui.cli import common, safe_output
+from gputui.gpu_metrics import COLUMNS, json_figures, value_of
 from gputui.gpu_resources import allocation_text
 from gputui.health import fleet_driver
 from gputui.settings import Settings
@@ -34,18 +35,9 @@ def node_record(snapshot, node) -> dict[str, Any]:
         ],
         "driver_version": node.driver_version,
         "alerts": [f"{a.kind}: {a.message}" for a in node_alerts(node, summary=snapshot.summary(node))],
-        "gpus": [
-            {
-                "index": g.index,
-                "uuid": g.uuid,
-                "util_pct": g.util_pct,
-                "mem_used_mib": g.mem_used_mib,
-                "mem_total_mib": g.mem_total_mib,
-                "temp_c": g.temp_c,
-                "power_w": g.power_w,
-            }
-            for g in node.gpus
-        ],
+        # Every figure of gputui.gpu_metrics by its name, null when unknown (a bitmask such as throttle_reasons
+        # as its number: gpu_metrics.THROTTLE_REASONS decodes it).
+        "gpus": [{"index": g.index, "uuid": g.uuid, **json_figures(g)} for g in node.gpus],
     }
 
 
@@ -102,15 +94,15 @@ def run(settings: Settings, output: str) -> int:
 
     majority = fleet_driver(snapshot)
     table = Table(box=None, pad_edge=False)
-    for label in ("NODE", "STATE", "MODEL", "GPUS", "UTIL", "MEMORY", "TEMP", "POWER", "DRIVER", "ALERTS"):
+    for label in ("NODE", "STATE", "MODEL", "GPUS", *(m.label.upper() for m in COLUMNS), "DRIVER", "ALERTS"):
         table.add_column(label, no_wrap=True)
     for n in snapshot.nodes:
         g = snapshot.gauges(n)
         table.add_row(
-            Text(n.name), n.state.value, Text(cells.short_model(n.gpu_product)),
-            _allocation(snapshot, n), cells.pct(g.mean_util).strip(),
-            cells.mem_used_total(g.mem_used_mib, g.mem_total_mib), cells.temp(g.max_temp),
-            cells.power(g.power_w),
+            Text(n.name), n.state.value, Text(cells.short_model(n.gpu_product)), _allocation(snapshot, n),
+            # Memory is used/total; every other figure as its row in gputui.gpu_metrics writes it.
+            *(cells.mem_used_total(g.mem_used_mib, g.mem_total_mib) if m.name == "mem_used_mib"
+              else m.fmt(value_of(g, m.name)).strip() for m in COLUMNS),
             Text(("≠" if has_driver_drift(n, majority) else "") + (n.driver_version or "–")),
             Text(", ".join(dict.fromkeys(a.kind for a in node_alerts(n, settings.temp_threshold, snapshot.summary(n))))),
         )

@@ -9,6 +9,7 @@ from typing import Any
 from rich.text import Text
 
 from gputui.gauges import hot
+from gputui.gpu_metrics import BY_NAME, COLUMNS, GpuMetric, value_of
 from gputui.gpu_resources import allocation_text
 from gputui.health import fleet_driver, has_driver_drift, node_alerts, problem_order, version_key
 from gputui.model import GpuSummary, InferenceService, Node, NodeState, ServiceVersion
@@ -51,11 +52,12 @@ class NodeColumn:
 
 
 def _util(node: Node, ctx: RowContext, width: int) -> Text:
-    util = ctx.snapshot.gauges(node).mean_util
+    util = ctx.snapshot.gauges(node).util_pct
+    figure = BY_NAME["util_pct"].fmt(util)
     if width < 10:  # compact: the figure alone
-        return Text(cells.pct(util).rjust(width), style=ctx.palette.heat(util))
+        return Text(figure.rjust(width), style=ctx.palette.heat(util))
     text = cells.bar(util, width - 5, ctx.palette.heat(util))
-    text.append(" " + cells.pct(util))
+    text.append(" " + figure)
     return text
 
 
@@ -74,13 +76,21 @@ def _mem(node: Node, ctx: RowContext, width: int) -> Text:
 
 
 def _temp(node: Node, ctx: RowContext, width: int) -> Text:
-    t = ctx.snapshot.gauges(node).max_temp
+    t = ctx.snapshot.gauges(node).temp_c
     style = ""
     if t is not None and t >= ctx.temp_threshold:
         style = f"bold {ctx.palette.alert}"
     elif t is not None and t >= ctx.temp_threshold - 10:
         style = ctx.palette.heat_mid
-    return Text(cells.temp(t).rjust(width), style=style)
+    return Text(BY_NAME["temp_c"].fmt(t).rjust(width), style=style)
+
+
+def _figure(metric: GpuMetric) -> Callable[[Node, RowContext, int], Text]:
+    """A figure's cell as its row in gputui.gpu_metrics writes it, right-aligned."""
+    def cell(node: Node, ctx: RowContext, width: int) -> Text:
+        return Text(metric.fmt(value_of(ctx.snapshot.gauges(node), metric.name)).rjust(width))
+
+    return cell
 
 
 def _gpus(node: Node, ctx: RowContext, width: int) -> Text:
@@ -107,13 +117,12 @@ def _alerts(node: Node, ctx: RowContext, width: int) -> Text:
     return Text(problem.cell(width), style=f"bold {ctx.palette.alert}" if problem.present else ctx.palette.alert)
 
 
-def _by_gauge(summarised: str, gauge: str) -> Callable[[Node, RowContext], Any]:
+def _by_gauge(name: str) -> Callable[[Node, RowContext], Any]:
     """A figure's sort key, highest first: read from the node's summary where it has one (a sort walks every
-    node: no Gauges built for each), else from its gauges. The same value either way (gauges.gauges)."""
+    node: no Gauges built for each), else from its gauges. The same name and value either way (gauges.gauges)."""
     def key(node: Node, ctx: RowContext) -> tuple[bool, float]:
         summary = ctx.snapshot.summaries.get(node.name)
-        return _high_first(getattr(summary, summarised) if summary is not None
-                           else getattr(ctx.snapshot.gauges(node), gauge))
+        return _high_first(value_of(summary if summary is not None else ctx.snapshot.gauges(node), name))
 
     return key
 
@@ -132,6 +141,17 @@ STATE_ORDER = {state: i for i, state in enumerate(
 A_Z = ("A→Z", "Z→A")
 WORST = ("worst first", "best first")
 
+# The table's figures that draw more than their formatted value (a bar, a threshold's colour); any other column
+# of gputui.gpu_metrics is its row's formatter, right-aligned (_figure).
+FIGURE_COLUMNS = {
+    "util_pct": NodeColumn("util_pct", "Util", 12, 0, _util, _by_gauge("util_pct"), compact=4, metered=_whole),
+    "mem_used_mib": NodeColumn("mem_used_mib", "Memory", 17, 0, _mem, _by_gauge("mem_used_mib"), compact=8,
+                               metered=_whole),
+    "temp_c": NodeColumn("temp_c", "Temp", 5, 0, _temp, _by_gauge("temp_c"), metered=_whole),
+    "power_w": NodeColumn("power_w", "Power", 6, 0, _figure(BY_NAME["power_w"]), _by_gauge("power_w"),
+                          metered=_whole, compact=5),
+}
+
 # At 80 columns every figure an operator works from stays (utilisation, memory, temperature, power, driver) and
 # the problem's word is whole: the model and the pool go first, figures lose their bars, the columns close up
 # to one blank between them (fit_columns).
@@ -146,11 +166,8 @@ NODE_COLUMNS: tuple[NodeColumn, ...] = (
                lambda n, c: pool_of(n.labels, c.pool_labels), *A_Z),
     NodeColumn("gpus", "GPUs", 7, 0, _gpus, lambda n, c: -c.snapshot.gpus_allocated(n.name), "most in use first",
                "fewest in use first"),
-    NodeColumn("util", "Util", 12, 0, _util, _by_gauge("util_mean", "mean_util"), compact=4, metered=_whole),
-    NodeColumn("mem", "Memory", 17, 0, _mem, _by_gauge("mem_used_mib", "mem_used_mib"), compact=8, metered=_whole),
-    NodeColumn("temp", "Temp", 5, 0, _temp, _by_gauge("temp_max", "max_temp"), metered=_whole),
-    NodeColumn("power", "Power", 6, 0, lambda n, c, w: Text(cells.power(c.snapshot.gauges(n).power_w).rjust(w)),
-               _by_gauge("power_w", "power_w"), metered=_whole, compact=5),
+    *(FIGURE_COLUMNS.get(m.name) or NodeColumn(m.name, m.label, m.width, 0, _figure(m), _by_gauge(m.name),
+                                               metered=_whole) for m in COLUMNS),
     NodeColumn("driver", "Driver", 11, 0, _driver, lambda n, c: tuple(-p for p in version_key(n.driver_version)),
                "newest first", "oldest first"),
     NodeColumn("alerts", "Problem", 11, 0, _alerts,
@@ -160,7 +177,7 @@ NODE_COLUMNS: tuple[NodeColumn, ...] = (
 SORTABLE = tuple(c.key for c in NODE_COLUMNS)
 PROBLEMS_SORT = SORTABLE.index("alerts")  # the default: what needs a look comes first
 # Figures lose their bars first, then the problem column shows the worst problem alone (whole: `upgrade ✗` is 9).
-COMPACT_ORDER = ("mem", "util", "alerts", "power", "name")
+COMPACT_ORDER = ("mem_used_mib", "util_pct", "alerts", "power_w", "name")
 GAPS = (2, 1)  # blank cells between columns: two while every column that must stay fits, else one
 
 

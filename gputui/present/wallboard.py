@@ -10,6 +10,7 @@ from collections.abc import Mapping
 
 from rich.text import Text
 
+from gputui.gpu_metrics import value_of
 from gputui.health import fleet_driver, node_alerts, problem_order
 from gputui.model import GpuSummary, Health, Node, NodeState
 from gputui.present.cells import Palette, heat_band, pct
@@ -18,6 +19,9 @@ from gputui.snapshot import ClusterSnapshot
 GLYPHS = ("░", "▒", "█")  # low, mid, high
 NO_DATA = "·"
 FAULT = "✗"  # a GPU with an XID or failed health: never drawn as an idle one
+
+
+HEAT = {"util": "util_pct", "temp": "temp_c"}  # the heat map's setting (wallboard_heat) -> gputui.gpu_metrics' figure
 
 
 def level(value: float | None, metric: str, temp_threshold: float) -> int | None:
@@ -32,10 +36,10 @@ def level(value: float | None, metric: str, temp_threshold: float) -> int | None
 def gpu_values(node: Node, metric: str, summary: GpuSummary | None) -> list[float | None]:
     """One value per GPU; a node known only by its summary repeats its mean (or max temperature)."""
     if node.gpus:
-        return [g.util_pct if metric == "util" else g.temp_c for g in node.gpus]
+        return [value_of(g, HEAT[metric]) for g in node.gpus]
     if summary is None:
         return [None] * node.gpu_capacity
-    value = summary.util_mean if metric == "util" else summary.temp_max
+    value = value_of(summary, HEAT[metric])
     return [value] * (summary.count or node.gpu_capacity)
 
 

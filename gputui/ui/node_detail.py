@@ -9,6 +9,7 @@ from textual.binding import Binding
 from textual.widgets import Static
 
 from gputui.backends.base import error_line
+from gputui.gpu_metrics import BY_NAME, METRICS, GpuMetric
 from gputui.gpu_resources import Scheme, allocation_text, holders
 from gputui.health import fleet_driver, has_driver_drift, node_alerts
 from gputui.model import Gpu, Node
@@ -22,11 +23,19 @@ from gputui.ui.messages import DescriptionRead, HistoryRead
 from gputui.ui.virtual_table import VirtualTable
 
 HISTORY_MINUTES = 5
-# (key, label, width); width None takes what the terminal has left.
-GPU_COLUMNS = (
-    ("gpu", "GPU", 3), ("util", "Util", 14), ("mem", "Memory", 18), ("temp", "Temp", 5),
-    ("power", "Power", 6), ("health", "Health", 7), ("history", f"Util, last {HISTORY_MINUTES} min", None),
-)
+# The figures of gputui.gpu_metrics a GPU's row shows: the typed ones always, the others (DETAIL_EXTRA) when a
+# GPU of the node reports them (a cluster whose exporter serves them), after these, each as its row writes it.
+DETAIL_TYPED = tuple(m for m in METRICS if m.detail and m.typed)
+DETAIL_EXTRA = tuple(m for m in METRICS if m.detail and not m.typed)
+
+
+def gpu_columns(extra: tuple[GpuMetric, ...] = ()) -> tuple[tuple[str, str, int | None], ...]:
+    """(key, label, width) of the GPU table; width None takes what the terminal has left."""
+    return (("gpu", "GPU", 3), *((m.name, m.label, m.width) for m in (*DETAIL_TYPED, *extra)),
+            ("health", "Health", 7), ("history", f"Util, last {HISTORY_MINUTES} min", None))
+
+
+GPU_COLUMNS = gpu_columns()
 POD_COLUMNS = (
     ("pod", "Pod", None), ("workload", "Service / version", 20), ("gpus", "GPUs", 4),
     ("status", "Status", 11), ("sessions", "Sessions", 8),
@@ -59,6 +68,7 @@ class NodeDetailScreen(ClusterScreen):
         self.full_gpus: tuple[Gpu, ...] | None = None  # every GPU, fetched when the snapshot holds aggregates only
         self.spark_width = 30
         self.pod_width = 30
+        self.extra_figures: tuple[GpuMetric, ...] = ()  # DETAIL_EXTRA's figures some GPU of the node reports
 
     def compose(self) -> ComposeResult:
         yield HeaderBar()
@@ -97,11 +107,15 @@ class NodeDetailScreen(ClusterScreen):
         if width == getattr(self, "_laid_out_for", None):
             return
         self._laid_out_for = width
-        for table_id, columns in (("#gpus", GPU_COLUMNS), ("#pods", POD_COLUMNS)):
-            self.query_one(table_id, VirtualTable).set_columns(_widths(columns, width))
-        self.spark_width = _widths(GPU_COLUMNS, width)[-1][2]
+        self._gpu_layout(width)
+        self.query_one("#pods", VirtualTable).set_columns(_widths(POD_COLUMNS, width))
         self.pod_width = _widths(POD_COLUMNS, width)[0][2]
         self.show_snapshot()
+
+    def _gpu_layout(self, width: int) -> None:
+        columns = gpu_columns(self.extra_figures)
+        self.query_one("#gpus", VirtualTable).set_columns(_widths(columns, width))
+        self.spark_width = _widths(columns, width)[-1][2]
 
     def action_cordon(self) -> None:
         ask_cordon(self.app, self.node_name, True)
@@ -226,18 +240,22 @@ class NodeDetailScreen(ClusterScreen):
         palette = self.app.palette
         gpu_rows = {}
         gpus = self.full_gpus if snap.summary(node) is not None and self.full_gpus is not None else node.gpus
+        extra = tuple(m for m in DETAIL_EXTRA if any(m.name in g.extra for g in gpus))
+        if extra != self.extra_figures:  # the node's exporter serves another set of figures: columns for them
+            self.extra_figures = extra
+            self._gpu_layout(self.app.size.width)
         for gpu in gpus:
             health = Text(gpu.health.value if not gpu.xid else f"XID {gpu.xid}")
             if gpu.xid or gpu.health.value in ("warn", "fail"):
                 health.stylize(f"bold {palette.alert}")
             util_cell = cells.bar(gpu.util_pct, 9, palette.heat(gpu.util_pct))
-            util_cell.append(" " + cells.pct(gpu.util_pct))
+            util_cell.append(" " + BY_NAME["util_pct"].fmt(gpu.util_pct))
             mem_cell = cells.bar(gpu.mem_pct, 8, palette.heat(gpu.mem_pct))
             mem_cell.append(" " + cells.mem_used_total(gpu.mem_used_mib, gpu.mem_total_mib).rjust(9))
             temp_style = f"bold {palette.alert}" if gpu.temp_c is not None and gpu.temp_c >= self.app.settings.temp_threshold else ""
             gpu_rows[str(gpu.index)] = (
-                Text(str(gpu.index)), util_cell, mem_cell, Text(cells.temp(gpu.temp_c), style=temp_style),
-                Text(cells.power(gpu.power_w)), health,
+                Text(str(gpu.index)), util_cell, mem_cell, Text(BY_NAME["temp_c"].fmt(gpu.temp_c), style=temp_style),
+                Text(BY_NAME["power_w"].fmt(gpu.power_w)), *(Text(m.fmt(gpu.extra.get(m.name))) for m in extra), health,
                 Text(cells.sparkline(self.history.get(gpu.index, []), self.spark_width), style=palette.heat(gpu.util_pct)),
             )
         self.query_one("#gpus", VirtualTable).show_rows(gpu_rows)

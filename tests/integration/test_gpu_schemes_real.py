@@ -191,7 +191,7 @@ def test_a_mig_gpus_utilisation_is_its_instances_activity(cluster, schemes, dcgm
                 def read():
                     snap = backend.reader.snapshot()
                     node = snap.node("mig-mixed")
-                    util = snap.gauges(node).mean_util if node is not None else None
+                    util = snap.gauges(node).util_pct if node is not None else None
                     return (snap, node) if util is not None and abs(util - 55.0) < 0.01 else None
 
                 snap, node = wait_until(read, 60, what="the MIG node's utilisation from its instances")

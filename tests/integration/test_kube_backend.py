@@ -93,8 +93,8 @@ def test_snapshot_matches_what_the_cluster_holds(cluster, metrics_store, dcgm_ex
             summary = snap.summary(node)
             assert summary is not None and summary.count == spec.gpus
             utils = [dcgm_exporter.get(node.name, g, "util") for g in range(spec.gpus)]
-            assert snap.gauges(node).mean_util == pytest.approx(sum(utils) / len(utils))
-            assert snap.gauges(node).max_temp == max(dcgm_exporter.get(node.name, g, "temp") for g in range(spec.gpus))
+            assert snap.gauges(node).util_pct == pytest.approx(sum(utils) / len(utils))
+            assert snap.gauges(node).temp_c == max(dcgm_exporter.get(node.name, g, "temp") for g in range(spec.gpus))
         gpus = backend.reader.node_gpus("gpu-node-1")  # the detail screen's per-GPU rows
         assert [g.index for g in gpus] == list(range(8))
         g0 = gpus[0]
@@ -400,7 +400,7 @@ def test_sessions_every_refresh_and_fleet_dcgm_at_its_interval(
     try:
         first, queries = read()
         assert queries >= 7 and first.source("metrics").fetched_at == now[0]
-        old_util = first.gauges(first.node(node)).mean_util
+        old_util = first.gauges(first.node(node)).util_pct
         dcgm_exporter.set(node, util=old_util + 11 if old_util < 50 else old_util - 11)
         inference_exporter.set(NS, pod, running=17, waiting=0)
         prometheus.wait_until('vllm:num_requests_running{namespace="%s",pod="%s"}' % (NS, pod),
@@ -411,13 +411,13 @@ def test_sessions_every_refresh_and_fleet_dcgm_at_its_interval(
         second, queries = read()
         assert queries == 1  # the sessions only (running and queued, summed by the store)
         assert next(second.sessions(p).live for p in second.pods if p.name == pod) == 17
-        assert second.gauges(second.node(node)).mean_util == old_util  # the gauges wait for their interval
+        assert second.gauges(second.node(node)).util_pct == old_util  # the gauges wait for their interval
         metrics = second.source("metrics")
         assert metrics.error is None and metrics.fetched_at == now[0] - REFRESH  # their age is honest
         assert not metrics.stale(now[0], REFRESH)  # and not stale: they are read every 15 s on purpose
         now[0] += 14.0
         third, queries = read()
-        assert queries >= 7 and third.gauges(third.node(node)).mean_util != old_util
+        assert queries >= 7 and third.gauges(third.node(node)).util_pct != old_util
         assert third.source("metrics").fetched_at == now[0]
     finally:
         for gpu, util in utils.items():

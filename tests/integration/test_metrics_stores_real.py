@@ -43,10 +43,10 @@ def test_fleet_and_per_gpu_figures_are_what_the_exporter_serves(store, dcgm_expo
 
     def fleet_sees_it():
         m = src.fetch({host}, per_gpu=False).nodes.get(host)
-        return m if m and m.util_mean is not None and abs(m.util_mean - want_util) < 0.01 else None
+        return m if m and m.util_pct is not None and abs(m.util_pct - want_util) < 0.01 else None
 
     summary = wait_until(fleet_sees_it, 20, what="the fleet query to see the values set")
-    assert summary.count == len(gpus) and summary.temp_max == 40 + max(gpus)
+    assert summary.count == len(gpus) and summary.temp_c == 40 + max(gpus)
     # The store's per-node answers are in the plain shape read straight from their bytes, and read the same so.
     import requests
 
@@ -59,7 +59,7 @@ def test_fleet_and_per_gpu_figures_are_what_the_exporter_serves(store, dcgm_expo
         assert fast is not None and fast == series_by_label(json.loads(body)["data"]["result"], src.host_labels)
         assert fast[host] in (40 + max(gpus), len(gpus))
     per_gpu = src.fetch({host}, per_gpu=True, host=host).gpus
-    assert {i: s.util for (h, i), s in per_gpu.items() if h == host} == {g: 10.0 + g for g in gpus}
+    assert {i: s.values.get("util_pct") for (h, i), s in per_gpu.items() if h == host} == {g: 10.0 + g for g in gpus}
 
 
 def test_sessions_and_the_idle_range_query(store, inference_exporter, dcgm_exporter):

@@ -81,9 +81,9 @@ def test_recorded_series_are_read_when_the_rules_are_loaded_and_agree_with_the_r
                 return None
             for host in hosts:
                 x, y = a.nodes[host], b.nodes[host]
-                if (x.count, x.temp_max, x.mem_used_mib, x.power_w) != (y.count, y.temp_max, y.mem_used_mib, y.power_w):
+                if (x.count, x.temp_c, x.mem_used_mib, x.power_w) != (y.count, y.temp_c, y.mem_used_mib, y.power_w):
                     return None
-                if x.util_mean is None or abs(x.util_mean - (y.util_mean or 0)) >= 0.5:
+                if x.util_pct is None or abs(x.util_pct - (y.util_pct or 0)) >= 0.5:
                     return None
             return a
 

@@ -11,7 +11,9 @@ import random
 from collections.abc import Iterator
 
 from gputui.backends import kube_objects as ko
-from gputui.backends.join import GpuSample, KubeState, Metrics
+from gputui.backends.join import KubeState, Metrics
+from gputui.backends.join_fleet import GpuSample
+from gputui.gpu_metrics import Figures
 from gputui.model import GpuSummary
 from tests.support.kube_json import deployment_json, node_json, pod_json
 
@@ -35,7 +37,7 @@ def churn(nodes_n: int, pods_n: int, steps: int, seed: int = 18) -> Iterator[tup
     pods = {f"llm/bge-{i}": _pod(i, f"gpu-{rng.randrange(NODES):04d}") for i in range(PODS)}
     sessions = {("llm", f"bge-{i}"): rng.randrange(5) for i in range(PODS)}
     workloads = (ko.deployment_record(deployment_json("bge", "v1", service="bge")),)
-    summaries = {name: GpuSummary(8, util_mean=10.0) for name in nodes}
+    summaries = {name: GpuSummary(8, util_pct=10.0) for name in nodes}
     no_problems: dict = {}
     next_node, next_pod = NODES, PODS
     for step in range(steps):
@@ -78,12 +80,12 @@ def churn(nodes_n: int, pods_n: int, steps: int, seed: int = 18) -> Iterator[tup
         if step % 17 == 8:  # a scrape in a busy cluster: every pod's count moved
             sessions = {key: count + 1 for key, count in sessions.items()}
         if step % 13 == 0 or step % 13 == 6:  # a DCGM read: every node's figures moved, some GPUs hot (an alert)
-            summaries = {name: GpuSummary(8, util_mean=float(rng.randrange(100)) if rng.random() < 0.95 else None,
-                                          temp_max=float(rng.choice((40, 60, 84, 85, 92))))
+            summaries = {name: GpuSummary(8, util_pct=float(rng.randrange(100)) if rng.random() < 0.95 else None,
+                                          temp_c=float(rng.choice((40, 60, 84, 85, 92))))
                          for name in nodes if rng.random() < 0.98}  # a node's series missing now and then
             # A few GPUs with a problem, named one by one (they carry their own temperature: a hot summary of
             # their node adds no alert of its own).
-            no_problems = {(name, 0): GpuSample(name, 0, util=50.0, temp=70.0, xid=79)
+            no_problems = {(name, 0): GpuSample(name, 0, values=Figures({"util_pct": 50.0, "temp_c": 70.0}), xid=79)
                            for name in rng.sample(list(nodes), 3)}
         metrics = Metrics(nodes=summaries, gpus=no_problems, sessions=sessions)  # the reader keeps unchanged maps
         state = KubeState(nodes=tuple(nodes.values()), pods=tuple(pods.values()), workloads=workloads)

@@ -144,7 +144,8 @@ DCGM_FIELDS: dict[str, tuple[str, str, str]] = {
 }
 _DCGM_BY_METRIC = {m: f for f, (m, _, _) in DCGM_FIELDS.items()}
 
-DCGM_DEFAULTS: dict[str, float] = {
+# A field whose value is None is not served for that GPU (a build without it, or a series gone).
+DCGM_DEFAULTS: dict[str, float | None] = {
     "util": 0, "mem_copy_util": 0, "fb_used": 0, "fb_reserved": 512, "temp": 34, "memory_temp": 40,
     "power": 72.5, "energy": 0, "sm_clock": 1980, "mem_clock": 2619, "xid": 0, "pcie_replay": 0,
     "uncorrectable_remapped_rows": 0, "correctable_remapped_rows": 0, "row_remap_failure": 0,
@@ -162,17 +163,17 @@ class DcgmGpu:
     uuid: str
     pci_bus_id: str
     host_value: str
-    values: dict[str, float] = field(default_factory=dict)
+    values: dict[str, float | None] = field(default_factory=dict)
     pod: dict[str, str] | None = None  # namespace/pod/container labels when a pod holds the GPU
     # MIG instances (GPU_I_PROFILE, GPU_I_ID, graphics-engine activity 0..1): as dcgm-exporter serves a MIG
     # GPU, its utilisation gauge is then absent and each instance has its own profiling series.
     mig: list[tuple[str, int, float]] = field(default_factory=list)
 
-    def value(self, fld: str) -> float:
+    def value(self, fld: str) -> float | None:
         if fld in self.values:
             return self.values[fld]
         if fld == "fb_free":
-            return max(0, self.fb_total_mib - self.value("fb_used") - self.value("fb_reserved"))
+            return max(0, self.fb_total_mib - (self.value("fb_used") or 0) - (self.value("fb_reserved") or 0))
         return DCGM_DEFAULTS.get(fld, 0)
 
 
@@ -234,13 +235,13 @@ class DcgmExporter:
             for key in [k for k in self._gpus if k[0] == node]:
                 del self._gpus[key]
 
-    def set(self, node: str, gpu: int | None = None, **values: float) -> None:
+    def set(self, node: str, gpu: int | None = None, **values: float | None) -> None:
         """Set values on one GPU (or every GPU of ``node`` when ``gpu`` is None).
 
         Keys are field names (``util``, ``fb_used``, ``fb_free``,
         ``fb_reserved``, ``temp``, ``power``, ``xid``, ... see
         :data:`DCGM_FIELDS`) or metric names (``DCGM_FI_DEV_GPU_UTIL``).
-        ``fb_free`` defaults to total - used - reserved unless set.
+        ``fb_free`` defaults to total - used - reserved unless set. None: the series is no longer served.
         """
         fields = {}
         for k, v in values.items():
@@ -271,7 +272,7 @@ class DcgmExporter:
             self._gpus[(node, gpu)].mig = list(instances)
             self._rendered = None
 
-    def get(self, node: str, gpu: int, fld: str) -> float:
+    def get(self, node: str, gpu: int, fld: str) -> float | None:
         with self._lock:
             return self._gpus[(node, gpu)].value(_DCGM_BY_METRIC.get(fld, fld))
 
@@ -295,7 +296,7 @@ class DcgmExporter:
             "DCGM_FI_DRIVER_VERSION": g.driver,
         }
         if fld == "xid":
-            code = int(g.value("xid"))
+            code = int(g.value("xid") or 0)
             labels["err_code"] = str(code)
             labels["err_msg"] = "No Error" if code == 0 else XID_MESSAGES.get(code, "Unknown Error")
         if g.pod:
@@ -310,8 +311,8 @@ class DcgmExporter:
                 fams = []
                 for fld in self.fields:
                     metric, help_, typ = DCGM_FIELDS[fld]
-                    samples = [(self._labels(g, fld), g.value(fld)) for g in gpus
-                               if not (g.mig and fld in ("util", "gr_engine_active"))]
+                    samples = [(self._labels(g, fld), value) for g in gpus
+                               if not (g.mig and fld in ("util", "gr_engine_active")) and (value := g.value(fld)) is not None]
                     if fld == "gr_engine_active":
                         samples += [({**self._labels(g, fld), "GPU_I_PROFILE": profile, "GPU_I_ID": str(gi)}, active)
                                     for g in gpus for profile, gi, active in g.mig]

@@ -71,7 +71,7 @@ async def test_problems_come_first_and_each_sort_says_its_order(app_factory):
         assert hopper == sorted(hopper)
         await pilot.press("s", "s")  # gpus, util
         await pilot.pause()
-        utils = {n.name: snap.gauges(n).mean_util or -1 for n in snap.nodes}
+        utils = {n.name: snap.gauges(n).util_pct or -1 for n in snap.nodes}
         assert [utils[n] for n in rows(app)] == sorted(utils.values(), reverse=True)
         assert "sort util, highest first" in title(app)
         await pilot.press("S")

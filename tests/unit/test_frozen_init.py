@@ -58,6 +58,6 @@ def test_the_models_built_per_refresh_are_unchanged_objects():
     assert dataclasses.replace(pod) == pod and "restarts=2" in repr(pod)
     node = Node("n", True, False, "H100", 8, 8, gpu_memory_mib=80)
     assert node.alerts_memo is None and node.labels == {} and node.gpu_memory_mib == 80
-    assert GpuSummary(8, util_mean=5.0).mem_total_mib is None
+    assert GpuSummary(8, util_pct=5.0).mem_total_mib is None
     with pytest.raises(dataclasses.FrozenInstanceError):
         pod.name = "q"  # type: ignore[misc]

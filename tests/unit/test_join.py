@@ -1,7 +1,9 @@
 """The pure join: raw Kubernetes JSON + metric samples -> snapshot."""
 
 from gputui.backends import kube_objects as ko
-from gputui.backends.join import GpuSample, KubeState, Metrics, join
+from gputui.backends.join import KubeState, Metrics, join
+from gputui.backends.join_fleet import GpuSample
+from gputui.gpu_metrics import Figures
 from gputui.health import majority_driver
 from gputui.model import Health, NodeState
 from tests.support.kube_json import deployment_json, node_json, pod_json
@@ -27,8 +29,8 @@ def test_nodes_pods_and_routed_service_join():
         services=services, routes=(route,),
     )
     metrics = Metrics(
-        gpus={("gpu-1", 0): GpuSample("gpu-1", 0, "GPU-a", util=50.0, fb_used=1000.0, fb_free=3000.0, fb_reserved=96.0, temp=60.0, power=300.0, health=20),
-              ("gpu-1", 1): GpuSample("gpu-1", 1, "GPU-b", util=100.0, xid=79)},
+        gpus={("gpu-1", 0): GpuSample("gpu-1", 0, "GPU-a", Figures({"util_pct": 50.0, "mem_used_mib": 1000.0, "mem_total_mib": 4096.0, "temp_c": 60.0, "power_w": 300.0}), health=20),
+              ("gpu-1", 1): GpuSample("gpu-1", 1, "GPU-b", Figures({"util_pct": 100.0}), xid=79)},
         sessions={("llm", "llama-v1-a"): 7},
     )
     snap = join(state, metrics, now=10.0, context="prod", sources=())
@@ -38,7 +40,7 @@ def test_nodes_pods_and_routed_service_join():
     assert "other" not in n1.annotations
     assert n1.gpus[0].mem_total_mib == 81559.0  # the card size from the node label
     assert n1.gpus[0].health is Health.FAIL
-    assert n1.gpus[1].xid == 79 and snap.gauges(n1).mean_util == 75.0
+    assert n1.gpus[1].xid == 79 and snap.gauges(n1).util_pct == 75.0
     assert snap.node("gpu-2").gpus == ()  # no series for it: blanks, not zeros
     assert snap.node("gpu-2").gpu_allocatable == 7
     assert snap.gpus_allocated("gpu-1") == 4
@@ -95,7 +97,7 @@ def _fleet_state(pods=None, workloads=None, nodes=None):
 def _summaries(util):
     from gputui.model import GpuSummary
 
-    return {f"gpu-{i}": GpuSummary(8, util_mean=util + i, temp_max=50.0) for i in range(3)}
+    return {f"gpu-{i}": GpuSummary(8, util_pct=util + i, temp_c=50.0) for i in range(3)}
 
 
 def test_istio_subsets_select_the_labels_their_destinationrule_gives():
@@ -150,7 +152,7 @@ def test_incremental_join_matches_a_fresh_join_and_reuses_what_did_not_change():
     third = joiner.join(state, m3, now=3.0, context="c", sources=())
     assert third == join(state, m3, now=3.0, context="c", sources=())
     assert third.nodes is second.nodes and third.pods is second.pods
-    assert third.gauges(third.nodes[1]).mean_util == 91.0 and third != second
+    assert third.gauges(third.nodes[1]).util_pct == 91.0 and third != second
     assert third.sessions(third.pods[0]).live == 5 and third.pods[0].service == "bge"
 
 
@@ -273,8 +275,8 @@ def test_a_dcgm_read_of_a_summarised_fleet_builds_no_node_and_a_hot_gpu_still_sh
     before = {n.name: node_alerts(n, 85.0, first.summary(n)) for n in first.nodes}
     assert [a.kind for a in before["gpu-0"]] == ["NotReady"]
     moved = joiner.join(state, Metrics(nodes=_summaries(60.0)), now=2.0, context="c", sources=())
-    assert moved.nodes is first.nodes and moved.gauges(moved.nodes[1]).mean_util == 61.0  # (60 + its index)
-    hot = joiner.join(state, Metrics(nodes={**_summaries(70.0), "gpu-1": with_(_summaries(70.0)["gpu-1"], temp_max=91.0)}),
+    assert moved.nodes is first.nodes and moved.gauges(moved.nodes[1]).util_pct == 61.0  # (60 + its index)
+    hot = joiner.join(state, Metrics(nodes={**_summaries(70.0), "gpu-1": with_(_summaries(70.0)["gpu-1"], temp_c=91.0)}),
                       now=3.0, context="c", sources=())
     assert hot.nodes is first.nodes
     assert [a.kind for a in node_alerts(hot.node("gpu-1"), 85.0, hot.summary(hot.node("gpu-1")))] == ["Temp"]

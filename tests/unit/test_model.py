@@ -93,8 +93,8 @@ def test_node_aggregates_ignore_missing_metrics():
                    Gpu(1, "b", util_pct=None), Gpu(2, "c", util_pct=100, temp_c=70, power_w=50)))
     from gputui.gauges import gauges, util_sum
     g = gauges(n, None)
-    assert (g.mean_util, g.max_temp, g.power_w, *util_sum(n, None), g.reporting) == (75, 70, 150, 150, 2, True)
-    assert gauges(node(gpus=()), None).mean_util is None and not gauges(node(gpus=()), None).reporting
+    assert (g.util_pct, g.temp_c, g.power_w, *util_sum(n, None), g.reporting) == (75, 70, 150, 150, 2, True)
+    assert gauges(node(gpus=()), None).util_pct is None and not gauges(node(gpus=()), None).reporting
     assert gauges(node(gpus=(), gpu_memory_mib=1000), None).mem_total_mib == 8000
     # A fleet read's summary: the card size from the node label times the cards reporting, not the allocatable
     # units (MIG slices would count a card seven times); a total the store gave stands.
@@ -102,9 +102,9 @@ def test_node_aggregates_ignore_missing_metrics():
     assert gauges(node(gpu_memory_mib=1000), GpuSummary(count=6, mem_used_mib=10.0)).mem_total_mib == 6000
     assert gauges(node(gpu_memory_mib=1000), GpuSummary(count=6, mem_total_mib=5.0)).mem_total_mib == 5
     summarised = gauges(node(), GpuSummary(count=6))
-    assert summarised.mem_total_mib is None and summarised.mean_util is None and summarised.reporting
+    assert summarised.mem_total_mib is None and summarised.util_pct is None and summarised.reporting
     assert util_sum(node(), GpuSummary(count=6)) == (0.0, 0)  # no utilisation: it weighs nothing in a mean
-    assert util_sum(node(), GpuSummary(count=4, util_mean=50.0))[0] == 200.0
+    assert util_sum(node(), GpuSummary(count=4, util_pct=50.0))[0] == 200.0
 
 
 def test_rollout_status_follows_kubectl_order():

@@ -70,7 +70,7 @@ def test_a_pools_utilisation_is_the_mean_over_its_gpus_reporting_as_the_header_s
     assert hopper.util == pytest.approx(250 / 3) == snap.mean_util and fleet.util == pytest.approx(250 / 3)
     # Read as summaries (a large fleet): each node weighs the GPUs its summary counts; one without a figure, none.
     summarised = ClusterSnapshot(0.0, "c", nodes=(node("a"), node("b"), node("c")), summaries={
-        "a": GpuSummary(2, util_mean=40.0), "b": GpuSummary(6, util_mean=80.0), "c": GpuSummary(8)})
+        "a": GpuSummary(2, util_pct=40.0), "b": GpuSummary(6, util_pct=80.0), "c": GpuSummary(8)})
     assert pool_rows(summarised, None)[0].util == pytest.approx((80 + 480) / 8) == summarised.mean_util
 
 

@@ -48,9 +48,9 @@ def test_rules_that_stop_being_evaluated_fall_back_to_the_raw_series_in_the_same
     src.query = query  # type: ignore[method-assign]
     src.query_by_host = lambda promql: series_by_label(query(promql), ["Hostname"])  # type: ignore[method-assign]
     src.query_counts = lambda promql: {}  # type: ignore[method-assign]  # no sessions here
-    assert src.fetch({"n1"}, per_gpu=False).nodes["n1"].util_mean == 40.0 and src.mode == MODE_RECORDED
+    assert src.fetch({"n1"}, per_gpu=False).nodes["n1"].util_pct == 40.0 and src.mode == MODE_RECORDED
     evaluated["on"] = False  # the rule group was removed: its series are gone
-    assert src.fetch({"n1"}, per_gpu=False).nodes["n1"].util_mean == 41.0 and src.mode == MODE_RAW
+    assert src.fetch({"n1"}, per_gpu=False).nodes["n1"].util_pct == 41.0 and src.mode == MODE_RAW
 
 
 def test_a_probe_that_fails_is_asked_again_at_the_next_refresh_not_five_minutes_later():
@@ -82,4 +82,4 @@ def test_a_probe_that_fails_is_asked_again_at_the_next_refresh_not_five_minutes_
     except BackendError:
         pass  # this refresh's metrics are unknown, as any failed read
     answering["on"] = True
-    assert src.fetch({"n1"}, per_gpu=False).nodes["n1"].util_mean == 40.0 and src.mode == MODE_RECORDED
+    assert src.fetch({"n1"}, per_gpu=False).nodes["n1"].util_pct == 40.0 and src.mode == MODE_RECORDED

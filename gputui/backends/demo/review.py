@@ -10,6 +10,7 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from gputui.checks.facts import AlertRule, CheckFacts
+from gputui.gpu_metrics import BY_NAME
 from gputui.model import InferencePod, InferenceService
 from gputui.pools import IdleReading
 from gputui.sessions import Arrivals
@@ -46,7 +47,7 @@ def check_facts(sim: Simulation, window_s: float) -> CheckFacts:
     rules = (
         AlertRule("GPUXidError", "gpu.rules", "max by (Hostname, gpu) (DCGM_FI_DEV_XID_ERRORS) > 0",
                   "firing" if xids else "inactive", firing=xids),
-        AlertRule("GPUTemperatureHigh", "gpu.rules", f"max by (Hostname) (DCGM_FI_DEV_GPU_TEMP) > {HOT_C:g}",
+        AlertRule("GPUTemperatureHigh", "gpu.rules", f"max by (Hostname) ({BY_NAME['temp_c'].dcgm}) > {HOT_C:g}",
                   "firing" if hot else "inactive", firing=hot),
         AlertRule("InferenceQueueBacklog", "inference.rules", "sum by (pod) (vllm:num_requests_waiting) > 50",
                   "inactive"),

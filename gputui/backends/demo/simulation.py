@@ -36,10 +36,13 @@ from gputui.backends.demo.scenario import (
     _SimService,
 )
 from gputui.backends.kube_objects import RouteBackend
+from gputui.gpu_metrics import METRICS, NO_VALUES, extra_of
 from gputui.gpu_resources import DRA_PREFIX, GpuResource, Scheme, node_resources
 from gputui.model import Budget, Condition, Gpu, Health, InferencePod, InferenceService, Node, Rollout, ServiceVersion
 from gputui.scheduling import EMPTY_POD, NodeScheduling
 from gputui.snapshot import ClusterSnapshot, SourceStatus
+
+DEMO_FIGURES = tuple(m for m in METRICS if m.demo is not None and not m.typed)  # simulated beyond the typed five
 
 # The demo's nodes have no taints of their own (a cordon or NotReady is read from the node's state) and the
 # kubelet's default pod limit; their CPU and memory are what a DGX-class node offers.
@@ -266,10 +269,13 @@ class Simulation:
                 mem += svc.weights_gb * 1024 * 0.6
         temp = 31.0 + 0.5 * util + node.temp_offset + (i % 3) * 0.7
         power = p.idle_w + (p.max_w - p.idle_w) * (util / 100.0) ** 1.3
+        # The table's other figures the demo simulates (gpu_metrics: a row's `demo`); the rest stay unknown.
+        extra = extra_of({m.name: m.demo(util, i) for m in DEMO_FIGURES if m.demo is not None}) \
+            if DEMO_FIGURES else NO_VALUES
         return Gpu(
             index=i, uuid=node.uuids[i], util_pct=util, mem_used_mib=float(round(mem)),
             mem_total_mib=mem_total, temp_c=float(round(temp)), power_w=round(power, 1),
-            health=Health.PASS,
+            health=Health.PASS, extra=extra,
         )
 
     # ----- reader -----------------------------------------------------------------

@@ -10,13 +10,17 @@ from collections.abc import Callable
 
 from gputui.backends.base import Backend
 from gputui.cli.common import EXIT_NOT_DONE, EXIT_OK, EXIT_USAGE, fail
-from gputui.ops.audit import audit_for
+from gputui.ops.context import OpContext
 from gputui.ops.drain.arrivals import batch_with_arrivals
 from gputui.ops.drain.batch import run_batch
-from gputui.ops.drain.events import EventKind
+from gputui.ops.drain.events import DrainEvent, EventKind
 from gputui.ops.drain.options import DrainOptions, DrainRecordError, resumable, saved_drain
 from gputui.ops.drain.plan import DrainPlan, Step, batch_json, plan_batch
+from gputui.ops.drain.progress import DrainProgress
 from gputui.ops.drain.report import DrainReport, Outcome
+from gputui.ops.drain.start import BatchStart
+from gputui.ops.errors import read_only_words
+from gputui.ops.steps import run_steps
 from gputui.present.cells import ago
 from gputui.settings import Settings
 
@@ -53,11 +57,11 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
         if sorted(filter(None, args.confirm_delete.split(","))) != sorted(args.nodes):
             return fail("--disable-eviction needs --confirm-delete with the same node names", EXIT_USAGE)
     if settings.read_only and not args.dry_run:
-        return fail("read-only: drain is unavailable", EXIT_USAGE)
+        return fail(read_only_words("drain"), EXIT_USAGE)
     backend = backend_factory(settings)
     try:
         if backend.writer is None and not args.dry_run:  # a protected context: read-only though not asked
-            return fail(backend.why_not("drain") or "read-only", EXIT_USAGE)
+            return fail(backend.why_not("drain") or read_only_words("drain"), EXIT_USAGE)
         snap = backend.reader.snapshot()
         nodes = list(args.nodes)
         if args.resume:
@@ -107,10 +111,10 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
             print(f"# {SIMULATED}", flush=True)
         for line in batch.describe():
             print(f"# {line}", flush=True)
-        gen = run_batch(nodes, backend.reader, backend.writer, audit_for(settings.audit_log, backend), options,
-                        parallel=args.parallel, deadlines=deadlines, take_over=args.take_over,
-                        accept_stranded=accepted)
-        reports = _follow(gen)
+        ctx = OpContext.of(backend, settings)
+        start = BatchStart(parallel=args.parallel, deadlines=deadlines, take_over=args.take_over,
+                           accept_stranded=accepted)
+        reports = run_steps(run_batch(nodes, ctx, options, start), _Follow())
         for node in nodes:
             report = reports.get(node)
             print(report.describe() if report else f"{node}: not started")
@@ -123,30 +127,22 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
         backend.close()
 
 
-def _follow(gen) -> dict[str, DrainReport]:
-    """Print the batch's events as they come: a waiting pod again only when its count moves, a PDB retry
-    only at the first 429 and every twelfth (a minute at kubectl's 5 s), with the count."""
-    last: dict[str, tuple] = {}
-    try:
-        while True:
-            event = next(gen)
-            key = f"{event.node}/{event.pod}"
-            if event.kind is EventKind.WAITING:
-                if last.get(key) == ("waiting", event.sessions):
-                    continue
-                last[key] = ("waiting", event.sessions)
-            elif event.kind is EventKind.BLOCKED:
-                if event.count != 1 and event.count % 12:
-                    continue
-            elif event.kind is EventKind.PAUSED:
-                if last.get(event.node) == ("paused", event.message.split(";")[0]):
-                    continue
-                last[event.node] = ("paused", event.message.split(";")[0])
-            message = event.message + (f" (try {event.count})" if event.kind is EventKind.BLOCKED else "")
-            stamp = time.strftime("%H:%M:%S")
-            print(f"{stamp} {event.node} {event.kind.value:12s} {event.pod} {message}".rstrip(), flush=True)
-    except StopIteration as stop:
-        return stop.value or {}
+class _Follow:
+    """Print the batch's events as they come, as ops' fold of them says what is news (a waiting pod again only when
+    its count moves, a pause again only for another reason, a PDB's refusal at its first 429), and a PDB retry
+    every twelfth try too (a minute at kubectl's 5 s), with its count."""
+
+    def __init__(self) -> None:
+        self.progress = DrainProgress()
+
+    def __call__(self, event: DrainEvent) -> None:
+        news = self.progress.apply(event, time.time())
+        blocked = event.kind is EventKind.BLOCKED
+        if not news and not (blocked and event.count % 12 == 0):
+            return
+        message = event.message + (f" (try {event.count})" if blocked else "")
+        stamp = time.strftime("%H:%M:%S")
+        print(f"{stamp} {event.node} {event.kind.value:12s} {event.pod} {message}".rstrip(), flush=True)
 
 
 def _print_plan(plan: DrainPlan) -> None:

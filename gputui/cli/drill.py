@@ -4,12 +4,11 @@ real cluster only with --yes-i-mean-it, never read-only. Exit 0 when the service
 from __future__ import annotations
 
 import argparse
-import time
 from collections.abc import Callable
 
 from gputui.backends.base import Backend
 from gputui.cli.common import EXIT_NOT_DONE, EXIT_OK, UsageError
-from gputui.ops.audit import audit_for
+from gputui.ops.context import OpContext
 from gputui.ops.drill import DrillReport, plan_drill, run_drill
 from gputui.ops.steps import run_steps
 from gputui.settings import Settings
@@ -28,8 +27,7 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
         print(f"{tag}{plan.describe()}", flush=True)
         if not backend.simulated and not args.yes_i_mean_it:
             raise UsageError(f"a drill on {backend.context} evicts a live pod: add {CONFIRM_FLAG} to run it")
-        steps = run_drill(plan, backend.reader, backend.writer, audit_for(settings.audit_log, backend), time.time,
-                          time.sleep, timeout_s=args.drill_timeout)
+        steps = run_drill(plan, OpContext.of(backend, settings), timeout_s=args.drill_timeout)
         report: DrillReport = run_steps(steps, lambda line: print(f"  {tag}{line}", flush=True))
     finally:
         backend.close()

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import argparse
 import math
-import time
 from collections.abc import Callable
 
 from gputui.backends.base import Backend, BackendError, error_line
 from gputui.cli.common import EXIT_NOT_DONE, EXIT_OK, EXIT_USAGE, fail
-from gputui.ops.audit import audit_for
-from gputui.ops.canary import CanaryReport, Gates, plan_canary, run_canary
+from gputui.ops.canary import CanaryOptions, CanaryReport, Gates, plan_canary, run_canary
 from gputui.ops.canary_steps import preview, preview_lines
+from gputui.ops.context import OpContext
+from gputui.ops.errors import read_only_words
 from gputui.ops.steps import run_steps
 from gputui.ops.traffic import fmt_pct
 from gputui.settings import Settings
@@ -33,7 +33,7 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
     try:
         why = backend.why_not("shift")
         if why or backend.writer is None:
-            return fail(why or "read-only: the canary is unavailable", EXIT_USAGE)
+            return fail(why or read_only_words("the canary"), EXIT_USAGE)
         try:
             snapshot = backend.reader.snapshot()
             plan = plan_canary(snapshot, args.service, args.version, tuple(args.steps) if args.steps else None)
@@ -52,8 +52,7 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
                 return EXIT_OK
             return fail(f"the canary would hold before {fmt_pct(held.step)}" + (
                 ": --force passes the capacity rule" if held.forceable else ""), EXIT_NOT_DONE)
-        steps = run_canary(plan, backend.reader, backend, backend.writer, audit_for(settings.audit_log, backend),
-                           gates, time.time, time.sleep, poll_s=args.poll, force=args.force)
+        steps = run_canary(plan, OpContext.of(backend, settings, poll_s=args.poll), CanaryOptions(gates, args.force))
         try:
             report: CanaryReport = run_steps(steps, lambda line: print(f"{tag}{line}", flush=True))
         except KeyboardInterrupt:

@@ -16,6 +16,7 @@ from functools import partial
 from gputui.backends.base import Backend, BackendError, error_line
 from gputui.cli.common import EXIT_NOT_DONE as EXIT_REFUSED
 from gputui.cli.common import EXIT_USAGE, fail
+from gputui.ops.errors import read_only_words
 from gputui.ops.traffic import (
     ShiftError,
     apply_shift,
@@ -32,7 +33,7 @@ from gputui.settings import Settings
 
 def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[[Settings], Backend]) -> int:
     if settings.read_only:
-        return fail("read-only: shift is unavailable", EXIT_USAGE)
+        return fail(read_only_words("shift"), EXIT_USAGE)
     targets = dict(args.targets or ())
     if len(targets) != len(args.targets or ()):
         twice = sorted({v for v, _ in args.targets if sum(1 for w, _ in args.targets if w == v) > 1})
@@ -42,7 +43,7 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
         writer = backend.writer
         why = backend.why_not("shift")
         if why or writer is None:  # read-only, whatever the reason (the flag, a protected context, RBAC)
-            return fail(why or "read-only", EXIT_USAGE)
+            return fail(why or read_only_words("shift"), EXIT_USAGE)
         try:
             snapshot = backend.reader.snapshot()
         except BackendError as exc:  # no cluster to act on: bad input, as for every command

@@ -8,14 +8,16 @@ operator's hand on a running canary is a CanaryControl: pause, stop where it is,
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 
-from gputui.backends.base import BackendError, Reader, SignalsReader, Writer
+from gputui.backends.base import BackendError, Writer
 from gputui.model import InferenceService
-from gputui.ops.audit import AuditError, AuditLog
+from gputui.ops.audit import AuditError
 from gputui.ops.canary_steps import step_blocker
+from gputui.ops.context import OpContext
+from gputui.ops.errors import ReadOnlyError
 from gputui.ops.traffic.adapters import ADAPTERS
 from gputui.ops.traffic.apply import apply_shift
 from gputui.ops.traffic.plans import find_service, on_route_now, plan_shift
@@ -157,24 +159,35 @@ class CanaryControl:
         return woken
 
 
-def _shift(reader: Reader, writer: Writer, audit: AuditLog, key: str, targets: Mapping[str, float],
-           force: bool) -> str:
-    plan = on_route_now(partial(plan_shift, reader.snapshot(), key, dict(targets)), writer)
-    return apply_shift(plan, writer, audit, force=force)
+@dataclass(frozen=True, slots=True)
+class CanaryOptions:
+    """How a canary runs beyond its plan. `force`: every step past the capacity rule (never past a gate, nor
+    towards pods waiting to be evicted). `wait_when_held`: a step it cannot take, or gates it cannot read, hold
+    the canary where it is until the operator retries, forces the step, stops or rolls back (the TUI); without
+    it the canary ends there, held (the headless command, which exits 1)."""
+
+    gates: Gates = Gates()
+    force: bool = False
+    wait_when_held: bool = False
 
 
-def run_canary(plan: CanaryPlan, reader: Reader, signals: SignalsReader, writer: Writer | None, audit: AuditLog,
-               gates: Gates, clock: Callable[[], float], sleep: Callable[[float], None],
-               poll_s: float = 5.0, control: CanaryControl | None = None,
-               report: CanaryReport | None = None, force: bool = False,
-               wait_when_held: bool = False) -> Generator[str, None, CanaryReport]:
-    """`report`: filled in as the canary goes (a UI shows its step while it runs); returned at the end.
-    `force`: every step past the capacity rule (never past a gate, nor towards pods waiting to be evicted).
-    `wait_when_held`: a step it cannot take, or gates it cannot read, hold the canary where it is until the
-    operator retries, forces the step, stops or rolls back (the TUI); without it the canary ends there, held
-    (the headless command, which exits 1)."""
+def _shift(ctx: OpContext, writer: Writer, key: str, targets: Mapping[str, float], force: bool) -> str:
+    plan = on_route_now(partial(plan_shift, ctx.reader.snapshot(), key, dict(targets)), writer)
+    return apply_shift(plan, writer, ctx.audit, force=force)
+
+
+def run_canary(plan: CanaryPlan, ctx: OpContext, options: CanaryOptions = CanaryOptions(),
+               control: CanaryControl | None = None,
+               report: CanaryReport | None = None) -> Generator[str, None, CanaryReport]:
+    """`report`: filled in as the canary goes (a UI shows its step while it runs); returned at the end. The
+    gates are read from `ctx.signals`; the canary looks again every `ctx.poll_s`."""
+    writer = ctx.writer
     if writer is None:
-        raise ShiftError("read-only: the canary is unavailable")
+        raise ReadOnlyError("the canary")
+    if ctx.signals is None:  # no gates to read: never a canary stepping blind
+        raise BackendError("the canary reads its gates from the engines' metrics, and this context has none")
+    reader, signals, audit, clock, sleep, poll_s = ctx.reader, ctx.signals, ctx.audit, ctx.clock, ctx.sleep, ctx.poll_s
+    gates, force, wait_when_held = options.gates, options.force, options.wait_when_held
     report = report if report is not None else CanaryReport(plan)
     key, target = plan.service.key, f"service/{plan.service.key}"
     # Said before its first write, and required: with no audit log to take it, the canary does not start.
@@ -188,7 +201,7 @@ def run_canary(plan: CanaryPlan, reader: Reader, signals: SignalsReader, writer:
 
     def rollback(why: str) -> Generator[str, None, CanaryReport]:
         try:
-            yield "rolled back: " + _shift(reader, writer, audit, key, plan.start, force=True)
+            yield "rolled back: " + _shift(ctx, writer, key, plan.start, force=True)
         except BackendError as exc:
             return end("rollback failed", f"{why}; the rollback failed: {exc}; back to the start: {plan.back()} "
                                           "(shift it back by hand)")
@@ -208,7 +221,7 @@ def run_canary(plan: CanaryPlan, reader: Reader, signals: SignalsReader, writer:
                 blocked = step_blocker(reader.snapshot(), key, plan.new, step)
                 if blocked is not None and not (forced and blocked[1]):
                     raise ShiftError(blocked[0] + (FORCE_WORDS if blocked[1] else ""))
-                line = _shift(reader, writer, audit, key, {plan.new: step}, force=forced)
+                line = _shift(ctx, writer, key, {plan.new: step}, force=forced)
             except (ShiftError, AuditError) as exc:  # the capacity rule, no ready pods, pods going, no audit log
                 why = f"step {fmt_pct(step)} not taken: {exc}"
                 if not wait_when_held:

@@ -7,13 +7,9 @@ from dataclasses import dataclass
 from gputui.backends.base import BackendError, Writer
 from gputui.ops.audit import AuditLog
 from gputui.ops.drain.out_of_rotation import RECORD, OutOfRotation, put_back, recorded
+from gputui.ops.errors import ReadOnlyError
 from gputui.snapshot import ClusterSnapshot
 from gputui.upgrades import owner_warning
-
-
-class ReadOnlyError(BackendError):
-    def __init__(self, action: str) -> None:
-        super().__init__(f"read-only mode: {action} is not allowed")
 
 
 @dataclass(frozen=True, slots=True)

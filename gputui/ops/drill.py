@@ -6,13 +6,14 @@ take a service down (its only ready replica) before anything is written."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from dataclasses import dataclass, field
 
-from gputui.backends.base import BackendError, EvictionOutcome, Reader, Writer
+from gputui.backends.base import BackendError, EvictionOutcome
 from gputui.model import InferencePod
-from gputui.ops.audit import AuditLog, outcome
-from gputui.ops.cordon import ReadOnlyError
+from gputui.ops.audit import outcome
+from gputui.ops.context import OpContext
+from gputui.ops.errors import ReadOnlyError
 from gputui.sessions import SessionState
 from gputui.snapshot import ClusterSnapshot
 
@@ -99,13 +100,13 @@ def _replacement(snap: ClusterSnapshot, plan: DrillPlan, before: set[str]) -> In
     return min(fresh, key=lambda p: (not p.ready, p.key)) if fresh else None
 
 
-def run_drill(plan: DrillPlan, reader: Reader, writer: Writer | None, audit: AuditLog,
-              clock: Callable[[], float], sleep: Callable[[float], None], timeout_s: float = 600.0,
-              poll_s: float = 1.0) -> Generator[str, None, DrillReport]:
+def run_drill(plan: DrillPlan, ctx: OpContext, timeout_s: float = 600.0) -> Generator[str, None, DrillReport]:
     """Progress lines as the drill moves; the report is the generator's return value. The cordon is undone
     whatever happens (a failure, a timeout, the operator's interrupt)."""
+    writer = ctx.writer
     if writer is None:
         raise ReadOnlyError("the drill")
+    reader, audit, clock, sleep, poll_s = ctx.reader, ctx.audit, ctx.clock, ctx.sleep, ctx.poll_s
     report = DrillReport(plan)
     before = {p.uid for p in _peers(reader.snapshot(), plan.pod)} | {plan.pod.uid}
     target = f"node/{plan.node}"

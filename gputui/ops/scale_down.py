@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from gputui.backends.base import Writer
 from gputui.model import InferencePod
 from gputui.ops.audit import AuditLog
-from gputui.ops.cordon import ReadOnlyError
+from gputui.ops.errors import ReadOnlyError
 from gputui.ops.traffic.plans import find_service
 from gputui.ops.traffic.vocabulary import ShiftError
 from gputui.snapshot import ClusterSnapshot

@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gputui.backends.base import error_line
-from gputui.ops.canary import CanaryControl, CanaryPlan, CanaryReport, Gates, run_canary
+from gputui.ops.canary import CanaryControl, CanaryOptions, CanaryPlan, CanaryReport, Gates, run_canary
+from gputui.ops.context import OpContext
+from gputui.ops.steps import run_steps
 from gputui.ops.traffic import fmt_pct
 from gputui.ui.messages import CanaryProgress
 
@@ -73,7 +75,7 @@ def start_canary(app: GputuiApp, plan: CanaryPlan, gates: Gates, poll_s: float, 
     """Run the canary on the backend it was planned on; the session is app.canaries[service key]. A step it cannot
     take, or gates it cannot read, hold it where it is (running, keys live) rather than end it: `force` takes each
     step past the capacity rule from the start."""
-    backend, writer = app.backend, app.backend.writer
+    backend = app.backend
     session = CanarySession(plan, gates, CanaryReport(plan))
     app.canaries[plan.service.key] = session
 
@@ -90,13 +92,15 @@ def start_canary(app: GputuiApp, plan: CanaryPlan, gates: Gates, poll_s: float, 
                 if session.control.wait(min(0.2, max(0.0, end - time.monotonic()))):
                     return  # a key was pressed: the canary acts on it now
 
-        steps = run_canary(plan, backend.reader, backend, writer, app.audit, gates, app.clock, nap,
-                           poll_s=poll_s, control=session.control, report=session.report, force=force,
-                           wait_when_held=True)
+        ctx = OpContext.of(backend, app.settings, clock=app.clock, sleep=nap, poll_s=poll_s, audit=app.audit)
+        steps = run_canary(plan, ctx, CanaryOptions(gates, force, wait_when_held=True), session.control,
+                           session.report)
+
+        def show(line: str) -> None:
+            session.add(line, app.clock())
+            app.post_message(CanaryProgress(plan.service.key))
         try:
-            for line in steps:  # its outcome lands in session.report
-                session.add(line, app.clock())
-                app.post_message(CanaryProgress(plan.service.key))
+            run_steps(steps, show)  # its outcome lands in session.report
         except _Interrupted:
             session.add("interrupted by quitting: traffic left as it is", app.clock())
         except Exception as exc:  # shown, never a traceback

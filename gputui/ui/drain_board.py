@@ -10,12 +10,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Static
 
-from gputui.ops.drain.events import FINAL
 from gputui.ops.drain.events import EventKind as K
 from gputui.ops.drain.out_of_rotation import KEPT_RUNNING
+from gputui.ops.drain.progress import PodRow
 from gputui.present.cells import ago, elide_middle, short_pod
 from gputui.ui.base import ClusterScreen
-from gputui.ui.drain_session import DrainSession, PodRow
+from gputui.ui.drain_session import DrainSession
 from gputui.ui.footer import KeyFooter
 from gputui.ui.header import HeaderBar
 from gputui.ui.key_table import KeyTable
@@ -135,9 +135,9 @@ class DrainProgressScreen(ClusterScreen):
         palette = self.app.palette
         now = self.app.clock()
         styles = {K.WAITING: palette.draining, K.BLOCKED: palette.cordoned, K.FAILED: f"bold {palette.alert}",
-                  K.HELD: f"bold {palette.alert}", K.PAUSED: palette.cordoned, K.GONE: palette.ok, K.EVICTED: palette.ok}
+                  K.HELD: f"bold {palette.alert}", K.PAUSED: palette.cordoned, K.GONE: palette.ok, K.EVICTED: palette.ok,
+                  K.REPLACED: palette.ok}
         with_node = not self._narrow or len(s.nodes) > 1
-        gone = (K.GONE, K.EVICTED, K.FAILED, K.HELD)  # a count it no longer has: none, not a stale one
         width = 5 if self._narrow else 8
         with s.lock:
             rows = {
@@ -146,14 +146,14 @@ class DrainProgressScreen(ClusterScreen):
                       Text(key if len(key) <= self._pod_width else short_pod(key, self._pod_width)),
                       Text(r.state.value if r.state else "pending", style=styles.get(r.state, "") if r.state else ""),
                       Text((("unk" if self._narrow else "unknown") if r.sessions is None and r.state is K.WAITING
-                            else "–" if r.sessions is None or r.state in gone else str(r.sessions)).rjust(width)),
+                            else "–" if r.sessions is None or r.settled else str(r.sessions)).rjust(width)),
                       self._deadline_text(r, now), Text(self._next_text(r, now)))
                 for key, r in s.pods.items()
             }
             # The newest lines, one row each: wrapped, they pushed the last one out of sight.
             room = max(20, self.app.size.width - 3)
             log = [Text(line if len(line) <= room else line[: room - 1] + "…") for line in s.log[-6:]]
-            done = sum(1 for st in s.node_state.values() if st in FINAL)
+            done = s.progress.nodes_ended()
         sync_rows(self.query_one("#drain-pods", DataTable), rows)
         self.query_one("#drain-nodes", Static).update(self._node_bars(palette))
         summary = Text(" Drain ", style="bold")
@@ -177,8 +177,8 @@ class DrainProgressScreen(ClusterScreen):
         out = Text()
         with s.lock:
             for node in s.nodes:
-                mine = [r for r in s.pods.values() if r.node == node]
-                moved = sum(r.state in (K.GONE, K.EVICTED) for r in mine)
+                mine = s.progress.on(node)
+                moved = sum(r.moved for r in mine)
                 kind = s.node_state.get(node)
                 state = kind.value if kind else "queued"
                 pct = 100.0 * moved / len(mine) if mine else (100.0 if kind is K.DONE else 0.0)
@@ -210,7 +210,7 @@ class DrainProgressScreen(ClusterScreen):
             return
         node, pod = sel
         row = self.session.pods[pod]
-        if row.state in (K.GONE, K.EVICTED, K.FAILED, K.HELD):
+        if row.settled and row.state is not None:
             self.notify(f"{pod} is {row.state.value}: nothing to evict", markup=False)
             return
         cut = "its sessions are UNKNOWN: any it holds will be cut" if row.sessions is None and row.state is K.WAITING \

@@ -10,13 +10,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gputui.backends.base import ArrivalsReader, BackendError
+from gputui.ops.context import OpContext
 from gputui.ops.drain.batch import run_batch
 from gputui.ops.drain.events import DrainControl, DrainEvent
 from gputui.ops.drain.events import EventKind as K
 from gputui.ops.drain.options import DrainOptions
-from gputui.ops.drain.out_of_rotation import KEPT_RUNNING
+from gputui.ops.drain.progress import DrainProgress, PodRow
+from gputui.ops.drain.start import BatchStart
+from gputui.ops.steps import run_steps
 from gputui.snapshot import ClusterSnapshot
-from gputui.ui.messages import DrainProgress
+from gputui.ui.messages import DrainProgress as DrainProgressMessage
 
 if TYPE_CHECKING:
     from gputui.ui.app import GputuiApp
@@ -27,39 +30,6 @@ class _Interrupted(Exception):
 
 
 @dataclass
-class PodRow:
-    """One pod as the board shows it."""
-
-    node: str
-    pod: str
-    state: K | None = None  # the last thing that happened to it (None: nothing yet, pending)
-    sessions: int | None = None
-    message: str = ""
-    deadline: float | None = None  # when the wait ends (epoch seconds)
-    tries: int = 0  # PDB 429s so far
-    last_try: float | None = None
-    out_since: float | None = None  # taken out of rotation then (None: in rotation)
-    rotation_note: str = ""  # why it is in rotation, when the drain keeps it there
-    decay_from: tuple[float, int] | None = None  # its first count after it went out: the decay's start
-    put_back: bool = False  # the operator put it back: the drain leaves it in rotation
-
-    def empty_in(self, now: float, mean_s: float | None = None) -> float | None:
-        """Seconds until it holds no session, from its own decay since it went out of rotation; without a
-        decay yet, its engine's mean request time (what is in flight ends within about that). None: no
-        estimate."""
-        if self.out_since is None or self.sessions is None:
-            return None
-        if self.sessions == 0:
-            return 0.0
-        if self.decay_from is not None:
-            t0, s0 = self.decay_from
-            if s0 > self.sessions and now > t0:
-                return self.sessions / ((s0 - self.sessions) / (now - t0))
-        # n requests in flight, each ending in about `mean_s`: the last one ends after about mean x H(n).
-        return mean_s * sum(1.0 / k for k in range(1, self.sessions + 1)) if mean_s is not None else None
-
-
-@dataclass
 class DrainSession:
     """Everything the progress board shows; written by the drain thread, read by the UI."""
 
@@ -67,8 +37,7 @@ class DrainSession:
     options: DrainOptions
     started: float
     controls: dict[str, DrainControl] = field(default_factory=dict)
-    pods: dict[str, PodRow] = field(default_factory=dict)
-    node_state: dict[str, K] = field(default_factory=dict)  # absent: queued
+    progress: DrainProgress = field(default_factory=DrainProgress)  # ops' fold of the events: the board's rows
     log: list[str] = field(default_factory=list)
     finished: bool = False
     aborted: bool = False
@@ -76,32 +45,18 @@ class DrainSession:
     mean_s: dict[str, float] = field(default_factory=dict)  # pod -> its engine's mean request time, when read
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    @property
+    def pods(self) -> dict[str, PodRow]:
+        return self.progress.pods
+
+    @property
+    def node_state(self) -> dict[str, K]:
+        return self.progress.node_state
+
     def apply(self, event: DrainEvent, now: float) -> None:
         with self.lock:
-            if event.pod:
-                row = self.pods.setdefault(event.pod, PodRow(event.node, event.pod))
-                if event.kind is K.OUT_OF_ROTATION:
-                    row.out_since, row.decay_from, row.rotation_note = now, None, ""
-                elif event.kind is K.IN_ROTATION:
-                    row.out_since, row.decay_from = None, None
-                    row.rotation_note = event.message
-                elif event.kind is K.INFO and event.message.startswith(KEPT_RUNNING):
-                    row.rotation_note = event.message
-                elif event.kind not in (K.SESSIONS_CUT, K.INFO):
-                    row.state = event.kind
-                if event.kind is K.WAITING:
-                    row.sessions, row.deadline = event.sessions, event.deadline
-                    if row.out_since is not None and row.decay_from is None and event.sessions is not None:
-                        row.decay_from = (now, event.sessions)
-                elif event.kind not in (K.OUT_OF_ROTATION, K.IN_ROTATION, K.INFO):
-                    row.message = event.message
-                if event.kind is K.BLOCKED:
-                    row.tries, row.last_try = event.count, now
-                    if event.count > 1:
-                        return  # one line per blocked pod, with its count: not one log line per retry
-            elif event.kind is not K.INFO:  # a word about a node (cordoned with its batch) is no state of it
-                self.node_state[event.node] = event.kind
-            if event.kind not in (K.WAITING, K.TICK):
+            # The log has a line per news; a waiting pod's count is on its row, not in the log.
+            if self.progress.apply(event, now) and event.kind is not K.WAITING:
                 stamp = time.strftime("%H:%M:%S", time.localtime(now))
                 self.log.append(f"{stamp} {event.node} {event.kind.value} {event.pod} {event.message}".rstrip())
                 del self.log[:-200]
@@ -143,14 +98,14 @@ def start_drain(app: GputuiApp, nodes: list[str], options: DrainOptions | dict[s
                 time.sleep(min(0.1, max(0.0, end - time.monotonic())))
 
         session.mean_s = mean_request_times(backend.reader, app.snapshot, nodes)
-        gen = run_batch(nodes, backend.reader, backend.writer, app.audit, options,
-                        parallel=app.settings.drain_parallel, controls=session.controls,
-                        deadlines=deadlines, clock=app.clock, sleep=nap, poll_s=app.drain_poll_s,
-                        take_over=take_over)
+        ctx = OpContext.of(backend, app.settings, clock=app.clock, sleep=nap, poll_s=app.drain_poll_s, audit=app.audit)
+
+        def show(event: DrainEvent) -> None:
+            session.apply(event, app.clock())
+            app.post_message(DrainProgressMessage(finished=False))
         try:
-            for event in gen:
-                session.apply(event, app.clock())
-                app.post_message(DrainProgress(finished=False))
+            run_steps(run_batch(nodes, ctx, options, BatchStart(controls=session.controls, deadlines=deadlines or {},
+                                                                  take_over=take_over)), show)
         except _Interrupted:
             session.apply(DrainEvent(",".join(nodes), K.INFO, message="interrupted by quitting"), app.clock())
         except Exception as exc:  # shown, never a traceback
@@ -163,7 +118,7 @@ def start_drain(app: GputuiApp, nodes: list[str], options: DrainOptions | dict[s
                                                           if s is not session):
                 backend.close()
             if not worker.is_cancelled:
-                app.post_message(DrainProgress(finished=True))
+                app.post_message(DrainProgressMessage(finished=True))
 
     app.run_worker(work, thread=True, group="drain", exit_on_error=False)
     return session

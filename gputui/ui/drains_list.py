@@ -8,7 +8,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
 
-from gputui.ops.drain.events import FINAL
 from gputui.ops.drain.events import EventKind as K
 from gputui.present.cells import ago
 from gputui.ui.base import ClusterScreen
@@ -22,8 +21,8 @@ def describe(session: DrainSession, now: float) -> str:
     """One drain in a line: its nodes, how far, and what is left."""
     with session.lock:
         pods = list(session.pods.values())
-        ended = sum(1 for st in session.node_state.values() if st in FINAL)
-    moved = sum(r.state in (K.GONE, K.EVICTED) for r in pods)
+        ended = session.progress.nodes_ended()
+    moved = sum(r.moved for r in pods)
     live = sum(r.sessions or 0 for r in pods if r.state is K.WAITING)
     state = "aborted" if session.aborted and session.finished else "finished" if session.finished else "running"
     return (f"{state:8} {', '.join(session.nodes)}: {ended}/{len(session.nodes)} nodes ended, {moved}/{len(pods)} "

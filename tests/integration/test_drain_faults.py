@@ -16,11 +16,13 @@ from gputui.backends.prom import PromConfig, PromSource
 from gputui.backends.session_metrics import engines
 from gputui.model import DRAIN_PHASE_ANNOTATION
 from gputui.ops.audit import AuditLog
+from gputui.ops.context import OpContext
 from gputui.ops.drain import lease
 from gputui.ops.drain.events import DrainControl, EventKind
 from gputui.ops.drain.plan import DrainOptions, Step, plan_drain
 from gputui.ops.drain.report import Outcome
 from gputui.ops.drain.run import run_drain
+from gputui.ops.drain.start import DrainStart
 from gputui.sessions import UNREADABLE, SessionState
 from tests.support.audit_lines import written
 from tests.support.gputui_cli import read_until, start_drain
@@ -132,7 +134,9 @@ def test_a_vanished_session_series_is_waited_on_never_evicted_as_idle(cluster, f
         plan = plan_drain(snap, a, DrainOptions(session_deadline_s=600))
         assert [p.step for p in plan.pods if p.pod.namespace == ns] == [Step.WAIT_SESSIONS]
         mark = cluster.audit_mark()
-        run = Driver(run_drain(plan, backend.reader, backend.writer, AuditLog(tmp_path / "a.jsonl", "t", "x"), poll_s=0.3))
+        run = Driver(run_drain(plan,
+                               OpContext(backend.reader, backend.writer, AuditLog(tmp_path / "a.jsonl", "t", "x"),
+                                         poll_s=0.3)))
         run.wait(lambda r: any(e.sessions == 5 for e in r.kinds(EventKind.WAITING)), 15, "waiting on 5 sessions")
         inference_exporter.break_scrape(ns, names[0])
         prometheus.wait_until('absent(vllm:num_requests_running{namespace="%s"})' % ns, timeout=20)
@@ -168,8 +172,9 @@ def test_unknown_at_the_deadline_is_left_in_place_unless_chosen(cluster, fake_ku
         mine = [p for p in plan.pods if p.pod.namespace == ns]
         assert [p.step for p in mine] == [Step.WAIT_SESSIONS] and "sessions unknown" in mine[0].note
         mark = cluster.audit_mark()
-        report = Driver(run_drain(plan, backend.reader, backend.writer, AuditLog(tmp_path / "a.jsonl", "t", "x"),
-                                  poll_s=0.3)).join(60)
+        report = Driver(run_drain(plan,
+                                  OpContext(backend.reader, backend.writer, AuditLog(tmp_path / "a.jsonl", "t", "x"),
+                                            poll_s=0.3))).join(60)
         assert report.outcome is Outcome.UNFINISHED and report.evicted == 0 and len(report.held) == 1
         assert not evictions(cluster, mark)
         node = core.read_node(a)
@@ -178,8 +183,9 @@ def test_unknown_at_the_deadline_is_left_in_place_unless_chosen(cluster, fake_ku
         # Chosen before the start: evicted at the deadline, and the report says "possibly cut", never "0 cut".
         snap = backend.reader.snapshot()
         plan = plan_drain(snap, a, DrainOptions(session_deadline_s=3, evict_unknown_at_deadline=True))
-        report = Driver(run_drain(plan, backend.reader, backend.writer, AuditLog(tmp_path / "a.jsonl", "t", "x"),
-                                  poll_s=0.3)).join(60)
+        report = Driver(run_drain(plan,
+                                  OpContext(backend.reader, backend.writer, AuditLog(tmp_path / "a.jsonl", "t", "x"),
+                                            poll_s=0.3))).join(60)
         assert report.outcome is Outcome.DRAINED and report.unknown_cut_pods == 1 and report.cut_sessions == 0
         assert "possibly cut" in report.describe()
     finally:
@@ -197,8 +203,10 @@ def test_a_closed_reader_pauses_the_drain_and_marks_nothing_done(cluster, fake_k
     try:
         snap = sessions_visible(backend, ns, a)
         control = DrainControl()
-        run = Driver(run_drain(plan_drain(snap, a, DrainOptions(session_deadline_s=600)), backend.reader, backend.writer,
-                               AuditLog(tmp_path / "a.jsonl", "t", "x"), control, poll_s=0.3))
+        run = Driver(run_drain(plan_drain(snap, a, DrainOptions(session_deadline_s=600)),
+                               OpContext(backend.reader, backend.writer, AuditLog(tmp_path / "a.jsonl", "t", "x"),
+                                         poll_s=0.3),
+                               control))
         run.wait(lambda r: r.kinds(EventKind.WAITING), 15, "waiting")
         backend.reader.close()
         run.wait(lambda r: len(r.kinds(EventKind.PAUSED)) >= 2, 15, "paused, and still paused on the retry")
@@ -220,8 +228,9 @@ def test_an_apiserver_restart_pauses_the_drain_which_then_finishes(cluster, fake
     backend = backend_for(cluster, prometheus)
     try:
         snap = sessions_visible(backend, ns, a)
-        run = Driver(run_drain(plan_drain(snap, a, DrainOptions(session_deadline_s=600)), backend.reader,
-                               backend.writer, AuditLog(tmp_path / "a.jsonl", "t", "x"), poll_s=0.3))
+        run = Driver(run_drain(plan_drain(snap, a, DrainOptions(session_deadline_s=600)),
+                               OpContext(backend.reader, backend.writer, AuditLog(tmp_path / "a.jsonl", "t", "x"),
+                                         poll_s=0.3)))
         run.wait(lambda r: r.kinds(EventKind.WAITING), 15, "waiting")
         cluster.stop_apiserver()
         inference_exporter.set(ns, names[0], running=0)  # sessions end while the API is away
@@ -248,9 +257,10 @@ def test_a_second_drainer_sees_the_holder_and_cannot_start(cluster, fake_kubelet
         # The first drainer: another live process on this host (our parent stands in for it).
         first = lease.Holder("alice", lease.socket.gethostname(), os.getppid(), "first-token")
         control = DrainControl()
-        run = Driver(run_drain(plan_drain(snap, a, DrainOptions(session_deadline_s=600)), backend.reader,
-                               backend.writer, AuditLog(tmp_path / "a.jsonl", "t", "x"), control, poll_s=0.3,
-                               holder=first))
+        run = Driver(run_drain(plan_drain(snap, a, DrainOptions(session_deadline_s=600)),
+                               OpContext(backend.reader, backend.writer, AuditLog(tmp_path / "a.jsonl", "t", "x"),
+                                         poll_s=0.3),
+                               control, DrainStart(holder=first)))
         run.wait(lambda r: r.kinds(EventKind.WAITING), 15, "first drain waiting")
         mark = cluster.audit_mark()
         # A second gputui (headless, a real process) is refused, naming the holder; it writes nothing.
@@ -341,8 +351,9 @@ def test_expired_credentials_pause_the_drain_until_the_plugin_hands_out_a_good_t
     backend = live_backend(Settings(kubeconfig=str(kubeconfig), prometheus=prometheus.url))
     try:
         snap = sessions_visible(backend, ns, a)
-        run = Driver(run_drain(plan_drain(snap, a, DrainOptions(session_deadline_s=600)), backend.reader,
-                               backend.writer, AuditLog(tmp_path / "a.jsonl", "t", "x"), poll_s=0.3))
+        run = Driver(run_drain(plan_drain(snap, a, DrainOptions(session_deadline_s=600)),
+                               OpContext(backend.reader, backend.writer, AuditLog(tmp_path / "a.jsonl", "t", "x"),
+                                         poll_s=0.3)))
         run.wait(lambda r: r.kinds(EventKind.WAITING), 15, "waiting")
         token_file.write_text("revoked-token")
         inference_exporter.set(ns, names[0], running=0)

@@ -13,6 +13,7 @@ from kubernetes import client
 
 from gputui.model import DRAIN_PHASE_ANNOTATION
 from gputui.ops.audit import AuditLog
+from gputui.ops.context import OpContext
 from gputui.ops.drain.plan import DrainOptions, Step, plan_drain
 from gputui.ops.drain.run import run_drain
 from tests.support.gputui_cli import read_until, start_drain
@@ -54,7 +55,7 @@ def test_sessions_gate_eviction_and_a_real_pdb_blocks_until_headroom(cluster, fa
         backend.reader.snapshot = lambda: full_refreshes.append(1) or whole()
 
         def drive():
-            gen = run_drain(plan, backend.reader, backend.writer, audit, poll_s=0.3)
+            gen = run_drain(plan, OpContext(backend.reader, backend.writer, audit, poll_s=0.3))
             try:
                 while True:
                     events.append(next(gen))

@@ -13,6 +13,7 @@ from collections.abc import Collection
 
 from gputui.backends.kube_backend import live_backend
 from gputui.ops.audit import AuditLog
+from gputui.ops.context import OpContext
 from gputui.ops.drain.events import EventKind
 from gputui.ops.drain.plan import Step, plan_drain
 from gputui.ops.drain.report import Outcome
@@ -78,9 +79,10 @@ def test_a_pod_replaced_under_its_name_before_its_eviction_is_not_evicted(cluste
                 audit_file = tmp_path / "audit.jsonl"
                 mark = cluster.audit_mark()
                 events: list = []
-                report = run_steps(run_drain(plan, reader, backend.writer,
-                                             AuditLog(audit_file, backend.writer.identity, backend.context),
-                                             poll_s=0.3), events.append)
+                report = run_steps(run_drain(plan,
+                                             OpContext(reader, backend.writer,
+                                                       AuditLog(audit_file, backend.writer.identity, backend.context),
+                                                       poll_s=0.3)), events.append)
             finally:
                 backend.close()
             said = [(e.kind, e.pod, e.message) for e in events if e.kind is not EventKind.TICK]

@@ -14,6 +14,7 @@ from collections.abc import Collection
 from gputui.backends.kube_backend import live_backend
 from gputui.model import DRAIN_PHASE_ANNOTATION
 from gputui.ops.audit import AuditLog
+from gputui.ops.context import OpContext
 from gputui.ops.drain.events import EventKind
 from gputui.ops.drain.plan import DrainOptions, Step, plan_drain
 from gputui.ops.drain.report import Outcome
@@ -89,7 +90,9 @@ def test_a_pod_missing_from_the_readers_view_is_not_gone_while_the_api_holds_it(
             plan = planned(backend, node, [pod])
             blind = BlindReader(backend.reader, f"{ns}/{pod.metadata.name}")
             mark = cluster.audit_mark()
-            drain = Driver(run_drain(plan, blind, backend.writer, AuditLog(tmp_path / "a.jsonl", "t", "x"), poll_s=0.3))
+            drain = Driver(run_drain(plan,
+                                     OpContext(blind, backend.writer, AuditLog(tmp_path / "a.jsonl", "t", "x"),
+                                               poll_s=0.3)))
             drain.wait(lambda d: blind.missed >= 10, 30, "ten polls without the pod in view")
             assert not drain.kinds(EventKind.GONE) and not drain.kinds(EventKind.DONE), drain.said()
             assert not drain.kinds(EventKind.EVICTED), drain.said()
@@ -137,8 +140,9 @@ def test_a_failed_get_of_an_evicted_pod_pauses_the_drain_and_never_reads_it_as_g
                                                                       cluster.token("admin")))))
             try:
                 plan = planned(backend, node, [pod])
-                drain = Driver(run_drain(plan, backend.reader, backend.writer, AuditLog(tmp_path / "a.jsonl", "t", "x"),
-                                         poll_s=0.3))
+                drain = Driver(run_drain(plan,
+                                         OpContext(backend.reader, backend.writer,
+                                                   AuditLog(tmp_path / "a.jsonl", "t", "x"), poll_s=0.3)))
                 drain.wait(lambda d: d.kinds(EventKind.EVICTED), 30, "the eviction")
                 for status, said in FAULTS:
                     fault["answer"] = Answer(status, f"injected {status} on the pod's GET")

@@ -20,11 +20,13 @@ from pathlib import Path
 
 from gputui.backends.kube_backend import live_backend
 from gputui.ops.audit import AuditLog
+from gputui.ops.context import OpContext
 from gputui.ops.drain.events import DrainControl, EventKind
 from gputui.ops.drain.lease import LEASE, Holder
 from gputui.ops.drain.plan import DrainOptions, Step, plan_drain
 from gputui.ops.drain.report import Outcome
 from gputui.ops.drain.run import run_drain
+from gputui.ops.drain.start import DrainStart
 from gputui.settings import Settings
 from tests.support.api_faults import FaultProxy, kubeconfig
 from tests.support.audit_lines import raw_lines, written
@@ -213,8 +215,9 @@ def test_a_drain_whose_lease_was_taken_over_stops_at_its_renewal_saying_by_whom(
             plan = plan_drain(snap, node, DrainOptions())
             assert [(p.pod.name, p.step) for p in plan.to_evict] == [(pod.metadata.name, Step.EVICT)]
             first_log = tmp_path / "first.jsonl"
-            first = Driver(run_drain(plan, backend.reader, backend.writer, AuditLog(first_log, IDENTITY, "test"),
-                                     poll_s=0.5, clock=lambda: time.time() - 120))
+            first = Driver(run_drain(plan,
+                                     OpContext(backend.reader, backend.writer, AuditLog(first_log, IDENTITY, "test"),
+                                               clock=lambda: time.time() - 120, poll_s=0.5)))
             first.wait(lambda d: d.kinds(EventKind.BLOCKED), 30, "the PDB's first 429")
 
             taker = drain_process(cluster.admin_kubeconfig, tmp_path / "taker", node, "--take-over")
@@ -276,15 +279,17 @@ def test_a_drain_whose_lease_was_taken_over_and_dropped_stops_at_its_renewal(clu
             snap = wait_until(lambda: (s := backend.reader.snapshot()) and any(
                 p.name == pod.metadata.name for p in s.pods_on(node)) and s.budgets and s, 30, what="pod and PDB read")
             started = time.monotonic()
-            first, seen = run_drain(plan_drain(snap, node, DrainOptions()), backend.reader, backend.writer,
-                                    AuditLog(tmp_path / "first.jsonl", IDENTITY, "test"), poll_s=0.3,
-                                    clock=lambda: time.time() - 120, sleep=lambda _s: None), []
+            first, seen = run_drain(plan_drain(snap, node, DrainOptions()),
+                                    OpContext(backend.reader, backend.writer,
+                                              AuditLog(tmp_path / "first.jsonl", IDENTITY, "test"),
+                                              clock=lambda: time.time() - 120, sleep=lambda _s: None, poll_s=0.3)), []
             assert pull(first, lambda e: e.kind is EventKind.BLOCKED, 30, seen), seen  # then it stalls
 
             carol, control = Holder("carol", "bastion-3", 4343, "carols-token"), DrainControl()
-            second = Driver(run_drain(plan_drain(backend.reader.snapshot(), node, DrainOptions()), backend.reader,
-                                      backend.writer, AuditLog(tmp_path / "carol.jsonl", "carol", "test"), control,
-                                      poll_s=0.3, holder=carol, take_over=True))
+            second = Driver(run_drain(plan_drain(backend.reader.snapshot(), node, DrainOptions()),
+                                      OpContext(backend.reader, backend.writer,
+                                                AuditLog(tmp_path / "carol.jsonl", "carol", "test"), poll_s=0.3),
+                                      control, DrainStart(take_over=True, holder=carol)))
             second.wait(lambda d: d.kinds(EventKind.BLOCKED), 30, "carol's drain refused by the PDB too")
             control.abort(uncordon=True)
             assert second.join(30).outcome is Outcome.ABORTED

@@ -15,6 +15,8 @@ import json
 
 from kubernetes import client
 
+from gputui.ops.context import OpContext
+from gputui.ops.drain.start import BatchStart
 from tests.support.gputui_cli import run
 from tests.support.placement_cases import POOL, ZONE, Case, NodeSpec, Workload, judge, live_pods
 from tests.support.procs import wait_until
@@ -56,8 +58,10 @@ def drain_and_judge(cluster, prometheus, tmp_path, case: Case, batch_nodes: list
         before = {p.metadata.name for p in live_pods(core, case.ns)}
         evicted = [p.pod.key for p in placements]
         accepted = [p.pod.key for p in batch.stranded]
-        gen = run_batch(batch_nodes, backend.reader, backend.writer, AuditLog(tmp_path / "audit.jsonl", "t", "test"),
-                        options, poll_s=0.5, accept_stranded=accepted)
+        gen = run_batch(batch_nodes,
+                        OpContext(backend.reader, backend.writer, AuditLog(tmp_path / "audit.jsonl", "t", "test"),
+                                  poll_s=0.5),
+                        options, BatchStart(accept_stranded=accepted))
         events = []
         try:
             while True:

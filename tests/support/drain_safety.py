@@ -19,6 +19,7 @@ from typing import Any
 from kubernetes import client
 
 from gputui.ops.drain.events import EventKind
+from gputui.ops.steps import run_steps
 from gputui.sessions import SESSION_SIGNAL_LABEL
 from tests.support.procs import wait_until
 
@@ -123,10 +124,7 @@ class Driver:
 
     def _run(self) -> None:
         try:
-            while True:
-                self.events.append(next(self._gen))
-        except StopIteration as stop:
-            self.report = stop.value
+            self.report = run_steps(self._gen, self.events.append)
         except BaseException as exc:  # noqa: BLE001 - shown by join, never lost in a thread
             self.error = exc
 

@@ -20,7 +20,8 @@ from gputui.cli import shift as headless_shift
 from gputui.cli.arguments import add_shift_parser
 from gputui.ops import audit_read
 from gputui.ops.audit import AuditError, AuditLog
-from gputui.ops.canary import Gates, plan_canary, run_canary
+from gputui.ops.canary import CanaryOptions, Gates, plan_canary, run_canary
+from gputui.ops.context import OpContext
 from gputui.ops.cordon import plan_cordon, run_cordon
 from gputui.ops.drain import lease
 from gputui.ops.drain.events import DrainControl, EventKind
@@ -104,9 +105,13 @@ def test_an_unwritable_audit_log_refuses_every_write_before_anything_is_sent(tmp
     scale = plan_scale_down(snap, LLAMA, "v1", 6)
     refused(lambda: run_scale_down(scale, writer, audit, force=True, confirm_sessions=scale.cut))
     drill = plan_drill(snap, next(p.node for p in snap.pods if p.service == "mistral-7b" and p.ready))
-    refused(lambda: run_steps(run_drill(drill, cluster, writer, audit, clock, clock.advance), lambda _: None))
+    refused(lambda: run_steps(run_drill(drill, OpContext(cluster, writer, audit, clock=clock, sleep=clock.advance)),
+                              lambda _: None))
     canary = plan_canary(snap, LLAMA, "v2", (11.0,))
-    refused(lambda: run_steps(run_canary(canary, cluster, cluster, writer, audit, Gates(), clock, clock.advance),
+    refused(lambda: run_steps(run_canary(canary,
+                                         OpContext(cluster, writer, audit, clock=clock, sleep=clock.advance,
+                                                   poll_s=5.0, signals=cluster),
+                                         CanaryOptions(Gates())),
                               lambda _: None))
     assert writer.calls == []  # not one request: not even the lease's read
     for line in refusals:
@@ -120,8 +125,8 @@ def test_a_drain_whose_log_cannot_be_written_does_not_start(tmp_path):
     cluster = demo(clock)
     writer = Recording(cluster)
     node = a_node(cluster)
-    gen = run_drain(plan_drain(cluster.snapshot(), node), cluster, writer, unwritable(tmp_path), clock=clock,
-                    sleep=clock.advance)
+    gen = run_drain(plan_drain(cluster.snapshot(), node),
+                    OpContext(cluster, writer, unwritable(tmp_path), clock=clock, sleep=clock.advance))
     events = list(gen)
     assert [e.kind for e in events] == [EventKind.FAILED] and "cannot write the audit log" in events[0].message
     assert writer.calls == [] and lease.LEASE not in cluster.snapshot().node(node).annotations
@@ -203,8 +208,9 @@ def test_a_drain_refused_at_its_lease_is_recorded(tmp_path):
                                                           "token": "her-token", "renewed": clock()})})
     writer = Recording(cluster)
     path = tmp_path / "audit.jsonl"
-    events = list(run_drain(plan_drain(cluster.snapshot(), node), cluster, writer, AuditLog(path, "bob", "demo"),
-                            clock=clock, sleep=clock.advance))
+    events = list(run_drain(plan_drain(cluster.snapshot(), node),
+                            OpContext(cluster, writer, AuditLog(path, "bob", "demo"), clock=clock,
+                                      sleep=clock.advance)))
     assert [e.kind for e in events] == [EventKind.FAILED] and "being drained by alice" in events[0].message
     assert writer.writes == [] and not cluster.snapshot().node(node).unschedulable
     (entry,) = written(path)
@@ -221,8 +227,8 @@ def test_every_drain_write_has_its_intent_and_a_pdb_retry_is_not_a_new_entry(tmp
     path = tmp_path / "audit.jsonl"
     # No rotation (selectors unread): every pod quiet at once, the evictions race for the PDB.
     gen = run_drain(plan_drain(replace(snap, selectors=None), node, DrainOptions(session_threshold=10**6)),
-                    cluster, cluster,
-                    AuditLog(path, "t", "demo"), clock=clock, sleep=clock.advance, poll_s=2.0)
+                    OpContext(cluster, cluster, AuditLog(path, "t", "demo"), clock=clock, sleep=clock.advance,
+                              poll_s=2.0))
     blocked = 0
     for _ in range(5000):
         try:
@@ -249,8 +255,9 @@ def test_a_drain_that_ends_while_a_pdb_refuses_an_eviction_closes_its_intent(tmp
     control = DrainControl()
     # No rotation (selectors unread): every pod quiet at once, the evictions race for the PDB.
     gen = run_drain(plan_drain(replace(snap, selectors=None), node, DrainOptions(session_threshold=10**6)),
-                    cluster, cluster,
-                    AuditLog(path, "t", "demo"), control, clock=clock, sleep=clock.advance, poll_s=2.0)
+                    OpContext(cluster, cluster, AuditLog(path, "t", "demo"), clock=clock, sleep=clock.advance,
+                              poll_s=2.0),
+                    control)
     for event in gen:
         if event.kind is EventKind.BLOCKED:
             if how == "interrupted":  # quitting the TUI closes the drain's generator

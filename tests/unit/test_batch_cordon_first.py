@@ -8,9 +8,11 @@ from __future__ import annotations
 from gputui.backends.base import BackendError
 from gputui.backends.demo import DemoCluster
 from gputui.ops.audit import AuditLog
+from gputui.ops.context import OpContext
 from gputui.ops.drain.batch import run_batch
 from gputui.ops.drain.plan import DrainOptions, plan_batch
 from gputui.ops.drain.report import Outcome
+from gputui.ops.drain.start import BatchStart
 from tests.demo_clock import ManualClock
 from tests.support.audit_lines import written
 
@@ -33,8 +35,10 @@ def test_every_node_is_cordoned_before_the_first_eviction_and_no_pod_is_evicted_
     assert "cordons gpu-h100-01, gpu-h100-02, gpu-h100-03 before the first eviction: no pod moves onto a node " \
            "this batch drains" in plan_batch(snap, nodes, DrainOptions()).describe()
     log = tmp_path / "audit.jsonl"
-    _, reports = _drained(run_batch(nodes, cluster, cluster, AuditLog(log, "t", "demo"), parallel=1,
-                                    clock=clock, sleep=clock.advance, poll_s=2.0))
+    _, reports = _drained(run_batch(nodes,
+                                    OpContext(cluster, cluster, AuditLog(log, "t", "demo"), clock=clock,
+                                              sleep=clock.advance, poll_s=2.0),
+                                    DrainOptions(), BatchStart(parallel=1)))
     assert all(r.outcome is Outcome.DRAINED for r in reports.values()), [r.describe() for r in reports.values()]
     entries = [(e["action"], e["target"]) for e in written(log) if e.get("result", "ok") != "intent"]
     first_evict = next(i for i, (action, _) in enumerate(entries) if action == "evict")
@@ -52,8 +56,10 @@ def test_a_node_the_guard_will_not_start_is_not_cordoned():
     l40s = sorted((n.name for n in snap.nodes if n.gpu_product == "NVIDIA-L40S" and n.ready and not n.unschedulable
                    and n.name != "gpu-l40s-07"), key=lambda n: n == "gpu-l40s-01")
     assert plan_batch(snap, l40s, DrainOptions()).stop_before == "gpu-l40s-01"
-    _, reports = _drained(run_batch(l40s, cluster, cluster, AuditLog(None, "t", "demo"), parallel=2,
-                                    clock=clock, sleep=clock.advance, poll_s=2.0))
+    _, reports = _drained(run_batch(l40s,
+                                    OpContext(cluster, cluster, AuditLog(None, "t", "demo"), clock=clock,
+                                              sleep=clock.advance, poll_s=2.0),
+                                    DrainOptions(), BatchStart(parallel=2)))
     assert reports["gpu-l40s-01"].outcome is Outcome.NOT_STARTED
     assert not cluster.snapshot().node("gpu-l40s-01").unschedulable
 
@@ -78,9 +84,11 @@ def test_a_refused_cordon_stops_the_batch_before_any_eviction_and_puts_back_its_
     cluster = DemoCluster(seed=7, clock=clock)
     nodes = ["gpu-h100-01", "gpu-h100-02"]
     log = tmp_path / "audit.jsonl"
-    events, reports = _drained(run_batch(nodes, cluster, _RefusesCordon(cluster, "gpu-h100-02"),
-                                         AuditLog(log, "t", "demo"), parallel=1, clock=clock, sleep=clock.advance,
-                                         poll_s=2.0))
+    events, reports = _drained(run_batch(nodes,
+                                         OpContext(cluster, _RefusesCordon(cluster, "gpu-h100-02"),
+                                                   AuditLog(log, "t", "demo"), clock=clock, sleep=clock.advance,
+                                                   poll_s=2.0),
+                                         DrainOptions(), BatchStart(parallel=1)))
     assert all(r.outcome is Outcome.NOT_STARTED for r in reports.values())
     assert not any(e["action"] == "evict" for e in written(log))
     assert not any(cluster.snapshot().node(n).unschedulable for n in nodes)  # h100-01 put back

@@ -8,7 +8,8 @@ import pytest
 
 from gputui.backends.demo import DemoCluster
 from gputui.ops.audit import AuditLog
-from gputui.ops.canary import CanaryControl, Gates, judge, plan_canary, run_canary
+from gputui.ops.canary import CanaryControl, CanaryOptions, Gates, judge, plan_canary, run_canary
+from gputui.ops.context import OpContext
 from gputui.ops.steps import run_steps
 from gputui.ops.traffic.vocabulary import ShiftError
 from gputui.signals import VersionSignals, quantile
@@ -54,7 +55,9 @@ def run(tmp_path, fed: Fed, steps=(11.0, 12.0, 13.0), control=None):  # the demo
     v1_pods = {p.uid for p in cluster.snapshot().pods if p.service == "llama-3-70b-instruct" and p.version == "v1"}
     plan = plan_canary(cluster.snapshot(), LLAMA, "v2", steps)
     audit = AuditLog(tmp_path / "audit.jsonl", "tester", "demo")
-    gen = run_canary(plan, cluster, fed, cluster, audit, GATES, clock, clock.advance, poll_s=10, control=control)
+    gen = run_canary(plan,
+                     OpContext(cluster, cluster, audit, clock=clock, sleep=clock.advance, poll_s=10, signals=fed),
+                     CanaryOptions(GATES), control=control)
     lines: list[str] = []
     report = run_steps(gen, lines.append)
     weights = {v.name: v.weight for v in cluster.snapshot().service(LLAMA).versions}

@@ -12,8 +12,9 @@ from gputui.backends.demo import DemoCluster
 from gputui.cli.main import main
 from gputui.model import DRAIN_PHASE_ANNOTATION, NodeState
 from gputui.ops.audit import AuditLog
-from gputui.ops.canary import CanaryControl, CanaryReport, Gates, judge, plan_canary, run_canary
+from gputui.ops.canary import CanaryControl, CanaryOptions, CanaryReport, Gates, judge, plan_canary, run_canary
 from gputui.ops.canary_steps import preview, preview_lines, step_blocker
+from gputui.ops.context import OpContext
 from gputui.signals import VersionSignals
 from tests.demo_clock import ManualClock
 
@@ -103,8 +104,9 @@ def _run(plan, reader, cluster, audit, clock, control=None, force=False, wait=Fa
             return {v.name: GOOD for v in service.versions}
 
     report = CanaryReport(plan)
-    gen = run_canary(plan, reader, Signals(), cluster, audit, GATES, clock, clock.advance, poll_s=10,
-                     control=control, report=report, force=force, wait_when_held=wait)
+    gen = run_canary(plan,
+                     OpContext(reader, cluster, audit, clock=clock, sleep=clock.advance, poll_s=10, signals=Signals()),
+                     CanaryOptions(GATES, force=force, wait_when_held=wait), control=control, report=report)
     for n, _line in enumerate(gen):
         if looks is not None:
             looks(n, report)

@@ -15,6 +15,7 @@ from gputui.ops.audit import AuditError, AuditLog
 from gputui.ops.canary import (
     DEFAULT_STEPS,
     CanaryControl,
+    CanaryOptions,
     CanaryPlan,
     CanaryReport,
     Gates,
@@ -22,6 +23,8 @@ from gputui.ops.canary import (
     plan_canary,
     run_canary,
 )
+from gputui.ops.context import OpContext
+from gputui.ops.errors import ReadOnlyError
 from gputui.ops.steps import run_steps
 from gputui.ops.traffic.vocabulary import ShiftError
 from gputui.signals import VersionSignals
@@ -239,8 +242,10 @@ def canary(tmp_path, fed, writer_of=lambda c: c, audit_path="audit.jsonl", steps
     plan = plan_canary(cluster.snapshot(), LLAMA, "v2", steps)
     audit = AuditLog(tmp_path / audit_path, "tester", "demo")
     lines: list[str] = []
-    gen = run_canary(plan, cluster, fed, writer_of(cluster), audit, Gates(window_s=60, hold_s=30), clock,
-                     clock.advance, poll_s=10)
+    gen = run_canary(plan,
+                     OpContext(cluster, writer_of(cluster), audit, clock=clock, sleep=clock.advance, poll_s=10,
+                               signals=fed),
+                     CanaryOptions(Gates(window_s=60, hold_s=30)))
     report = run_steps(gen, lines.append)
     weights = {v.name: v.weight for v in cluster.snapshot().service(LLAMA).versions}
     return report, lines, weights
@@ -277,8 +282,11 @@ def test_a_canary_without_an_audit_log_does_not_start(tmp_path):
 def test_a_canary_is_unavailable_read_only():
     cluster = DemoCluster(seed=7, clock=ManualClock())
     plan = plan_canary(cluster.snapshot(), LLAMA, "v2", (11.0,))
-    with pytest.raises(ShiftError, match="^read-only: the canary is unavailable$"):
-        next(run_canary(plan, cluster, Fed(GOOD), None, AuditLog(None, "t", "demo"), G, lambda: 0.0, lambda s: None))
+    with pytest.raises(ReadOnlyError, match="^read-only: the canary is unavailable$"):
+        next(run_canary(plan,
+                        OpContext(cluster, None, AuditLog(None, "t", "demo"), clock=lambda: 0.0, sleep=lambda s: None,
+                                  poll_s=5.0, signals=Fed(GOOD)),
+                        CanaryOptions(G)))
 
 
 def test_a_report_handed_in_is_filled_as_the_canary_goes(tmp_path):
@@ -286,8 +294,10 @@ def test_a_report_handed_in_is_filled_as_the_canary_goes(tmp_path):
     cluster = DemoCluster(seed=7, clock=clock)
     plan = plan_canary(cluster.snapshot(), LLAMA, "v2", (11.0, 12.0))  # v2 has 1 of 8 pods ready: small steps
     mine = CanaryReport(plan)
-    gen = run_canary(plan, cluster, Fed(GOOD), cluster, AuditLog(tmp_path / "a.jsonl", "t", "demo"),
-                     Gates(window_s=60, hold_s=20), clock, clock.advance, poll_s=10, report=mine)
+    gen = run_canary(plan,
+                     OpContext(cluster, cluster, AuditLog(tmp_path / "a.jsonl", "t", "demo"), clock=clock,
+                               sleep=clock.advance, poll_s=10, signals=Fed(GOOD)),
+                     CanaryOptions(Gates(window_s=60, hold_s=20)), report=mine)
     first = next(gen)
     assert first.startswith("step 11%: ") and mine.reached == 11.0
     assert run_steps(gen, lambda line: None) is mine
@@ -316,8 +326,10 @@ def asked_before_the_first_step(tmp_path, what: str):
     control = CanaryControl()
     control.request(what)
     lines: list[str] = []
-    report = run_steps(run_canary(plan, cluster, Fed(GOOD), cluster, AuditLog(tmp_path / "a.jsonl", "t", "demo"),
-                                  Gates(window_s=60, hold_s=30), clock, clock.advance, poll_s=10, control=control),
+    report = run_steps(run_canary(plan,
+                                  OpContext(cluster, cluster, AuditLog(tmp_path / "a.jsonl", "t", "demo"),
+                                            clock=clock, sleep=clock.advance, poll_s=10, signals=Fed(GOOD)),
+                                  CanaryOptions(Gates(window_s=60, hold_s=30)), control=control),
                        lines.append)
     return report, lines, {v.name: v.weight for v in cluster.snapshot().service(LLAMA).versions}
 
@@ -351,8 +363,10 @@ def test_the_canary_looks_every_five_seconds_unless_told(tmp_path):
         naps.append(seconds)
         clock.advance(seconds)
 
-    report = run_steps(run_canary(plan, cluster, Fed(GOOD), cluster, AuditLog(tmp_path / "a.jsonl", "t", "demo"),
-                                  Gates(window_s=60, hold_s=20), clock, sleep), lambda line: None)
+    report = run_steps(run_canary(plan,
+                                  OpContext(cluster, cluster, AuditLog(tmp_path / "a.jsonl", "t", "demo"),
+                                            clock=clock, sleep=sleep, poll_s=5.0, signals=Fed(GOOD)),
+                                  CanaryOptions(Gates(window_s=60, hold_s=20))), lambda line: None)
     assert report.outcome == "done" and report.plan is plan
     assert naps and set(naps) == {5.0}
 
@@ -379,9 +393,10 @@ def watch(tmp_path, signals, new="v2", steps=(11.0, 12.0), hold_s=20.0, control=
     cluster = DemoCluster(seed=7, clock=clock)
     plan = plan_canary(cluster.snapshot(), LLAMA, new, steps)
     lines: list[str] = []
-    report = run_steps(run_canary(plan, cluster, signals, cluster, AuditLog(tmp_path / "a.jsonl", "t", "demo"),
-                                  Gates(window_s=60, hold_s=hold_s), clock, clock.advance, poll_s=10,
-                                  control=control), lines.append)
+    report = run_steps(run_canary(plan,
+                                  OpContext(cluster, cluster, AuditLog(tmp_path / "a.jsonl", "t", "demo"),
+                                            clock=clock, sleep=clock.advance, poll_s=10, signals=signals),
+                                  CanaryOptions(Gates(window_s=60, hold_s=hold_s)), control=control), lines.append)
     return report, lines
 
 

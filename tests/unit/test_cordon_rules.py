@@ -10,8 +10,9 @@ import pytest
 from gputui.backends.base import BackendError, ConflictError
 from gputui.model import InferencePod, Node
 from gputui.ops.audit import AuditLog
-from gputui.ops.cordon import CordonPlan, ReadOnlyError, plan_cordon, run_cordon
+from gputui.ops.cordon import CordonPlan, plan_cordon, run_cordon
 from gputui.ops.drain.out_of_rotation import RECORD, OutOfRotation
+from gputui.ops.errors import ReadOnlyError
 from gputui.snapshot import ClusterSnapshot
 
 
@@ -120,7 +121,7 @@ def test_a_node_the_gpu_operator_is_upgrading_is_warned_about():
 
 
 def test_read_only_sends_nothing_and_says_which_verb():
-    with pytest.raises(ReadOnlyError, match="read-only mode: uncordon is not allowed"):
+    with pytest.raises(ReadOnlyError, match="^read-only: uncordon is unavailable$"):
         run_cordon(plan_cordon(snap(node(unschedulable=True)), "gpu-1", cordon=False), None, AuditLog(None, "t", "c"))
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from gputui.backends.demo import DemoCluster
 from gputui.model import DRAIN_PHASE_ANNOTATION
 from gputui.ops.audit import AuditLog
+from gputui.ops.context import OpContext
 from gputui.ops.cordon import plan_cordon, run_cordon
 from gputui.ops.drain.events import DrainControl, EventKind
 from gputui.ops.drain.out_of_rotation import RECORD, recorded
@@ -62,8 +63,10 @@ def unserve(demo: DemoCluster, namespace: str, name: str) -> None:
 
 def _drain(demo: DemoCluster, clock: ManualClock, node: str, control: DrainControl | None = None):
     plan = plan_drain(demo.snapshot(), node, DrainOptions())
-    return plan, run_drain(plan, demo, demo, AuditLog(None, "t", "demo"), control or DrainControl(),
-                           clock=clock, sleep=clock.advance, poll_s=2.0)
+    return plan, run_drain(plan,
+                           OpContext(demo, demo, AuditLog(None, "t", "demo"), clock=clock, sleep=clock.advance,
+                                     poll_s=2.0),
+                           control or DrainControl())
 
 
 def _until_waiting(gen) -> None:

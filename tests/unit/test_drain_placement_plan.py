@@ -7,11 +7,13 @@ from __future__ import annotations
 from gputui.backends.demo import DemoCluster
 from gputui.model import InferencePod, Node
 from gputui.ops.audit import AuditLog
+from gputui.ops.context import OpContext
 from gputui.ops.drain.batch import _placement_guard, run_batch
 from gputui.ops.drain.events import EventKind
 from gputui.ops.drain.placement import CAVEAT, Verdict
 from gputui.ops.drain.plan import DrainOptions, batch_json, plan_batch, plan_drain
 from gputui.ops.drain.report import Outcome
+from gputui.ops.drain.start import BatchStart
 from gputui.scheduling import NodeScheduling, PodScheduling
 from gputui.snapshot import ClusterSnapshot
 from tests.demo_clock import ManualClock
@@ -85,8 +87,9 @@ def test_the_guard_stops_where_the_preview_says_a_node_would_strand_a_pod():
     batch = plan_batch(snap, ["z1-a", "free"], DrainOptions())
     assert batch.placement_stop == "z1-a" and batch.fits
     still = _Still(snap)
-    gen = run_batch(["z1-a", "free"], still, still, AuditLog(None, "t", "test"), parallel=1,  # type: ignore[arg-type]
-                    clock=ManualClock(), sleep=lambda _s: None)
+    gen = run_batch(["z1-a", "free"],
+                    OpContext(still, still, AuditLog(None, "t", "test"), clock=ManualClock(), sleep=lambda _s: None),
+                    DrainOptions(), BatchStart(parallel=1))
     events = []
     try:
         while True:

@@ -10,6 +10,7 @@ import pytest
 from gputui.backends.base import ConflictError, EvictionOutcome
 from gputui.backends.demo import DemoCluster
 from gputui.ops.audit import AuditLog
+from gputui.ops.context import OpContext
 from gputui.ops.drain.events import EventKind
 from gputui.ops.drain.plan import DrainOptions, plan_drain
 from gputui.ops.drain.report import Outcome
@@ -61,8 +62,9 @@ def test_a_pod_replaced_before_its_eviction_is_not_evicted_and_counts_as_replace
     reader = Replacing(cluster, target.key)
     events: list = []
     audit = tmp_path / "audit.jsonl"
-    report = run_steps(run_drain(plan, reader, cluster, AuditLog(audit, "t", "demo"), clock=clock,
-                                 sleep=clock.advance, poll_s=2.0), events.append)
+    report = run_steps(run_drain(plan,
+                                 OpContext(reader, cluster, AuditLog(audit, "t", "demo"), clock=clock,
+                                           sleep=clock.advance, poll_s=2.0)), events.append)
     mine = [e for e in events if e.pod == target.key]
     assert [e.kind for e in mine if e.kind in (EventKind.EVICTED, EventKind.GONE, EventKind.REPLACED)] == \
         [EventKind.REPLACED], [(e.kind, e.message) for e in mine]

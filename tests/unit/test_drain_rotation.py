@@ -8,10 +8,12 @@ import json
 
 from gputui.backends.demo import DemoCluster
 from gputui.ops.audit import AuditLog
+from gputui.ops.context import OpContext
 from gputui.ops.drain.events import DrainControl
 from gputui.ops.drain.out_of_rotation import RECORD, recorded
 from gputui.ops.drain.plan import DrainOptions, Step, plan_drain
 from gputui.ops.drain.run import run_drain
+from gputui.ops.drain.start import DrainStart
 from tests.demo_clock import ManualClock
 from tests.support.demo_selectors import VERSION, busy_node, served
 
@@ -42,8 +44,10 @@ def test_the_pods_waited_on_leave_rotation_first_then_come_back_on_abort():
     out = [p for p in plan.to_evict if p.rotation is not None]
     assert out and all(p.step is Step.WAIT_SESSIONS for p in out)
     control = DrainControl()
-    gen = run_drain(plan, cluster, cluster, AuditLog(None, "t", "demo"), control, clock=clock, sleep=clock.advance,
-                    poll_s=2.0)
+    gen = run_drain(plan,
+                    OpContext(cluster, cluster, AuditLog(None, "t", "demo"), clock=clock, sleep=clock.advance,
+                              poll_s=2.0),
+                    control)
     _, events = steps(gen, lambda e: e.kind == "waiting")
     first = out[0].pod
     pod = cluster._pods[first.key]
@@ -61,8 +65,10 @@ def test_the_pods_waited_on_leave_rotation_first_then_come_back_on_abort():
 
 def test_a_pod_left_in_place_goes_back_into_rotation_and_the_record_is_cleared():
     clock, cluster, node, plan = start(DrainOptions(session_deadline_s=60, evict_unknown_at_deadline=False))
-    gen = run_drain(plan, cluster, cluster, AuditLog(None, "t", "demo"), DrainControl(), clock=clock,
-                    sleep=clock.advance, poll_s=2.0)
+    gen = run_drain(plan,
+                    OpContext(cluster, cluster, AuditLog(None, "t", "demo"), clock=clock, sleep=clock.advance,
+                              poll_s=2.0),
+                    DrainControl())
     report, events = steps(gen, lambda e: False)
     assert report is not None
     for p in plan.to_evict:
@@ -73,8 +79,10 @@ def test_a_pod_left_in_place_goes_back_into_rotation_and_the_record_is_cleared()
 
 def test_a_killed_drain_leaves_its_record_and_a_resumed_one_owns_it():
     clock, cluster, node, plan = start()
-    gen = run_drain(plan, cluster, cluster, AuditLog(None, "t", "demo"), DrainControl(), clock=clock,
-                    sleep=clock.advance, poll_s=2.0)
+    gen = run_drain(plan,
+                    OpContext(cluster, cluster, AuditLog(None, "t", "demo"), clock=clock, sleep=clock.advance,
+                              poll_s=2.0),
+                    DrainControl())
     steps(gen, lambda e: e.kind == "waiting")
     gen.close()  # gputui killed: nothing more is written
     held = recorded(cluster.snapshot().node(node))
@@ -82,8 +90,10 @@ def test_a_killed_drain_leaves_its_record_and_a_resumed_one_owns_it():
     # The resumed drain plans again: the pods already out are no longer selected, and still owned.
     again = plan_drain(served(cluster.snapshot()), node)
     control = DrainControl()
-    gen = run_drain(again, cluster, cluster, AuditLog(None, "t", "demo"), control, clock=clock,
-                    sleep=clock.advance, poll_s=2.0, take_over=True)
+    gen = run_drain(again,
+                    OpContext(cluster, cluster, AuditLog(None, "t", "demo"), clock=clock, sleep=clock.advance,
+                              poll_s=2.0),
+                    control, DrainStart(take_over=True))
     steps(gen, lambda e: e.kind == "waiting")
     control.abort(uncordon=True)
     steps(gen, lambda e: False)
@@ -96,8 +106,10 @@ def test_an_uncordon_puts_back_what_a_killed_drain_left_out_of_rotation():
     from gputui.ops.cordon import plan_cordon, run_cordon
 
     clock, cluster, node, plan = start()
-    gen = run_drain(plan, cluster, cluster, AuditLog(None, "t", "demo"), DrainControl(), clock=clock,
-                    sleep=clock.advance, poll_s=2.0)
+    gen = run_drain(plan,
+                    OpContext(cluster, cluster, AuditLog(None, "t", "demo"), clock=clock, sleep=clock.advance,
+                              poll_s=2.0),
+                    DrainControl())
     steps(gen, lambda e: e.kind == "waiting")
     gen.close()
     held = recorded(cluster.snapshot().node(node))
@@ -116,8 +128,10 @@ def test_check_finds_pods_a_stopped_drain_left_out_of_rotation_and_not_those_a_r
     from gputui.checks.rotation import left_out
 
     clock, cluster, node, plan = start()
-    gen = run_drain(plan, cluster, cluster, AuditLog(None, "t", "demo"), DrainControl(), clock=clock,
-                    sleep=clock.advance, poll_s=2.0)
+    gen = run_drain(plan,
+                    OpContext(cluster, cluster, AuditLog(None, "t", "demo"), clock=clock, sleep=clock.advance,
+                              poll_s=2.0),
+                    DrainControl())
     steps(gen, lambda e: e.kind == "waiting")
     held = recorded(cluster.snapshot().node(node))
     assert left_out(CheckContext(cluster.snapshot())).status is Status.PASS  # its drain renews its lease
@@ -141,8 +155,10 @@ def test_a_pod_the_identity_may_not_relabel_stays_in_rotation_and_the_drain_goes
         return real(group, version, plural, namespace, name, patch, patch_type, subresource)
 
     cluster.patch_object = forbidden
-    gen = run_drain(plan, cluster, cluster, AuditLog(None, "t", "demo"), DrainControl(), clock=clock,
-                    sleep=clock.advance, poll_s=2.0)
+    gen = run_drain(plan,
+                    OpContext(cluster, cluster, AuditLog(None, "t", "demo"), clock=clock, sleep=clock.advance,
+                              poll_s=2.0),
+                    DrainControl())
     _, events = steps(gen, lambda e: e.kind == "waiting")
     assert any(e.kind == "info" and e.message.startswith("stays in rotation: 403") for e in events)
     assert not any(e.kind == "paused" for e in events)
@@ -171,8 +187,10 @@ def test_check_finds_a_pod_out_of_rotation_by_its_labels_and_not_one_put_back_by
     assert left_out(CheckContext(cluster.snapshot())).status is Status.PASS
     # A stopped drain's record, its pods' labels put back by hand: nothing out of rotation.
     clock, cluster, node, plan = start()
-    gen = run_drain(plan, cluster, cluster, AuditLog(None, "t", "demo"), DrainControl(), clock=clock,
-                    sleep=clock.advance, poll_s=2.0)
+    gen = run_drain(plan,
+                    OpContext(cluster, cluster, AuditLog(None, "t", "demo"), clock=clock, sleep=clock.advance,
+                              poll_s=2.0),
+                    DrainControl())
     steps(gen, lambda e: e.kind == "waiting")
     held = recorded(cluster.snapshot().node(node))
     gen.close()

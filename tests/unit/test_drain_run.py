@@ -8,19 +8,21 @@ from hypothesis import strategies as st
 from gputui.backends.demo import DemoCluster
 from gputui.model import DRAIN_PHASE_ANNOTATION, NodeState
 from gputui.ops.audit import AuditLog
+from gputui.ops.context import OpContext
 from gputui.ops.drain.events import DrainControl
 from gputui.ops.drain.options import resumable, saved_drain
 from gputui.ops.drain.plan import DrainOptions, plan_batch, plan_drain
 from gputui.ops.drain.report import Outcome
 from gputui.ops.drain.run import run_drain
+from gputui.ops.drain.start import BatchStart, DrainStart
 from tests.demo_clock import ManualClock
 
 
-def drive(cluster, clock, plan, control=None, on_event=None, max_steps=5000, **kw):
+def drive(cluster, clock, plan, control=None, on_event=None, max_steps=5000, deadline=None):
     """Run a drain to the end; the fake sleep moves the demo's clock."""
     events = []
-    gen = run_drain(plan, cluster, cluster, AuditLog(None, "t", "demo"), control,
-                    clock=clock, sleep=clock.advance, poll_s=2.0, **kw)
+    gen = run_drain(plan, OpContext(cluster, cluster, AuditLog(None, "t", "demo"), clock=clock, sleep=clock.advance,
+                                    poll_s=2.0), control, DrainStart(deadline=deadline))
     try:
         for _ in range(max_steps):
             event = next(gen)
@@ -121,8 +123,9 @@ def test_interrupted_drain_is_visible_and_resumes_to_the_same_end():
     snap = cluster.snapshot()
     node = busy_node(snap).name
     started = clock.now
-    gen = run_drain(plan_drain(snap, node, DrainOptions(session_deadline_s=1234)), cluster, cluster,
-                    AuditLog(None, "t", "demo"), clock=clock, sleep=clock.advance, poll_s=2.0)
+    gen = run_drain(plan_drain(snap, node, DrainOptions(session_deadline_s=1234)),
+                    OpContext(cluster, cluster, AuditLog(None, "t", "demo"), clock=clock, sleep=clock.advance,
+                              poll_s=2.0))
     for event in gen:
         if event.kind == "waiting":
             break  # the process dies here: the generator is simply dropped
@@ -185,8 +188,10 @@ def test_batch_parallelism_and_capacity_guard():
     batch = plan_batch(snap, order, DrainOptions())
     assert batch.stop_before == "gpu-l40s-01"
     assert "this batch needs 4 NVIDIA-L40S GPUs (4 pods); 0 are free outside it: does NOT fit" in batch.describe()[0]
-    events, reports = _drained(run_batch(order, cluster, cluster, AuditLog(None, "t", "demo"), parallel=2,
-                                         clock=clock, sleep=clock.advance, poll_s=2.0))
+    events, reports = _drained(run_batch(order,
+                                         OpContext(cluster, cluster, AuditLog(None, "t", "demo"), clock=clock,
+                                                   sleep=clock.advance, poll_s=2.0),
+                                         DrainOptions(), BatchStart(parallel=2)))
     guard = [e for e in events if "capacity guard" in e.message]
     assert guard and "before gpu-l40s-01" in guard[0].message
     # The run stops where the plan said, and every node named has a truthful report.
@@ -222,8 +227,10 @@ def _run(limit: str):
     clock = ManualClock()
     cluster = DemoCluster(seed=7, clock=clock)
     busy = ["gpu-h100-01", "gpu-h100-02"]  # llama pods with live sessions: each drain takes a while
-    return _drained(run_batch(busy, _WithPolicy(cluster, limit), cluster, AuditLog(None, "t", "demo"), parallel=2,
-                              clock=clock, sleep=clock.advance, poll_s=2.0))
+    return _drained(run_batch(busy,
+                              OpContext(_WithPolicy(cluster, limit), cluster, AuditLog(None, "t", "demo"),
+                                        clock=clock, sleep=clock.advance, poll_s=2.0),
+                              DrainOptions(), BatchStart(parallel=2)))
 
 
 def _drained(gen):

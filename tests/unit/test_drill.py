@@ -8,6 +8,7 @@ import pytest
 
 from gputui.backends.demo import DemoCluster
 from gputui.ops.audit import AuditLog
+from gputui.ops.context import OpContext
 from gputui.ops.drill import DrillError, DrillReport, plan_drill, run_drill
 from gputui.ops.steps import run_steps
 from tests.demo_clock import ManualClock
@@ -22,7 +23,7 @@ def drill(tmp_path, timeout_s: float = 600.0) -> tuple[DemoCluster, list[str], D
     cluster = DemoCluster(seed=7, clock=clock)
     plan = plan_drill(cluster.snapshot(), NODE)
     audit = AuditLog(tmp_path / "audit.jsonl", "tester", "demo")
-    steps = run_drill(plan, cluster, cluster, audit, clock, clock.advance, timeout_s=timeout_s)
+    steps = run_drill(plan, OpContext(cluster, cluster, audit, clock=clock, sleep=clock.advance), timeout_s=timeout_s)
     lines: list[str] = []
     report = run_steps(steps, lines.append)
     entries = written(tmp_path / "audit.jsonl")

@@ -8,6 +8,7 @@ from __future__ import annotations
 from gputui.backends.demo import DemoCluster
 from gputui.backends.kube_http import ApiError
 from gputui.ops.audit import AuditLog
+from gputui.ops.context import OpContext
 from gputui.ops.drain.events import DrainControl, EventKind
 from gputui.ops.drain.plan import DrainOptions, plan_drain
 from gputui.ops.drain.report import Outcome
@@ -35,8 +36,10 @@ def _run(status: int, max_events: int = 400):
     options = DrainOptions(disable_eviction=True, force=True, session_deadline_s=1)
     plan = plan_drain(snap, node, options)
     writer = _Refusing(cluster, status)
-    run = run_drain(plan, cluster, writer, AuditLog(None, "t", "demo"), DrainControl(), clock=clock,
-                    sleep=clock.advance, poll_s=1.0)
+    run = run_drain(plan,
+                    OpContext(cluster, writer, AuditLog(None, "t", "demo"), clock=clock, sleep=clock.advance,
+                              poll_s=1.0),
+                    DrainControl())
     events = []
     for _ in range(max_events):
         try:

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 from gputui.backends.demo import DemoCluster
 from gputui.ops.audit import AuditLog
+from gputui.ops.context import OpContext
 from gputui.ops.drain.batch import run_batch
 from gputui.ops.drain.events import DrainControl, EventKind
+from gputui.ops.drain.options import DrainOptions
 from gputui.ops.drain.out_of_rotation import KEPT_IN
 from gputui.ops.drain.plan import plan_drain
 from gputui.ops.drain.rotation_run import TAKEN_OUT
 from gputui.ops.drain.run import run_drain
+from gputui.ops.drain.start import BatchStart
 from gputui.rotation import PATH_KINDS
 from tests.demo_clock import ManualClock
 from tests.support.demo_selectors import busy_node, served
@@ -50,8 +53,10 @@ def test_a_pod_kept_in_for_capacity_goes_out_once_a_replacement_serves_and_befor
     plan = plan_drain(snap, node)
     kept = {p.pod.key for p in plan.to_evict if p.rotation is None and p.rotation_note.startswith(KEPT_IN)}
     assert kept, [p.rotation_note for p in plan.to_evict]
-    run = run_drain(plan, cluster, cluster, AuditLog(None, "t", "demo"), DrainControl(), clock=clock,
-                    sleep=clock.advance, poll_s=2.0)
+    run = run_drain(plan,
+                    OpContext(cluster, cluster, AuditLog(None, "t", "demo"), clock=clock, sleep=clock.advance,
+                              poll_s=2.0),
+                    DrainControl())
     events = []
     while True:
         try:
@@ -81,8 +86,10 @@ def test_a_batch_of_interleaved_drains_never_takes_out_more_than_paths_and_budge
             by_node[p.node] = by_node.get(p.node, 0) + 1
     nodes = sorted(by_node, key=lambda n: -by_node[n])[:2]
     assert len(nodes) == 2 and not shortfalls(cluster), shortfalls(cluster)
-    batch = run_batch(nodes, Served(cluster), cluster, AuditLog(None, "t", "demo"), parallel=2, clock=clock,
-                      sleep=clock.advance, poll_s=2.0)
+    batch = run_batch(nodes,
+                      OpContext(Served(cluster), cluster, AuditLog(None, "t", "demo"), clock=clock,
+                                sleep=clock.advance, poll_s=2.0),
+                      DrainOptions(), BatchStart(parallel=2))
     took_out, seen = 0, []
     while True:
         try:
@@ -124,8 +131,10 @@ def _timed_run(options):
     cluster = DemoCluster(seed=7, clock=clock)
     snap = served(cluster.snapshot())
     plan = plan_drain(snap, busy_node(snap).name, options)
-    run = run_drain(plan, cluster, cluster, AuditLog(None, "t", "demo"), DrainControl(), clock=clock,
-                    sleep=clock.advance, poll_s=1.0)
+    run = run_drain(plan,
+                    OpContext(cluster, cluster, AuditLog(None, "t", "demo"), clock=clock, sleep=clock.advance,
+                              poll_s=1.0),
+                    DrainControl())
     events = []
     while True:
         try:

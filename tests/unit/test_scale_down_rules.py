@@ -9,7 +9,7 @@ import pytest
 
 from gputui.model import InferencePod, InferenceService, ServiceVersion
 from gputui.ops.audit import AuditLog
-from gputui.ops.cordon import ReadOnlyError
+from gputui.ops.errors import ReadOnlyError
 from gputui.ops.scale_down import DELETION_COST, KEEP_UNKNOWN, REMOVE_FIRST, plan_scale_down, run_scale_down
 from gputui.ops.traffic.vocabulary import ShiftError
 from gputui.snapshot import ClusterSnapshot
@@ -136,7 +136,7 @@ def test_the_writes_every_cost_then_the_scale_audited_once(tmp_path):
 
 def test_read_only_writes_nothing():
     plan = plan_scale_down(snap(FOUR, {"a": 0, "b": 0, "c": 0, "d": 0}), "llm/chat", "v1", 2)
-    with pytest.raises(ReadOnlyError, match="scale-down is not allowed"):
+    with pytest.raises(ReadOnlyError, match="^read-only: scale-down is unavailable$"):
         run_scale_down(plan, None, AuditLog(None, "t", "c"))
 
 

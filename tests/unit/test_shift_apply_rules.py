@@ -76,7 +76,7 @@ def test_a_blocker_is_said_with_how_to_go_past_it(tmp_path):
 
 def test_read_only_is_refused_first(tmp_path):
     snap, _, audit = setup(tmp_path, None)
-    with pytest.raises(ReadOnlyError, match="read-only mode: shift is not allowed"):
+    with pytest.raises(ReadOnlyError, match="^read-only: shift is unavailable$"):
         apply_shift(plan_shift(snap, LLAMA, {"v2": 150}), None, audit)
 
 

@@ -11,46 +11,38 @@ restores them from each node). The guard counts capacity outside the whole batch
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Collection, Generator, Iterator, Mapping
+from collections.abc import Collection, Generator, Iterator, Mapping
+from dataclasses import replace
 
-from gputui.backends.base import BackendError, Reader, Writer
+from gputui.backends.base import BackendError, Writer
 from gputui.ops.audit import AuditLog
-from gputui.ops.drain.events import DrainControl, DrainEvent, EventKind
+from gputui.ops.context import OpContext
+from gputui.ops.drain.events import DrainEvent, EventKind
 from gputui.ops.drain.options import DrainOptions
 from gputui.ops.drain.plan import capacity_after, plan_batch, plan_drain, units_needed
 from gputui.ops.drain.plan_placement import eviction_order, previewed, strand_words, strands
 from gputui.ops.drain.report import DrainReport, Outcome
 from gputui.ops.drain.run import run_drain
+from gputui.ops.drain.start import BatchStart, DrainStart
+from gputui.ops.steps import Ended, step
+from gputui.snapshot import ClusterSnapshot
 from gputui.upgrades import parallel_hold
 
 
-def run_batch(
-    nodes: list[str],
-    reader: Reader,
-    writer: Writer | None,
-    audit: AuditLog,
-    options: DrainOptions | Mapping[str, DrainOptions] = DrainOptions(),
-    *,
-    parallel: int = 1,
-    controls: Mapping[str, DrainControl] | None = None,
-    clock: Callable[[], float] = time.time,
-    sleep: Callable[[float], None] = time.sleep,
-    poll_s: float = 1.0,
-    deadlines: Mapping[str, float] | None = None,
-    take_over: bool = False,
-    accept_stranded: Collection[str] = (),
-) -> Generator[DrainEvent, None, dict[str, DrainReport]]:
-    """Yields every run's events (ticks dropped); returns {node: DrainReport} for every node named.
-    `accept_stranded`: the pods (keys) the operator accepts to leave with nowhere to go; the guard stops before
-    a node whose drain would strand any other."""
+def run_batch(nodes: list[str], ctx: OpContext, options: DrainOptions | Mapping[str, DrainOptions] = DrainOptions(),
+              start: BatchStart = BatchStart()) -> Generator[DrainEvent, None, dict[str, DrainReport]]:
+    """Yields every run's events (ticks dropped); returns {node: DrainReport} for every node named."""
+    reader, writer, audit, clock, sleep, poll_s = ctx.reader, ctx.writer, ctx.audit, ctx.clock, ctx.sleep, ctx.poll_s
+    parallel = start.parallel if start.parallel is not None else ctx.settings.drain_parallel
+    controls, accept_stranded = start.controls, start.accept_stranded
+    # The batch sleeps between its looks; each node's run only yields a tick and says when it wants the next.
+    each = replace(ctx, sleep=lambda _s: None)
     per_node = options if isinstance(options, Mapping) else {n: options for n in nodes}
     members = set(nodes)
     pending = list(nodes)
     active: dict[str, Generator[DrainEvent, None, DrainReport]] = {}
     wake: dict[str, float] = {}  # when each run asked to be polled again (a paused one backs off)
     reports: dict[str, DrainReport] = {}
-    controls = controls or {}
     told_held: set[str] = set()
     cordoned: list[str] | None = None if len(nodes) > 1 and writer is not None else []  # by this batch, first
     while pending or active:
@@ -60,7 +52,8 @@ def run_batch(
                 snap = reader.snapshot()
                 if cordoned is None:
                     cordoned = []
-                    yield from _cordon_first(snap, nodes, per_node, writer, audit, cordoned, accept_stranded)
+                    first = plan_batch(snap, nodes, per_node, accept_stranded).cordon_first
+                    yield from _cordon_first(snap, first, ctx, cordoned)
                     if cordoned:
                         snap = reader.snapshot()  # the plans see the cordons (no second cordon, no second entry)
             except BackendError as exc:
@@ -94,22 +87,18 @@ def run_batch(
                 pending.clear()
                 break
             pending.pop(0)
-            active[node] = run_drain(
-                plan_drain(snap, node, per_node[node], batch=members, preview=False), reader, writer, audit,
-                controls.get(node),
-                clock=clock, sleep=lambda _s: None, poll_s=poll_s, deadline=(deadlines or {}).get(node),
-                take_over=take_over,
-            )
+            active[node] = run_drain(plan_drain(snap, node, per_node[node], batch=members, preview=False), each,
+                                     controls.get(node), DrainStart(start.deadlines.get(node), start.take_over))
         for node, run in list(active.items()):
             if clock() < wake.get(node, 0.0):
                 continue
-            try:
-                while (event := next(run)).kind is not EventKind.TICK:
-                    yield event
-                wake[node] = event.deadline or 0.0
-            except StopIteration as stop:
-                reports[node] = stop.value
+            while not isinstance(got := step(run), Ended) and got.kind is not EventKind.TICK:
+                yield got  # as it comes, up to its next tick (when it wants the next look) or its end
+            if isinstance(got, Ended):
+                reports[node] = got.report
                 del active[node]
+            else:
+                wake[node] = got.deadline or 0.0
         if active:
             sleep(max(0.0, min(poll_s, min(wake.get(n, 0.0) for n in active) - clock())) or poll_s)
     never = [n for n in (cordoned or []) if reports.get(n) is None or reports[n].outcome is Outcome.NOT_STARTED]
@@ -118,13 +107,13 @@ def run_batch(
     return {n: reports[n] for n in nodes if n in reports}
 
 
-def _cordon_first(snap, nodes: list[str], options: Mapping[str, DrainOptions], writer: Writer | None,
-                  audit: AuditLog, cordoned: list[str], accepted: Collection[str] = ()) -> Iterator[DrainEvent]:
-    """Every node the batch will drain (up to where its capacity or placement guard stops), cordoned before the
-    first eviction; `cordoned` collects those this batch cordoned (not those already cordoned). BackendError:
-    stop."""
+def _cordon_first(snap: ClusterSnapshot, names: list[str], ctx: OpContext, cordoned: list[str]) -> Iterator[DrainEvent]:
+    """Every node the batch will drain (`names`: the plan's, up to where its capacity or placement guard stops),
+    cordoned before the first eviction; `cordoned` collects those this batch cordoned (not those already
+    cordoned). BackendError: stop."""
+    writer, audit = ctx.writer, ctx.audit
     assert writer is not None
-    for name in plan_batch(snap, nodes, options, accepted).cordon_first:
+    for name in names:
         node = snap.node(name)
         if node is None or node.unschedulable:
             continue

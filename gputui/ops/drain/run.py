@@ -14,15 +14,14 @@ backoff; an unknown session count is waited on, never read as zero.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from enum import Enum
 
-from gputui.backends.base import BackendError, ConflictError, EvictionOutcome, PodsReader, Reader, Writer
+from gputui.backends.base import BackendError, ConflictError, EvictionOutcome, PodsReader, Writer
 from gputui.ops.audit import AuditLog, Intent
 from gputui.ops.audit import outcome as audit_outcome
-from gputui.ops.cordon import ReadOnlyError
+from gputui.ops.context import OpContext
 from gputui.ops.drain import lease
 from gputui.ops.drain.events import DrainControl, DrainEvent
 from gputui.ops.drain.events import EventKind as K
@@ -30,6 +29,8 @@ from gputui.ops.drain.options import PHASE, record_values
 from gputui.ops.drain.plan import DrainPlan, Step
 from gputui.ops.drain.report import DrainReport, Outcome
 from gputui.ops.drain.rotation_run import RotationHold
+from gputui.ops.drain.start import DrainStart
+from gputui.ops.errors import ReadOnlyError
 from gputui.sessions import SessionState
 from gputui.snapshot import ClusterSnapshot
 
@@ -69,23 +70,14 @@ class PodProgress:
         return self.state in (PodState.GONE, PodState.FAILED, PodState.HELD, PodState.REPLACED)
 
 
-def run_drain(
-    plan: DrainPlan,
-    reader: Reader,
-    writer: Writer | None,
-    audit: AuditLog,
-    control: DrainControl | None = None,
-    *,
-    clock: Callable[[], float] = time.time,
-    sleep: Callable[[float], None] = time.sleep,
-    poll_s: float = 1.0,
-    deadline: float | None = None,
-    holder: lease.Holder | None = None,
-    take_over: bool = False,
-) -> Generator[DrainEvent, None, DrainReport]:
-    """Drain one node by its plan. Yields events; returns (StopIteration.value) a DrainReport."""
+def run_drain(plan: DrainPlan, ctx: OpContext, control: DrainControl | None = None,
+              start: DrainStart = DrainStart()) -> Generator[DrainEvent, None, DrainReport]:
+    """Drain one node by its plan. Yields events; returns a DrainReport (run_steps hands it back)."""
+    writer = ctx.writer
     if writer is None:
         raise ReadOnlyError("drain")
+    reader, audit, clock, sleep, poll_s = ctx.reader, ctx.audit, ctx.clock, ctx.sleep, ctx.poll_s
+    take_over = start.take_over
     control = control or DrainControl()
     node, opts = plan.node, plan.options
     report = DrainReport(node)
@@ -95,7 +87,7 @@ def run_drain(
         report.failed, report.reason = plan.errors, "plan blocked"
         return report
     target = f"node/{node}"
-    me = holder or lease.Holder.me(writer.identity)
+    me = start.holder or lease.Holder.me(writer.identity)
     try:  # the lease first: a node another gputui drains is not touched at all (and its refusal is audited)
         with audit.writing("lease", target, {"holder": f"{me.who}@{me.host}:{me.pid}", "take_over": take_over},
                            refused=(lease.LeaseHeld,)):
@@ -104,8 +96,8 @@ def run_drain(
         yield DrainEvent(node, K.FAILED, message=str(exc))
         report.reason = str(exc)
         return report
-    start = clock()
-    deadline = deadline if deadline is not None else start + opts.session_deadline_s
+    began = clock()
+    deadline = start.deadline if start.deadline is not None else began + opts.session_deadline_s
     done: set[str] = set()  # the writes of this drain that happen once (a retry after a pause skips them)
 
     def once(what: str, action: str, params: dict, write: Callable[[], object]) -> None:
@@ -130,7 +122,7 @@ def run_drain(
         rotation.adopt()  # a resumed drain owns the pods its predecessor took out of rotation
         if not plan.already_cordoned:
             once("cordon", "cordon", {"reason": "drain"}, lambda: writer.set_unschedulable(node, True))
-        phase("cordoned", record_values(opts, writer.identity, start, deadline))
+        phase("cordoned", record_values(opts, writer.identity, began, deadline))
     except BackendError as exc:  # nothing evicted yet: say so and leave
         yield DrainEvent(node, K.FAILED, message=f"could not start: {exc}")
         report.reason = f"could not start: {exc}"
@@ -180,7 +172,7 @@ def run_drain(
                     rotation.tried |= asked
                     yield from rotation.put_back_all("asked by the operator", pods, keys=asked)
                 yield from rotation.take_out_due(plan, pods, around)
-                yield from _poll(pods, snap, writer, audit, control, report, plan, clock(), rotation)
+                yield from _poll(pods, snap, ctx, control, report, plan, clock(), rotation)
                 # A pod left in place goes back into rotation: nothing owns it out of rotation any more.
                 yield from rotation.put_back_all("left in place", pods, only=(PodState.HELD.value, PodState.FAILED.value))
                 if all(p.finished for p in pods.values()):
@@ -215,10 +207,12 @@ def run_drain(
         rotation.forget()
 
 
-def _poll(pods: dict[str, PodProgress], snap, writer: Writer, audit: AuditLog, control: DrainControl,
+def _poll(pods: dict[str, PodProgress], snap: ClusterSnapshot, ctx: OpContext, control: DrainControl,
           report: DrainReport, plan: DrainPlan, now: float, rotation: RotationHold) -> Iterator[DrainEvent]:
     """One look at every pod still to go. Raises BackendError (the drain pauses) on any failed read."""
-    node, opts = plan.node, plan.options
+    node, opts, audit = plan.node, plan.options, ctx.audit
+    writer = ctx.writer
+    assert writer is not None  # run_drain refused a read-only context before any look
     live = {p.key: p for p in snap.pods}
     for prog in pods.values():
         if prog.finished:

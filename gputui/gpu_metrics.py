@@ -150,6 +150,9 @@ METRICS: tuple[GpuMetric, ...] = (
               _series("DCGM_FI_DEV_GPU_TEMP"), typed=True, rule="DCGM_FI_DEV_GPU_TEMP", column=True),
     GpuMetric("power_w", "DCGM_FI_DEV_POWER_USAGE", "W", "sum", "sum", fmt_watts, "Power", 6,
               _series("DCGM_FI_DEV_POWER_USAGE"), typed=True, rule="DCGM_FI_DEV_POWER_USAGE", column=True),
+    # HBM runs hotter than the die and throttles on its own limit: the XID and fault work reads it.
+    GpuMetric("mem_temp_c", "DCGM_FI_DEV_MEMORY_TEMP", "°C", "max", "max", fmt_celsius, "MemT", 5,
+              _series("DCGM_FI_DEV_MEMORY_TEMP")),
 )
 BY_NAME: Mapping[str, GpuMetric] = MappingProxyType({m.name: m for m in METRICS})
 TYPED: tuple[str, ...] = tuple(m.name for m in METRICS if m.typed)

@@ -140,3 +140,9 @@ def test_figures_are_immutable_hashable_and_compare_by_value():
     assert GpuSample("n", 0, values=a) == GpuSample("n", 0, values=b)
     with pytest.raises(TypeError):
         a["x"] = 2.0  # type: ignore[index]
+
+
+def test_memory_temperature_is_in_degrees_and_a_node_shows_its_hottest():
+    m = BY_NAME["mem_temp_c"]
+    assert m.dcgm == "DCGM_FI_DEV_MEMORY_TEMP" and (m.node, m.fleet) == ("max", "max")
+    assert (m.fmt(87.6), m.fmt(104.0)) == ("88°C", "104°C") and len(m.fmt(104.0)) <= m.width

@@ -22,6 +22,7 @@ from gputui.present.columns import (
 )
 from gputui.present.node_filter import words_of
 from gputui.present.pools import has_pools, pool_strip
+from gputui.snapshot import ClusterSnapshot
 from gputui.ui.dashboard_order import NodeOrder
 from gputui.ui.footer import KeyFooter
 from gputui.ui.header import HeaderBar
@@ -163,7 +164,7 @@ class DashboardScreen(NodeOrder):
         self._offer_resume(snap)
         self._drawn = self._drawn_key()
 
-    def _pool_strip(self, snap) -> None:
+    def _pool_strip(self, snap: ClusterSnapshot) -> None:
         watch = self.app.idle_watch
         # A sort or a filter keystroke redraws the nodes, not the pools: same snapshot and idle read, same rows.
         rows = fleet_pools(snap, watch.idle, self.app.settings.pool_labels)
@@ -174,7 +175,7 @@ class DashboardScreen(NodeOrder):
             strip.update(pool_strip(rows, self.app.size.width, self.app.palette, watch.why), layout=False)
             watch.want(self.app)
 
-    def _offer_resume(self, snap) -> None:
+    def _offer_resume(self, snap: ClusterSnapshot) -> None:
         # Once per snapshot: a filter keystroke or a sort brings no interrupted drain to light.
         if snap is not self._resume_looked and not self.app.running_drains:
             self._resume_looked = snap

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 from rich.text import Text
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
@@ -14,7 +14,7 @@ from gputui.backends.base import NEEDS
 from gputui.ui.base import ClusterModal
 
 
-def key_label(app, key: str) -> str:
+def key_label(app: App, key: str) -> str:
     return app.get_key_display(Binding(key, ""))
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -28,6 +29,9 @@ from gputui.ops.traffic import (
     served_api_versions,
 )
 from gputui.present.service_view import service_view
+
+if TYPE_CHECKING:  # the session module is imported when a canary starts (it pulls in the canary's run)
+    from gputui.ui.canary_session import CanarySession
 from gputui.present.shift import plan_text
 from gputui.signals import VersionSignals
 from gputui.ui.base import ClusterScreen
@@ -125,7 +129,7 @@ class ServiceScreen(ClusterScreen):
 
     # ----- the operator's hand ----------------------------------------------------------------
 
-    def _live_canary(self):  # -> CanarySession | None (not `_running`: Textual has one)
+    def _live_canary(self) -> CanarySession | None:  # not `_running`: Textual has one
         session = self.app.canaries.get(self.key)
         return session if session is not None and not session.finished else None
 

@@ -201,7 +201,7 @@ class WallboardScreen(ClusterScreen):
         else:
             banner.remove_class("shown")
 
-    def _alert_strip(self, snap, threshold: float) -> None:
+    def _alert_strip(self, snap: ClusterSnapshot, threshold: float) -> None:
         """The worst first, one line per node (a hot node's eight GPUs are one line), at most three."""
         problems = self.app.problems(snap)
         strip = Text()
@@ -221,12 +221,12 @@ class WallboardScreen(ClusterScreen):
             strip.append_text(line + more)
         self.query_one("#wall-alerts", Static).update(strip)
 
-    def _idle_fleet(self, snap) -> int | None:
+    def _idle_fleet(self, snap: ClusterSnapshot) -> int | None:
         rows = fleet_pools(snap, self.app.idle_watch.idle, self.app.settings.pool_labels)
         self.app.idle_watch.want(self.app)
         return rows[-1].idle
 
-    def _page_pools(self, snap) -> Table:
+    def _page_pools(self, snap: ClusterSnapshot) -> Table:
         watch = self.app.idle_watch
         table = Table(box=None, expand=True, padding=(0, 1), show_edge=False)
         for label in ("POOL", "NODES", "ALLOCATED", "FREE", "UTIL", "IDLE"):
@@ -245,7 +245,7 @@ class WallboardScreen(ClusterScreen):
         table.caption = "; ".join(notes) or None
         return table
 
-    def _page_fleet(self, snap) -> Table:
+    def _page_fleet(self, snap: ClusterSnapshot) -> Table:
         fleet = self.app.fleet
         assert fleet is not None  # the page exists only with a fleet
         settings, palette = self.app.settings, self.app.palette
@@ -270,13 +270,13 @@ class WallboardScreen(ClusterScreen):
         height = page.content_region.height or max(1, self.app.size.height - 11)
         return width, height
 
-    def _page_heat(self, snap) -> Text:
+    def _page_heat(self, snap: ClusterSnapshot) -> Text:
         width, height = self._page_size()
         settings = self.app.settings
         lines = heat_map(snap, width, height - 1, self.metric, settings.temp_threshold, self.app.palette)
         return Text("\n").join([legend(self.metric, settings.temp_threshold, self.app.palette), *lines])
 
-    def _page_services(self, snap) -> Table:
+    def _page_services(self, snap: ClusterSnapshot) -> Table:
         width, _ = self._page_size()
         columns = fit_service_columns(width)
         table = Table(box=None, expand=True, padding=(0, 1), show_edge=False)
@@ -286,7 +286,7 @@ class WallboardScreen(ClusterScreen):
             table.add_row(*row)
         return table
 
-    def _page_alerts(self, snap) -> Table | Text:
+    def _page_alerts(self, snap: ClusterSnapshot) -> Table | Text:
         problems = self.app.problems(snap)
         findings = all_findings(problems, snap)
         if not findings:

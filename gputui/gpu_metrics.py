@@ -89,6 +89,17 @@ def fmt_watts(w: float | None) -> str:
     return f"{w / 1000:.1f}kW" if w >= 1000 else f"{w:.0f}W"
 
 
+def fmt_count(n: float | None) -> str:
+    n = known(n)
+    if n is None:
+        return "–"
+    if n >= 999_500:
+        return f"{n / 1e6:.0f}M" if n >= 9.95e6 else f"{n / 1e6:.1f}M"
+    if n >= 9_995:
+        return f"{n / 1e3:.0f}k"
+    return f"{n:.0f}"
+
+
 # --- the table -----------------------------------------------------------------------------------------------
 
 def _series(dcgm: str) -> Callable[[str, str], str]:
@@ -153,6 +164,9 @@ METRICS: tuple[GpuMetric, ...] = (
     # HBM runs hotter than the die and throttles on its own limit: the XID and fault work reads it.
     GpuMetric("mem_temp_c", "DCGM_FI_DEV_MEMORY_TEMP", "°C", "max", "max", fmt_celsius, "MemT", 5,
               _series("DCGM_FI_DEV_MEMORY_TEMP")),
+    # A counter since boot: a rising count is a link going bad (a riser, a slot).
+    GpuMetric("pcie_replays", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "count", "sum", "sum", fmt_count, "PCIe↻", 6,
+              _series("DCGM_FI_DEV_PCIE_REPLAY_COUNTER")),
 )
 BY_NAME: Mapping[str, GpuMetric] = MappingProxyType({m.name: m for m in METRICS})
 TYPED: tuple[str, ...] = tuple(m.name for m in METRICS if m.typed)

@@ -146,3 +146,11 @@ def test_memory_temperature_is_in_degrees_and_a_node_shows_its_hottest():
     m = BY_NAME["mem_temp_c"]
     assert m.dcgm == "DCGM_FI_DEV_MEMORY_TEMP" and (m.node, m.fleet) == ("max", "max")
     assert (m.fmt(87.6), m.fmt(104.0)) == ("88°C", "104°C") and len(m.fmt(104.0)) <= m.width
+
+
+def test_pcie_replays_are_a_count_that_fits_its_column():
+    m = BY_NAME["pcie_replays"]
+    assert m.dcgm == "DCGM_FI_DEV_PCIE_REPLAY_COUNTER" and m.node == "sum"
+    cases = {0.0: "0", 42.0: "42", 9_994.0: "9994", 9_995.0: "10k", 123_456.0: "123k", 999_499.0: "999k",
+             999_500.0: "1.0M", 2_500_000.0: "2.5M", 12_345_678.0: "12M"}
+    assert {v: m.fmt(v) for v in cases} == cases and all(len(t) <= m.width for t in cases.values())

@@ -100,6 +100,44 @@ def fmt_count(n: float | None) -> str:
     return f"{n:.0f}"
 
 
+# NVML's clocks event (formerly throttle) reasons, the bits of DCGM_FI_DEV_CLOCKS_EVENT_REASONS /
+# DCGM_FI_DEV_CLOCK_THROTTLE_REASONS (nvmlClocksEventReason*), in bit order, with a short word each.
+THROTTLE_REASONS: tuple[tuple[int, str], ...] = (
+    (0x1, "idle"),  # GpuIdle: nothing to run, clocks down on purpose
+    (0x2, "app-clocks"),  # ApplicationsClocksSetting: clocks held by the application clock setting
+    (0x4, "sw-power"),  # SwPowerCap: the software power limit
+    (0x8, "hw-slow"),  # HwSlowdown: hardware slowdown (thermal or power brake), a sign of trouble
+    (0x10, "sync-boost"),  # SyncBoost: held to the slowest GPU of a sync-boost group
+    (0x20, "sw-thermal"),  # SwThermalSlowdown: the driver cools the GPU or its memory
+    (0x40, "hw-thermal"),  # HwThermalSlowdown: the hardware cools it: too hot
+    (0x80, "hw-power-brake"),  # HwPowerBrakeSlowdown: the power supply's brake signal
+    (0x100, "display-clocks"),  # DisplayClockSetting
+)
+THROTTLE_BENIGN = 0x1 | 0x2 | 0x10 | 0x100  # reasons that say nothing is wrong
+
+
+def throttle_words(mask: float | None) -> list[str] | None:
+    """The reasons a bitmask holds, in bit order (bits NVML does not name as `0x…`); None when unknown."""
+    mask = known(mask)
+    if mask is None or mask < 0 or not float(mask).is_integer():
+        return None
+    bits = int(mask)
+    words = [word for bit, word in THROTTLE_REASONS if bits & bit]
+    rest = bits & ~sum(bit for bit, _ in THROTTLE_REASONS)
+    return words + ([f"{rest:#x}"] if rest else [])
+
+
+def fmt_throttle(mask: float | None) -> str:
+    """`–` unknown, `none` for a clean mask, else its reasons: those that say something is wrong alone when there
+    are any (`hw-thermal`), else the benign ones (`idle`)."""
+    words = throttle_words(mask)
+    if words is None:
+        return "–"
+    bits = int(mask or 0)
+    trouble = [w for bit, w in THROTTLE_REASONS if bits & bit & ~THROTTLE_BENIGN] + [w for w in words if w[:2] == "0x"]
+    return ",".join(trouble or words) or "none"
+
+
 # --- the table -----------------------------------------------------------------------------------------------
 
 def _series(dcgm: str) -> Callable[[str, str], str]:
@@ -113,6 +151,11 @@ def util_series(on: str, matchers: str = "") -> str:
     naming one GPU; `matchers`: label matchers both sides share (one host's, for a node's detail)."""
     mig = f'DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{matchers + "," if matchers else ""}GPU_I_ID!=""}}'
     return f"(DCGM_FI_DEV_GPU_UTIL{{{matchers}}} unless on ({on}) {mig}) or (100 * {mig})"
+
+
+def _either(*names: str) -> Callable[[str, str], str]:
+    """The first of several spellings of one field a build serves (a renamed DCGM field)."""
+    return lambda on, matchers: " or ".join(_series(n)(on, matchers) for n in names)
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +210,10 @@ METRICS: tuple[GpuMetric, ...] = (
     # A counter since boot: a rising count is a link going bad (a riser, a slot).
     GpuMetric("pcie_replays", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "count", "sum", "sum", fmt_count, "PCIe↻", 6,
               _series("DCGM_FI_DEV_PCIE_REPLAY_COUNTER")),
+    # A bitmask (THROTTLE_REASONS): no sum or max of two masks means anything, so it stays per GPU. Newer builds
+    # serve it as CLOCKS_EVENT_REASONS, older ones as CLOCK_THROTTLE_REASONS.
+    GpuMetric("throttle_reasons", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "bitmask", "", "", fmt_throttle,
+              "Throttle", 14, _either("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS")),
 )
 BY_NAME: Mapping[str, GpuMetric] = MappingProxyType({m.name: m for m in METRICS})
 TYPED: tuple[str, ...] = tuple(m.name for m in METRICS if m.typed)

@@ -131,6 +131,10 @@ DCGM_FIELDS: dict[str, tuple[str, str, str]] = {
     "mem_clock": ("DCGM_FI_DEV_MEM_CLOCK", "Memory clock frequency (in MHz).", "gauge"),
     "xid": ("DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered.", "gauge"),
     "pcie_replay": ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "Total number of PCIe retries.", "counter"),
+    "clocks_event_reasons": ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "Current clock event reasons (bitmask).", "gauge"),
+    # The same field as builds before DCGM 3.3 name it: served only when a test sets it (see DCGM_DEFAULTS).
+    "clock_throttle_reasons": ("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "Current clock throttle reasons (bitmask).",
+                               "gauge"),
     "uncorrectable_remapped_rows": ("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
                                     "Number of remapped rows for uncorrectable errors", "counter"),
     "correctable_remapped_rows": ("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
@@ -148,6 +152,7 @@ _DCGM_BY_METRIC = {m: f for f, (m, _, _) in DCGM_FIELDS.items()}
 DCGM_DEFAULTS: dict[str, float | None] = {
     "util": 0, "mem_copy_util": 0, "fb_used": 0, "fb_reserved": 512, "temp": 34, "memory_temp": 40,
     "power": 72.5, "energy": 0, "sm_clock": 1980, "mem_clock": 2619, "xid": 0, "pcie_replay": 0,
+    "clocks_event_reasons": 0, "clock_throttle_reasons": None,
     "uncorrectable_remapped_rows": 0, "correctable_remapped_rows": 0, "row_remap_failure": 0,
     "gr_engine_active": 0, "tensor_active": 0, "dram_active": 0,
 }

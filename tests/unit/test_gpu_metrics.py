@@ -26,6 +26,7 @@ from gputui.gpu_metrics import (
     fmt_pct,
     fmt_watts,
     json_figures,
+    throttle_words,
     value_of,
 )
 from gputui.model import Gpu, GpuSummary, Node
@@ -154,3 +155,31 @@ def test_pcie_replays_are_a_count_that_fits_its_column():
     cases = {0.0: "0", 42.0: "42", 9_994.0: "9994", 9_995.0: "10k", 123_456.0: "123k", 999_499.0: "999k",
              999_500.0: "1.0M", 2_500_000.0: "2.5M", 12_345_678.0: "12M"}
     assert {v: m.fmt(v) for v in cases} == cases and all(len(t) <= m.width for t in cases.values())
+
+
+def test_throttle_reasons_decode_nvmls_bits_and_say_the_trouble_first():
+    m = BY_NAME["throttle_reasons"]
+    assert m.node == "" and m.fleet == ""  # a bitmask: per GPU only, never summed into a node's figure
+    assert m.fmt(0.0) == "none" and m.fmt(0x1) == "idle" and m.fmt(0x1 | 0x10) == "idle,sync-boost"
+    assert m.fmt(0x1 | 0x4 | 0x40) == "sw-power,hw-thermal"  # the benign reason left out beside trouble
+    assert m.fmt(0x8) == "hw-slow" and m.fmt(0x80) == "hw-power-brake"
+    assert m.fmt(0x1000) == "0x1000" and m.fmt(0x1 | 0x1000) == "0x1000"  # a bit NVML does not name yet
+    for nonsense in (-1.0, 2.5):
+        assert m.fmt(nonsense) == "–"  # not a mask: unknown
+    assert throttle_words(0x20 | 0x40) == ["sw-thermal", "hw-thermal"] and throttle_words(None) is None
+
+
+def test_throttle_reasons_are_read_under_either_of_their_names():
+    """DCGM 3.3 renamed the field; a cluster serves one or the other: the reader asks for both."""
+    m = BY_NAME["throttle_reasons"]
+    assert m.series("gpu", "") == "DCGM_FI_DEV_CLOCKS_EVENT_REASONS or DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"
+    old_build = _source({})
+
+    def query(promql: str) -> list[dict]:
+        if "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS" in promql:
+            return [{"metric": {"Hostname": "n1", "gpu": "0"}, "value": [0, str(0x40)]}]
+        return []
+
+    old_build.query = query  # type: ignore[method-assign]
+    sample = old_build.fetch({"n1"}, per_gpu=True, host="n1").gpus[("n1", 0)]
+    assert dict(sample.values) == {"throttle_reasons": 0x40}

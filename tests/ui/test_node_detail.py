@@ -201,3 +201,36 @@ async def test_the_headers_tick_repaints_its_line_without_laying_the_screen_out_
         header.refresh_age()
         header.show_snapshot()
         assert layouts and not any(layouts), layouts
+
+
+async def test_node_detail_shows_a_column_for_each_further_figure_its_gpus_report(app_factory):
+    """The figures of gputui.gpu_metrics beyond the typed five get a column when a GPU of the node reports them,
+    written by their row's formatter; a GPU that does not report one shows it unknown, never 0."""
+    from dataclasses import replace
+
+    from gputui.gpu_metrics import Figures
+
+    app = app_factory()
+    cluster = app.backend.reader
+    read = cluster.snapshot
+    first = read()
+    node = next(n.name for n in first.nodes if len(n.gpus) >= 2)
+
+    def reporting(s):
+        nodes = tuple(replace(n, gpus=(replace(n.gpus[0], extra=Figures({"mem_temp_c": 91.0, "throttle_reasons": 0x44})),
+                                       *n.gpus[1:])) if n.name == node else n for n in s.nodes)
+        return replace(s, nodes=nodes, indexes=None)
+
+    cluster.snapshot = lambda: reporting(read())
+    async with app.run_test(size=(160, 40)) as pilot:
+        await loaded(pilot)
+        app.screen.nodes_table.move_to(node)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, NodeDetailScreen))
+        gpus = app.screen.query_one("#gpus", VirtualTable)
+        await wait_for(pilot, lambda: "mem_temp_c" in [key for key, *_ in gpus.columns] and gpus.row_count > 1)
+        keys = [key for key, *_ in gpus.columns]
+        assert "throttle_reasons" in keys and "pcie_replays" not in keys  # no GPU of it reports replays
+        assert [gpus.cells("0")[keys.index(k)].plain for k in ("mem_temp_c", "throttle_reasons")] == \
+            ["91°C", "sw-power,hw-thermal"]
+        assert [gpus.cells("1")[keys.index(k)].plain for k in ("mem_temp_c", "throttle_reasons")] == ["–", "–"]

@@ -93,7 +93,7 @@ def main() -> None:
     for per_gpu in (False, True):
         shape = "every GPU" if per_gpu else "per-node summaries"
         for size in ((80, 24), (200, 50)):
-            for sort_index, label in ((0, "name"), (SORTABLE.index("util"), "util")):
+            for sort_index, label in ((0, "name"), (SORTABLE.index("util_pct"), "util")):
                 cost = asyncio.run(measure(args.nodes, args.refreshes, size, sort_index, per_gpu))
                 print(f"{args.nodes} nodes ({shape}), {size[0]}x{size[1]}, sorted by {label}: "
                       f"{cost * 1000:.0f} ms CPU per refresh (median)")

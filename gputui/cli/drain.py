@@ -14,6 +14,7 @@ from gputui.ops.context import OpContext
 from gputui.ops.drain.arrivals import batch_with_arrivals
 from gputui.ops.drain.batch import run_batch
 from gputui.ops.drain.events import DrainEvent, EventKind
+from gputui.ops.drain.lease import draining
 from gputui.ops.drain.options import DrainOptions, DrainRecordError, resumable, saved_drain
 from gputui.ops.drain.plan import DrainPlan, Step, batch_json, plan_batch
 from gputui.ops.drain.progress import DrainProgress
@@ -79,12 +80,14 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
                 options[n], deadline = saved_drain(snap.node(n))  # type: ignore[arg-type]
                 if deadline:
                     deadlines[n] = deadline
-        planned = plan_batch(snap, nodes, options)
+        # Drains running elsewhere (their leases live) take free GPUs first: the plan counts their pods first.
+        running = draining(snap, time.time())
+        planned = plan_batch(snap, nodes, options, draining=running)
         # --accept-stranded: the pods this plan strands are left Pending by choice; the run's guard still stops
         # before a node that would strand any other.
         accepted = [p.pod.key for p in planned.stranded] if getattr(args, "accept_stranded", False) else []
         if accepted:
-            planned = plan_batch(snap, nodes, options, accepted)
+            planned = plan_batch(snap, nodes, options, accepted, running)
         batch = batch_with_arrivals(planned, backend.reader)
         if args.dry_run:
             if args.output == "json":

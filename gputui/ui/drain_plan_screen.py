@@ -3,6 +3,7 @@ capacity, kubectl's options as toggles. Enter starts; esc changes nothing."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 
 from rich.console import Group, RenderableType
@@ -16,6 +17,7 @@ from textual.widgets import Input, Static
 
 from gputui.backends.base import ArrivalsReader, BackendError
 from gputui.ops.drain.arrivals import stuck_pods, with_rates
+from gputui.ops.drain.lease import draining
 from gputui.ops.drain.options import DrainOptions
 from gputui.ops.drain.placement import SHORT_CAVEAT
 from gputui.ops.drain.plan import BatchPlan, DrainPlan, Step, plan_batch
@@ -169,7 +171,7 @@ class DrainPlanScreen(ClusterModal[DrainOptions | None]):
         snap = self.app.snapshot
         assert snap is not None  # the plan is opened only from a screen showing a snapshot
         # The drains running take free GPUs first: the plan counts what their pods still move before its own.
-        running = [n for s in self.app.running_drains for n in s.nodes]
+        running = [n for s in self.app.running_drains for n in s.nodes] + draining(snap, time.time())
         return plan_batch(snap, [n for n in self.nodes if snap.node(n)], self.options, self.accepted, running)
 
     def plans(self) -> list[DrainPlan]:

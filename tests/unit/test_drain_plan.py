@@ -267,7 +267,7 @@ def test_a_plan_made_while_another_drain_runs_counts_its_pods_first():
     snap = snapshot_with(pods, nodes=nodes)
     alone = plan_batch(snap, ["n2"], DEFAULT)
     assert alone.fits and alone.ahead == ()
-    together = plan_batch(snap, ["n2"], DEFAULT, draining=["n1", "n2", "gone-node"])
+    together = plan_batch(snap, ["n2"], DEFAULT, draining=["n1", "n2", "gone-node", "n1"])
     assert together.ahead == ("n1",) and not together.fits and together.stop_before == "n2"
     assert together.describe()[:2] == [
         "the drains running on n1 still move 4 H100 GPUs (1 pod): counted below, before this batch's",

@@ -12,6 +12,7 @@ import os
 import socket
 import subprocess
 import sys
+from dataclasses import asdict
 
 import pytest
 
@@ -368,3 +369,22 @@ def test_a_renewal_is_written_as_sorted_json():
     renew(store, "n1", mine, clock=lambda: 1015.0)
     value = store.writes[-1][0][LEASE]
     assert value == json.dumps(json.loads(value), sort_keys=True) and json.loads(value)["renewed"] == 1015.0
+
+
+def test_draining_names_the_nodes_a_live_drain_holds():
+    """What a plan counts as moving first (plan_batch's `draining`): a lease renewed within LEASE_S by a holder
+    not known dead; an expired, unreadable or dead one, or none, is no drain running."""
+    now = 10_000.0
+
+    def node(name: str, holder: Holder | None = None, raw: str | None = None) -> Node:
+        value = raw if raw is not None else json.dumps(asdict(holder)) if holder is not None else None
+        return Node(name, True, True, "H100", 8, 8, annotations={LEASE: value} if value is not None else {})
+
+    elsewhere = HOST + "-other"
+    snap = ClusterSnapshot(now, "t", nodes=(
+        node("live", Holder("a", elsewhere, 1, "t", now - LEASE_S)),
+        node("expired", Holder("a", elsewhere, 1, "t", now - LEASE_S - 1)),
+        node("dead", Holder("a", HOST, gone_pid(), "t", now)),
+        node("unreadable", raw="{not json"),
+        node("free")))
+    assert lease.draining(snap, now) == ["live"]

@@ -93,6 +93,17 @@ def foreign_holders(snapshot, nodes: list[str], now: float) -> list[str]:
     return out
 
 
+def draining(snapshot, now: float) -> list[str]:
+    """The nodes a live drain holds: its lease renewed within LEASE_S by a holder that is not known dead.
+    A plan counts their pods as moving before its own (plan_batch's `draining`), whichever gputui runs them."""
+    out = []
+    for node in snapshot.nodes:
+        holder = holder_of(dict(node.annotations))
+        if holder is not None and now - holder.renewed <= LEASE_S and not holder.dead_here():
+            out.append(node.name)
+    return out
+
+
 def _cas(writer: Writer, node: str, decide: Callable[[Holder | None], dict[str, str | None] | None]) -> bool:
     """Read the node, let `decide` look at the current holder and return the annotations to write
     (None: write nothing), then write them only if the node has not changed since. True: written."""

@@ -441,7 +441,7 @@ def plan_batch(snapshot: ClusterSnapshot, nodes: list[str], options: Mapping[str
     leave with nowhere to go. `draining`: nodes other drains are running on. Their pods still there go first:
     they take free GPUs and places before this batch's pods do, so two drains never count the same GPU."""
     members = set(nodes)
-    ahead = [n for n in draining if n not in members and snapshot.node(n) is not None]
+    ahead = [n for n in dict.fromkeys(draining) if n not in members and snapshot.node(n) is not None]
     away = members | set(ahead)
     per_node = options if isinstance(options, Mapping) else {n: options for n in nodes}
     plans = tuple(plan_drain(snapshot, n, per_node[n], batch=away, preview=False) for n in nodes)

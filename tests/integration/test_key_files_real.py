@@ -24,13 +24,14 @@ REPO = Path(__file__).resolve().parents[2]  # the gputui under test is this tree
 
 class SilentServer:
     """An apiserver that accepts connections and never says a word (not even TLS's hello): gputui blocks on it
-    for a few seconds at every step. It counts the connections."""
+    for a few seconds at every step. `hello` is set once a client's TLS hello came: that client has loaded its
+    certificate and key (urllib3 loads them into the TLS context before it says hello)."""
 
     def __init__(self) -> None:
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(64)
-        self.accepted = threading.Event()
+        self.hello = threading.Event()
         self._held: list[socket.socket] = []
         threading.Thread(target=self._run, daemon=True).start()
 
@@ -41,7 +42,11 @@ class SilentServer:
             except OSError:
                 return
             self._held.append(conn)
-            self.accepted.set()
+            try:
+                if conn.recv(1, socket.MSG_PEEK):  # left unread: nobody answers it
+                    self.hello.set()
+            except OSError:
+                pass  # the client went (or close() ran): the next connection, if any
 
     @property
     def url(self) -> str:
@@ -50,6 +55,10 @@ class SilentServer:
     def close(self) -> None:
         self.sock.close()
         for conn in self._held:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)  # wakes the thread if it waits on this one's hello
+            except OSError:
+                pass
             conn.close()
 
 
@@ -115,8 +124,7 @@ def test_headless_blocked_on_a_silent_apiserver(tmp_path, server, keyed_kubeconf
                             cwd=REPO, env=environment(tmp_path, tmpdir_watched),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        assert server.accepted.wait(30), "gputui never connected"
-        time.sleep(0.3)
+        assert server.hello.wait(30), "gputui never said hello"  # past loading its key, blocked on the answer
         assert proc.poll() is None, proc.communicate()
         assert left_in(tmpdir_watched) == [], "the key was written to $TMPDIR while connecting"
         proc.send_signal(signum)
@@ -141,9 +149,8 @@ def test_the_tui_blocked_on_a_silent_apiserver(tmp_path, server, keyed_kubeconfi
     subprocess.run(["tmux", "-L", socket_name, "new-session", "-d", "-s", "gputui", "-x", "100", "-y", "30", *flags,
                     command], check=True, timeout=10)
     try:
-        assert server.accepted.wait(30), "gputui never connected"
+        assert server.hello.wait(30), "gputui never said hello"  # past loading its key, blocked on the answer
         pid = int(pidfile.read_text())
-        time.sleep(0.3)
         assert left_in(tmpdir_watched) == [], "the key was written to $TMPDIR while connecting"
         if signum == signal.SIGHUP:  # the terminal goes away, as when the SSH session drops
             subprocess.run(["tmux", "-L", socket_name, "kill-server"], capture_output=True, timeout=10)
@@ -169,8 +176,7 @@ def test_without_memfd_the_private_key_directory_goes_too(tmp_path, server, keye
     args = [sys.executable, str(wrapper), "nodes", "--kubeconfig", str(keyed_kubeconfig)]
     proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        assert server.accepted.wait(30), "gputui never connected"
-        time.sleep(0.3)
+        assert server.hello.wait(30), "gputui never said hello"  # past loading its key, blocked on the answer
         made = left_in(tmpdir_watched)
         assert len(made) == 3 and made[0].startswith("gputui-"), made  # the directory, the certificate and key in it
         assert all(m.startswith(made[0]) for m in made), made

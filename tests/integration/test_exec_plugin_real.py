@@ -9,13 +9,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.support.gputui_cli import closed_port
+from tests.support.procs import wait_for, wait_until
 
 REPO = Path(__file__).resolve().parents[2]  # the gputui under test is this tree's (python -m gputui from here)
 API = "client.authentication.k8s.io/v1beta1"
@@ -51,11 +51,10 @@ def environment(tmp_path: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def gputui(tmp_path: Path, *args: str, timeout: float = 60, **env: str) -> tuple[subprocess.CompletedProcess, float]:
-    start = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "gputui", *args], capture_output=True, text=True, cwd=REPO,
+def gputui(tmp_path: Path, *args: str, timeout: float = 60, **env: str) -> subprocess.CompletedProcess:
+    """`gputui ARGS…` to its end; one still running after `timeout` seconds fails the test (it hung)."""
+    return subprocess.run([sys.executable, "-m", "gputui", *args], capture_output=True, text=True, cwd=REPO,
                           env=environment(tmp_path, **env), timeout=timeout)
-    return done, time.monotonic() - start
 
 
 def one_error_line(done: subprocess.CompletedProcess) -> str:
@@ -67,18 +66,22 @@ def one_error_line(done: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
-def gone(pid: int, within: float = 3.0) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        stat = Path(f"/proc/{pid}/stat")
-        if stat.exists() and stat.read_text().rsplit(")", 1)[-1].split()[0] == "Z":
-            return True  # dead; reaped by init in a moment
-        time.sleep(0.05)
-    return False
+def dead(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+    except OSError:
+        return True  # gone between the two looks
+    return state == "Z"  # dead; reaped by init in a moment
+
+
+def assert_gone(pid: int) -> None:
+    """The process ends (a killed process may take a while to be reaped on a busy machine: a generous wait;
+    the plugins here would live ten minutes)."""
+    wait_until(lambda: dead(pid), 30, interval=0.05, what=f"the plugin's process {pid} to end with gputui")
 
 
 HANG = ("child = subprocess.Popen(['sleep', '600'])\n"
@@ -89,10 +92,7 @@ HANG = ("child = subprocess.Popen(['sleep', '600'])\n"
 
 def plugin_pids(plugin: Path, timeout: float = 20.0) -> list[int]:
     pids = Path(str(plugin) + ".pids")
-    deadline = time.monotonic() + timeout
-    while not (pids.exists() and pids.read_text()):
-        assert time.monotonic() < deadline, "the plugin never started"
-        time.sleep(0.05)
+    wait_until(lambda: pids.exists() and pids.read_text(), timeout, interval=0.05, what="the plugin to start")
     return [int(p) for p in pids.read_text().split()]
 
 
@@ -101,32 +101,32 @@ def test_a_plugin_that_never_answers_ends_gputui_at_the_exec_timeout(tmp_path, h
     plugin = write_plugin(tmp_path, HANG, "hang.py")
     kc = exec_kubeconfig(tmp_path, plugin)
     if how == "flag":
-        done, took = gputui(tmp_path, "nodes", "--kubeconfig", str(kc), "--exec-timeout", "2")
+        done = gputui(tmp_path, "nodes", "--kubeconfig", str(kc), "--exec-timeout", "2")
     else:
-        done, took = gputui(tmp_path, "nodes", "--kubeconfig", str(kc), GPUTUI_EXEC_TIMEOUT="2")
+        done = gputui(tmp_path, "nodes", "--kubeconfig", str(kc), GPUTUI_EXEC_TIMEOUT="2")
     line = one_error_line(done)
-    assert took < 2 + 5, f"took {took:.1f}s"  # the timeout, plus starting Python and the kubernetes client
+    # Stopped at the 2 s asked for, not the default 30 s nor the plugin's own ten minutes (gputui() fails a
+    # run past a minute): the line names the timeout it was stopped at.
     assert line == ("gputui: error: exec credential plugin hang.py gave no credential within 2s and was stopped: "
                     "waiting for you to log in at https://login.example/device")
     for pid in plugin_pids(plugin):
-        assert gone(pid), f"the plugin's process {pid} outlived gputui"
+        assert_gone(pid)
 
 
 def test_a_failing_plugin_is_one_line_in_its_own_words(tmp_path):
     plugin = write_plugin(tmp_path, "sys.stderr.write('\\x1b]0;owned\\x07token expired: run `login`\\nmore\\n'); sys.exit(1)",
                           "login.py")
-    done, took = gputui(tmp_path, "nodes", "--kubeconfig", str(exec_kubeconfig(tmp_path, plugin)))
+    done = gputui(tmp_path, "nodes", "--kubeconfig", str(exec_kubeconfig(tmp_path, plugin)))
     line = one_error_line(done)
     assert line == "gputui: error: exec credential plugin login.py failed (exit 1): ␛]0;owned␇token expired: run `login`"
-    assert took < 10
 
 
 def test_a_bad_exec_timeout_is_one_line(tmp_path):
     kc = exec_kubeconfig(tmp_path, write_plugin(tmp_path, "sys.exit(1)"))
     for value in ("0", "-1", "inf", "nan", "soon"):
-        done, _ = gputui(tmp_path, "nodes", "--kubeconfig", str(kc), "--exec-timeout", value)
+        done = gputui(tmp_path, "nodes", "--kubeconfig", str(kc), "--exec-timeout", value)
         assert "--exec-timeout" in one_error_line(done)
-        done, _ = gputui(tmp_path, "nodes", "--kubeconfig", str(kc), GPUTUI_EXEC_TIMEOUT=value)
+        done = gputui(tmp_path, "nodes", "--kubeconfig", str(kc), GPUTUI_EXEC_TIMEOUT=value)
         assert "exec_timeout" in one_error_line(done)
 
 
@@ -142,7 +142,7 @@ def test_a_dropped_session_leaves_no_plugin_behind(tmp_path, signum):
         proc.send_signal(signum)
         assert proc.wait(30) == -signum  # ended by the signal, as before
         for pid in pids:
-            assert gone(pid), f"the plugin's process {pid} outlived gputui"
+            assert_gone(pid)
     finally:
         proc.kill()
         proc.wait()
@@ -160,7 +160,7 @@ def test_a_plugin_token_reads_the_real_apiserver(cluster, fake_kubelet, tmp_path
         config = yaml.safe_load(kc.read_text())
         config["clusters"][0]["cluster"] = admin["clusters"][0]["cluster"]
         kc.write_text(yaml.safe_dump(config))
-    done, _ = gputui(tmp_path, "nodes", "--kubeconfig", str(kc), "-o", "json", "--exec-timeout", "10")
+    done = gputui(tmp_path, "nodes", "--kubeconfig", str(kc), "-o", "json", "--exec-timeout", "10")
     assert done.returncode == 0, done.stderr
     assert token not in done.stdout + done.stderr
     assert '"name"' in done.stdout
@@ -175,6 +175,7 @@ def test_the_tui_connects_through_a_slow_plugin_then_shows_the_cluster(cluster, 
 
     if shutil.which("tmux") is None:  # a missing tool is a failure, never a skip
         pytest.fail("tmux is not installed; scripts/test.sh installs it")
+    # A slow plugin (three seconds: the behaviour under test), so that the connecting screen shows it.
     plugin = write_plugin(tmp_path, "time.sleep(3)\nprint(json.dumps({'apiVersion': %r, 'kind': 'ExecCredential', "
                                     "'status': {'token': %r}}))" % (API, cluster.token("admin")))
     config = yaml.safe_load(cluster.admin_kubeconfig.read_text())
@@ -193,25 +194,22 @@ def test_the_tui_connects_through_a_slow_plugin_then_shows_the_cluster(cluster, 
         return subprocess.run(["tmux", "-L", socket_name, "capture-pane", "-p", "-t", "g"], capture_output=True,
                               text=True, timeout=10).stdout
 
-    def wait_for(pattern: str, timeout: float = 30) -> str:
-        deadline = time.monotonic() + timeout
-        while not re.search(pattern, text := screen()):
-            assert time.monotonic() < deadline, f"{pattern!r} never appeared:\n{text}"
-            time.sleep(0.1)
-        return text
+    def shows(pattern: str, timeout: float = 30) -> str:
+        def showing() -> str:
+            text = screen()
+            return text if re.search(pattern, text) else ""
+        return wait_for(showing, timeout=timeout, interval=0.1, what=f"{pattern!r} on the screen", on_timeout=screen)
 
     subprocess.run(["tmux", "-L", socket_name, "new-session", "-d", "-s", "g", "-x", "120", "-y", "30", *flags, command],
                    check=True, timeout=10)
     try:
-        wait_for(rf"connecting to {re.escape(context)}… \d+s")
-        wait_for(r"credential plugin plugin\.py: \d+s of 30s")
-        shown = wait_for(r"Nodes \d+")
+        shows(rf"connecting to {re.escape(context)}… \d+s")
+        shows(r"credential plugin plugin\.py: \d+s of 30s")
+        shown = shows(r"Nodes \d+")
         assert "connecting to" not in shown
         subprocess.run(["tmux", "-L", socket_name, "send-keys", "-t", "g", "q"], check=True, timeout=10)
-        deadline = time.monotonic() + 5
-        while not (rc.exists() and rc.read_text().strip()):
-            assert time.monotonic() < deadline, f"gputui did not quit on q:\n{screen()}"
-            time.sleep(0.1)
+        wait_for(lambda: rc.exists() and rc.read_text().strip(), timeout=30, interval=0.1, what="gputui to quit on q",
+                 on_timeout=screen)
         assert rc.read_text().strip() == "0"
     finally:
         subprocess.run(["tmux", "-L", socket_name, "kill-server"], capture_output=True, timeout=10)

@@ -23,6 +23,7 @@ from gputui.ops.drain.plan import DrainOptions, Step, plan_drain
 from gputui.ops.drain.report import Outcome
 from gputui.ops.drain.run import run_drain
 from gputui.ops.drain.start import DrainStart
+from gputui.ops.steps import run_steps
 from gputui.sessions import UNREADABLE, SessionState
 from tests.support.audit_lines import written
 from tests.support.gputui_cli import read_until, start_drain
@@ -41,11 +42,7 @@ class Driver:
         self.thread.start()
 
     def _run(self) -> None:
-        try:
-            while True:
-                self.events.append(next(self._gen))
-        except StopIteration as stop:
-            self.report = stop.value
+        self.report = run_steps(self._gen, self.events.append)
 
     def kinds(self, kind: EventKind) -> list:
         return [e for e in self.events if e.kind is kind]

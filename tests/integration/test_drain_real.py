@@ -16,6 +16,7 @@ from gputui.ops.audit import AuditLog
 from gputui.ops.context import OpContext
 from gputui.ops.drain.plan import DrainOptions, Step, plan_drain
 from gputui.ops.drain.run import run_drain
+from gputui.ops.steps import run_steps
 from tests.support.gputui_cli import read_until, start_drain
 from tests.support.procs import wait_until
 from tests.support.workloads import backend_for, pool, running, workload
@@ -56,11 +57,7 @@ def test_sessions_gate_eviction_and_a_real_pdb_blocks_until_headroom(cluster, fa
 
         def drive():
             gen = run_drain(plan, OpContext(backend.reader, backend.writer, audit, poll_s=0.3))
-            try:
-                while True:
-                    events.append(next(gen))
-            except StopIteration as stop:
-                result["report"] = stop.value
+            result["report"] = run_steps(gen, events.append)
 
         thread = threading.Thread(target=drive, daemon=True)
         thread.start()

@@ -27,6 +27,7 @@ from gputui.ops.drain.plan import DrainOptions, Step, plan_drain
 from gputui.ops.drain.report import Outcome
 from gputui.ops.drain.run import run_drain
 from gputui.ops.drain.start import DrainStart
+from gputui.ops.steps import Ended, step
 from gputui.settings import Settings
 from tests.support.api_faults import FaultProxy, kubeconfig
 from tests.support.audit_lines import raw_lines, written
@@ -253,10 +254,9 @@ def pull(gen, until, seconds: float, events: list) -> object:
     or the drain returns (its report), for at most `seconds`; its polls paced at 0.3 s. None: neither came."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        try:
-            event = next(gen)
-        except StopIteration as stop:
-            return stop.value
+        event = step(gen)
+        if isinstance(event, Ended):
+            return event.report
         events.append(event)
         if until(event):
             return event

@@ -17,6 +17,7 @@ from kubernetes import client
 
 from gputui.ops.context import OpContext
 from gputui.ops.drain.start import BatchStart
+from gputui.ops.steps import run_steps
 from tests.support.gputui_cli import run
 from tests.support.placement_cases import POOL, ZONE, Case, NodeSpec, Workload, judge, live_pods
 from tests.support.procs import wait_until
@@ -62,12 +63,8 @@ def drain_and_judge(cluster, prometheus, tmp_path, case: Case, batch_nodes: list
                         OpContext(backend.reader, backend.writer, AuditLog(tmp_path / "audit.jsonl", "t", "test"),
                                   poll_s=0.5),
                         options, BatchStart(accept_stranded=accepted))
-        events = []
-        try:
-            while True:
-                events.append(next(gen))
-        except StopIteration as stop:
-            reports = stop.value
+        events: list = []
+        reports = run_steps(gen, events.append)
         assert all(r.outcome is Outcome.DRAINED for r in reports.values()), [e.message for e in events]
         outcome = case.outcome(core, evicted, before)
         where = {p.metadata.labels["app"]: p.spec.node_name for p in live_pods(core, case.ns)

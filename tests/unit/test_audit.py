@@ -29,7 +29,7 @@ from gputui.ops.drain.plan import DrainOptions, plan_drain
 from gputui.ops.drain.run import run_drain
 from gputui.ops.drill import plan_drill, run_drill
 from gputui.ops.scale_down import plan_scale_down, run_scale_down
-from gputui.ops.steps import run_steps
+from gputui.ops.steps import Ended, run_steps, step
 from gputui.ops.traffic import apply_shift, plan_shift
 from gputui.ops.traffic.undo import last_shift
 from gputui.ops.traffic.vocabulary import ShiftError
@@ -231,10 +231,10 @@ def test_every_drain_write_has_its_intent_and_a_pdb_retry_is_not_a_new_entry(tmp
                               poll_s=2.0))
     blocked = 0
     for _ in range(5000):
-        try:
-            blocked += next(gen).kind is EventKind.BLOCKED
-        except StopIteration:
+        event = step(gen)
+        if isinstance(event, Ended):
             break
+        blocked += event.kind is EventKind.BLOCKED
     assert blocked
     entries = written(path)  # asserts each result follows its own intent, once
     actions = [e["action"] for e in entries]

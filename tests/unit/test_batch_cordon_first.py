@@ -13,17 +13,14 @@ from gputui.ops.drain.batch import run_batch
 from gputui.ops.drain.plan import DrainOptions, plan_batch
 from gputui.ops.drain.report import Outcome
 from gputui.ops.drain.start import BatchStart
+from gputui.ops.steps import run_steps
 from tests.demo_clock import ManualClock
 from tests.support.audit_lines import written
 
 
 def _drained(gen):
-    events = []
-    try:
-        while True:
-            events.append(next(gen))
-    except StopIteration as stop:
-        return events, stop.value
+    events: list = []
+    return events, run_steps(gen, events.append)
 
 
 def test_every_node_is_cordoned_before_the_first_eviction_and_no_pod_is_evicted_twice(tmp_path):

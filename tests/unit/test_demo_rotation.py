@@ -18,6 +18,7 @@ from gputui.ops.drain.out_of_rotation import RECORD, recorded
 from gputui.ops.drain.plan import DrainOptions, Step, plan_drain
 from gputui.ops.drain.report import Outcome
 from gputui.ops.drain.run import run_drain
+from gputui.ops.steps import run_steps
 from gputui.rotation import RotationState, rotation_of
 from tests.demo_clock import ManualClock
 
@@ -147,11 +148,7 @@ def test_a_demo_drain_takes_pods_out_of_rotation_and_finishes_before_its_deadlin
     assert SERVING not in labels_of(demo, first.key)
     assert set(recorded(demo.snapshot().node(node))) >= {first.key}
     started = clock()
-    try:
-        while True:
-            next(gen)
-    except StopIteration as stop:
-        report = stop.value
+    report = run_steps(gen, lambda _event: None)
     assert report.outcome is Outcome.DRAINED and report.cut_sessions == 0 and report.unknown_cut_pods == 0
     assert demo.lost_sessions == 0
     assert clock() - started < DrainOptions().session_deadline_s  # the waits ended on their own

@@ -14,6 +14,7 @@ from gputui.ops.drain.placement import CAVEAT, Verdict
 from gputui.ops.drain.plan import DrainOptions, batch_json, plan_batch, plan_drain
 from gputui.ops.drain.report import Outcome
 from gputui.ops.drain.start import BatchStart
+from gputui.ops.steps import run_steps
 from gputui.scheduling import NodeScheduling, PodScheduling
 from gputui.snapshot import ClusterSnapshot
 from tests.demo_clock import ManualClock
@@ -90,12 +91,8 @@ def test_the_guard_stops_where_the_preview_says_a_node_would_strand_a_pod():
     gen = run_batch(["z1-a", "free"],
                     OpContext(still, still, AuditLog(None, "t", "test"), clock=ManualClock(), sleep=lambda _s: None),
                     DrainOptions(), BatchStart(parallel=1))
-    events = []
-    try:
-        while True:
-            events.append(next(gen))
-    except StopIteration as stop:
-        reports = stop.value
+    events: list = []
+    reports = run_steps(gen, events.append)
     failed = [e.message for e in events if e.kind is EventKind.FAILED]
     assert failed == ["placement guard stopped the batch before z1-a: ns/pinned would have nowhere to go: no node "
                       "with zone=z1 outside the batch has 8 free NVIDIA-H100 GPUs; not started: z1-a, free"]

@@ -14,6 +14,7 @@ from gputui.ops.drain.out_of_rotation import RECORD, recorded
 from gputui.ops.drain.plan import DrainOptions, Step, plan_drain
 from gputui.ops.drain.run import run_drain
 from gputui.ops.drain.start import DrainStart
+from gputui.ops.steps import Ended, step
 from tests.demo_clock import ManualClock
 from tests.support.demo_selectors import VERSION, busy_node, served
 
@@ -30,10 +31,10 @@ def start(options=DrainOptions()):
 def steps(gen, until, max_steps=5000):
     events = []
     for _ in range(max_steps):
-        try:
-            events.append(next(gen))
-        except StopIteration as stop:
-            return stop.value, events
+        event = step(gen)
+        if isinstance(event, Ended):
+            return event.report, events
+        events.append(event)
         if until(events[-1]):
             return None, events
     raise AssertionError("never happened")

@@ -15,6 +15,7 @@ from gputui.ops.drain.plan import DrainOptions, plan_batch, plan_drain
 from gputui.ops.drain.report import Outcome
 from gputui.ops.drain.run import run_drain
 from gputui.ops.drain.start import BatchStart, DrainStart
+from gputui.ops.steps import Ended, run_steps, step
 from tests.demo_clock import ManualClock
 
 
@@ -23,15 +24,14 @@ def drive(cluster, clock, plan, control=None, on_event=None, max_steps=5000, dea
     events = []
     gen = run_drain(plan, OpContext(cluster, cluster, AuditLog(None, "t", "demo"), clock=clock, sleep=clock.advance,
                                     poll_s=2.0), control, DrainStart(deadline=deadline))
-    try:
-        for _ in range(max_steps):
-            event = next(gen)
-            events.append(event)
-            if on_event:
-                on_event(event, control)
-        raise AssertionError("drain did not finish")
-    except StopIteration as stop:
-        return stop.value, events
+    for _ in range(max_steps):
+        event = step(gen)
+        if isinstance(event, Ended):
+            return event.report, events
+        events.append(event)
+        if on_event:
+            on_event(event, control)
+    raise AssertionError("drain did not finish")
 
 
 def busy_node(snap):
@@ -235,12 +235,8 @@ def _run(limit: str):
 
 def _drained(gen):
     """A batch run to its end: every event it yielded, and the reports it returned."""
-    events = []
-    try:
-        while True:
-            events.append(next(gen))
-    except StopIteration as stop:
-        return events, stop.value
+    events: list = []
+    return events, run_steps(gen, events.append)
 
 
 def test_a_parallel_batch_waits_its_turn_when_the_gpu_operators_max_unavailable_has_no_room():

@@ -13,6 +13,7 @@ from gputui.ops.drain.events import DrainControl, EventKind
 from gputui.ops.drain.plan import DrainOptions, plan_drain
 from gputui.ops.drain.report import Outcome
 from gputui.ops.drain.run import run_drain
+from gputui.ops.steps import Ended, step
 from tests.demo_clock import ManualClock
 
 
@@ -42,10 +43,10 @@ def _run(status: int, max_events: int = 400):
                     DrainControl())
     events = []
     for _ in range(max_events):
-        try:
-            events.append(next(run))
-        except StopIteration as stop:
-            return stop.value, events, writer
+        event = step(run)
+        if isinstance(event, Ended):
+            return event.report, events, writer
+        events.append(event)
     return None, events, writer
 
 

@@ -16,6 +16,7 @@ from gputui.ops.drain.plan import plan_drain
 from gputui.ops.drain.rotation_run import TAKEN_OUT
 from gputui.ops.drain.run import run_drain
 from gputui.ops.drain.start import BatchStart
+from gputui.ops.steps import run_steps
 from gputui.rotation import PATH_KINDS
 from tests.demo_clock import ManualClock
 from tests.support.demo_selectors import busy_node, served
@@ -57,13 +58,8 @@ def test_a_pod_kept_in_for_capacity_goes_out_once_a_replacement_serves_and_befor
                     OpContext(cluster, cluster, AuditLog(None, "t", "demo"), clock=clock, sleep=clock.advance,
                               poll_s=2.0),
                     DrainControl())
-    events = []
-    while True:
-        try:
-            events.append(next(run))
-        except StopIteration as stop:
-            report = stop.value
-            break
+    events: list = []
+    report = run_steps(run, events.append)
     assert report.outcome.value == "drained" and report.cut_sessions == 0, report.describe()
     went_out = [e.pod for e in events if e.kind is EventKind.OUT_OF_ROTATION]
     # The old run took out only what the plan chose: a pod kept in stayed in until its eviction.
@@ -91,15 +87,13 @@ def test_a_batch_of_interleaved_drains_never_takes_out_more_than_paths_and_budge
                                 sleep=clock.advance, poll_s=2.0),
                       DrainOptions(), BatchStart(parallel=2))
     took_out, seen = 0, []
-    while True:
-        try:
-            event = next(batch)
-        except StopIteration as stop:
-            reports = stop.value
-            break
+
+    def look(event) -> None:
+        nonlocal took_out
         if event.kind is EventKind.OUT_OF_ROTATION:
             took_out += 1
-            seen += [f"after {event.pod}: {s}" for s in shortfalls(cluster)]
+            seen.extend(f"after {event.pod}: {s}" for s in shortfalls(cluster))
+    reports = run_steps(batch, look)
     assert took_out >= 2 and not seen, (took_out, seen)
     assert all(r.outcome.value == "drained" for r in reports.values()), [r.describe() for r in reports.values()]
 
@@ -135,12 +129,8 @@ def _timed_run(options):
                     OpContext(cluster, cluster, AuditLog(None, "t", "demo"), clock=clock, sleep=clock.advance,
                               poll_s=1.0),
                     DrainControl())
-    events = []
-    while True:
-        try:
-            events.append((clock(), next(run)))
-        except StopIteration as stop:
-            return plan, stop.value, events
+    events: list = []
+    return plan, run_steps(run, lambda event: events.append((clock(), event))), events
 
 
 def test_a_pod_is_not_evicted_on_a_count_read_before_its_rotation_settled_nor_while_kept_in():

@@ -14,6 +14,7 @@ from kubernetes import client
 from tests.support.fake_kubelet import GPU_TOLERATION
 from tests.support.gputui_cli import run
 from tests.support.procs import wait_until
+from tests.support.terminal import until
 
 NS = "t-schemes"
 POOL = {"gputui.test/pool": "schemes"}
@@ -157,8 +158,7 @@ async def test_node_detail_lists_slices_and_devices_with_the_pods_holding_them(c
 
     try:
         async with app.run_test(size=(160, 50)) as pilot:
-            while app.snapshot is None or app.snapshot.node("dra") is None:
-                await pilot.pause(0.1)
+            await until(pilot, lambda: app.snapshot is not None and app.snapshot.node("dra") is not None)
             mig = await info(pilot, "mig-mixed")
             assert "GPUs 3/9 MIG of 2 GPUs allocated" in mig
             assert "nvidia.com/mig-1g.10gb (MIG)  2/7  mig-small ×2" in mig

@@ -81,7 +81,8 @@ def gauges(node: Node, summary: GpuSummary | None) -> Gauges:
     gpus = node.gpus
     total, count = util_sum(node, None)
     extra = extra_of({m.name: aggregate(m.node, (g.extra.get(m.name) for g in gpus))
-                      for m in NODE_FIGURES if m.name not in TYPED}) if any(g.extra for g in gpus) else NO_VALUES
+                      for m in NODE_FIGURES if m.name not in TYPED}) \
+        if any(g.extra is not NO_VALUES for g in gpus) else NO_VALUES  # (most GPUs report nothing more)
     return Gauges(total / count if count else None, _node_figure("mem_used_mib", gpus), mem_total(node, None),
                   _node_figure("temp_c", gpus), _node_figure("power_w", gpus), bool(gpus), extra)
 

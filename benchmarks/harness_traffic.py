@@ -108,14 +108,14 @@ class Harness:
 
     def uncordon_as_u(self, node: str) -> subprocess.CompletedProcess:
         """What the board's `U` does (gputui.ui.cordon_dialog: plan_cordon on a fresh snapshot, then run_cordon
-        with the writer and the audit log), in a process of its own: gputui has no `uncordon` command."""
+        with the app's context: its writer and audit log), in a process of its own: gputui has no `uncordon` command."""
         return subprocess.run([sys.executable, "-c", UNCORDON_AS_U, str(self.cp.admin_kubeconfig), self.prom.url,
                                node], capture_output=True, text=True, env=self.env(), cwd=REPO, timeout=120)
 
 
 UNCORDON_AS_U = """import sys
 from gputui.backends.kube_backend import live_backend
-from gputui.ops.audit import audit_for
+from gputui.ops.context import OpContext
 from gputui.ops.cordon import plan_cordon, run_cordon
 from gputui.settings import Settings
 settings = Settings(kubeconfig=sys.argv[1], prometheus=sys.argv[2])
@@ -123,7 +123,7 @@ backend = live_backend(settings)
 try:
     plan = plan_cordon(backend.reader.snapshot(), sys.argv[3], False)
     print(plan.describe())
-    print(run_cordon(plan, backend.writer, audit_for(settings.audit_log, backend)))
+    print(run_cordon(plan, OpContext.of(backend, settings)))
 finally:
     backend.close()
 """

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from gputui.backends.base import Backend, BackendError, error_line
 from gputui.cli.common import EXIT_NOT_DONE, EXIT_USAGE, fail
-from gputui.ops.audit import audit_for
+from gputui.ops.context import OpContext
 from gputui.ops.scale_down import plan_scale_down, run_scale_down
 from gputui.settings import Settings
 
@@ -34,7 +34,7 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
             print(f"{tag}blocked: {blocker}")
         if args.dry_run:
             return EXIT_NOT_DONE if plan.blockers and not args.force else 0
-        print(tag + run_scale_down(plan, backend.writer, audit_for(settings.audit_log, backend), force=args.force,
+        print(tag + run_scale_down(plan, OpContext.of(backend, settings), force=args.force,
                                    confirm_sessions=args.confirm_sessions))
         return 0
     except BackendError as exc:

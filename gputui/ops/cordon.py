@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gputui.backends.base import BackendError, Writer
-from gputui.ops.audit import AuditLog
+from gputui.backends.base import BackendError
+from gputui.ops.context import OpContext
 from gputui.ops.drain.out_of_rotation import RECORD, OutOfRotation, put_back, recorded
 from gputui.ops.errors import ReadOnlyError
 from gputui.snapshot import ClusterSnapshot
@@ -51,8 +51,9 @@ def plan_cordon(snapshot: ClusterSnapshot, node: str, cordon: bool = True) -> Co
     return CordonPlan(node, cordon, already, running, owner_warning(found), back)
 
 
-def run_cordon(plan: CordonPlan, writer: Writer | None, audit: AuditLog) -> str:
+def run_cordon(plan: CordonPlan, ctx: OpContext) -> str:
     """Apply the plan; returns the line to show. Sends nothing when already there."""
+    writer, audit = ctx.writer, ctx.audit
     if writer is None:
         raise ReadOnlyError(plan.verb)
     if plan.already:

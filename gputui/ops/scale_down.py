@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gputui.backends.base import Writer
 from gputui.model import InferencePod
-from gputui.ops.audit import AuditLog
+from gputui.ops.context import OpContext
 from gputui.ops.errors import ReadOnlyError
 from gputui.ops.traffic.plans import find_service
 from gputui.ops.traffic.vocabulary import ShiftError
@@ -91,10 +90,11 @@ def plan_scale_down(snapshot: ClusterSnapshot, service_key: str, version: str, r
                          {p.name: live[p.name] for p in pods}, blockers)
 
 
-def run_scale_down(plan: ScaleDownPlan, writer: Writer | None, audit: AuditLog, force: bool = False,
+def run_scale_down(plan: ScaleDownPlan, ctx: OpContext, force: bool = False,
                    confirm_sessions: int | None = None) -> str:
     """Annotate every pod's deletion cost, then scale the Deployment; audited once. Pods above the threshold
     need `force`; any session cut needs its count typed back (`confirm_sessions`); an unknown count refuses."""
+    writer, audit = ctx.writer, ctx.audit
     if writer is None:
         raise ReadOnlyError("scale-down")
     if plan.blockers and not force:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from gputui.ops.context import OpContext
 from gputui.ops.cordon import plan_cordon, run_cordon
 from gputui.ui.confirm import ConfirmScreen
 
@@ -30,6 +31,6 @@ def ask_cordon(app: GputuiApp, node: str | None, cordon: bool) -> None:
 
     def confirmed(yes: bool | None) -> None:
         if yes:
-            app.run_write(plan.verb.capitalize(), lambda: run_cordon(plan, app.backend.writer, app.audit))
+            app.run_write(plan.verb.capitalize(), lambda: run_cordon(plan, OpContext.of(app.backend, app.settings, audit=app.audit)))
 
     app.push_screen(ConfirmScreen(plan.verb.capitalize() + "?", plan.describe()), confirmed)

@@ -181,6 +181,7 @@ def test_node_verbs_run_under_the_role(cluster, fake_kubelet, operator, promethe
     the role's ServiceAccount."""
     from gputui.backends.kube_backend import live_backend
     from gputui.ops.audit import AuditLog
+    from gputui.ops.context import OpContext
     from gputui.ops.cordon import plan_cordon, run_cordon
     from gputui.settings import Settings
 
@@ -212,7 +213,8 @@ def test_node_verbs_run_under_the_role(cluster, fake_kubelet, operator, promethe
         backend = live_backend(Settings(kubeconfig=str(operator)))
         try:
             audit = AuditLog(tmp_path / "cordon.jsonl", backend.writer.identity if backend.writer else "", backend.context)
-            run_cordon(plan_cordon(backend.reader.snapshot(), b, cordon=False), backend.writer, audit)
+            run_cordon(plan_cordon(backend.reader.snapshot(), b, cordon=False), OpContext(backend.reader,
+                                                                                          backend.writer, audit))
             wait_until(lambda: not core.read_node(b).spec.unschedulable, 10, what=f"{b} uncordoned")
         finally:
             backend.close()
@@ -223,7 +225,8 @@ def test_node_verbs_run_under_the_role(cluster, fake_kubelet, operator, promethe
 
         backend = live_backend(Settings(kubeconfig=str(operator)))
         try:
-            run_cordon(plan_cordon(backend.reader.snapshot(), a, cordon=False), backend.writer, audit)
+            run_cordon(plan_cordon(backend.reader.snapshot(), a, cordon=False), OpContext(backend.reader,
+                                                                                          backend.writer, audit))
         finally:
             backend.close()
         wait_until(lambda: not core.read_node(a).spec.unschedulable, 10, what=f"{a} uncordoned")

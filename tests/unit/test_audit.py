@@ -98,12 +98,12 @@ def test_an_unwritable_audit_log_refuses_every_write_before_anything_is_sent(tmp
             call()
         refusals.append(str(err.value))
 
-    refused(lambda: run_cordon(plan_cordon(snap, node), writer, audit))
+    refused(lambda: run_cordon(plan_cordon(snap, node), OpContext(cluster, writer, audit)))
     shift = plan_shift(snap, LLAMA, {"v2": 20}, route=cluster.get_object(
         "gateway.networking.k8s.io", "v1", "httproutes", "llm", "llama-3-70b-instruct"))
     refused(lambda: apply_shift(shift, writer, audit, force=True))
     scale = plan_scale_down(snap, LLAMA, "v1", 6)
-    refused(lambda: run_scale_down(scale, writer, audit, force=True, confirm_sessions=scale.cut))
+    refused(lambda: run_scale_down(scale, OpContext(cluster, writer, audit), force=True, confirm_sessions=scale.cut))
     drill = plan_drill(snap, next(p.node for p in snap.pods if p.service == "mistral-7b" and p.ready))
     refused(lambda: run_steps(run_drill(drill, OpContext(cluster, writer, audit, clock=clock, sleep=clock.advance)),
                               lambda _: None))
@@ -175,7 +175,8 @@ def test_the_intent_is_on_disk_before_the_write_and_its_result_follows_it(tmp_pa
     writer = Recording(cluster, at_write)
     node = a_node(cluster)
     audit = AuditLog(path, "tester", "demo")
-    assert run_cordon(plan_cordon(cluster.snapshot(), node), writer, audit) == f"node/{node} cordoned"
+    assert run_cordon(plan_cordon(cluster.snapshot(), node), OpContext(cluster, writer,
+                                                                       audit)) == f"node/{node} cordoned"
     assert order[:2] == ["fsync", "set_unschedulable after intent"]
     intent, result = raw_lines(path)
     assert (intent["phase"], result["phase"]) == ("intent", "result") and intent["id"] == result["id"]
@@ -285,7 +286,7 @@ def test_a_symlinked_audit_log_is_refused_and_its_target_untouched(tmp_path):
     writer = Recording(cluster)
     node = a_node(cluster)
     with pytest.raises(AuditError) as err:
-        run_cordon(plan_cordon(cluster.snapshot(), node), writer, AuditLog(link, "t", "demo"))
+        run_cordon(plan_cordon(cluster.snapshot(), node), OpContext(cluster, writer, AuditLog(link, "t", "demo")))
     assert str(err.value).startswith(f"the audit log {link} is a symbolic link: refused")
     assert "\n" not in str(err.value)
     assert victim.read_text() == "precious\n" and writer.calls == []

@@ -10,6 +10,7 @@ import pytest
 from gputui.backends.base import BackendError, ConflictError
 from gputui.model import InferencePod, Node
 from gputui.ops.audit import AuditLog
+from gputui.ops.context import OpContext
 from gputui.ops.cordon import CordonPlan, plan_cordon, run_cordon
 from gputui.ops.drain.out_of_rotation import RECORD, OutOfRotation
 from gputui.ops.errors import ReadOnlyError
@@ -122,18 +123,22 @@ def test_a_node_the_gpu_operator_is_upgrading_is_warned_about():
 
 def test_read_only_sends_nothing_and_says_which_verb():
     with pytest.raises(ReadOnlyError, match="^read-only: uncordon is unavailable$"):
-        run_cordon(plan_cordon(snap(node(unschedulable=True)), "gpu-1", cordon=False), None, AuditLog(None, "t", "c"))
+        run_cordon(plan_cordon(snap(node(unschedulable=True)), "gpu-1", cordon=False), OpContext(None, None,
+                                                                                                 AuditLog(None, "t",
+                                                                                                          "c")))
 
 
 def test_already_there_sends_and_logs_nothing(tmp_path):
     writer, log = Writer(), tmp_path / "audit.jsonl"
-    line = run_cordon(plan_cordon(snap(node(unschedulable=True)), "gpu-1"), writer, AuditLog(log, "t", "c"))
+    line = run_cordon(plan_cordon(snap(node(unschedulable=True)), "gpu-1"), OpContext(None, writer, AuditLog(log, "t",
+                                                                                                             "c")))
     assert line == "gpu-1 is already cordoned" and writer.calls == [] and not log.exists()
 
 
 def test_cordon_sends_one_write_audited_before_and_after(tmp_path):
     writer, log = Writer(), tmp_path / "audit.jsonl"
-    assert run_cordon(plan_cordon(snap(node()), "gpu-1"), writer, AuditLog(log, "t", "c")) == "node/gpu-1 cordoned"
+    ctx = OpContext(None, writer, AuditLog(log, "t", "c"))  # a cordon reads nothing: no reader
+    assert run_cordon(plan_cordon(snap(node()), "gpu-1"), ctx) == "node/gpu-1 cordoned"
     assert writer.calls == [("unschedulable", "gpu-1", True)]
     assert [(e["phase"], e["action"], e["target"], e.get("result")) for e in audit_lines(log)] == [
         ("intent", "cordon", "node/gpu-1", None), ("result", "cordon", "node/gpu-1", "ok")]
@@ -142,7 +147,7 @@ def test_cordon_sends_one_write_audited_before_and_after(tmp_path):
 def test_uncordon_puts_pods_back_then_clears_the_record_then_uncordons(tmp_path):
     writer, log = Writer(uids={"llm/a": "uid-a", "llm/b": "uid-b"}), tmp_path / "audit.jsonl"
     plan = plan_cordon(snap(node(unschedulable=True, annotations=record(A, B))), "gpu-1", cordon=False)
-    line = run_cordon(plan, writer, AuditLog(log, "t", "c"))
+    line = run_cordon(plan, OpContext(None, writer, AuditLog(log, "t", "c")))
     assert line == "node/gpu-1 uncordoned; 2 pods back in rotation"
     assert [c[0] for c in writer.calls] == ["patch", "patch", "annotate", "unschedulable"]
     assert writer.calls[2] == ("annotate", "gpu-1", {RECORD: None})
@@ -161,7 +166,7 @@ def test_a_pod_gone_or_replaced_is_not_put_back_and_the_log_says_so(tmp_path):
     writer, log = Writer(uids={"llm/a": "uid-new"}, conflict_on={"llm/b"}), tmp_path / "audit.jsonl"
     writer.uids["llm/b"] = "uid-b"
     plan = plan_cordon(snap(node(unschedulable=True, annotations=record(A, B))), "gpu-1", cordon=False)
-    assert run_cordon(plan, writer, AuditLog(log, "t", "c")) == "node/gpu-1 uncordoned"
+    assert run_cordon(plan, OpContext(None, writer, AuditLog(log, "t", "c"))) == "node/gpu-1 uncordoned"
     results = [e["result"] for e in audit_lines(log) if e["phase"] == "result" and e["action"] == "rotation-in"]
     assert results == ["ok: the pod is gone or replaced; nothing to put back"] * 2
     assert ("annotate", "gpu-1", {RECORD: None}) in writer.calls  # the record is cleared all the same
@@ -171,5 +176,5 @@ def test_one_pod_back_is_counted_in_the_singular(tmp_path):
     """It said "1 pods back in rotation" (cordon.py before this test)."""
     writer = Writer(uids={"llm/a": "uid-a"})
     plan = plan_cordon(snap(node(annotations=record(A, B))), "gpu-1", cordon=False)
-    assert run_cordon(plan, writer, AuditLog(tmp_path / "a.jsonl", "t", "c")) == \
+    assert run_cordon(plan, OpContext(None, writer, AuditLog(tmp_path / "a.jsonl", "t", "c"))) == \
         "node/gpu-1 uncordoned; 1 pod back in rotation"

@@ -179,7 +179,7 @@ def test_abort_and_uncordon_put_the_serving_label_back_and_sessions_return():
     gen.close()
     held = recorded(demo.snapshot().node(node))
     assert held and all(SERVING not in labels_of(demo, k) for k in held)
-    run_cordon(plan_cordon(demo.snapshot(), node, cordon=False), demo, AuditLog(None, "t", "demo"))
+    run_cordon(plan_cordon(demo.snapshot(), node, cordon=False), OpContext(demo, demo, AuditLog(None, "t", "demo")))
     assert all(labels_of(demo, k).get(SERVING) == "true" for k in held)
 
 

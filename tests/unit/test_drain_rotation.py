@@ -117,7 +117,7 @@ def test_an_uncordon_puts_back_what_a_killed_drain_left_out_of_rotation():
     uncordon = plan_cordon(cluster.snapshot(), node, cordon=False)
     assert {e.key for e in uncordon.back_in_rotation} == set(held)
     assert f"{len(held)} pods a drain took out of rotation go back in first" in uncordon.describe()
-    line = run_cordon(uncordon, cluster, AuditLog(None, "t", "demo"))
+    line = run_cordon(uncordon, OpContext(cluster, cluster, AuditLog(None, "t", "demo")))
     assert line.endswith(f"{len(held)} pods back in rotation")
     assert all(cluster._pods[k].labels[VERSION] == e.labels[VERSION] for k, e in held.items())
     assert RECORD not in cluster.snapshot().node(node).annotations

@@ -9,6 +9,7 @@ import pytest
 from gputui.backends.demo import DemoCluster
 from gputui.model import InferencePod, InferenceService, ServiceVersion
 from gputui.ops.audit import AuditLog
+from gputui.ops.context import OpContext
 from gputui.ops.scale_down import DELETION_COST, plan_scale_down, run_scale_down
 from gputui.ops.traffic.vocabulary import ShiftError
 from gputui.snapshot import ClusterSnapshot
@@ -32,8 +33,8 @@ def test_the_idlest_pods_go_and_nothing_is_replaced(tmp_path):
     assert plan.blockers == () and [p.name for p in plan.victims] == [p.name for p in before[:2]]
     audit = AuditLog(tmp_path / "audit.jsonl", "tester", "demo")
     with pytest.raises(ShiftError, match=f"it cuts {plan.cut} live sessions: confirm"):
-        run_scale_down(plan, cluster, audit)  # below the threshold, still asked: sessions are cut
-    line = run_scale_down(plan, cluster, audit, confirm_sessions=plan.cut)
+        run_scale_down(plan, OpContext(cluster, cluster, audit))  # below the threshold, still asked: sessions are cut
+    line = run_scale_down(plan, OpContext(cluster, cluster, audit), confirm_sessions=plan.cut)
     assert line == "deployment/llm/llama-3-70b-instruct-v1 scaled 7 → 5, idlest first"
     clock.advance(120)  # past their grace period
     assert sorted(p.name for p in live_pods(cluster)) == sorted(p.name for p in before[2:])
@@ -49,11 +50,11 @@ def test_a_pod_with_sessions_blocks_unless_forced_with_the_count_typed_back(tmp_
     assert plan.cut and "live sessions (threshold 0)" in plan.blockers[0]
     audit = AuditLog(tmp_path / "audit.jsonl", "tester", "demo")
     with pytest.raises(ShiftError, match="threshold 0"):
-        run_scale_down(plan, cluster, audit)
+        run_scale_down(plan, OpContext(cluster, cluster, audit))
     with pytest.raises(ShiftError, match=f"it cuts {plan.cut} live sessions"):
-        run_scale_down(plan, cluster, audit, force=True, confirm_sessions=plan.cut + 1)
+        run_scale_down(plan, OpContext(cluster, cluster, audit), force=True, confirm_sessions=plan.cut + 1)
     assert len(live_pods(cluster)) == 7 and not (tmp_path / "audit.jsonl").exists()  # nothing written
-    run_scale_down(plan, cluster, audit, force=True, confirm_sessions=plan.cut)
+    run_scale_down(plan, OpContext(cluster, cluster, audit), force=True, confirm_sessions=plan.cut)
     assert len(live_pods(cluster)) == 6
 
 
@@ -70,7 +71,8 @@ def test_what_a_scale_down_cannot_do_is_refused():
                            threshold=10 ** 6)
     assert plan.cut is None and "an unknown number of live sessions" in plan.blockers[0]  # unknown is never idle
     with pytest.raises(ShiftError, match="unknown number"):
-        run_scale_down(plan, object(), AuditLog(None, "t", "c"), force=True, confirm_sessions=0)  # type: ignore[arg-type]
+        run_scale_down(plan, OpContext(None, object(), AuditLog(None, "t", "c")),  # type: ignore[arg-type]
+                       force=True, confirm_sessions=0)
     with pytest.raises(ShiftError, match="0..2"):
         plan_scale_down(ClusterSnapshot(0.0, "t", pods=unknown, services=(svc,)), "llm/chat", "v1", 3)
     assert DELETION_COST == "controller.kubernetes.io/pod-deletion-cost"

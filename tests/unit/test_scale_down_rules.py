@@ -9,6 +9,7 @@ import pytest
 
 from gputui.model import InferencePod, InferenceService, ServiceVersion
 from gputui.ops.audit import AuditLog
+from gputui.ops.context import OpContext
 from gputui.ops.errors import ReadOnlyError
 from gputui.ops.scale_down import DELETION_COST, KEEP_UNKNOWN, REMOVE_FIRST, plan_scale_down, run_scale_down
 from gputui.ops.traffic.vocabulary import ShiftError
@@ -119,7 +120,7 @@ def audit_lines(path) -> list[dict]:
 def test_the_writes_every_cost_then_the_scale_audited_once(tmp_path):
     plan = plan_scale_down(snap(FOUR, {"a": 7, "b": 0, "c": 3, "d": 0}), "llm/chat", "v1", 2)
     writer, log = Writer(), tmp_path / "audit.jsonl"
-    line = run_scale_down(plan, writer, AuditLog(log, "t", "c"))
+    line = run_scale_down(plan, OpContext(None, writer, AuditLog(log, "t", "c")))
     assert line == "deployment/llm/chat-v1-deploy scaled 4 → 2, idlest first"
     assert writer.calls == [
         ("", "v1", "pods", "llm", "b", {"metadata": {"annotations": {DELETION_COST: "-1000"}}}, "merge", ""),
@@ -137,20 +138,21 @@ def test_the_writes_every_cost_then_the_scale_audited_once(tmp_path):
 def test_read_only_writes_nothing():
     plan = plan_scale_down(snap(FOUR, {"a": 0, "b": 0, "c": 0, "d": 0}), "llm/chat", "v1", 2)
     with pytest.raises(ReadOnlyError, match="^read-only: scale-down is unavailable$"):
-        run_scale_down(plan, None, AuditLog(None, "t", "c"))
+        run_scale_down(plan, OpContext(None, None, AuditLog(None, "t", "c")))
 
 
 def test_a_blocked_plan_needs_force_and_the_count_typed_back(tmp_path):
     plan = plan_scale_down(snap(FOUR, {"a": 0, "b": 0, "c": 0, "d": 4}), "llm/chat", "v1", 0)
     writer = Writer()
     with pytest.raises(ShiftError, match="d holds 4 live sessions"):
-        run_scale_down(plan, writer, AuditLog(None, "t", "c"), confirm_sessions=4)
+        run_scale_down(plan, OpContext(None, writer, AuditLog(None, "t", "c")), confirm_sessions=4)
     with pytest.raises(ShiftError, match="it cuts 4 live sessions: confirm that number"):
-        run_scale_down(plan, writer, AuditLog(None, "t", "c"), force=True)
+        run_scale_down(plan, OpContext(None, writer, AuditLog(None, "t", "c")), force=True)
     with pytest.raises(ShiftError, match="confirm that number"):
-        run_scale_down(plan, writer, AuditLog(None, "t", "c"), force=True, confirm_sessions=3)
+        run_scale_down(plan, OpContext(None, writer, AuditLog(None, "t", "c")), force=True, confirm_sessions=3)
     assert writer.calls == []
-    run_scale_down(plan, writer, AuditLog(tmp_path / "a.jsonl", "t", "c"), force=True, confirm_sessions=4)
+    run_scale_down(plan, OpContext(None, writer, AuditLog(tmp_path / "a.jsonl", "t", "c")), force=True,
+                   confirm_sessions=4)
     assert writer.calls[-1][5] == {"spec": {"replicas": 0}}
     assert audit_lines(tmp_path / "a.jsonl")[0]["params"]["force"] is True
 
@@ -159,7 +161,7 @@ def test_cutting_sessions_under_the_threshold_is_still_confirmed():
     plan = plan_scale_down(snap(FOUR, {"a": 1, "b": 1, "c": 0, "d": 0}), "llm/chat", "v1", 1, threshold=3)
     assert plan.blockers == () and plan.cut == 1
     with pytest.raises(ShiftError, match="it cuts 1 live sessions"):
-        run_scale_down(plan, Writer(), AuditLog(None, "t", "c"))
+        run_scale_down(plan, OpContext(None, Writer(), AuditLog(None, "t", "c")))
 
 
 def test_an_unknown_cut_is_refused_even_when_forced():
@@ -167,5 +169,5 @@ def test_an_unknown_cut_is_refused_even_when_forced():
     writer = Writer()
     with pytest.raises(ShiftError, match=r"^it would cut an unknown number of live sessions: refused \(wait until "
                                          r"they can be read\)$"):
-        run_scale_down(plan, writer, AuditLog(None, "t", "c"), force=True, confirm_sessions=0)
+        run_scale_down(plan, OpContext(None, writer, AuditLog(None, "t", "c")), force=True, confirm_sessions=0)
     assert writer.calls == []

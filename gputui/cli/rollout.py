@@ -52,7 +52,7 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
                 return EXIT_OK
             return fail(f"the canary would hold before {fmt_pct(held.step)}" + (
                 ": --force passes the capacity rule" if held.forceable else ""), EXIT_NOT_DONE)
-        steps = run_canary(plan, OpContext.of(backend, settings, poll_s=args.poll), CanaryOptions(gates, args.force))
+        steps = run_canary(plan, OpContext.of(backend, settings).paced(args.poll), CanaryOptions(gates, args.force))
         try:
             report: CanaryReport = run_steps(steps, lambda line: print(f"{tag}{line}", flush=True))
         except KeyboardInterrupt:

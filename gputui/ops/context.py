@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gputui.backends.base import Backend, Reader, SignalsReader, Writer
 from gputui.ops.audit import AuditLog, audit_for
@@ -27,10 +27,13 @@ class OpContext:
     signals: SignalsReader | None = None  # each version's error ratio and latency: a canary's gates
 
     @classmethod
-    def of(cls, backend: Backend, settings: Settings, *, clock: Callable[[], float] = time.time,
-           sleep: Callable[[float], None] = time.sleep, poll_s: float = 1.0,
-           audit: AuditLog | None = None) -> OpContext:
+    def of(cls, backend: Backend, settings: Settings, audit: AuditLog | None = None) -> OpContext:
         """A backend's context, as every front end builds it: its audit log from the settings (`audit_for`)
         unless one is given (the TUI keeps one for the app); the backend itself reads a canary's gates."""
         return cls(backend.reader, backend.writer, audit if audit is not None else audit_for(settings.audit_log, backend),
-                   settings, clock, sleep, poll_s, backend)
+                   settings, signals=backend)
+
+    def paced(self, poll_s: float, clock: Callable[[], float] | None = None,
+              sleep: Callable[[float], None] | None = None) -> OpContext:
+        """The same context looking again every `poll_s`, on this clock and with this sleep (None: as it was)."""
+        return replace(self, poll_s=poll_s, clock=clock or self.clock, sleep=sleep or self.sleep)

@@ -92,7 +92,7 @@ def start_canary(app: GputuiApp, plan: CanaryPlan, gates: Gates, poll_s: float, 
                 if session.control.wait(min(0.2, max(0.0, end - time.monotonic()))):
                     return  # a key was pressed: the canary acts on it now
 
-        ctx = OpContext.of(backend, app.settings, clock=app.clock, sleep=nap, poll_s=poll_s, audit=app.audit)
+        ctx = OpContext.of(backend, app.settings, app.audit).paced(poll_s, app.clock, nap)
         steps = run_canary(plan, ctx, CanaryOptions(gates, force, wait_when_held=True), session.control,
                            session.report)
 

@@ -31,6 +31,7 @@ def ask_cordon(app: GputuiApp, node: str | None, cordon: bool) -> None:
 
     def confirmed(yes: bool | None) -> None:
         if yes:
-            app.run_write(plan.verb.capitalize(), lambda: run_cordon(plan, OpContext.of(app.backend, app.settings, audit=app.audit)))
+            ctx = OpContext.of(app.backend, app.settings, app.audit)
+            app.run_write(plan.verb.capitalize(), lambda: run_cordon(plan, ctx))
 
     app.push_screen(ConfirmScreen(plan.verb.capitalize() + "?", plan.describe()), confirmed)

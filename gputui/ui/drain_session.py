@@ -98,7 +98,7 @@ def start_drain(app: GputuiApp, nodes: list[str], options: DrainOptions | dict[s
                 time.sleep(min(0.1, max(0.0, end - time.monotonic())))
 
         session.mean_s = mean_request_times(backend.reader, app.snapshot, nodes)
-        ctx = OpContext.of(backend, app.settings, clock=app.clock, sleep=nap, poll_s=app.drain_poll_s, audit=app.audit)
+        ctx = OpContext.of(backend, app.settings, app.audit).paced(app.drain_poll_s, app.clock, nap)
 
         def show(event: DrainEvent) -> None:
             session.apply(event, app.clock())

@@ -172,7 +172,7 @@ def run_drain(plan: DrainPlan, ctx: OpContext, control: DrainControl | None = No
                     rotation.tried |= asked
                     yield from rotation.put_back_all("asked by the operator", pods, keys=asked)
                 yield from rotation.take_out_due(plan, pods, around)
-                yield from _poll(pods, snap, ctx, control, report, plan, clock(), rotation)
+                yield from _poll(_Look(plan, ctx, control, report, rotation, pods), snap, clock())
                 # A pod left in place goes back into rotation: nothing owns it out of rotation any more.
                 yield from rotation.put_back_all("left in place", pods, only=(PodState.HELD.value, PodState.FAILED.value))
                 if all(p.finished for p in pods.values()):
@@ -207,9 +207,22 @@ def run_drain(plan: DrainPlan, ctx: OpContext, control: DrainControl | None = No
         rotation.forget()
 
 
-def _poll(pods: dict[str, PodProgress], snap: ClusterSnapshot, ctx: OpContext, control: DrainControl,
-          report: DrainReport, plan: DrainPlan, now: float, rotation: RotationHold) -> Iterator[DrainEvent]:
+@dataclass(frozen=True, slots=True)
+class _Look:
+    """What one look at the pods works with: the run's plan, context and operator's hand, the report it fills,
+    the pods it holds out of rotation, and each pod's progress."""
+
+    plan: DrainPlan
+    ctx: OpContext
+    control: DrainControl
+    report: DrainReport
+    rotation: RotationHold
+    pods: dict[str, PodProgress]
+
+
+def _poll(look: _Look, snap: ClusterSnapshot, now: float) -> Iterator[DrainEvent]:
     """One look at every pod still to go. Raises BackendError (the drain pauses) on any failed read."""
+    plan, ctx, control, report, rotation, pods = look.plan, look.ctx, look.control, look.report, look.rotation, look.pods
     node, opts, audit = plan.node, plan.options, ctx.audit
     writer = ctx.writer
     assert writer is not None  # run_drain refused a read-only context before any look

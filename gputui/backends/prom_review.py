@@ -100,7 +100,10 @@ def idle_gpus(prom: PromSource, window_s: float, below_pct: float) -> IdleReadin
     """Per node, the GPUs and MIG instances a pod holds (the exporter's pod mapping), and those whose mean
     utilisation over the window is below the threshold: allocated but idle. None when no series names a pod
     (attribution unavailable, never "none idle"); per node, pools.pool_rows compares what is attributed with
-    what is allocated. Two range-aggregating queries, asked on demand, not every refresh."""
+    what is allocated. Only a series held the whole window is judged: one that exists now and existed a window
+    ago (the exporter's pod label makes a new series for each new holder). Otherwise a drain's replacements,
+    minutes old and loading their weights, counted as idle over the hour, and the old holders' series, gone but
+    still in the window, counted the same GPUs again. Two range-aggregating queries, asked on demand."""
     by_host = f"count by ({', '.join(prom.host_labels)})"
     attributed = _per_host(prom, prom.query(f"{by_host} ({' or '.join(s for _ns, pod in POD_LABELS for s in _held(pod))})"))
     if not attributed:
@@ -109,7 +112,8 @@ def idle_gpus(prom: PromSource, window_s: float, below_pct: float) -> IdleReadin
     idle = []
     for _ns, pod in POD_LABELS:
         card, mig = _held(pod)
-        idle += [f"avg_over_time({card}[{w}]) < {below_pct:g}", f"avg_over_time({mig}[{w}]) * 100 < {below_pct:g}"]
+        idle += [f"(avg_over_time({card}[{w}]) < {below_pct:g} and {card} and {card} offset {w})",
+                 f"(avg_over_time({mig}[{w}]) * 100 < {below_pct:g} and {mig} and {mig} offset {w})"]
     return IdleReading(_per_host(prom, prom.query(f"{by_host} ({' or '.join(idle)})")), attributed)
 
 

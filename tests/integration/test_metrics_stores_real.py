@@ -89,6 +89,14 @@ def test_sessions_and_the_idle_range_query(store, inference_exporter, dcgm_expor
         reading = wait_until(lambda: idle_gpus(src, 3, 5), 20, what="the attributed GPU")
         assert reading.attributed.get(host, 0) == 1  # the one GPU assigned above; no other names a pod
         wait_until(lambda: idle_gpus(src, 3, 5).idle.get(host, 0) == 1, 20, what="the held GPU counted idle")
+        # A new holder (a drain's replacement, say) is a new series: not judged before it has held the GPU a
+        # whole window (issue 35: idle jumped during drains). Over 30 s it is not idle yet, whatever its mean.
+        dcgm_exporter.assign(host, gpu, NS, "replacement")
+        wait_until(lambda: "replacement" in requests.post(
+            f"{url}/api/v1/query", params={"query": "DCGM_FI_DEV_GPU_UTIL"}, timeout=10).text,
+                   20, what="the new holder's series")
+        assert idle_gpus(src, 30, 5).idle.get(host, 0) == 0
+        wait_until(lambda: idle_gpus(src, 3, 5).idle.get(host, 0) == 1, 20, what="the new holder, held 3 s, idle")
     finally:
         dcgm_exporter.assign(host, gpu, None)
 

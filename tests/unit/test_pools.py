@@ -98,3 +98,24 @@ def test_pools_count_whole_gpus_mig_slices_and_shared_replicas_apart_as_the_head
     strip = pool_strip(rows, 200, Palette()).plain
     # Each pool's whole cards; never a bare "+" (issue 35: it said nothing of what was added).
     assert all(f"{r.pool} {r.use.in_use[0]}/{r.use.offered[0]}" in strip for r in rows[:-1]) and "+" not in strip
+
+
+def test_a_drains_replacements_are_not_counted_idle_over_the_hour():
+    """Issue 35 item 12: idle jumped during a drain, as minutes-old replacement pods (loading their weights,
+    utilisation near 0) counted as idle over the last hour. A unit counts only when its pods held it the whole
+    window (or since the simulated world began)."""
+    clock = ManualClock()
+    demo = DemoCluster(seed=3, clock=clock)
+    snap = demo.snapshot()
+    before = sum(demo.idle_gpus(3600, 5).idle.values())
+    node = next(n.name for n in snap.nodes if n.gpu_product.startswith("NVIDIA-H100") and snap.pods_on(n.name))
+    demo.set_unschedulable(node, True)
+    for pod in snap.pods_on(node):
+        if pod.gpu_request and pod.owner_kind != "DaemonSet":
+            demo.evict_pod(pod.namespace, pod.name)
+    clock.advance(30)  # the replacement placed, loading its weights
+    snap = demo.snapshot()
+    fresh = [p for p in snap.pods if p.gpu_request and p.node and p.node != node and not p.ready
+             and p.service == "llama-3-70b-instruct"]
+    assert fresh, "the drain's replacement is placed and still loading"
+    assert sum(demo.idle_gpus(3600, 5).idle.values()) == before

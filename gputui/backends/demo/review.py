@@ -74,13 +74,19 @@ def version_signals(sim: Simulation, service: InferenceService, window_s: float)
 
 def idle_gpus(sim: Simulation, window_s: float, below_pct: float) -> IdleReading:
     """Per node, GPUs a pod holds whose mean utilisation over the window (the simulated DCGM history) is below
-    the threshold; the demo's exporter maps every unit a pod holds to it, so attribution is always complete."""
+    the threshold; the demo's exporter maps every unit a pod holds to it, so attribution is always complete.
+    As prom_review's: only a unit its pods have held the whole window (or since the simulated world began) is
+    judged; a replacement minutes old, still loading its weights, is not idle over the hour."""
     out: dict[str, int] = {}
+    started = {p.uid: p.ready_at for p in sim._pods.values()}
+    held_since = max(sim._t - window_s, sim._began)
     attributed = {n.name: sum(len(p.gpu_indices) for p in sim._pods.values() if p.node == n.name)
                   for n in sim._nodes.values()}
     since = sim._t - window_s
     for node in sim._nodes.values():
-        for index in node.holders:
+        for index, holders in node.holders.items():
+            if any(started.get(uid, sim._t) > held_since for uid, _ready in holders):
+                continue
             samples = [u for t, u in node.history.get(index, ()) if t >= since and u is not None]
             if samples and sum(samples) / len(samples) < below_pct:
                 out[node.name] = out.get(node.name, 0) + 1

@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 from kubernetes import client
+from textual.widgets._toast import Toast
 
 from gputui.backends.kube_backend import live_backend
 from gputui.ops.audit import AuditLog
@@ -99,8 +100,16 @@ async def test_every_screen_shows_hostile_cluster_text_as_data(hostile, cluster,
     app = GputuiApp(settings, backend, audit=AuditLog(tmp_path / "audit.jsonl", "admin", backend.context))
     seen = []
 
-    async def look(what: str) -> None:
-        await pilot.pause(0.3)
+    def toast(*words: str):  # a toast on the screen says one of the words
+        return lambda: any(w in str(t._notification.message) for t in app.screen.query(Toast) for w in words)
+
+    def showing(name: str):
+        return lambda: type(app.screen).__name__ == name
+
+    async def look(what: str, shown) -> None:
+        """Once the step's screen shows what it reads (`shown`), and its frame is drawn: nothing hostile in it."""
+        await until(pilot, shown)
+        await pilot.pause()
         out = terminal_output(app)
         assert_nothing_hostile(out)
         assert app.is_running, what
@@ -111,32 +120,34 @@ async def test_every_screen_shows_hostile_cluster_text_as_data(hostile, cluster,
             await until(pilot, lambda: app.snapshot is not None and app.snapshot.node(NODE) is not None)
             # The interrupted drain's offer names its owner: the annotation that crashed every operator's TUI.
             await until(pilot, lambda: any("Interrupted drain" in str(n.message) for n in app._notifications))
-            await look("dashboard")
+            await look("dashboard", toast("Interrupted drain"))
             await pilot.press("slash", *NODE, "enter")
-            await look("filtered")
+            await look("filtered", lambda: list(app.screen.query_one("#nodes").keys) == [NODE])
             await pilot.press("enter")
-            await until(pilot, lambda: type(app.screen).__name__ == "NodeDetailScreen")
-            await look("node detail")
+            await look("node detail", showing("NodeDetailScreen"))
             await pilot.press("i")
-            await look("describe")
+            await look("describe", showing("DetailScreen"))  # pushed once the node's description is read
             await pilot.press("escape")
+            await until(pilot, showing("NodeDetailScreen"))
             await pilot.press("c")  # cordon: asks first, then the admission policy refuses it
-            await pilot.pause(0.3)
-            await look("cordon dialog")
+            await look("cordon dialog", showing("ConfirmScreen"))
             await pilot.press("y")
             await until(pilot, lambda: any("refused: " in str(n.message) for n in app._notifications))
-            await look("refusal")
+            await look("refusal", toast("refused: "))
             await pilot.press("escape", "escape", "d")
-            await until(pilot, lambda: type(app.screen).__name__ == "DiagnosticsScreen")
-            await look("diagnostics")
+            await look("diagnostics", showing("DiagnosticsScreen"))
+            shown_by = {"versions": showing("VersionsScreen"), "audit": showing("AuditScreen"),
+                        "pools": showing("PoolsScreen"),
+                        "check": lambda: showing("CheckScreen")() and app.screen.results is not None,  # run, in a worker
+                        "services": lambda: type(app.screen).__name__ == "DashboardScreen"
+                        and app.focused is not None and app.focused.id == "services"}
             for command in ("versions", "check", "audit", "services", "pools"):
                 await pilot.press("escape", "colon", *command, "enter")
-                await pilot.pause(1.0)
-                await look(command)
+                await look(command, shown_by[command])
             await pilot.press("escape", "R")  # resume the interrupted drain: its options do not parse
             await until(pilot, lambda: any("cannot resume" in str(n.message) or "drain record" in str(n.message)
                                            for n in app._notifications))
-            await look("resume refused")
+            await look("resume refused", toast("cannot resume", "drain record"))
     finally:
         app.backend.close()
     assert len(seen) == 13

@@ -252,3 +252,36 @@ def test_a_parallel_batch_waits_its_turn_when_the_gpu_operators_max_unavailable_
     kinds = [(e.kind.value, e.node) for e in events if e.kind.value in ("started", "done")]
     assert kinds[:2] == [("started", "gpu-h100-01"), ("started", "gpu-h100-02")]
     assert not [e for e in events if e.kind.value == "info" and "maxUnavailable" in e.message]
+
+
+def test_the_batch_guard_counts_the_pods_of_drains_running_beside_it():
+    """Issue 35 item 2: another gputui drains the other busy H100 nodes (their leases live, renewed now by a
+    process on another host): their pods take the free H100s first, so this batch's guard stops before a node
+    whose pods would then have nowhere to go. Without those leases the same node drains."""
+    import json
+    from dataclasses import asdict
+
+    from gputui.ops.drain import lease
+    from gputui.ops.drain.batch import run_batch
+
+    def run(beside: bool):
+        clock = ManualClock()
+        cluster = DemoCluster(seed=7, clock=clock)
+        snap = cluster.snapshot()
+        busy = [n.name for n in snap.nodes if n.gpu_product.startswith("NVIDIA-H100") and n.ready
+                and not n.unschedulable and snap.gpus_allocated(n.name) >= 8]
+        target, others = busy[0], busy[1:]
+        if beside:
+            holder = lease.Holder("someone", "another-host", 1, "t", clock())
+            for n in others:
+                cluster.annotate_node(n, {lease.LEASE: json.dumps(asdict(holder))})
+        ctx = OpContext(cluster, cluster, AuditLog(None, "t", "demo"), clock=clock, sleep=clock.advance, poll_s=2.0)
+        events, reports = _drained(run_batch([target], ctx, DrainOptions(), BatchStart()))
+        return target, others, events, reports
+
+    target, others, events, reports = run(beside=True)
+    assert len(others) >= 3, others  # enough of them that their pods fill the free H100s
+    assert reports[target].outcome is Outcome.NOT_STARTED
+    assert any(f"capacity guard stopped the batch before {target}" in e.message for e in events)
+    target, _, _, reports = run(beside=False)
+    assert reports[target].outcome is Outcome.DRAINED

@@ -385,6 +385,7 @@ def test_draining_names_the_nodes_a_live_drain_holds():
         node("live", Holder("a", elsewhere, 1, "t", now - LEASE_S)),
         node("expired", Holder("a", elsewhere, 1, "t", now - LEASE_S - 1)),
         node("dead", Holder("a", HOST, gone_pid(), "t", now)),
+        node("ours", Holder("a", HOST, os.getpid(), "t", now)),  # another drain of this process
         node("unreadable", raw="{not json"),
         node("free")))
-    assert lease.draining(snap, now) == ["live"]
+    assert lease.draining(snap, now) == ["live", "ours"]

@@ -17,6 +17,7 @@ from dataclasses import replace
 from gputui.backends.base import BackendError, Writer
 from gputui.ops.audit import AuditLog
 from gputui.ops.context import OpContext
+from gputui.ops.drain import lease
 from gputui.ops.drain.events import DrainEvent, EventKind
 from gputui.ops.drain.options import DrainOptions
 from gputui.ops.drain.plan import capacity_after, plan_batch, plan_drain, units_needed
@@ -73,7 +74,9 @@ def run_batch(nodes: list[str], ctx: OpContext, options: DrainOptions | Mapping[
                     told_held.add(node)
                     yield DrainEvent(node, EventKind.INFO, message=held)
                 break
-            guard, which = _guard(snap, set(active) | {node}, members, per_node), "capacity"
+            # Drains running beside this batch (other gputuis, other batches of this one) move first.
+            beside = [n for n in lease.draining(snap, clock()) if n not in members]
+            guard, which = _guard(snap, set(active) | {node} | set(beside), members | set(beside), per_node), "capacity"
             if guard is None:
                 which = "placement"
                 guard = _placement_guard(snap, [n for n in nodes if n in active or n == node], members, per_node,
@@ -135,6 +138,9 @@ def _uncordon(names: list[str], writer: Writer | None, audit: AuditLog, why: str
         yield DrainEvent(name, EventKind.INFO, message=f"uncordoned: {why}")
 
 
+BESIDE = DrainOptions(force=True)  # a drain beside the batch: every pod of its node that moves, counted
+
+
 def _guard(snap, draining: set[str], members: set[str], options: Mapping[str, DrainOptions]) -> str | None:
     """Every GPU pod still on a node being drained (this one included) must fit outside the batch,
     model by model: None when they do, else what does not fit."""
@@ -143,7 +149,8 @@ def _guard(snap, draining: set[str], members: set[str], options: Mapping[str, Dr
         node = snap.node(name)
         if node is None:
             continue
-        for resource, units in units_needed(plan_drain(snap, name, options[name], preview=False).pods).items():
+        plan = plan_drain(snap, name, options.get(name, BESIDE), preview=False)  # BESIDE: another's drain
+        for resource, units in units_needed(plan.pods).items():
             needed.setdefault((node.gpu_product, resource), []).extend(units)
     for (product, resource), gpus in sorted(needed.items()):
         check = capacity_after(snap, members, product, gpus, resource)

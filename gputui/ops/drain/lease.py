@@ -94,12 +94,15 @@ def foreign_holders(snapshot, nodes: list[str], now: float) -> list[str]:
 
 
 def draining(snapshot, now: float) -> list[str]:
-    """The nodes a live drain holds: its lease renewed within LEASE_S by a holder that is not known dead.
-    A plan counts their pods as moving before its own (plan_batch's `draining`), whichever gputui runs them."""
+    """The nodes a live drain holds: its lease renewed within LEASE_S by a holder that is not known dead, or by
+    this process (whose drains run side by side: a fresh renewal of ours is a drain running here). A plan and
+    the batch's guard count their pods as moving before their own, whichever gputui runs them."""
+    here = socket.gethostname(), os.getpid()
     out = []
     for node in snapshot.nodes:
         holder = holder_of(dict(node.annotations))
-        if holder is not None and now - holder.renewed <= LEASE_S and not holder.dead_here():
+        if holder is not None and now - holder.renewed <= LEASE_S and (
+                (holder.host, holder.pid) == here or not holder.dead_here()):
             out.append(node.name)
     return out
 

@@ -194,3 +194,17 @@ def test_the_reader_and_the_shift_read_a_weight_alike():
     record = ROUTER_KINDS["TrafficSplit"].record(split)
     assert [b.weight for b in record.backends] == [2, None]
     assert TS.read(split, ts).weights == {"v1": 2, "v2": None}
+
+
+def test_a_shift_is_not_planned_from_a_weight_that_is_no_number():
+    """Fail closed: a version whose weight is unknown was planned as getting 0% (shares() counted it so)."""
+    from gputui.ops.traffic.plans import plan_shift
+    from gputui.snapshot import ClusterSnapshot
+
+    split = {"metadata": {"namespace": "llm", "name": "chat"},
+             "spec": {"backends": [{"service": "chat-v1", "weight": "90"}, {"service": "chat-v2", "weight": "x"}]}}
+    ts = InferenceService("llm", "chat", SVC.versions, router_kind="TrafficSplit")
+    plan = plan_shift(ClusterSnapshot(0.0, "t", services=(ts,)), "llm/chat", {"v1": 50}, route=split)
+    assert plan.errors and "the weight of v2 on the TrafficSplit is no number" in plan.errors[0]
+    ok = {**split, "spec": {"backends": [{"service": "chat-v1", "weight": "90"}, {"service": "chat-v2", "weight": "10"}]}}
+    assert not plan_shift(ClusterSnapshot(0.0, "t", services=(ts,)), "llm/chat", {"v1": 50}, route=ok).errors

@@ -231,6 +231,13 @@ def _plan(service: InferenceService, facts: Facts, current: Mapping[str, int | N
         if not read.errors:
             current = read.weights
             scale = read.scale or scale
+    # A weight that is no number (route_weight: unknown) gets an unknown share of traffic: a plan from it would
+    # guess what that version gets, and shares() would count it as 0%. Fail closed.
+    unknown = [k for k, w in current.items() if w is None]
+    if unknown and any(w is not None for w in current.values()):
+        errors.append(f"the weight of {', '.join(unknown)} on the {kind} is no number: what "
+                      f"{'it gets' if len(unknown) == 1 else 'they get'} is unknown, so no shift is planned from it "
+                      "(fix the route's weight first)")
     current_pcts = shares(current)
     pcts, target_errors = resolve_targets(current_pcts, targets)
     errors += target_errors

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from gputui.backends.base import BackendError
-from gputui.backends.kube_discovery import ROLLOUT_GROUP
 from gputui.backends.kube_http import Connection, Unreachable
 from gputui.backends.kube_writer import ReviewFailed, allowed
+from gputui.router_kinds import ROUTER_KINDS
 
 # What the UI may offer, and the access review that decides it ("shift" is asked of the route kinds served).
 PERMISSIONS: dict[str, dict[str, str]] = {
@@ -26,7 +26,7 @@ def _words(attrs: Mapping[str, str]) -> str:
     return f"{attrs['verb']} {attrs['resource']}{sub}{group}"
 
 
-def access_reviews(conn: Connection, route_kinds: Mapping[str, tuple[str, str]], discovery_error: BackendError | None,
+def access_reviews(conn: Connection, routers: Mapping[str, str], discovery_error: BackendError | None,
                    ) -> tuple[dict[str, bool], dict[str, str], dict[str, str]]:
     """The one place the identity's permissions are decided: each review gputui's writes need, asked once.
 
@@ -40,10 +40,16 @@ def access_reviews(conn: Connection, route_kinds: Mapping[str, tuple[str, str]],
     if discovery_error is not None:
         unknown["shift"] = f"the route kinds served are unknown: API discovery failed: {discovery_error}"
     else:
-        routes: list[Mapping[str, str]] = [{"verb": "patch", "resource": plural, "group": group}
-                                           for group, (_v, plural) in route_kinds.items()]
-        if ROLLOUT_GROUP in route_kinds:
-            routes.append({"verb": "patch", "resource": "rollouts", "subresource": "status", "group": ROLLOUT_GROUP})
+        # Every kind of the router table served (two kinds of one group are two reviews); a kind whose
+        # controller owns the weights (Argo's Rollout) is patched through its status too.
+        routes: list[Mapping[str, str]] = []
+        for kind in routers:
+            row = ROUTER_KINDS.get(kind)
+            if row is None:
+                continue
+            routes.append({"verb": "patch", "resource": row.plural, "group": row.group})
+            if row.weights is None:
+                routes.append({"verb": "patch", "resource": row.plural, "subresource": "status", "group": row.group})
         if routes:
             asks["shift"] = routes
     permissions: dict[str, bool] = {}

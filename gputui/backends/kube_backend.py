@@ -91,7 +91,6 @@ class KubeReader:
             self.discovery_error = exc
         subset_rules, pools = served.subset_rules, served.pools
         self.routers = served.routers  # router kind -> the version it is spoken in (what a shift patches)
-        self.route_kinds = served.routes  # API group -> (version, plural): what the access reviews ask of
 
         def cache(path: str, transform: Callable[[dict[str, Any]], Any]) -> ListWatchCache:
             return ListWatchCache(conn, path, transform, on_change=self._changed.set, clock=clock)
@@ -374,7 +373,7 @@ def live_backend(settings: Settings, clock: Callable[[], float] = time.time, per
         # No identity or access reviews either: read-only sends no POST at all.
         return Backend(reader=reader, writer=None, context=conn.context, permissions={}, protected=guard)
     try:
-        permissions, unknown, words = access_reviews(conn, reader.route_kinds, reader.discovery_error)
+        permissions, unknown, words = access_reviews(conn, reader.routers, reader.discovery_error)
     except Unreachable as exc:
         # Not a denial: nobody answered, not even discovery. Said as such, before any command reads "may not".
         reader.close()

@@ -30,11 +30,6 @@ class Served:
     dra: str | None = None
     cluster_policy: str | None = None  # the GPU Operator's ClusterPolicy (nvidia.com): its upgrade policy
 
-    @property
-    def routes(self) -> dict[str, tuple[str, str]]:
-        """API group -> (version, plural) of the router kinds served (what the access reviews ask of)."""
-        return {ROUTER_KINDS[k].group: (v, ROUTER_KINDS[k].plural) for k, v in self.routers.items() if k in ROUTER_KINDS}
-
 
 def _version_of(kind: RouterKind, preferred: str, offered: list[str], served: Callable[[str], set[str]]) -> str | None:
     """The version to speak to a kind: the group's preferred one when it serves the kind (its shape is the

@@ -50,5 +50,5 @@ def fast_init(cls: type[T]) -> type[T]:
     init = built["_outer"](**scope)
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__doc__ = cls.__init__.__doc__
-    cls.__init__ = init  # type: ignore[misc,method-assign]
+    cls.__init__ = init  # type: ignore[method-assign]
     return cls

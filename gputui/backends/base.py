@@ -241,8 +241,9 @@ class Backend:
         else:
             why = "this backend reads no metrics history"
             facts = CheckFacts(window_s, memory_error=why, rules_error=why)
-        if isinstance(self.writer, GrantsProber):
-            facts = replace(facts, beyond_needs=self.writer.beyond_needs())
+        writer = self.writer  # narrowed from None first: mypy finds Optional[Writer] & GrantsProber empty
+        if writer is not None and isinstance(writer, GrantsProber):
+            facts = replace(facts, beyond_needs=writer.beyond_needs())
         return facts
 
     def version_signals(self, snapshot: ClusterSnapshot, service: InferenceService,

@@ -521,7 +521,7 @@ def _loader_class() -> Any:
     from kubernetes.config.dateutil import parse_rfc3339
     from kubernetes.config.kube_config import KubeConfigLoader, _is_expired
 
-    class Loader(KubeConfigLoader):  # type: ignore[misc]
+    class Loader(KubeConfigLoader):
         exec_timeout = EXEC_TIMEOUT_S
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -532,21 +532,22 @@ def _loader_class() -> Any:
             # The client's own swallows every failure (logging.error, then no credentials at all) and waits
             # forever. Here a failure raises, as one line, and every refresh of an expired credential (from
             # any thread: each watch asks for headers) runs the plugin once.
-            if "exec" not in self._user:
-                return None
+            user, cluster = self._user, self._cluster
+            if user is None or cluster is None or "exec" not in user:
+                return None  # no user, no cluster (the client sets both before asking): no plugin to run
             with self._exec_lock:
                 if "expiry" in self.__dict__ and not _is_expired(self.expiry) and \
                         ("token" in self.__dict__ or "cert_file" in self.__dict__):
                     return True  # another thread refreshed it while this one waited
-                base_path = self._get_base_path(self._cluster.path)
-                status = run_exec_plugin(self._user["exec"].value, base_path, self._cluster.value, self.exec_timeout)
+                base_path = self._get_base_path(cluster.path)
+                status = run_exec_plugin(user["exec"].value, base_path, cluster.value, self.exec_timeout)
                 if status.get("token"):
                     self.token = f"Bearer {status['token']}"
                 elif status.get("clientCertificateData") and status.get("clientKeyData"):
                     self.cert_file = memory_file(status["clientCertificateData"])
                     self.key_file = memory_file(status["clientKeyData"])
                 else:
-                    name = visible(os.path.basename(str(self._user["exec"].value.get("command"))), 80)
+                    name = visible(os.path.basename(str(user["exec"].value.get("command"))), 80)
                     raise ExecPluginError(f"exec credential plugin {name} gave neither a token nor a client "
                                           "certificate and key")
                 if status.get("expirationTimestamp"):

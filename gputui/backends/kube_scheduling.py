@@ -44,7 +44,7 @@ def _shared(value: T) -> T:
         if len(_SHARED) >= _SHARED_MAX:
             _SHARED.clear()
         _SHARED[value] = found = value
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 def units(resource: str, raw: object) -> int:

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC
+from datetime import UTC, datetime
 from math import isfinite
 from typing import Any
 
@@ -404,7 +404,5 @@ def _finite(text: Any) -> float | None:
     return value if isfinite(value) else None
 
 
-def _dt(ts: float):
-    from datetime import datetime
-
+def _dt(ts: float) -> datetime:
     return datetime.fromtimestamp(ts, tz=UTC)

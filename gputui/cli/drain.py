@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from gputui.backends.base import Backend
 from gputui.cli.common import EXIT_NOT_DONE, EXIT_OK, EXIT_USAGE, fail
@@ -38,7 +38,7 @@ def _options(args: argparse.Namespace, settings: Settings) -> DrainOptions:
     )
 
 
-def exit_code(reports) -> int:
+def exit_code(reports: Iterable[DrainReport]) -> int:
     """0 when every node named was drained; 1 when any was not (blocked, guarded, unfinished, failed, aborted)."""
     reports = list(reports)
     return EXIT_OK if reports and all(r.outcome is Outcome.DRAINED for r in reports) else EXIT_NOT_DONE

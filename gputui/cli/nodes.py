@@ -10,10 +10,12 @@ from gputui.cli import common, safe_output
 from gputui.gpu_metrics import COLUMNS, json_figures, value_of
 from gputui.gpu_resources import allocation_text
 from gputui.health import fleet_driver
+from gputui.model import Node
 from gputui.settings import Settings
+from gputui.snapshot import ClusterSnapshot
 
 
-def node_record(snapshot, node) -> dict[str, Any]:
+def node_record(snapshot: ClusterSnapshot, node: Node) -> dict[str, Any]:
     from gputui.health import node_alerts
 
     return {
@@ -41,7 +43,7 @@ def node_record(snapshot, node) -> dict[str, Any]:
     }
 
 
-def _allocation(snapshot, node) -> str:
+def _allocation(snapshot: ClusterSnapshot, node: Node) -> str:
     if not node.gpu_resources:
         return f"{snapshot.gpus_allocated(node.name)}/{node.gpu_allocatable}"
     return allocation_text(node.gpu_resources, snapshot.allocated_by_resource(node.name), node.gpu_count)

@@ -47,8 +47,8 @@ class VisibleStream:
 
 def install(json_mode: bool) -> None:
     """Wrap stdout and stderr (main() puts the old ones back when the command returns)."""
-    sys.stdout = VisibleStream(sys.stdout, json_mode)  # type: ignore[assignment]
-    sys.stderr = VisibleStream(sys.stderr)  # type: ignore[assignment]
+    sys.stdout = VisibleStream(sys.stdout, json_mode)
+    sys.stderr = VisibleStream(sys.stderr)
 
 
 def raw_stdout() -> IO[str]:

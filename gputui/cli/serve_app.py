@@ -72,7 +72,7 @@ def build_server(options: Options) -> Any:
             app.on_response_prepare.append(guard.add_headers)
             return app
 
-        async def handle_index(self, request: web.Request) -> web.Response:  # type: ignore[override]
+        async def handle_index(self, request: web.Request) -> web.Response:
             if self.open_sessions >= options.max_sessions:
                 return web.Response(text=pages.note_page(full_message(options.max_sessions)),
                                     content_type="text/html", status=503)

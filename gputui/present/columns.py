@@ -245,7 +245,7 @@ def fit_columns(columns: tuple[NodeColumn, ...], width: int, padding: int = 2) -
 
 
 def service_rows(
-    snapshot: ClusterSnapshot, palette: Palette, columns, namespace: str | None = None
+    snapshot: ClusterSnapshot, palette: Palette, columns: ServiceColumns, namespace: str | None = None
 ) -> dict[str, tuple[Any, ...]]:
     """One row per service version: service, version, share, ready/desired, rollout, sessions."""
     rows: dict[str, tuple[Any, ...]] = {}
@@ -259,7 +259,7 @@ def service_rows(
 
 def _service_cells(
     snapshot: ClusterSnapshot, svc: InferenceService, ver: ServiceVersion, first: bool,
-    palette: Palette, columns,
+    palette: Palette, columns: ServiceColumns,
 ) -> tuple[Any, ...]:
     r = ver.rollout
     share = svc.share_pct(ver.name)
@@ -287,7 +287,8 @@ def _service_cells(
 
 
 # key, label, width, priority (higher drops first when the terminal is narrow)
-SERVICE_COLUMNS = (
+ServiceColumns = tuple[tuple[str, str, int, int], ...]
+SERVICE_COLUMNS: ServiceColumns = (
     ("service", "Service", 20, 0),
     ("version", "Version", 7, 0),
     ("share", "Weight", 6, 0),

@@ -62,6 +62,8 @@ ScrollBar.renderer = PlainScrollBar
 
 if TYPE_CHECKING:
     from gputui.ui.canary_session import CanarySession
+    from gputui.ui.commands import Command
+    from gputui.ui.dashboard import DashboardScreen
     from gputui.ui.drain_session import DrainSession  # imported when a drain starts, not at start-up
 
 
@@ -499,7 +501,7 @@ class GputuiApp(App[None]):
             "context": self.contexts(),
         }
 
-    def run_command(self, command) -> None:
+    def run_command(self, command: Command | None) -> None:
         from gputui.ui.commands import ALL_NAMESPACES
 
         if command is None:
@@ -515,13 +517,14 @@ class GputuiApp(App[None]):
             else:
                 self.theme = arg
         elif name == "keymap":
-            if self.use_keymap(arg):
+            if arg is not None and self.use_keymap(arg):  # parse() gives keymap its argument
                 self.notify(f"keymap {arg}: see ? for the keys in force")
         elif name == "ns":
             self.namespace_view = None if arg == ALL_NAMESPACES else arg
             self._show_snapshot()
         elif name == "ctx":
-            self.switch_context(arg)
+            if arg is not None:  # parse() gives ctx its argument
+                self.switch_context(arg)
         elif name == "fleet":
             self.open_fleet()
         else:
@@ -531,7 +534,7 @@ class GputuiApp(App[None]):
                 return
             dashboard.run_command(name, arg)
 
-    def _dashboard(self):
+    def _dashboard(self) -> DashboardScreen | None:
         from gputui.ui.dashboard import DashboardScreen
 
         if self.settings.wallboard:

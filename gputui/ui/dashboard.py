@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -30,6 +32,9 @@ from gputui.ui.key_table import KeyTable
 from gputui.ui.resume import offer_resume, resume_drains
 from gputui.ui.table_sync import sync_rows
 from gputui.ui.virtual_table import VirtualTable
+
+if TYPE_CHECKING:
+    from gputui.ops.drain.options import DrainOptions
 
 
 class DashboardScreen(NodeOrder):
@@ -351,7 +356,7 @@ class DashboardScreen(NodeOrder):
         from gputui.ops.drain.options import DrainOptions
         from gputui.ui.drain_plan_screen import DrainPlanScreen
 
-        def chosen(options) -> None:
+        def chosen(options: DrainOptions | None) -> None:
             if options is not None:
                 self.marked.clear()
                 self._start(nodes, options)
@@ -360,11 +365,11 @@ class DashboardScreen(NodeOrder):
                                engine_shutdown_s=self.app.settings.engine_shutdown)
         self.app.push_screen(DrainPlanScreen(nodes, options), chosen)
 
-    def _start(self, nodes, options, deadlines=None, take_over: bool = False) -> None:
+    def _start(self, nodes: list[str], options: DrainOptions, take_over: bool = False) -> None:
         from gputui.ui.drain_board import DrainProgressScreen
         from gputui.ui.drain_session import start_drain
 
-        session = start_drain(self.app, nodes, options, deadlines, take_over=take_over)
+        session = start_drain(self.app, nodes, options, take_over=take_over)
         self.app.push_screen(DrainProgressScreen(session))
 
     def action_drain_progress(self) -> None:

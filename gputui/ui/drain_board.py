@@ -4,6 +4,7 @@ abort (each asking first when it cuts sessions); finished, it says so and its ac
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -13,7 +14,7 @@ from textual.widgets import DataTable, Static
 from gputui.ops.drain.events import EventKind as K
 from gputui.ops.drain.out_of_rotation import KEPT_RUNNING
 from gputui.ops.drain.progress import PodRow
-from gputui.present.cells import ago, elide_middle, short_pod
+from gputui.present.cells import Palette, ago, elide_middle, short_pod
 from gputui.ui.base import ClusterScreen
 from gputui.ui.drain_session import DrainSession
 from gputui.ui.footer import KeyFooter
@@ -169,7 +170,7 @@ class DrainProgressScreen(ClusterScreen):
         self.query_one("#drain-summary", Static).update(summary)
         self.query_one("#drain-log", Static).update(Text("\n", style="dim").join(log))
 
-    def _node_bars(self, palette) -> Text:
+    def _node_bars(self, palette: Palette) -> Text:
         """One bar per node: pods moved off it out of pods to move."""
         from gputui.present.cells import bar
 
@@ -199,7 +200,7 @@ class DrainProgressScreen(ClusterScreen):
         key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
         return (self.session.pods[key].node, key) if key is not None else None
 
-    def _confirm(self, title: str, body: str, then) -> None:
+    def _confirm(self, title: str, body: str, then: Callable[[], None]) -> None:
         from gputui.ui.confirm import ConfirmScreen
 
         self.app.push_screen(ConfirmScreen(title, body), lambda yes: then() if yes else None)

@@ -22,7 +22,7 @@ from gputui.ops.drain.options import DrainOptions
 from gputui.ops.drain.placement import SHORT_CAVEAT
 from gputui.ops.drain.plan import BatchPlan, DrainPlan, Step, plan_batch
 from gputui.ops.drain.plan_placement import batch_lines
-from gputui.present.cells import ago, short_pod
+from gputui.present.cells import Palette, ago, short_pod
 from gputui.sessions import Arrivals
 from gputui.ui.base import ClusterModal
 
@@ -33,7 +33,7 @@ NARROW_BELOW = 120  # columns: below this the Pod column shows short names (cell
 NARROW_POD = 32
 
 
-def render_plan(batch: BatchPlan, palette, narrow: bool = False) -> Group:
+def render_plan(batch: BatchPlan, palette: Palette, narrow: bool = False) -> Group:
     """`narrow` (below NARROW_BELOW columns): each pod as two lines, its short name (cells.short_pod) and
     figures, then its note across the width, so no name or note is folded into a column a few cells wide."""
     parts: list[RenderableType] = []

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from rich.console import RenderableType
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.events import Resize
 from textual.widgets import Static
 
 from gputui.backends.base import error_line
@@ -15,6 +19,7 @@ from gputui.health import fleet_driver, has_driver_drift, node_alerts
 from gputui.model import Gpu, Node
 from gputui.present import cells
 from gputui.sessions import SessionState
+from gputui.snapshot import ClusterSnapshot
 from gputui.ui.base import ClusterScreen
 from gputui.ui.cordon_dialog import ask_cordon
 from gputui.ui.footer import KeyFooter
@@ -42,7 +47,7 @@ POD_COLUMNS = (
 )
 
 
-def _widths(columns, total: int, minimum: int = 12, maximum: int = 60) -> list[tuple[str, str, int]]:
+def _widths(columns: Sequence[tuple[str, str, int | None]], total: int, minimum: int = 12, maximum: int = 60) -> list[tuple[str, str, int]]:
     """Give the flexible column the room the fixed ones leave (2 cells of padding each)."""
     fixed = sum(w + 2 for _, _, w in columns if w is not None)
     flex = max(minimum, min(maximum, total - fixed - 4))
@@ -100,7 +105,7 @@ class NodeDetailScreen(ClusterScreen):
         # are read less often) did not change.
         self.set_interval(self.app.settings.refresh, self._fetch_history)
 
-    def on_resize(self, event) -> None:
+    def on_resize(self, event: Resize) -> None:
         self._layout(event.size.width)
 
     def _layout(self, width: int) -> None:
@@ -167,7 +172,7 @@ class NodeDetailScreen(ClusterScreen):
         from gputui.present.node_describe import describe
         from gputui.ui.detail_screen import DetailScreen
 
-        def body():  # the heartbeat's age moves with the clock
+        def body() -> RenderableType:  # the heartbeat's age moves with the clock
             return describe(node, self.app.settings.temp_threshold, self.app.palette, message.description,
                             message.error, now=self.app.clock(), summary=snap.summary(node))
 
@@ -260,7 +265,7 @@ class NodeDetailScreen(ClusterScreen):
             )
         self.query_one("#gpus", VirtualTable).show_rows(gpu_rows)
 
-    def _info(self, node: Node, snap) -> Text:
+    def _info(self, node: Node, snap: ClusterSnapshot) -> Text:
         palette = self.app.palette
         pieces = [Text(node.name, style="bold"), cells.node_state_text(node, palette),
                   Text(f"{cells.short_model(node.gpu_product)} ×{node.gpu_count or node.gpu_capacity}")]

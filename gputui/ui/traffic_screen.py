@@ -135,7 +135,7 @@ class TrafficShiftScreen(ClusterModal[None]):
 
     # ----- planning ------------------------------------------------------------------
 
-    def _plan(self, targets=None) -> ShiftPlan | None:
+    def _plan(self, targets: dict[str, float] | None = None) -> ShiftPlan | None:
         snapshot = self.app.snapshot
         if snapshot is None or snapshot.service(self.service_key) is None:
             return None

@@ -141,7 +141,7 @@ def _uncordon(names: list[str], writer: Writer | None, audit: AuditLog, why: str
 BESIDE = DrainOptions(force=True)  # a drain beside the batch: every pod of its node that moves, counted
 
 
-def _guard(snap, draining: set[str], members: set[str], options: Mapping[str, DrainOptions]) -> str | None:
+def _guard(snap: ClusterSnapshot, draining: set[str], members: set[str], options: Mapping[str, DrainOptions]) -> str | None:
     """Every GPU pod still on a node being drained (this one included) must fit outside the batch,
     model by model: None when they do, else what does not fit."""
     needed: dict[tuple[str, str], list[int]] = {}
@@ -159,7 +159,7 @@ def _guard(snap, draining: set[str], members: set[str], options: Mapping[str, Dr
     return None
 
 
-def _placement_guard(snap, draining: list[str], members: set[str], options: Mapping[str, DrainOptions],
+def _placement_guard(snap: ClusterSnapshot, draining: list[str], members: set[str], options: Mapping[str, DrainOptions],
                      accepted: Collection[str]) -> str | None:
     """The pods still on the nodes being drained (this one included), placed in the batch's order outside the
     batch as the plan places them: None when each has somewhere to go (or the operator accepted that it has

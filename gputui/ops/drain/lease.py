@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 
 from gputui.backends.base import BackendError, ConflictError, Writer
 from gputui.model import DRAIN_ANNOTATION_PREFIX
+from gputui.snapshot import ClusterSnapshot
 
 LEASE = DRAIN_ANNOTATION_PREFIX + "lease"
 LEASE_S = 60.0  # a holder silent this long has expired
@@ -82,7 +83,7 @@ def holder_of(annotations: dict) -> Holder | None:
         return Holder("unknown (unreadable lease)", "?", 0, "?", 0.0)
 
 
-def foreign_holders(snapshot, nodes: list[str], now: float) -> list[str]:
+def foreign_holders(snapshot: ClusterSnapshot, nodes: list[str], now: float) -> list[str]:
     """For each node whose lease is held by another gputui that is not running here: who, in one line."""
     out = []
     for name in nodes:
@@ -93,7 +94,7 @@ def foreign_holders(snapshot, nodes: list[str], now: float) -> list[str]:
     return out
 
 
-def draining(snapshot, now: float) -> list[str]:
+def draining(snapshot: ClusterSnapshot, now: float) -> list[str]:
     """The nodes a live drain holds: its lease renewed within LEASE_S by a holder that is not known dead, or by
     this process (whose drains run side by side: a fresh renewal of ours is a drain running here). A plan and
     the batch's guard count their pods as moving before their own, whichever gputui runs them."""

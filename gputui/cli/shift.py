@@ -16,6 +16,7 @@ from functools import partial
 from gputui.backends.base import Backend, BackendError, error_line
 from gputui.cli.common import EXIT_NOT_DONE as EXIT_REFUSED
 from gputui.cli.common import EXIT_USAGE, fail
+from gputui.ops.context import OpContext
 from gputui.ops.errors import read_only_words
 from gputui.ops.traffic import (
     ShiftError,
@@ -57,9 +58,8 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
             if bad:
                 return fail("; ".join(bad), EXIT_USAGE)
         api = served_api_versions(backend)
-        from gputui.ops.audit import audit_for
-
-        audit = audit_for(settings.audit_log, backend)
+        ctx = OpContext.of(backend, settings)  # its audit log: audit_for(settings.audit_log, backend)
+        audit = ctx.audit
         if args.undo:
             from gputui.ops.traffic.undo import plan_undo
 
@@ -79,7 +79,7 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
             return fail("; ".join(problems), EXIT_REFUSED) if problems else 0
         if problems:
             return fail("; ".join(problems), EXIT_REFUSED)
-        line = apply_shift(plan, writer, audit, force=args.force)
+        line = apply_shift(plan, ctx, force=args.force)
         for warning in plan.warnings:  # stdout stays the one result line
             print(f"gputui: warning: {warning}", file=sys.stderr)
     except BackendError as exc:

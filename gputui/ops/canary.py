@@ -173,7 +173,7 @@ class CanaryOptions:
 
 def _shift(ctx: OpContext, writer: Writer, key: str, targets: Mapping[str, float], force: bool) -> str:
     plan = on_route_now(partial(plan_shift, ctx.reader.snapshot(), key, dict(targets)), writer)
-    return apply_shift(plan, writer, ctx.audit, force=force)
+    return apply_shift(plan, ctx, force=force)
 
 
 def run_canary(plan: CanaryPlan, ctx: OpContext, options: CanaryOptions = CanaryOptions(),

@@ -19,6 +19,7 @@ from textual.widgets import Static
 
 from gputui.backends.base import BackendError, error_line
 from gputui.ops.canary import Gates, plan_canary
+from gputui.ops.context import OpContext
 from gputui.ops.traffic import (
     ShiftError,
     ShiftPlan,
@@ -290,12 +291,12 @@ class ServiceScreen(ClusterScreen):
         # operator's informed choice, as `f` is in the shift dialog and --force in the CLI.
         force = bool(plan.blockers)
         title = message.title.rstrip("?") + (" anyway?" if force else "?")
-        backend = app.backend
+        ctx = OpContext.of(app.backend, app.settings, app.audit)
         simulated = bool(app.snapshot and app.snapshot.simulated)
 
         def answer(yes: bool | None) -> None:
             if yes:
                 app.run_write(message.title.rstrip("?"),
-                              lambda: apply_shift(plan, backend.writer, app.audit, force=force))
+                              lambda: apply_shift(plan, ctx, force=force))
 
         app.push_screen(ConfirmScreen(title, plan_text(plan, simulated)), answer)

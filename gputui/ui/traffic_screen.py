@@ -18,6 +18,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from gputui.backends.base import error_line
+from gputui.ops.context import OpContext
 from gputui.ops.traffic import (
     ADAPTERS,
     STEP_PCT,
@@ -380,8 +381,8 @@ class TrafficShiftScreen(ClusterModal[None]):
             self.app.notify(f"{plan.target}: nothing to change", markup=False)
             self.dismiss(None)
             return
-        writer, audit = self.app.backend.writer, self.app.audit
-        self.app.run_write("Shift traffic", lambda: apply_shift(plan, writer, audit, force=force))
+        ctx = OpContext.of(self.app.backend, self.app.settings, self.app.audit)
+        self.app.run_write("Shift traffic", lambda: apply_shift(plan, ctx, force=force))
         self.dismiss(None)
 
     def action_back(self) -> None:

@@ -16,6 +16,7 @@ from gputui.ops.audit import AuditLog
 from gputui.ops.traffic import apply_shift, needs_route, plan_shift, read_route, served_api_versions
 from gputui.settings import Settings
 from tests.support.crds import create_custom, get_custom, install_crd
+from tests.support.op_context import write_context
 from tests.support.procs import wait_until
 from tests.support.workloads import deployment
 
@@ -79,7 +80,7 @@ def test_inferencepool_backends_are_versions_and_their_weights_shift(cluster, po
         plan = plan_shift(snap, f"{NS}/summ", {"v2": 40}, route=read_route(plan, backend.writer),
                           api_versions=served_api_versions(backend))
         assert plan.ok and plan.blockers == ()  # 2 of 4 ready pods: 40% is within its share
-        apply_shift(plan, backend.writer, AuditLog(tmp_path / "audit.jsonl", "t", "c"))
+        apply_shift(plan, write_context(backend.writer, AuditLog(tmp_path / "audit.jsonl", "t", "c")))
         refs = get_custom(pools, "httproutes", NS, "summ")["spec"]["rules"][0]["backendRefs"]
         assert [(r["kind"], r["name"], r["weight"]) for r in refs] == [
             ("InferencePool", "summ-v1", 60), ("InferencePool", "summ-v2", 40)]

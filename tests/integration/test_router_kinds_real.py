@@ -14,6 +14,7 @@ from gputui.ops.traffic import apply_shift, plan_shift, read_route, served_api_v
 from gputui.router_kinds import HTTPROUTE_MAX_WEIGHT, ROUTER_KINDS, RouterKind, WeightedBackends, backend_ref
 from gputui.settings import Settings
 from tests.support.crds import create_custom, get_custom, install_crd
+from tests.support.op_context import write_context
 from tests.support.procs import wait_until
 from tests.support.workloads import deployment
 
@@ -79,8 +80,8 @@ def test_a_kind_added_only_to_the_table_is_discovered_read_and_shifted(cluster, 
         assert plan.patch is not None and plan.patch.path == f"/apis/gateway.networking.k8s.io/v1/namespaces/{NS}/grpcroutes/rpc"
         mark = cluster.audit_mark()
         # One pod per version: past the capacity rule (its own tests are in tests/unit/test_traffic.py).
-        apply_shift(plan, backend.writer, AuditLog(tmp_path / "audit.jsonl", backend.writer.identity, backend.context),
-                    force=True)
+        audit = AuditLog(tmp_path / "audit.jsonl", backend.writer.identity, backend.context)
+        apply_shift(plan, write_context(backend.writer, audit), force=True)
         route = get_custom(routes, "grpcroutes", NS, "rpc")
         assert [(b["name"], b["weight"]) for b in route["spec"]["rules"][0]["backendRefs"]] == [("rpc-v1", 40), ("rpc-v2", 60)]
         (patch,) = cluster.wait_for_audit("admin", since=mark, verb="patch", resource="grpcroutes", code=200)

@@ -14,6 +14,7 @@ from gputui.ops.traffic.vocabulary import ShiftError
 from gputui.settings import Settings
 from tests.support.audit_lines import written
 from tests.support.crds import create_custom, get_custom, install_crd
+from tests.support.op_context import write_context
 from tests.support.procs import wait_until
 from tests.support.workloads import deployment
 
@@ -69,8 +70,8 @@ def _shift(backend, key, targets, tmp_path):
     route = read_route(plan, backend.writer)
     plan = plan_shift(snap, key, targets, route=route, api_versions=served_api_versions(backend))
     # One pod per version here: past the capacity rule (its own tests are in tests/unit/test_traffic.py).
-    return apply_shift(plan, backend.writer, AuditLog(tmp_path / "audit.jsonl", backend.writer.identity, backend.context),
-                       force=True)
+    audit = AuditLog(tmp_path / "audit.jsonl", backend.writer.identity, backend.context)
+    return apply_shift(plan, write_context(backend.writer, audit), force=True)
 
 
 def test_httproute_weights_patched_and_only_the_split_rule(cluster, routes, tmp_path):
@@ -125,7 +126,7 @@ def test_concurrent_edit_makes_the_patch_fail_whole_and_says_so(cluster, routes,
         mark = cluster.audit_mark()
         audit = AuditLog(tmp_path / "audit.jsonl", backend.writer.identity, backend.context)
         with pytest.raises(ShiftError, match="changed since it was read") as err:
-            apply_shift(plan, backend.writer, audit, force=True)
+            apply_shift(plan, write_context(backend.writer, audit), force=True)
         assert "look again and retry" in str(err.value)
         # The apiserver's own answer, as its audit log has it: our patch refused whole (422).
         cluster.wait_for_audit("admin", since=mark, verb="patch", resource="httproutes", code=422)

@@ -101,7 +101,7 @@ def test_an_unwritable_audit_log_refuses_every_write_before_anything_is_sent(tmp
     refused(lambda: run_cordon(plan_cordon(snap, node), OpContext(cluster, writer, audit)))
     shift = plan_shift(snap, LLAMA, {"v2": 20}, route=cluster.get_object(
         "gateway.networking.k8s.io", "v1", "httproutes", "llm", "llama-3-70b-instruct"))
-    refused(lambda: apply_shift(shift, writer, audit, force=True))
+    refused(lambda: apply_shift(shift, OpContext(cluster, writer, audit), force=True))
     scale = plan_scale_down(snap, LLAMA, "v1", 6)
     refused(lambda: run_scale_down(scale, OpContext(cluster, writer, audit), force=True, confirm_sessions=scale.cut))
     drill = plan_drill(snap, next(p.node for p in snap.pods if p.service == "mistral-7b" and p.ready))

@@ -12,11 +12,12 @@ import pytest
 from gputui.backends.base import BackendError, ConflictError
 from gputui.backends.demo import demo_backend
 from gputui.ops.audit import AuditLog
-from gputui.ops.cordon import ReadOnlyError
+from gputui.ops.errors import ReadOnlyError
 from gputui.ops.traffic.apply import apply_shift
 from gputui.ops.traffic.plans import plan_shift, read_route
 from gputui.ops.traffic.vocabulary import Patch, ShiftError
 from tests.demo_clock import ManualClock
+from tests.support.op_context import write_context
 
 LLAMA = "llm/llama-3-70b-instruct"  # the demo's HTTPRoute: v1 90, v2 10 (v2 has 1 of 8 pods ready)
 
@@ -60,7 +61,7 @@ def test_an_invalid_plan_is_refused_even_when_forced(tmp_path):
     snap, writer, audit = setup(tmp_path, None)
     bad = plan_shift(snap, LLAMA, {"v2": 150})
     with pytest.raises(ShiftError, match="^v2: 150% is outside 0..100%$"):
-        apply_shift(bad, writer, audit, force=True)
+        apply_shift(bad, write_context(writer, audit), force=True)
     assert writer.patches == [] and entries(tmp_path) == []
 
 
@@ -69,7 +70,7 @@ def test_a_blocker_is_said_with_how_to_go_past_it(tmp_path):
     plan = plan_shift(snap, LLAMA, {"v2": 50}, route=read_route(plan_shift(snap, LLAMA, {"v2": 50}), writer))
     assert plan.blockers
     with pytest.raises(ShiftError) as err:
-        apply_shift(plan, writer, audit)
+        apply_shift(plan, write_context(writer, audit))
     assert str(err.value) == plan.blockers[0] + " (force to shift anyway)"
     assert writer.patches == []
 
@@ -77,14 +78,14 @@ def test_a_blocker_is_said_with_how_to_go_past_it(tmp_path):
 def test_read_only_is_refused_first(tmp_path):
     snap, _, audit = setup(tmp_path, None)
     with pytest.raises(ReadOnlyError, match="^read-only: shift is unavailable$"):
-        apply_shift(plan_shift(snap, LLAMA, {"v2": 150}), None, audit)
+        apply_shift(plan_shift(snap, LLAMA, {"v2": 150}), write_context(None, audit))
 
 
 def test_a_plan_from_the_snapshot_is_made_again_on_the_route_as_read_and_sent(tmp_path):
     snap, writer, audit = setup(tmp_path, None)
     plan = plan_shift(snap, LLAMA, {"v2": 12})
     assert plan.patch is None
-    line = apply_shift(plan, writer, audit)
+    line = apply_shift(plan, write_context(writer, audit))
     assert line == "httproute/llm/llama-3-70b-instruct: v1 90% → 88%, v2 10% → 12%"
     ((plural, name, patch_type, sub, body),) = writer.patches
     assert (plural, name, patch_type, sub) == ("httproutes", "llama-3-70b-instruct", "json", "")
@@ -100,7 +101,7 @@ def test_a_route_that_moved_since_the_plan_is_refused_naming_what_it_holds_now(t
     snap, writer, audit = setup(tmp_path, None, route_weights=[70, 30])
     plan = plan_shift(snap, LLAMA, {"v2": 12})
     with pytest.raises(ShiftError) as err:
-        apply_shift(plan, writer, audit, force=True)
+        apply_shift(plan, write_context(writer, audit), force=True)
     assert str(err.value) == ("httproute/llm/llama-3-70b-instruct changed since the plan (v1 now 70%, v2 now 30%): "
                               "look again before shifting")
     assert writer.patches == [] and entries(tmp_path) == []
@@ -110,7 +111,7 @@ def test_a_route_read_now_that_cannot_be_shifted_is_refused(tmp_path):
     snap, writer, audit = setup(tmp_path, None)
     writer.route["spec"]["rules"][1]["backendRefs"][1]["name"] = "somewhere-else"
     with pytest.raises(ShiftError, match="has no rule that splits traffic"):
-        apply_shift(plan_shift(snap, LLAMA, {"v2": 12}), writer, audit, force=True)
+        apply_shift(plan_shift(snap, LLAMA, {"v2": 12}), write_context(writer, audit), force=True)
     assert writer.patches == []
 
 
@@ -119,15 +120,15 @@ def test_a_blocker_found_on_the_route_read_now_needs_force(tmp_path):
     plan = plan_shift(snap, LLAMA, {"v2": 50})
     plan = replace(plan, blockers=())  # the snapshot's plan said nothing; the route's replan will
     with pytest.raises(ShiftError, match=r" \(force to shift anyway\)$"):
-        apply_shift(plan, writer, audit)
+        apply_shift(plan, write_context(writer, audit))
     assert writer.patches == []
-    apply_shift(plan, writer, audit, force=True)
+    apply_shift(plan, write_context(writer, audit), force=True)
     assert len(writer.patches) == 1 and entries(tmp_path)[0]["params"]["force"] is True
 
 
 def test_no_change_sends_nothing_and_says_where_it_is(tmp_path):
     snap, writer, audit = setup(tmp_path, None)
-    line = apply_shift(plan_shift(snap, LLAMA, {"v2": 10}), writer, audit)
+    line = apply_shift(plan_shift(snap, LLAMA, {"v2": 10}), write_context(writer, audit))
     assert line == "httproute/llm/llama-3-70b-instruct: already at v1 90%, v2 10%"
     assert writer.patches == [] and entries(tmp_path) == []
 
@@ -141,7 +142,7 @@ def test_an_edit_made_meanwhile_is_refused_whole_whoever_words_the_409(tmp_path,
     snap, writer, audit = setup(tmp_path, None, fail=refusal)
     plan = plan_shift(snap, LLAMA, {"v2": 12}, route=writer.get_object("", "", "", "", ""))
     with pytest.raises(ShiftError) as err:
-        apply_shift(plan, writer, audit)
+        apply_shift(plan, write_context(writer, audit))
     assert str(err.value) == ("httproute/llm/llama-3-70b-instruct changed since it was read (someone else edited it): "
                               "nothing was changed; look again and retry")
     assert err.value.__suppress_context__
@@ -153,7 +154,7 @@ def test_any_other_failure_is_raised_as_it_is_and_audited(tmp_path):
     snap, writer, audit = setup(tmp_path, None, fail=failure)
     plan = plan_shift(snap, LLAMA, {"v2": 12}, route=writer.get_object("", "", "", "", ""))
     with pytest.raises(BackendError) as err:
-        apply_shift(plan, writer, audit)
+        apply_shift(plan, write_context(writer, audit))
     assert err.value is failure
     assert entries(tmp_path)[-1]["result"] == "error: 403 forbidden"
 
@@ -165,7 +166,7 @@ def test_a_rollout_action_sends_both_halves_in_order_and_is_audited_by_its_name(
                   "merge", "status")
     then = Patch("argoproj.io", "v1alpha1", "rollouts", "llm", "chat", {"spec": {"paused": False}}, "merge")
     promote = replace(plan, action="promote", patch=first, then=then, kind="Rollout", object_name="chat")
-    assert apply_shift(promote, writer, audit) == "rollout/llm/chat: promote sent"
+    assert apply_shift(promote, write_context(writer, audit)) == "rollout/llm/chat: promote sent"
     assert [(p[3], p[4]) for p in writer.patches] == [("status", first.body), ("", then.body)]
     intent = entries(tmp_path)[0]
     assert intent["action"] == "rollout-promote" and intent["target"] == "rollout/llm/chat"

@@ -12,7 +12,7 @@ from gputui.cli import shift as headless_shift
 from gputui.cli.arguments import add_shift_parser
 from gputui.model import InferencePod, InferenceService, Rollout, ServiceVersion
 from gputui.ops.audit import AuditLog
-from gputui.ops.cordon import ReadOnlyError
+from gputui.ops.errors import ReadOnlyError
 from gputui.ops.traffic import (
     ADAPTERS,
     ShiftError,
@@ -31,6 +31,7 @@ from gputui.settings import Settings
 from gputui.snapshot import ClusterSnapshot
 from tests.demo_clock import ManualClock
 from tests.support.audit_lines import written
+from tests.support.op_context import write_context
 
 # ----- synthetic services ----------------------------------------------------------------
 
@@ -426,7 +427,7 @@ def test_more_traffic_than_a_version_has_ready_pods_for_blocks_unless_forced():
     back = plan_shift(snapshot(svc), svc.key, {"v2": 5}, route=route)  # back to the version carrying the most:
     assert back.blockers == () and any("v1 would get 95%" in w for w in back.warnings)  # the rollback path
     with pytest.raises(ShiftError, match="25% of the ready pods"):
-        apply_shift(half, RecordingWriter(), AuditLog(None, "t", "c"))
+        apply_shift(half, write_context(RecordingWriter(), AuditLog(None, "t", "c")))
 
 
 def test_the_demo_refuses_a_canary_beyond_its_ready_pods_from_the_command_line(tmp_path, capsys):
@@ -511,7 +512,7 @@ def test_apply_patches_the_demo_route_and_audits(demo, tmp_path):
     snap = backend.reader.snapshot()
     plan = plan_shift(snap, LLAMA, Step("v2", 10))
     plan = plan_shift(snap, LLAMA, Step("v2", 10), route=read_route(plan, backend.writer))
-    line = apply_shift(plan, backend.writer, audit_of(tmp_path), force=True)  # past the capacity rule
+    line = apply_shift(plan, write_context(backend.writer, audit_of(tmp_path)), force=True)  # past the capacity rule
     assert line == "httproute/llm/llama-3-70b-instruct: v1 90% → 80%, v2 10% → 20%"
     assert demo_weights(backend, LLAMA) == {"v1": 80, "v2": 20}
     (entry,) = audit_lines(tmp_path)
@@ -525,7 +526,7 @@ def test_apply_reads_the_route_when_planned_from_the_snapshot(demo, tmp_path):
     backend, _ = demo
     plan = plan_shift(backend.reader.snapshot(), MISTRAL, {"canary": 35})
     assert plan.patch is None
-    apply_shift(plan, backend.writer, audit_of(tmp_path), force=True)
+    apply_shift(plan, write_context(backend.writer, audit_of(tmp_path)), force=True)
     assert demo_weights(backend, MISTRAL) == {"stable": 65, "canary": 35}
 
 
@@ -534,7 +535,7 @@ def test_apply_refuses_when_the_route_moved_since_the_plan(demo, tmp_path):
     plan = plan_shift(backend.reader.snapshot(), MISTRAL, {"canary": 35})
     backend.writer.set_weights("llm", "mistral-7b", {"stable": 50, "canary": 50})
     with pytest.raises(ShiftError, match="changed since the plan"):
-        apply_shift(plan, backend.writer, audit_of(tmp_path), force=True)
+        apply_shift(plan, write_context(backend.writer, audit_of(tmp_path)), force=True)
     assert demo_weights(backend, MISTRAL) == {"stable": 50, "canary": 50}
 
 
@@ -545,7 +546,7 @@ def test_a_concurrent_edit_makes_the_patch_fail_whole_and_is_audited(demo, tmp_p
         "gateway.networking.k8s.io", "v1", "httproutes", "llm", "llama-3-70b-instruct"))
     backend.writer.set_weights("llm", "llama-3-70b-instruct", {"v1": 70, "v2": 30})  # someone else
     with pytest.raises(ShiftError, match="changed since it was read"):
-        apply_shift(plan, backend.writer, audit_of(tmp_path), force=True)
+        apply_shift(plan, write_context(backend.writer, audit_of(tmp_path)), force=True)
     assert demo_weights(backend, LLAMA) == {"v1": 70, "v2": 30}
     (entry,) = audit_lines(tmp_path)
     assert "changed since it was read (422: the server rejected our request" in entry["result"]
@@ -556,19 +557,19 @@ def test_apply_refuses_read_only_errors_and_unforced_blockers(demo, tmp_path):
     snap = backend.reader.snapshot()
     plan = plan_shift(snap, LLAMA, {"v2": 20})
     with pytest.raises(ReadOnlyError):
-        apply_shift(plan, None, audit_of(tmp_path))
+        apply_shift(plan, write_context(None, audit_of(tmp_path)))
     bad = plan_shift(snap, LLAMA, {"v2": 150})
     with pytest.raises(ShiftError, match="outside"):
-        apply_shift(bad, backend.writer, audit_of(tmp_path))
+        apply_shift(bad, write_context(backend.writer, audit_of(tmp_path)))
     svc = snap.service(LLAMA)
     blocked = plan_shift(snapshot(InferenceService(svc.namespace, svc.name, tuple(
         ServiceVersion(v.name, v.weight, Rollout(1, 1, 1, 1, 1, 0, 0), v.backend, v.workload) for v in svc.versions
     ), svc.router_kind, svc.router_name)), LLAMA, {"v2": 20})
     with pytest.raises(ShiftError, match="no ready replicas"):
-        apply_shift(blocked, backend.writer, audit_of(tmp_path))
+        apply_shift(blocked, write_context(backend.writer, audit_of(tmp_path)))
     assert audit_lines(tmp_path) == []
     assert demo_weights(backend, LLAMA) == {"v1": 90, "v2": 10}
-    apply_shift(blocked, backend.writer, audit_of(tmp_path), force=True)
+    apply_shift(blocked, write_context(backend.writer, audit_of(tmp_path)), force=True)
     assert demo_weights(backend, LLAMA) == {"v1": 80, "v2": 20}
     assert audit_lines(tmp_path)[0]["params"]["force"] is True
 
@@ -577,7 +578,7 @@ def test_no_change_sends_nothing(demo, tmp_path):
     backend, _ = demo
     plan = plan_shift(backend.reader.snapshot(), LLAMA, {"v1": 90, "v2": 10})
     assert not plan.changes
-    assert "already at" in apply_shift(plan, backend.writer, audit_of(tmp_path))
+    assert "already at" in apply_shift(plan, write_context(backend.writer, audit_of(tmp_path)))
     assert audit_lines(tmp_path) == []
 
 
@@ -599,7 +600,7 @@ class RecordingWriter:
 def test_rollout_apply_reads_the_rollout_then_sends_status_and_spec_in_argos_order(tmp_path):
     svc = rollout_service()
     writer = RecordingWriter(rollout_obj(paused=True, pauseConditions=[{"reason": "PausedByUser"}]))
-    line = apply_shift(plan_rollout(snapshot(svc), svc.key, "promote"), writer, audit_of(tmp_path))
+    line = apply_shift(plan_rollout(snapshot(svc), svc.key, "promote"), write_context(writer, audit_of(tmp_path)))
     rollout = ("argoproj.io", "v1alpha1", "rollouts", "llm", "m-rollout")
     assert writer.calls == [((*rollout, {"status": {"pauseConditions": None}}), {"patch_type": "merge", "subresource": "status"}),
                             ((*rollout, {"spec": {"paused": False}}), {"patch_type": "merge", "subresource": ""})]
@@ -611,7 +612,7 @@ def test_rollout_apply_reads_the_rollout_then_sends_status_and_spec_in_argos_ord
 def test_weights_from_the_route_steer_the_demos_sessions(demo, tmp_path):
     backend, clock = demo
     snap = backend.reader.snapshot()
-    apply_shift(plan_shift(snap, LLAMA, {"v1": 0}), backend.writer, audit_of(tmp_path), force=True)
+    apply_shift(plan_shift(snap, LLAMA, {"v1": 0}), write_context(backend.writer, audit_of(tmp_path)), force=True)
     for _ in range(3):  # far longer than sessions last (mean 70 s)
         clock.advance(600)
         backend.reader.snapshot()

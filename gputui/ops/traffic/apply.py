@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from gputui.backends.base import BackendError, ConflictError, Writer
-from gputui.ops.audit import AuditLog
-from gputui.ops.cordon import ReadOnlyError
+from gputui.backends.base import BackendError, ConflictError
+from gputui.ops.context import OpContext
+from gputui.ops.errors import ReadOnlyError
 from gputui.ops.traffic.plans import read_route, replan
 from gputui.ops.traffic.vocabulary import ShiftError, ShiftPlan, fmt_pct
 
@@ -14,8 +14,10 @@ def _conflict(exc: BaseException) -> bool:
     return isinstance(exc, ConflictError) or getattr(exc, "status", None) == 409
 
 
-def apply_shift(plan: ShiftPlan, writer: Writer | None, audit: AuditLog, force: bool = False) -> str:
-    """Send the plan's patch; returns the line to show. Audit-logged, ok or not."""
+def apply_shift(plan: ShiftPlan, ctx: OpContext, *, force: bool = False) -> str:
+    """Send the plan's patch through the context's writer; returns the line to show. Audit-logged in the
+    context's log, ok or not. `force`: past the blockers (never past an error)."""
+    writer, audit = ctx.writer, ctx.audit
     if writer is None:
         raise ReadOnlyError("shift")
     if plan.errors:

@@ -109,7 +109,7 @@ class AuditLog:
     def intent(self, action: str, target: str, params: Mapping[str, Any] | None = None) -> Intent:
         """Announce a write; AuditError (nothing may be sent) when the log cannot take it."""
         entry = Intent(uuid.uuid4().hex[:16], action, target, dict(params or {}))
-        self._append(self._line("intent", entry.id, action, target, entry.params, None))
+        self._append(self._line("intent", entry, None))
         return entry
 
     def result(self, intent: Intent, result: str, extra: Mapping[str, Any] | None = None) -> None:
@@ -118,7 +118,7 @@ class AuditLog:
             return
         intent.closed = True
         params = {**intent.params, **intent.extra, **(extra or {})}
-        self._try(self._line("result", intent.id, intent.action, intent.target, params, result))
+        self._try(self._line("result", Intent(intent.id, intent.action, intent.target, params), result))
 
     @contextmanager
     def writing(self, action: str, target: str, params: Mapping[str, Any] | None = None, *,
@@ -138,25 +138,25 @@ class AuditLog:
         """An event that is no write (a canary started, a drain paused). `required`: AuditError when it
         cannot be written (said before any write, so that the writes it announces are refused too);
         otherwise it is kept in `unrecorded`."""
-        line = self._line("event", "", action, target, dict(params or {}), result)
+        line = self._line("event", Intent("", action, target, dict(params or {})), result)  # no id: no write
         if required:
             self._append(line)
         else:
             self._try(line)
 
-    def _line(self, phase: str, ident: str, action: str, target: str, params: Mapping[str, Any],
-              result: str | None) -> bytes:
+    def _line(self, phase: str, what: Intent, result: str | None) -> bytes:
+        """One JSON line: the write `what` announces (an event's has no id) and its result, when it has one."""
         entry: dict[str, Any] = {
             "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "phase": phase,
-            "action": action,
-            "target": target,
+            "action": what.action,
+            "target": what.target,
             "identity": self.identity,
             "context": self.context,
-            "params": _plain(params),
+            "params": _plain(what.params),
         }
-        if ident:
-            entry["id"] = ident
+        if what.id:
+            entry["id"] = what.id
         if result is not None:
             entry["result"] = result
         line = json.dumps(entry, sort_keys=True, ensure_ascii=False, default=str)

@@ -23,13 +23,13 @@ from gputui.router_kinds import (  # noqa: F401 - a route is read by its kind's 
     RouteRecord,
 )
 from gputui.scheduling import NodeScheduling, PodScheduling
+from gputui.upgrades import STATE_LABEL  # the GPU Operator's upgrade state label: its one home
 
 # Labels that name a node's GPUs (GPU Feature Discovery); older spellings as fallbacks.
 PRODUCT_LABEL = "nvidia.com/gpu.product"
 MEMORY_LABEL = "nvidia.com/gpu.memory"
 DRIVER_LABELS = ("nvidia.com/cuda.driver-version.full",)
 CUDA_LABELS = ("nvidia.com/cuda.runtime-version.full",)
-UPGRADE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
 
 
 def _labels(raw: Any) -> dict[str, str]:
@@ -118,7 +118,7 @@ def node_record(obj: dict[str, Any]) -> NodeRecord:
         node_info={k: intern(str(v)) for k, v in (status.get("nodeInfo") or {}).items() if k in NODE_INFO_KEYS and v},
         gpu_product=labels.get(PRODUCT_LABEL, ""), gpu_memory_mib=quantity(labels.get(MEMORY_LABEL)),
         driver_version=_driver(labels), cuda_version=_cuda(labels),
-        upgrade_state=labels.get(UPGRADE_LABEL, ""),
+        upgrade_state=labels.get(STATE_LABEL, ""),
         scheduling=node_scheduling(spec, status.get("allocatable") or {}),
     )
 

@@ -17,6 +17,7 @@ from typing import Any
 from gputui import validate
 from gputui.paths import config_dir
 from gputui.pools import DEFAULT_POOL_LABELS
+from gputui.series_selectors import check_selector
 from gputui.yaml_file import load_mapping
 
 
@@ -128,8 +129,6 @@ def _label_keys(name: str, value: Any, origin: str) -> tuple[str, ...]:
 
 
 def _session_metrics(value: Any, origin: str) -> dict[str, dict[str, tuple[str, ...]]]:
-    from gputui.backends.session_metrics import check_selector
-
     where = f"{origin}: session_metrics"
     if not isinstance(value, dict):
         raise SettingsError(f"{where}: expected a mapping of engine names to running/waiting lists")

@@ -374,7 +374,7 @@ class PromSource:
                 index = int(s["metric"].get("gpu", ""))
             except ValueError:
                 continue
-            out[index] = [_finite(v) for _, v in s.get("values", [])]
+            out[index] = [finite(v) for _, v in s.get("values", [])]
         return out
 
     def close(self) -> None:
@@ -395,7 +395,7 @@ def _sample(key: tuple[str, int], slot: Mapping[str, Any]) -> GpuSample:
                      health=int(health) if health is not None else 0 if "util_pct" in slot else None)
 
 
-def _finite(text: Any) -> float | None:
+def finite(text: Any) -> float | None:
     """A sample as a number, None when it is NaN, +-Inf or not a number (drawn as unknown, not as 0)."""
     try:
         value = float(text)

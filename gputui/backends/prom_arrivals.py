@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
-from gputui.backends.prom import PromSource, _finite
+from gputui.backends.prom import PromSource, finite
 from gputui.backends.session_metrics import engine_pod
 from gputui.model import InferencePod
 from gputui.sessions import Arrivals
@@ -33,7 +33,7 @@ def arrivals(prom: PromSource, pods: Collection[InferencePod], window_s: float) 
     for part, answer in rows.items():
         for row in answer:
             pod = engine_pod(row.get("metric") or {})
-            value = _finite((row.get("value") or [None, None])[1])
+            value = finite((row.get("value") or [None, None])[1])
             if pod is not None and value is not None:
                 read.setdefault(f"{pod[0]}/{pod[1]}", {})[part] = value
     wanted = {p.key for p in pods}

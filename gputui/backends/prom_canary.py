@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from gputui.backends.prom import PromSource, _finite
+from gputui.backends.prom import PromSource, finite
 from gputui.backends.session_metrics import engine_pod
 from gputui.model import InferenceService
 from gputui.signals import PickerSignals, VersionSignals, quantile
@@ -32,7 +32,7 @@ def version_signals(prom: PromSource, snapshot: ClusterSnapshot, service: Infere
     for row in finished:
         labels = row.get("metric") or {}
         key = engine_pod(labels)
-        value = _finite((row.get("value") or [None, None])[1])
+        value = finite((row.get("value") or [None, None])[1])
         if key not in version_of or value is None:
             continue
         version = version_of[key]
@@ -43,7 +43,7 @@ def version_signals(prom: PromSource, snapshot: ClusterSnapshot, service: Infere
     for row in buckets:
         labels = row.get("metric") or {}
         key = engine_pod(labels)
-        value = _finite((row.get("value") or [None, None])[1])
+        value = finite((row.get("value") or [None, None])[1])
         try:
             le = float(labels.get("le", ""))
         except ValueError:
@@ -81,7 +81,7 @@ def picker_signals(prom: PromSource, service: InferenceService) -> dict[str, Pic
         namespaces = [labels[k] for k in ("exported_namespace", "namespace") if k in labels]
         if namespaces and service.namespace not in namespaces:
             continue  # a pool of the same name in another namespace
-        value = _finite((row.get("value") or [None, None])[1])
+        value = finite((row.get("value") or [None, None])[1])
         field = PICKER_GAUGES.get(labels.get("__name__", ""))
         if field and value is not None and value >= 0:
             found[labels.get("name", "")][field] = value

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from gputui.backends.base import BackendError
-from gputui.backends.prom import PromSource, _finite
+from gputui.backends.prom import PromSource, finite
 from gputui.checks.facts import AlertRule, CheckFacts
 from gputui.errors import first_line
 from gputui.gpu_metrics import BY_NAME
@@ -48,7 +48,7 @@ def memory_growth(prom: PromSource, window_s: float) -> tuple[dict[str, float] |
     out: dict[str, float] = {}
     for row in rows:
         key = _pod_key(row.get("metric") or {})
-        value = _finite((row.get("value") or [None, None])[1])
+        value = finite((row.get("value") or [None, None])[1])
         if key and value is not None:
             out[key] = out.get(key, 0.0) + value
     return out, ""
@@ -121,7 +121,7 @@ def _per_host(prom: PromSource, rows: list[dict[str, Any]]) -> dict[str, int]:
     out: dict[str, int] = {}
     for row in rows:
         host = prom._host(row.get("metric") or {})
-        value = _finite((row.get("value") or [None, None])[1])
+        value = finite((row.get("value") or [None, None])[1])
         if host and value is not None:
             out[host] = out.get(host, 0) + int(value)
     return out

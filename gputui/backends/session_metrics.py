@@ -12,12 +12,12 @@ its pods then show as *unknown*, never as idle (see model.SessionState).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from gputui.backends.prom_answers import plain_columns
+from gputui.series_selectors import check_selector
 from gputui.sessions import UNREADABLE
 
 
@@ -40,18 +40,6 @@ BUILTIN_ENGINES: tuple[Engine, ...] = (
     Engine("triton", ('nv_trt_llm_request_metrics{request_type="active"}',),
            ('nv_trt_llm_request_metrics{request_type="waiting"}', "nv_inference_pending_request_count")),
 )
-
-# A PromQL series selector as the config may give one: a metric name and optional plain label matchers.
-SELECTOR = re.compile(r'[a-zA-Z_:][a-zA-Z0-9_:]*(\{\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(=|!=|=~|!~)\s*"[^"\\]*"'
-                      r'(\s*,\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(=|!=|=~|!~)\s*"[^"\\]*")*\s*\})?')
-
-
-def check_selector(text: str) -> str:
-    """The selector, or ValueError with why (one line)."""
-    if not isinstance(text, str) or not SELECTOR.fullmatch(text.strip()):
-        raise ValueError(f"{text!r} is not a series selector (metric_name or metric_name{{label=\"value\"}})")
-    return text.strip()
-
 
 def engines(overrides: Mapping[str, Mapping[str, Sequence[str]]] | None = None) -> tuple[Engine, ...]:
     """The built-in table with the config's engines on top (same name: replaced; new name: added)."""

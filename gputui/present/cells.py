@@ -13,6 +13,7 @@ from math import isfinite
 
 from rich.text import Text
 
+from gputui.gpu_metrics import fmt_celsius, fmt_gib, fmt_pct, fmt_watts, known
 from gputui.model import Node, NodeState
 
 BLOCKS = " ▏▎▍▌▋▊▉█"
@@ -68,9 +69,9 @@ class Palette:
 MONO = Palette(*([""] * 11))  # no colour: NO_COLOR, pipes
 
 
-def known(value: float | None) -> float | None:
-    """The value, or None when it is NaN or +-Inf: unknown is drawn as unknown, never as 0 or a full bar."""
-    return value if value is not None and isfinite(value) else None
+# One formatter per figure, shared with the CLI's tables: the cells' short names for gpu_metrics' own (and
+# gpu_metrics.known, imported above: NaN and +-Inf are unknown, drawn as unknown, never as 0 or a full bar).
+pct, gib, temp, power = fmt_pct, fmt_gib, fmt_celsius, fmt_watts
 
 
 def bar(pct: float | None, width: int, style: str = "") -> Text:
@@ -88,37 +89,10 @@ def bar(pct: float | None, width: int, style: str = "") -> Text:
     return text
 
 
-def pct(value: float | None) -> str:
-    value = known(value)
-    return "  –" if value is None else f"{value:3.0f}%"
-
-
-def gib(mib: float | None) -> str:
-    mib = known(mib)
-    if mib is None:
-        return "–"
-    g = mib / 1024
-    return f"{g:.0f}" if g >= 10 else f"{g:.1f}"
-
-
 def mem_used_total(used: float | None, total: float | None) -> str:
     if known(used) is None and known(total) is None:
         return "–"
     return f"{gib(used)}/{gib(total)}G"
-
-
-def temp(c: float | None) -> str:
-    c = known(c)
-    return "–" if c is None else f"{c:.0f}°C"
-
-
-def power(w: float | None) -> str:
-    w = known(w)
-    if w is None:
-        return "–"
-    if w >= 9950:  # five cells at most: "12kW", not "12.3kW"
-        return f"{w / 1000:.0f}kW"
-    return f"{w / 1000:.1f}kW" if w >= 1000 else f"{w:.0f}W"
 
 
 def short_model(product: str) -> str:

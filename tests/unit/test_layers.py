@@ -72,6 +72,13 @@ def test_textual_only_under_ui_and_no_cluster_client_in_ui_or_cli():
             assert not direct, f"{module} talks to the cluster directly: {direct}"
 
 
+def test_settings_import_no_backend():
+    """The settings sit below the backends (they are read before any backend is made, and the backends take
+    them): what both need, such as what a series selector looks like, lives at the vocabulary level."""
+    upward = sorted(m for m in _imports()["gputui.settings"] if m.startswith("gputui.backends"))
+    assert upward == [], f"gputui.settings imports {upward}"
+
+
 def test_workers_reach_the_ui_only_by_message():
     """One path from a worker thread to the UI (gputui.ui.messages): no closure run on the UI thread by
     call_from_thread."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from gputui.model import InferenceService, ServiceVersion
-from gputui.ops.traffic.adapters import ADAPTERS, _managed_by_argo, _name, _ptr
+from gputui.ops.traffic.adapters import ADAPTERS, _ptr, managed_by_argo, route_name
 from gputui.router_kinds import route_weight
 
 HR, VS, TS = ADAPTERS["HTTPRoute"], ADAPTERS["VirtualService"], ADAPTERS["TrafficSplit"]
@@ -151,14 +151,14 @@ def test_json_pointers_escape_tilde_and_slash():
 
 
 def test_a_route_is_named_by_namespace_and_name():
-    assert _name({"metadata": {"namespace": "llm", "name": "chat"}}) == "llm/chat"
-    assert _name({}) == "/"
+    assert route_name({"metadata": {"namespace": "llm", "name": "chat"}}) == "llm/chat"
+    assert route_name({}) == "/"
 
 
 def test_a_route_written_by_the_rollouts_controller_is_argos():
-    assert _managed_by_argo({"metadata": {"managedFields": [{"manager": "kubectl"}, {"manager": "rollouts-controller"}]}})
-    assert not _managed_by_argo({"metadata": {"managedFields": [{"manager": "kubectl"}]}})
-    assert not _managed_by_argo({"metadata": {}}) and not _managed_by_argo({})
+    assert managed_by_argo({"metadata": {"managedFields": [{"manager": "kubectl"}, {"manager": "rollouts-controller"}]}})
+    assert not managed_by_argo({"metadata": {"managedFields": [{"manager": "kubectl"}]}})
+    assert not managed_by_argo({"metadata": {}}) and not managed_by_argo({})
 
 
 def test_a_route_missing_two_versions_names_both():

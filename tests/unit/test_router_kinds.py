@@ -51,7 +51,7 @@ GRPC_ROUTE = RouterKind(
 def grpc_llama(monkeypatch):
     """The table with GRPCRoute in it, and the demo's llama behind a GRPCRoute."""
     monkeypatch.setitem(ROUTER_KINDS, "GRPCRoute", GRPC_ROUTE)
-    shipped = demo_simulation._services
+    shipped = demo_simulation.demo_services
 
     def services():
         out = shipped()
@@ -60,7 +60,7 @@ def grpc_llama(monkeypatch):
                 s.router_kind = "GRPCRoute"
         return out
 
-    monkeypatch.setattr(demo_simulation, "_services", services)
+    monkeypatch.setattr(demo_simulation, "demo_services", services)
     return demo_backend(clock=ManualClock())
 
 

@@ -11,12 +11,12 @@ from typing import Any
 from gputui.backends.base import ConflictError, EvictionOutcome, EvictionResult, WriteError, stale_json_patch
 from gputui.backends.demo.errors import DemoApiError
 from gputui.backends.demo.patches import json_patch, merge_patch
-from gputui.backends.demo.routes import _backend_name, _validate_route, demo_kind
+from gputui.backends.demo.routes import backend_name, demo_kind, validate_route
 from gputui.backends.demo.scenario import (
     A100,
     POD_START_S,
-    _SimNode,
-    _SimPod,
+    SimNode,
+    SimPod,
 )
 from gputui.backends.demo.simulation import Simulation
 from gputui.checks.facts import CheckFacts
@@ -64,7 +64,7 @@ class DemoCluster(Simulation):
             self._advance(self._clock())
             return idle_gpus(self, window_s, below_pct)
 
-    def _node(self, name: str) -> _SimNode:
+    def _node(self, name: str) -> SimNode:
         node = self._nodes.get(name)
         if node is None:
             raise WriteError(f'node "{name}" not found')
@@ -128,7 +128,7 @@ class DemoCluster(Simulation):
             if pod is not None:
                 self._terminate(pod, grace_seconds)
 
-    def _terminate(self, pod: _SimPod, grace_seconds: int | None, replace: bool = True) -> None:
+    def _terminate(self, pod: SimPod, grace_seconds: int | None, replace: bool = True) -> None:
         if pod.deleting_at is not None:
             return
         # The pod leaves its endpoints at once: every session it held is cut.
@@ -145,7 +145,7 @@ class DemoCluster(Simulation):
             replacement = self._create_pod(svc, pod.version, pod.labels["pod-template-hash"], 0)
             replacement.ready_at = self._t + POD_START_S
         elif pod.owner_kind == "Job":
-            job = _SimPod(
+            job = SimPod(
                 pod.namespace, f"{pod.labels['job-name']}-{self._suffix(5)}", self._uid(), "",
                 "", "", pod.gpu_request, [], self._t, dict(pod.labels), owner_kind="Job",
                 has_emptydir=pod.has_emptydir, signal=False,
@@ -176,7 +176,7 @@ class DemoCluster(Simulation):
             for entry in split:
                 backend = shape.backend(entry)
                 for v in svc.versions:
-                    mine = backend.subset == v.name if backend.subset else backend.service == _backend_name(svc, v.name)
+                    mine = backend.subset == v.name if backend.subset else backend.service == backend_name(svc, v.name)
                     if mine and v.name in weights:
                         entry["weight"] = int(weights[v.name])
             self._store(namespace, service, route, updated)
@@ -269,7 +269,7 @@ class DemoCluster(Simulation):
                 updated["status"] = copy.deepcopy(route.get("status"))
                 keep = ("uid", "generation", "creationTimestamp", "resourceVersion")
                 updated["metadata"] = {**meta, **{k: old_meta[k] for k in keep}}
-            problems = _validate_route(kind, updated)
+            problems = validate_route(kind, updated)
             if problems:
                 raise DemoApiError(422, f'{kind}.{group} "{name}" is invalid: ' + ", ".join(problems))
             self._advance(self._clock())  # sessions so far arrived under the old weights

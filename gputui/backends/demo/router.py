@@ -21,8 +21,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gputui.backends.demo.routes import _backend_name, demo_kind
-from gputui.backends.demo.scenario import STEP_S, _SimPod, _SimService
+from gputui.backends.demo.routes import backend_name, demo_kind
+from gputui.backends.demo.scenario import STEP_S, SimPod, SimService
 from gputui.backends.kube_objects import RouteBackend
 from gputui.model import PodSelector
 from gputui.rotation import SERVING_LABEL
@@ -38,7 +38,7 @@ class Backend:
     service: PodSelector
     subset: Mapping[str, str]
 
-    def takes(self, pod: _SimPod, t: float) -> bool:
+    def takes(self, pod: SimPod, t: float) -> bool:
         """In the Service's ready endpoints (and the subset): selected by labels, Ready, not terminating.
         Matched inline rather than by PodSelector.selects: it runs for every pod on every simulated second.
         (Every demo Service has a selector, so the empty one that selects nothing never comes up.)"""
@@ -47,12 +47,12 @@ class Backend:
                 and all(labels.get(k) == v for k, v in self.subset.items()) and pod.ready(t))
 
 
-def template_labels(svc: _SimService, version: str, rs_hash: str) -> dict[str, str]:
+def template_labels(svc: SimService, version: str, rs_hash: str) -> dict[str, str]:
     """The labels a ReplicaSet gives each pod it makes (a replacement comes back into rotation with them)."""
     return {NAME: svc.name, VERSION: version, TEMPLATE_HASH: rs_hash, **(SERVING if svc.serving_label else {})}
 
 
-def backends(svc: _SimService) -> dict[str, Backend]:
+def backends(svc: SimService) -> dict[str, Backend]:
     """version -> its backend. A route kind whose demo form has subsets (a VirtualService) has one Service over
     every version, its subsets pick the version; everything else sends each version's traffic to that version's
     own Service."""
@@ -64,13 +64,13 @@ def backends(svc: _SimService) -> dict[str, Backend]:
             service = PodSelector("Service", svc.namespace, svc.name, {NAME: svc.name, **serving})
             out[v.name] = Backend(service, {VERSION: v.name})
         else:
-            service = PodSelector("Service", svc.namespace, _backend_name(svc, v.name),
+            service = PodSelector("Service", svc.namespace, backend_name(svc, v.name),
                                   {NAME: svc.name, VERSION: v.name, **serving})
             out[v.name] = Backend(service, {})
     return out
 
 
-def selectors(services: Iterable[_SimService]) -> tuple[PodSelector, ...]:
+def selectors(services: Iterable[SimService]) -> tuple[PodSelector, ...]:
     """What the live backend reads for gputui.rotation: each Service that selects pods, then each Deployment
     that owns them (its selector: name and version, never the serving label)."""
     paths: dict[str, PodSelector] = {}
@@ -84,7 +84,7 @@ def selectors(services: Iterable[_SimService]) -> tuple[PodSelector, ...]:
     return tuple(paths.values()) + tuple(owners)
 
 
-def route_backends(svc: _SimService, route: dict[str, Any] | None) -> dict[str, RouteBackend]:
+def route_backends(svc: SimService, route: dict[str, Any] | None) -> dict[str, RouteBackend]:
     """version -> its backend in the route, parsed by the same code the live backend uses."""
     if route is None:
         return {}
@@ -92,7 +92,7 @@ def route_backends(svc: _SimService, route: dict[str, Any] | None) -> dict[str, 
     found: dict[str, RouteBackend] = {}
     for b in record.backends:
         for v in svc.versions:
-            if (b.subset == v.name) if b.subset else (b.service == _backend_name(svc, v.name)):
+            if (b.subset == v.name) if b.subset else (b.service == backend_name(svc, v.name)):
                 found.setdefault(v.name, b)
     return found
 
@@ -101,13 +101,13 @@ class Router:
     """Sends each service's new sessions to its backends' ready endpoints. Draws from the simulation's own
     generator, in a fixed order: the same seed and clock give the same sessions."""
 
-    def __init__(self, rng: random.Random, services: Mapping[str, _SimService]) -> None:
+    def __init__(self, rng: random.Random, services: Mapping[str, SimService]) -> None:
         self._rng = rng
         self._backends = {key: backends(svc) for key, svc in services.items()}
         self.selectors = selectors(services.values())
         self._weights: dict[str, tuple[str, dict[str, int | None]]] = {}
 
-    def weights(self, key: str, svc: _SimService, route: dict[str, Any] | None) -> dict[str, int | None]:
+    def weights(self, key: str, svc: SimService, route: dict[str, Any] | None) -> dict[str, int | None]:
         """version -> its weight in the route ({} unrouted), parsed again only when the route changed."""
         if route is None:
             return {}
@@ -127,8 +127,8 @@ class Router:
                 return k
             k += 1
 
-    def arrive(self, key: str, svc: _SimService, weights: Mapping[str, int | None],
-               by_name: Mapping[tuple[str, str], list[_SimPod]], svc_pods: list[_SimPod], t: float) -> None:
+    def arrive(self, key: str, svc: SimService, weights: Mapping[str, int | None],
+               by_name: Mapping[tuple[str, str], list[SimPod]], svc_pods: list[SimPod], t: float) -> None:
         """One tick of new sessions for `svc`. `by_name`: every pod by (namespace, its name label), read this
         tick: every demo Service selects on that label, so only pods carrying its value can be selected (the
         rest of the selector is checked pod by pod). `svc_pods`: its own pods (their engines admit what waits
@@ -140,7 +140,7 @@ class Router:
         shares = [weights.get(v.name) or 1 for v in versions]  # unrouted: even split
         if not versions or sum(shares) == 0:
             return
-        endpoints: dict[str, list[_SimPod]] = {}  # labels and readiness do not change within a tick
+        endpoints: dict[str, list[SimPod]] = {}  # labels and readiness do not change within a tick
         for _ in range(n):
             version = self._rng.choices(versions, shares)[0].name
             if version not in endpoints:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from gputui.backends.demo.scenario import BACKEND_PORT, _SimService
+from gputui.backends.demo.scenario import BACKEND_PORT, SimService
 from gputui.router_demo_forms import DemoBackend, DemoForm, DemoRoute
 from gputui.router_kinds import ROUTER_KINDS, RouterKind
 
@@ -19,14 +19,14 @@ def demo_kind(kind: str) -> tuple[RouterKind, DemoForm]:
     return row, row.demo
 
 
-def _backend_name(svc: _SimService, version: str) -> str:
+def backend_name(svc: SimService, version: str) -> str:
     """The Service a version's traffic goes to: the service's own for a form of subsets, else the version's."""
     if svc.router_kind and demo_kind(svc.router_kind)[1].subsets:
         return svc.name
     return f"{svc.name}-{version}"
 
 
-def _route_object(svc: _SimService) -> dict[str, Any]:
+def route_object(svc: SimService) -> dict[str, Any]:
     """The route a real cluster would hold for this service (no randomness: the seed is untouched)."""
     row, form = demo_kind(svc.router_kind)
     meta = {
@@ -35,12 +35,12 @@ def _route_object(svc: _SimService) -> dict[str, Any]:
         "resourceVersion": "1000", "generation": 1, "creationTimestamp": "2026-11-02T09:00:00Z",
         "labels": {"app.kubernetes.io/name": svc.name},
     }
-    route = DemoRoute(svc.name, svc.namespace, tuple(DemoBackend(v.name, _backend_name(svc, v.name), v.weight)
+    route = DemoRoute(svc.name, svc.namespace, tuple(DemoBackend(v.name, backend_name(svc, v.name), v.weight)
                                                      for v in svc.versions), BACKEND_PORT)
     return {"apiVersion": f"{row.group}/{row.version}", "kind": svc.router_kind, "metadata": meta,
             "spec": form.spec(route), "status": form.status(route)}
 
 
-def _validate_route(kind: str, obj: dict[str, Any]) -> list[str]:
+def validate_route(kind: str, obj: dict[str, Any]) -> list[str]:
     """The checks the kind's CRD schema (HTTPRoute) or its validating webhook (Istio's) make."""
     return demo_kind(kind)[1].validate(obj)

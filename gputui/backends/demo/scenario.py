@@ -33,7 +33,7 @@ BACKEND_PORT = 8000
 
 
 @dataclass(frozen=True)
-class _Product:
+class Product:
     label: str  # nvidia.com/gpu.product (spaces become dashes)
     model_name: str
     count: int
@@ -53,15 +53,15 @@ DRA_GPU = DRA_PREFIX + "gpu.nvidia.com"
 SHARED_REPLICAS = 4
 
 
-H100 = _Product("NVIDIA-H100-80GB-HBM3", "NVIDIA H100 80GB HBM3", 8, 81559, 72.0, 700.0, "hopper")
-A100 = _Product("NVIDIA-A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB", 8, 81920, 55.0, 400.0, "ampere")
-L40S = _Product("NVIDIA-L40S", "NVIDIA L40S", 4, 46068, 35.0, 350.0, "ada-lovelace")
+H100 = Product("NVIDIA-H100-80GB-HBM3", "NVIDIA H100 80GB HBM3", 8, 81559, 72.0, 700.0, "hopper")
+A100 = Product("NVIDIA-A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB", 8, 81920, 55.0, 400.0, "ampere")
+L40S = Product("NVIDIA-L40S", "NVIDIA L40S", 4, 46068, 35.0, 350.0, "ada-lovelace")
 
 
 @dataclass
-class _SimNode:
+class SimNode:
     name: str
-    product: _Product
+    product: Product
     driver: str = DRIVER
     ready: bool = True
     unschedulable: bool = False
@@ -92,7 +92,7 @@ class _SimNode:
         return out
 
 
-def _sliced(product: _Product, layout: list[tuple[str, int]]) -> list[tuple[str, int]]:
+def _sliced(product: Product, layout: list[tuple[str, int]]) -> list[tuple[str, int]]:
     """Units from one (resource, units per card) per physical GPU."""
     return [(resource, gpu) for gpu, (resource, per) in enumerate(layout) for _ in range(per)]
 
@@ -105,10 +105,10 @@ class _SimVersion:
 
 
 @dataclass
-class _SimService:
+class SimService:
     namespace: str
     name: str
-    product: _Product
+    product: Product
     gpus_per_pod: int
     versions: list[_SimVersion]
     router_kind: str
@@ -128,7 +128,7 @@ class _SimService:
 
 
 @dataclass
-class _SimPod:
+class SimPod:
     namespace: str
     name: str
     uid: str
@@ -136,7 +136,7 @@ class _SimPod:
     service: str
     version: str
     gpu_request: int
-    gpu_indices: list[int]  # the node's units it holds (see _SimNode.units)
+    gpu_indices: list[int]  # the node's units it holds (see SimNode.units)
     ready_at: float
     labels: dict[str, str]
     owner_kind: str = "ReplicaSet"
@@ -160,10 +160,10 @@ class _SimPod:
         return self.deleting_at is None and t >= self.ready_at and bool(self.node)
 
 
-def _fleet() -> list[_SimNode]:
-    nodes = [_SimNode(f"gpu-h100-{i:02d}", H100) for i in range(1, 11)]
-    nodes += [_SimNode(f"gpu-a100-{i:02d}", A100) for i in range(1, 9)]
-    nodes += [_SimNode(f"gpu-l40s-{i:02d}", L40S) for i in range(1, 7)]
+def demo_fleet() -> list[SimNode]:
+    nodes = [SimNode(f"gpu-h100-{i:02d}", H100) for i in range(1, 11)]
+    nodes += [SimNode(f"gpu-a100-{i:02d}", A100) for i in range(1, 9)]
+    nodes += [SimNode(f"gpu-l40s-{i:02d}", L40S) for i in range(1, 7)]
     by_name = {n.name: n for n in nodes}
     xid = by_name["gpu-h100-07"]
     xid.bad_gpus = {5: 79}
@@ -178,33 +178,33 @@ def _fleet() -> list[_SimNode]:
     upgrading.upgrade_state = "pod-restart-required"
     by_name["gpu-l40s-06"].ready = False
     # One node per way of handing GPUs out beyond whole cards.
-    mig = _SimNode("gpu-a100-09", A100, scheme_labels={MIG_STRATEGY_LABEL: "mixed"})
+    mig = SimNode("gpu-a100-09", A100, scheme_labels={MIG_STRATEGY_LABEL: "mixed"})
     mig.units = _sliced(A100, [(MIG_3G, 2)] * 4 + [(MIG_1G, 7)] * 4)
-    shared = _SimNode("gpu-l40s-07", L40S, scheme_labels={REPLICAS_LABEL: str(SHARED_REPLICAS),
+    shared = SimNode("gpu-l40s-07", L40S, scheme_labels={REPLICAS_LABEL: str(SHARED_REPLICAS),
                                                           SHARING_LABEL: "time-slicing"})
     shared.units = _sliced(L40S, [(SHARED, SHARED_REPLICAS)] * L40S.count)
-    dra = _SimNode("gpu-h100-11", H100)
+    dra = SimNode("gpu-h100-11", H100)
     dra.units = _sliced(H100, [(DRA_GPU, 1)] * H100.count)
     return nodes + [mig, shared, dra]
 
 
-def _services() -> list[_SimService]:
+def demo_services() -> list[SimService]:
     return [
-        _SimService(
+        SimService(
             "llm", "llama-3-70b-instruct", H100, 4,
             [_SimVersion("v1", 7, 90), _SimVersion("v2", 1, 10)],
             "HTTPRoute", 2.6, 70.0, 48, 36.0,
         ),
-        _SimService(
+        SimService(
             "llm", "qwen2-72b", H100, 4, [_SimVersion("v3", 5, None)],
             "", 1.4, 90.0, 48, 38.0,
         ),
-        _SimService(
+        SimService(
             "llm", "mistral-7b", A100, 1,
             [_SimVersion("stable", 6, 80), _SimVersion("canary", 2, 20)],
             "VirtualService", 1.8, 35.0, 32, 15.0, pdb_max_unavailable=2,
         ),
-        _SimService(
+        SimService(
             "llm", "codellama-34b", A100, 2, [_SimVersion("v1", 5, None)],
             "", 0.6, 120.0, 24, 34.0,
             # Planted for gputui check: no memory limit, liveness that kills a 34B model still loading (hence
@@ -212,24 +212,24 @@ def _services() -> list[_SimService]:
             # what its Deployment does: no label can take a pod out of rotation).
             probes=PodProbes(True, False, 60, False), restarts=7, pdb_max_unavailable=None, serving_label=False,
         ),
-        _SimService(
+        SimService(
             "embeddings", "bge-large", L40S, 1, [_SimVersion("v1.5", 4, None)],
             "", 9.0, 0.6, 64, 1.4,
             # Planted: its readiness probe is its liveness probe, and 10 s of grace cut what is in flight.
             probes=PodProbes(True, True, 900, True), grace_s=10,
         ),
         # On the MIG node: a small model in one 3g.40gb slice per pod (weights per unit, not per card).
-        _SimService(
+        SimService(
             "llm", "llama-3-8b-instruct", A100, 1, [_SimVersion("v1", 5, None)],
             "", 1.2, 25.0, 16, 16.0, resource=MIG_3G,
         ),
         # On the time-sliced node: embeddings sharing cards, four pods to a card at most.
-        _SimService(
+        SimService(
             "embeddings", "gte-base", L40S, 1, [_SimVersion("v1", 6, None)],
             "", 4.0, 0.5, 32, 0.4, resource=SHARED,
         ),
         # On the DRA node: two devices per pod, allocated to its ResourceClaim.
-        _SimService(
+        SimService(
             "llm", "deepseek-r1-distill-70b", H100, 2, [_SimVersion("v1", 3, None)],
             "", 0.5, 150.0, 24, 36.0, resource=DRA_GPU,
         ),

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gputui.backends.demo.router import NAME, Router, route_backends, template_labels
-from gputui.backends.demo.routes import _route_object
+from gputui.backends.demo.routes import route_object
 from gputui.backends.demo.scenario import (
     A100,
     CUDA,
@@ -28,12 +28,12 @@ from gputui.backends.demo.scenario import (
     SAMPLE_EVERY_S,
     STEP_S,
     WARM_UP_S,
-    _fleet,
-    _Product,
-    _services,
-    _SimNode,
-    _SimPod,
-    _SimService,
+    Product,
+    SimNode,
+    SimPod,
+    SimService,
+    demo_fleet,
+    demo_services,
 )
 from gputui.backends.kube_objects import RouteBackend
 from gputui.gpu_metrics import METRICS, NO_VALUES, extra_of
@@ -58,16 +58,16 @@ class Simulation:
         self._lock = threading.RLock()
         self.lost_sessions = 0  # sessions cut by evictions or deletions
         self.identity = "demo-operator"
-        self._nodes = {n.name: n for n in _fleet()}
-        self._services = {f"{s.namespace}/{s.name}": s for s in _services()}
+        self._nodes = {n.name: n for n in demo_fleet()}
+        self._services = {f"{s.namespace}/{s.name}": s for s in demo_services()}
         # One real-format route object per routed service: the writer patches these exactly as
         # the apiserver would, and the simulated router reads its weights from them.
         self._routes: dict[str, dict[str, Any]] = {
-            key: _route_object(s) for key, s in self._services.items() if s.router_kind
+            key: route_object(s) for key, s in self._services.items() if s.router_kind
         }
         self._router = Router(self._rng, self._services)
         self._resource_version = 1000
-        self._pods: dict[str, _SimPod] = {}
+        self._pods: dict[str, SimPod] = {}
         self._serial = 0
         start = clock()
         self._t = start - WARM_UP_S
@@ -103,30 +103,30 @@ class Simulation:
         if canary:
             canary[-1].ready_at = self._t + WARM_UP_S + 45
         # A fine-tuning job and the per-node DaemonSet pods: what a drain must step around.
-        self._add_pod(_SimPod(
+        self._add_pod(SimPod(
             "research", "finetune-llama-lora-7xk2p", self._uid(), "", "", "", 8, [],
             self._t, {"job-name": "finetune-llama-lora"}, owner_kind="Job", has_emptydir=True,
             signal=False,
         ), A100)
         # A job asking for more GPUs than any node has: Pending, with the scheduler's reason.
-        self._add_pod(_SimPod(
+        self._add_pod(SimPod(
             "research", "pretrain-moe-16x-4kq9z", self._uid(), "", "", "", 16, [], self._t,
             {"job-name": "pretrain-moe-16x"}, owner_kind="Job", signal=False,
         ), H100)
         # A notebook holding a GPU it does not use: what the idle figures are for (seed 000 §7).
-        self._add_pod(_SimPod(
+        self._add_pod(SimPod(
             "research", "jupyter-alice-0", self._uid(), "", "", "", 1, [], self._t,
             {"app": "jupyter"}, owner_kind="StatefulSet", signal=False, busy=False,
         ), A100)
         # A monitoring agent seeing every GPU without asking for one, on the node whose driver restart waits:
         # why its upgrade does not finish (named, not drawn from the seed, so nothing else moves).
-        agent = _SimPod("monitoring", "gpu-agent-0", "9d1c7e52-agent-0000-0000-000000000000", "gpu-l40s-03", "", "", 0,
+        agent = SimPod("monitoring", "gpu-agent-0", "9d1c7e52-agent-0000-0000-000000000000", "gpu-l40s-03", "", "", 0,
                         [], self._t, {"app": "gpu-agent"}, owner_kind="StatefulSet", signal=False,
                         gpus_unrequested=True)
         self._pods[f"{agent.namespace}/{agent.name}"] = agent
         for node in self._nodes.values():
             if node.ready:
-                pod = _SimPod(
+                pod = SimPod(
                     "gpu-operator", f"nvidia-dcgm-exporter-{self._suffix(5)}", self._uid(),
                     node.name, "", "", 0, [], self._t, {"app": "nvidia-dcgm-exporter"},
                     owner_kind="DaemonSet", signal=False,
@@ -137,25 +137,25 @@ class Simulation:
         h = "%032x" % self._rng.getrandbits(128)
         return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
-    def _create_pod(self, svc: _SimService, version: str, rs_hash: str, ready_at: float) -> _SimPod:
+    def _create_pod(self, svc: SimService, version: str, rs_hash: str, ready_at: float) -> SimPod:
         labels = template_labels(svc, version, rs_hash)
-        pod = _SimPod(
+        pod = SimPod(
             svc.namespace, f"{svc.name}-{version}-{rs_hash}-{self._suffix(5)}", self._uid(), "",
             svc.name, version, svc.gpus_per_pod, [], ready_at, labels, grace_s=svc.grace_s, resource=svc.resource,
         )
         return self._add_pod(pod, svc.product)
 
-    def _add_pod(self, pod: _SimPod, product: _Product) -> _SimPod:
+    def _add_pod(self, pod: SimPod, product: Product) -> SimPod:
         self._schedule(pod, product)
         self._pods[f"{pod.namespace}/{pod.name}"] = pod
         return pod
 
-    def _free_units(self, node: _SimNode, resource: str) -> list[int]:
+    def _free_units(self, node: SimNode, resource: str) -> list[int]:
         used = {i for p in self._pods.values() if p.node == node.name for i in p.gpu_indices}
         return [i for i, (name, gpu) in enumerate(node.units)
                 if name == resource and i not in used and gpu not in node.bad_gpus]
 
-    def _schedule(self, pod: _SimPod, product: _Product) -> None:
+    def _schedule(self, pod: SimPod, product: Product) -> None:
         """Bind to the first schedulable, Ready node of the model with enough free units of what it asks for."""
         for node in self._nodes.values():
             if node.product is not product or not node.ready or node.unschedulable:
@@ -189,9 +189,9 @@ class Simulation:
                     pod.finished.append((end, end - began))
                 while pod.finished and pod.finished[0][0] <= t - FINISHED_KEPT_S:
                     pod.finished.popleft()
-        by_service: dict[str, list[_SimPod]] = {}
-        by_node: dict[str, list[_SimPod]] = {}
-        by_name: dict[tuple[str, str], list[_SimPod]] = {}
+        by_service: dict[str, list[SimPod]] = {}
+        by_node: dict[str, list[SimPod]] = {}
+        by_name: dict[tuple[str, str], list[SimPod]] = {}
         for pod in self._pods.values():
             if pod.phase == "Pending" and pod.service:
                 self._schedule(pod, self._services[f"{pod.namespace}/{pod.service}"].product)
@@ -208,9 +208,9 @@ class Simulation:
             for node in self._nodes.values():
                 self._sample_gpus(node, by_node.get(node.name, []), t)
 
-    def _sample_gpus(self, node: _SimNode, node_pods: list[_SimPod], t: float) -> None:
+    def _sample_gpus(self, node: SimNode, node_pods: list[SimPod], t: float) -> None:
         # GPU -> the pods holding its units (a whole card has one; a sliced or shared card several).
-        holders: dict[int, list[tuple[_SimPod, _SimService | None]]] = {}
+        holders: dict[int, list[tuple[SimPod, SimService | None]]] = {}
         for pod in node_pods:
             svc = self._services.get(f"{pod.namespace}/{pod.service}")
             for unit in pod.gpu_indices:
@@ -235,13 +235,13 @@ class Simulation:
         node.holders = {i: [(pod.uid, pod.ready(t)) for pod, _ in held] for i, held in holders.items()}
 
     @staticmethod
-    def _units_per_gpu(node: _SimNode) -> dict[int, int]:
+    def _units_per_gpu(node: SimNode) -> dict[int, int]:
         per: dict[int, int] = {}
         for _name, gpu in node.units:
             per[gpu] = per.get(gpu, 0) + 1
         return per
 
-    def _gpu_model(self, node: _SimNode, i: int) -> Gpu:
+    def _gpu_model(self, node: SimNode, i: int) -> Gpu:
         """A GPU's metrics from its last utilisation sample (no randomness: re-reads agree)."""
         p = node.product
         if not node.ready:
@@ -312,7 +312,7 @@ class Simulation:
     def close(self) -> None:
         pass
 
-    def _node_model(self, n: _SimNode) -> Node:
+    def _node_model(self, n: SimNode) -> Node:
         p = n.product
         labels = {
             "kubernetes.io/hostname": n.name,
@@ -348,7 +348,7 @@ class Simulation:
             node_info=NODE_INFO, scheduling=DEMO_NODE_SCHEDULING,
         )
 
-    def _pod_model(self, p: _SimPod) -> InferencePod:
+    def _pod_model(self, p: SimPod) -> InferencePod:
         return InferencePod(
             namespace=p.namespace, name=p.name, uid=p.uid, node=p.node, phase=p.phase,
             ready=p.ready(self._t), gpu_request=p.gpu_request, service=p.service,
@@ -363,25 +363,25 @@ class Simulation:
             scheduling=EMPTY_POD,  # the demo's pods ask for no node, taint, zone or CPU: the preview reads none
         )
 
-    def _pending_reason(self, p: _SimPod) -> str:
+    def _pending_reason(self, p: SimPod) -> str:
         n = len(self._nodes)
         return f"0/{n} nodes are available: {n} Insufficient {p.resource}. preemption: not helpful."
 
-    def _version_pods(self, svc: _SimService, version: str) -> list[_SimPod]:
+    def _version_pods(self, svc: SimService, version: str) -> list[SimPod]:
         return [
             p for p in self._pods.values()
             if p.namespace == svc.namespace and p.service == svc.name and p.version == version
         ]
 
-    def _route_backends(self, s: _SimService) -> dict[str, RouteBackend]:
+    def _route_backends(self, s: SimService) -> dict[str, RouteBackend]:
         """version -> its backend in the route, parsed by the same code the live backend uses."""
         return route_backends(s, self._routes.get(f"{s.namespace}/{s.name}"))
 
-    def _route_weights(self, s: _SimService) -> dict[str, int | None]:
+    def _route_weights(self, s: SimService) -> dict[str, int | None]:
         key = f"{s.namespace}/{s.name}"
         return self._router.weights(key, s, self._routes.get(key))
 
-    def _service_model(self, s: _SimService) -> InferenceService:
+    def _service_model(self, s: SimService) -> InferenceService:
         versions = []
         backends = self._route_backends(s)
         for v in s.versions:
@@ -401,7 +401,7 @@ class Simulation:
         router = s.name if s.router_kind else ""
         return InferenceService(s.namespace, s.name, tuple(versions), s.router_kind, router)
 
-    def _budget_model(self, s: _SimService) -> Budget:
+    def _budget_model(self, s: SimService) -> Budget:
         assert s.pdb_max_unavailable is not None  # callers skip services without a budget
         pods = [p for p in self._pods.values() if p.namespace == s.namespace and p.service == s.name]
         expected = sum(v.replicas for v in s.versions)

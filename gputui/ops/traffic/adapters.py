@@ -46,7 +46,7 @@ class Slot:
 
 
 @dataclass
-class _Read:
+class AdapterRead:
     """What an adapter found in the route object."""
 
     weights: dict[str, int | None] = field(default_factory=dict)
@@ -85,8 +85,8 @@ class RouteAdapter:
         assert self.row.weights is not None  # ADAPTERS holds only kinds with weights
         return self.row.weights
 
-    def read(self, route: Mapping[str, Any], service: InferenceService) -> _Read:
-        out = _Read()
+    def read(self, route: Mapping[str, Any], service: InferenceService) -> AdapterRead:
+        out = AdapterRead()
         shape = self._weights
         spec = route.get("spec") or {}
         groups: list[tuple[Path, list[Any], list[str | None]]] = []
@@ -100,7 +100,7 @@ class RouteAdapter:
         splitting = [g for g in groups if len(g[1]) >= 2 and all(o is not None for o in g[2])]
         if not splitting:
             out.errors.append(
-                f"{self.kind} {_name(route)} has no rule that splits traffic between "
+                f"{self.kind} {route_name(route)} has no rule that splits traffic between "
                 f"{', '.join(v.name for v in service.versions)}"
             )
             return out
@@ -110,7 +110,7 @@ class RouteAdapter:
         wanted = {v.name for v in service.versions}
         if set(first[2]) != wanted:
             missing = sorted(wanted - {o for o in first[2] if o})
-            out.errors.append(f"{self.kind} {_name(route)} routes to no backend of {', '.join(missing)}")
+            out.errors.append(f"{self.kind} {route_name(route)} routes to no backend of {', '.join(missing)}")
             return out
         for path, entries, owners in groups:
             if (path, entries, owners) in chosen:
@@ -165,7 +165,7 @@ class RouteAdapter:
             errors.append(self.row.all_zero)
         return errors
 
-    def patch_body(self, read: _Read, weights: Mapping[str, int]) -> list[dict[str, Any]]:
+    def patch_body(self, read: AdapterRead, weights: Mapping[str, int]) -> list[dict[str, Any]]:
         ops: list[dict[str, Any]] = []
         for slot in read.slots:
             new = weights[slot.version]
@@ -203,10 +203,10 @@ class _Adapters(Mapping[str, RouteAdapter]):
 ADAPTERS: Mapping[str, RouteAdapter] = _Adapters()
 
 
-def _name(obj: Mapping[str, Any]) -> str:
+def route_name(obj: Mapping[str, Any]) -> str:
     meta = obj.get("metadata") or {}
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
-def _managed_by_argo(route: Mapping[str, Any]) -> bool:
+def managed_by_argo(route: Mapping[str, Any]) -> bool:
     return any(ARGO_MANAGER in str(m.get("manager", "")) for m in (route.get("metadata") or {}).get("managedFields") or [])

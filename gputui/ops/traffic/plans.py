@@ -8,7 +8,7 @@ from typing import Any
 from gputui.backends.base import Writer
 from gputui.model import InferenceService
 from gputui.ops.traffic import argo
-from gputui.ops.traffic.adapters import ADAPTERS, _managed_by_argo, _name, _Read
+from gputui.ops.traffic.adapters import ADAPTERS, AdapterRead, managed_by_argo, route_name
 from gputui.ops.traffic.vocabulary import (
     ARGO_MANAGER,
     DEFAULT_SCALE,
@@ -218,11 +218,11 @@ def _plan(service: InferenceService, facts: Facts, current: Mapping[str, int | N
     blockers: list[str] = []
     warnings: list[str] = []
     notes: list[str] = []
-    read: _Read | None = None
+    read: AdapterRead | None = None
     scale = route_scale(sum(w for w in current.values() if w is not None))
     if route is not None:
-        if _managed_by_argo(route):
-            errors.append(f"{kind} {_name(route)} is managed by Argo Rollouts ({ARGO_MANAGER}): "
+        if managed_by_argo(route):
+            errors.append(f"{kind} {route_name(route)} is managed by Argo Rollouts ({ARGO_MANAGER}): "
                           "promote or abort its Rollout instead")
         read = adapter.read(route, service)
         errors += read.errors

@@ -24,6 +24,7 @@ from gputui.router_kinds import (
     route_kinds,
 )
 from tests.demo_clock import ManualClock
+from tests.support.op_context import write_context
 
 LLAMA = "llm/llama-3-70b-instruct"
 
@@ -73,7 +74,7 @@ def test_a_kind_added_only_to_the_table_is_read_shifted_and_served_by_the_demo(g
     plan = on_route_now(partial(plan_shift, snap, LLAMA, {"v2": 30}), backend.writer)
     assert plan.errors == () and plan.patch is not None
     assert plan.patch.path == "/apis/gateway.networking.k8s.io/v1/namespaces/llm/grpcroutes/llama-3-70b-instruct"
-    line = apply_shift(plan, backend.writer, AuditLog(tmp_path / "audit.jsonl", "t", "demo"), force=True)
+    line = apply_shift(plan, write_context(backend.writer, AuditLog(tmp_path / "audit.jsonl", "t", "demo")), force=True)
     assert line == "grpcroute/llm/llama-3-70b-instruct: v1 90% → 70%, v2 10% → 30%"
     route = backend.writer.get_object("gateway.networking.k8s.io", "v1", "grpcroutes", "llm", "llama-3-70b-instruct")
     assert route["kind"] == "GRPCRoute"

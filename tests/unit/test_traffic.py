@@ -15,6 +15,7 @@ from gputui.ops.audit import AuditLog
 from gputui.ops.errors import ReadOnlyError
 from gputui.ops.traffic import (
     ADAPTERS,
+    RolloutRead,
     ShiftError,
     Step,
     apply_shift,
@@ -353,7 +354,7 @@ def test_rollout_has_no_set_weight():
         "abort", "retry"])
 def test_rollout_actions_follow_argos_own_patches(action, rollout, status_body, spec_body):
     svc = rollout_service()
-    plan = plan_rollout(snapshot(svc), svc.key, action, rollout=rollout)
+    plan = plan_rollout(snapshot(svc), svc.key, action, rollout=RolloutRead(rollout))
     assert plan.errors == ()
     sent = [(p.body, p.subresource) for p in (plan.patch, plan.then) if p is not None]
     assert sent == [(b, sub) for b, sub in ((status_body, "status"), (spec_body, "")) if b is not None]
@@ -361,9 +362,9 @@ def test_rollout_actions_follow_argos_own_patches(action, rollout, status_body, 
 
 def test_a_rollout_with_nothing_to_do_sends_nothing_and_says_why():
     svc = rollout_service()
-    done = plan_rollout(snapshot(svc), svc.key, "promote-full", rollout=rollout_obj(currentPodHash="old"))
+    done = plan_rollout(snapshot(svc), svc.key, "promote-full", rollout=RolloutRead(rollout_obj(currentPodHash="old")))
     assert done.patch is None and "fully promoted already" in done.errors[0]
-    idle = plan_rollout(snapshot(svc), svc.key, "promote", rollout=rollout_obj(steps=0))
+    idle = plan_rollout(snapshot(svc), svc.key, "promote", rollout=RolloutRead(rollout_obj(steps=0)))
     assert idle.patch is None and "neither paused nor on a canary step" in idle.errors[0]
 
 

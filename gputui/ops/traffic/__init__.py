@@ -42,6 +42,8 @@ from gputui.ops.traffic.apply import (  # noqa: F401 - the package's API
     apply_shift,
 )
 from gputui.ops.traffic.plans import (  # noqa: F401 - the package's API
+    PlanBasis,
+    RolloutRead,
     find_service,
     needs_route,
     on_route_now,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from gputui.backends.base import Writer
@@ -27,6 +28,27 @@ from gputui.snapshot import ClusterSnapshot
 CAPACITY_SLACK_PCT = 2.0  # rounding and one small step of a canary above its ready share are not an overload
 # A version's (ready replicas, desired replicas, live sessions or None when unknown), when the plan is made.
 Facts = Mapping[str, tuple[int, int, int | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class PlanBasis:
+    """What a plan is made from, passed as one through the planners: the service, each version's facts and
+    current weight when the plan is made, and the router API versions discovery found served (None: the
+    table's defaults)."""
+
+    service: InferenceService
+    facts: Facts
+    current: Mapping[str, int | None]
+    api_versions: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutRead:
+    """An Argo Rollout as read now, and for undo the ReplicaSets it owns (their pod templates are the
+    revisions undo goes back to)."""
+
+    rollout: Mapping[str, Any]
+    replicasets: Sequence[Mapping[str, Any]] = ()
 
 
 def router_api(kind: str, api_versions: Mapping[str, str] | None = None) -> tuple[str, str, str]:
@@ -92,33 +114,33 @@ def plan_shift(
     no patch yet for list-shaped routes (`needs_route`); with the route object
     as just read, the patch is exact: what the preview shows is what is sent.
     """
+    return _plan(_basis(snapshot, service_key, api_versions), targets, route)
+
+
+def _basis(snapshot: ClusterSnapshot, service_key: str, api_versions: Mapping[str, str] | None) -> PlanBasis:
+    """The service's versions as the snapshot has them: ready and desired replicas, live sessions, weight."""
     service = find_service(snapshot, service_key)
     facts = {
         v.name: (v.rollout.ready, v.rollout.replicas_desired, snapshot.sessions_of(service, v.name))
         for v in service.versions
     }
-    current = {v.name: v.weight for v in service.versions}
-    return _plan(service, facts, current, targets, route, api_versions)
+    return PlanBasis(service, facts, {v.name: v.weight for v in service.versions}, api_versions)
 
 
 def plan_rollout(
-    snapshot: ClusterSnapshot, service_key: str, action: str, *, rollout: Mapping[str, Any] | None = None,
-    api_versions: Mapping[str, str] | None = None, replicasets: Sequence[Mapping[str, Any]] = (),
+    snapshot: ClusterSnapshot, service_key: str, action: str, *, rollout: RolloutRead | None = None,
+    api_versions: Mapping[str, str] | None = None,
 ) -> ShiftPlan:
     """An Argo Rollouts action: promote (next step), promote-full, abort, retry or undo. Its patches follow
-    the Rollout object as read (`rollout`, and for undo its `replicasets`); without it the plan has none yet
+    the Rollout object as read (`rollout`, and for undo its ReplicaSets); without it the plan has none yet
     (`needs_route`)."""
-    service = find_service(snapshot, service_key)
-    facts = {
-        v.name: (v.rollout.ready, v.rollout.replicas_desired, snapshot.sessions_of(service, v.name))
-        for v in service.versions
-    }
+    basis = _basis(snapshot, service_key, api_versions)
+    service = basis.service
     if service.router_kind != "Rollout":
-        return _bare(service, facts, api_versions, [f"{service.key} is not an Argo Rollout ({service.router_kind or 'no router'})"])
+        return _bare(basis, [f"{service.key} is not an Argo Rollout ({service.router_kind or 'no router'})"])
     if action not in ROLLOUT_ACTIONS:
-        return _bare(service, facts, api_versions, [f'unknown Rollout action "{action}" ({", ".join(ROLLOUT_ACTIONS)})'])
-    return _rollout_plan(service, facts, {v.name: v.weight for v in service.versions}, action, api_versions, rollout,
-                         replicasets)
+        return _bare(basis, [f'unknown Rollout action "{action}" ({", ".join(ROLLOUT_ACTIONS)})'])
+    return _rollout_plan(basis, action, rollout)
 
 
 def plan_rollout_now(snapshot: ClusterSnapshot, service_key: str, action: str, writer: Writer,
@@ -133,26 +155,26 @@ def plan_rollout_now(snapshot: ClusterSnapshot, service_key: str, action: str, w
         labels = ((rollout.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
         replicasets = writer.list_objects("apps", "v1", "replicasets", plan.service.namespace,
                                           ",".join(f"{k}={v}" for k, v in labels.items()))
-    return plan_rollout(snapshot, service_key, action, rollout=rollout, api_versions=api_versions,
-                        replicasets=replicasets)
+    return plan_rollout(snapshot, service_key, action, rollout=RolloutRead(rollout, replicasets),
+                        api_versions=api_versions)
 
 
-def _bare(service: InferenceService, facts: Facts, api_versions: Mapping[str, str] | None, errors: Sequence[str],
-          kind: str | None = None) -> ShiftPlan:
+def _bare(basis: PlanBasis, errors: Sequence[str], kind: str | None = None) -> ShiftPlan:
+    service = basis.service
     kind = kind if kind is not None else service.router_kind
-    group, version, plural = router_api(kind, api_versions) if kind in ROUTER_KINDS else ("", "", "")
+    group, version, plural = router_api(kind, basis.api_versions) if kind in ROUTER_KINDS else ("", "", "")
     versions = tuple(
-        VersionShift(v.name, v.backend, v.weight, service.share_pct(v.name), None, None, *facts[v.name])
+        VersionShift(v.name, v.backend, v.weight, service.share_pct(v.name), None, None, *basis.facts[v.name])
         for v in service.versions
     )
     return ShiftPlan(service, kind, "shift", group, version, plural, route_object_name(service), versions,
                      DEFAULT_SCALE, {}, errors=tuple(errors))
 
 
-def _rollout_plan(service: InferenceService, facts: Facts, current: Mapping[str, int | None], action: str,
-                  api_versions: Mapping[str, str] | None, rollout: Mapping[str, Any] | None = None,
-                  replicasets: Sequence[Mapping[str, Any]] = ()) -> ShiftPlan:
-    group, version, plural = router_api("Rollout", api_versions)
+def _rollout_plan(basis: PlanBasis, action: str, read: RolloutRead | None = None) -> ShiftPlan:
+    service, facts, current = basis.service, basis.facts, basis.current
+    rollout, replicasets = (read.rollout, read.replicasets) if read is not None else (None, ())
+    group, version, plural = router_api("Rollout", basis.api_versions)
     name = route_object_name(service)
     patches: list[Patch] = []
     errors: list[str] = []
@@ -200,20 +222,20 @@ def _rollout_plan(service: InferenceService, facts: Facts, current: Mapping[str,
     )
 
 
-def _plan(service: InferenceService, facts: Facts, current: Mapping[str, int | None], targets: Targets,
-          route: Mapping[str, Any] | None, api_versions: Mapping[str, str] | None) -> ShiftPlan:
+def _plan(basis: PlanBasis, targets: Targets, route: Mapping[str, Any] | None) -> ShiftPlan:
+    service, facts, current = basis.service, basis.facts, basis.current
     kind = service.router_kind
     if not kind:
-        return _bare(service, facts, api_versions, [f"{service.key} has no traffic router in front of it: nothing to shift"], kind="")
+        return _bare(basis, [f"{service.key} has no traffic router in front of it: nothing to shift"], kind="")
     if kind not in ROUTER_KINDS:
-        return _bare(service, facts, api_versions, [f"router kind {kind} is not supported"])
+        return _bare(basis, [f"router kind {kind} is not supported"])
     if len(service.versions) < 2:
-        return _bare(service, facts, api_versions, [f"{service.key} has one version: nothing to shift"])
+        return _bare(basis, [f"{service.key} has one version: nothing to shift"])
     if kind == "Rollout":
-        return _rollout_from_targets(service, facts, current, targets, api_versions, route)
+        return _rollout_from_targets(basis, targets, None if route is None else RolloutRead(route))
 
     adapter = ADAPTERS[kind]
-    group, version, plural = router_api(kind, api_versions)
+    group, version, plural = router_api(kind, basis.api_versions)
     errors: list[str] = []
     blockers: list[str] = []
     warnings: list[str] = []
@@ -290,20 +312,18 @@ def _plan(service: InferenceService, facts: Facts, current: Mapping[str, int | N
     )
 
 
-def _rollout_from_targets(service: InferenceService, facts: Facts, current: Mapping[str, int | None],
-                          targets: Targets, api_versions: Mapping[str, str] | None,
-                          rollout: Mapping[str, Any] | None = None) -> ShiftPlan:
+def _rollout_from_targets(basis: PlanBasis, targets: Targets, rollout: RolloutRead | None = None) -> ShiftPlan:
     """Argo Rollouts has no set-weight: 100% canary is promote-full, 0% is abort, nothing else."""
-    pcts, errors = resolve_targets(shares(current), targets)
+    pcts, errors = resolve_targets(shares(basis.current), targets)
     if errors:
-        return _bare(service, facts, api_versions, errors)
+        return _bare(basis, errors)
     if "canary" not in pcts:
-        return _bare(service, facts, api_versions, ['an Argo Rollout has versions "stable" and "canary"'])
+        return _bare(basis, ['an Argo Rollout has versions "stable" and "canary"'])
     if abs(pcts["canary"] - 100) < 0.01:
-        return _rollout_plan(service, facts, current, "promote-full", api_versions, rollout)
+        return _rollout_plan(basis, "promote-full", rollout)
     if pcts["canary"] < 0.01:
-        return _rollout_plan(service, facts, current, "abort", api_versions, rollout)
-    return _bare(service, facts, api_versions, [
+        return _rollout_plan(basis, "abort", rollout)
+    return _bare(basis, [
         "Argo Rollouts has no set-weight: its canary follows spec.strategy.canary.steps; "
         "shift the canary to 100% (promote-full) or 0% (abort), or promote to the next step",
     ])
@@ -313,7 +333,7 @@ def replan(plan: ShiftPlan, route: Mapping[str, Any]) -> ShiftPlan:
     """The same targets, planned again on the route object as read now."""
     facts = {v.name: (v.ready, v.desired, v.sessions) for v in plan.versions}
     current = {v.name: v.current_weight for v in plan.versions}
-    api = {plan.kind: plan.api_version}
+    basis = PlanBasis(plan.service, facts, current, {plan.kind: plan.api_version})
     if plan.action != "shift":
-        return _rollout_plan(plan.service, facts, current, plan.action, api, route)
-    return _plan(plan.service, facts, current, dict(plan.targets), route, api)
+        return _rollout_plan(basis, plan.action, RolloutRead(route))
+    return _plan(basis, dict(plan.targets), route)

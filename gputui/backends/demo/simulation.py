@@ -41,6 +41,7 @@ from gputui.gpu_resources import DRA_PREFIX, GpuResource, Scheme, node_resources
 from gputui.model import Budget, Condition, Gpu, Health, InferencePod, InferenceService, Node, Rollout, ServiceVersion
 from gputui.scheduling import EMPTY_POD, NodeScheduling
 from gputui.snapshot import ClusterSnapshot, SourceStatus
+from gputui.upgrades import STATE_LABEL
 
 DEMO_FIGURES = tuple(m for m in METRICS if m.demo is not None and not m.typed)  # simulated beyond the typed five
 
@@ -327,7 +328,7 @@ class Simulation:
             **n.scheme_labels,
         }
         if n.upgrade_state:
-            labels["nvidia.com/gpu-driver-upgrade-state"] = n.upgrade_state
+            labels[STATE_LABEL] = n.upgrade_state
         ready = Condition("Ready", "True" if n.ready else "Unknown",
                           "KubeletReady" if n.ready else "NodeStatusUnknown")
         offered = n.offered()

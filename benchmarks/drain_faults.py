@@ -49,7 +49,7 @@ import signal
 import sys
 import tempfile
 import time
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from pathlib import Path
 from typing import Any
 
@@ -126,10 +126,8 @@ def scenario(h: Harness, index: int, seed: int, budget: float, faults: tuple[str
         # PDB status computed (else every eviction answers 429 "still being processed", which is fine but slow)
         wait(lambda: all((h.policy.read_namespaced_pod_disruption_budget(f"{s}-pdb", ns).status.disruptions_allowed
                           or 0) >= 1 for s in services), 30, "PDB status")
-        try:  # busy pods: each holds a session (most do within seconds)
+        with suppress(RuntimeError):  # busy pods: each holds a session (most do within seconds)
             wait(lambda: all(gen.live(f"{ns}/{name}") for name in original), 15, "a session on every pod")
-        except RuntimeError:
-            pass
         for node in spares:
             h.core.patch_node(node, {"spec": {"unschedulable": None}})
         watcher.start()
@@ -210,10 +208,8 @@ def inject(h: Harness, gen: TrafficGenerator, fault: str, rng: random.Random, ns
         def busy_out() -> bool:  # a pod out of rotation that still holds a session: it stays out a while
             return first.proc.poll() is not None or any(gen.live(p.key) for p in out_of_rotation(h.core, [ns]))
 
-        try:  # killed while pods are out of rotation
+        with suppress(RuntimeError):  # killed while pods are out of rotation
             wait(busy_out, 60, "a busy pod out of rotation")
-        except RuntimeError:
-            pass
         if first.proc.poll() is not None or not out_of_rotation(h.core, [ns]):
             result.notes.append("kill-no-resume: not injected (no pod out of rotation while the drain ran)")
             return
@@ -254,11 +250,10 @@ def inject(h: Harness, gen: TrafficGenerator, fault: str, rng: random.Random, ns
         if second.returncode == 1 and "is being drained by" in out:
             result.notes.append("second drainer refused: " + next(line for line in out.splitlines()
                                                                    if "is being drained by" in line)[-90:])
-        elif second.returncode == 0 or "is being drained by" not in out:
+        elif (second.returncode == 0 or "is being drained by" not in out) and first.proc.poll() is None:
             # Refused is right; a finished first drain (nothing left to own) also lets it through.
-            if first.proc.poll() is None:
-                result.double_drains += 1
-                result.notes.append(f"second drainer: exit {second.returncode}: {out.strip()[-200:]}")
+            result.double_drains += 1
+            result.notes.append(f"second drainer: exit {second.returncode}: {out.strip()[-200:]}")
 
 
 COUNTS = ("sessions", "cut", "rejected", "rotation_short", "pdb_violations", "stuck_silent", "stuck_with_reason", "wrongly_done",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from contextlib import suppress
 from dataclasses import dataclass, field
 
 from benchmarks.harness_traffic import Harness, Output, lease_renewed, out_of_rotation, wait
@@ -62,10 +63,8 @@ class Watcher(threading.Thread):
 
     def run(self) -> None:
         while not self.stop_flag.is_set():
-            try:
+            with suppress(Exception):  # the apiserver is being restarted: nothing to sample
                 self._sample()
-            except Exception:  # noqa: BLE001 - the apiserver is being restarted: nothing to sample
-                pass
             time.sleep(0.25)
 
     def _sample(self) -> None:

@@ -382,16 +382,16 @@ def build_fleet(stack: ExitStack, n: int, recorded: bool = False, kubectl_runs: 
     if recorded:
         from gputui.backends.recording_rules import PROBE, rule_names
 
-        gpu_source: Any = stack.enter_context(_closing(RecordedExporter(n)))
+        gpu_source: Any = stack.enter_context(_Closing(RecordedExporter(n)))
         dcgm_config, ready = gpu_source.scrape_config(), rule_names("Hostname")[PROBE]
     else:
-        gpu_source = stack.enter_context(_closing(DcgmExporter(fields=DCGM_FIELDS_QUERIED)))
+        gpu_source = stack.enter_context(_Closing(DcgmExporter(fields=DCGM_FIELDS_QUERIED)))
         for i in range(n):
             gpu_source.add_node(f"scale-gpu-{i:05d}", gpus=8, model=PRODUCT.replace("-", " "), driver="550.54.15",
                                 fb_total_mib=81559)
         gpu_source.render()  # once, before Prometheus' first scrape
         dcgm_config, ready = dcgm_scrape_config(gpu_source), "DCGM_FI_DEV_GPU_UTIL"
-    sessions = stack.enter_context(_closing(SessionsExporter(n)))
+    sessions = stack.enter_context(_Closing(SessionsExporter(n)))
     cp = stack.enter_context(ControlPlane())
     created = populate(cp, n)
     print(f"created {n} nodes and {n} pods in {created:.1f}s", flush=True)
@@ -421,7 +421,7 @@ def server_memory(pids: dict) -> dict[str, float]:
     return out
 
 
-class _closing:
+class _Closing:
     def __init__(self, thing) -> None:
         self.thing = thing
 

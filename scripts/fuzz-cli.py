@@ -28,6 +28,7 @@ Exit status: 0 when nothing was found, 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import os
@@ -425,10 +426,8 @@ def _one(argv: list[str], config: str | None) -> tuple[str, int | None, str]:
         signal.setitimer(signal.ITIMER_REAL, 0)
         CLOCK.active = False
         sys.stdout, sys.stderr = saved
-        try:
+        with contextlib.suppress(Exception):
             debug_log.stop()
-        except Exception:
-            pass
     text = out.getvalue() + err.getvalue()
     if outcome == "ok":
         if crash_file.exists() and crash_file.stat().st_size:

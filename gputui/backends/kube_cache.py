@@ -11,6 +11,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterable
+from contextlib import suppress
 from typing import Any
 
 from gputui.backends.base import BackendError
@@ -78,10 +79,8 @@ class ListWatchCache:
         self._stop.set()
         resp, self._resp = self._resp, None
         if resp is not None:
-            try:
+            with suppress(OSError, ValueError, RuntimeError):  # already finished or released
                 resp.shutdown()  # unblocks the thread's read; it sees _stop and returns
-            except (OSError, ValueError, RuntimeError):
-                pass  # already finished or released
         with self._lock:
             self._items = {}
             self.generation += 1

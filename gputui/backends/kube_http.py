@@ -28,6 +28,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -413,10 +414,8 @@ def stop_plugins() -> None:
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
-    try:
+    with suppress(ProcessLookupError, PermissionError):  # ended, with all it started
         os.killpg(proc.pid, signal.SIGKILL)  # its group id is its pid (process_group=0)
-    except (ProcessLookupError, PermissionError):
-        pass  # ended, with all it started
 
 
 def run_exec_plugin(spec: Mapping[str, Any], base_path: str, cluster: Mapping[str, Any] | None,

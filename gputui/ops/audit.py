@@ -28,7 +28,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -207,10 +207,8 @@ class AuditLog:
             missing.append(d)
             d = d.parent
         for d in reversed(missing):
-            try:
+            with suppress(FileExistsError):
                 os.mkdir(d, 0o700)
-            except FileExistsError:
-                pass
         if directory == state_dir():
             info = os.stat(directory)
             if info.st_uid == os.geteuid() and info.st_mode & 0o077:

@@ -79,9 +79,8 @@ def _check(value: Any) -> None:
         elif isinstance(item, str):
             if _SURROGATE.search(item):
                 raise _Unusable("lone surrogate")
-        elif isinstance(item, int) and not isinstance(item, bool):
-            if not -MAX_INT <= item < MAX_INT:
-                raise _Unusable("integer out of range")
+        elif isinstance(item, int) and not isinstance(item, bool) and not -MAX_INT <= item < MAX_INT:
+            raise _Unusable("integer out of range")
 
 
 def _weights(value: Any) -> bool:

@@ -10,6 +10,7 @@ not its position, so a refresh never moves the operator's selection.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
 
 from rich.segment import Segment
 from rich.style import Style
@@ -105,10 +106,8 @@ class VirtualTable(ScrollView, can_focus=True):
         self._cells_key = cells_key
         self._index = None  # a dict of 65,000 keys on every filter keystroke costs more than one look-up
         if selected is not None:
-            try:
+            with suppress(ValueError):  # filtered out: the cursor keeps its row number
                 self.set_reactive(VirtualTable.cursor_row, self.keys.index(selected))
-            except ValueError:
-                pass  # filtered out: the cursor keeps its row number
         self.set_reactive(VirtualTable.cursor_row, max(0, min(self.cursor_row, len(self.keys) - 1)))
         self._resize()
         self._scroll_cursor_into_view()

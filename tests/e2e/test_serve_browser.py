@@ -80,10 +80,9 @@ def _session() -> aiohttp.ClientSession:
 def log_in(served: Served, token: str | None = None) -> tuple[int, str]:
     """POST the login form as the page does; the status and the Set-Cookie header's text."""
     async def go() -> tuple[int, str]:
-        async with _session() as http:
-            async with http.post(f"{served.origin}/login", data={"token": served.token if token is None else token},
-                                 headers={"Origin": served.origin}, allow_redirects=False) as r:
-                return r.status, r.headers.get("Set-Cookie", "")
+        async with _session() as http, http.post(f"{served.origin}/login", data={"token": served.token if token is None else token},
+                                                 headers={"Origin": served.origin}, allow_redirects=False) as r:
+            return r.status, r.headers.get("Set-Cookie", "")
     return asyncio.run(go())
 
 
@@ -112,9 +111,8 @@ def websocket(served: Served, origin: str | None, cookie: str | None = None, hos
 
 def get(served: Served, path: str = "/", **headers: str) -> tuple[int, dict[str, str], str]:
     async def go() -> tuple[int, dict[str, str], str]:
-        async with _session() as http:
-            async with http.get(f"{served.origin}{path}", headers=headers, allow_redirects=False) as r:
-                return r.status, dict(r.headers), await r.text(errors="replace")
+        async with _session() as http, http.get(f"{served.origin}{path}", headers=headers, allow_redirects=False) as r:
+            return r.status, dict(r.headers), await r.text(errors="replace")
     return asyncio.run(go())
 
 
@@ -241,10 +239,9 @@ def test_no_cookie_no_websocket_and_a_logged_out_cookie_is_dead(serve):
     cookie = cookie_of(log_in(served)[1])
 
     async def logout() -> None:
-        async with _session() as http:
-            async with http.post(f"{served.origin}/logout", headers={"Origin": served.origin, "Cookie": cookie},
-                                 allow_redirects=False) as r:
-                assert r.status == 303 and "Max-Age=0" in r.headers["Set-Cookie"]
+        async with _session() as http, http.post(f"{served.origin}/logout", headers={"Origin": served.origin, "Cookie": cookie},
+                                                 allow_redirects=False) as r:
+            assert r.status == 303 and "Max-Age=0" in r.headers["Set-Cookie"]
     asyncio.run(logout())
     assert websocket(served, served.origin, cookie) == 403
 
@@ -296,14 +293,13 @@ def test_pages_past_max_sessions_are_refused_clearly(serve):
     cookie = cookie_of(log_in(served)[1])
 
     async def go() -> None:
-        async with _session() as http:
-            async with http.ws_connect(served.ws_url, origin=served.origin, headers={"Cookie": cookie}) as first:
-                await asyncio.wait_for(first.receive(), 30)  # its gputui runs
-                with pytest.raises(aiohttp.WSServerHandshakeError) as second:
-                    await http.ws_connect(served.ws_url, origin=served.origin, headers={"Cookie": cookie})
-                assert second.value.status == 503
-                async with http.get(f"{served.origin}/", headers={"Cookie": cookie}) as page:
-                    assert page.status == 503 and "--max-sessions 1" in await page.text()
+        async with _session() as http, http.ws_connect(served.ws_url, origin=served.origin, headers={"Cookie": cookie}) as first:
+            await asyncio.wait_for(first.receive(), 30)  # its gputui runs
+            with pytest.raises(aiohttp.WSServerHandshakeError) as second:
+                await http.ws_connect(served.ws_url, origin=served.origin, headers={"Cookie": cookie})
+            assert second.value.status == 503
+            async with http.get(f"{served.origin}/", headers={"Cookie": cookie}) as page:
+                assert page.status == 503 and "--max-sessions 1" in await page.text()
     asyncio.run(go())
     wait_until(lambda: get(served, "/", Cookie=cookie)[0] == 200, 15, what="the place freed")
 

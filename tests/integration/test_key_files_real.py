@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import suppress
 from pathlib import Path
 
 import pytest
@@ -55,10 +56,8 @@ class SilentServer:
     def close(self) -> None:
         self.sock.close()
         for conn in self._held:
-            try:
+            with suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)  # wakes the thread if it waits on this one's hello
-            except OSError:
-                pass
             conn.close()
 
 

@@ -67,7 +67,7 @@ class FaultProxy:
             def _any(self) -> None:
                 proxy.handle(self)
 
-            do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _any
+            do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _any  # noqa: N815 - http.server's handler names
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True

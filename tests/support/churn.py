@@ -31,15 +31,14 @@ def _node(i: int, **kw) -> ko.NodeRecord:
 def churn(nodes_n: int, pods_n: int, steps: int, seed: int = 18) -> Iterator[tuple[int, KubeState, Metrics]]:
     """(step, state, metrics) for each refresh; maps that did not change are the same objects, as the
     reader hands them over."""
-    NODES, PODS = nodes_n, pods_n
     rng = random.Random(seed)
-    nodes = {f"gpu-{i:04d}": _node(i) for i in range(NODES)}
-    pods = {f"llm/bge-{i}": _pod(i, f"gpu-{rng.randrange(NODES):04d}") for i in range(PODS)}
-    sessions = {("llm", f"bge-{i}"): rng.randrange(5) for i in range(PODS)}
+    nodes = {f"gpu-{i:04d}": _node(i) for i in range(nodes_n)}
+    pods = {f"llm/bge-{i}": _pod(i, f"gpu-{rng.randrange(nodes_n):04d}") for i in range(pods_n)}
+    sessions = {("llm", f"bge-{i}"): rng.randrange(5) for i in range(pods_n)}
     workloads = (ko.deployment_record(deployment_json("bge", "v1", service="bge")),)
     summaries = {name: GpuSummary(8, util_pct=10.0) for name in nodes}
     no_problems: dict = {}
-    next_node, next_pod = NODES, PODS
+    next_node, next_pod = nodes_n, pods_n
     for step in range(steps):
         names = list(nodes)
         for _ in range(rng.randrange(1, 12)):  # status updates in place: cordons, readiness

@@ -486,7 +486,7 @@ class ControlPlane:
             r = http().get(f"https://{LOOPBACK}:{port}/healthz", verify=False, timeout=3)
             return r.status_code == 200
 
-        with _no_insecure_warning():
+        with _NoInsecureWarning():
             assert self.controller_manager and self.scheduler
             self.controller_manager.wait_ready(lambda: healthz(self.kcm_port), timeout=timeout,
                                                what="GET /healthz == 200")
@@ -612,7 +612,7 @@ class ControlPlane:
         return "\n".join(parts)
 
 
-class _no_insecure_warning:
+class _NoInsecureWarning:
     def __enter__(self) -> None:
         import warnings
 

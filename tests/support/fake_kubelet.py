@@ -45,6 +45,7 @@ import queue
 import threading
 import time
 import uuid
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -287,10 +288,8 @@ class FakeKubelet:
         self._work.put(("wake", None))
         resp = self._watch_resp
         if resp is not None:
-            try:
+            with suppress(Exception):
                 resp.shutdown()
-            except Exception:  # noqa: BLE001
-                pass
         for t in self._threads:
             t.join(timeout=10)
         if delete_nodes:

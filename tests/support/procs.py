@@ -16,6 +16,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import TypeVar
 
@@ -230,10 +231,8 @@ def stop_all() -> None:
     with _live_lock:
         procs = list(_live)
     for p in procs:
-        try:
+        with suppress(Exception):
             p.stop(timeout=5)
-        except Exception:  # noqa: BLE001
-            pass
 
 
 atexit.register(stop_all)

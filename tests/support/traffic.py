@@ -54,6 +54,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -214,14 +215,10 @@ class Collection:
         self._stop.set()
         resp = self._resp
         if resp is not None:
-            try:  # shut the socket down: a close alone does not wake a thread blocked reading it
+            with suppress(Exception):  # shut the socket down: a close alone does not wake a thread blocked reading it; already closed, or an older urllib3
                 resp.raw.shutdown()
-            except Exception:  # noqa: BLE001 - already closed, or an older urllib3
-                pass
-            try:
+            with suppress(Exception):
                 resp.close()
-            except Exception:  # noqa: BLE001
-                pass
 
     def join(self, timeout: float) -> None:
         self._thread.join(timeout)
@@ -848,10 +845,8 @@ class TrafficGenerator:
             registered = pod in self._registered
         if registered and self.exporter is not None:
             ns, name = pod.split("/", 1)
-            try:
+            with suppress(KeyError):  # taken off the exporter meanwhile (gone)
                 self.exporter.set(ns, name, running=live)
-            except KeyError:
-                pass  # taken off the exporter meanwhile (gone)
 
     def _register_members(self) -> None:
         with self._lock:

@@ -1,4 +1,4 @@
-import os
+import io
 import time
 
 from gputui.model import DRAIN_PHASE_ANNOTATION
@@ -227,7 +227,7 @@ async def test_the_plan_screen_shows_the_arrival_rate_of_a_pod_no_label_can_take
         await wait_for(pilot, lambda: plan.rates or plan.rates_failed)
         from rich.console import Console
 
-        console = Console(width=150, record=True, file=open(os.devnull, "w"))
+        console = Console(width=150, record=True, file=io.StringIO())
         console.print(plan.query_one("#drain-plan").content)
         text = console.export_text()
         assert "new sessions keep arriving" in text and "new sessions/s" in text, text

@@ -46,7 +46,7 @@ async def watching(pilot, tmp_path: Path) -> None:
     raise AssertionError("the theme watcher never saw a file written")
 
 
-async def test_vim_keymap_moves_with_g_G_and_opens_with_l(app_factory):
+async def test_vim_keymap_moves_with_g_G_and_opens_with_l(app_factory):  # noqa: N802 - g and G are two keys
     app = app_factory(keymap="vim")
     async with app.run_test(size=(120, 40)) as pilot:
         await loaded(pilot)
@@ -63,7 +63,7 @@ async def test_vim_keymap_moves_with_g_G_and_opens_with_l(app_factory):
         await wait_for(pilot, lambda: not isinstance(app.screen, NodeDetailScreen))
 
 
-async def test_vim_n_N_walk_the_filter_matches(app_factory):
+async def test_vim_n_N_walk_the_filter_matches(app_factory):  # noqa: N802 - n and N are two keys
     app = app_factory(keymap="vim")
     async with app.run_test(size=(120, 40)) as pilot:
         await loaded(pilot)

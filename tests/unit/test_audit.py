@@ -190,9 +190,8 @@ def test_failed_and_refused_writes_are_recorded_once_each(tmp_path):
     for exc, word in ((BackendError("apiserver said 500"), "error: apiserver said 500"),
                       (ConflictError("changed since read"), "refused: changed since read"),
                       (ValueError("a bug"), "error: ValueError: a bug")):
-        with pytest.raises(type(exc)):
-            with audit.writing("cordon", "node/a"):
-                raise exc
+        with pytest.raises(type(exc)), audit.writing("cordon", "node/a"):
+            raise exc
         assert written(tmp_path / "audit.jsonl")[-1]["result"] == word
     entry = audit.intent("evict", "pod/x/y")
     audit.result(entry, "evicted")

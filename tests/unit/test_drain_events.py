@@ -59,7 +59,7 @@ def test_extensions_from_many_threads_are_all_counted():
 
 
 def test_only_done_aborted_and_failed_end_a_drain():
-    assert FINAL == {EventKind.DONE, EventKind.ABORTED, EventKind.FAILED}
+    assert {EventKind.DONE, EventKind.ABORTED, EventKind.FAILED} == FINAL
 
 
 def test_an_event_carries_no_count_or_sessions_unless_given():

@@ -86,7 +86,7 @@ def test_the_generated_binding_table_is_what_the_screens_bind():
     from gputui.ui.binding_scopes import app_table, scope_table
     from gputui.ui.keymap_table import APP, SCOPES
 
-    assert APP == app_table() and SCOPES == scope_table()
+    assert app_table() == APP and scope_table() == SCOPES
 
 
 def test_loading_and_checking_keymaps_imports_no_screen():

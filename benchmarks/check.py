@@ -152,7 +152,7 @@ def in_process(argv: list[str], env: dict[str, str], runs: int) -> dict:
             t4 = time.monotonic()
         finally:
             backend.close()
-        for name, seconds in zip(phases, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
+        for name, seconds in zip(phases, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
             phases[name].append(seconds)
     # A fast but incomplete snapshot (metrics timed out) would flatter gputui: say what was read.
     return {"phases": {k: statistics.median(v) for k, v in phases.items()}, "nodes": len(snap.nodes),

@@ -143,7 +143,7 @@ def judge_kill_no_resume(h: Harness, gen: TrafficGenerator, ns: str, nodes: list
         name = p.key.split("/", 1)[1]
         svc = name.rsplit("-", 2)[0]  # a Deployment's pod: <deployment>-<hash>-<suffix>; the Service has its name
         try:
-            wait(lambda: _back(h, gen, p.key, p.uid, svc), 15, f"{p.key} back in rotation")
+            wait(lambda: _back(h, gen, p.key, p.uid, svc), 15, f"{p.key} back in rotation")  # noqa: B023 - called at once, in this iteration
         except RuntimeError:
             result.left_out.add(p.uid)
             result.notes.append(f"kill-no-resume: uncordon ({how}) did not put {p.key} back in rotation")

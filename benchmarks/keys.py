@@ -127,7 +127,7 @@ def main() -> None:
     if args.raw:  # each press in ms, sorted; "/2" marks a press in which the collector walked its oldest generation
         for label, run_out, run_passes in ((f"{args.nodes} nodes", big, big_passes), ("27 nodes", ref, ref_passes)):
             for name, values in run_out.items():
-                presses = sorted(zip(values, run_passes[name]))
+                presses = sorted(zip(values, run_passes[name], strict=True))
                 print(f"{label:>12} {name:28} "
                       + " ".join(f"{round(1000 * v)}{'/2' if g == 2 else ''}" for v, g in presses))
 

@@ -75,13 +75,13 @@ def watch(runs: int) -> None:
         for i in range(runs):
             name = f"bench-late-{i}"
             kubelet.add_node(name, gpus=4)
-            added.append(seconds_until(lambda: backend.reader.snapshot().node(name) is not None))
+            added.append(seconds_until(lambda: backend.reader.snapshot().node(name) is not None))  # noqa: B023 - called at once, in this iteration
             core.patch_node("bench-gpu-1", {"spec": {"unschedulable": True}})
             cordoned.append(seconds_until(lambda: backend.reader.snapshot().node("bench-gpu-1").unschedulable))
             core.patch_node("bench-gpu-1", {"spec": {"unschedulable": None}})
             seconds_until(lambda: not backend.reader.snapshot().node("bench-gpu-1").unschedulable)
             kubelet.remove_node(name)
-            removed.append(seconds_until(lambda: backend.reader.snapshot().node(name) is None))
+            removed.append(seconds_until(lambda: backend.reader.snapshot().node(name) is None))  # noqa: B023 - called at once, in this iteration
     against = f"against a {REFRESH_S:.0f} s refresh"
     report("watch: a node added, to a snapshot", added, against)
     report("watch: a node cordoned, to a snapshot", cordoned, against)

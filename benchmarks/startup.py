@@ -117,7 +117,7 @@ def main() -> None:
         results[kind] = statistics.median(times)
         print(f"{kind:7s} first full frame: median {results[kind] * 1000:6.0f} ms "
               f"(min {min(times) * 1000:.0f}, max {max(times) * 1000:.0f}, {args.runs} runs, {args.size})")
-    pairs = sorted(g / b for g, b in zip(samples["gputui"], samples["bare"]))
+    pairs = sorted(g / b for g, b in zip(samples["gputui"], samples["bare"], strict=True))
     print(f"ratio of each interleaved pair: median {statistics.median(pairs):.2f}x "
           f"(from {pairs[0]:.2f}x to {pairs[-1]:.2f}x)")
     print(f"ratio gputui/bare: {results['gputui'] / results['bare']:.2f}x (goal <= 2x)")

@@ -23,7 +23,7 @@ _MISSING = object()
 
 
 def same(a: tuple, b: tuple) -> bool:
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
 
 def moved(old: Sequence[Any], new: Sequence[Any], limit: int) -> list[int] | None:

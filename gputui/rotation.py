@@ -88,7 +88,7 @@ def rotation_of(pod: InferencePod, snapshot: ClusterSnapshot) -> Rotation:
     if pod.owner_kind in OWNER_HASH_KEYS:
         owned.add(OWNER_HASH_KEYS[pod.owner_kind])
     free = [sorted(k for k in p.match if k not in owned) for p in paths]  # per path, its switches
-    for p, keys in zip(paths, free):
+    for p, keys in zip(paths, free, strict=True):
         if not keys:
             owner = owners[0].key if owners else pod.owner_kind
             return Rotation(RotationState.NO_SWITCH, paths,

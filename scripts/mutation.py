@@ -148,7 +148,7 @@ def _sync_tree(src: Path, dst: Path) -> None:
                 (dst / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(src / rel, dst / rel)
     if dst.exists():
-        for root, dirs, files in os.walk(dst):
+        for root, _dirs, files in os.walk(dst):
             for name in files:
                 rel = Path(root, name).relative_to(dst)
                 if rel not in wanted and "__pycache__" not in rel.parts:

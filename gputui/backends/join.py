@@ -213,7 +213,7 @@ class Joiner:
             owner = driven.get((route.namespace, route.name))
             if owner is not None:
                 service = self._service_name(owner)
-                for (routed_version, selector), backend in zip(routed, route.backends):
+                for (routed_version, selector), backend in zip(routed, route.backends, strict=True):
                     role = owner.roles.get(backend.subset or backend.service)
                     if role:
                         pod_identity.append((route.namespace, selector, service, role))

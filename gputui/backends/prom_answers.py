@@ -133,8 +133,8 @@ def values_by_label(body: bytes, names: Sequence[str]) -> dict[str, float] | Non
     except ValueError:
         values = [_number(t) for t in texts]
     if all(map(isfinite, values)):  # the usual answer: C loops throughout
-        return dict(zip(keys, values))
-    return {k: v for k, v in zip(keys, values) if isfinite(v)}
+        return dict(zip(keys, values, strict=True))
+    return {k: v for k, v in zip(keys, values, strict=True) if isfinite(v)}
 
 
 def _number(text: str) -> float:

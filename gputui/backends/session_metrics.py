@@ -139,11 +139,11 @@ def counts_from_body(body: bytes) -> dict[tuple[str, str], int] | None:
     except ValueError:
         counts = []
     if counts and min(counts) >= 0:
-        out = dict(zip(keys, counts))
+        out = dict(zip(keys, counts, strict=True))
         if len(out) == len(counts):
             return out
     out = {}
-    for key, value in zip(keys, values):
+    for key, value in zip(keys, values, strict=True):
         _add(out, key, value)
     return out
 

@@ -215,7 +215,7 @@ def _steps(text: str) -> list[float]:
         steps = [validate.percent(part, zero_ok=False) for part in text.split(",") if part.strip()]
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"{text!r} is not a list of percentages (e.g. 5,25,50,100): {exc}") from None
-    if not steps or any(b <= a for a, b in zip(steps, steps[1:])):
+    if not steps or any(b <= a for a, b in zip(steps, steps[1:], strict=False)):
         raise argparse.ArgumentTypeError(f"{text!r}: give rising percentages, each above 0 and at most 100 "
                                          "(e.g. 5,25,50,100)")
     return steps

@@ -36,7 +36,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
                       "–" if r.util is None else f"{r.util:.0f}%", "?" if r.idle is None else str(r.idle)))
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     for row in table:
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
     print(f"idle: allocated GPUs below {args.idle_below:g}% over {args.idle_window:g}s"
           + (f" (unknown: {why})" if why else ""))
     return 0

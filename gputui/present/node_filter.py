@@ -35,7 +35,8 @@ def narrows(old: list[str], new: list[str]) -> bool:
     """Whether every node `new` matches also matched `old` (a character typed at the end of the filter): then
     only `old`'s matches need looking at. A word that became special (`read` → `ready`, a state) does not
     narrow: it matches differently."""
-    return (len(old) <= len(new) and all(o in n for o, n in zip(old, new))
+    # new may be longer (a word added): only old's words are compared
+    return (len(old) <= len(new) and all(o in n for o, n in zip(old, new, strict=False))
             and not any(_special(w) for w in new))
 
 

@@ -83,7 +83,7 @@ def plan_text(plan: ShiftPlan, simulated: bool) -> str:
         rows.append((v.name, fmt_pct(v.current_pct), fmt_pct(v.target_pct), weight,
                      f"{v.ready}/{v.desired}", "–" if v.sessions is None else str(v.sessions)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    out += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    out += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     if plan.scale != 100:
         out.append(f"weights out of {plan.scale:,}")
     for label, items in (("error", plan.errors), ("blocked", plan.blockers), ("warning", plan.warnings),

@@ -177,7 +177,7 @@ def legend(metric: str, temp_threshold: float, palette: Palette) -> Text:
         low = temp_threshold - 20
         bands = (f"<{low:.0f}°C", f"{low:.0f}–{temp_threshold:.0f}°C", f"≥{temp_threshold:.0f}°C")
     text = Text()
-    for glyph, band, colour in zip(GLYPHS, bands, colours):
+    for glyph, band, colour in zip(GLYPHS, bands, colours, strict=True):
         text.append(glyph * 2, style=colour)
         text.append(f" {band}  ")
     text.append(NO_DATA * 2, style=palette.muted)

@@ -52,7 +52,7 @@ class DrainsListScreen(ClusterScreen):
         lines = [describe(s, now) for s in drains]
         if lines != getattr(self, "_shown", None):  # each event moves a drain: rebuild the rows only on change
             self._shown = lines
-            self.query_one(ItemList).set_items([(Text(line), s) for line, s in zip(lines, drains)])
+            self.query_one(ItemList).set_items([(Text(line), s) for line, s in zip(lines, drains, strict=True)])
 
     def on_item_list_chosen(self, event: ItemList.Chosen) -> None:
         from gputui.ui.drain_board import DrainProgressScreen

@@ -24,7 +24,7 @@ def _same(a: Any, b: Any) -> bool:
 
 def same_row(a: Cells, b: Cells) -> bool:
     """Whether two rows would paint alike (Text's own == leaves out its style)."""
-    return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
 
 
 def sync_rows(table: DataTable, rows: Mapping[str, Cells]) -> bool:
@@ -41,7 +41,8 @@ def sync_rows(table: DataTable, rows: Mapping[str, Cells]) -> bool:
             table.add_row(*cells, key=key)
             changed = True
             continue
-        for column, old, new in zip(columns, current, cells):
+        # Not strict: a refresh never raises; a column the row lacks is simply not compared.
+        for column, old, new in zip(columns, current, cells, strict=False):
             if not _same(old, new):
                 table.update_cell(key, column, new)
                 changed = True

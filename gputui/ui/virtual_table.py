@@ -192,7 +192,8 @@ class VirtualTable(ScrollView, can_focus=True):
         between = Segment(" " * self.gap, style)
         if lead:
             segments.append(Segment(" " * lead, style))
-        for i, ((_, _, width), cell) in enumerate(zip(self.columns, cells)):
+        # Not strict: painting never raises; a row rendered before the columns changed shows what fits.
+        for i, ((_, _, width), cell) in enumerate(zip(self.columns, cells, strict=False)):
             text = cell.copy() if isinstance(cell, Text) else Text(str(cell))
             text.truncate(width, overflow="ellipsis", pad=True)
             if i:

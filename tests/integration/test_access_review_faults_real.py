@@ -120,7 +120,7 @@ async def test_the_tui_of_serve_allow_writes_says_unknown_on_a_write_key(faulty,
             for key, operation in (("c", "cordon"), ("r", "drain")):
                 await pilot.press(key)
                 expected = f"{operation} is unavailable: whether this identity may patch nodes"
-                await until(pilot, lambda: any(str(n.message).startswith(expected) for n in app._notifications))
+                await until(pilot, lambda: any(str(n.message).startswith(expected) for n in app._notifications))  # noqa: B023 - called at once, in this iteration
             said = [str(n.message) for n in app._notifications]
             assert all(cause in s and not [w for w in DENIAL if w in s] for s in said), said
     finally:

@@ -189,7 +189,7 @@ def test_a_mig_gpus_utilisation_is_its_instances_activity(cluster, schemes, dcgm
                                    per_gpu=per_gpu)
             try:
                 def read():
-                    snap = backend.reader.snapshot()
+                    snap = backend.reader.snapshot()  # noqa: B023 - called at once, in this iteration
                     node = snap.node("mig-mixed")
                     util = snap.gauges(node).util_pct if node is not None else None
                     return (snap, node) if util is not None and abs(util - 55.0) < 0.01 else None

@@ -305,7 +305,7 @@ def test_the_fake_kubelet_starts_slowly_or_never_and_terminates_pods_as_the_kube
         wait_for(lambda: ready("slow") == "False" and ready("ns-slow", slow_ns) == "False", timeout=15,
                  what="slow pods Running, not Ready yet")
         for name in ("hook", "long-hook", "plain"):
-            wait_for(lambda: ready(name) == "True", timeout=15, what=f"{name} Ready")
+            wait_for(lambda: ready(name) == "True", timeout=15, what=f"{name} Ready")  # noqa: B023 - called at once, in this iteration
         wait_for(lambda: ready("slow") == "True" and ready("ns-slow", slow_ns) == "True", timeout=15,
                  what="slow pods Ready after their delay")
         assert time.time() - t0 >= 2.5  # their 3 s delay: a lower bound no busy machine can break
@@ -314,7 +314,7 @@ def test_the_fake_kubelet_starts_slowly_or_never_and_terminates_pods_as_the_kube
         for name in ("hook", "long-hook", "plain"):
             core.delete_namespaced_pod(name, ns)
         for name in ("hook", "long-hook", "plain"):  # not Ready at once, as a terminating pod's kubelet says
-            wait_for(lambda: ready(name) == "False", timeout=3, interval=0.1, what=f"{name} not Ready")
+            wait_for(lambda: ready(name) == "False", timeout=3, interval=0.1, what=f"{name} not Ready")  # noqa: B023 - called at once, in this iteration
         gone: dict[str, float] = {}
 
         def all_gone() -> bool:
@@ -475,7 +475,7 @@ def test_apiserver_restart_keeps_state_and_kubelet_recovers(cluster: ControlPlan
     try:
         cluster.stop_apiserver()
         assert not cluster.apiserver_running()
-        with pytest.raises(Exception):
+        with pytest.raises(Exception):  # noqa: B017 - any failure to connect: the client raises several types
             k8s.CoreV1Api(cluster.harness_client()).list_node(_request_timeout=2)
         cluster.start_apiserver()  # waits for /readyz itself (and fails loudly past its timeout)
         assert core.read_namespace(ns).metadata.name == ns  # etcd kept the data

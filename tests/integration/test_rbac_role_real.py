@@ -300,7 +300,7 @@ def test_argo_rollouts_verbs_run_under_the_role(cluster, fake_kubelet, operator,
         ):
             out = gputui(operator, tmp_path, "shift", key, "--rollout", verb)
             assert out.returncode == 0, (verb, out.stdout, out.stderr)
-            wait_until(lambda: done(status()), 90, what=f"the controller after {verb}\n{controller.log()}")
+            wait_until(lambda: done(status()), 90, what=f"the controller after {verb}\n{controller.log()}")  # noqa: B023 - called at once, in this iteration
         sent = {((e.get("objectRef") or {}).get("resource"), (e.get("objectRef") or {}).get("subresource"))
                 for e in cluster.audit_events(OPERATOR, since=start, verbs={"patch"})}
         assert sent == {("rollouts", "status"), ("rollouts", None)}, sent

@@ -28,7 +28,7 @@ def test_the_replicaset_controller_removes_the_pods_gputui_ranked_idlest(cluster
 
     try:
         pods = sorted(p.metadata.name for p in wait_until(running, 60, what="3 pods running"))
-        sessions = dict(zip(pods, (2, 9, 0)))  # the busiest stays
+        sessions = dict(zip(pods, (2, 9, 0), strict=True))  # the busiest stays
         for name, n in sessions.items():
             inference_exporter.add_pod(NS, name, running=n)
         for name in pods:

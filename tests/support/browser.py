@@ -63,9 +63,9 @@ class Browser:
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ, HOME=str(profile)))
         try:
             page = wait_until(self._page_target, 30, what="chromium's DevTools endpoint")
-        except Exception:
+        except Exception as exc:
             self.proc.kill()
-            raise RuntimeError(f"chromium did not start: {self.proc.stderr.read().decode(errors='replace')[-800:]}")
+            raise RuntimeError(f"chromium did not start: {self.proc.stderr.read().decode(errors='replace')[-800:]}") from exc
         self.ws = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=30)
         self._ids = itertools.count(1)
         self.call("Page.enable")

@@ -110,7 +110,7 @@ async def test_board_keys_that_cut_or_stop_ask_first_and_say_how_many(app_factor
         await pilot.press("n")  # no: nothing happens
         await pilot.pause()
         assert not session.controls[session.pods[key].node]._evict_now
-        for key_name, uncordon in (("a", False), ("U", True)):
+        for key_name, _uncordon in (("a", False), ("U", True)):
             await pilot.press(key_name)
             assert isinstance(app.screen, ConfirmScreen) and "No session is cut" in str(app.screen._body)
             await pilot.press("escape")

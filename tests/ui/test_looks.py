@@ -39,7 +39,7 @@ async def watching(pilot, tmp_path: Path) -> None:
         name = f"watch-probe-{attempt}"
         probe.write_text(THEME.replace("name: mine", f"name: {name}").format(alert="#aa0000"))
         try:
-            await wait_for(pilot, lambda: name in pilot.app.available_themes, timeout=1.0)
+            await wait_for(pilot, lambda: name in pilot.app.available_themes, timeout=1.0)  # noqa: B023 - called at once, in this iteration
             return
         except AssertionError:
             continue  # written before the watches were in place: write it again

@@ -44,7 +44,7 @@ def counts_over(clock: ManualClock, demo: DemoCluster, keys: list[tuple[str, str
 
 def gained(series: list[list[int]], i: int) -> bool:
     """Pod i got a new session between two reads: its count rose (sessions only end otherwise)."""
-    return any(b[i] > a[i] for a, b in zip(series, series[1:]))
+    return any(b[i] > a[i] for a, b in zip(series, series[1:], strict=False))
 
 
 def labels_of(demo: DemoCluster, key: str) -> dict[str, str]:

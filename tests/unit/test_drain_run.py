@@ -93,7 +93,7 @@ def test_abort_leaves_node_cordoned_or_uncordons():
 
         def abort_when_waiting(event, control):
             if event.kind == "waiting":
-                control.abort(uncordon=uncordon)
+                control.abort(uncordon=uncordon)  # noqa: B023 - called at once, in this iteration
 
         report, events = drive(cluster, clock, plan_drain(snap, node), control, abort_when_waiting)
         assert report.outcome is Outcome.ABORTED and events[-1].kind == "aborted"

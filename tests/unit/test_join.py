@@ -143,8 +143,8 @@ def test_incremental_join_matches_a_fresh_join_and_reuses_what_did_not_change():
     # Same records, equal metrics in new objects (a static Prometheus): every object is reused.
     m2 = Metrics(nodes=_summaries(10.0), sessions={("llm", "bge-0"): 1})
     second = joiner.join(state, m2, now=2.0, context="c", sources=())
-    assert all(a is b for a, b in zip(first.nodes, second.nodes))
-    assert all(a is b for a, b in zip(first.pods, second.pods))
+    assert all(a is b for a, b in zip(first.nodes, second.nodes, strict=True))
+    assert all(a is b for a, b in zip(first.pods, second.pods, strict=True))
 
     # Metrics moved on one node and one pod's sessions: no node and no pod is rebuilt (gputui.gauges,
     # gputui.sessions: a summary and a count live beside them), and the snapshot says the new figures.

@@ -46,7 +46,7 @@ def setup(tmp_path, targets, route_weights=None, fail=None):
     snap = backend.reader.snapshot()
     route = backend.writer.get_object("gateway.networking.k8s.io", "v1", "httproutes", "llm", "llama-3-70b-instruct")
     if route_weights is not None:
-        for ref, w in zip(route["spec"]["rules"][1]["backendRefs"], route_weights):  # rule 1 splits v1/v2
+        for ref, w in zip(route["spec"]["rules"][1]["backendRefs"], route_weights, strict=True):  # rule 1 splits v1/v2
             ref["weight"] = w
     writer = Writer(route, fail)
     return snap, writer, AuditLog(tmp_path / "a.jsonl", "alice", "demo")

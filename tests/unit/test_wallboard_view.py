@@ -47,7 +47,7 @@ def test_one_cell_per_gpu_when_names_fit():
     snap = snapshot()
     lines = heat_map(snap, 200, 40, "util", 85, PALETTE)
     assert len(lines) == len(snap.nodes)
-    for line, node in zip(lines, problems_first(snap, 85)):
+    for line, node in zip(lines, problems_first(snap, 85), strict=True):
         assert line.plain.startswith(node.name)
         cells = sum(line.plain.count(g) for g in (*GLYPHS, NO_DATA, FAULT))
         assert cells >= len(node.gpus)  # wide cells repeat the glyph; never fewer than the GPUs

@@ -123,12 +123,12 @@ def choose(snapshot: ClusterSnapshot, pods: list[tuple[InferencePod, Rotation]],
         # weighted backend with none, answers its share of requests with errors).
         short = ""
         for path in rotation.paths:
-            if not in_rotation(lambda p: p.key != pod.key and path.selects(p.labels)):
+            if not in_rotation(lambda p: p.key != pod.key and path.selects(p.labels)):  # noqa: B023 - called at once, in this iteration
                 short = f"{path.key} would have no pod serving"
                 break
         for b in snapshot.budget_for(pod):
-            kept = in_rotation(lambda p: p.key != pod.key and b.matches(p)
-                               and any(path.selects(p.labels) for path in others))
+            kept = in_rotation(lambda p: p.key != pod.key and b.matches(p)  # noqa: B023 - called at once, in this iteration
+                               and any(path.selects(p.labels) for path in others))  # noqa: B023 - called at once, in this iteration
             if not short and kept < b.desired_healthy:
                 short = f"PodDisruptionBudget {b.name} needs {b.desired_healthy} pods serving, {kept} would be"
         if short:

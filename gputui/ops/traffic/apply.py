@@ -31,7 +31,7 @@ def apply_shift(plan: ShiftPlan, ctx: OpContext, *, force: bool = False) -> str:
         fresh = replan(plan, read_route(plan, writer))
         if fresh.errors:
             raise ShiftError(fresh.errors[0])
-        moved = [v for v, f in zip(plan.versions, fresh.versions) if v.current_weight != f.current_weight]
+        moved = [v for v, f in zip(plan.versions, fresh.versions, strict=True) if v.current_weight != f.current_weight]
         if moved:
             raise ShiftError(
                 f"{plan.target} changed since the plan ({', '.join(f'{f.name} now {fmt_pct(f.current_pct)}' for f in fresh.versions)}): "

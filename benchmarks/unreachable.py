@@ -22,21 +22,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.support.gputui_cli import closed_port, kubeconfig, run  # noqa: E402
+from tests.support.procs import queued  # noqa: E402
 
 SHIFT = ("shift", "llm/mistral-7b", "--to", "v2=10")
-
-
-def queued(sock: socket.socket) -> int:
-    """Connections the kernel completed on a listening socket nobody accepted from."""
-    sock.setblocking(False)
-    count = 0
-    while True:
-        try:
-            conn, _ = sock.accept()
-        except BlockingIOError:
-            return count
-        conn.close()
-        count += 1
 
 
 def one(silent: bool) -> tuple[float, int]:

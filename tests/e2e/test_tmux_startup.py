@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.support.procs import wait_until
+from tests.support.procs import dead, wait_until
 
 REPO = Path(__file__).resolve().parents[2]  # the gputui under test is this tree's
 SECRET = "s3cret-token-value"
@@ -94,17 +94,6 @@ def hanging_plugin_kubeconfig(tmp_path: Path) -> tuple[Path, Path]:
     }))
     return kc, pids
 
-
-def dead(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
-    except OSError:
-        return True  # gone between the two looks
-    return state == "Z"  # dead; reaped by init in a moment
 
 
 @pytest.mark.parametrize("key", ["q", "C-c"])

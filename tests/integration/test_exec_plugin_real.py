@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from tests.support.gputui_cli import closed_port
-from tests.support.procs import wait_for, wait_until
+from tests.support.procs import dead, wait_for, wait_until
 
 REPO = Path(__file__).resolve().parents[2]  # the gputui under test is this tree's (python -m gputui from here)
 API = "client.authentication.k8s.io/v1beta1"
@@ -65,17 +65,6 @@ def one_error_line(done: subprocess.CompletedProcess) -> str:
         assert noise not in done.stderr, done.stderr
     return lines[0]
 
-
-def dead(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
-    except OSError:
-        return True  # gone between the two looks
-    return state == "Z"  # dead; reaped by init in a moment
 
 
 def assert_gone(pid: int) -> None:

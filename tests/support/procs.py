@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import os
 import signal
 import socket
 import subprocess
@@ -252,3 +253,30 @@ def run(argv: Sequence[str], *, timeout: float = 60, check: bool = True, env: di
             f"stderr:\n{res.stderr.decode(errors='replace')[-4000:]}"
         )
     return res
+
+
+def dead(pid: int) -> bool:
+    """The process is gone, or a zombie (dead; reaped by init in a moment)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+    except OSError:
+        return True  # gone between the two looks
+    return state == "Z"
+
+
+def queued(sock: socket.socket) -> int:
+    """How many connections the kernel completed on a listening socket nobody accepted from (each one stays
+    queued, closed by its client or not, until accepted)."""
+    sock.setblocking(False)
+    count = 0
+    while True:
+        try:
+            conn, _ = sock.accept()
+        except BlockingIOError:
+            return count
+        conn.close()
+        count += 1

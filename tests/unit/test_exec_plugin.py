@@ -22,7 +22,7 @@ from gputui.backends import kube_http
 from gputui.backends.base import BackendError
 from gputui.backends.kube_http import ExecPluginError, Unreachable, connect, memory_file, run_exec_plugin
 from gputui.backends.kube_writer import allowed, review
-from tests.support.procs import wait_until
+from tests.support.procs import dead, queued, wait_until
 
 API = "client.authentication.k8s.io/v1beta1"
 
@@ -83,17 +83,6 @@ def test_a_plugin_that_never_answers_is_killed_with_what_it_started_at_the_timeo
     assert not answered.exists()
     assert kube_http.running_plugins() == []
 
-
-def dead(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    except OSError:
-        return True  # gone between the two looks
-    return state == "Z"  # a zombie: dead, its parent (not this process) has yet to reap it
 
 
 @pytest.mark.parametrize("body, said", [
@@ -269,23 +258,9 @@ def test_an_unanswered_read_is_not_retried(tmp_path):
         conn = connect(kubeconfig(tmp_path, f"http://127.0.0.1:{sock.getsockname()[1]}", {"token": "t"}))
         with pytest.raises(Unreachable, match="timed out"):
             conn.request("GET", "/version", timeout=1)
-        assert queued_connections(sock) == 1  # one wait, not two: a retry would have connected again
+        assert queued(sock) == 1  # one wait, not two: a retry would have connected again
     finally:
         sock.close()
-
-
-def queued_connections(sock: socket.socket) -> int:
-    """How many connections the kernel completed on a listening socket nobody accepted from (each one stays
-    queued, closed by its client or not, until accepted)."""
-    sock.setblocking(False)
-    count = 0
-    while True:
-        try:
-            conn, _ = sock.accept()
-        except BlockingIOError:
-            return count
-        conn.close()
-        count += 1
 
 
 def test_an_apiserver_nobody_answers_for_is_never_read_as_a_denial(tmp_path):

@@ -67,6 +67,9 @@ class Holder:
         return False
 
 
+UNREADABLE = "unknown (unreadable lease)"  # who holds a lease gputui cannot read
+
+
 def holder_of(annotations: dict) -> Holder | None:
     raw = annotations.get(LEASE)
     if not raw:
@@ -80,7 +83,7 @@ def holder_of(annotations: dict) -> Holder | None:
         return holder
     except (ValueError, KeyError, TypeError):
         # Unreadable: treat as held by "someone" whose lease expired long ago (takeover needs a choice).
-        return Holder("unknown (unreadable lease)", "?", 0, "?", 0.0)
+        return Holder(UNREADABLE, "?", 0, "?", 0.0)
 
 
 def foreign_holders(snapshot: ClusterSnapshot, nodes: list[str], now: float) -> list[str]:
@@ -97,13 +100,14 @@ def foreign_holders(snapshot: ClusterSnapshot, nodes: list[str], now: float) -> 
 def draining(snapshot: ClusterSnapshot, now: float) -> list[str]:
     """The nodes a live drain holds: its lease renewed within LEASE_S by a holder that is not known dead, or by
     this process (whose drains run side by side: a fresh renewal of ours is a drain running here). A plan and
-    the batch's guard count their pods as moving before their own, whichever gputui runs them."""
+    the batch's guard count their pods as moving before their own, whichever gputui runs them. A lease that
+    cannot be read may be a drain running: counted (fail closed: its pods may be about to need room)."""
     here = socket.gethostname(), os.getpid()
     out = []
     for node in snapshot.nodes:
         holder = holder_of(dict(node.annotations))
-        if holder is not None and now - holder.renewed <= LEASE_S and (
-                (holder.host, holder.pid) == here or not holder.dead_here()):
+        if holder is not None and (holder.who == UNREADABLE or now - holder.renewed <= LEASE_S and (
+                (holder.host, holder.pid) == here or not holder.dead_here())):
             out.append(node.name)
     return out
 

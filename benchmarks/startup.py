@@ -5,7 +5,10 @@ draws), and the child notes CLOCK_MONOTONIC when the first frame holding data
 has been written: for gputui, a frame with the node table filled from the
 first snapshot; for the bare app, its first frame. Prints medians and the ratio.
 
-    python benchmarks/startup.py [--runs 7] [--size 200x50]
+    python benchmarks/startup.py [--runs 7] [--size 200x50] [--against TREE]
+
+`--against TREE` also starts the gputui of another checkout (e.g. `git worktree add /tmp/before <commit>`),
+interleaved with the others, and prints this tree's ratio to it: an A/B of a change in one run.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ original = App._display
 
 def done(app):
     with open(out, "w") as f:
-        f.write(repr(time.monotonic()))
+        f.write(f"{time.monotonic()!r} {sum(os.times()[:2])!r}")  # wall clock, then CPU of this process
     app.exit()
 
 if sys.argv[1] == "bare":
@@ -61,16 +64,26 @@ else:
             done(self)
 
     App._display = probe
+    # A checkout run from its tree (not installed) lacks the wheel's gputui.themes and gputui.keymaps,
+    # which setuptools maps from the repo's top: lend them, the same way for every tree measured.
+    import gputui
+    gputui.__path__.append(sys.argv[3])
     from gputui.cli import main
     sys.exit(main(["--demo"]))
 '''
 
 
-def one_run(kind: str, cols: int, rows: int) -> float:
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def one_run(kind: str, cols: int, rows: int, tree: str = HERE) -> tuple[float, float]:
+    """One start of `kind` ("bare" or "gputui"), importing gputui from `tree` (this checkout by default):
+    seconds to the first full frame, and the CPU seconds the process spent until then (which a busy
+    machine disturbs far less than the wall clock)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "t")
         env = dict(os.environ, COLUMNS=str(cols), LINES=str(rows), TERM="xterm-256color",
-                   XDG_STATE_HOME=tmp, XDG_CONFIG_HOME=tmp)
+                   XDG_STATE_HOME=tmp, XDG_CONFIG_HOME=tmp, PYTHONPATH=tree)
         # An installed gputui starts from compiled bytecode; with this set (as on some CI machines) every
         # changed module would be compiled again on every run, and the warm-up run could not help.
         env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -81,8 +94,12 @@ def one_run(kind: str, cols: int, rows: int) -> float:
 
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
         start = time.monotonic()
-        proc = subprocess.Popen([sys.executable, "-c", CHILD, kind, out], stdin=slave, stdout=slave,
-                                stderr=slave, env=env, close_fds=True)
+        shim = os.path.join(tmp, "shim")
+        os.mkdir(shim)
+        for data in ("themes", "keymaps"):
+            os.symlink(os.path.join(tree, data), os.path.join(shim, data))
+        proc = subprocess.Popen([sys.executable, "-c", CHILD, kind, out, shim], stdin=slave, stdout=slave,
+                                stderr=slave, env=env, close_fds=True, cwd=tree)
         os.close(slave)
         deadline = start + 30
         while proc.poll() is None and time.monotonic() < deadline:
@@ -95,32 +112,46 @@ def one_run(kind: str, cols: int, rows: int) -> float:
         proc.wait(timeout=10)
         os.close(master)
         with open(out) as f:
-            return float(f.read()) - start
+            wall, cpu = map(float, f.read().split())
+            return wall - start, cpu
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--size", default="200x50")
+    parser.add_argument("--against", metavar="TREE", help="another checkout's gputui, started interleaved")
     args = parser.parse_args()
     cols, rows = map(int, args.size.split("x"))
-    kinds = ("bare", "gputui")
+    starts = {"bare": ("bare", HERE), "gputui": ("gputui", HERE)}
+    if args.against:
+        starts["against"] = ("gputui", os.path.abspath(args.against))
+    kinds = tuple(starts)
     for kind in kinds:
-        one_run(kind, cols, rows)  # warm the page cache and .pyc files
-    # Interleaved, so a machine that slows down or speeds up meanwhile weighs on both alike.
+        one_run(*starts[kind][:1], cols, rows, starts[kind][1])  # warm the page cache and .pyc files
+    # Interleaved, so a machine that slows down or speeds up meanwhile weighs on all alike.
     samples: dict[str, list[float]] = {kind: [] for kind in kinds}
+    cpu: dict[str, list[float]] = {kind: [] for kind in kinds}
     for _ in range(args.runs):
         for kind in kinds:
-            samples[kind].append(one_run(kind, cols, rows))
+            wall, used = one_run(starts[kind][0], cols, rows, starts[kind][1])
+            samples[kind].append(wall)
+            cpu[kind].append(used)
     results = {}
     for kind, times in samples.items():
         results[kind] = statistics.median(times)
-        print(f"{kind:7s} first full frame: median {results[kind] * 1000:6.0f} ms "
-              f"(min {min(times) * 1000:.0f}, max {max(times) * 1000:.0f}, {args.runs} runs, {args.size})")
+        print(f"{kind:8s} first full frame: median {results[kind] * 1000:6.0f} ms "
+              f"(min {min(times) * 1000:.0f}, max {max(times) * 1000:.0f}, {args.runs} runs, {args.size}); "
+              f"CPU median {statistics.median(cpu[kind]) * 1000:.0f} ms")
     pairs = sorted(g / b for g, b in zip(samples["gputui"], samples["bare"], strict=True))
     print(f"ratio of each interleaved pair: median {statistics.median(pairs):.2f}x "
           f"(from {pairs[0]:.2f}x to {pairs[-1]:.2f}x)")
     print(f"ratio gputui/bare: {results['gputui'] / results['bare']:.2f}x (goal <= 2x)")
+    if args.against:
+        ab = sorted(g / a for g, a in zip(samples["gputui"], samples["against"], strict=True))
+        print(f"this tree / {args.against}: {results['gputui'] / results['against']:.2f}x "
+              f"(interleaved pairs from {ab[0]:.2f}x to {ab[-1]:.2f}x); CPU "
+              f"{statistics.median(cpu['gputui']) / statistics.median(cpu['against']):.2f}x")
 
 
 if __name__ == "__main__":

@@ -41,9 +41,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gputui.checks.context import CheckContext  # noqa: E402
 from gputui.checks.rules import run_checks  # noqa: E402
-from gputui.health import fleet_alerts  # noqa: E402
-from gputui.model import Budget, Gpu, InferencePod, Node, PodProbes  # noqa: E402
+from gputui.policy.health import fleet_alerts  # noqa: E402
 from gputui.snapshot import ClusterSnapshot, SourceStatus  # noqa: E402
+from gputui.vocabulary.model import Budget, Gpu, InferencePod, Node, PodProbes  # noqa: E402
 
 POOLS = ("NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-80GB", "NVIDIA-L40S", "NVIDIA-H200")
 TARGET_S = 5.0  # the acceptance for --real
@@ -136,7 +136,7 @@ def in_process(argv: list[str], env: dict[str, str], runs: int) -> dict:
 
     settings = settings_from(build_parser().parse_args(argv))  # the CLI's own flags, config and env handling
     from gputui.checks.context import context_for
-    from gputui.checks.facts import DEFAULT_WINDOW_S
+    from gputui.vocabulary.check_facts import DEFAULT_WINDOW_S
 
     phases: dict[str, list[float]] = {"connect": [], "snapshot": [], "facts": [], "checks": []}
     for _ in range(runs):

@@ -27,9 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.ui_refresh import fleet  # noqa: E402
 from gputui.backends.demo import demo_backend  # noqa: E402
-from gputui.figures import figures  # noqa: E402
-from gputui.health import fleet_alerts  # noqa: E402
-from gputui.pools import fleet_pools, pool_rows  # noqa: E402
+from gputui.policy.figures import figures  # noqa: E402
+from gputui.policy.health import fleet_alerts  # noqa: E402
+from gputui.policy.node_pools import fleet_pools, pool_rows  # noqa: E402
 from gputui.present.cells import Palette  # noqa: E402
 from gputui.present.columns import NODE_COLUMNS, PROBLEMS_SORT, node_order, row_context  # noqa: E402
 from gputui.snapshot import ClusterSnapshot  # noqa: E402

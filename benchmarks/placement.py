@@ -47,12 +47,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gputui.gpu_resources import GpuResource, Scheme  # noqa: E402
-from gputui.label_selectors import Requirement  # noqa: E402
-from gputui.model import InferencePod, Node  # noqa: E402
 from gputui.ops.drain.placement import preview  # noqa: E402
-from gputui.scheduling import NodeScheduling, PodScheduling, PodTerm, Spread, Taint, Toleration  # noqa: E402
 from gputui.snapshot import ClusterSnapshot  # noqa: E402
+from gputui.vocabulary.gpu_resources import GpuResource, Scheme  # noqa: E402
+from gputui.vocabulary.label_selectors import Requirement  # noqa: E402
+from gputui.vocabulary.model import InferencePod, Node  # noqa: E402
+from gputui.vocabulary.scheduling import NodeScheduling, PodScheduling, PodTerm, Spread, Taint, Toleration  # noqa: E402
 from tests.support.placement_cases import ZONE, Case, NodeSpec, Workload, judge, live_pods  # noqa: E402
 
 HOST = "kubernetes.io/hostname"

@@ -238,7 +238,7 @@ def measure_gputui(kubeconfig: str, prom_url: str, n: int, steady_s: float, trac
     if os.environ.get("GPUTUI_SCALE_DEBUG"):  # --debug's lines (relists, reads, joins) into that file
         from pathlib import Path
 
-        from gputui import debug_log
+        from gputui.base import debug_log
 
         debug_log.start(Path(os.environ["GPUTUI_SCALE_DEBUG"]))
 

@@ -1,4 +1,4 @@
-"""What the scheduling facts (gputui.scheduling: taints, allocatable, node selector, affinity, tolerations,
+"""What the scheduling facts (gputui.vocabulary.scheduling: taints, allocatable, node selector, affinity, tolerations,
 spread, requests) cost the records the watch caches hold: memory and build time of N node records and N pod
 records shaped like a real inference fleet's, with the facts read and without them (the readers patched to
 None, as the records were before), in one run.

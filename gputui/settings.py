@@ -14,11 +14,11 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from gputui import validate
-from gputui.paths import config_dir
-from gputui.pools import DEFAULT_POOL_LABELS
-from gputui.series_selectors import check_selector
-from gputui.yaml_file import load_mapping
+from gputui.base import validate
+from gputui.base.paths import config_dir
+from gputui.base.yaml_file import load_mapping
+from gputui.policy.node_pools import DEFAULT_POOL_LABELS
+from gputui.vocabulary.series_selectors import check_selector
 
 
 class SettingsError(ValueError):

@@ -7,10 +7,10 @@ from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from gputui.gauges import Gauges, gauges, util_sum
-from gputui.gpu_resources import WHOLE_GPU, GpuUse
-from gputui.model import Budget, GpuSummary, InferencePod, InferenceService, Node, PodSelector, UpgradePolicy
-from gputui.sessions import PodSessions, SessionCounts, read_sessions
+from gputui.vocabulary.gauges import Gauges, gauges, util_sum
+from gputui.vocabulary.gpu_resources import WHOLE_GPU, GpuUse
+from gputui.vocabulary.model import Budget, GpuSummary, InferencePod, InferenceService, Node, PodSelector, UpgradePolicy
+from gputui.vocabulary.sessions import PodSessions, SessionCounts, read_sessions
 
 T = TypeVar("T")
 
@@ -76,12 +76,12 @@ class ClusterSnapshot:
     sources: tuple[SourceStatus, ...] = ()
     simulated: bool = False
     upgrade_policy: UpgradePolicy | None = None  # the GPU Operator's, when its ClusterPolicy was read
-    # Every pod's live-session counts as the metrics read gave them (gputui.sessions): `sessions(pod)` reads one.
+    # Every pod's live-session counts as the metrics read gave them (gputui.vocabulary.sessions): `sessions(pod)` reads one.
     session_counts: SessionCounts = field(default_factory=dict)
-    # The Services and InferencePools that select pods, and the workloads that own them (gputui.rotation);
+    # The Services and InferencePools that select pods, and the workloads that own them (gputui.policy.rotation);
     # None when the backend did not read them: whether a pod can leave rotation is then unknown.
     selectors: tuple[PodSelector, ...] | None = None
-    # Every node's DCGM figures in aggregate by node name, in a fleet read that way (gputui.gauges): `gauges(node)`.
+    # Every node's DCGM figures in aggregate by node name, in a fleet read that way (gputui.vocabulary.gauges): `gauges(node)`.
     summaries: Mapping[str, GpuSummary] = field(default_factory=dict)
     # The pod indexes when the backend already holds them for this very pods tuple (None: built here).
     indexes: PodIndexes | None = field(default=None, repr=False, compare=False)
@@ -90,7 +90,7 @@ class ClusterSnapshot:
     _pods_by_node: Mapping[str, tuple[InferencePod, ...]] = field(
         init=False, repr=False, compare=False
     )
-    # Figures derived from the whole snapshot (gputui.figures), each worked out once by whoever asks first.
+    # Figures derived from the whole snapshot (gputui.policy.figures), each worked out once by whoever asks first.
     _derived: dict[Hashable, Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -160,7 +160,7 @@ class ClusterSnapshot:
         return self.summaries.get(node.name)
 
     def gauges(self, node: Node) -> Gauges:
-        """The node's utilisation, memory, temperature and power (gputui.gauges)."""
+        """The node's utilisation, memory, temperature and power (gputui.vocabulary.gauges)."""
         return gauges(node, self.summaries.get(node.name))
 
     def budget_for(self, pod: InferencePod) -> list[Budget]:

@@ -395,7 +395,7 @@ def _setup(time_limit: float) -> None:
 
 def _one(argv: list[str], config: str | None) -> tuple[str, int | None, str]:
     """(outcome, exit code, detail): outcome ok, waited, crash, hang or exit."""
-    from gputui import debug_log
+    from gputui.base import debug_log
     from gputui.cli.main import main
 
     home: Path = _STATE["home"]

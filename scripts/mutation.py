@@ -100,7 +100,7 @@ TARGETS: tuple[Target, ...] = (
                       f"gputui.backends.base.x{SEP}Backend{SEP}_words__mutmut_*",
                       "gputui.settings.x_protection__mutmut_*",
                       "gputui.backends.factory.x_build_backend__mutmut_*")),
-    Target("sessions", ("gputui/sessions.py",),
+    Target("sessions", ("gputui/vocabulary/sessions.py",),
            (U + "test_sessions.py", U + "test_session_states.py")),
     Target("drain/batch", ("gputui/ops/drain/batch.py",),
            (U + "test_drain_batch_rules.py", U + "test_drain_run.py", U + "test_drain_plan.py"), provisional=True),

@@ -21,7 +21,7 @@ Idle: the notebook's one card (busy=False); every other pod keeps its GPUs busy.
 
 from __future__ import annotations
 
-from gputui.gpu_resources import GpuUse
+from gputui.vocabulary.gpu_resources import GpuUse
 
 DEMO_USE = GpuUse(in_use=(52 + 27 + 4, 5, 6, 6), offered=(79 + 64 + 24, 36, 16, 8))
 DEMO_NODES = 10 + 8 + 6 + 3

@@ -12,13 +12,13 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Protocol, runtime_checkable
 
-from gputui.checks.facts import CheckFacts
-from gputui.errors import one_line
-from gputui.model import Gpu, InferencePod, InferenceService, NodeDescription
-from gputui.pools import NO_ATTRIBUTION, IdleReading
-from gputui.sessions import Arrivals
-from gputui.signals import VersionSignals
+from gputui.base.errors import one_line
+from gputui.policy.node_pools import NO_ATTRIBUTION, IdleReading
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.check_facts import CheckFacts
+from gputui.vocabulary.model import Gpu, InferencePod, InferenceService, NodeDescription
+from gputui.vocabulary.sessions import Arrivals
+from gputui.vocabulary.signals import VersionSignals
 
 
 class BackendError(Exception):

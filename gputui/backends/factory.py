@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gputui.backends.base import Backend, BackendError
-from gputui.debug_log import log
+from gputui.base.debug_log import log
 from gputui.settings import Settings, protection
 
 if TYPE_CHECKING:
-    from gputui.model import NodeDescription
     from gputui.snapshot import ClusterSnapshot
+    from gputui.vocabulary.model import NodeDescription
 
 
 def kubeconfig_paths(settings: Settings) -> list[Path]:

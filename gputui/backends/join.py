@@ -14,12 +14,21 @@ from dataclasses import dataclass, field
 from gputui.backends.join_fleet import GpuSample, NodeJoin, PodJoin, gpus_of, with_claims
 from gputui.backends.kube_dra import ClaimRecord, DraView, SliceRecord, dra_view
 from gputui.backends.kube_objects import NodeRecord, PodRecord, RouteRecord, ServiceRecord, SubsetRule, WorkloadRecord
-from gputui.label_selectors import selector_matches
-from gputui.model import Budget, Gpu, GpuSummary, InferenceService, PodSelector, Rollout, ServiceVersion, UpgradePolicy
-from gputui.moved import same
-from gputui.sessions import SessionCounts
+from gputui.base.moved import same
 from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS
 from gputui.snapshot import ClusterSnapshot, SourceStatus
+from gputui.vocabulary.label_selectors import selector_matches
+from gputui.vocabulary.model import (
+    Budget,
+    Gpu,
+    GpuSummary,
+    InferenceService,
+    PodSelector,
+    Rollout,
+    ServiceVersion,
+    UpgradePolicy,
+)
+from gputui.vocabulary.sessions import SessionCounts
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +36,7 @@ class Metrics:
     gpus: Mapping[tuple[str, int], GpuSample] = field(default_factory=dict)
     # Fleet mode: per-node aggregates from Prometheus; `gpus` then holds only GPUs with a problem.
     nodes: Mapping[str, GpuSummary] = field(default_factory=dict)
-    sessions: SessionCounts = field(default_factory=dict)  # the snapshot's session_counts (gputui.sessions)
+    sessions: SessionCounts = field(default_factory=dict)  # the snapshot's session_counts (gputui.vocabulary.sessions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +125,7 @@ class _Identities:
 
 def _selectors(state: KubeState) -> tuple[PodSelector, ...]:
     """Who selects pods: the Services and InferencePools traffic reaches them through, the workloads that own
-    them (gputui.rotation)."""
+    them (gputui.policy.rotation)."""
     paths = [PodSelector("Service", s.namespace, s.name, s.selector) for s in state.services] + \
         [PodSelector("InferencePool", p.namespace, p.name, p.selector) for p in state.pools]
     owners = [PodSelector(w.kind, w.namespace, w.name, w.selector, w.selector_keys) for w in state.workloads]

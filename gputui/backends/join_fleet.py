@@ -5,9 +5,9 @@ At 65,000 nodes a few hundred records change between two refreshes (node heartbe
 walk over the whole fleet in Python cost more than all of them (issue 18). A cache hands its records over
 as a tuple in its dict's order: a record changed in place keeps its position, a new one is appended, a
 deleted one shifts those after it. So the positions where the last tuple and this one hold different
-objects (gputui.moved) are what a join must look at again. When too much moved for that to pay (a per-GPU
+objects (gputui.base.moved) are what a join must look at again. When too much moved for that to pay (a per-GPU
 read of every node), the full join runs, which still reuses every object whose inputs are unchanged. Session
-counts are no input of a pod (gputui.sessions), nor a node's summary of a node (gputui.gauges): a scrape or
+counts are no input of a pod (gputui.vocabulary.sessions), nor a node's summary of a node (gputui.vocabulary.gauges): a scrape or
 a DCGM read of a summarised fleet moves neither.
 """
 
@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING
 
 from gputui.backends.kube_dra import DraView, device_taint_conditions
 from gputui.backends.kube_objects import NodeRecord, PodRecord
-from gputui.gpu_metrics import NO_VALUES, Figures, extra_of
-from gputui.gpu_resources import physical_gpus
-from gputui.model import Gpu, Health, InferencePod, Node
-from gputui.moved import aligned, limit_for, same
-from gputui.sessions import signal_of
+from gputui.base.moved import aligned, limit_for, same
 from gputui.snapshot import PodIndexes, node_allocated, pod_indexes
+from gputui.vocabulary.gpu_metrics import NO_VALUES, Figures, extra_of
+from gputui.vocabulary.gpu_resources import physical_gpus
+from gputui.vocabulary.model import Gpu, Health, InferencePod, Node
+from gputui.vocabulary.sessions import signal_of
 
 if TYPE_CHECKING:
     from gputui.backends.join import Metrics
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class GpuSample:
-    """One GPU as Prometheus read it: its figures by their names in gputui.gpu_metrics (known ones only), and
+    """One GPU as Prometheus read it: its figures by their names in gputui.vocabulary.gpu_metrics (known ones only), and
     what says whether it is sound (XID, DCGM health)."""
 
     host: str
@@ -96,7 +96,7 @@ class NodeJoin:
 
     def join(self, records: tuple[NodeRecord, ...], metrics: Metrics | None,
              dra: DraView) -> tuple[tuple[Node, ...], frozenset[str]]:
-        # A node's summary is no input: it lives beside the node (gputui.gauges), so a DCGM read in a summarised
+        # A node's summary is no input: it lives beside the node (gputui.vocabulary.gauges), so a DCGM read in a summarised
         # fleet moves no node, only the GPUs with a problem (mostly none) and per-GPU reads of a small fleet.
         inputs = (records, (metrics.gpus or None) if metrics else None, dra)  # no samples: one input, however read
         if same(inputs, self._inputs):

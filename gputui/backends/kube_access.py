@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from gputui.backends.base import BackendError
 from gputui.backends.kube_http import Connection, Unreachable
 from gputui.backends.kube_writer import ReviewFailed, allowed
-from gputui.router_kinds import ROUTER_KINDS
+from gputui.vocabulary.router_kinds import ROUTER_KINDS
 
 # What the UI may offer, and the access review that decides it ("shift" is asked of the route kinds served).
 PERMISSIONS: dict[str, dict[str, str]] = {

@@ -23,16 +23,16 @@ from gputui.backends.kube_writer import KubeWriter, whoami
 from gputui.backends.prom import HOST_LABELS, PromConfig, PromSource
 from gputui.backends.prom_review import read_facts
 from gputui.backends.session_metrics import engines
-from gputui.checks.facts import CheckFacts
-from gputui.debug_log import log
-from gputui.model import Gpu, InferencePod, InferenceService, NodeDescription
-from gputui.pools import IdleReading
-from gputui.router_kinds import ROUTER_KINDS
-from gputui.sessions import GONE, Arrivals, SessionCounts
+from gputui.base.debug_log import log
+from gputui.policy.node_pools import IdleReading
+from gputui.policy.upgrades import policy_from
 from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS, Settings, protection
-from gputui.signals import VersionSignals
 from gputui.snapshot import ClusterSnapshot, SourceStatus
-from gputui.upgrades import policy_from
+from gputui.vocabulary.check_facts import CheckFacts
+from gputui.vocabulary.model import Gpu, InferencePod, InferenceService, NodeDescription
+from gputui.vocabulary.router_kinds import ROUTER_KINDS
+from gputui.vocabulary.sessions import GONE, Arrivals, SessionCounts
+from gputui.vocabulary.signals import VersionSignals
 
 # Caches an identity may be refused without gputui refusing to start (see _wait_first_sync).
 OPTIONAL_CACHES = frozenset({"destinationrules", "resourceslices", "resourceclaims", "clusterpolicies"})

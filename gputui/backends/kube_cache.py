@@ -17,7 +17,7 @@ from typing import Any
 from gputui.backends.base import BackendError
 from gputui.backends.gcpause import gc_paused
 from gputui.backends.kube_http import ApiError, Connection
-from gputui.debug_log import log
+from gputui.base.debug_log import log
 
 PAGE_SIZE = 500
 WATCH_TIMEOUT_S = 240  # the server ends the watch; we re-watch from the last version

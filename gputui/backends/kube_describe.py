@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gputui.backends.kube_http import Connection
-from gputui.model import Event, NodeDescription
+from gputui.vocabulary.model import Event, NodeDescription
 
 EVENTS_SHOWN = 20
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from gputui.backends import kube_objects as ko
 from gputui.backends.kube_dra import DRA_GROUP
 from gputui.backends.kube_http import PROBE_TIMEOUT_S, Connection
-from gputui.router_kinds import ROUTER_KINDS, RouterKind
+from gputui.vocabulary.router_kinds import ROUTER_KINDS, RouterKind
 
 OPERATOR_GROUP = "nvidia.com"  # the GPU Operator's ClusterPolicy
 ROLLOUT_GROUP = ROUTER_KINDS["Rollout"].group

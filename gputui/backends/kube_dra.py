@@ -9,8 +9,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gputui.gpu_resources import DEVICE_TAINT_CONDITION, DRA_PREFIX, GpuResource, Scheme
-from gputui.model import Condition
+from gputui.vocabulary.gpu_resources import DEVICE_TAINT_CONDITION, DRA_PREFIX, GpuResource, Scheme
+from gputui.vocabulary.model import Condition
 
 DRA_GROUP = "resource.k8s.io"
 

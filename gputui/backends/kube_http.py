@@ -38,9 +38,9 @@ import urllib3
 
 from gputui.backends.base import BackendError
 from gputui.backends.gcpause import gc_paused
-from gputui.debug_log import log
-from gputui.errors import first_line, one_line, transport_reason
-from gputui.safe_text import visible
+from gputui.base.debug_log import log
+from gputui.base.errors import first_line, one_line, transport_reason
+from gputui.base.safe_text import visible
 
 CONNECT_TIMEOUT_S = 5.0
 READ_TIMEOUT_S = 10.0
@@ -314,7 +314,7 @@ def kubeconfig_problem(path: Path) -> str | None:
     readable, not YAML (with the line), empty, not a mapping, or a list of clusters, contexts or users of the
     wrong shape. The client's own errors for these are Python's ("'str' object does not support item
     assignment") and name no file."""
-    from gputui.yaml_file import load_text
+    from gputui.base.yaml_file import load_text
 
     name = visible(str(path), 200)
     try:
@@ -384,7 +384,7 @@ def _config_error(text: str, context: str | None) -> str:
 def _quiet_library_logs() -> None:
     """The client and urllib3 log warnings (a connection pool full, a retry) to whatever handler the root
     logger has: on the terminal they are noise before gputui's own line, in the TUI they tear the screen.
-    gputui words its own failures; --debug says what it does (gputui.debug_log)."""
+    gputui words its own failures; --debug says what it does (gputui.base.debug_log)."""
     for name in ("urllib3", "kubernetes"):
         logger = logging.getLogger(name)
         if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):

@@ -13,17 +13,17 @@ from sys import intern
 from typing import Any
 
 from gputui.backends.kube_scheduling import node_scheduling, pod_scheduling
-from gputui.gpu_resources import GpuResource, node_resources, quantity, request_units
-from gputui.label_selectors import Requirement
-from gputui.model import Budget, Condition, PodProbes, Rollout
-from gputui.router_kinds import (  # noqa: F401 - a route is read by its kind's row (RouterKind.record)
+from gputui.policy.upgrades import STATE_LABEL  # the GPU Operator's upgrade state label: its one home
+from gputui.vocabulary.gpu_resources import GpuResource, node_resources, quantity, request_units
+from gputui.vocabulary.label_selectors import Requirement
+from gputui.vocabulary.model import Budget, Condition, PodProbes, Rollout
+from gputui.vocabulary.router_kinds import (  # noqa: F401 - a route is read by its kind's row (RouterKind.record)
     POOL_GROUP,
     ROUTER_KINDS,
     RouteBackend,
     RouteRecord,
 )
-from gputui.scheduling import NodeScheduling, PodScheduling
-from gputui.upgrades import STATE_LABEL  # the GPU Operator's upgrade state label: its one home
+from gputui.vocabulary.scheduling import NodeScheduling, PodScheduling
 
 # Labels that name a node's GPUs (GPU Feature Discovery); older spellings as fallbacks.
 PRODUCT_LABEL = "nvidia.com/gpu.product"

@@ -1,4 +1,4 @@
-"""A pod's and a node's scheduling facts (gputui.scheduling) from their raw JSON, shared between records.
+"""A pod's and a node's scheduling facts (gputui.vocabulary.scheduling) from their raw JSON, shared between records.
 
 Every pod of a workload has the same spec, and the nodes of a pool the same taints and allocatable resources:
 the facts are interned (a bounded map from a fact to its one copy), so the watch caches hold one object per
@@ -12,9 +12,9 @@ from collections.abc import Iterable, Mapping
 from sys import intern
 from typing import Any, TypeVar
 
-from gputui.gpu_resources import is_gpu_resource, parse_quantity
-from gputui.label_selectors import Requirement
-from gputui.scheduling import (
+from gputui.vocabulary.gpu_resources import is_gpu_resource, parse_quantity
+from gputui.vocabulary.label_selectors import Requirement
+from gputui.vocabulary.scheduling import (
     CPU,
     EMPTY_POD,
     UNREAD_COMPARING,

@@ -41,11 +41,11 @@ from gputui.backends.recording_rules import (
 )
 from gputui.backends.session_metrics import BUILTIN_ENGINES, Engine, counts_by_pod, counts_from_body
 from gputui.backends.session_metrics import query as session_query
-from gputui.debug_log import log
-from gputui.errors import TRANSPORT_MARKERS, first_line, one_line, transport_reason
-from gputui.gpu_metrics import BY_NAME, COLUMNS, METRICS, NO_VALUES, TYPED, extra_of, figures_of
-from gputui.model import GpuSummary
-from gputui.sessions import SessionCounts
+from gputui.base.debug_log import log
+from gputui.base.errors import TRANSPORT_MARKERS, first_line, one_line, transport_reason
+from gputui.vocabulary.gpu_metrics import BY_NAME, COLUMNS, METRICS, NO_VALUES, TYPED, extra_of, figures_of
+from gputui.vocabulary.model import GpuSummary
+from gputui.vocabulary.sessions import SessionCounts
 
 HOST_LABELS = ("Hostname", "hostname")
 SESSIONS = "sessions"  # the name of a refresh's session query

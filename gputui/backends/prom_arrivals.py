@@ -10,8 +10,8 @@ from collections.abc import Collection
 
 from gputui.backends.prom import PromSource, finite
 from gputui.backends.session_metrics import engine_pod
-from gputui.model import InferencePod
-from gputui.sessions import Arrivals
+from gputui.vocabulary.model import InferencePod
+from gputui.vocabulary.sessions import Arrivals
 
 BY_POD = "namespace, pod, exported_namespace, exported_pod"
 

@@ -10,9 +10,9 @@ from collections import defaultdict
 
 from gputui.backends.prom import PromSource, finite
 from gputui.backends.session_metrics import engine_pod
-from gputui.model import InferenceService
-from gputui.signals import PickerSignals, VersionSignals, quantile
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import InferenceService
+from gputui.vocabulary.signals import PickerSignals, VersionSignals, quantile
 
 BY_POD = "namespace, pod, exported_namespace, exported_pod"
 

@@ -8,10 +8,10 @@ from typing import Any
 
 from gputui.backends.base import BackendError
 from gputui.backends.prom import PromSource, finite
-from gputui.checks.facts import AlertRule, CheckFacts
-from gputui.errors import first_line
-from gputui.gpu_metrics import BY_NAME
-from gputui.pools import IdleReading
+from gputui.base.errors import first_line
+from gputui.policy.node_pools import IdleReading
+from gputui.vocabulary.check_facts import AlertRule, CheckFacts
+from gputui.vocabulary.gpu_metrics import BY_NAME
 
 FB_USED = BY_NAME["mem_used_mib"].dcgm
 # Which labels name the pod holding a GPU, most specific first: with honor_labels off the exporter's own

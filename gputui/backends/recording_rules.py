@@ -1,4 +1,4 @@
-"""The PromQL of gputui's GPU figures, built from their table (gputui.gpu_metrics): each figure per GPU (the
+"""The PromQL of gputui's GPU figures, built from their table (gputui.vocabulary.gpu_metrics): each figure per GPU (the
 node detail, `gputui nodes`), per node (the fleet view), and the recording rules for a large fleet (issue 18):
 the per-node aggregates the fleet view reads every refresh, evaluated once by Prometheus (or Thanos, Mimir,
 VictoriaMetrics' vmalert) instead of at every query over every GPU's raw series. Named as the Prometheus
@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import yaml
 
-from gputui.gpu_metrics import BY_NAME, METRICS, GpuMetric, util_series
+from gputui.vocabulary.gpu_metrics import BY_NAME, METRICS, GpuMetric, util_series
 
 MODE_RECORDED = "recorded series (gputui rules)"
 MODE_RAW = "raw DCGM series"
-GROUP = "gputui.fleet"
+GROUP = "gputui.policy.fleet"
 PROBE = "gpu_count"  # the rule whose series says the rules are loaded and evaluated
 UTIL_MAX = "util_max"  # the busiest GPU of a node (recorded for alerting; the fleet view reads the mean)
 RULED = tuple(m for m in METRICS if m.recorded)  # the figures with a recorded series, in table order

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gputui.backends.prom_answers import plain_columns
-from gputui.series_selectors import check_selector
-from gputui.sessions import UNREADABLE
+from gputui.vocabulary.series_selectors import check_selector
+from gputui.vocabulary.sessions import UNREADABLE
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gputui.checks.facts import UNREAD, CheckFacts
 from gputui.checks.result import CheckResult, Status
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.check_facts import UNREAD, CheckFacts
 
 if TYPE_CHECKING:
     from gputui.backends.base import Backend

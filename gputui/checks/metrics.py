@@ -5,10 +5,10 @@ unknown, with the reason: a missing rules API or an exporter without pod labels 
 from __future__ import annotations
 
 from gputui.checks.context import CheckContext, unknown, verdict
-from gputui.checks.facts import AlertRule
 from gputui.checks.result import CheckResult, Status
-from gputui.gpu_metrics import BY_NAME
-from gputui.sessions import SessionState
+from gputui.vocabulary.check_facts import AlertRule
+from gputui.vocabulary.gpu_metrics import BY_NAME
+from gputui.vocabulary.sessions import SessionState
 
 GROWTH_WARN_MIB = 1024.0  # a loaded engine preallocates its KV cache: a GiB more over the window is not noise
 # The GPU signals an alert must watch (001 §3.5, §8): what the rule's query names, in words.

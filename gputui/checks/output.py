@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from xml.etree import ElementTree as ET
 
+from gputui.base.safe_text import xml_safe
 from gputui.checks.result import CheckResult, Status
-from gputui.safe_text import xml_safe
 
 SIMULATED = "SIMULATED: demo cluster"
 MARK = {Status.PASS: "PASS", Status.WARN: "WARN", Status.FAIL: "FAIL", Status.UNKNOWN: "UNKNOWN"}

@@ -8,11 +8,11 @@ from collections import defaultdict
 
 from gputui.checks.context import CheckContext, unknown, verdict
 from gputui.checks.result import CheckResult, Status
-from gputui.model import InferencePod
 from gputui.ops.drain.lease import LEASE_S, holder_of
 from gputui.ops.drain.out_of_rotation import recorded
-from gputui.rotation import RotationState, remedy, rotation_of
+from gputui.policy.rotation import RotationState, remedy, rotation_of
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import InferencePod
 
 SEED = "000 §4.2, §7"
 

@@ -9,9 +9,9 @@ from collections.abc import Callable
 from gputui.checks import metrics, rotation
 from gputui.checks.context import CheckContext, names, unknown, verdict
 from gputui.checks.result import CheckResult, Status
-from gputui.health import RESTARTS_WORTH_A_LOOK, Severity, node_alerts
-from gputui.problems import count_words, problems_of
-from gputui.sessions import SessionState
+from gputui.policy.health import RESTARTS_WORTH_A_LOOK, Severity, node_alerts
+from gputui.policy.problems import count_words, problems_of
+from gputui.vocabulary.sessions import SessionState
 
 MIN_GRACE_S = 30  # seed 001 §6.2: graceful termination of 30 s or more
 MODEL_LOAD_S = 300  # startup allowance a large model needs before liveness may kill it (001 §6.2: warm-up)
@@ -34,7 +34,7 @@ def gpu_nodes_recognised(ctx: CheckContext) -> CheckResult:
 
 
 def gpu_health(ctx: CheckContext) -> CheckResult:
-    """The nodes that need attention, counted as the TUI's header counts them (gputui.problems: nodes, a hot
+    """The nodes that need attention, counted as the TUI's header counts them (gputui.policy.problems: nodes, a hot
     node's GPUs as one): fail for a node down, a GPU lost or faulted, a failed upgrade; warn for heat alone."""
     snap = ctx.snapshot
     problems = problems_of(a for n in snap.nodes for a in node_alerts(n, ctx.temp_threshold, snap.summary(n)))

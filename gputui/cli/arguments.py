@@ -1,7 +1,7 @@
 """Each subcommand's arguments, apart from the code that runs it: building the parser (every start of
 gputui, the TUI included) then imports no operation.
 
-Every value is checked here, before anything runs, by the rules of gputui.validate (the same the config file
+Every value is checked here, before anything runs, by the rules of gputui.base.validate (the same the config file
 and GPUTUI_* variables pass): a bad one is argparse's one line naming the flag, exit 2."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from gputui import validate
-from gputui.label_selectors import equality_selector
+from gputui.base import validate
+from gputui.vocabulary.label_selectors import equality_selector
 
 
 def checked(check: Callable[..., Any], name: str | None = None, **options: Any) -> Callable[[str], Any]:
-    """An argparse type from a gputui.validate rule: its ValueError becomes the flag's one-line error."""
+    """An argparse type from a gputui.base.validate rule: its ValueError becomes the flag's one-line error."""
     def parse(text: str) -> Any:
         try:
             return check(text, **options)

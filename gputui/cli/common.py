@@ -6,7 +6,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from gputui.backends.base import Backend
-from gputui.errors import first_line
+from gputui.base.errors import first_line
 from gputui.settings import Settings
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ def crashed(exc: BaseException) -> int:
     import traceback
 
     from gputui import __version__
-    from gputui.paths import shown, state_dir
+    from gputui.base.paths import shown, state_dir
 
     path = state_dir() / "crash.log"
     text = (f"gputui {__version__} crashed at {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} "

@@ -61,9 +61,9 @@ def _run(argv: Sequence[str] | None) -> int:
 
             return nodes.run(settings, args.output)
         if args.command == "pools":
-            from gputui.cli import pools
+            from gputui.cli import node_pools
 
-            return pools.run(settings, args)
+            return node_pools.run(settings, args)
         if args.command == "versions":
             from gputui.cli import versions
 
@@ -102,7 +102,7 @@ def _run(argv: Sequence[str] | None) -> int:
             return tui.run(settings)
         finally:
             if debug_file is not None:
-                from gputui.paths import shown
+                from gputui.base.paths import shown
 
                 print(f"gputui: debug lines written to {shown(debug_file)}", file=sys.stderr)
     except (UsageError, SettingsError, BackendError) as exc:
@@ -141,8 +141,8 @@ def _release_on_signals() -> None:
 
 def _debug(to_file: bool) -> Path | None:
     """--debug on: to stderr, or to a file (returned) when the terminal UI will own the terminal."""
-    from gputui import debug_log
-    from gputui.paths import state_dir
+    from gputui.base import debug_log
+    from gputui.base.paths import state_dir
 
     path = state_dir() / "debug.log" if to_file else None
     try:

@@ -7,16 +7,16 @@ import sys
 from typing import Any
 
 from gputui.cli import common, safe_output
-from gputui.gpu_metrics import COLUMNS, json_figures, value_of
-from gputui.gpu_resources import allocation_text
-from gputui.health import fleet_driver
-from gputui.model import Node
+from gputui.policy.health import fleet_driver
 from gputui.settings import Settings
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.gpu_metrics import COLUMNS, json_figures, value_of
+from gputui.vocabulary.gpu_resources import allocation_text
+from gputui.vocabulary.model import Node
 
 
 def node_record(snapshot: ClusterSnapshot, node: Node) -> dict[str, Any]:
-    from gputui.health import node_alerts
+    from gputui.policy.health import node_alerts
 
     return {
         "name": node.name,
@@ -37,7 +37,7 @@ def node_record(snapshot: ClusterSnapshot, node: Node) -> dict[str, Any]:
         ],
         "driver_version": node.driver_version,
         "alerts": [f"{a.kind}: {a.message}" for a in node_alerts(node, summary=snapshot.summary(node))],
-        # Every figure of gputui.gpu_metrics by its name, null when unknown (a bitmask such as throttle_reasons
+        # Every figure of gputui.vocabulary.gpu_metrics by its name, null when unknown (a bitmask such as throttle_reasons
         # as its number: gpu_metrics.THROTTLE_REASONS decodes it).
         "gpus": [{"index": g.index, "uuid": g.uuid, **json_figures(g)} for g in node.gpus],
     }
@@ -91,7 +91,7 @@ def run(settings: Settings, output: str) -> int:
     from rich.table import Table
     from rich.text import Text
 
-    from gputui.health import has_driver_drift, node_alerts
+    from gputui.policy.health import has_driver_drift, node_alerts
     from gputui.present import cells
 
     majority = fleet_driver(snapshot)
@@ -102,7 +102,7 @@ def run(settings: Settings, output: str) -> int:
         g = snapshot.gauges(n)
         table.add_row(
             Text(n.name), n.state.value, Text(cells.short_model(n.gpu_product)), _allocation(snapshot, n),
-            # Memory is used/total; every other figure as its row in gputui.gpu_metrics writes it.
+            # Memory is used/total; every other figure as its row in gputui.vocabulary.gpu_metrics writes it.
             *(cells.mem_used_total(g.mem_used_mib, g.mem_total_mib) if m.name == "mem_used_mib"
               else m.fmt(value_of(g, m.name)).strip() for m in COLUMNS),
             Text(("≠" if has_driver_drift(n, majority) else "") + (n.driver_version or "–")),

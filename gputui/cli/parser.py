@@ -51,7 +51,7 @@ class _Parser(argparse.ArgumentParser):
         return super()._get_values(action, arg_strings)
 
 
-_positive_float = positive_seconds  # seconds above 0, finite, at most an hour (gputui.validate)
+_positive_float = positive_seconds  # seconds above 0, finite, at most an hour (gputui.base.validate)
 # Commands that take a fleet (`--context a,b`, or `contexts:` in the config): the TUI's fleet view and wallboard,
 # `nodes`, and `serve` (each page runs the TUI). Every other command acts on one cluster.
 FLEET_COMMANDS = (None, "nodes", "serve")

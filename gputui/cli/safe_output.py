@@ -1,4 +1,4 @@
-"""Every headless command's stdout and stderr pass through the one sanitiser (gputui.safe_text), so no text
+"""Every headless command's stdout and stderr pass through the one sanitiser (gputui.base.safe_text), so no text
 from outside reaches a terminal or a log raw, whichever line printed it.
 
 Two choke points, installed by `main()` before a command runs:
@@ -19,7 +19,7 @@ from typing import IO, Any
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 
-from gputui.safe_text import is_clean, json_escaped, visible
+from gputui.base.safe_text import is_clean, json_escaped, visible
 
 
 class VisibleStream:

@@ -8,10 +8,10 @@ import sys
 from typing import Any
 
 from gputui.cli import common, safe_output
-from gputui.model import InferenceService
 from gputui.present.service_view import version_sessions
 from gputui.settings import Settings
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import InferenceService
 
 
 def _sessions(snapshot: ClusterSnapshot, service: InferenceService, version: str) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""`gputui versions`: the version matrix (gputui.versions), a table or JSON; drift against the node's pool
+"""`gputui versions`: the version matrix (gputui.policy.versions), a table or JSON; drift against the node's pool
 flagged with ≠ (JSON: each row's `drift`). Exit 0 (drift is information, `gputui check` judges it)."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import json
 import sys
 
 from gputui.cli import common, safe_output
+from gputui.policy.versions import COLUMNS, problems_first, version_matrix
 from gputui.settings import Settings
-from gputui.versions import COLUMNS, problems_first, version_matrix
 
 
 def run(settings: Settings, output: str) -> int:

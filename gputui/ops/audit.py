@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from gputui.backends.base import BackendError, ConflictError, error_line
+from gputui.base.paths import shown, state_dir
 from gputui.ops.audit_read import MAX_LINE, Tail, read_tail
-from gputui.paths import shown, state_dir
 
 _LOCK = threading.Lock()
 READ_BYTES = 4 * 1024 * 1024  # the screens read at most this much of the log's end per look
@@ -171,7 +171,7 @@ class AuditLog:
             self._append(line)
         except AuditError as exc:
             self.unrecorded = [*self.unrecorded, str(exc)][-UNRECORDED_KEPT:]
-            from gputui.debug_log import log
+            from gputui.base.debug_log import log
 
             log.warning("audit: %s", exc)
 

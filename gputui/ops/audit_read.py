@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from gputui.paths import shown
+from gputui.base.paths import shown
 
 MAX_LINE = 64 * 1024  # longer lines are skipped unread: gputui's own are a few hundred bytes
 MAX_DEPTH = 32  # a shift's patch is about 8 deep inside its entry

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from gputui.backends.base import BackendError, Writer
-from gputui.model import InferenceService
 from gputui.ops.audit import AuditError
 from gputui.ops.canary_steps import step_blocker
 from gputui.ops.context import OpContext
@@ -22,8 +21,9 @@ from gputui.ops.traffic.adapters import ADAPTERS
 from gputui.ops.traffic.apply import apply_shift
 from gputui.ops.traffic.plans import find_service, on_route_now, plan_shift
 from gputui.ops.traffic.vocabulary import ShiftError, fmt_pct
-from gputui.signals import VersionSignals
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import InferenceService
+from gputui.vocabulary.signals import VersionSignals
 
 DEFAULT_STEPS = (5.0, 25.0, 50.0, 100.0)
 FORCE_WORDS = " (rollout --force, or f on the service screen, takes it anyway)"  # both exist

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gputui.model import InferencePod, NodeState
 from gputui.ops.traffic.plans import CAPACITY_SLACK_PCT, plan_shift
 from gputui.ops.traffic.vocabulary import fmt_pct
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import InferencePod, NodeState
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,8 +8,8 @@ from gputui.backends.base import BackendError
 from gputui.ops.context import OpContext
 from gputui.ops.drain.out_of_rotation import RECORD, OutOfRotation, put_back, recorded
 from gputui.ops.errors import ReadOnlyError
+from gputui.policy.upgrades import owner_warning
 from gputui.snapshot import ClusterSnapshot
-from gputui.upgrades import owner_warning
 
 
 @dataclass(frozen=True, slots=True)

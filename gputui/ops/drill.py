@@ -10,12 +10,12 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 
 from gputui.backends.base import BackendError, EvictionOutcome
-from gputui.model import InferencePod
 from gputui.ops.audit import outcome
 from gputui.ops.context import OpContext
 from gputui.ops.errors import ReadOnlyError
-from gputui.sessions import SessionState
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import InferencePod
+from gputui.vocabulary.sessions import SessionState
 
 REPLACED_BY_CONTROLLER = ("ReplicaSet", "StatefulSet", "Rollout")  # an evicted pod of these comes back
 

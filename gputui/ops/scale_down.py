@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gputui.model import InferencePod
 from gputui.ops.context import OpContext
 from gputui.ops.errors import ReadOnlyError
 from gputui.ops.traffic.plans import find_service
 from gputui.ops.traffic.vocabulary import ShiftError
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import InferencePod
 
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 REMOVE_FIRST, KEEP_UNKNOWN = -1000, 2**31 - 1  # int32, as the annotation allows

@@ -13,8 +13,8 @@ from math import isfinite
 
 from rich.text import Text
 
-from gputui.gpu_metrics import fmt_celsius, fmt_gib, fmt_pct, fmt_watts, known
-from gputui.model import Node, NodeState
+from gputui.vocabulary.gpu_metrics import fmt_celsius, fmt_gib, fmt_pct, fmt_watts, known
+from gputui.vocabulary.model import Node, NodeState
 
 BLOCKS = " ▏▎▍▌▋▊▉█"
 SPARKS = "▁▂▃▄▅▆▇█"

@@ -8,17 +8,17 @@ from typing import Any
 
 from rich.text import Text
 
-from gputui.gauges import hot
-from gputui.gpu_metrics import BY_NAME, COLUMNS, GpuMetric, value_of
-from gputui.gpu_resources import allocation_text
-from gputui.health import fleet_driver, has_driver_drift, node_alerts, problem_order, version_key
-from gputui.model import GpuSummary, InferenceService, Node, NodeState, ServiceVersion
-from gputui.pools import DEFAULT_POOL_LABELS, pool_of
+from gputui.policy.health import fleet_driver, has_driver_drift, node_alerts, problem_order, version_key
+from gputui.policy.node_pools import DEFAULT_POOL_LABELS, pool_of
+from gputui.policy.problems import Problem, problem_of
 from gputui.present import cells
 from gputui.present.cells import Palette
 from gputui.present.kept_order import KeptOrders
-from gputui.problems import Problem, problem_of
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.gauges import hot
+from gputui.vocabulary.gpu_metrics import BY_NAME, COLUMNS, GpuMetric, value_of
+from gputui.vocabulary.gpu_resources import allocation_text
+from gputui.vocabulary.model import GpuSummary, InferenceService, Node, NodeState, ServiceVersion
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class RowContext:
     temp_threshold: float
     majority_driver: str
     pool_labels: tuple[str, ...] = DEFAULT_POOL_LABELS
-    # The problems flapping within the last minute, by node (gputui.problems.ProblemMemory): the problem
+    # The problems flapping within the last minute, by node (gputui.policy.problems.ProblemMemory): the problem
     # column says "flapping" for them, even for a node whose problem is gone this very refresh.
     flaps: Mapping[str, Problem] = field(default_factory=dict)
 
@@ -46,7 +46,7 @@ class NodeColumn:
     order: str = "highest first"
     reverse: str = "lowest first"
     compact: int = 0  # a narrower form (figures without their bar) used before columns are dropped
-    # What of the node's summary (gputui.gauges) the sort reads, if anything: the summaries live beside the
+    # What of the node's summary (gputui.vocabulary.gauges) the sort reads, if anything: the summaries live beside the
     # nodes, so a kept order (kept_order) places again the nodes where this moved, not only the nodes that did.
     metered: Callable[[GpuSummary | None, RowContext], Any] | None = None
 
@@ -86,7 +86,7 @@ def _temp(node: Node, ctx: RowContext, width: int) -> Text:
 
 
 def _figure(metric: GpuMetric) -> Callable[[Node, RowContext, int], Text]:
-    """A figure's cell as its row in gputui.gpu_metrics writes it, right-aligned."""
+    """A figure's cell as its row in gputui.vocabulary.gpu_metrics writes it, right-aligned."""
     def cell(node: Node, ctx: RowContext, width: int) -> Text:
         return Text(metric.fmt(value_of(ctx.snapshot.gauges(node), metric.name)).rjust(width))
 
@@ -142,7 +142,7 @@ A_Z = ("A→Z", "Z→A")
 WORST = ("worst first", "best first")
 
 # The table's figures that draw more than their formatted value (a bar, a threshold's colour); any other column
-# of gputui.gpu_metrics is its row's formatter, right-aligned (_figure).
+# of gputui.vocabulary.gpu_metrics is its row's formatter, right-aligned (_figure).
 FIGURE_COLUMNS = {
     "util_pct": NodeColumn("util_pct", "Util", 12, 0, _util, _by_gauge("util_pct"), compact=4, metered=_whole),
     "mem_used_mib": NodeColumn("mem_used_mib", "Memory", 17, 0, _mem, _by_gauge("mem_used_mib"), compact=8,

@@ -4,7 +4,7 @@ sort is some 100 ms of the poll thread, every refresh, for a few hundred nodes t
 
 Entries are (sort key, name): the name breaks ties, so the order is total and equals a fresh sort's. The nodes
 that moved are those fleet_sums.nodes_moved finds (the GPUs column sorts by allocation, so nodes whose pods
-moved count), and, for a sort that reads the nodes' summaries (gputui.gauges), those whose summary moved in
+moved count), and, for a sort that reads the nodes' summaries (gputui.vocabulary.gauges), those whose summary moved in
 what the sort reads (`metered`: a DCGM read moves every summary, but few nodes turn hot or cool). Too many,
 or a sort that depends on something else that changed (the threshold, the majority driver, the pool labels:
 the `key`), and the fleet is sorted afresh.
@@ -19,11 +19,11 @@ from itertools import compress, islice
 from operator import ne
 from typing import Any
 
-from gputui import fleet_sums
-from gputui.fleet_sums import nodes_moved
-from gputui.model import GpuSummary, Node
-from gputui.moved import limit_for
+from gputui.base.moved import limit_for
+from gputui.policy import fleet_sums
+from gputui.policy.fleet_sums import nodes_moved
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import GpuSummary, Node
 
 Metered = Callable[[GpuSummary | None], Any]
 

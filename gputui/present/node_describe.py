@@ -10,9 +10,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from gputui.health import node_alerts
-from gputui.model import DRAIN_ANNOTATION_PREFIX, GpuSummary, Node, NodeDescription
+from gputui.policy.health import node_alerts
 from gputui.present.cells import Palette, ago
+from gputui.vocabulary.model import DRAIN_ANNOTATION_PREFIX, GpuSummary, Node, NodeDescription
 
 # Labels worth reading on a GPU node: the GPU Operator's and GFD's (nvidia.com/…), NFD's PCI vendor label for
 # NVIDIA, and the topology a scheduler spreads over.

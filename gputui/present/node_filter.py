@@ -12,9 +12,9 @@ from collections.abc import Callable, Collection, Iterable
 from itertools import compress, repeat
 from operator import contains
 
-from gputui.health import Alert, has_driver_drift, node_alerts
-from gputui.model import Node, NodeState
+from gputui.policy.health import Alert, has_driver_drift, node_alerts
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import Node, NodeState
 
 STATE_WORDS = {state.value.lower(): state for state in NodeState}
 PROBLEM_WORDS = {"alert", "alerts", "problem", "problems"}
@@ -50,7 +50,7 @@ def node_matches(node: Node, words: list[str], alerts_of: Callable[[Node], list[
     """Whether the node passes every word. `alerts_of`: its alerts (health.node_alerts), worked out only for a
     word that needs them (every keystroke of the filter runs this over the whole fleet). `text`: its haystack
     when the caller keeps them (once per snapshot). `flapping`: nodes whose problem came and went within the
-    minute (gputui.problems): `alert` still finds them, as the header still counts them."""
+    minute (gputui.policy.problems): `alert` still finds them, as the header still counts them."""
     alerts: list[Alert] | None = None
     haystack_ = haystack(node) if text is None else text
     for word in words:

@@ -13,11 +13,11 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from gputui.model import InferenceService
 from gputui.present.cells import Palette
-from gputui.sessions import SessionState
-from gputui.signals import VersionSignals
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import InferenceService
+from gputui.vocabulary.sessions import SessionState
+from gputui.vocabulary.signals import VersionSignals
 
 HISTORY_SHOWN = 8
 HISTORY_ACTIONS = ("shift", "canary-start", "canary-end", "scale-down", "rollout-promote", "rollout-promote-full",

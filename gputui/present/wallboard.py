@@ -10,18 +10,18 @@ from collections.abc import Mapping
 
 from rich.text import Text
 
-from gputui.gpu_metrics import value_of
-from gputui.health import fleet_driver, node_alerts, problem_order
-from gputui.model import GpuSummary, Health, Node, NodeState
+from gputui.policy.health import fleet_driver, node_alerts, problem_order
 from gputui.present.cells import Palette, heat_band, pct
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.gpu_metrics import value_of
+from gputui.vocabulary.model import GpuSummary, Health, Node, NodeState
 
 GLYPHS = ("░", "▒", "█")  # low, mid, high
 NO_DATA = "·"
 FAULT = "✗"  # a GPU with an XID or failed health: never drawn as an idle one
 
 
-HEAT = {"util": "util_pct", "temp": "temp_c"}  # the heat map's setting (wallboard_heat) -> gputui.gpu_metrics' figure
+HEAT = {"util": "util_pct", "temp": "temp_c"}  # the heat map's setting (wallboard_heat) -> gputui.vocabulary.gpu_metrics' figure
 
 
 def level(value: float | None, metric: str, temp_threshold: float) -> int | None:

@@ -27,15 +27,16 @@ from textual.worker import get_current_worker
 from gputui.backends.base import Backend, error_line
 from gputui.backends.factory import credential_plugins, stop_credential_plugins
 from gputui.backends.gcpause import settle_after_snapshot, unsettle
-from gputui.debug_log import log
-from gputui.figures import figures
+from gputui.base.debug_log import log
+from gputui.base.paths import shown
+from gputui.base.safe_text import visible
 from gputui.ops.audit import AuditLog
-from gputui.paths import shown
-from gputui.pools import fleet_pools
+from gputui.policy.figures import figures
+from gputui.policy.node_pools import fleet_pools
+from gputui.policy.upgrades import StateClock
 from gputui.present.cells import MONO, Palette
 from gputui.present.columns import PROBLEMS_SORT, node_order, row_context
 from gputui.present.node_filter import haystack_columns
-from gputui.safe_text import visible
 from gputui.settings import Settings
 from gputui.snapshot import ClusterSnapshot
 from gputui.ui import app_clusters, terminal_guard
@@ -45,7 +46,6 @@ from gputui.ui.keymaps import DEFAULT, keymap_files, load_keymaps, resolve, watc
 from gputui.ui.messages import CanaryProgress, Connected, DrainProgress, FleetRead, IdleRead, SnapshotReady, WriteDone
 from gputui.ui.problem_watch import ProblemWatch
 from gputui.ui.theming import ThemesRead, load_themes, palette_defaults, palette_from
-from gputui.upgrades import StateClock
 
 terminal_guard.install()  # before any screen paints: see the module
 
@@ -440,7 +440,7 @@ class GputuiApp(App[None]):
 
     def problems(self, snapshot: ClusterSnapshot | None = None) -> list:
         """The nodes that need attention in the snapshot on screen (or `snapshot`), as every view counts them:
-        gputui.problems' Problem, worst first, flapping ones marked and kept for a minute."""
+        gputui.policy.problems' Problem, worst first, flapping ones marked and kept for a minute."""
         snap = snapshot or self.snapshot
         return [] if snap is None else self.problem_watch.problems(snap, self.settings.temp_threshold)
 

@@ -13,8 +13,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
 
-from gputui.paths import shown
-from gputui.safe_text import MAX_FIELD, visible
+from gputui.base.paths import shown
+from gputui.base.safe_text import MAX_FIELD, visible
 from gputui.ui.base import ClusterScreen
 from gputui.ui.footer import KeyFooter
 from gputui.ui.header import HeaderBar

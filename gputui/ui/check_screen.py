@@ -10,7 +10,6 @@ from textual.binding import Binding
 from textual.widgets import Static
 
 from gputui.checks.context import context_for
-from gputui.checks.facts import DEFAULT_WINDOW_S, CheckFacts
 from gputui.checks.result import CheckResult, Status
 from gputui.checks.rules import run_checks
 from gputui.ui.base import ClusterScreen
@@ -18,6 +17,7 @@ from gputui.ui.footer import KeyFooter
 from gputui.ui.header import HeaderBar
 from gputui.ui.item_list import ItemList
 from gputui.ui.messages import ChecksRun
+from gputui.vocabulary.check_facts import DEFAULT_WINDOW_S, CheckFacts
 
 ORDER = {Status.FAIL: 0, Status.UNKNOWN: 1, Status.WARN: 2, Status.PASS: 3}
 FACTS_EVERY_S = 60.0  # memory growth over 30 minutes and the rules loaded: no need to ask on every refresh

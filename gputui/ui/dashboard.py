@@ -11,8 +11,8 @@ from textual.events import Resize
 from textual.widgets import DataTable, Input, Static
 
 from gputui.backends.base import NEEDS
-from gputui.health import node_alerts
-from gputui.pools import fleet_pools
+from gputui.policy.health import node_alerts
+from gputui.policy.node_pools import fleet_pools
 from gputui.present.columns import (
     NODE_COLUMNS,
     NodeColumn,
@@ -23,7 +23,7 @@ from gputui.present.columns import (
     service_rows,
 )
 from gputui.present.node_filter import words_of
-from gputui.present.pools import has_pools, pool_strip
+from gputui.present.node_pools import has_pools, pool_strip
 from gputui.snapshot import ClusterSnapshot
 from gputui.ui.dashboard_order import NodeOrder
 from gputui.ui.footer import KeyFooter

@@ -4,11 +4,11 @@ it (present/columns.node_order, present/node_filter.matching): at 65,000 nodes a
 
 from __future__ import annotations
 
-from gputui.model import Node
 from gputui.present.columns import NODE_COLUMNS, RowContext, node_order, row_context
 from gputui.present.node_filter import Matched, matching
 from gputui.snapshot import ClusterSnapshot
 from gputui.ui.base import ClusterScreen
+from gputui.vocabulary.model import Node
 
 
 class NodeOrder(ClusterScreen):

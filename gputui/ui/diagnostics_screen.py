@@ -10,9 +10,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
 
-from gputui.health import Finding
-from gputui.problems import findings as all_findings
-from gputui.problems import summary
+from gputui.policy.health import Finding
+from gputui.policy.problems import findings as all_findings
+from gputui.policy.problems import summary
 from gputui.ui.base import ClusterScreen
 from gputui.ui.footer import KeyFooter
 from gputui.ui.header import HeaderBar

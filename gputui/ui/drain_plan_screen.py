@@ -23,8 +23,8 @@ from gputui.ops.drain.placement import SHORT_CAVEAT
 from gputui.ops.drain.plan import BatchPlan, DrainPlan, Step, plan_batch
 from gputui.ops.drain.plan_placement import batch_lines
 from gputui.present.cells import Palette, ago, short_pod
-from gputui.sessions import Arrivals
 from gputui.ui.base import ClusterModal
+from gputui.vocabulary.sessions import Arrivals
 
 DEADLINE_STEP_S = 5 * 60
 

@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Static
 
-from gputui.fleet import FLEET, ClusterRow, fleet_total
+from gputui.policy.fleet import FLEET, ClusterRow, fleet_total
 from gputui.present import cells
 from gputui.ui.base import ClusterScreen
 from gputui.ui.footer import KeyFooter

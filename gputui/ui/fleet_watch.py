@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from textual.worker import get_current_worker
 
-from gputui.fleet import ClusterRow, cluster_row
+from gputui.policy.fleet import ClusterRow, cluster_row
 from gputui.snapshot import ClusterSnapshot
 from gputui.ui.messages import FleetRead
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from gputui.figures import figures
-from gputui.gpu_resources import GpuUse
+from gputui.policy.figures import figures
+from gputui.policy.problems import FLAPPING, Problem, headline, summary
 from gputui.present import cells
-from gputui.problems import FLAPPING, Problem, headline, summary
 from gputui.snapshot import stale
 from gputui.ui.base import ClusterWidget
+from gputui.vocabulary.gpu_resources import GpuUse
 
 
 def _sep(text: Text) -> None:

@@ -1,5 +1,5 @@
 """Allocated-but-idle GPUs for every view that shows them (the dashboard's pool strip, the wallboard, `:pools`):
-one range query over the last hour (gputui.pools.read_idle), in a worker, at most every IDLE_EVERY_S and only
+one range query over the last hour (gputui.policy.node_pools.read_idle), in a worker, at most every IDLE_EVERY_S and only
 while a view asks. Owned by the app, so views coming and going neither repeat the query nor lose its answer.
 Unknown ("?", with why) until read, and whenever the metrics cannot tell."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gputui.pools import IDLE_BELOW_PCT, IDLE_WINDOW_S, IdleReading
+from gputui.policy.node_pools import IDLE_BELOW_PCT, IDLE_WINDOW_S, IdleReading
 from gputui.ui.messages import IdleRead
 
 if TYPE_CHECKING:

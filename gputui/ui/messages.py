@@ -10,14 +10,14 @@ from textual.message import Message
 
 if TYPE_CHECKING:
     from gputui.backends.base import Backend
-    from gputui.checks.facts import CheckFacts
     from gputui.checks.result import CheckResult
-    from gputui.model import Gpu, NodeDescription
     from gputui.ops.traffic import ShiftPlan
-    from gputui.pools import IdleReading
+    from gputui.policy.node_pools import IdleReading
     from gputui.settings import Settings
-    from gputui.signals import VersionSignals
     from gputui.snapshot import ClusterSnapshot
+    from gputui.vocabulary.check_facts import CheckFacts
+    from gputui.vocabulary.model import Gpu, NodeDescription
+    from gputui.vocabulary.signals import VersionSignals
 
 
 class SnapshotReady(Message):

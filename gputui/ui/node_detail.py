@@ -13,12 +13,8 @@ from textual.events import Resize
 from textual.widgets import Static
 
 from gputui.backends.base import error_line
-from gputui.gpu_metrics import BY_NAME, METRICS, GpuMetric
-from gputui.gpu_resources import Scheme, allocation_text, holders
-from gputui.health import fleet_driver, has_driver_drift, node_alerts
-from gputui.model import Gpu, Node
+from gputui.policy.health import fleet_driver, has_driver_drift, node_alerts
 from gputui.present import cells
-from gputui.sessions import SessionState
 from gputui.snapshot import ClusterSnapshot
 from gputui.ui.base import ClusterScreen
 from gputui.ui.cordon_dialog import ask_cordon
@@ -26,9 +22,13 @@ from gputui.ui.footer import KeyFooter
 from gputui.ui.header import HeaderBar
 from gputui.ui.messages import DescriptionRead, HistoryRead
 from gputui.ui.virtual_table import VirtualTable
+from gputui.vocabulary.gpu_metrics import BY_NAME, METRICS, GpuMetric
+from gputui.vocabulary.gpu_resources import Scheme, allocation_text, holders
+from gputui.vocabulary.model import Gpu, Node
+from gputui.vocabulary.sessions import SessionState
 
 HISTORY_MINUTES = 5
-# The figures of gputui.gpu_metrics a GPU's row shows: the typed ones always, the others (DETAIL_EXTRA) when a
+# The figures of gputui.vocabulary.gpu_metrics a GPU's row shows: the typed ones always, the others (DETAIL_EXTRA) when a
 # GPU of the node reports them (a cluster whose exporter serves them), after these, each as its row writes it.
 DETAIL_TYPED = tuple(m for m in METRICS if m.detail and m.typed)
 DETAIL_EXTRA = tuple(m for m in METRICS if m.detail and not m.typed)

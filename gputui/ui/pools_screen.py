@@ -1,4 +1,4 @@
-"""`:pools`: GPU use per node pool and for the fleet (gputui.pools): allocated, unallocated, mean utilisation,
+"""`:pools`: GPU use per node pool and for the fleet (gputui.policy.node_pools): allocated, unallocated, mean utilisation,
 and GPUs allocated but idle over the last hour (the app's IdleWatch: a range query in a worker, never on the UI
 thread, never every refresh). Idle is "?" until read, or when the metrics cannot tell (said why)."""
 
@@ -9,8 +9,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
 
-from gputui.figures import figures
-from gputui.pools import FLEET, IDLE_BELOW_PCT, fleet_pools, idle_why
+from gputui.policy.figures import figures
+from gputui.policy.node_pools import FLEET, IDLE_BELOW_PCT, fleet_pools, idle_why
 from gputui.present.cells import NARROW
 from gputui.ui.base import ClusterScreen
 from gputui.ui.footer import KeyFooter

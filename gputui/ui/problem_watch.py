@@ -1,4 +1,4 @@
-"""The nodes that need attention as every view of the app counts them (gputui.problems): the snapshot's own,
+"""The nodes that need attention as every view of the app counts them (gputui.policy.problems): the snapshot's own,
 with what flapped within the last minute kept and marked, so the header, `/alert`, `d` and the wallboard
 agree and none of them counts a problem in and out at every refresh.
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping
 
-from gputui.figures import problems as snapshot_problems
-from gputui.problems import Problem, ProblemMemory, with_flaps
+from gputui.policy.figures import problems as snapshot_problems
+from gputui.policy.problems import Problem, ProblemMemory, with_flaps
 from gputui.snapshot import ClusterSnapshot
 
 

@@ -34,11 +34,11 @@ from gputui.present.service_view import service_view
 if TYPE_CHECKING:  # the session module is imported when a canary starts (it pulls in the canary's run)
     from gputui.ui.canary_session import CanarySession
 from gputui.present.shift import plan_text
-from gputui.signals import VersionSignals
 from gputui.ui.base import ClusterScreen
 from gputui.ui.footer import KeyFooter
 from gputui.ui.header import HeaderBar
 from gputui.ui.messages import PlanRead, SignalsRead
+from gputui.vocabulary.signals import VersionSignals
 
 SIGNALS_EVERY_S = 15.0
 SIGNALS_WINDOW_S = 300.0  # the canary's default rate window: the same figures it gates on

@@ -1,7 +1,7 @@
 """The last line between text from outside and the terminal: no character a terminal acts on leaves a
 rendered line of the screen, whichever widget drew it.
 
-Views make cluster text visible where they build it (gputui.safe_text), which also keeps widths right.
+Views make cluster text visible where they build it (gputui.base.safe_text), which also keeps widths right.
 This guard is for the place that forgets: a Rich `Text` keeps an ESC as it is, and Textual writes a
 segment's text to the terminal verbatim, so one `Text(node.kernel)` would let a node retitle or clear the
 operator's terminal (kubectl's CVE-2021-25743). Every line Textual paints is joined into terminal output
@@ -17,7 +17,7 @@ from typing import Any
 from rich.segment import Segment
 from textual.strip import Strip
 
-from gputui.safe_text import is_clean, visible
+from gputui.base.safe_text import is_clean, visible
 
 _ORIGINAL = Strip.render
 

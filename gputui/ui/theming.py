@@ -14,9 +14,9 @@ from typing import Any
 from textual.color import Color, ColorParseError
 from textual.theme import BUILTIN_THEMES, Theme  # noqa: F401 - BUILTIN_THEMES re-exported: the CLI checks names
 
-from gputui.paths import config_dir
+from gputui.base.paths import config_dir
+from gputui.base.yaml_file import FileProblem, load_mapping, name_problem, parse_each, unknown_keys, yaml_files
 from gputui.present.cells import Palette
-from gputui.yaml_file import FileProblem, load_mapping, name_problem, parse_each, unknown_keys, yaml_files
 
 COLOR_KEYS = (
     "primary", "secondary", "accent", "warning", "error", "success",

@@ -1,4 +1,4 @@
-"""`:versions`: the version matrix (gputui.versions), redrawn on each snapshot. What is the same on every node
+"""`:versions`: the version matrix (gputui.policy.versions), redrawn on each snapshot. What is the same on every node
 is said once above the table, and what no node reports too; the table keeps the columns that differ, with
 the node's name fixed at the left, nodes that drifted or whose driver upgrade is stuck first; a value that
 differs from the majority of the node's pool is marked ≠ in the drift colour, unknown is –. Why the selected
@@ -13,13 +13,13 @@ from textual.binding import Binding
 from textual.events import Resize
 from textual.widgets import DataTable, Static
 
+from gputui.policy.versions import VersionRow, problems_first, varying, version_matrix
 from gputui.present import cells
 from gputui.ui.base import ClusterScreen
 from gputui.ui.footer import KeyFooter
 from gputui.ui.header import HeaderBar
 from gputui.ui.key_table import KeyTable
 from gputui.ui.table_sync import sync_rows
-from gputui.versions import VersionRow, problems_first, varying, version_matrix
 
 LABELS = {"cuda": "CUDA", "os": "OS"}
 

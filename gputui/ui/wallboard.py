@@ -9,14 +9,14 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Digits, Static
 
-from gputui.figures import Figures, figures
-from gputui.fleet import FLEET as FLEET_ROW
-from gputui.fleet import fleet_total
-from gputui.pools import FLEET, fleet_pools, idle_why
+from gputui.policy.figures import Figures, figures
+from gputui.policy.fleet import FLEET as FLEET_ROW
+from gputui.policy.fleet import fleet_total
+from gputui.policy.node_pools import FLEET, fleet_pools, idle_why
+from gputui.policy.problems import findings as all_findings
 from gputui.present import cells
 from gputui.present.columns import fit_service_columns, service_rows
 from gputui.present.wallboard import heat_map, legend
-from gputui.problems import findings as all_findings
 from gputui.snapshot import ClusterSnapshot, stale
 from gputui.ui.base import ClusterScreen
 from gputui.ui.footer import KeyFooter

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from kubernetes import client
 
-from gputui.sessions import SESSION_SIGNAL_LABEL
+from gputui.vocabulary.sessions import SESSION_SIGNAL_LABEL
 from tests.support.gputui_cli import run
 from tests.support.workloads import ready_pods, served_deployment
 

@@ -14,7 +14,6 @@ from kubernetes import client
 
 from gputui.backends.prom import PromConfig, PromSource
 from gputui.backends.session_metrics import engines
-from gputui.model import DRAIN_PHASE_ANNOTATION
 from gputui.ops.audit import AuditLog
 from gputui.ops.context import OpContext
 from gputui.ops.drain import lease
@@ -24,7 +23,8 @@ from gputui.ops.drain.report import Outcome
 from gputui.ops.drain.run import run_drain
 from gputui.ops.drain.start import DrainStart
 from gputui.ops.steps import run_steps
-from gputui.sessions import UNREADABLE, SessionState
+from gputui.vocabulary.model import DRAIN_PHASE_ANNOTATION
+from gputui.vocabulary.sessions import UNREADABLE, SessionState
 from tests.support.audit_lines import written
 from tests.support.gputui_cli import read_until, start_drain
 from tests.support.procs import wait_until

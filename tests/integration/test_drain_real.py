@@ -11,12 +11,12 @@ import threading
 
 from kubernetes import client
 
-from gputui.model import DRAIN_PHASE_ANNOTATION
 from gputui.ops.audit import AuditLog
 from gputui.ops.context import OpContext
 from gputui.ops.drain.plan import DrainOptions, Step, plan_drain
 from gputui.ops.drain.run import run_drain
 from gputui.ops.steps import run_steps
+from gputui.vocabulary.model import DRAIN_PHASE_ANNOTATION
 from tests.support.gputui_cli import read_until, start_drain
 from tests.support.procs import wait_until
 from tests.support.workloads import backend_for, pool, running, workload

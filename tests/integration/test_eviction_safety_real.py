@@ -12,7 +12,6 @@ import dataclasses
 from collections.abc import Collection
 
 from gputui.backends.kube_backend import live_backend
-from gputui.model import DRAIN_PHASE_ANNOTATION
 from gputui.ops.audit import AuditLog
 from gputui.ops.context import OpContext
 from gputui.ops.drain.events import EventKind
@@ -21,6 +20,7 @@ from gputui.ops.drain.report import Outcome
 from gputui.ops.drain.run import run_drain
 from gputui.settings import Settings
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import DRAIN_PHASE_ANNOTATION
 from tests.support.api_faults import Answer, FaultProxy, kubeconfig
 from tests.support.drain_safety import (
     POOL_LABEL,

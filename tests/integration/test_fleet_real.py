@@ -159,7 +159,7 @@ async def test_the_wallboard_sums_the_fleet_and_lists_its_clusters(cluster, fake
     from textual.widgets import Digits, Static
 
     from gputui.backends.kube_backend import live_backend
-    from gputui.fleet import fleet_total
+    from gputui.policy.fleet import fleet_total
     from gputui.ui.app import GputuiApp
     from gputui.ui.wallboard import WallboardScreen
 

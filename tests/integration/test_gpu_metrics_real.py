@@ -1,4 +1,4 @@
-"""Every figure of the table of GPU metrics (gputui.gpu_metrics), read from a real Prometheus scraping the fake
+"""Every figure of the table of GPU metrics (gputui.vocabulary.gpu_metrics), read from a real Prometheus scraping the fake
 dcgm-exporter, reaches a GPU's record and `nodes -o json` by its name; NaN, a series gone and a field the exporter
 does not serve are unknown, never 0. Driven by the table: a new row is checked here without a word of its own,
 once the fake exporter serves its field."""
@@ -12,7 +12,7 @@ import pytest
 from gputui.backends import kube_objects as ko
 from gputui.backends.join_fleet import gpus_of
 from gputui.backends.prom import PromConfig, PromSource
-from gputui.gpu_metrics import METRICS, json_figures, value_of
+from gputui.vocabulary.gpu_metrics import METRICS, json_figures, value_of
 from tests.support.exporters import DCGM_FIELDS
 from tests.support.kube_json import node_json
 from tests.support.procs import wait_until

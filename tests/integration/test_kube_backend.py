@@ -10,10 +10,10 @@ import yaml
 from kubernetes import client
 
 from gputui.backends.kube_backend import live_backend
-from gputui.health import fleet_alerts
 from gputui.ops.drain.plan import Step, plan_drain
-from gputui.sessions import SessionState
+from gputui.policy.health import fleet_alerts
 from gputui.settings import Settings
+from gputui.vocabulary.sessions import SessionState
 from tests.support.crds import create_custom, install_crd
 from tests.support.gputui_cli import run
 from tests.support.procs import wait_for, wait_until

@@ -27,7 +27,7 @@ def store_with_rules(kind: str, rules: dict, dcgm_exporter) -> Iterator[str]:
         prom = PrometheusServer([dcgm_scrape_config(dcgm_exporter)], rules=rules)
         try:
             prom.start(ready=ready)
-            assert [g["name"] for g in prom.rules_loaded()] == ["gputui.fleet"]
+            assert [g["name"] for g in prom.rules_loaded()] == ["gputui.policy.fleet"]
             yield prom.url
         finally:
             prom.close()
@@ -37,7 +37,7 @@ def store_with_rules(kind: str, rules: dict, dcgm_exporter) -> Iterator[str]:
     try:
         vm.start(ready="DCGM_FI_DEV_GPU_TEMP")
         alert.start()
-        assert alert.groups() == ["gputui.fleet"]
+        assert alert.groups() == ["gputui.policy.fleet"]
         wait_until(lambda: vm.query(ready), 30, what="vmalert's recorded series in VictoriaMetrics")
         yield vm.url
     finally:

@@ -10,7 +10,7 @@ import json
 import pytest
 from kubernetes import client
 
-from gputui.rotation import RotationState, rotation_of
+from gputui.policy.rotation import RotationState, rotation_of
 from tests.support.gputui_cli import run
 from tests.support.workloads import backend_for, deployment, pool, running
 

@@ -11,8 +11,8 @@ from kubernetes import client
 from gputui.backends.kube_backend import live_backend
 from gputui.ops.audit import AuditLog
 from gputui.ops.traffic import apply_shift, plan_shift, read_route, served_api_versions
-from gputui.router_kinds import HTTPROUTE_MAX_WEIGHT, ROUTER_KINDS, RouterKind, WeightedBackends, backend_ref
 from gputui.settings import Settings
+from gputui.vocabulary.router_kinds import HTTPROUTE_MAX_WEIGHT, ROUTER_KINDS, RouterKind, WeightedBackends, backend_ref
 from tests.support.crds import create_custom, get_custom, install_crd
 from tests.support.op_context import write_context
 from tests.support.procs import wait_until

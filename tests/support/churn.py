@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from gputui.backends import kube_objects as ko
 from gputui.backends.join import KubeState, Metrics
 from gputui.backends.join_fleet import GpuSample
-from gputui.gpu_metrics import Figures
-from gputui.model import GpuSummary
+from gputui.vocabulary.gpu_metrics import Figures
+from gputui.vocabulary.model import GpuSummary
 from tests.support.kube_json import deployment_json, node_json, pod_json
 
 

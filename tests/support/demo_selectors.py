@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gputui.model import PodSelector
+from gputui.vocabulary.model import PodSelector
 
 NAME, VERSION = "app.kubernetes.io/name", "app.kubernetes.io/version"
 

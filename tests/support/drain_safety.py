@@ -20,7 +20,7 @@ from kubernetes import client
 
 from gputui.ops.drain.events import EventKind
 from gputui.ops.steps import run_steps
-from gputui.sessions import SESSION_SIGNAL_LABEL
+from gputui.vocabulary.sessions import SESSION_SIGNAL_LABEL
 from tests.support.procs import wait_until
 
 POOL_LABEL = "gputui.test/pool"

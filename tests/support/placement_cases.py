@@ -22,7 +22,7 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from gputui.sessions import SESSION_SIGNAL_LABEL
+from gputui.vocabulary.sessions import SESSION_SIGNAL_LABEL
 from tests.support.procs import wait_until
 
 ZONE = "topology.kubernetes.io/zone"

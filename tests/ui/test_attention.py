@@ -5,10 +5,10 @@ figure (power too) stays, no bare `+`, and no scrollbar glyph beside the data.""
 from __future__ import annotations
 
 from gputui.backends.base import Backend
-from gputui.model import Gpu, Node
 from gputui.settings import Settings
 from gputui.snapshot import ClusterSnapshot, SourceStatus
 from gputui.ui.app import GputuiApp
+from gputui.vocabulary.model import Gpu, Node
 from tests.ui.pilot import loaded, screen_lines, wait_for, wallboard_loaded
 
 SUMMARY = "4 nodes need attention: 1 NotReady, 1 XID, 1 upgrade failed, 1 hot"

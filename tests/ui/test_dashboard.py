@@ -5,7 +5,6 @@ from rich.text import Text
 from textual.widgets import DataTable
 
 from gputui.backends.base import Backend
-from gputui.model import Condition, Node
 from gputui.settings import Settings
 from gputui.snapshot import ClusterSnapshot, SourceStatus
 from gputui.ui.app import GputuiApp
@@ -13,6 +12,7 @@ from gputui.ui.confirm import ConfirmScreen
 from gputui.ui.help import HelpScreen
 from gputui.ui.node_detail import NodeDetailScreen
 from gputui.ui.virtual_table import VirtualTable
+from gputui.vocabulary.model import Condition, Node
 from tests.support.audit_lines import written
 from tests.ui.pilot import loaded, rows, wait_for
 
@@ -46,7 +46,7 @@ async def test_a_snapshot_read_before_start_is_the_first_frame_and_polling_follo
 
 
 async def test_problems_come_first_and_each_sort_says_its_order(app_factory):
-    from gputui.health import majority_driver, node_severity
+    from gputui.policy.health import majority_driver, node_severity
 
     app = app_factory()
     async with app.run_test(size=(160, 40)) as pilot:
@@ -121,7 +121,7 @@ async def test_the_pool_strip_shows_each_pool_and_the_fleets_idle_gpus_once_read
 
 
 def majority(app) -> str:
-    from gputui.health import majority_driver
+    from gputui.policy.health import majority_driver
 
     return majority_driver(app.snapshot.nodes)
 
@@ -166,7 +166,7 @@ async def test_marks_keep_names_are_counted_and_cleared(app_factory):
 
 
 async def test_bang_jumps_to_the_next_node_with_a_problem(app_factory):
-    from gputui.health import node_alerts
+    from gputui.policy.health import node_alerts
 
     app = app_factory()
     async with app.run_test(size=(120, 40)) as pilot:
@@ -571,8 +571,8 @@ async def test_the_poll_thread_works_out_the_fleet_figures_pools_and_order_befor
 async def test_the_header_counts_whole_gpus_mig_slices_and_shared_replicas_apart():
     """The header added every GPU unit up: 8 cards, 14 MIG slices and 32 time-sliced replicas read as
     "GPUs 10/54". A slice or a replica is not a GPU: each scheme is its own figure."""
-    from gputui.gpu_resources import GpuResource, Scheme
-    from gputui.model import InferencePod
+    from gputui.vocabulary.gpu_resources import GpuResource, Scheme
+    from gputui.vocabulary.model import InferencePod
 
     mig, shared = "nvidia.com/mig-1g.10gb", "nvidia.com/gpu.shared"
     nodes = (

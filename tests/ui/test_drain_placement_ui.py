@@ -8,8 +8,8 @@ from rich.console import Console
 
 from gputui.ops.drain.options import DrainOptions
 from gputui.ops.drain.placement import SHORT_CAVEAT
-from gputui.scheduling import PodScheduling
 from gputui.ui.drain_plan_screen import DrainPlanScreen
+from gputui.vocabulary.scheduling import PodScheduling
 from tests.ui.pilot import loaded, wait_for
 
 

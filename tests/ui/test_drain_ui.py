@@ -1,9 +1,9 @@
 import io
 import time
 
-from gputui.model import DRAIN_PHASE_ANNOTATION
 from gputui.ui.drain_board import DrainProgressScreen
 from gputui.ui.drain_plan_screen import DrainPlanScreen
+from gputui.vocabulary.model import DRAIN_PHASE_ANNOTATION
 from tests.support.audit_lines import written
 from tests.ui.pilot import loaded, rows, wait_for
 

@@ -1,10 +1,10 @@
 """Node detail: one node's GPUs with their history and the pods on it, opened from any screen."""
 
-from gputui.sessions import GONE
 from gputui.ui.header import HeaderBar
 from gputui.ui.messages import HistoryRead
 from gputui.ui.node_detail import NodeDetailScreen
 from gputui.ui.virtual_table import VirtualTable
+from gputui.vocabulary.sessions import GONE
 from tests.ui.pilot import loaded, rows, wait_for
 
 
@@ -133,7 +133,7 @@ async def test_the_node_detail_is_built_once_and_shows_each_node_opened_with_not
 async def test_node_detail_asks_the_snapshot_for_the_majority_driver_once_not_at_every_draw(app_factory, monkeypatch):
     """Node detail worked the fleet's majority driver out twice per draw, a walk over every node (at 65,000 nodes
     some 10 ms a draw, every refresh and every open). It is kept on the snapshot (health.fleet_driver)."""
-    from gputui import health
+    from gputui.policy import health
     from gputui.ui import node_detail
     from gputui.ui.node_detail import NodeDetailScreen
 
@@ -204,11 +204,11 @@ async def test_the_headers_tick_repaints_its_line_without_laying_the_screen_out_
 
 
 async def test_node_detail_shows_a_column_for_each_further_figure_its_gpus_report(app_factory):
-    """The figures of gputui.gpu_metrics beyond the typed five get a column when a GPU of the node reports them,
+    """The figures of gputui.vocabulary.gpu_metrics beyond the typed five get a column when a GPU of the node reports them,
     written by their row's formatter; a GPU that does not report one shows it unknown, never 0."""
     from dataclasses import replace
 
-    from gputui.gpu_metrics import Figures
+    from gputui.vocabulary.gpu_metrics import Figures
 
     app = app_factory()
     cluster = app.backend.reader

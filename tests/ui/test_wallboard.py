@@ -80,7 +80,7 @@ async def test_heat_map_follows_resizes(app_factory):
 
 
 async def test_a_cut_alerts_page_says_how_many_more(app_factory):
-    from gputui.health import fleet_alerts
+    from gputui.policy.health import fleet_alerts
 
     app = wallboard_app(app_factory)
     async with app.run_test(size=(80, 14)) as pilot:

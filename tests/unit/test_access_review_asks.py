@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gputui.backends import kube_access
-from gputui.router_kinds import ROUTER_KINDS, RouterKind, WeightedBackends, backend_ref
+from gputui.vocabulary.router_kinds import ROUTER_KINDS, RouterKind, WeightedBackends, backend_ref
 
 
 @pytest.fixture

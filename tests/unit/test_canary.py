@@ -12,7 +12,7 @@ from gputui.ops.canary import CanaryControl, CanaryOptions, Gates, judge, plan_c
 from gputui.ops.context import OpContext
 from gputui.ops.steps import run_steps
 from gputui.ops.traffic.vocabulary import ShiftError
-from gputui.signals import VersionSignals, quantile
+from gputui.vocabulary.signals import VersionSignals, quantile
 from tests.demo_clock import ManualClock
 from tests.support.audit_lines import written
 

@@ -10,12 +10,12 @@ import dataclasses
 
 from gputui.backends.demo import DemoCluster
 from gputui.cli.main import main
-from gputui.model import DRAIN_PHASE_ANNOTATION, NodeState
 from gputui.ops.audit import AuditLog
 from gputui.ops.canary import CanaryControl, CanaryOptions, CanaryReport, Gates, judge, plan_canary, run_canary
 from gputui.ops.canary_steps import preview, preview_lines, step_blocker
 from gputui.ops.context import OpContext
-from gputui.signals import VersionSignals
+from gputui.vocabulary.model import DRAIN_PHASE_ANNOTATION, NodeState
+from gputui.vocabulary.signals import VersionSignals
 from tests.demo_clock import ManualClock
 
 MISTRAL = "llm/mistral-7b"  # the demo's canary: 20% of new sessions on 1 of 7 ready pods

@@ -10,7 +10,6 @@ import pytest
 
 from gputui.backends.base import BackendError
 from gputui.backends.demo import DemoCluster
-from gputui.model import InferenceService, ServiceVersion
 from gputui.ops.audit import AuditError, AuditLog
 from gputui.ops.canary import (
     DEFAULT_STEPS,
@@ -27,8 +26,9 @@ from gputui.ops.context import OpContext
 from gputui.ops.errors import ReadOnlyError
 from gputui.ops.steps import run_steps
 from gputui.ops.traffic.vocabulary import ShiftError
-from gputui.signals import VersionSignals
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import InferenceService, ServiceVersion
+from gputui.vocabulary.signals import VersionSignals
 from tests.demo_clock import ManualClock
 from tests.support.audit_lines import written
 

@@ -4,7 +4,7 @@ said `rolled out`): a version rolled out whose traffic is the minority of a spli
 from __future__ import annotations
 
 from gputui.backends.demo import DemoCluster
-from gputui.figures import canary_in_flight, figures
+from gputui.policy.figures import canary_in_flight, figures
 from gputui.present.cells import Palette
 from gputui.present.columns import SERVICE_COLUMNS, service_rows
 from tests.demo_clock import ManualClock

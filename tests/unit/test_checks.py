@@ -9,12 +9,12 @@ import re
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-from gputui.checks.facts import AlertRule, CheckFacts
 from gputui.checks.output import as_json, as_junit, as_text
 from gputui.checks.result import Status, exit_code
 from gputui.checks.rules import CheckContext, run_checks
-from gputui.model import Budget, Gpu, InferencePod, Node, PodProbes, PodSelector
 from gputui.snapshot import ClusterSnapshot, SourceStatus
+from gputui.vocabulary.check_facts import AlertRule, CheckFacts
+from gputui.vocabulary.model import Budget, Gpu, InferencePod, Node, PodProbes, PodSelector
 from tests.support.gputui_cli import run
 
 METRICS_OK = (SourceStatus("API", 100.0), SourceStatus("metrics", 100.0))

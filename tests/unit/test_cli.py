@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from gputui.gpu_metrics import BY_NAME
+from gputui.vocabulary.gpu_metrics import BY_NAME
 from tests.support.gputui_cli import run
 
 
@@ -68,7 +68,7 @@ def test_nodes_json_shape(tmp_path):
         assert {"name", "state", "gpu_model", "gpus_allocated", "gpus_total", "driver_version", "alerts", "gpus"} <= set(node)
         assert isinstance(node["alerts"], list)
         for gpu in node["gpus"]:
-            # every figure of gputui.gpu_metrics by its name (null when unknown), the first five as they always were
+            # every figure of gputui.vocabulary.gpu_metrics by its name (null when unknown), the first five as they always were
             assert set(gpu) == {"index", "uuid", *BY_NAME} >= {"util_pct", "mem_used_mib", "mem_total_mib", "temp_c",
                                                               "power_w"}
     xid = next(n for n in nodes if n["name"] == "gpu-h100-07")

@@ -8,13 +8,13 @@ import json
 import pytest
 
 from gputui.backends.base import BackendError, ConflictError
-from gputui.model import InferencePod, Node
 from gputui.ops.audit import AuditLog
 from gputui.ops.context import OpContext
 from gputui.ops.cordon import CordonPlan, plan_cordon, run_cordon
 from gputui.ops.drain.out_of_rotation import RECORD, OutOfRotation
 from gputui.ops.errors import ReadOnlyError
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import InferencePod, Node
 
 
 class Writer:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gputui import debug_log
-from gputui.debug_log import MAX_LINE, log
+from gputui.base import debug_log
+from gputui.base.debug_log import MAX_LINE, log
 
 
 @pytest.fixture(autouse=True)

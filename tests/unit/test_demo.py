@@ -1,7 +1,7 @@
 from gputui.backends.base import EvictionOutcome
 from gputui.backends.demo import DemoCluster, demo_backend
-from gputui.health import majority_driver
-from gputui.model import NodeState
+from gputui.policy.health import majority_driver
+from gputui.vocabulary.model import NodeState
 from tests.demo_clock import ManualClock
 
 
@@ -132,8 +132,8 @@ def test_an_eviction_without_a_grace_period_keeps_the_pods_own():
 def test_the_demo_hands_out_gpus_as_mig_slices_shared_replicas_and_dra_devices():
     """One node per scheme beyond whole cards; what each hands out is counted here from the pods, independently
     of gputui's own per-node figures, and a drain's capacity guard asks for the same units the pods hold."""
-    from gputui.gpu_resources import Scheme
     from gputui.ops.drain.plan import DrainOptions, plan_batch
+    from gputui.vocabulary.gpu_resources import Scheme
 
     snap = DemoCluster(seed=7, clock=ManualClock()).snapshot()
     nodes = {n.name: n for n in snap.nodes}

@@ -9,7 +9,6 @@ never set by hand."""
 from __future__ import annotations
 
 from gputui.backends.demo import DemoCluster
-from gputui.model import DRAIN_PHASE_ANNOTATION
 from gputui.ops.audit import AuditLog
 from gputui.ops.context import OpContext
 from gputui.ops.cordon import plan_cordon, run_cordon
@@ -19,7 +18,8 @@ from gputui.ops.drain.plan import DrainOptions, Step, plan_drain
 from gputui.ops.drain.report import Outcome
 from gputui.ops.drain.run import run_drain
 from gputui.ops.steps import run_steps
-from gputui.rotation import RotationState, rotation_of
+from gputui.policy.rotation import RotationState, rotation_of
+from gputui.vocabulary.model import DRAIN_PHASE_ANNOTATION
 from tests.demo_clock import ManualClock
 
 SERVING = "serving"

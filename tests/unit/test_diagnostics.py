@@ -1,7 +1,7 @@
 from gputui.backends.demo import DemoCluster
-from gputui.health import diagnose
-from gputui.model import InferencePod, Node
+from gputui.policy.health import diagnose
 from gputui.snapshot import ClusterSnapshot, SourceStatus
+from gputui.vocabulary.model import InferencePod, Node
 from tests.demo_clock import ManualClock
 
 

@@ -8,7 +8,6 @@ from dataclasses import fields
 
 import pytest
 
-from gputui.model import DRAIN_PHASE_ANNOTATION, Node
 from gputui.ops.drain.options import (
     BY,
     DEADLINE,
@@ -23,6 +22,7 @@ from gputui.ops.drain.options import (
     saved_drain,
 )
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import DRAIN_PHASE_ANNOTATION, Node
 
 CHOSEN = DrainOptions(ignore_daemonsets=False, delete_emptydir_data=True, force=True,
                       pod_selector={"app": "llm", "tier": "gpu"}, grace_seconds=30, session_threshold=2,

@@ -5,7 +5,6 @@ stops where the preview says a node's drain would strand one; the preview in the
 from __future__ import annotations
 
 from gputui.backends.demo import DemoCluster
-from gputui.model import InferencePod, Node
 from gputui.ops.audit import AuditLog
 from gputui.ops.context import OpContext
 from gputui.ops.drain.batch import _placement_guard, run_batch
@@ -15,8 +14,9 @@ from gputui.ops.drain.plan import DrainOptions, batch_json, plan_batch, plan_dra
 from gputui.ops.drain.report import Outcome
 from gputui.ops.drain.start import BatchStart
 from gputui.ops.steps import run_steps
-from gputui.scheduling import NodeScheduling, PodScheduling
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import InferencePod, Node
+from gputui.vocabulary.scheduling import NodeScheduling, PodScheduling
 from tests.demo_clock import ManualClock
 
 ALLOC = NodeScheduling((), (("cpu", 96_000), ("memory", 2**40), ("pods", 110)))

@@ -3,10 +3,10 @@
 import pytest
 
 from gputui.backends.demo import DemoCluster
-from gputui.model import Budget, InferencePod, Node
 from gputui.ops.drain.plan import DrainOptions, Step, classify, plan_drain, plan_json
-from gputui.sessions import NO_SIGNAL, UNREADABLE, PodSessions, SessionState
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import Budget, InferencePod, Node
+from gputui.vocabulary.sessions import NO_SIGNAL, UNREADABLE, PodSessions, SessionState
 from tests.demo_clock import ManualClock
 
 
@@ -135,8 +135,8 @@ def test_demo_node_plan():
 
 
 def test_options_round_trip_through_the_node_and_bad_records_are_one_line():
-    from gputui.model import Node
     from gputui.ops.drain.options import OPTIONS, DrainRecordError, saved_drain
+    from gputui.vocabulary.model import Node
 
     chosen = DrainOptions(pod_selector={"app": "x"}, disable_eviction=True, force=True, session_threshold=2,
                           session_deadline_s=600.0, grace_seconds=30, evict_unknown_at_deadline=True)
@@ -195,7 +195,7 @@ def test_plan_warns_when_the_grace_period_is_shorter_than_prestop_plus_engine_sh
 def test_the_capacity_guard_counts_in_the_units_the_pods_ask_for():
     """A MIG pod needs a free slice of its own profile elsewhere: free whole GPUs and other profiles do not
     count (the old guard added them all up as GPUs)."""
-    from gputui.gpu_resources import GpuResource, Scheme
+    from gputui.vocabulary.gpu_resources import GpuResource, Scheme
 
     small, large = "nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb"
 
@@ -216,8 +216,8 @@ def test_the_capacity_guard_counts_in_the_units_the_pods_ask_for():
 
 
 def test_a_batch_beyond_the_gpu_operators_max_unavailable_says_so():
-    from gputui.model import UpgradePolicy
     from gputui.ops.drain.plan import batch_json, plan_batch
+    from gputui.vocabulary.model import UpgradePolicy
 
     nodes = tuple(Node(f"n{i}", True, i == 0, "H100", 8, 8) for i in range(8))  # n0 cordoned already
     snap = ClusterSnapshot(0.0, "t", nodes=nodes, upgrade_policy=UpgradePolicy(max_unavailable="25%"))

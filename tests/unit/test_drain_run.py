@@ -6,7 +6,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gputui.backends.demo import DemoCluster
-from gputui.model import DRAIN_PHASE_ANNOTATION, NodeState
 from gputui.ops.audit import AuditLog
 from gputui.ops.context import OpContext
 from gputui.ops.drain.events import DrainControl
@@ -16,6 +15,7 @@ from gputui.ops.drain.report import Outcome
 from gputui.ops.drain.run import run_drain
 from gputui.ops.drain.start import BatchStart, DrainStart
 from gputui.ops.steps import Ended, run_steps, step
+from gputui.vocabulary.model import DRAIN_PHASE_ANNOTATION, NodeState
 from tests.demo_clock import ManualClock
 
 
@@ -208,7 +208,7 @@ class _WithPolicy:
     """The demo read as a cluster whose GPU Operator ClusterPolicy allows `limit` unavailable nodes."""
 
     def __init__(self, cluster, limit: str) -> None:
-        from gputui.model import UpgradePolicy
+        from gputui.vocabulary.model import UpgradePolicy
 
         self.cluster, self.policy = cluster, UpgradePolicy(True, 1, limit)
 

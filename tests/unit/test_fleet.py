@@ -1,6 +1,6 @@
 from gputui.backends.demo import DemoCluster
-from gputui.fleet import FLEET, cluster_row, fleet_total
-from gputui.health import fleet_alerts
+from gputui.policy.fleet import FLEET, cluster_row, fleet_total
+from gputui.policy.health import fleet_alerts
 from tests.demo_clock import ManualClock
 from tests.demo_figures import DEMO_NODES, DEMO_USE
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from gputui import fleet_sums
 from gputui.backends.join import Joiner
-from gputui.figures import alerts, figures
-from gputui.health import fleet_alerts
-from gputui.model import NodeState
-from gputui.pools import DEFAULT_POOL_LABELS, IdleReading, fleet_pools, pool_rows
-from gputui.problems import problems_of
+from gputui.policy import fleet_sums
+from gputui.policy.figures import alerts, figures
+from gputui.policy.health import fleet_alerts
+from gputui.policy.node_pools import DEFAULT_POOL_LABELS, IdleReading, fleet_pools, pool_rows
+from gputui.policy.problems import problems_of
+from gputui.vocabulary.model import NodeState
 from tests.support.churn import churn
 
 
@@ -35,7 +35,7 @@ def test_figures_and_pools_kept_between_refreshes_are_those_worked_out_from_scra
         assert f.gpus == snap.gpu_use()
         assert f.mean_util == pytest.approx(snap.mean_util)
         want = fleet_alerts(snap, 85.0)
-        # The header counts nodes that need attention (gputui.problems), from the same alerts worked out afresh.
+        # The header counts nodes that need attention (gputui.policy.problems), from the same alerts worked out afresh.
         fresh = problems_of(want)
         assert alerts(snap, 85.0) == want and f.alerts == len({a.node for a in want}) == len(fresh)
         assert list(f.problems) == fresh and f.worst == (fresh[0].kind if fresh else "")

@@ -6,8 +6,8 @@ import inspect
 
 import pytest
 
-from gputui.frozen_init import fast_init
-from gputui.model import GpuSummary, InferencePod, Node
+from gputui.base.frozen_init import fast_init
+from gputui.vocabulary.model import GpuSummary, InferencePod, Node
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -16,11 +16,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from gputui.backends.prom_answers import plain_columns, series_by_label, values_by_label, values_digest
-from gputui.gpu_resources import parse_quantity, quantity
-from gputui.label_selectors import Requirement, SelectorError, equality_selector, parse_selector
-from gputui.safe_text import is_clean
+from gputui.base.safe_text import is_clean
+from gputui.base.yaml_file import parse_each
 from gputui.settings import _ENV, Settings, SettingsError, load_settings
-from gputui.yaml_file import parse_each
+from gputui.vocabulary.gpu_resources import parse_quantity, quantity
+from gputui.vocabulary.label_selectors import Requirement, SelectorError, equality_selector, parse_selector
 
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                         HealthCheck.too_slow])

@@ -1,4 +1,4 @@
-"""The table of GPU metrics (gputui.gpu_metrics): one name per figure in every record, the formatters, the
+"""The table of GPU metrics (gputui.vocabulary.gpu_metrics): one name per figure in every record, the formatters, the
 aggregations, and every row read by the Prometheus reader and the join without a word of its own there."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from gputui.backends import kube_objects as ko
 from gputui.backends.join_fleet import GpuSample, gpus_of
 from gputui.backends.prom import PromConfig, PromSource
 from gputui.backends.recording_rules import rule_names, rules_yaml
-from gputui.gauges import Gauges, gauges
-from gputui.gpu_metrics import (
+from gputui.vocabulary.gauges import Gauges, gauges
+from gputui.vocabulary.gpu_metrics import (
     BY_NAME,
     METRICS,
     NO_VALUES,
@@ -29,7 +29,7 @@ from gputui.gpu_metrics import (
     throttle_words,
     value_of,
 )
-from gputui.model import Gpu, GpuSummary, Node
+from gputui.vocabulary.model import Gpu, GpuSummary, Node
 from tests.support.kube_json import node_json
 
 UNKNOWN_MARKS = {"–", "  –"}

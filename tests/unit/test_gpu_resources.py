@@ -1,4 +1,12 @@
-from gputui.gpu_resources import GpuResource, GpuUse, Scheme, allocation_text, holders, node_resources, physical_gpus
+from gputui.vocabulary.gpu_resources import (
+    GpuResource,
+    GpuUse,
+    Scheme,
+    allocation_text,
+    holders,
+    node_resources,
+    physical_gpus,
+)
 
 
 def test_schemes_are_told_apart_by_name_and_gfd_labels():

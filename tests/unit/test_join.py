@@ -3,9 +3,9 @@
 from gputui.backends import kube_objects as ko
 from gputui.backends.join import KubeState, Metrics, join
 from gputui.backends.join_fleet import GpuSample
-from gputui.gpu_metrics import Figures
-from gputui.health import majority_driver
-from gputui.model import Health, NodeState
+from gputui.policy.health import majority_driver
+from gputui.vocabulary.gpu_metrics import Figures
+from gputui.vocabulary.model import Health, NodeState
 from tests.support.kube_json import deployment_json, node_json, pod_json
 
 
@@ -95,7 +95,7 @@ def _fleet_state(pods=None, workloads=None, nodes=None):
 
 
 def _summaries(util):
-    from gputui.model import GpuSummary
+    from gputui.vocabulary.model import GpuSummary
 
     return {f"gpu-{i}": GpuSummary(8, util_pct=util + i, temp_c=50.0) for i in range(3)}
 
@@ -146,8 +146,8 @@ def test_incremental_join_matches_a_fresh_join_and_reuses_what_did_not_change():
     assert all(a is b for a, b in zip(first.nodes, second.nodes, strict=True))
     assert all(a is b for a, b in zip(first.pods, second.pods, strict=True))
 
-    # Metrics moved on one node and one pod's sessions: no node and no pod is rebuilt (gputui.gauges,
-    # gputui.sessions: a summary and a count live beside them), and the snapshot says the new figures.
+    # Metrics moved on one node and one pod's sessions: no node and no pod is rebuilt (gputui.vocabulary.gauges,
+    # gputui.vocabulary.sessions: a summary and a count live beside them), and the snapshot says the new figures.
     m3 = Metrics(nodes={**_summaries(10.0), "gpu-1": _summaries(90.0)["gpu-1"]}, sessions={("llm", "bge-0"): 5})
     third = joiner.join(state, m3, now=3.0, context="c", sources=())
     assert third == join(state, m3, now=3.0, context="c", sources=())
@@ -261,12 +261,12 @@ def test_dra_devices_follow_their_claims_from_one_refresh_to_the_next():
 
 def test_a_dcgm_read_of_a_summarised_fleet_builds_no_node_and_a_hot_gpu_still_shows():
     """At 65,000 nodes every DCGM read built every node anew (its summary was a field) and worked every node's
-    alerts out again; the summaries now live beside the nodes (gputui.gauges). The hot-GPU alert, the one a
+    alerts out again; the summaries now live beside the nodes (gputui.vocabulary.gauges). The hot-GPU alert, the one a
     summary gives, comes and goes with the summary."""
     from dataclasses import replace as with_
 
     from gputui.backends.join import Joiner
-    from gputui.health import fleet_alerts, node_alerts
+    from gputui.policy.health import fleet_alerts, node_alerts
 
     joiner = Joiner()
     state = _fleet_state(nodes=(ko.node_record(node_json("gpu-0", ready=False)),)

@@ -5,9 +5,9 @@ move, appear and vanish, and refreshes where every node's metrics moved."""
 
 from __future__ import annotations
 
-from gputui import moved
 from gputui.backends import join_fleet
 from gputui.backends.join import Joiner, join
+from gputui.base import moved
 from tests.support.churn import churn
 
 NODES, PODS, STEPS = 640, 720, 60  # above MIN_MOVED * MOVED_SHARE: a few moved records take the incremental path

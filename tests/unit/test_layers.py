@@ -72,6 +72,34 @@ def test_textual_only_under_ui_and_no_cluster_client_in_ui_or_cli():
             assert not direct, f"{module} talks to the cluster directly: {direct}"
 
 
+# docs/architecture.md's layers, top to bottom: a module imports only from its own layer or those below it.
+LAYERS = ("gputui.__main__", "gputui.cli", "gputui.ui", "gputui.present", "gputui.checks", "gputui.ops",
+          "gputui.backends", "gputui.settings", "gputui.policy", "gputui.snapshot", "gputui.vocabulary",
+          "gputui.base", "gputui")
+
+
+def _layer(module: str) -> int:
+    return next(i for i, layer in enumerate(LAYERS) if module == layer or module.startswith(layer + "."))
+
+
+def test_every_import_runs_down_the_layers():
+    """The folder tree reads like the import graph (issue 36): an upward import, even a lazy one inside a
+    function, is a layer violation. Type-only imports do not count."""
+    upward = sorted(f"{module} -> {dep}" for module, deps in _imports().items() for dep in deps
+                    if dep.startswith("gputui") and _layer(dep) < _layer(module))
+    assert upward == []
+
+
+def test_the_package_root_holds_only_rooms_and_the_two_modules_between_them():
+    """gputui/'s root shows its layers: each module lives in the room of its layer; only the snapshot and
+    the settings (one module each) and the entry points sit at the root."""
+    loose = sorted(p.name for p in ROOT.glob("*.py"))
+    assert loose == ["__init__.py", "__main__.py", "settings.py", "snapshot.py"]
+    rooms = {p.name for p in ROOT.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert rooms == {layer.split(".")[1] for layer in LAYERS if layer.count(".") == 1
+                     and not layer.endswith(("__main__", "settings", "snapshot"))}
+
+
 def test_settings_import_no_backend():
     """The settings sit below the backends (they are read before any backend is made, and the backends take
     them): what both need, such as what a series selector looks like, lives at the vocabulary level."""

@@ -17,7 +17,6 @@ from dataclasses import asdict
 import pytest
 
 from gputui.backends.base import BackendError, ConflictError
-from gputui.model import Node
 from gputui.ops.drain import lease
 from gputui.ops.drain.lease import (
     CAS_TRIES,
@@ -32,6 +31,7 @@ from gputui.ops.drain.lease import (
     renew,
 )
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import Node
 
 HOST = socket.gethostname()
 

@@ -1,6 +1,7 @@
-from gputui.gpu_resources import GpuUse
-from gputui.health import has_driver_drift, majority_driver, node_alerts
-from gputui.model import (
+from gputui.policy.health import has_driver_drift, majority_driver, node_alerts
+from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.gpu_resources import GpuUse
+from gputui.vocabulary.model import (
     Budget,
     Condition,
     Gpu,
@@ -12,7 +13,6 @@ from gputui.model import (
     Rollout,
     ServiceVersion,
 )
-from gputui.snapshot import ClusterSnapshot
 
 
 def node(name="n1", **kw) -> Node:
@@ -91,14 +91,14 @@ def test_node_state_precedence():
 def test_node_aggregates_ignore_missing_metrics():
     n = node(gpus=(Gpu(0, "a", util_pct=50, mem_used_mib=10, mem_total_mib=100, power_w=100, temp_c=60),
                    Gpu(1, "b", util_pct=None), Gpu(2, "c", util_pct=100, temp_c=70, power_w=50)))
-    from gputui.gauges import gauges, util_sum
+    from gputui.vocabulary.gauges import gauges, util_sum
     g = gauges(n, None)
     assert (g.util_pct, g.temp_c, g.power_w, *util_sum(n, None), g.reporting) == (75, 70, 150, 150, 2, True)
     assert gauges(node(gpus=()), None).util_pct is None and not gauges(node(gpus=()), None).reporting
     assert gauges(node(gpus=(), gpu_memory_mib=1000), None).mem_total_mib == 8000
     # A fleet read's summary: the card size from the node label times the cards reporting, not the allocatable
     # units (MIG slices would count a card seven times); a total the store gave stands.
-    from gputui.model import GpuSummary
+    from gputui.vocabulary.model import GpuSummary
     assert gauges(node(gpu_memory_mib=1000), GpuSummary(count=6, mem_used_mib=10.0)).mem_total_mib == 6000
     assert gauges(node(gpu_memory_mib=1000), GpuSummary(count=6, mem_total_mib=5.0)).mem_total_mib == 5
     summarised = gauges(node(), GpuSummary(count=6))
@@ -141,7 +141,7 @@ def test_budget_matches_by_namespace_and_labels():
 
 
 def test_budget_selects_by_match_expressions_as_the_api_does():
-    from gputui.label_selectors import Requirement
+    from gputui.vocabulary.label_selectors import Requirement
 
     def selects(*reqs: Requirement, labels: dict, match: dict | None = None) -> bool:
         return Budget("llm", "b", match or {}, expressions=reqs).matches(pod("p", "n", 1, labels=labels))
@@ -206,7 +206,7 @@ def test_a_node_asked_for_its_alerts_is_freed_with_its_snapshot():
 
 
 def test_problems_rank_worst_first_and_one_lost_gpu_outranks_many_hot_ones():
-    from gputui.health import Severity, node_severity, problem_order, xid_text
+    from gputui.policy.health import Severity, node_severity, problem_order, xid_text
 
     fell_off = node("fell-off", gpus=(Gpu(0, "u0", xid=79),))
     app_fault = node("app-fault", gpus=(Gpu(0, "u0", xid=31),))

@@ -1,5 +1,5 @@
 from gputui.backends.demo import DemoCluster
-from gputui.health import fleet_alerts, node_alerts
+from gputui.policy.health import fleet_alerts, node_alerts
 from gputui.present.node_filter import ALERT_KINDS, node_matches
 from tests.demo_clock import ManualClock
 

@@ -190,7 +190,7 @@ def test_no_cluster_configured_is_the_demo(monkeypatch, tmp_path):
 
 def test_debug_says_which_cluster(monkeypatch, tmp_path):
     from gputui.backends import kube_backend
-    from gputui.debug_log import log
+    from gputui.base.debug_log import log
 
     lines: list[str] = []
 

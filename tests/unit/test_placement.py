@@ -4,11 +4,11 @@ compared with the real kube-scheduler in tests/integration/test_placement_real.p
 
 from __future__ import annotations
 
-from gputui.label_selectors import Requirement
-from gputui.model import Condition, InferencePod, Node
 from gputui.ops.drain.placement import CAVEAT, Verdict, preview
-from gputui.scheduling import NodeScheduling, NodeTerm, PodScheduling, PodTerm, Spread, Taint, Toleration
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.label_selectors import Requirement
+from gputui.vocabulary.model import Condition, InferencePod, Node
+from gputui.vocabulary.scheduling import NodeScheduling, NodeTerm, PodScheduling, PodTerm, Spread, Taint, Toleration
 
 ALLOC = (("cpu", 96_000), ("memory", 512 * 2**30), ("pods", 110))
 HOST = "kubernetes.io/hostname"

@@ -6,13 +6,13 @@ from __future__ import annotations
 from gputui.backends.demo import DemoCluster
 from gputui.checks.context import CheckContext
 from gputui.checks.rules import gpu_health
-from gputui.figures import figures
-from gputui.fleet import cluster_row
-from gputui.health import fleet_alerts, fleet_driver
-from gputui.model import Gpu, Node
+from gputui.policy.figures import figures
+from gputui.policy.fleet import cluster_row
+from gputui.policy.health import fleet_alerts, fleet_driver
+from gputui.policy.problems import FLAP_WINDOW_S, ProblemMemory, findings, problems_of, summary, with_flaps
 from gputui.present.node_filter import matching
-from gputui.problems import FLAP_WINDOW_S, ProblemMemory, findings, problems_of, summary, with_flaps
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import Gpu, Node
 from tests.demo_clock import ManualClock
 
 # The demo's planted problems, one per node: NotReady, a GPU fallen off the bus, a failed driver upgrade, heat.

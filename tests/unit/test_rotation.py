@@ -8,10 +8,10 @@ from dataclasses import replace
 import pytest
 
 from gputui.backends.kube_objects import deployment_record
-from gputui.model import InferencePod, Node, PodSelector
 from gputui.ops.drain.plan import plan_drain
-from gputui.rotation import RotationState, remedy, rotation_of
+from gputui.policy.rotation import RotationState, remedy, rotation_of
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import InferencePod, Node, PodSelector
 
 LABELS = {"app": "llama", "serving": "true", "pool": "llama", "pod-template-hash": "abc"}
 DEPLOY = PodSelector("Deployment", "ns", "llama", {"app": "llama"}, frozenset({"app"}))
@@ -100,7 +100,7 @@ def test_a_pod_goes_out_of_rotation_only_while_its_version_keeps_enough_serving(
                "another pod serves in its place" in w for w in alone.warnings), \
         alone.warnings
     # A PDB that needs 2 healthy: one other pod serving is not enough.
-    from gputui.model import Budget
+    from gputui.vocabulary.model import Budget
 
     budget = Budget("ns", "llama", {"app": "llama"}, desired_healthy=2, current_healthy=2, disruptions_allowed=0)
     held = plan_drain(replace(snap(*serving, pods=(pod(), other)), budgets=(budget,)), "n1").pods[0]

@@ -17,7 +17,7 @@ from gputui.ops.drain.rotation_run import TAKEN_OUT
 from gputui.ops.drain.run import run_drain
 from gputui.ops.drain.start import BatchStart
 from gputui.ops.steps import run_steps
-from gputui.rotation import PATH_KINDS
+from gputui.policy.rotation import PATH_KINDS
 from tests.demo_clock import ManualClock
 from tests.support.demo_selectors import busy_node, served
 

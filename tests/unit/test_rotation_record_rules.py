@@ -9,7 +9,6 @@ import json
 import pytest
 
 from gputui.backends.base import ConflictError
-from gputui.model import Node
 from gputui.ops.drain.out_of_rotation import (
     RECORD,
     OutOfRotation,
@@ -20,6 +19,7 @@ from gputui.ops.drain.out_of_rotation import (
     recorded,
     take_out,
 )
+from gputui.vocabulary.model import Node
 
 A = OutOfRotation("llm/chat-0", "uid-0", {"serving": "true", "app.kubernetes.io/name": "chat"}, 12.5)
 

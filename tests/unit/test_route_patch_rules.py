@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from gputui.model import InferenceService, ServiceVersion
 from gputui.ops.traffic.adapters import ADAPTERS, _ptr, managed_by_argo, route_name
-from gputui.router_kinds import route_weight
+from gputui.vocabulary.model import InferenceService, ServiceVersion
+from gputui.vocabulary.router_kinds import route_weight
 
 HR, VS, TS = ADAPTERS["HTTPRoute"], ADAPTERS["VirtualService"], ADAPTERS["TrafficSplit"]
 SVC = InferenceService("llm", "chat", (ServiceVersion("v1", backend="chat-v1"), ServiceVersion("v2", backend="chat-v2")),
@@ -186,7 +186,7 @@ def test_a_milli_quantity_is_thousandths():
 
 def test_the_reader_and_the_shift_read_a_weight_alike():
     """One parser: the snapshot's weights (the reader's record) are the shift's current weights."""
-    from gputui.router_kinds import ROUTER_KINDS
+    from gputui.vocabulary.router_kinds import ROUTER_KINDS
 
     split = {"metadata": {"namespace": "llm", "name": "chat"},
              "spec": {"backends": [{"service": "chat-v1", "weight": "1500m"}, {"service": "chat-v2", "weight": "x"}]}}

@@ -14,8 +14,8 @@ from gputui.backends.demo import demo_backend
 from gputui.backends.demo import simulation as demo_simulation
 from gputui.ops.audit import AuditLog
 from gputui.ops.traffic import ADAPTERS, apply_shift, on_route_now, plan_shift
-from gputui.router_demo_forms import DemoForm, DemoRoute
-from gputui.router_kinds import (
+from gputui.vocabulary.router_demo_forms import DemoForm, DemoRoute
+from gputui.vocabulary.router_kinds import (
     HTTPROUTE_MAX_WEIGHT,
     ROUTER_KINDS,
     RouterKind,

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from rich.text import Text
 from textual.content import Content
 
-from gputui.safe_text import MAX_FIELD, is_clean, markup_safe, visible, xml_safe
+from gputui.base.safe_text import MAX_FIELD, is_clean, markup_safe, visible, xml_safe
 
 HOSTILE = "\x1b]0;pwned\x07\x1b[2J\x9b31m[/bold] [red]x\r\n\u202etxt.exe\x00"
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 
 from gputui.backends.demo import DemoCluster
-from gputui.model import InferencePod, InferenceService, ServiceVersion
 from gputui.ops.audit import AuditLog
 from gputui.ops.context import OpContext
 from gputui.ops.scale_down import DELETION_COST, plan_scale_down, run_scale_down
 from gputui.ops.traffic.vocabulary import ShiftError
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import InferencePod, InferenceService, ServiceVersion
 from tests.demo_clock import ManualClock
 from tests.support.audit_lines import written
 

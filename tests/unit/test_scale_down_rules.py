@@ -7,13 +7,13 @@ import json
 
 import pytest
 
-from gputui.model import InferencePod, InferenceService, ServiceVersion
 from gputui.ops.audit import AuditLog
 from gputui.ops.context import OpContext
 from gputui.ops.errors import ReadOnlyError
 from gputui.ops.scale_down import DELETION_COST, KEEP_UNKNOWN, REMOVE_FIRST, plan_scale_down, run_scale_down
 from gputui.ops.traffic.vocabulary import ShiftError
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import InferencePod, InferenceService, ServiceVersion
 
 SERVICE = InferenceService("llm", "chat", (ServiceVersion("v1", workload="chat-v1-deploy"), ServiceVersion("v2")),
                            router_kind="HTTPRoute", router_name="chat")

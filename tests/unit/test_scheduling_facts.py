@@ -4,8 +4,8 @@ as nodeaffinity reads them, tolerations as core/v1 ToleratesTaint, selectors as 
 
 from gputui.backends import kube_objects as ko
 from gputui.backends.kube_scheduling import node_scheduling, pod_scheduling, requests_of
-from gputui.label_selectors import Requirement
-from gputui.scheduling import EMPTY_POD, Taint, Toleration
+from gputui.vocabulary.label_selectors import Requirement
+from gputui.vocabulary.scheduling import EMPTY_POD, Taint, Toleration
 
 
 def container(cpu: str | None = None, memory: str | None = None, gpus: str | None = None, **extra) -> dict:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from gputui.cli.services import service_record
-from gputui.model import InferencePod, InferenceService, ServiceVersion
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import InferencePod, InferenceService, ServiceVersion
 from tests.support.gputui_cli import run
 
 

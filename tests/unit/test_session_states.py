@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gputui.sessions import NO_SIGNAL, UNKNOWN, Arrivals, PodSessions, SessionState
+from gputui.vocabulary.sessions import NO_SIGNAL, UNKNOWN, Arrivals, PodSessions, SessionState
 
 
 def test_sessions_held_is_the_arrival_rate_times_the_time_each_is_held():

@@ -2,7 +2,7 @@
 
 import pytest
 
-from gputui.sessions import GONE, SESSION_SIGNAL_LABEL, UNREADABLE, SessionState, read_sessions, signal_of
+from gputui.vocabulary.sessions import GONE, SESSION_SIGNAL_LABEL, UNREADABLE, SessionState, read_sessions, signal_of
 
 K, U, N = SessionState.KNOWN, SessionState.UNKNOWN, SessionState.NONE
 

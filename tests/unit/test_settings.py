@@ -128,7 +128,7 @@ def test_bad_label_lists_are_one_clear_line(tmp_path: Path, text: str, fragment:
 def test_paths_under_home_are_shown_from_tilde(monkeypatch, tmp_path):
     from pathlib import Path
 
-    from gputui.paths import shown
+    from gputui.base.paths import shown
 
     monkeypatch.setenv("HOME", str(tmp_path))
     assert shown(tmp_path / ".local/state/gputui/audit.jsonl") == "~/.local/state/gputui/audit.jsonl"

@@ -8,12 +8,12 @@ import json
 import pytest
 
 from gputui.backends.demo import demo_backend
+from gputui.base.paths import shown
 from gputui.ops import audit as audit_mod
 from gputui.ops.audit import AuditLog
 from gputui.ops.traffic import undo
 from gputui.ops.traffic.undo import last_shift, plan_undo
 from gputui.ops.traffic.vocabulary import ShiftError
-from gputui.paths import shown
 from tests.demo_clock import ManualClock
 
 LLAMA = "llm/llama-3-70b-instruct"  # the demo's: v1 90, v2 10

@@ -10,7 +10,6 @@ from gputui.backends.base import Backend, ConflictError
 from gputui.backends.demo import DemoApiError, DemoCluster, demo_backend, json_patch, merge_patch
 from gputui.cli import shift as headless_shift
 from gputui.cli.arguments import add_shift_parser
-from gputui.model import InferencePod, InferenceService, Rollout, ServiceVersion
 from gputui.ops.audit import AuditLog
 from gputui.ops.errors import ReadOnlyError
 from gputui.ops.traffic import (
@@ -30,6 +29,7 @@ from gputui.ops.traffic import (
 )
 from gputui.settings import Settings
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import InferencePod, InferenceService, Rollout, ServiceVersion
 from tests.demo_clock import ManualClock
 from tests.support.audit_lines import written
 from tests.support.op_context import write_context
@@ -876,7 +876,7 @@ def test_argo_undo_puts_back_the_previous_revisions_template_as_the_plugin_does(
 
 def test_a_route_weight_no_number_can_hold_is_read_as_no_weight_not_a_crash():
     """A weight of 1e999 (infinite once decoded) or NaN in a route from the cluster raised OverflowError."""
-    from gputui.router_kinds import route_weight
+    from gputui.vocabulary.router_kinds import route_weight
 
     assert [route_weight(v) for v in (float("inf"), float("nan"), "1e999", "nan", 7, "500m")] == \
         [None, None, None, None, 7, 1]

@@ -4,10 +4,10 @@ import math
 
 from gputui.backends.prom import PromConfig, PromSource
 from gputui.backends.session_metrics import counts_by_pod as _counts_by_pod
-from gputui.model import InferencePod
 from gputui.present import cells
-from gputui.sessions import GONE, UNREADABLE, SessionState
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import InferencePod
+from gputui.vocabulary.sessions import GONE, UNREADABLE, SessionState
 
 
 def series(value, **labels):
@@ -83,7 +83,7 @@ def test_a_vanished_session_series_stays_unknown_while_its_pod_exists():
 
 def test_a_picker_gauge_from_another_namespace_or_not_a_number_is_not_this_pools():
     from gputui.backends.prom_canary import picker_signals
-    from gputui.model import InferenceService, ServiceVersion
+    from gputui.vocabulary.model import InferenceService, ServiceVersion
 
     class Rows:
         def __init__(self):

@@ -1,8 +1,8 @@
 """Why a GPU Operator driver upgrade does not move, from the node's labels, its pods and the ClusterPolicy."""
 
-from gputui.model import InferencePod, Node, UpgradePolicy
+from gputui.policy.upgrades import SKIP_LABEL, max_unavailable, owner_warning, policy_from, stuck_because
 from gputui.snapshot import ClusterSnapshot
-from gputui.upgrades import SKIP_LABEL, max_unavailable, owner_warning, policy_from, stuck_because
+from gputui.vocabulary.model import InferencePod, Node, UpgradePolicy
 
 
 def node(name, state="", unschedulable=False, labels=None) -> Node:
@@ -65,7 +65,7 @@ def test_a_pod_using_gpus_without_requesting_them_is_why_a_taken_node_stays():
 
 def test_idle_gpus_are_unknown_without_pod_attribution_and_pools_sum_to_the_fleet():
     from gputui.backends.prom_review import idle_gpus
-    from gputui.pools import FLEET, IdleReading, idle_why, pool_rows
+    from gputui.policy.node_pools import FLEET, IdleReading, idle_why, pool_rows
 
     class NoPods:
         host_labels = ("Hostname",)
@@ -91,7 +91,7 @@ def test_idle_gpus_are_unknown_without_pod_attribution_and_pools_sum_to_the_flee
 
 
 def test_time_in_upgrade_state_is_a_lower_bound_until_a_change_is_seen():
-    from gputui.upgrades import StateClock
+    from gputui.policy.upgrades import StateClock
 
     clock = StateClock()
     snap = ClusterSnapshot(0, "t", nodes=(node("a", "drain-required"), node("b", "")))

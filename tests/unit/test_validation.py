@@ -342,9 +342,9 @@ LAUGHS = ('lol: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
 def test_billion_laughs_in_a_theme_keymap_or_config_is_refused_at_once(tmp_path, monkeypatch):
     """At once: before anything is built (the loader is never called), at the line whose alias passed the bound
     (line 5 of a theme, the third list of laughs), not after counting the rest of the document."""
+    from gputui.base.yaml_file import load_mapping
     from gputui.ui.keymaps import parse_keymap
     from gputui.ui.theming import parse_theme
-    from gputui.yaml_file import load_mapping
 
     built: list[str] = []
     load = yaml.load
@@ -378,7 +378,7 @@ def test_a_little_aliasing_is_still_allowed(tmp_path):
 
 
 def test_a_recursive_alias_is_refused(tmp_path):
-    from gputui.yaml_file import load_mapping
+    from gputui.base.yaml_file import load_mapping
 
     path = tmp_path / "loop.yaml"
     path.write_text("name: loop\nprimary: &a [*a]\n")
@@ -391,7 +391,7 @@ def test_deep_nesting_is_refused_not_a_crash_of_libyaml(tmp_path):
     so that the old code's crash fails this test instead of ending the run."""
     path = tmp_path / "deep.yaml"
     path.write_text("name: deep\nprimary: " + "[" * 200_000 + "]" * 200_000 + "\n")
-    code = ("import sys; from pathlib import Path; from gputui.yaml_file import load_mapping\n"
+    code = ("import sys; from pathlib import Path; from gputui.base.yaml_file import load_mapping\n"
             "try:\n    load_mapping(Path(sys.argv[1]))\nexcept ValueError as exc:\n    print(exc)\n")
     done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60,
                           cwd=Path(__file__).resolve().parents[2])

@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 
 from gputui.backends.demo import DemoCluster
-from gputui.figures import canary_in_flight, figures
-from gputui.health import fleet_alerts
-from gputui.model import NodeState
+from gputui.policy.figures import canary_in_flight, figures
+from gputui.policy.health import fleet_alerts
 from gputui.present.cells import Palette
 from gputui.present.wallboard import FAULT, GLYPHS, NO_DATA, heat_map, level, problems_first
+from gputui.vocabulary.model import NodeState
 from tests.demo_clock import ManualClock
 from tests.demo_figures import DEMO_CANARIES, DEMO_USE
 

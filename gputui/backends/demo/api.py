@@ -19,13 +19,13 @@ from gputui.backends.demo.scenario import (
     SimPod,
 )
 from gputui.backends.demo.simulation import Simulation
-from gputui.checks.facts import CheckFacts
-from gputui.model import InferencePod, InferenceService, NodeDescription
-from gputui.pools import IdleReading
-from gputui.router_kinds import ROUTER_KINDS
-from gputui.sessions import Arrivals
-from gputui.signals import VersionSignals
+from gputui.policy.node_pools import IdleReading
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.check_facts import CheckFacts
+from gputui.vocabulary.model import InferencePod, InferenceService, NodeDescription
+from gputui.vocabulary.router_kinds import ROUTER_KINDS
+from gputui.vocabulary.sessions import Arrivals
+from gputui.vocabulary.signals import VersionSignals
 
 
 class DemoCluster(Simulation):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from gputui.model import Event, NodeDescription
+from gputui.vocabulary.model import Event, NodeDescription
 
 if TYPE_CHECKING:
     from gputui.backends.demo.simulation import Simulation

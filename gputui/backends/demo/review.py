@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
-from gputui.checks.facts import AlertRule, CheckFacts
-from gputui.gpu_metrics import BY_NAME
-from gputui.model import InferencePod, InferenceService
-from gputui.pools import IdleReading
-from gputui.sessions import Arrivals
-from gputui.signals import VersionSignals
+from gputui.policy.node_pools import IdleReading
+from gputui.vocabulary.check_facts import AlertRule, CheckFacts
+from gputui.vocabulary.gpu_metrics import BY_NAME
+from gputui.vocabulary.model import InferencePod, InferenceService
+from gputui.vocabulary.sessions import Arrivals
+from gputui.vocabulary.signals import VersionSignals
 
 if TYPE_CHECKING:
     from gputui.backends.demo.simulation import Simulation

@@ -5,7 +5,7 @@ unrouted service's versions share its traffic evenly. The backend is a Service, 
 labels as the EndpointSlice controller does, and only the pods it selects that are Ready and not terminating
 take new sessions (an Istio subset narrows them by its DestinationRule's labels). Nothing else steers
 traffic: no real router reads gputui's annotations, so a pod on a node being drained keeps getting new
-sessions until a label takes it out of its Service's selection (gputui.rotation).
+sessions until a label takes it out of its Service's selection (gputui.policy.rotation).
 
 Most demo services' Services select a serving label their Deployments do not select on: removing it from one
 pod takes that pod out of rotation. One service (codellama, the scenario's badly kept one) has no such label,
@@ -24,8 +24,8 @@ from typing import Any
 from gputui.backends.demo.routes import backend_name, demo_kind
 from gputui.backends.demo.scenario import STEP_S, SimPod, SimService
 from gputui.backends.kube_objects import RouteBackend
-from gputui.model import PodSelector
-from gputui.rotation import SERVING_LABEL
+from gputui.policy.rotation import SERVING_LABEL
+from gputui.vocabulary.model import PodSelector
 
 NAME, VERSION, TEMPLATE_HASH = "app.kubernetes.io/name", "app.kubernetes.io/version", "pod-template-hash"
 SERVING = {SERVING_LABEL: "true"}
@@ -71,7 +71,7 @@ def backends(svc: SimService) -> dict[str, Backend]:
 
 
 def selectors(services: Iterable[SimService]) -> tuple[PodSelector, ...]:
-    """What the live backend reads for gputui.rotation: each Service that selects pods, then each Deployment
+    """What the live backend reads for gputui.policy.rotation: each Service that selects pods, then each Deployment
     that owns them (its selector: name and version, never the serving label)."""
     paths: dict[str, PodSelector] = {}
     owners = []

@@ -1,4 +1,4 @@
-"""The demo's route objects in their real format, each built by its kind's demo form (gputui.router_kinds), and
+"""The demo's route objects in their real format, each built by its kind's demo form (gputui.vocabulary.router_kinds), and
 the validation its CRD schema or webhook would apply."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import uuid
 from typing import Any
 
 from gputui.backends.demo.scenario import BACKEND_PORT, SimService
-from gputui.router_demo_forms import DemoBackend, DemoForm, DemoRoute
-from gputui.router_kinds import ROUTER_KINDS, RouterKind
+from gputui.vocabulary.router_demo_forms import DemoBackend, DemoForm, DemoRoute
+from gputui.vocabulary.router_kinds import ROUTER_KINDS, RouterKind
 
 
 def demo_kind(kind: str) -> tuple[RouterKind, DemoForm]:

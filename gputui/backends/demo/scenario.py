@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from gputui.gpu_resources import DRA_PREFIX, MIG_STRATEGY_LABEL, REPLICAS_LABEL, SHARING_LABEL, WHOLE_GPU
-from gputui.model import Condition, PodProbes
+from gputui.vocabulary.gpu_resources import DRA_PREFIX, MIG_STRATEGY_LABEL, REPLICAS_LABEL, SHARING_LABEL, WHOLE_GPU
+from gputui.vocabulary.model import Condition, PodProbes
 
 STEP_S = 1.0  # simulation tick
 HISTORY_S = 600  # sparkline history kept per GPU
@@ -28,7 +28,7 @@ NODE_INFO = {"kubeletVersion": "v1.33.5", "containerRuntimeVersion": "containerd
              "kernelVersion": "6.8.0-1031-nvidia", "osImage": "Ubuntu 22.04.5 LTS"}
 ENGINE = "v0.9.0"
 
-# The route kinds the demo serves are the table's kinds with a demo form (gputui.router_kinds), in their versions.
+# The route kinds the demo serves are the table's kinds with a demo form (gputui.vocabulary.router_kinds), in their versions.
 BACKEND_PORT = 8000
 
 

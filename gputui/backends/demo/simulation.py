@@ -36,12 +36,22 @@ from gputui.backends.demo.scenario import (
     demo_services,
 )
 from gputui.backends.kube_objects import RouteBackend
-from gputui.gpu_metrics import METRICS, NO_VALUES, extra_of
-from gputui.gpu_resources import DRA_PREFIX, GpuResource, Scheme, node_resources
-from gputui.model import Budget, Condition, Gpu, Health, InferencePod, InferenceService, Node, Rollout, ServiceVersion
-from gputui.scheduling import EMPTY_POD, NodeScheduling
+from gputui.policy.upgrades import STATE_LABEL
 from gputui.snapshot import ClusterSnapshot, SourceStatus
-from gputui.upgrades import STATE_LABEL
+from gputui.vocabulary.gpu_metrics import METRICS, NO_VALUES, extra_of
+from gputui.vocabulary.gpu_resources import DRA_PREFIX, GpuResource, Scheme, node_resources
+from gputui.vocabulary.model import (
+    Budget,
+    Condition,
+    Gpu,
+    Health,
+    InferencePod,
+    InferenceService,
+    Node,
+    Rollout,
+    ServiceVersion,
+)
+from gputui.vocabulary.scheduling import EMPTY_POD, NodeScheduling
 
 DEMO_FIGURES = tuple(m for m in METRICS if m.demo is not None and not m.typed)  # simulated beyond the typed five
 

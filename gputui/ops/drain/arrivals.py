@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from gputui.backends.base import ArrivalsReader, BackendError
-from gputui.model import InferencePod
 from gputui.ops.drain.plan import BatchPlan, DrainPlan, PodPlan
-from gputui.sessions import Arrivals, SessionState
+from gputui.vocabulary.model import InferencePod
+from gputui.vocabulary.sessions import Arrivals, SessionState
 
 ARRIVING = "new sessions keep arriving"
 

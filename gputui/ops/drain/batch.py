@@ -1,5 +1,5 @@
 """Draining several nodes: at most N at once (fewer while the GPU Operator's maxUnavailable leaves no room for
-another: gputui.upgrades.parallel_hold), a capacity guard that stops before GPUs run out, and a placement guard
+another: gputui.policy.upgrades.parallel_hold), a capacity guard that stops before GPUs run out, and a placement guard
 that stops before a node whose drain would leave a pod with nowhere to go (gputui.ops.drain.placement), unless
 the operator accepted that pod.
 
@@ -26,8 +26,8 @@ from gputui.ops.drain.report import DrainReport, Outcome
 from gputui.ops.drain.run import run_drain
 from gputui.ops.drain.start import BatchStart, DrainStart
 from gputui.ops.steps import Ended, step
+from gputui.policy.upgrades import parallel_hold
 from gputui.snapshot import ClusterSnapshot
-from gputui.upgrades import parallel_hold
 
 
 def run_batch(nodes: list[str], ctx: OpContext, options: DrainOptions | Mapping[str, DrainOptions] = DrainOptions(),

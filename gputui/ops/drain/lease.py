@@ -23,8 +23,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from gputui.backends.base import BackendError, ConflictError, Writer
-from gputui.model import DRAIN_ANNOTATION_PREFIX
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import DRAIN_ANNOTATION_PREFIX
 
 LEASE = DRAIN_ANNOTATION_PREFIX + "lease"
 LEASE_S = 60.0  # a holder silent this long has expired

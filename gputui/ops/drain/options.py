@@ -16,8 +16,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from gputui.backends.base import BackendError
-from gputui.model import DRAIN_ANNOTATION_PREFIX, DRAIN_PHASE_ANNOTATION, Node
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import DRAIN_ANNOTATION_PREFIX, DRAIN_PHASE_ANNOTATION, Node
 
 DEFAULT_SESSION_DEADLINE_S = 15 * 60.0
 

@@ -1,7 +1,7 @@
 """Taking a drained node's inference pods out of rotation, and putting them back: the writes and their record.
 
 Before a drain waits on a pod's sessions it removes the label that takes the pod out of every Service and
-InferencePool sending it traffic (gputui.rotation), so new sessions go elsewhere and the ones it holds
+InferencePool sending it traffic (gputui.policy.rotation), so new sessions go elsewhere and the ones it holds
 finish. The pod stays Ready and owned; its replacement gets the template's labels back.
 
 A pod is never left out of rotation without a drain that owns it: before a label is removed, the node's
@@ -18,9 +18,9 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from gputui.backends.base import ConflictError, Writer
-from gputui.model import DRAIN_ANNOTATION_PREFIX, InferencePod, Node
-from gputui.rotation import Rotation, RotationState
+from gputui.policy.rotation import Rotation, RotationState
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import DRAIN_ANNOTATION_PREFIX, InferencePod, Node
 
 RECORD = DRAIN_ANNOTATION_PREFIX + "rotation"
 # How a pod kept in rotation for capacity is described: the plan, the run and the board say the same.

@@ -24,12 +24,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from gputui.model import InferencePod, Node
 from gputui.ops.drain.placement_rules import Filtered, candidates, gpu_units, needs
 from gputui.ops.drain.placement_state import Cluster, Shared
 from gputui.ops.drain.placement_words import Exclusion, exclusions, headline
-from gputui.scheduling import UNREAD_COMPARING, UNREAD_SCHEDULER
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import InferencePod, Node
+from gputui.vocabulary.scheduling import UNREAD_COMPARING, UNREAD_SCHEDULER
 
 CAVEAT = ("can go: the scheduler's filters pass there now; not where it will go (its scoring and preferred "
           "rules are not simulated)")

@@ -14,9 +14,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gputui.gpu_resources import WHOLE_GPU
-from gputui.model import InferencePod, Node
-from gputui.scheduling import (
+from gputui.vocabulary.gpu_resources import WHOLE_GPU
+from gputui.vocabulary.model import InferencePod, Node
+from gputui.vocabulary.scheduling import (
     NOT_READY_TAINT_KEY,
     PODS,
     UNREACHABLE_TAINT_KEY,

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from gputui.gpu_resources import DEVICE_TAINT_CONDITION, DRA_PREFIX, WHOLE_GPU
-from gputui.model import InferencePod, Node
 from gputui.ops.drain.placement_rules import BATCH, SELECTOR, UNREAD, gpu_units, static_stage
-from gputui.scheduling import PODS, PodScheduling, PodTerm, Spread
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.gpu_resources import DEVICE_TAINT_CONDITION, DRA_PREFIX, WHOLE_GPU
+from gputui.vocabulary.model import InferencePod, Node
+from gputui.vocabulary.scheduling import PODS, PodScheduling, PodTerm, Spread
 
 
 def offered(node: Node, resource: str) -> int:

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gputui.gpu_resources import DRA_PREFIX, WHOLE_GPU
-from gputui.model import InferencePod
 from gputui.ops.drain.placement_rules import (
     AFFINITY,
     ANTI,
@@ -25,7 +23,9 @@ from gputui.ops.drain.placement_rules import (
     node_taints,
 )
 from gputui.ops.drain.placement_state import Cluster
-from gputui.scheduling import (
+from gputui.vocabulary.gpu_resources import DRA_PREFIX, WHOLE_GPU
+from gputui.vocabulary.model import InferencePod
+from gputui.vocabulary.scheduling import (
     CPU,
     NOT_READY_TAINT_KEY,
     PODS,

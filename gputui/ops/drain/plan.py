@@ -18,9 +18,6 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 from enum import Enum
 
-from gputui.gpu_resources import WHOLE_GPU
-from gputui.label_selectors import selector_matches
-from gputui.model import Budget, InferencePod, Node
 from gputui.ops.drain.options import DEFAULT_SESSION_DEADLINE_S, DrainOptions
 from gputui.ops.drain.out_of_rotation import OutOfRotation, choose
 from gputui.ops.drain.placement import Placement
@@ -35,10 +32,13 @@ from gputui.ops.drain.plan_placement import (
     with_placement,
 )
 from gputui.ops.drain.whole_versions import whole_version_warnings
-from gputui.rotation import Rotation, RotationState, rotation_of
-from gputui.sessions import PodSessions, SessionState
+from gputui.policy.rotation import Rotation, RotationState, rotation_of
+from gputui.policy.upgrades import max_unavailable, owner_warning
 from gputui.snapshot import ClusterSnapshot
-from gputui.upgrades import max_unavailable, owner_warning
+from gputui.vocabulary.gpu_resources import WHOLE_GPU
+from gputui.vocabulary.label_selectors import selector_matches
+from gputui.vocabulary.model import Budget, InferencePod, Node
+from gputui.vocabulary.sessions import PodSessions, SessionState
 
 __all__ = ["DEFAULT_SESSION_DEADLINE_S", "DrainOptions", "Step", "PodPlan", "CapacityCheck", "DrainPlan",
            "BatchPlan", "classify", "plan_drain", "plan_batch", "plan_json"]
@@ -64,7 +64,7 @@ class PodPlan:
     # Waited on: what the drain takes out of rotation before it waits (None: it stays in), and why.
     rotation: OutOfRotation | None = None
     rotation_note: str = ""
-    # A label can take it out (gputui.rotation): the run takes it out later when capacity kept it in.
+    # A label can take it out (gputui.policy.rotation): the run takes it out later when capacity kept it in.
     switch: Rotation | None = None
     # Where its replacement can go (gputui.ops.drain.placement); None: it is not recreated, or not previewed.
     placement: Placement | None = None

@@ -8,9 +8,9 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from gputui.model import InferencePod
 from gputui.ops.drain.placement import CAVEAT, Placement, Preview, Verdict, preview
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import InferencePod
 
 if TYPE_CHECKING:  # plan.py imports this module; these are its types
     from gputui.ops.drain.plan import BatchPlan, PodPlan

@@ -31,8 +31,8 @@ from gputui.ops.drain.report import DrainReport, Outcome
 from gputui.ops.drain.rotation_run import RotationHold
 from gputui.ops.drain.start import DrainStart
 from gputui.ops.errors import ReadOnlyError
-from gputui.sessions import SessionState
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.sessions import SessionState
 
 RETRY_BLOCKED_S = 5.0  # kubectl's retry period while a PDB says 429
 PAUSE_MAX_S = 30.0  # longest wait between tries while the API or a reader is failing

@@ -11,8 +11,8 @@ from __future__ import annotations
 import shlex
 from collections import defaultdict
 
-from gputui.model import InferencePod
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import InferencePod
 
 
 def whole_version_warnings(snapshot: ClusterSnapshot, moving: list[InferencePod], away: set[str]) -> list[str]:

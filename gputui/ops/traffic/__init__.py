@@ -28,7 +28,7 @@ Percentages become integer weights with the largest-remainder method, so they
 always add up exactly to the scale (100, or the route's own total when it is a
 multiple of 100, e.g. 1000 or 1,000,000).
 
-The router kinds are one table, `gputui.router_kinds`. Split: `vocabulary` (the plan's types), `weights`
+The router kinds are one table, `gputui.vocabulary.router_kinds`. Split: `vocabulary` (the plan's types), `weights`
 (percentages and integer weights), `adapters` (a route kind's weights read and patched by its row), `plans`
 (plan_shift, plan_rollout), `apply` (apply_shift).
 """

@@ -7,10 +7,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gputui.model import InferenceService, ServiceVersion
 from gputui.ops.traffic.vocabulary import ARGO_MANAGER, DEFAULT_SCALE
 from gputui.ops.traffic.weights import route_scale
-from gputui.router_kinds import (
+from gputui.vocabulary.model import InferenceService, ServiceVersion
+from gputui.vocabulary.router_kinds import (
     ROUTER_KINDS,
     Path,
     RouteBackend,

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from gputui.backends.base import Writer
-from gputui.model import InferenceService
 from gputui.ops.traffic import argo
 from gputui.ops.traffic.adapters import ADAPTERS, AdapterRead, managed_by_argo, route_name
 from gputui.ops.traffic.vocabulary import (
@@ -22,8 +21,9 @@ from gputui.ops.traffic.vocabulary import (
     fmt_pct,
 )
 from gputui.ops.traffic.weights import apportion, resolve_targets, route_scale, shares
-from gputui.router_kinds import ROUTER_KINDS
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import InferenceService
+from gputui.vocabulary.router_kinds import ROUTER_KINDS
 
 CAPACITY_SLACK_PCT = 2.0  # rounding and one small step of a canary above its ready share are not an overload
 # A version's (ready replicas, desired replicas, live sessions or None when unknown), when the plan is made.

@@ -8,12 +8,12 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from gputui.base.paths import shown
+from gputui.base.safe_text import visible
 from gputui.ops.audit import AuditLog
 from gputui.ops.traffic.plans import find_service, plan_shift
 from gputui.ops.traffic.vocabulary import ShiftError, ShiftPlan, fmt_pct
 from gputui.ops.traffic.weights import shares
-from gputui.paths import shown
-from gputui.safe_text import visible
 from gputui.snapshot import ClusterSnapshot
 
 # The last shift of a service is recent: the log is read from its end, at most this many entries or bytes

@@ -1,4 +1,4 @@
-"""The traffic shift's vocabulary: the plan and its parts (the router kinds are `gputui.router_kinds`)."""
+"""The traffic shift's vocabulary: the plan and its parts (the router kinds are `gputui.vocabulary.router_kinds`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gputui.backends.base import BackendError
-from gputui.model import InferenceService
-from gputui.router_kinds import HTTPROUTE_MAX_WEIGHT  # noqa: F401 - the traffic package's (its route scale's bound)
+from gputui.vocabulary.model import InferenceService
+from gputui.vocabulary.router_kinds import HTTPROUTE_MAX_WEIGHT  # noqa: F401 - the traffic package's (its route scale's bound)
 
 DEFAULT_SCALE = 100
 ARGO_MANAGER = "rollouts-controller"  # the Argo Rollouts controller's field manager

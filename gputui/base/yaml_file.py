@@ -11,8 +11,8 @@ from typing import Any, TypeVar
 
 import yaml
 
-from gputui.errors import first_line
-from gputui.safe_text import visible
+from gputui.base.errors import first_line
+from gputui.base.safe_text import visible
 
 T = TypeVar("T")
 # libyaml's loader when PyYAML has it: ten times faster, and every theme is read at start.

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
-from gputui.model import InferencePod, PodSelector
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import InferencePod, PodSelector
 
 PATH_KINDS = ("Service", "InferencePool")  # what sends a pod traffic; everything else in selectors owns pods
 # The label the remedy proposes: in the template and in the path's selector, and in no owner's selector.

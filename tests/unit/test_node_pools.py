@@ -5,9 +5,9 @@ import sys
 import pytest
 
 from gputui.backends.demo import DemoCluster, demo_backend
-from gputui.pools import FLEET, PoolRow, pool_rows
+from gputui.policy.node_pools import FLEET, PoolRow, pool_rows
 from gputui.present.cells import Palette
-from gputui.present.pools import has_pools, pool_strip
+from gputui.present.node_pools import has_pools, pool_strip
 from gputui.settings import SettingsError, load_settings
 from tests.demo_clock import ManualClock
 from tests.demo_figures import DEMO_ALLOCATED, DEMO_NODES, DEMO_POOLS, DEMO_USE
@@ -36,7 +36,7 @@ def test_pool_labels_are_a_setting_and_a_bad_one_is_one_line(tmp_path):
 
 
 def _row(pool: str, gpus: int, allocated: int, idle: int | None) -> PoolRow:
-    from gputui.gpu_resources import GpuUse
+    from gputui.vocabulary.gpu_resources import GpuUse
 
     return PoolRow(pool, 1, gpus, allocated, None, idle, use=GpuUse((allocated, 0, 0, 0), (gpus, 0, 0, 0)))
 
@@ -58,8 +58,8 @@ def test_the_pool_strip_fits_counts_what_it_leaves_out_and_says_unknown():
 def test_a_pools_utilisation_is_the_mean_over_its_gpus_reporting_as_the_header_says():
     """A GPU that reports no utilisation weighs nothing (it is unknown, not idle). The pools weighed each node's
     mean by all its GPUs, so a pool said 75% where its GPUs and the header's fleet mean said 83%."""
-    from gputui.model import Gpu, GpuSummary, Node
     from gputui.snapshot import ClusterSnapshot
+    from gputui.vocabulary.model import Gpu, GpuSummary, Node
 
     def node(name: str, *utils: float | None) -> Node:
         return Node(name, True, False, "H100", len(utils), len(utils), labels={"gpu.pool": "hopper"},
@@ -78,7 +78,7 @@ def test_pools_count_whole_gpus_mig_slices_and_shared_replicas_apart_as_the_head
     """The pools added every GPU unit up: the demo's (fleet) row said 227 GPUs where the header said 167 cards
     (36 MIG slices, 16 shared replicas and 8 DRA devices are no cards). Each scheme is its own figure now, in
     the table, the pool strip and the JSON (`by_scheme`); `gpus` and `allocated` stay the units together."""
-    from gputui.figures import figures
+    from gputui.policy.figures import figures
 
     snap = demo_backend(seed=7, clock=ManualClock()).reader.snapshot()
     rows = pool_rows(snap, None)

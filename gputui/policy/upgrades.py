@@ -12,8 +12,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gputui.model import UPGRADE_FAILED, UPGRADE_IN_PROGRESS, Node, UpgradePolicy
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import UPGRADE_FAILED, UPGRADE_IN_PROGRESS, Node, UpgradePolicy
 
 STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
 SKIP_LABEL = "nvidia.com/gpu-driver-upgrade.skip"

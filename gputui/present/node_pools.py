@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from gputui.pools import FLEET, NO_POOL, PoolRow, idle_why
+from gputui.policy.node_pools import FLEET, NO_POOL, PoolRow, idle_why
 from gputui.present.cells import Palette
 
 

@@ -15,7 +15,7 @@ import logging
 import sys
 from pathlib import Path
 
-from gputui.safe_text import visible
+from gputui.base.safe_text import visible
 
 log = logging.getLogger("gputui")
 log.propagate = False  # never into a host program's handlers

@@ -8,13 +8,13 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gputui.fleet_sums import Contribution, SumsByContext
-from gputui.gauges import util_sum
-from gputui.gpu_resources import SCHEMES, GpuUse
+from gputui.policy.fleet_sums import Contribution, SumsByContext
+from gputui.vocabulary.gauges import util_sum
+from gputui.vocabulary.gpu_resources import SCHEMES, GpuUse
 
 if TYPE_CHECKING:
-    from gputui.model import GpuSummary, Node
     from gputui.snapshot import ClusterSnapshot
+    from gputui.vocabulary.model import GpuSummary, Node
 
 DEFAULT_POOL_LABELS = ("gpu.pool", "cloud.google.com/gke-nodepool", "eks.amazonaws.com/nodegroup",
                        "kubernetes.azure.com/agentpool", "karpenter.sh/nodepool")

@@ -16,13 +16,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from gputui.gpu_metrics import BY_NAME, NO_VALUES, NODE_FIGURES, TYPED, Figures, aggregate, extra_of
-from gputui.model import Gpu, GpuSummary, Node
+from gputui.vocabulary.gpu_metrics import BY_NAME, NO_VALUES, NODE_FIGURES, TYPED, Figures, aggregate, extra_of
+from gputui.vocabulary.model import Gpu, GpuSummary, Node
 
 
 @dataclass(frozen=True, slots=True)
 class Gauges:
-    """A node's figures, named and aggregated as gputui.gpu_metrics says (util_pct the mean of its GPUs, temp_c
+    """A node's figures, named and aggregated as gputui.vocabulary.gpu_metrics says (util_pct the mean of its GPUs, temp_c
     the hottest, power_w the sum...)."""
 
     util_pct: float | None = None
@@ -74,7 +74,7 @@ def hot(summary: GpuSummary | None, temp_threshold: float) -> bool:
 
 def gauges(node: Node, summary: GpuSummary | None) -> Gauges:
     """The node's gauges, from its summary when there is one, else from its GPUs (each figure aggregated as its
-    row in gputui.gpu_metrics says)."""
+    row in gputui.vocabulary.gpu_metrics says)."""
     if summary is not None:
         return Gauges(summary.util_pct, summary.mem_used_mib, mem_total(node, summary), summary.temp_c,
                       summary.power_w, True, summary.extra)

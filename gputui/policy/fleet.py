@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from gputui.figures import figures
-from gputui.gpu_resources import GpuUse
-from gputui.problems import KIND_ORDER, counts
+from gputui.policy.figures import figures
+from gputui.policy.problems import KIND_ORDER, counts
 from gputui.snapshot import ClusterSnapshot, stale
+from gputui.vocabulary.gpu_resources import GpuUse
 
 FLEET = "(fleet)"
 
@@ -22,7 +22,7 @@ class ClusterRow:
     nodes: int = 0
     gpus: GpuUse = GpuUse()
     util: float | None = None
-    alerts: Mapping[str, int] = field(default_factory=dict)  # nodes that need attention, by kind (gputui.problems)
+    alerts: Mapping[str, int] = field(default_factory=dict)  # nodes that need attention, by kind (gputui.policy.problems)
     drains: int = 0
     canaries: int = 0
     taken_at: float | None = None  # the last snapshot's time; None: never read

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from gputui.frozen_init import fast_init
-from gputui.gpu_metrics import NO_VALUES, Figures
-from gputui.gpu_resources import GpuResource
-from gputui.label_selectors import Requirement, selector_matches
-from gputui.scheduling import NodeScheduling, PodScheduling
+from gputui.base.frozen_init import fast_init
+from gputui.vocabulary.gpu_metrics import NO_VALUES, Figures
+from gputui.vocabulary.gpu_resources import GpuResource
+from gputui.vocabulary.label_selectors import Requirement, selector_matches
+from gputui.vocabulary.scheduling import NodeScheduling, PodScheduling
 
 # Driver upgrade states (GPU Operator) that mean "in progress", in the
 # operator's order. `upgrade-done` and an empty label are idle; failed is an alert.
@@ -70,7 +70,7 @@ class Health(str, Enum):
 
 @dataclass(frozen=True, slots=True)
 class Gpu:
-    """One GPU's figures, named as gputui.gpu_metrics names them: the typed ones as attributes, the others in
+    """One GPU's figures, named as gputui.vocabulary.gpu_metrics names them: the typed ones as attributes, the others in
     `extra` (gpu_metrics.value_of reads either)."""
 
     index: int
@@ -95,8 +95,8 @@ class Gpu:
 @dataclass(frozen=True, slots=True)
 class GpuSummary:
     """A node's GPUs in aggregate, as Prometheus computes them for a large fleet: held beside the nodes, in the
-    snapshot's `summaries` (gputui.gauges), so a DCGM read builds no Node. Each figure is named as a GPU's and
-    aggregated as gputui.gpu_metrics says (util_pct the mean, temp_c the hottest, power_w the sum...)."""
+    snapshot's `summaries` (gputui.vocabulary.gauges), so a DCGM read builds no Node. Each figure is named as a GPU's and
+    aggregated as gputui.vocabulary.gpu_metrics says (util_pct the mean, temp_c the hottest, power_w the sum...)."""
 
     count: int
     util_pct: float | None = None
@@ -150,14 +150,14 @@ class Node:
     upgrade_state: str = ""
     gpu_memory_mib: int = 0
     conditions: tuple[Condition, ...] = ()
-    gpus: tuple[Gpu, ...] = ()  # every GPU, or in a summarised fleet (gputui.gauges) only those reporting a problem
+    gpus: tuple[Gpu, ...] = ()  # every GPU, or in a summarised fleet (gputui.vocabulary.gauges) only those reporting a problem
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
-    # How it hands its GPUs out (gputui.gpu_resources): gpu_capacity/gpu_allocatable are these units summed.
+    # How it hands its GPUs out (gputui.vocabulary.gpu_resources): gpu_capacity/gpu_allocatable are these units summed.
     gpu_resources: tuple[GpuResource, ...] = ()
     gpu_count: int = 0  # physical cards (0: unknown, e.g. MIG slices without GFD's count)
     node_info: Mapping[str, str] = field(default_factory=dict)  # kubelet, runtime, kernel, OS (status.nodeInfo)
-    # Its taints and allocatable resources other than GPUs, shared with the nodes alike (gputui.scheduling);
+    # Its taints and allocatable resources other than GPUs, shared with the nodes alike (gputui.vocabulary.scheduling);
     # None: not read (the drain's placement preview then says it does not know this node).
     scheduling: NodeScheduling | None = None
     # health.node_alerts' answer for one temperature threshold, from the node alone (its summary's one alert is
@@ -227,7 +227,7 @@ class InferencePod:
     gpu_units: Mapping[str, int] = field(default_factory=dict)  # by resource (dra:<driver> for DRA devices)
     images: tuple[str, ...] = ()  # its containers' images
     gpus_unrequested: bool = False  # sees GPUs (NVIDIA_VISIBLE_DEVICES) without asking for any: see upgrades
-    # What the scheduler reads of its spec, shared with every pod of the same spec (gputui.scheduling); None:
+    # What the scheduler reads of its spec, shared with every pod of the same spec (gputui.vocabulary.scheduling); None:
     # not read (the drain's placement preview then says where it goes is unknown).
     scheduling: PodScheduling | None = None
 
@@ -243,7 +243,7 @@ class InferencePod:
 @dataclass(frozen=True, slots=True)
 class PodSelector:
     """Who selects pods by label: a Service or an InferencePool (the paths traffic takes to a pod), or a
-    workload (the owner that keeps its pods). gputui.rotation reads them to find the label that takes one pod
+    workload (the owner that keeps its pods). gputui.policy.rotation reads them to find the label that takes one pod
     out of rotation without its owner letting it go."""
 
     kind: str  # Service, InferencePool, Deployment, Rollout

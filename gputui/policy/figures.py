@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gputui.fleet_sums import Contribution, SumsByContext
-from gputui.gauges import hot, util_sum
-from gputui.gpu_resources import SCHEMES, GpuUse
-from gputui.health import Alert, node_alerts
-from gputui.model import GpuSummary, InferenceService, Node, NodeState, rollout_status
-from gputui.problems import Problem, problems_of
+from gputui.policy.fleet_sums import Contribution, SumsByContext
+from gputui.policy.health import Alert, node_alerts
+from gputui.policy.problems import Problem, problems_of
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.gauges import hot, util_sum
+from gputui.vocabulary.gpu_resources import SCHEMES, GpuUse
+from gputui.vocabulary.model import GpuSummary, InferenceService, Node, NodeState, rollout_status
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +72,7 @@ def alerts(snap: ClusterSnapshot, temp_threshold: float) -> list[Alert]:
 
 
 def problems(snap: ClusterSnapshot, temp_threshold: float) -> tuple[Problem, ...]:
-    """One problem per node that needs attention, worst first (gputui.problems), once per snapshot."""
+    """One problem per node that needs attention, worst first (gputui.policy.problems), once per snapshot."""
     return snap.derived(("problems", temp_threshold), lambda: tuple(problems_of(alerts(snap, temp_threshold))))
 
 

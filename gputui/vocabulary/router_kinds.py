@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from gputui.gpu_resources import parse_quantity
-from gputui.router_demo_forms import DemoForm, httproute_form, virtualservice_form
+from gputui.vocabulary.gpu_resources import parse_quantity
+from gputui.vocabulary.router_demo_forms import DemoForm, httproute_form, virtualservice_form
 
 POOL_GROUP = "inference.networking.k8s.io"  # the Gateway API Inference Extension's InferencePool
 HTTPROUTE_MAX_WEIGHT = 1_000_000  # Gateway API's CRD schema

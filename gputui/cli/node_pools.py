@@ -9,7 +9,7 @@ import json
 import sys
 
 from gputui.cli import common
-from gputui.pools import idle_why, pool_rows
+from gputui.policy.node_pools import idle_why, pool_rows
 from gputui.settings import Settings
 
 

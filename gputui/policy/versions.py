@@ -1,7 +1,7 @@
 """The version matrix (seed 001 §8.1, §10.5; seed 000 §6's driver consistency spot check): per GPU node, the
 driver (GFD's or DCGM's label), the CUDA runtime, kubelet, container runtime, kernel and OS image (node
 status), the GPU Operator's components running on it (their images' tags) and the inference engines' images,
-with the node's driver-upgrade state and why it is stuck (gputui.upgrades).
+with the node's driver-upgrade state and why it is stuck (gputui.policy.upgrades).
 Each column is compared with the majority of the node's pool: a node that differs is flagged in that column.
 A value not read is unknown ("" here, "–" shown), never drift. Pure: built from a snapshot."""
 
@@ -11,10 +11,10 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from gputui.model import InferencePod, Node
-from gputui.pools import DEFAULT_POOL_LABELS, pool_of
+from gputui.policy.node_pools import DEFAULT_POOL_LABELS, pool_of
+from gputui.policy.upgrades import stuck_because
 from gputui.snapshot import ClusterSnapshot
-from gputui.upgrades import stuck_because
+from gputui.vocabulary.model import InferencePod, Node
 
 # The GPU Operator's DaemonSets (and the standalone charts' names), by the component they run.
 COMPONENTS: Mapping[str, tuple[str, ...]] = {
@@ -50,7 +50,7 @@ class VersionRow:
     values: Mapping[str, str]  # column -> version ("" unknown)
     drift: frozenset[str]  # columns differing from the pool's majority
     upgrade: str = ""  # the GPU Operator's driver-upgrade state ("" not labelled)
-    stuck: str = ""  # why that upgrade does not move (gputui.upgrades)
+    stuck: str = ""  # why that upgrade does not move (gputui.policy.upgrades)
 
     def to_dict(self) -> dict:
         return {"node": self.node, "pool": self.pool, "versions": {c: self.values.get(c) or None for c in COLUMNS},

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gputui.label_selectors import Requirement
+from gputui.vocabulary.label_selectors import Requirement
 
 # Taints the node lifecycle controller (or the kubelet) puts on a node, which the scheduler then reads.
 UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from gputui.health import Alert, Finding, Severity, diagnose
+from gputui.policy.health import Alert, Finding, Severity, diagnose
 from gputui.snapshot import ClusterSnapshot
 
 FLAP_WINDOW_S = 60.0  # a problem gone and back within this is flapping; gone this long, it is gone

@@ -11,7 +11,7 @@ drift by an ulp at a time; a full walk every time the changes since the last one
 that far below what any figure shows.
 
 What a node's DCGM summary gives (its utilisation; a hot GPU) is the metered part, summed apart: the summaries
-live beside the nodes (gputui.gauges), and a DCGM read replaces all of them but moves no node. So the node's
+live beside the nodes (gputui.vocabulary.gauges), and a DCGM read replaces all of them but moves no node. So the node's
 part stays, and the metered part alone is summed again over every node, by a small function in one loop.
 """
 
@@ -21,9 +21,9 @@ import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
-from gputui.model import GpuSummary, Node
-from gputui.moved import aligned, changed_keys, limit_for
+from gputui.base.moved import aligned, changed_keys, limit_for
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import GpuSummary, Node
 
 # Below this many nodes every snapshot takes the full walk: it costs little, and its sums are exact.
 INCREMENTAL_FROM = 4000
@@ -60,7 +60,7 @@ def nodes_moved(nodes: tuple[Node, ...], allocation: Mapping[str, Mapping[str, i
 
 class NodeSums:
     """`width` numbers per node from the node (and its allocation), and `metered` numbers from the node with its
-    DCGM summary (gputui.gauges). The summaries live beside the nodes: a DCGM read replaces every one and moves
+    DCGM summary (gputui.vocabulary.gauges). The summaries live beside the nodes: a DCGM read replaces every one and moves
     no node, so the metered part alone is summed again, from its own small function, while the node's part
     stays as it was."""
 

@@ -9,10 +9,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import IntEnum
 
-from gputui.gauges import hot
-from gputui.gpu_resources import DEVICE_TAINT_CONDITION
-from gputui.model import UPGRADE_FAILED, GpuSummary, Health, Node
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.gauges import hot
+from gputui.vocabulary.gpu_resources import DEVICE_TAINT_CONDITION
+from gputui.vocabulary.model import UPGRADE_FAILED, GpuSummary, Health, Node
 
 DEFAULT_TEMP_ALERT_C = 85.0
 

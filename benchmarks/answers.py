@@ -22,8 +22,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gputui.backends.prom_answers import series_by_label, values_by_label  # noqa: E402
-from gputui.backends.session_metrics import counts_by_pod, counts_from_body  # noqa: E402
+from gputui.backends.prom_answers import series_by_label, values_by_label
+from gputui.backends.session_metrics import counts_by_pod, counts_from_body
 
 HOSTS = ["Hostname", "hostname"]
 

@@ -39,11 +39,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gputui.checks.context import CheckContext  # noqa: E402
-from gputui.checks.rules import run_checks  # noqa: E402
-from gputui.policy.health import fleet_alerts  # noqa: E402
-from gputui.snapshot import ClusterSnapshot, SourceStatus  # noqa: E402
-from gputui.vocabulary.model import Budget, Gpu, InferencePod, Node, PodProbes  # noqa: E402
+from gputui.checks.context import CheckContext
+from gputui.checks.rules import run_checks
+from gputui.policy.health import fleet_alerts
+from gputui.snapshot import ClusterSnapshot, SourceStatus
+from gputui.vocabulary.model import Budget, Gpu, InferencePod, Node, PodProbes
 
 POOLS = ("NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-80GB", "NVIDIA-L40S", "NVIDIA-H200")
 TARGET_S = 5.0  # the acceptance for --real

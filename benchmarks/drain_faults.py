@@ -55,10 +55,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.fault_watch import Result, Watcher, judge_kill_no_resume  # noqa: E402
-from benchmarks.harness_traffic import Harness, Output, left_out, out_of_rotation, wait  # noqa: E402
-from tests.support.traffic import Durations, TrafficGenerator  # noqa: E402
-from tests.support.workloads import served_deployment, service_for  # noqa: E402
+from benchmarks.fault_watch import Result, Watcher, judge_kill_no_resume
+from benchmarks.harness_traffic import Harness, Output, left_out, out_of_rotation, wait
+from tests.support.traffic import Durations, TrafficGenerator
+from tests.support.workloads import served_deployment, service_for
 
 FAULTS = ("none", "scrape", "prometheus", "apiserver", "kill9", "second", "kill-no-resume")
 DEADLINE = "300s"  # far beyond any scenario's sessions: any cut is one nobody chose

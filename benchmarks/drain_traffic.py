@@ -46,9 +46,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.harness_traffic import Harness, Output, wait  # noqa: E402
-from tests.support.traffic import Durations, Session, TrafficGenerator  # noqa: E402
-from tests.support.workloads import SERVING_LABEL, ready_pods, served_deployment  # noqa: E402
+from benchmarks.harness_traffic import Harness, Output, wait
+from tests.support.traffic import Durations, Session, TrafficGenerator
+from tests.support.workloads import SERVING_LABEL, ready_pods, served_deployment
 
 ARMS = ("kubectl", "gputui-no-label", "gputui-label")
 TITLES = {"kubectl": "kubectl drain", "gputui-no-label": "gputui, no serving label",

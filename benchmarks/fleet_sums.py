@@ -25,15 +25,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.ui_refresh import fleet  # noqa: E402
-from gputui.backends.demo import demo_backend  # noqa: E402
-from gputui.policy.figures import figures  # noqa: E402
-from gputui.policy.health import fleet_alerts  # noqa: E402
-from gputui.policy.node_pools import fleet_pools, pool_rows  # noqa: E402
-from gputui.present.cells import Palette  # noqa: E402
-from gputui.present.columns import NODE_COLUMNS, PROBLEMS_SORT, node_order, row_context  # noqa: E402
-from gputui.snapshot import ClusterSnapshot  # noqa: E402
-from tests.demo_clock import ManualClock  # noqa: E402
+from benchmarks.ui_refresh import fleet
+from gputui.backends.demo import demo_backend
+from gputui.policy.figures import figures
+from gputui.policy.health import fleet_alerts
+from gputui.policy.node_pools import fleet_pools, pool_rows
+from gputui.present.cells import Palette
+from gputui.present.columns import NODE_COLUMNS, PROBLEMS_SORT, node_order, row_context
+from gputui.snapshot import ClusterSnapshot
+from tests.demo_clock import ManualClock
 
 
 def main() -> None:

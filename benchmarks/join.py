@@ -35,10 +35,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gputui.backends import kube_objects as ko  # noqa: E402
-from gputui.backends.gcpause import gc_paused  # noqa: E402
-from gputui.backends.join import Joiner, KubeState, Metrics  # noqa: E402
-from gputui.vocabulary.model import GpuSummary  # noqa: E402
+from gputui.backends import kube_objects as ko
+from gputui.backends.gcpause import gc_paused
+from gputui.backends.join import Joiner, KubeState, Metrics
+from gputui.vocabulary.model import GpuSummary
 
 MIXED = False  # --mixed: node i hands its GPUs out by SCHEMES[i % 4]
 SCHEMES = ("whole", "mig", "shared", "dra")

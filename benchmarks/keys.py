@@ -23,17 +23,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.ui_refresh import fleet  # noqa: E402
-from gputui.backends.demo import demo_backend  # noqa: E402
-from gputui.ops.audit import AuditLog  # noqa: E402
-from gputui.settings import Settings  # noqa: E402
-from gputui.ui.app import GputuiApp  # noqa: E402
-from tests.demo_clock import ManualClock  # noqa: E402
+from benchmarks.ui_refresh import fleet
+from gputui.backends.demo import demo_backend
+from gputui.ops.audit import AuditLog
+from gputui.settings import Settings
+from gputui.ui.app import GputuiApp
+from tests.demo_clock import ManualClock
 
 
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 async def until(pilot, app: GputuiApp, ready, what: str, seconds: float = 300.0) -> None:

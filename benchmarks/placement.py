@@ -47,13 +47,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gputui.ops.drain.placement import preview  # noqa: E402
-from gputui.snapshot import ClusterSnapshot  # noqa: E402
-from gputui.vocabulary.gpu_resources import GpuResource, Scheme  # noqa: E402
-from gputui.vocabulary.label_selectors import Requirement  # noqa: E402
-from gputui.vocabulary.model import InferencePod, Node  # noqa: E402
-from gputui.vocabulary.scheduling import NodeScheduling, PodScheduling, PodTerm, Spread, Taint, Toleration  # noqa: E402
-from tests.support.placement_cases import ZONE, Case, NodeSpec, Workload, judge, live_pods  # noqa: E402
+from gputui.ops.drain.placement import preview
+from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.gpu_resources import GpuResource, Scheme
+from gputui.vocabulary.label_selectors import Requirement
+from gputui.vocabulary.model import InferencePod, Node
+from gputui.vocabulary.scheduling import NodeScheduling, PodScheduling, PodTerm, Spread, Taint, Toleration
+from tests.support.placement_cases import ZONE, Case, NodeSpec, Workload, judge, live_pods
 
 HOST = "kubernetes.io/hostname"
 
@@ -236,7 +236,7 @@ def compare(args: argparse.Namespace) -> int:
                 for f in futures:
                     try:
                         f.result()
-                    except Exception as exc:  # a case the harness could not run: said, not counted
+                    except Exception as exc:  # noqa: BLE001 - a case the harness could not run: said, not counted
                         errors.append(f"{type(exc).__name__}: {exc}")
     spent = time.monotonic() - started
     print(f"\n{tally.cases} cases compared ({tally.skipped} skipped: no pod where a batch could take one; "

@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.support.gputui_cli import closed_port, environment, kubeconfig  # noqa: E402
+from tests.support.gputui_cli import closed_port, environment, kubeconfig
 
 KINDS = ("watch", "unreachable", "silent-store")
 REFRESH_S = 2.0  # the app's default refresh: what a change waits at most for the next snapshot

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gputui.backends import kube_objects as ko  # noqa: E402
+from gputui.backends import kube_objects as ko
 
 CONDITIONS = [{"type": t, "status": "False", "reason": f"KubeletHas{t}", "message": f"kubelet has no {t}"}
               for t in ("MemoryPressure", "DiskPressure", "PIDPressure")] + [

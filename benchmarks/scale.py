@@ -49,9 +49,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.support.control_plane import ControlPlane  # noqa: E402
-from tests.support.exporters import DcgmExporter, MetricsHTTPServer  # noqa: E402
-from tests.support.prom import PrometheusServer, dcgm_scrape_config  # noqa: E402
+from tests.support.control_plane import ControlPlane
+from tests.support.exporters import DcgmExporter, MetricsHTTPServer
+from tests.support.prom import PrometheusServer, dcgm_scrape_config
 
 PRODUCT = "NVIDIA-H100-80GB-HBM3"
 # Only the families gputui queries: Prometheus shares the two cores with what is measured.
@@ -261,7 +261,7 @@ def measure_gputui(kubeconfig: str, prom_url: str, n: int, steady_s: float, trac
         if tracer is not None:
             snap_ = tracer.take_snapshot()
             traces[name] = [f"traced now {tracer.get_traced_memory()[0] / 2**20:.0f} MB, "
-                            f"peak {tracer.get_traced_memory()[1] / 2**20:.0f} MB"] + _top(snap_, base, trace)
+                            f"peak {tracer.get_traced_memory()[1] / 2**20:.0f} MB", *_top(snap_, base, trace)]
 
     # A store answering for 65,000 nodes on the same two cores as everything else takes more than the default
     # 3 s per query at times; a read that times out makes every count unknown, which is not the steady state

@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.support.browser import Browser  # noqa: E402
-from tests.support.procs import free_port, port_is_free, wait_until  # noqa: E402
+from tests.support.browser import Browser
+from tests.support.procs import free_port, port_is_free, wait_until
 
 TICKS = os.sysconf("SC_CLK_TCK")
 

@@ -24,15 +24,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gputui.backends.demo import demo_backend  # noqa: E402
-from gputui.ops.audit import AuditLog  # noqa: E402
-from gputui.present.columns import SORTABLE  # noqa: E402
-from gputui.settings import Settings  # noqa: E402
-from gputui.snapshot import ClusterSnapshot  # noqa: E402
-from gputui.ui.app import GputuiApp  # noqa: E402
-from gputui.ui.messages import SnapshotReady  # noqa: E402
-from gputui.vocabulary.model import GpuSummary  # noqa: E402
-from tests.demo_clock import ManualClock  # noqa: E402
+from gputui.backends.demo import demo_backend
+from gputui.ops.audit import AuditLog
+from gputui.present.columns import SORTABLE
+from gputui.settings import Settings
+from gputui.snapshot import ClusterSnapshot
+from gputui.ui.app import GputuiApp
+from gputui.ui.messages import SnapshotReady
+from gputui.vocabulary.model import GpuSummary
+from tests.demo_clock import ManualClock
 
 
 def fleet(base: ClusterSnapshot, n: int, step: int, per_gpu: bool, keep_names: bool = False) -> ClusterSnapshot:

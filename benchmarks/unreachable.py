@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.support.gputui_cli import closed_port, kubeconfig, run  # noqa: E402
-from tests.support.procs import queued  # noqa: E402
+from tests.support.gputui_cli import closed_port, kubeconfig, run
+from tests.support.procs import queued
 
 SHIFT = ("shift", "llm/mistral-7b", "--to", "v2=10")
 

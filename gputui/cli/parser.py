@@ -125,8 +125,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--public-host", action="append", default=[], metavar="NAME",
                        help="a name browsers reach serve by (as in its URL), accepted in Host and Origin besides "
                        "--host and the address a connection arrives on; repeatable")
-    serve.add_argument("--max-sessions", type=int, default=4, metavar="N",
+    serve.add_argument("--max-pages", type=int, default=4, metavar="N",
                        help="pages open at once, each running its own gputui (default 4)")
+    # its first name, kept so scripts that use it still run; "session" in gputui means an inference session
+    serve.add_argument("--max-sessions", type=int, dest="max_pages", help=argparse.SUPPRESS)
     serve.add_argument("--refresh", type=_positive_float, default=argparse.SUPPRESS, metavar="SECONDS")
     serve.add_argument("--theme", default=argparse.SUPPRESS)
     serve.add_argument("--keymap", default=argparse.SUPPRESS)

@@ -1,7 +1,7 @@
 """`gputui serve`: gputui in a browser, through textual-serve (each page runs its own gputui process, fed over a
 websocket). Read-only unless --allow-writes: the child gets --read-only, so no writer exists in it at all, and
 --pin-context, so it cannot leave the cluster it was started on. A token is needed on every address (printed
-once at start, never logged; --no-token only on loopback); a login makes a signed, expiring session cookie.
+once at start, never logged; --no-token only on loopback); a login makes a signed, expiring login cookie.
 Off loopback, HTTPS (--tls-cert/--tls-key) or an explicit --insecure-http. What guards each request is
 gputui.cli.serve_guard; the aiohttp app, gputui.cli.serve_app. The wallboard starts by itself in the page: a
 wall screen has nobody to click."""
@@ -51,8 +51,8 @@ def check(args: argparse.Namespace) -> str | None:
         return f"--port must be between 1 and 65535, got {args.port}"
     if args.wallboard and args.allow_writes:
         return "--wallboard is read-only: drop --allow-writes"
-    if args.max_sessions < 1:
-        return f"--max-sessions must be 1 or more, got {args.max_sessions}"
+    if args.max_pages < 1:
+        return f"--max-pages must be 1 or more, got {args.max_pages}"
     if args.no_token and not loopback:
         return f"--no-token is allowed on loopback only (127.0.0.1, ::1, localhost), not on {args.host}"
     if bool(args.tls_cert) != bool(args.tls_key):
@@ -61,7 +61,7 @@ def check(args: argparse.Namespace) -> str | None:
         if not is_host_name(name):
             return f"--public-host {name!r}: give a host name or an address, without a port"
     if not loopback and not args.tls_cert and not args.insecure_http:
-        return (f"{args.host} is not loopback: the token and the session would cross the network in clear; "
+        return (f"{args.host} is not loopback: the token and the login would cross the network in clear; "
                 "give --tls-cert and --tls-key, or --insecure-http to accept that")
     return None
 
@@ -115,7 +115,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         return _bind_failed(exc, args)
     token = None if args.no_token else secrets.token_urlsafe(24)
     where = served(args.host, args.port, tuple(args.public_host), tls=context is not None)
-    server = build_server(Options(child_command(args), args.host, args.port, where, token, args.max_sessions,
+    server = build_server(Options(child_command(args), args.host, args.port, where, token, args.max_pages,
                                   context))
     what = "the wallboard" if args.wallboard else "gputui"
     mode = "read-only" if not args.allow_writes else "WRITES ALLOWED"
@@ -129,7 +129,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         print(f"warning: --no-token: every user and program on this machine can open the page{writes}",
               file=sys.stderr, flush=True)
     if context is None and not is_loopback(args.host):
-        print("warning: --insecure-http: the token and the session cookie cross the network in clear",
+        print("warning: --insecure-http: the token and the login cookie cross the network in clear",
               file=sys.stderr, flush=True)
     try:
         server.serve()

@@ -1,6 +1,6 @@
 """The web side of `gputui serve`: textual-serve's Server (each websocket runs one gputui process) behind
 gputui.cli.serve_guard, with our own routes: no directory listing, no download route (gputui delivers no
-files), a login that makes a signed session rather than storing the token, and a cap on the pages open."""
+files), a login that makes a signed login rather than storing the token, and a cap on the pages open."""
 
 from __future__ import annotations
 
@@ -23,19 +23,19 @@ class Options:
     port: int
     where: guard.Served
     token: str | None  # None: --no-token, loopback only
-    max_sessions: int
+    max_pages: int
     ssl_context: ssl.SSLContext | None = None
 
 
 def cookie_name(port: int, tls: bool) -> str:
     """Cookies are not kept per port: two serves on one machine must not overwrite each other's. Under TLS
     the __Host- prefix makes the browser insist on Secure, Path=/ and no Domain."""
-    return f"{'__Host-' if tls else ''}gputui_session_{port}"
+    return f"{'__Host-' if tls else ''}gputui_login_{port}"
 
 
 def full_message(limit: int) -> str:
     return (f"{limit} page{'s are' if limit != 1 else ' is'} open already, the most this gputui serve allows "
-            f"(--max-sessions {limit}): close one, then reload this page.")
+            f"(--max-pages {limit}): close one, then reload this page.")
 
 
 def font_size(text: str) -> int:
@@ -50,7 +50,7 @@ def build_server(options: Options) -> Any:
     from textual_serve.server import Server
 
     tls = options.where.tls
-    sessions = guard.Sessions() if options.token is not None else None
+    logins = guard.Logins() if options.token is not None else None
     limit = guard.RateLimit()
     cookie = cookie_name(options.port, tls)
 
@@ -58,10 +58,10 @@ def build_server(options: Options) -> Any:
         return web.Response(text=pages.login_page(request.host, error), content_type="text/html", status=status)
 
     class GputuiServer(Server):
-        open_sessions = 0  # websockets open, each a gputui process
+        open_pages = 0  # websockets open, each a gputui process
 
         async def _make_app(self) -> web.Application:
-            app = web.Application(middlewares=[guard.guard_middleware(options.where, sessions, cookie, login_form)])
+            app = web.Application(middlewares=[guard.guard_middleware(options.where, logins, cookie, login_form)])
             app.router.add_get("/", self.handle_index)
             app.router.add_get("/ws", self.handle_websocket)
             app.router.add_get("/page.js", self.page_js)
@@ -73,23 +73,23 @@ def build_server(options: Options) -> Any:
             return app
 
         async def handle_index(self, request: web.Request) -> web.Response:
-            if self.open_sessions >= options.max_sessions:
-                return web.Response(text=pages.note_page(full_message(options.max_sessions)),
+            if self.open_pages >= options.max_pages:
+                return web.Response(text=pages.note_page(full_message(options.max_pages)),
                                     content_type="text/html", status=503)
             # The websocket goes back to the address the browser used (the guard has accepted it).
             websocket = f"{'wss' if tls else 'ws'}://{request.host}/ws"
             page = pages.terminal_page("gputui", websocket, font_size(request.query.get("fontsize", "16")),
-                                       logout=sessions is not None)
+                                       logout=logins is not None)
             return web.Response(text=page, content_type="text/html")
 
         async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
-            if self.open_sessions >= options.max_sessions:  # one page raced another past the index's check
-                raise web.HTTPServiceUnavailable(text=full_message(options.max_sessions))
-            self.open_sessions += 1  # before any await: two handshakes cannot both take the last place
+            if self.open_pages >= options.max_pages:  # one page raced another past the index's check
+                raise web.HTTPServiceUnavailable(text=full_message(options.max_pages))
+            self.open_pages += 1  # before any await: two handshakes cannot both take the last place
             try:
                 return await super().handle_websocket(request)
             finally:
-                self.open_sessions -= 1
+                self.open_pages -= 1
 
         async def page_js(self, request: web.Request) -> web.Response:
             return web.Response(text=pages.PAGE_JS, content_type="application/javascript")
@@ -100,7 +100,7 @@ def build_server(options: Options) -> Any:
             if wait > 0:
                 raise web.HTTPTooManyRequests(text="too many wrong tokens: wait a minute",
                                               headers={"Retry-After": str(math.ceil(wait))})
-            if options.token is None or sessions is None:  # --no-token: nothing to log in to
+            if options.token is None or logins is None:  # --no-token: nothing to log in to
                 raise web.HTTPSeeOther("/")
             try:
                 given = (await request.post()).get("token")
@@ -111,13 +111,13 @@ def build_server(options: Options) -> Any:
                 return login_form(request, "That is not the token.", 403)
             limit.succeeded(client)
             done = web.HTTPSeeOther("/")
-            done.set_cookie(cookie, sessions.new(time.time()), max_age=int(sessions.ttl), path="/",
+            done.set_cookie(cookie, logins.new(time.time()), max_age=int(logins.ttl), path="/",
                             httponly=True, samesite="Strict", secure=tls or None)
             raise done
 
         async def logout(self, request: web.Request) -> web.StreamResponse:
-            if sessions is not None:
-                sessions.revoke(request.cookies.get(cookie), time.time())
+            if logins is not None:
+                logins.revoke(request.cookies.get(cookie), time.time())
             done = web.HTTPSeeOther("/")
             done.del_cookie(cookie, path="/", secure=tls or None, httponly=True, samesite="Strict")
             raise done

@@ -1,5 +1,5 @@
 """What stands between a browser and `gputui serve`'s pages: the Host and Origin checks (DNS rebinding,
-cross-site websocket hijacking), signed expiring session cookies, the login rate limit and the security
+cross-site websocket hijacking), signed expiring login cookies, the login rate limit and the security
 headers. Plain functions and small classes, testable without a server; `guard_middleware` and
 `add_headers` put them in front of the aiohttp app (gputui.cli.serve_app)."""
 
@@ -19,9 +19,9 @@ from urllib.parse import urlsplit
 
 # Names a browser may use for a loopback server; a rebound DNS name (evil.example -> 127.0.0.1) is none of them.
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
-SESSION_TTL = 12 * 3600.0  # seconds a login lasts: a working day, so a stolen cookie does not live for ever
-# Paths reachable without a session: the login form's target, the logout, and textual-serve's own assets
-# (xterm, fonts: nothing of the cluster). Everything else, "/" and the websocket first, needs a session.
+LOGIN_TTL = 12 * 3600.0  # seconds a login lasts: a working day, so a stolen cookie does not live for ever
+# Paths reachable without a login: the login form's target, the logout, and textual-serve's own assets
+# (xterm, fonts: nothing of the cluster). Everything else, "/" and the websocket first, needs a login.
 PUBLIC_PREFIXES = ("/static/",)
 PUBLIC_PATHS = frozenset({"/login", "/logout", "/page.js"})
 NULL_ORIGIN_FORMS = frozenset({"/login", "/logout"})  # see refusal()
@@ -174,30 +174,30 @@ def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
 
-def sign(secret: bytes, session_id: str, expiry: int) -> str:
-    """A cookie value: session id, expiry (epoch seconds) and an HMAC-SHA256 of both under the process's key."""
-    body = f"{session_id}.{expiry}"
+def sign(secret: bytes, login_id: str, expiry: int) -> str:
+    """A cookie value: login id, expiry (epoch seconds) and an HMAC-SHA256 of both under the process's key."""
+    body = f"{login_id}.{expiry}"
     return f"{body}.{_b64(hmac.new(secret, as_bytes(body), hashlib.sha256).digest())}"
 
 
 def verify(secret: bytes, value: str | None, now: float) -> str | None:
-    """The session id of a cookie signed with this key and not expired; None for anything else."""
+    """The login id of a cookie signed with this key and not expired; None for anything else."""
     if not value or value.count(".") != 2:
         return None
-    session_id, expiry_text, _mac = value.split(".")
+    login_id, expiry_text, _mac = value.split(".")
     if not (expiry_text.isascii() and expiry_text.isdigit()):
         return None
-    if not hmac.compare_digest(as_bytes(value), as_bytes(sign(secret, session_id, int(expiry_text)))):
+    if not hmac.compare_digest(as_bytes(value), as_bytes(sign(secret, login_id, int(expiry_text)))):
         return None
-    return session_id if now < int(expiry_text) else None
+    return login_id if now < int(expiry_text) else None
 
 
 @dataclass
-class Sessions:
-    """Signed, expiring sessions. The key lives in this process only: a restart logs everybody out, and no
+class Logins:
+    """Signed, expiring logins. The key lives in this process only: a restart logs everybody out, and no
     cookie is ever the token itself. Logged-out ids are remembered until their cookie would have expired."""
 
-    ttl: float = SESSION_TTL
+    ttl: float = LOGIN_TTL
     secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
     revoked: dict[str, float] = field(default_factory=dict)
 
@@ -205,14 +205,14 @@ class Sessions:
         return sign(self.secret, secrets.token_urlsafe(18), int(now + self.ttl))
 
     def valid(self, value: str | None, now: float) -> bool:
-        session_id = verify(self.secret, value, now)
-        return session_id is not None and session_id not in self.revoked
+        login_id = verify(self.secret, value, now)
+        return login_id is not None and login_id not in self.revoked
 
     def revoke(self, value: str | None, now: float) -> None:
-        session_id = verify(self.secret, value, now)
+        login_id = verify(self.secret, value, now)
         self.revoked = {k: t for k, t in self.revoked.items() if t > now}  # forget those expired anyway
-        if session_id is not None:
-            self.revoked[session_id] = now + self.ttl
+        if login_id is not None:
+            self.revoked[login_id] = now + self.ttl
 
 
 @dataclass
@@ -286,10 +286,10 @@ ACCEPTED = "gputui.host_accepted"
 Handler = Callable[[Any], Awaitable[Any]]
 
 
-def guard_middleware(where: Served, sessions: Sessions | None, cookie: str,
+def guard_middleware(where: Served, logins: Logins | None, cookie: str,
                      login_page: Callable[[Any], Any]) -> Any:
-    """The aiohttp middleware: Host and Origin on every request, then a session on all but the public paths
-    ("/" without one answers the login form). `sessions` None: --no-token (loopback only)."""
+    """The aiohttp middleware: Host and Origin on every request, then a login on all but the public paths
+    ("/" without one answers the login form). `logins` None: --no-token (loopback only)."""
     import time
 
     from aiohttp import web
@@ -300,7 +300,7 @@ def guard_middleware(where: Served, sessions: Sessions | None, cookie: str,
         if why is not None:
             raise web.HTTPForbidden(text=why)
         request[ACCEPTED] = True
-        if sessions is None or is_public(request.path) or sessions.valid(request.cookies.get(cookie), time.time()):
+        if logins is None or is_public(request.path) or logins.valid(request.cookies.get(cookie), time.time()):
             return await handler(request)
         if request.path == "/" and request.method == "GET":
             return login_page(request)

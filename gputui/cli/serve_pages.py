@@ -42,7 +42,7 @@ body.-closed .closed-dialog {{ display: flex; }}
 <div class="dialog-container intro-dialog"><div class="shade"></div><div class="intro"><div>{title}</div>
 <button type="button" data-restart id="start">Start</button></div></div>
 <div class="dialog-container closed-dialog"><div class="shade"></div><div class="intro">
-<div class="message">Session ended.</div><button type="button" data-restart>Restart</button>
+<div class="message">Disconnected.</div><button type="button" data-restart>Restart</button>
 {logout}</div></div>
 <div id="terminal" class="textual-terminal" data-session-websocket-url="{websocket}" data-font-size="{font_size}">
 </div></body></html>"""

@@ -203,7 +203,7 @@ def test_over_https_chromium_logs_in_and_the_cookie_is_secure(serve, tmp_path):
     status, set_cookie = log_in(served)
     assert status == 303
     attributes = set_cookie.lower()
-    assert set_cookie.startswith(f"__Host-gputui_session_{served.port}=") and "secure" in attributes
+    assert set_cookie.startswith(f"__Host-gputui_login_{served.port}=") and "secure" in attributes
     assert "httponly" in attributes and "samesite=strict" in attributes and "max-age=43200" in attributes
     assert served.token not in set_cookie
     b = Browser(tmp_path / "chromium", extra_args=("--ignore-certificate-errors",))
@@ -235,7 +235,7 @@ def test_a_websocket_from_another_origin_or_to_another_host_is_refused(serve):
 def test_no_cookie_no_websocket_and_a_logged_out_cookie_is_dead(serve):
     served = serve()
     assert websocket(served, served.origin) == 403
-    assert websocket(served, served.origin, f"gputui_session_{served.port}={served.token}") == 403  # not the token
+    assert websocket(served, served.origin, f"gputui_login_{served.port}={served.token}") == 403  # not the token
     cookie = cookie_of(log_in(served)[1])
 
     async def logout() -> None:
@@ -265,7 +265,7 @@ def test_with_writes_allowed_an_attacker_origin_cannot_open_the_websocket_at_all
 def test_logins_are_rate_limited_and_odd_tokens_or_cookies_are_a_403_never_a_500(serve):
     served = serve()
     assert log_in(served, "tökén-ünicode")[0] == 403
-    assert get(served, "/", Cookie=f"gputui_session_{served.port}=ünï.1.x")[0] == 200  # the login form again
+    assert get(served, "/", Cookie=f"gputui_login_{served.port}=ünï.1.x")[0] == 200  # the login form again
     for _ in range(4):
         assert log_in(served, "wrong")[0] == 403
     assert log_in(served, "wrong")[0] == 429  # five failures in a minute: wait
@@ -288,8 +288,8 @@ def test_every_answer_carries_the_security_headers_and_static_lists_no_directory
     assert get(served, "/", Host=f"evil.example:{served.port}")[1]["X-Frame-Options"] == "DENY"
 
 
-def test_pages_past_max_sessions_are_refused_clearly(serve):
-    served = serve("--max-sessions", "1")
+def test_pages_past_max_pages_are_refused_clearly(serve):
+    served = serve("--max-pages", "1")
     cookie = cookie_of(log_in(served)[1])
 
     async def go() -> None:
@@ -299,7 +299,7 @@ def test_pages_past_max_sessions_are_refused_clearly(serve):
                 await http.ws_connect(served.ws_url, origin=served.origin, headers={"Cookie": cookie})
             assert second.value.status == 503
             async with http.get(f"{served.origin}/", headers={"Cookie": cookie}) as page:
-                assert page.status == 503 and "--max-sessions 1" in await page.text()
+                assert page.status == 503 and "--max-pages 1" in await page.text()
     asyncio.run(go())
     wait_until(lambda: get(served, "/", Cookie=cookie)[0] == 200, 15, what="the place freed")
 

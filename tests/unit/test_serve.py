@@ -29,7 +29,7 @@ def test_the_pages_gputui_is_read_only_unless_writes_are_allowed_and_keeps_the_f
 
 
 def test_serves_own_flags_never_reach_the_pages_gputui():
-    argv = argv_of("serve", "--host", "0.0.0.0", "--tls-cert", "c.pem", "--tls-key", "k.pem", "--max-sessions", "2",
+    argv = argv_of("serve", "--host", "0.0.0.0", "--tls-cert", "c.pem", "--tls-key", "k.pem", "--max-pages", "2",
                    "--public-host", "wall.example.com", "--insecure-http")
     assert argv == ["--read-only", "--pin-context"]
 
@@ -105,7 +105,7 @@ def test_a_websocket_needs_a_matching_origin_and_any_request_a_host_of_ours():
     assert guard.refusal({**null, "Host": "evil.example:8000"}, LOOP, "127.0.0.1", "POST", "/login") is not None
 
 
-# ----- the token and the session cookie -----------------------------------------------------------------
+# ----- the token and the login cookie -----------------------------------------------------------------
 
 def test_a_non_ascii_token_is_a_wrong_token_not_an_error():
     token = "abcdefghijklmnopqrstuvwxyz012345"
@@ -115,14 +115,14 @@ def test_a_non_ascii_token_is_a_wrong_token_not_an_error():
     assert not guard.token_matches("", token)
 
 
-def test_a_session_cookie_is_signed_expires_and_is_never_the_token():
+def test_a_login_cookie_is_signed_expires_and_is_never_the_token():
     secret = b"k" * 32
     value = guard.sign(secret, "abc", 2_000)
     assert guard.verify(secret, value, 1_999.0) == "abc"
     assert guard.verify(secret, value, 2_000.0) is None  # expired
     sid, expiry, mac = value.split(".")
     assert guard.verify(secret, f"{sid}.{int(expiry) + 3600}.{mac}", 1_999.0) is None  # expiry stretched
-    assert guard.verify(secret, f"abd.{expiry}.{mac}", 1_999.0) is None  # another session's id
+    assert guard.verify(secret, f"abd.{expiry}.{mac}", 1_999.0) is None  # another login's id
     flipped = mac[:-1] + ("A" if mac[-1] != "A" else "B")
     assert guard.verify(secret, f"{sid}.{expiry}.{flipped}", 1_999.0) is None  # the signature touched
     assert guard.verify(secret, f"{sid}.{expiry}.{mac[:-2]}", 1_999.0) is None
@@ -131,16 +131,16 @@ def test_a_session_cookie_is_signed_expires_and_is_never_the_token():
         assert guard.verify(secret, junk, 1_999.0) is None
 
 
-def test_sessions_are_made_checked_and_revoked():
-    sessions = guard.Sessions(ttl=60)
-    cookie = sessions.new(1_000.0)
-    assert sessions.valid(cookie, 1_030.0) and not sessions.valid(cookie, 1_061.0)
-    assert not guard.Sessions(ttl=60).valid(cookie, 1_030.0)  # another process's key: a restart logs out
-    other = sessions.new(1_000.0)
-    sessions.revoke(cookie, 1_010.0)
-    assert not sessions.valid(cookie, 1_020.0) and sessions.valid(other, 1_020.0)
-    sessions.revoke("forged.1.x", 1_010.0)  # nothing to revoke, no error
-    assert sessions.valid(other, 1_020.0)
+def test_logins_are_made_checked_and_revoked():
+    logins = guard.Logins(ttl=60)
+    cookie = logins.new(1_000.0)
+    assert logins.valid(cookie, 1_030.0) and not logins.valid(cookie, 1_061.0)
+    assert not guard.Logins(ttl=60).valid(cookie, 1_030.0)  # another process's key: a restart logs out
+    other = logins.new(1_000.0)
+    logins.revoke(cookie, 1_010.0)
+    assert not logins.valid(cookie, 1_020.0) and logins.valid(other, 1_020.0)
+    logins.revoke("forged.1.x", 1_010.0)  # nothing to revoke, no error
+    assert logins.valid(other, 1_020.0)
 
 
 def test_failed_logins_are_limited_per_client_and_age_out():
@@ -192,7 +192,7 @@ def test_serve_refuses_unsafe_flag_combinations_in_one_line():
     assert "loopback only" in check(serve_args("--host", "0.0.0.0", "--no-token", "--insecure-http"))
     assert check(serve_args("--no-token")) is None
     assert "go together" in check(serve_args("--tls-cert", "c"))
-    assert "--max-sessions" in check(serve_args("--max-sessions", "0"))
+    assert "--max-pages" in check(serve_args("--max-pages", "0"))
     assert check(serve_args("--public-host", "wall.example.com", "--public-host", "::1")) is None
     assert "without a port" in check(serve_args("--public-host", "wall.example.com:8000"))
     assert "without a port" in check(serve_args("--public-host", "https://wall.example.com"))
@@ -266,3 +266,14 @@ def test_pin_context_is_a_hidden_flag_of_the_page_gputui():
     assert settings_from(build_parser().parse_args(["--demo", "--pin-context"])).pin_context
     assert not settings_from(build_parser().parse_args(["--demo"])).pin_context
     assert "--pin-context" not in build_parser().format_help()
+
+
+def test_the_old_max_sessions_flag_still_sets_the_page_cap(capsys):
+    """`--max-pages` was `--max-sessions` (renamed: a session in gputui is an inference session); a script
+    that still says the old name gets the same cap, and the help shows only the new one."""
+    assert serve_args("--max-sessions", "3").max_pages == 3 == serve_args("--max-pages", "3").max_pages
+    assert serve_args().max_pages == 4
+    with pytest.raises(SystemExit):
+        serve_args("--help")
+    shown = capsys.readouterr().out
+    assert "--max-pages N" in shown and "--max-sessions" not in shown

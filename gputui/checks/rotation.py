@@ -51,7 +51,7 @@ def can_leave(ctx: CheckContext) -> CheckResult:
                 unread.append(f"{service} ({r.why})")
     if not bad and unread:
         return unknown(id, SEED, title, "; ".join(unread), "see why for each", tuple(unread))
-    fix = "add a serving label to the pod template, then to the Service's (or pool's) selector" + \
+    fix = "add a serving label to the pod template, then to the Service's (or InferencePool's) selector" + \
         (": " + " && ".join(fixes) if fixes else "")
     # Counted per workload version (its pods share their labels), not per pod: one fix serves them all.
     return verdict(id, SEED, title, bad, Status.WARN, "inference workloads whose pods no label can take out of "

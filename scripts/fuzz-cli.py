@@ -229,7 +229,7 @@ def config_text(rng: random.Random, bad: bool) -> str:
     if not bad:
         keys = rng.sample(sorted(CONFIG_GOOD), k=rng.randint(0, 3))
         return "".join(f"{k}: {CONFIG_GOOD[k]}\n" for k in keys)
-    keys = sorted(Settings.__dataclass_fields__) + ["colour", "1"]
+    keys = [*sorted(Settings.__dataclass_fields__), "colour", "1"]
     lines = [f"{rng.choice(keys)}: {rng.choice(CONFIG_VALUES)}" for _ in range(rng.randint(1, 3))]
     if rng.random() < 0.1:
         lines.append("lol: &l [a,a,a,a,a,a,a,a,a,a]\nl2: &m [*l,*l,*l,*l,*l,*l,*l,*l,*l,*l]\n"
@@ -262,7 +262,7 @@ def generate(command: str, index: int, seed: int, specs: dict[str, list[dict[str
         parts.append((rng.choice(a["flags"]), None if a["const"] else "", a))
     # The part made wrong (one with a value), or len(parts): a mutation or a bad config file instead.
     carrying = [i for i, (_, value, _) in enumerate(parts) if value is not None]
-    wrong = rng.choice(carrying + [len(parts)]) if hostile else -1
+    wrong = rng.choice([*carrying, len(parts)]) if hostile else -1
     body: list[str] = []
     for i, (flag, value, a) in enumerate(parts):
         bad = i == wrong or (hostile and rng.random() < 0.1)
@@ -308,7 +308,7 @@ def generate(command: str, index: int, seed: int, specs: dict[str, list[dict[str
             j = rng.randrange(len(argv))
             argv[i], argv[j] = argv[j], argv[i]
         else:
-            argv.insert(i, rng.choice(HOSTILE + ["--demo", "--context", "-n", "--prometheus", "--bogus"]))
+            argv.insert(i, rng.choice([*HOSTILE, "--demo", "--context", "-n", "--prometheus", "--bogus"]))
     return argv, config
 
 
@@ -420,7 +420,7 @@ def _one(argv: list[str], config: str | None) -> tuple[str, int | None, str]:
             outcome, detail = "waited", f"slept {CLOCK.slept:.0f} virtual seconds before the limit"
         else:
             outcome, detail = "hang", traceback.format_exc(limit=-15)
-    except BaseException:  # noqa: B036 - anything out of main is a finding
+    except BaseException:  # noqa: BLE001 - anything out of main is a finding
         outcome, detail = "crash", traceback.format_exc(limit=20)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)

@@ -27,7 +27,7 @@ def test_a_parallel_batch_stops_where_its_plan_said_the_capacity_guard_would(clu
     spec = {"gpus": 2, "product": PRODUCT, "labels": {POOL_LABEL: POOL}}
     with scene(cluster, fake_kubelet, ns, {**{n: spec for n in BATCH}, SPARE: {**spec, "gpus": 4}}) as (core, apps, _):
         # Each node's pods placed there: only that node has room when its Deployment is made.
-        for node in BATCH[1:] + [SPARE]:
+        for node in [*BATCH[1:], SPARE]:
             core.patch_node(node, {"spec": {"unschedulable": True}})
         pods = {}
         for node in BATCH:

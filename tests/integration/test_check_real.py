@@ -149,7 +149,7 @@ def planted(k8s_bin_dir, tmp_path_factory) -> Iterator[Planted]:
         status.status.container_statuses[0].restart_count = 6
         core.replace_namespaced_pod_status(bad.metadata.name, NS, status)
 
-        for p in good + [bad]:
+        for p in [*good, bad]:
             dcgm.assign(p.spec.node_name, 0, NS, p.metadata.name, container="vllm")
             sessions.add_pod(NS, p.metadata.name, running=3)
         # History: every GPU flat at 30,000 MiB; the bad pod's GPU leaking. The live value continues it.

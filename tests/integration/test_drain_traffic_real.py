@@ -119,7 +119,7 @@ def test_without_a_serving_label_the_plan_says_sessions_keep_arriving_and_the_wa
                       r"\(900s\) with about ([0-9]+) sessions", said)
         # 3 sessions/s over the Service's two pods, held 4 s on average (12 s at most): 1.5/s, about 6 held.
         assert m and 0.8 <= float(m[1]) <= 2.5 and 1 <= float(m[2]) <= MAX_SESSION_S and 2 <= int(m[3]) <= 15, said
-        out, took = _drain(cluster, prometheus, tmp_path, node, "--session-deadline", "20s", timeout=120)
+        out, _took = _drain(cluster, prometheus, tmp_path, node, "--session-deadline", "20s", timeout=120)
         gen.stop()
     text = out.stdout + out.stderr
     assert "deadline expired" in text, text

@@ -59,7 +59,7 @@ def test_a_drill_on_the_real_cluster_times_recovery_and_undoes_its_cordon(cluste
         assert not [e for e in cluster.write_requests("admin", since=mark)
                     if (e.get("objectRef") or {}).get("resource") in ("nodes", "pods")]
 
-        done = subprocess.run(argv + ["--yes-i-mean-it"], capture_output=True, text=True, env=environment(tmp_path),
+        done = subprocess.run([*argv, "--yes-i-mean-it"], capture_output=True, text=True, env=environment(tmp_path),
                               timeout=150)
         assert done.returncode == 0, done.stdout + done.stderr
         last = done.stdout.strip().splitlines()[-1]

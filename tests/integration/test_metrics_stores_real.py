@@ -114,7 +114,7 @@ def test_a_store_behind_a_path_prefix_with_a_tenant_header(store, dcgm_exporter)
 
 
 def test_a_store_down_or_silent_is_one_line_and_unknown(store, dcgm_exporter):
-    name, url, vm = store
+    _name, url, vm = store
     # One that accepts and never answers: the query times out, as one line that names the timeout that ended it
     # (how long that takes is a figure: benchmarks/reaction_times.py --only silent-store).
     silent = socket.socket()

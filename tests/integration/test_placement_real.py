@@ -104,7 +104,7 @@ def test_the_issue_case_a_pod_pinned_to_a_full_zone_is_stranded(cluster, fake_ku
         assert [p.spec.node_name for p in live_pods(core, case.ns) if p.metadata.labels["app"] == "pinned"] == \
             ["pl-issue-z1-a"]
         # Accepted: drained; the real scheduler leaves the replacement Pending, as predicted.
-        batch, judged, _where = drain_and_judge(cluster, prometheus, tmp_path, case, ["pl-issue-z1-a"])
+        _batch, judged, _where = drain_and_judge(cluster, prometheus, tmp_path, case, ["pl-issue-z1-a"])
         assert [(j.app, j.sure_nowhere, j.pending) for j in judged] == [("pinned", 1, 1)]
         assert sum(j.contradictions for j in judged) == 0
     finally:

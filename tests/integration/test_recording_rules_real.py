@@ -13,7 +13,7 @@ import yaml
 from gputui.backends.prom import PromConfig, PromSource
 from gputui.backends.recording_rules import MODE_RAW, MODE_RECORDED
 from tests.support.gputui_cli import run
-from tests.support.procs import wait_until
+from tests.support.procs import HarnessError, wait_until
 from tests.support.prom import PrometheusServer, dcgm_scrape_config
 from tests.support.victoria import VictoriaServer, Vmalert
 
@@ -89,7 +89,7 @@ def test_recorded_series_are_read_when_the_rules_are_loaded_and_agree_with_the_r
 
         try:
             wait_until(agree, 20, what="the recorded series to agree with the raw ones")
-        except Exception:
+        except HarnessError:  # wait_until's timeout
             raise AssertionError("they never agreed; last reads:\n" + "\n".join(last)) from None
         assert with_rules.mode == MODE_RECORDED
         sent = with_rules.queries

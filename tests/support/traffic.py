@@ -736,7 +736,7 @@ class TrafficGenerator:
                 if not arriving and (live == 0 or now > self._hard_until):
                     break
                 self._stop.wait(self.tick_s)
-        except Exception as exc:  # noqa: BLE001 - reported, never a silent stop
+        except Exception as exc:  # reported (log.exception, errors), never a silent stop
             log.exception("traffic generator")
             self.errors.append(repr(exc))
         finally:

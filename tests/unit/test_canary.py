@@ -97,7 +97,7 @@ def test_a_step_beyond_the_ready_pods_is_not_taken(tmp_path):
 
 def test_the_operator_rolls_back_at_any_step_with_one_key(tmp_path):
     control = CanaryControl()
-    report, lines, weights, entries, v1_kept = run(tmp_path, Hand(control, {4: "rollback"}), control=control)
+    report, _lines, weights, entries, v1_kept = run(tmp_path, Hand(control, {4: "rollback"}), control=control)
     assert report.outcome == "rolled back" and report.reached == 12.0 and report.reason == "by the operator at 12%"
     assert weights == {"v1": 90, "v2": 10} and v1_kept
     assert [e["action"] for e in entries] == ["canary-start", "shift", "shift", "shift", "canary-end"]
@@ -139,7 +139,7 @@ def test_judge_and_plan_words():
     cluster = DemoCluster(seed=7, clock=ManualClock())
     with pytest.raises(ShiftError, match="steps must rise"):
         plan_canary(cluster.snapshot(), LLAMA, "v2", (50.0, 25.0))
-    with pytest.raises(ShiftError, match="an Argo Rollout runs its own|routed by nothing"):
+    with pytest.raises(ShiftError, match=r"an Argo Rollout runs its own|routed by nothing"):
         plan_canary(cluster.snapshot(), "llm/qwen2-72b", "v3")
 
 

@@ -282,7 +282,7 @@ def test_a_canary_without_an_audit_log_does_not_start(tmp_path):
 def test_a_canary_is_unavailable_read_only():
     cluster = DemoCluster(seed=7, clock=ManualClock())
     plan = plan_canary(cluster.snapshot(), LLAMA, "v2", (11.0,))
-    with pytest.raises(ReadOnlyError, match="^read-only: the canary is unavailable$"):
+    with pytest.raises(ReadOnlyError, match=r"^read-only: the canary is unavailable$"):
         next(run_canary(plan,
                         OpContext(cluster, None, AuditLog(None, "t", "demo"), clock=lambda: 0.0, sleep=lambda s: None,
                                   poll_s=5.0, signals=Fed(GOOD)),
@@ -348,7 +348,7 @@ def test_a_rollback_asked_before_the_first_step_rolls_back_at_once(tmp_path):
 
 
 def test_a_step_the_shift_refuses_holds_the_canary_naming_the_step(tmp_path):
-    report, lines, weights = canary(tmp_path, Fed(GOOD), steps=(100.0,))  # v2 has 1 of 8 pods ready
+    report, _lines, weights = canary(tmp_path, Fed(GOOD), steps=(100.0,))  # v2 has 1 of 8 pods ready
     assert report.outcome == "held" and report.reason.startswith("step 100% not taken: ")
     assert report.reached is None and weights == {"v1": 90, "v2": 10}
 

@@ -79,7 +79,7 @@ def test_each_planted_problem_fails_its_own_check_and_nothing_else():
         "gpu.health": dict(nodes=(node("a"), node("b", gpus=(Gpu(0, "u0", xid=79),)))),
         "versions.consistent": dict(nodes=(node("a"), node("b", driver_version="535.183.01"))),
         "metrics.dcgm": dict(nodes=(node("a"), node("b", gpus=()))),
-        "pods.pending": dict(pods=snap.pods + (pod("chat-3", node="", phase="Pending", pending_reason="Insufficient"),)),
+        "pods.pending": dict(pods=(*snap.pods, pod("chat-3", node="", phase="Pending", pending_reason="Insufficient"))),
         "services.pdb": dict(budgets=()),
         "services.grace": dict(pods=(pod("chat-1", termination_grace_s=10), pod("chat-2", node="b"))),
         "services.probes": dict(pods=(pod("chat-1", probes=PodProbes(False, False, 600, True)), pod("chat-2", node="b"))),
@@ -171,13 +171,14 @@ def test_memory_growth_and_alert_rules_judge_what_the_metrics_store_said():
     assert check("gpu.memory", memory_growth_mib=None, memory_error="DCGM series carry no pod label").status \
         is Status.UNKNOWN
     assert check("alerts.rules", alert_rules=()).status is Status.FAIL  # rules, but none on a GPU signal
-    gaps = check("alerts.rules", alert_rules=GPU_RULES[:2] + (
-        AlertRule("GPUMemoryFull", "gpu", "DCGM_FI_DEV_FB_FREE < 1024", "inactive", "err", "vector contains metrics"),))
+    gaps = check("alerts.rules", alert_rules=(
+        *GPU_RULES[:2],
+        AlertRule("GPUMemoryFull", "gpu", "DCGM_FI_DEV_FB_FREE < 1024", "inactive", "err", "vector contains metrics")))
     assert gaps.status is Status.WARN and gaps.objects == ("GPUMemoryFull (cannot evaluate: vector contains metrics)",)
     uncovered = check("alerts.rules", alert_rules=GPU_RULES[:1])
     assert set(uncovered.objects) == {"nothing alerts on temperature", "nothing alerts on GPU memory"}
     firing = check("alerts.firing", alert_rules=(AlertRule("GPUXidError", "gpu", "DCGM_FI_DEV_XID_ERRORS > 0",
-                                                           "firing", firing=2),) + GPU_RULES[1:])
+                                                           "firing", firing=2), *GPU_RULES[1:]))
     assert firing.status is Status.WARN and firing.objects == ("GPUXidError (2 firing)",)
     # Nothing to fire is not "none firing"; a store without the rules API is not "no rules".
     assert check("alerts.firing", alert_rules=()).status is Status.UNKNOWN

@@ -122,7 +122,7 @@ def test_a_node_the_gpu_operator_is_upgrading_is_warned_about():
 
 
 def test_read_only_sends_nothing_and_says_which_verb():
-    with pytest.raises(ReadOnlyError, match="^read-only: uncordon is unavailable$"):
+    with pytest.raises(ReadOnlyError, match=r"^read-only: uncordon is unavailable$"):
         run_cordon(plan_cordon(snap(node(unschedulable=True)), "gpu-1", cordon=False), OpContext(None, None,
                                                                                                  AuditLog(None, "t",
                                                                                                           "c")))

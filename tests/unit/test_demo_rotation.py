@@ -8,6 +8,8 @@ never set by hand."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from gputui.backends.demo import DemoCluster
 from gputui.ops.audit import AuditLog
 from gputui.ops.context import OpContext
@@ -44,7 +46,7 @@ def counts_over(clock: ManualClock, demo: DemoCluster, keys: list[tuple[str, str
 
 def gained(series: list[list[int]], i: int) -> bool:
     """Pod i got a new session between two reads: its count rose (sessions only end otherwise)."""
-    return any(b[i] > a[i] for a, b in zip(series, series[1:], strict=False))
+    return any(b[i] > a[i] for a, b in pairwise(series))
 
 
 def labels_of(demo: DemoCluster, key: str) -> dict[str, str]:
@@ -162,7 +164,7 @@ def test_abort_and_uncordon_put_the_serving_label_back_and_sessions_return():
     clock, demo = cluster()
     node = "gpu-h100-01"
     control = DrainControl()
-    plan, gen = _drain(demo, clock, node, control)
+    _plan, gen = _drain(demo, clock, node, control)
     _until_waiting(gen)
     held = recorded(demo.snapshot().node(node))
     assert held and all(SERVING not in labels_of(demo, k) for k in held)
@@ -174,7 +176,7 @@ def test_abort_and_uncordon_put_the_serving_label_back_and_sessions_return():
     assert all(gained(counts_over(clock, demo, keys, 60), i) for i in range(len(keys)))  # back in rotation
 
     # A drain killed while pods are out: the uncordon puts them back.
-    plan, gen = _drain(demo, clock, node)
+    _plan, gen = _drain(demo, clock, node)
     _until_waiting(gen)
     gen.close()
     held = recorded(demo.snapshot().node(node))
@@ -196,7 +198,7 @@ def test_the_demo_answers_arrival_rates_from_its_engines_finished_requests_so_th
     snap = demo.snapshot()
     codellama = [p for p in snap.pods if p.service == CODELLAMA and p.ready]
     job = next(p for p in snap.pods if p.owner_kind == "Job" and p.node)
-    rates = demo.arrivals(codellama + [job], window_s=600)
+    rates = demo.arrivals([*codellama, job], window_s=600)
     assert set(rates) == {p.key for p in codellama}  # a pod exporting no engine counters is unknown, not zero
     assert all(r.rate_per_s > 0 and r.mean_s is not None and r.mean_s > 0 for r in rates.values())
     # Finished per second across the service: what its route sends it (0.6/s, give or take the load's wave).

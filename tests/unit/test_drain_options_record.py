@@ -195,5 +195,5 @@ def test_a_saved_deadline_no_clock_reaches_is_refused(text):
 def test_a_rotation_settle_of_zero_is_a_choice_and_nan_or_infinity_are_refused():
     assert DrainOptions.from_json('{"rotation_settle_s": 0}').rotation_settle_s == 0
     for value in ("NaN", "Infinity", "-1"):
-        with pytest.raises(DrainRecordError, match="^its option rotation_settle_s is "):
+        with pytest.raises(DrainRecordError, match=r"^its option rotation_settle_s is "):
             DrainOptions.from_json(f'{{"rotation_settle_s": {value}}}')

@@ -34,7 +34,7 @@ class Replacing:
     def snapshot(self) -> ClusterSnapshot:
         snap = self.cluster.snapshot()
         if not self.done and any(p.key == self.key for p in snap.pods):
-            self.cluster._pods[self.key].uid = "the-new-uid"  # noqa: SLF001 - the StatefulSet's new pod
+            self.cluster._pods[self.key].uid = "the-new-uid"  # the StatefulSet's new pod
             self.done = True
         return snap
 

@@ -70,7 +70,7 @@ def test_a_pod_left_in_place_goes_back_into_rotation_and_the_record_is_cleared()
                     OpContext(cluster, cluster, AuditLog(None, "t", "demo"), clock=clock, sleep=clock.advance,
                               poll_s=2.0),
                     DrainControl())
-    report, events = steps(gen, lambda e: False)
+    report, _events = steps(gen, lambda e: False)
     assert report is not None
     for p in plan.to_evict:
         if p.rotation is not None and p.pod.key in cluster._pods and not cluster._pods[p.pod.key].deleting_at:

@@ -162,7 +162,7 @@ def test_no_session_is_lost_unless_chosen_and_no_budget_is_violated(seed, node_i
             control.evict_now(plan.to_evict[0].pod.key)
         budgets_seen.append(cluster.snapshot().budgets)
 
-    report, events = drive(cluster, clock, plan, control, watch)
+    _report, events = drive(cluster, clock, plan, control, watch)
     cut_shown = sum(e.sessions or 0 for e in events if e.kind == "sessions-cut")
     assert cluster.lost_sessions <= cut_shown + threshold * len(plan.to_evict)
     if evict_now_at is None and deadline_s >= 900 and threshold == 0:

@@ -51,7 +51,7 @@ def _run(status: int, max_events: int = 400):
 
 
 def test_a_forbidden_delete_fails_the_pod_and_the_drain_ends_saying_so():
-    report, events, writer = _run(403)
+    report, events, _writer = _run(403)
     assert report is not None, [e.message for e in events[-5:]]  # it ended: no endless pause
     assert report.outcome is not Outcome.DRAINED and report.failed
     assert any("delete refused (403)" in f for f in report.failed), report.failed

@@ -175,7 +175,7 @@ def test_a_quiet_refresh_gets_the_same_tuples_back_and_a_change_still_shows():
     assert moved.sessions(moved.pods[0]).live == 7 and moved == join(state, sessions, now=3.0, context="c", sources=())
     assert moved != first  # the counts are part of what the snapshot says
     # A node record replaced by the watch (a new tuple from the cache) is joined again.
-    cordoned = _fleet_state(nodes=(ko.node_record(node_json("gpu-0", unschedulable=True)),) + state.nodes[1:])
+    cordoned = _fleet_state(nodes=(ko.node_record(node_json("gpu-0", unschedulable=True)), *state.nodes[1:]))
     after = joiner.join(cordoned, sessions, now=4.0, context="c", sources=())
     assert after.nodes[0].unschedulable and after.nodes[1] is first.nodes[1]
     assert after.gpus_allocated("gpu-0") == first.gpus_allocated("gpu-0")
@@ -189,8 +189,8 @@ def test_incremental_join_follows_changed_records_and_services():
     joiner.join(state, None, now=1.0, context="c", sources=())
     # A pod replaced by the watch (new record) and a new version of the service.
     moved = ko.pod_record(pod_json("bge-2", "gpu-2", 1, {"app.kubernetes.io/name": "bge", "app.kubernetes.io/version": "v2"}))
-    workloads = state.workloads + (ko.deployment_record(deployment_json("bge-v2", "v2", service="bge")),)
-    changed = _fleet_state(pods=state.pods[:2] + (moved,), workloads=workloads)
+    workloads = (*state.workloads, ko.deployment_record(deployment_json("bge-v2", "v2", service="bge")))
+    changed = _fleet_state(pods=(*state.pods[:2], moved), workloads=workloads)
     snap = joiner.join(changed, None, now=2.0, context="c", sources=())
     assert snap == join(changed, None, now=2.0, context="c", sources=())
     assert [(s.name, [v.name for v in s.versions]) for s in snap.services] == [("bge", ["v1", "v2"])]
@@ -223,7 +223,7 @@ def test_first_matching_selector_wins_among_many_services():
                              "spec": {"selector": {"app.kubernetes.io/version": "v1", "app.kubernetes.io/name": "llama"}}})
     many = tuple(ko.deployment_record(deployment_json(f"other-{i}", "v1", service=f"other-{i}")) for i in range(50))
     state = KubeState(nodes=(ko.node_record(node_json("gpu-1")),), services=(svc,), routes=(route,),
-                      workloads=many + (ko.deployment_record(deployment_json("llama-v1", "v1")),),
+                      workloads=(*many, ko.deployment_record(deployment_json("llama-v1", "v1"))),
                       pods=(ko.pod_record(pod_json("llama-a", "gpu-1", 1, {"app.kubernetes.io/name": "llama", "app.kubernetes.io/version": "v1"})),
                             ko.pod_record(pod_json("other-7-a", "gpu-1", 1, {"app.kubernetes.io/name": "other-7", "app.kubernetes.io/version": "v1"})),
                             ko.pod_record(pod_json("stray", "gpu-1", 1, {"app.kubernetes.io/version": "v1"}))))
@@ -269,8 +269,8 @@ def test_a_dcgm_read_of_a_summarised_fleet_builds_no_node_and_a_hot_gpu_still_sh
     from gputui.policy.health import fleet_alerts, node_alerts
 
     joiner = Joiner()
-    state = _fleet_state(nodes=(ko.node_record(node_json("gpu-0", ready=False)),)
-                         + tuple(ko.node_record(node_json(f"gpu-{i}")) for i in (1, 2)))
+    state = _fleet_state(nodes=(ko.node_record(node_json("gpu-0", ready=False)),
+                                *(ko.node_record(node_json(f"gpu-{i}")) for i in (1, 2))))
     first = joiner.join(state, Metrics(nodes=_summaries(10.0)), now=1.0, context="c", sources=())
     before = {n.name: node_alerts(n, 85.0, first.summary(n)) for n in first.nodes}
     assert [a.kind for a in before["gpu-0"]] == ["NotReady"]

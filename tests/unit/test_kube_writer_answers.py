@@ -334,7 +334,7 @@ def test_the_writer_acts_as_the_identity_it_was_given():
                                     {"status": {}}, {}])
 def test_an_answer_without_a_boolean_verdict_is_no_verdict(answer):
     """A proxy's page or an empty body says nothing: never read as allowed, never a crash."""
-    with pytest.raises(ReviewFailed, match="^the access review's answer held no verdict$"):
+    with pytest.raises(ReviewFailed, match=r"^the access review's answer held no verdict$"):
         allowed(Conn(answer), "patch", "nodes")  # type: ignore[arg-type]
     assert review(Conn(answer), "patch", "nodes") is None  # type: ignore[arg-type]
 

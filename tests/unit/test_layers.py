@@ -50,9 +50,9 @@ def test_the_import_graph_has_no_cycle():
             if nxt not in graph:
                 continue
             if state.get(nxt) == 1:
-                raise AssertionError("import cycle: " + " -> ".join(path[path.index(nxt):] + [nxt]))
+                raise AssertionError("import cycle: " + " -> ".join([*path[path.index(nxt):], nxt]))
             if nxt not in state:
-                visit(nxt, path + [nxt])
+                visit(nxt, [*path, nxt])
         state[node] = 2
 
     for module in sorted(graph):

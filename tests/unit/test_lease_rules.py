@@ -359,7 +359,7 @@ def test_a_renew_that_finds_a_new_holder_silent_exactly_the_lease_period_says_it
     store = NodeStore()
     mine = acquire(store, "n1", me(), clock=lambda: 1000.0)
     store.annotations[LEASE] = lease_text(renewed=1010.0)
-    with pytest.raises(LeaseHeld, match="^node n1 is being drained by alice"):
+    with pytest.raises(LeaseHeld, match=r"^node n1 is being drained by alice"):
         renew(store, "n1", mine, clock=lambda: 1010.0 + LEASE_S)
 
 

@@ -139,7 +139,7 @@ def test_a_pod_is_not_evicted_on_a_count_read_before_its_rotation_settled_nor_wh
     pod kept in rotation for capacity was evicted the moment its count read 0, while new sessions still came."""
     from gputui.ops.drain.plan import DrainOptions
 
-    plan, report, events = _timed_run(DrainOptions(rotation_settle_s=30))
+    _plan, report, events = _timed_run(DrainOptions(rotation_settle_s=30))
     assert report.outcome.value == "drained", report.describe()
     out_at = {e.pod: t for t, e in events if e.kind is EventKind.OUT_OF_ROTATION}
     evicted_at = {e.pod: t for t, e in events if e.kind is EventKind.EVICTED}

@@ -104,7 +104,7 @@ def test_putting_back_adds_each_label_to_the_same_pod_only():
     writer = Writer()
     assert put_back(writer, A) is True
     assert writer.asked == [("llm", "chat-0")]
-    ((group, version, plural, namespace, name, ops, patch_type, sub),) = writer.patches
+    ((group, version, plural, namespace, name, ops, patch_type, _sub),) = writer.patches
     assert (group, version, plural, namespace, name, patch_type) == ("", "v1", "pods", "llm", "chat-0", "json")
     assert ops == [{"op": "test", "path": "/metadata/uid", "value": "uid-0"},
                    {"op": "add", "path": "/metadata/labels/app.kubernetes.io~1name", "value": "chat"},

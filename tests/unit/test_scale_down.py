@@ -73,6 +73,6 @@ def test_what_a_scale_down_cannot_do_is_refused():
     with pytest.raises(ShiftError, match="unknown number"):
         run_scale_down(plan, OpContext(None, object(), AuditLog(None, "t", "c")),  # type: ignore[arg-type]
                        force=True, confirm_sessions=0)
-    with pytest.raises(ShiftError, match="0..2"):
+    with pytest.raises(ShiftError, match=r"0\.\.2"):
         plan_scale_down(ClusterSnapshot(0.0, "t", pods=unknown, services=(svc,)), "llm/chat", "v1", 3)
     assert DELETION_COST == "controller.kubernetes.io/pod-deletion-cost"

@@ -137,7 +137,7 @@ def test_the_writes_every_cost_then_the_scale_audited_once(tmp_path):
 
 def test_read_only_writes_nothing():
     plan = plan_scale_down(snap(FOUR, {"a": 0, "b": 0, "c": 0, "d": 0}), "llm/chat", "v1", 2)
-    with pytest.raises(ReadOnlyError, match="^read-only: scale-down is unavailable$"):
+    with pytest.raises(ReadOnlyError, match=r"^read-only: scale-down is unavailable$"):
         run_scale_down(plan, OpContext(None, None, AuditLog(None, "t", "c")))
 
 

@@ -29,7 +29,7 @@ def test_dcgm_interval_and_label_settings_from_the_environment(tmp_path: Path):
     assert s.service_labels == ("team.example.com/model", "app") and s.version_labels == ("team.example.com/rev",)
     with pytest.raises(SettingsError, match="dcgm_interval must be between 0 and 3600"):
         load_settings({"dcgm_interval": 7200.0}, env={}, config_path=config)
-    with pytest.raises(SettingsError, match="GPUTUI_SERVICE_LABELS|service_labels"):
+    with pytest.raises(SettingsError, match=r"GPUTUI_SERVICE_LABELS|service_labels"):
         load_settings({}, env={"GPUTUI_SERVICE_LABELS": "bad label!"}, config_path=config)
 
 
@@ -43,7 +43,7 @@ def test_the_metrics_query_timeout_from_config_or_environment_reaches_the_reader
     assert prom_config(s).timeout == 7.5
     assert prom_config(Settings(prometheus="http://p")).timeout == 3.0  # the default
     for bad in ("0", "-1", "900", "soon"):
-        with pytest.raises(SettingsError, match="prometheus_timeout|PROMETHEUS_TIMEOUT"):
+        with pytest.raises(SettingsError, match=r"prometheus_timeout|PROMETHEUS_TIMEOUT"):
             load_settings({}, env={"GPUTUI_PROMETHEUS_TIMEOUT": bad}, config_path=config)
 
 

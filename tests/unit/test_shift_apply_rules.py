@@ -60,7 +60,7 @@ def entries(tmp_path) -> list[dict]:
 def test_an_invalid_plan_is_refused_even_when_forced(tmp_path):
     snap, writer, audit = setup(tmp_path, None)
     bad = plan_shift(snap, LLAMA, {"v2": 150})
-    with pytest.raises(ShiftError, match="^v2: 150% is outside 0..100%$"):
+    with pytest.raises(ShiftError, match=r"^v2: 150% is outside 0\.\.100%$"):
         apply_shift(bad, write_context(writer, audit), force=True)
     assert writer.patches == [] and entries(tmp_path) == []
 
@@ -77,7 +77,7 @@ def test_a_blocker_is_said_with_how_to_go_past_it(tmp_path):
 
 def test_read_only_is_refused_first(tmp_path):
     snap, _, audit = setup(tmp_path, None)
-    with pytest.raises(ReadOnlyError, match="^read-only: shift is unavailable$"):
+    with pytest.raises(ReadOnlyError, match=r"^read-only: shift is unavailable$"):
         apply_shift(plan_shift(snap, LLAMA, {"v2": 150}), write_context(None, audit))
 
 

@@ -51,7 +51,7 @@ def test_no_shift_to_undo_names_the_log(tmp_path):
 def test_unreadable_lines_skipped_are_counted(tmp_path):
     path = tmp_path / "a.jsonl"
     path.write_text("not json\n{\n")
-    with pytest.raises(ShiftError, match="to undo; 2 unreadable lines skipped$"):
+    with pytest.raises(ShiftError, match=r"to undo; 2 unreadable lines skipped$"):
         last_shift(AuditLog(path, "alice", "prod"), LLAMA)
 
 
@@ -66,7 +66,7 @@ def test_a_log_read_only_in_part_says_so(tmp_path, monkeypatch):
 
 def test_a_log_that_cannot_be_read_leaves_nothing_to_undo(tmp_path):
     (tmp_path / "a.jsonl").mkdir()
-    with pytest.raises(ShiftError, match="^nothing to undo: "):
+    with pytest.raises(ShiftError, match=r"^nothing to undo: "):
         last_shift(AuditLog(tmp_path / "a.jsonl", "alice", "prod"), LLAMA)
 
 

@@ -124,15 +124,15 @@ def test_session_counts_read_from_the_bytes_are_what_the_json_decoder_reads():
     assert counts_from_body(body([])) == {}
     whole = [series(str(i % 9), namespace="llm", pod=f"p-{i}") for i in range(50)]  # the usual answer
     assert counts_from_body(body(whole)) == _counts_by_pod(whole) and len(counts_from_body(body(whole))) == 50
-    twice = whole + [series("4", namespace="llm", pod="p-3"), series("NaN", namespace="llm", pod="p-5")]
+    twice = [*whole, series("4", namespace="llm", pod="p-3"), series("NaN", namespace="llm", pod="p-5")]
     assert counts_from_body(body(twice)) == _counts_by_pod(twice)  # a pod's series summed, NaN unreadable
     assert counts_from_body(body(twice))[("llm", "p-3")] == 3 + 4
     assert counts_from_body(body(twice))[("llm", "p-5")] == UNREADABLE
     assert counts_from_body(body(whole).replace(b"p-7", b"p-\xff")) is None  # not UTF-8: the decoder says why
     # Not the plain shape: the decoder's turn (None), never a partial or wrong reading.
-    exported = plain + [series("4", exported_namespace="llm", exported_pod="q")]
+    exported = [*plain, series("4", exported_namespace="llm", exported_pod="q")]
     assert counts_from_body(body(exported)) is None
-    escaped = plain + [series("4", namespace="llm", pod='we"ird')]
+    escaped = [*plain, series("4", namespace="llm", pod='we"ird')]
     assert counts_from_body(body(escaped)) is None
     assert counts_from_body(b'{"status":"error","errorType":"timeout","error":"query timed out"}') is None
     spaced = json.dumps({"status": "success", "data": {"resultType": "vector", "result": plain}}).encode()

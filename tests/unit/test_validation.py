@@ -351,17 +351,17 @@ def test_billion_laughs_in_a_theme_keymap_or_config_is_refused_at_once(tmp_path,
     monkeypatch.setattr(yaml, "load", lambda text, *a, **kw: built.append(text) or load(text, *a, **kw))
     theme = tmp_path / "laughs.yaml"
     theme.write_text(f"name: laughs\n{LAUGHS}primary: *i\n")
-    with pytest.raises(ValueError, match="^line 5: aliases expand to more than 5000 nodes$"):
+    with pytest.raises(ValueError, match=r"^line 5: aliases expand to more than 5000 nodes$"):
         load_mapping(theme)
-    with pytest.raises(ValueError, match="^line 5: aliases expand"):
+    with pytest.raises(ValueError, match=r"^line 5: aliases expand"):
         parse_theme(theme)
     keymap = tmp_path / "laughs-keys.yaml"
     keymap.write_text(f"name: laughs\n{LAUGHS}description: *i\n")
-    with pytest.raises(ValueError, match="^line 5: aliases expand"):
+    with pytest.raises(ValueError, match=r"^line 5: aliases expand"):
         parse_keymap(keymap)
     config = tmp_path / "config.yaml"
     config.write_text(f"{LAUGHS}theme: *i\n")
-    with pytest.raises(SettingsError, match="config.yaml: line 4: aliases expand"):
+    with pytest.raises(SettingsError, match=r"config\.yaml: line 4: aliases expand"):
         load_settings({}, env={}, config_path=config)
     assert built == []
     fine = tmp_path / "fine.yaml"
@@ -449,6 +449,6 @@ def test_bad_input_to_a_write_command_exits_2_as_readme_says(gputui, argv, code,
                                   ["rollout", LLAMA, "v2"], ["rollout", LLAMA, "v2", "--dry-run"],
                                   ["check", "--drill", NODE]])
 def test_no_cluster_to_reach_exits_2_for_every_command(gputui, unreachable, argv):
-    code, out, err = gputui(*argv, "--kubeconfig", unreachable)
+    code, _out, err = gputui(*argv, "--kubeconfig", unreachable)
     assert code == 2, err
     one_line(err)

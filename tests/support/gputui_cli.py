@@ -7,7 +7,7 @@ import os
 import socket
 import subprocess
 import sys
-import time
+import threading
 from pathlib import Path
 
 import yaml
@@ -37,17 +37,26 @@ def start_drain(cluster, prometheus, *args: str, home: Path) -> subprocess.Popen
 
 
 def read_until(proc: subprocess.Popen, found, timeout: float = 60) -> list[str]:
-    """The process's lines up to the first that `found` accepts; fails with them all when none does."""
-    lines = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        lines.append(line)
-        if found(line):
-            return lines
-        if not line and proc.poll() is not None:
-            break
-    raise AssertionError("".join(lines))
+    """The process's lines up to the first that `found` accepts; fails with them all when none does within
+    `timeout`. A process that goes silent would block `readline` past any deadline checked between lines, so
+    a timer kills it at the deadline (its pipe then ends): the wait is bounded, and nothing else reads the
+    pipe, so a caller may go on with `communicate()` or `readline()` after a line was found."""
+    lines: list[str] = []
+    silent = threading.Timer(timeout, proc.kill)
+    silent.daemon = True
+    silent.start()
+    try:
+        while True:
+            line = proc.stdout.readline()
+            lines.append(line)
+            if found(line):
+                return lines
+            if not line and proc.poll() is not None:
+                break
+    finally:
+        silent.cancel()
+    killed = " (killed: silent)" if silent.finished.is_set() else ""
+    raise AssertionError(f"no line wanted within {timeout:g} s{killed}:\n" + "".join(lines))
 
 
 def kubeconfig(path: Path, server: str, contexts: tuple[str, ...] = ("main",)) -> str:

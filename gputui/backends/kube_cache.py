@@ -116,7 +116,7 @@ class ListWatchCache:
                 self._failed(str(exc))
             except BackendError as exc:
                 self._failed(str(exc))
-            except Exception as exc:  # never let a cache thread die silently
+            except Exception as exc:  # noqa: BLE001 - never let a cache thread die silently
                 self._failed(f"{type(exc).__name__}: {exc}")
             else:
                 continue

@@ -46,7 +46,7 @@ def fast_init(cls: type[T]) -> type[T]:
     source = (f"def _outer({names}):\n  def __init__(self, {', '.join(signature)}):\n"
               + "\n".join("  " + line for line in lines) + "\n  return __init__\n")
     built: dict[str, Any] = {}
-    exec(source, {}, built)  # noqa: S102 (the source is made above from the class's own field names)
+    exec(source, {}, built)  # exec: the source is made above from the class's own field names
     init = built["_outer"](**scope)
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__doc__ = cls.__init__.__doc__

@@ -24,7 +24,7 @@ _UNSAFE_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u20
 # Every "[" escaped, whatever follows: Rich's own escape leaves "[$var]" and "[ x]", which Textual's markup
 # parser reads as a variable and a tag. A backslash before a "[" or at the end (where our own markup may
 # follow) would escape that bracket, and Textual's parser has no way to write a literal one there: it is
-# shown as "∖", its look-alike.
+# shown as "∖", its look-alike.  # noqa: RUF003 - the look-alike named on purpose
 _BACKSLASH_BEFORE_MARKUP = re.compile(r"\\(?=\\*(\[|$))")
 # XML 1.0 allows tab, newline, carriage return and these ranges only; anything else makes a JUnit file
 # that no parser reads.

@@ -60,7 +60,7 @@ def number(value: Any) -> float:
 
 
 def whole(value: Any) -> int:
-    """A whole number from a YAML integer or its text (ASCII digits only: no '1_000', no '١')."""
+    """A whole number from a YAML integer or its text (ASCII digits only: no '1_000', no '١')."""  # noqa: RUF002 - an Arabic-Indic digit, on purpose
     if isinstance(value, bool):
         raise ValueError(f"{_shown(value)} is not a whole number")
     if isinstance(value, int):

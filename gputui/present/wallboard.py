@@ -118,7 +118,7 @@ def heat_map(snap: ClusterSnapshot, width: int, height: int, metric: str, temp_t
         hidden = len(nodes) - sum(counts[: height - 1])
         words = f"+{hidden} nodes not shown: enlarge the window"
         more = Text(words if len(words) <= width else f"+{hidden} more"[:width], style=f"bold {palette.alert}")
-        lines = lines[: height - 1] + [more]
+        lines = [*lines[:height - 1], more]
     for line in lines:
         line.truncate(width)  # a node with more GPUs than the width: cut at the edge, not wrapped
     return lines

@@ -95,7 +95,7 @@ def quantity(value: object) -> int:
     """A whole-number Kubernetes quantity or label value ('8', '1k', '2Ki', '2000m'); 0 when it is not one or
     not whole (GPUs and weights are counted in whole units; the one parser for both)."""
     # The usual '8' first: this runs per node per refresh. Only plain ASCII digits take the fast path: int()
-    # also reads '੧', ' 8 ' and '1_000', which are no quantity.
+    # also reads '੧', ' 8 ' and '1_000', which are no quantity.  # noqa: RUF003 - a Gurmukhi digit, on purpose
     if type(value) is int or (type(value) is str and value.isascii() and value.isdigit()):
         n = int(value)
         return n if -MAX_QUANTITY <= n <= MAX_QUANTITY else 0
@@ -249,7 +249,7 @@ def holders(resources: Iterable[GpuResource], pods: Iterable[tuple[str, Mapping[
     for r in resources:
         held = [f"{name} ×{units[r.name]}" for name, units in pods if units.get(r.name)]
         if len(held) > names:
-            held = held[:names] + [f"+{len(held) - names} more"]
+            held = [*held[:names], f"+{len(held) - names} more"]
         kind = {Scheme.MIG: "MIG", Scheme.SHARED: f"shared ×{r.replicas}", Scheme.DRA: "DRA"}.get(r.scheme, "")
         lines.append(f"{r.name}{f' ({kind})' if kind else ''}  {allocated.get(r.name, 0)}/{r.allocatable}"
                      + (f"  {', '.join(held)}" if held else "  free"))

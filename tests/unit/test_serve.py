@@ -127,7 +127,8 @@ def test_a_login_cookie_is_signed_expires_and_is_never_the_token():
     assert guard.verify(secret, f"{sid}.{expiry}.{flipped}", 1_999.0) is None  # the signature touched
     assert guard.verify(secret, f"{sid}.{expiry}.{mac[:-2]}", 1_999.0) is None
     assert guard.verify(b"x" * 32, value, 1_999.0) is None  # signed by another process
-    for junk in ("", None, "a.b", "a.b.c.d", "é.2000.x", "abc.-5.x", "abc.２０００.x", value + "é"):
+    # "\uff12\uff10\uff10\uff10": fullwidth digits, which int() reads as 2000
+    for junk in ("", None, "a.b", "a.b.c.d", "é.2000.x", "abc.-5.x", "abc.\uff12\uff10\uff10\uff10.x", value + "é"):
         assert guard.verify(secret, junk, 1_999.0) is None
 
 

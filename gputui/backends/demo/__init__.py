@@ -23,7 +23,7 @@ from gputui.backends.demo.api import DemoCluster
 from gputui.backends.demo.errors import DemoApiError
 from gputui.backends.demo.patches import json_patch, merge_patch
 
-__all__ = ["DemoCluster", "DemoApiError", "demo_backend", "json_patch", "merge_patch"]
+__all__ = ["DemoApiError", "DemoCluster", "demo_backend", "json_patch", "merge_patch"]
 
 
 class _ReadOnlyView:

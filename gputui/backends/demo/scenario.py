@@ -185,7 +185,7 @@ def demo_fleet() -> list[SimNode]:
     shared.units = _sliced(L40S, [(SHARED, SHARED_REPLICAS)] * L40S.count)
     dra = SimNode("gpu-h100-11", H100)
     dra.units = _sliced(H100, [(DRA_GPU, 1)] * H100.count)
-    return nodes + [mig, shared, dra]
+    return [*nodes, mig, shared, dra]
 
 
 def demo_services() -> list[SimService]:

@@ -61,7 +61,7 @@ def stuck_pods(batch: BatchPlan) -> list[InferencePod]:
 
 def with_rates(batch: BatchPlan, rates: Mapping[str, Arrivals], failed: str = "") -> BatchPlan:
     """Each plan with its pods' rates; `failed`: why they could not be read (said once per plan)."""
-    plans = [replace(plan, warnings=plan.warnings + (f"arrival rates unknown: {failed}",)) if failed else plan
+    plans = [replace(plan, warnings=(*plan.warnings, f"arrival rates unknown: {failed}")) if failed else plan
              for plan in batch.plans]
     return replace(batch, plans=tuple(with_arrivals(plan, rates) for plan in plans))
 

@@ -106,8 +106,8 @@ def draining(snapshot: ClusterSnapshot, now: float) -> list[str]:
     out = []
     for node in snapshot.nodes:
         holder = holder_of(dict(node.annotations))
-        if holder is not None and (holder.who == UNREADABLE or now - holder.renewed <= LEASE_S and (
-                (holder.host, holder.pid) == here or not holder.dead_here())):
+        if holder is not None and (holder.who == UNREADABLE or (now - holder.renewed <= LEASE_S and (
+                (holder.host, holder.pid) == here or not holder.dead_here()))):
             out.append(node.name)
     return out
 

@@ -40,8 +40,8 @@ from gputui.vocabulary.label_selectors import selector_matches
 from gputui.vocabulary.model import Budget, InferencePod, Node
 from gputui.vocabulary.sessions import PodSessions, SessionState
 
-__all__ = ["DEFAULT_SESSION_DEADLINE_S", "DrainOptions", "Step", "PodPlan", "CapacityCheck", "DrainPlan",
-           "BatchPlan", "classify", "plan_drain", "plan_batch", "plan_json"]
+__all__ = ["DEFAULT_SESSION_DEADLINE_S", "BatchPlan", "CapacityCheck", "DrainOptions", "DrainPlan", "PodPlan",
+           "Step", "classify", "plan_batch", "plan_drain", "plan_json"]
 
 
 class Step(str, Enum):

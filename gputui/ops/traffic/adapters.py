@@ -125,7 +125,7 @@ class RouteAdapter:
             for index, (entry, owner) in enumerate(zip(entries, owners, strict=True)):
                 assert owner is not None  # chosen groups are splitting ones: every entry has its version
                 raw = entry.get("weight", _MISSING)
-                out.slots.append(Slot(path + (index,), shape.identity, entry.get(shape.identity), raw, owner))
+                out.slots.append(Slot((*path, index), shape.identity, entry.get(shape.identity), raw, owner))
                 seen.setdefault(owner, self._weight(raw))  # the first splitting rule's weights
                 if not isinstance(raw, _Missing) and raw is not None and not whole_weight(raw):
                     (rounded if route_weight(raw) is not None else unreadable).append(f"{owner} {raw!r}")

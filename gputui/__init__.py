@@ -8,7 +8,7 @@ def __getattr__(name: str) -> str:
     importlib.metadata costs more than 10 ms on the way to the first frame."""
     if name != "__version__":
         raise AttributeError(f"module 'gputui' has no attribute {name!r}")
-    from importlib.metadata import PackageNotFoundError, version
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415 (importlib.metadata, ~20 ms: only when the version is asked for)
 
     try:
         return version("gputui")

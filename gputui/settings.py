@@ -11,6 +11,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
@@ -163,8 +164,6 @@ def _patterns(name: str, value: Any, origin: str) -> tuple[str, ...]:
 
 def protection(settings: Settings, context: str) -> str:
     """The protected_contexts entry that makes `context` read-only ("" when none does)."""
-    from fnmatch import fnmatchcase
-
     return next((p for p in settings.protected_contexts if fnmatchcase(context, p)), "")
 
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 def kubeconfig_paths(settings: Settings) -> list[Path]:
     """The files kubectl would read (kube_http.kubeconfig_files decides)."""
-    from gputui.backends.kube_http import kubeconfig_files
+    from gputui.backends.kube_http import kubeconfig_files  # noqa: PLC0415 (kube_http and urllib3, ~50 ms: not for the demo or --help)
 
     return kubeconfig_files(settings.kubeconfig)
 
@@ -37,14 +37,14 @@ def have_cluster_config(settings: Settings) -> bool:
 def build_backend(settings: Settings, clock: Callable[[], float] = time.time, per_gpu: bool = False) -> Backend:
     """The demo cluster when asked for or when no cluster is configured; else the real one."""
     if settings.demo or not have_cluster_config(settings):
-        from gputui.backends.demo import demo_backend
+        from gputui.backends.demo import demo_backend  # noqa: PLC0415 (the demo, ~30 ms: only when it is the cluster)
 
         guard = protection(settings, "demo")
         backend = demo_backend(seed=settings.seed, clock=clock, read_only=settings.read_only or bool(guard))
         backend.protected = guard
         log.debug("cluster: the embedded demo cluster (SIMULATED, seed %d): it reads no API and no store", settings.seed)
         return backend
-    from gputui.backends.kube_backend import live_backend
+    from gputui.backends.kube_backend import live_backend  # noqa: PLC0415 (the live backend, ~200 ms: only for a real cluster)
 
     log.debug("cluster: a real cluster (kubeconfig context %s); metrics %s", settings.context or "current",
               "from a store" if settings.prometheus else "not configured")
@@ -75,7 +75,7 @@ def pending_backend(settings: Settings) -> Backend:
     kubeconfig's credential plugin and asks the apiserver): the context's name, nothing to read and nothing
     to write. Reading the kubeconfig is all it does, so a bad kubeconfig or context is still one line before
     the screen opens."""
-    from gputui.backends.kube_http import target_context
+    from gputui.backends.kube_http import target_context  # noqa: PLC0415 (kube_http and urllib3, ~50 ms: not for the demo)
 
     return Backend(reader=NotConnected(), writer=None, context=target_context(settings.kubeconfig, settings.context))
 
@@ -86,10 +86,10 @@ def context_names(settings: Settings) -> list[str]:
     if not files:
         return []
     try:
-        from kubernetes import config
+        from kubernetes import config  # noqa: PLC0415 (the kubernetes client, ~250 ms: only when completing a context)
 
         contexts, _ = config.list_kube_config_contexts(files)
-    except Exception:  # a bad kubeconfig is reported when it is used, not while typing
+    except Exception:  # noqa: BLE001 - a bad kubeconfig is reported when it is used, not while typing
         return []
     return sorted(str(c.get("name")) for c in contexts if c.get("name"))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -15,13 +16,16 @@ from gputui.backends.join import Joiner, KubeState, Metrics, join_gpus
 from gputui.backends.join_fleet import inference_pod
 from gputui.backends.kube_access import access_reviews
 from gputui.backends.kube_cache import ListWatchCache
+from gputui.backends.kube_describe import describe_node
 from gputui.backends.kube_discovery import ISTIO_GROUP, OPERATOR_GROUP, Served, discover
 from gputui.backends.kube_dra import DRA_GROUP, claim_record, slice_record
 from gputui.backends.kube_http import PROBE_TIMEOUT_S, Connection, Unreachable, connect, path_of
 from gputui.backends.kube_objects import PodRecord
 from gputui.backends.kube_writer import KubeWriter, whoami
 from gputui.backends.prom import HOST_LABELS, PromConfig, PromSource
-from gputui.backends.prom_review import read_facts
+from gputui.backends.prom_arrivals import arrivals
+from gputui.backends.prom_canary import version_signals
+from gputui.backends.prom_review import idle_gpus, read_facts
 from gputui.backends.session_metrics import engines
 from gputui.base.debug_log import log
 from gputui.policy.node_pools import IdleReading
@@ -289,8 +293,6 @@ class KubeReader:
         return self.prom.gpu_history(node, minutes)
 
     def describe(self, node: str, pods: Sequence[tuple[str, str]]) -> NodeDescription:
-        from gputui.backends.kube_describe import describe_node
-
         return describe_node(self.conn, node, pods)
 
     def node_gpus(self, node: str) -> tuple[Gpu, ...] | None:
@@ -313,15 +315,11 @@ class KubeReader:
     def idle_gpus(self, window_s: float, below_pct: float) -> IdleReading | None:
         if self.prom is None:
             raise BackendError("no metrics source (give --prometheus): idle GPUs cannot be told")
-        from gputui.backends.prom_review import idle_gpus
-
         return idle_gpus(self.prom, window_s, below_pct)
 
     def arrivals(self, pods: Collection[InferencePod], window_s: float = 60.0) -> Mapping[str, Arrivals]:
         if self.prom is None:
             raise BackendError("no metrics source (give --prometheus): arrival rates cannot be read")
-        from gputui.backends.prom_arrivals import arrivals
-
         return arrivals(self.prom, pods, window_s)
 
     def version_signals(self, snapshot: ClusterSnapshot, service: InferenceService,
@@ -329,8 +327,6 @@ class KubeReader:
         # The caller's snapshot, not a fresh one: snapshot() belongs to the poll thread (its join caches).
         if self.prom is None:
             raise BackendError("no metrics source (give --prometheus): the canary's gates cannot be read")
-        from gputui.backends.prom_canary import version_signals
-
         return version_signals(self.prom, snapshot, service, window_s)
 
     def close(self) -> None:
@@ -345,8 +341,6 @@ class KubeReader:
 def prom_config(settings: Settings) -> PromConfig | None:
     if not settings.prometheus:
         return None
-    import os
-
     basic = os.environ.get("GPUTUI_PROMETHEUS_BASIC_AUTH")  # user:password, never in argv
     return PromConfig(
         url=settings.prometheus,

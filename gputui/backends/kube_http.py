@@ -23,8 +23,10 @@ import atexit
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -41,6 +43,7 @@ from gputui.backends.gcpause import gc_paused
 from gputui.base.debug_log import log
 from gputui.base.errors import first_line, one_line, transport_reason
 from gputui.base.safe_text import visible
+from gputui.base.yaml_file import load_text
 
 CONNECT_TIMEOUT_S = 5.0
 READ_TIMEOUT_S = 10.0
@@ -226,8 +229,8 @@ def connect(
 ) -> Connection:
     """Load configuration exactly as kubectl resolves it; one clear line when it is bad. An exec credential
     plugin runs here, for `exec_timeout` seconds at most (and again whenever its credential expires)."""
-    from kubernetes import client, config
-    from kubernetes.config.config_exception import ConfigException
+    from kubernetes import client, config  # noqa: PLC0415 (the kubernetes client, ~250 ms: only once a kubeconfig is read)
+    from kubernetes.config.config_exception import ConfigException  # noqa: PLC0415 (the kubernetes client, ~250 ms: only once a kubeconfig is read)
 
     _quiet_library_logs()
     _keep_key_files_in_memory()
@@ -256,7 +259,7 @@ def connect(
             raise
         except ConfigException as exc:
             raise BackendError(_config_error(str(exc), context)) from None
-        except Exception as exc:  # a shape kubeconfig_problem does not know: still the files it came from
+        except Exception as exc:  # noqa: BLE001 - a shape kubeconfig_problem does not know: still the files it came from
             raise BackendError(f"kubeconfig {_names(joined)} is not valid: {one_line(exc)}") from None
         ctx_name = current.get("name", context or "")
         ctx = current.get("context") or {}
@@ -276,8 +279,8 @@ def _in_cluster(kubeconfig: str | None, files: list[Path]) -> bool:
 
 def _chosen_context(kubeconfig: str | None, context: str | None, files: list[Path]) -> tuple[str, dict]:
     """The kubeconfig files joined as KUBECONFIG would join them, and the context chosen in them."""
-    from kubernetes import config
-    from kubernetes.config.config_exception import ConfigException
+    from kubernetes import config  # noqa: PLC0415 (the kubernetes client, ~250 ms: only once a kubeconfig is read)
+    from kubernetes.config.config_exception import ConfigException  # noqa: PLC0415 (the kubernetes client, ~250 ms: only once a kubeconfig is read)
 
     try:
         missing = [p for p in files if not p.exists()]
@@ -297,7 +300,7 @@ def _chosen_context(kubeconfig: str | None, context: str | None, files: list[Pat
         contexts, current = config.list_kube_config_contexts(joined)
     except ConfigException as exc:
         raise BackendError(_config_error(str(exc), context)) from None
-    except Exception as exc:  # a shape kubeconfig_problem does not know: still the files it came from
+    except Exception as exc:  # noqa: BLE001 - a shape kubeconfig_problem does not know: still the files it came from
         raise BackendError(f"kubeconfig {_names(joined)} is not valid: {one_line(exc)}") from None
     if context is not None:
         current = next((c for c in contexts if c.get("name") == context), None)
@@ -314,8 +317,6 @@ def kubeconfig_problem(path: Path) -> str | None:
     readable, not YAML (with the line), empty, not a mapping, or a list of clusters, contexts or users of the
     wrong shape. The client's own errors for these are Python's ("'str' object does not support item
     assignment") and name no file."""
-    from gputui.base.yaml_file import load_text
-
     name = visible(str(path), 200)
     try:
         text = path.read_text(encoding="utf-8")
@@ -358,15 +359,15 @@ def _yaml_kind(value: object) -> str:
 def _loader_for(joined: str, context: str | None) -> Any:
     """The client's loader (with gputui's plugin runner) on the context: its cluster and user looked up, nothing
     run or sent yet."""
-    from kubernetes.config.config_exception import ConfigException
-    from kubernetes.config.kube_config import KubeConfigMerger
+    from kubernetes.config.config_exception import ConfigException  # noqa: PLC0415 (the kubernetes client, ~250 ms: only once a kubeconfig is read)
+    from kubernetes.config.kube_config import KubeConfigMerger  # noqa: PLC0415 (the kubernetes client, ~250 ms: only once a kubeconfig is read)
 
     try:
         return _loader_class()(config_dict=KubeConfigMerger(joined).config, active_context=context,
                                config_base_path=None)
     except ConfigException as exc:
         raise BackendError(_config_error(str(exc), context)) from None
-    except Exception as exc:  # a shape kubeconfig_problem does not know: still the files it came from
+    except Exception as exc:  # noqa: BLE001 - a shape kubeconfig_problem does not know: still the files it came from
         raise BackendError(f"kubeconfig {_names(joined)} is not valid: {one_line(exc)}") from None
 
 
@@ -517,8 +518,8 @@ def _loader_class() -> Any:
     global _loader
     if _loader is not None:
         return _loader
-    from kubernetes.config.dateutil import parse_rfc3339
-    from kubernetes.config.kube_config import KubeConfigLoader, _is_expired
+    from kubernetes.config.dateutil import parse_rfc3339  # noqa: PLC0415 (the kubernetes client, ~250 ms: only once a kubeconfig is read)
+    from kubernetes.config.kube_config import KubeConfigLoader, _is_expired  # noqa: PLC0415 (the kubernetes client, ~250 ms: only once a kubeconfig is read)
 
     class Loader(KubeConfigLoader):
         exec_timeout = EXEC_TIMEOUT_S
@@ -598,8 +599,6 @@ def _memfd(data: bytes) -> str | None:
 
 
 def _private_file(data: bytes) -> str:
-    import tempfile
-
     global _private_dir
     if _private_dir is None:
         _private_dir = tempfile.mkdtemp(prefix="gputui-")  # 0700
@@ -614,8 +613,6 @@ def remove_private_files() -> None:
     """Remove the private directory of key files, if memfd was unavailable and one was made."""
     global _private_dir
     if _private_dir is not None:
-        import shutil
-
         shutil.rmtree(_private_dir, ignore_errors=True)
         _private_dir = None
 
@@ -641,7 +638,7 @@ def _keep_key_files_in_memory() -> None:
     """Every key, certificate and CA the client would write to a temporary file (client-key-data,
     client-certificate-data, certificate-authority-data, an OIDC provider's CA) goes to `memory_file`
     instead: the client writes them to $TMPDIR and removes them at a normal exit only."""
-    from kubernetes.config import kube_config
+    from kubernetes.config import kube_config  # noqa: PLC0415 (the kubernetes client, ~250 ms: only once a kubeconfig is read)
 
     def in_memory(content: bytes | str, temp_file_path: str | None = None, force_recreate: bool = False) -> str:
         return memory_file(content)

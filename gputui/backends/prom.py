@@ -77,7 +77,7 @@ def _one_line(exc: Exception) -> str:
 
 class PromSource:
     def __init__(self, cfg: PromConfig) -> None:
-        from prometheus_api_client import PrometheusConnect
+        from prometheus_api_client import PrometheusConnect  # noqa: PLC0415 (prometheus_api_client: only when a metrics store is given)
 
         self.cfg = cfg
         session = requests.Session()
@@ -109,7 +109,7 @@ class PromSource:
         self.queries += 1
         try:
             return self._prom.custom_query(promql, timeout=self.cfg.timeout)
-        except Exception as exc:  # requests errors and PrometheusApiClientException alike
+        except Exception as exc:  # noqa: BLE001 - requests errors and PrometheusApiClientException alike
             raise BackendError(self._why(exc)) from None
 
     def _answer(self, promql: str) -> bytes:
@@ -120,7 +120,7 @@ class PromSource:
             response = prom._session.request("POST", f"{prom.url}/api/v1/query", params={"query": promql},
                                              headers=prom.headers, auth=self.cfg.basic_auth, timeout=self.cfg.timeout)
             body = response.content
-        except Exception as exc:  # requests errors, as query() reports them
+        except Exception as exc:  # noqa: BLE001 - requests errors, as query() reports them
             raise BackendError(self._why(exc)) from None
         if response.status_code != 200:
             raise BackendError(first_line(f"HTTP Status Code {response.status_code} ({body!r})", 120))
@@ -163,7 +163,7 @@ class PromSource:
                                                timeout=self.cfg.timeout)
             response.raise_for_status()
             body = response.json()
-        except Exception as exc:  # transport, HTTP status and a body that is not JSON alike
+        except Exception as exc:  # noqa: BLE001 - transport, HTTP status and a body that is not JSON alike
             raise BackendError(self._why(exc)) from None
         if not isinstance(body, dict) or body.get("status") != "success":
             raise BackendError(f"{path}: {first_line(str(body.get('error') if isinstance(body, dict) else body), 120)}")
@@ -192,7 +192,7 @@ class PromSource:
         return [self.cfg.host_label] if self.cfg.host_label else list(HOST_LABELS)
 
     def _by(self) -> str:
-        return ", ".join(self.host_labels + ["gpu"])
+        return ", ".join([*self.host_labels, "gpu"])
 
     def fetch(self, node_names: set[str], per_gpu: bool = True, host: str | None = None,
               host_label: str | None = None) -> Metrics:
@@ -366,7 +366,7 @@ class PromSource:
                 promql, start_time=_dt(end - minutes * 60), end_time=_dt(end), step="10s",
                 params={"timeout": f"{max(1, round(self.cfg.timeout))}s"},  # Prometheus takes no decimals
             )
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - requests errors and PrometheusApiClientException alike
             raise BackendError(self._why(exc)) from None
         out: dict[int, list[float | None]] = {}
         for s in result:

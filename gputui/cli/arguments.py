@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from itertools import pairwise
 from typing import Any
 
 from gputui.base import validate
+from gputui.checks.rules import AREAS  # check --only's names (every parser built offers them)
 from gputui.vocabulary.label_selectors import equality_selector
 
 
@@ -177,8 +179,6 @@ def add_shift_parser(subparsers: Any, common: Callable[[argparse.ArgumentParser]
 
 
 def add_check_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> None:
-    from gputui.checks.rules import AREAS  # (a table of names: no operation imported)
-
     p = sub.add_parser("check", help="run the seeds' validation checklists against the cluster")
     common(p)
     p.add_argument("--only", choices=AREAS, help="only this area's checks")
@@ -215,7 +215,7 @@ def _steps(text: str) -> list[float]:
         steps = [validate.percent(part, zero_ok=False) for part in text.split(",") if part.strip()]
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"{text!r} is not a list of percentages (e.g. 5,25,50,100): {exc}") from None
-    if not steps or any(b <= a for a, b in zip(steps, steps[1:], strict=False)):
+    if not steps or any(b <= a for a, b in pairwise(steps)):
         raise argparse.ArgumentTypeError(f"{text!r}: give rising percentages, each above 0 and at most 100 "
                                          "(e.g. 5,25,50,100)")
     return steps

@@ -10,6 +10,7 @@ from gputui.checks.context import context_for
 from gputui.checks.output import as_json, as_junit, as_text
 from gputui.checks.result import exit_code
 from gputui.checks.rules import run_checks
+from gputui.cli import drill
 from gputui.settings import Settings
 
 WRITERS = {"text": as_text, "json": as_json, "junit": as_junit}
@@ -17,8 +18,6 @@ WRITERS = {"text": as_text, "json": as_json, "junit": as_junit}
 
 def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[[Settings], Backend]) -> int:
     if args.drill:
-        from gputui.cli import drill
-
         return drill.run(settings, args, backend_factory)
     backend = backend_factory(settings)
     try:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import time
+import traceback
 from typing import TYPE_CHECKING
 
 from gputui.backends.base import Backend
 from gputui.base.errors import first_line
+from gputui.base.paths import shown, state_dir
 from gputui.settings import Settings
 
 if TYPE_CHECKING:
@@ -31,12 +35,7 @@ def fail(message: str, code: int = EXIT_USAGE) -> int:
 def crashed(exc: BaseException) -> int:
     """A crash: its traceback (no locals: they hold tokens and kubeconfig contents) to the crash file, one line
     naming it on stderr, exit 70. Never exit 0, never a traceback on the terminal."""
-    import os
-    import time
-    import traceback
-
-    from gputui import __version__
-    from gputui.base.paths import shown, state_dir
+    from gputui import __version__  # noqa: PLC0415 (the installed metadata, ~20 ms: only for a crash)
 
     path = state_dir() / "crash.log"
     text = (f"gputui {__version__} crashed at {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} "
@@ -57,7 +56,7 @@ def crashed(exc: BaseException) -> int:
 def require_cluster(settings: Settings) -> None:
     """A headless command acts on the cluster it was pointed at, never on a simulation by surprise: with
     no kubeconfig it stops with one line (the TUI, where the header says SIMULATED, falls back instead)."""
-    from gputui.backends.factory import have_cluster_config, kubeconfig_paths
+    from gputui.backends.factory import have_cluster_config, kubeconfig_paths  # noqa: PLC0415 (the backends: not for --help or rules)
 
     if not settings.demo and not have_cluster_config(settings):
         looked = ", ".join(str(p) for p in kubeconfig_paths(settings))
@@ -66,7 +65,7 @@ def require_cluster(settings: Settings) -> None:
 
 
 def backend(settings: Settings, per_gpu: bool = False) -> Backend:
-    from gputui.backends.factory import build_backend
+    from gputui.backends.factory import build_backend  # noqa: PLC0415 (the backends: not for --help or rules)
 
     return build_backend(settings, per_gpu=per_gpu)
 

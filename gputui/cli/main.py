@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import signal
 import sys
 from collections.abc import Sequence
@@ -15,7 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from gputui.backends.base import BackendError
+from gputui.base import debug_log
+from gputui.base.paths import shown, state_dir
 from gputui.cli.common import UsageError, backend, crashed, fail, require_cluster
+from gputui.cli.parser import build_parser, settings_from
 from gputui.settings import SettingsError
 
 
@@ -33,16 +37,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(argv: Sequence[str] | None) -> int:
-    from gputui.cli.parser import build_parser, settings_from
-
     try:
         args = build_parser().parse_args(argv)
         settings = settings_from(args)
         debug_file = _debug(args.command is None) if getattr(args, "debug", False) else None
         if args.command == "rules":  # needs no cluster: a file to load into Prometheus
-            import re
-
-            from gputui.backends.recording_rules import rules_yaml
+            from gputui.backends.recording_rules import rules_yaml  # noqa: PLC0415 (rules only)
 
             if not re.fullmatch(r"[a-zA-Z_][a-zA-Z0-9_]*", args.host_label):
                 raise UsageError(f"--host-label {args.host_label!r} is not a Prometheus label name")
@@ -52,58 +52,56 @@ def _run(argv: Sequence[str] | None) -> int:
             return 0
         if args.command is not None:
             # From here on a headless command prints nothing from outside raw (gputui.cli.safe_output).
-            from gputui.cli import safe_output
+            from gputui.cli import safe_output  # noqa: PLC0415 (rich, ~50 ms: headless commands only, not the TUI)
 
             safe_output.install(json_mode=getattr(args, "output", None) == "json")
             require_cluster(settings)
         if args.command == "nodes":
-            from gputui.cli import nodes
+            from gputui.cli import nodes  # noqa: PLC0415 (a subcommand's module loads only when it runs)
 
             return nodes.run(settings, args.output)
         if args.command == "pools":
-            from gputui.cli import node_pools
+            from gputui.cli import node_pools  # noqa: PLC0415 (a subcommand's module loads only when it runs)
 
             return node_pools.run(settings, args)
         if args.command == "versions":
-            from gputui.cli import versions
+            from gputui.cli import versions  # noqa: PLC0415 (a subcommand's module loads only when it runs)
 
             return versions.run(settings, args.output)
         if args.command == "services":
-            from gputui.cli import services
+            from gputui.cli import services  # noqa: PLC0415 (a subcommand's module loads only when it runs)
 
             return services.run(settings, args.output)
         if args.command == "rollout":
-            from gputui.cli import rollout
+            from gputui.cli import rollout  # noqa: PLC0415 (a subcommand's module loads only when it runs)
 
             return rollout.run(settings, args, backend)
         if args.command == "scale-down":
-            from gputui.cli import scale_down
+            from gputui.cli import scale_down  # noqa: PLC0415 (a subcommand's module loads only when it runs)
 
             return scale_down.run(settings, args, backend)
         if args.command == "shift":
-            from gputui.cli import shift
+            from gputui.cli import shift  # noqa: PLC0415 (a subcommand's module loads only when it runs)
 
             return shift.run(settings, args, backend)
         if args.command == "check":
-            from gputui.cli import check
+            from gputui.cli import check  # noqa: PLC0415 (a subcommand's module loads only when it runs)
 
             return check.run(settings, args, backend)
         if args.command == "serve":
-            from gputui.cli import serve
+            from gputui.cli import serve  # noqa: PLC0415 (a subcommand's module loads only when it runs)
 
             return serve.run(settings, args)
         if args.command == "drain":
-            from gputui.cli import drain
+            from gputui.cli import drain  # noqa: PLC0415 (a subcommand's module loads only when it runs)
 
             return drain.run(settings, args, backend)
-        from gputui.cli import tui
+        from gputui.cli import tui  # noqa: PLC0415 (the TUI's module (Textual): not for the headless commands)
 
         try:
             return tui.run(settings)
         finally:
             if debug_file is not None:
-                from gputui.base.paths import shown
-
                 print(f"gputui: debug lines written to {shown(debug_file)}", file=sys.stderr)
     except (UsageError, SettingsError, BackendError) as exc:
         return fail(str(exc))
@@ -112,7 +110,7 @@ def _run(argv: Sequence[str] | None) -> int:
     except BrokenPipeError:  # `gputui nodes | head`: the reader left, nothing is wrong
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except Exception as exc:  # a bug
+    except Exception as exc:  # noqa: BLE001 - a bug: crashed() reports it with its traceback
         return crashed(exc)
 
 
@@ -122,7 +120,7 @@ def _release_on_signals() -> None:
     private directory of key files (gputui.backends.factory.release). A handler someone else set is kept."""
 
     def ended(signum: int, _frame: Any) -> None:
-        from gputui.backends.factory import release
+        from gputui.backends.factory import release  # noqa: PLC0415 (the backends: loaded only on the paths that connect)
 
         release()
         signal.signal(signum, signal.SIG_DFL)
@@ -141,9 +139,6 @@ def _release_on_signals() -> None:
 
 def _debug(to_file: bool) -> Path | None:
     """--debug on: to stderr, or to a file (returned) when the terminal UI will own the terminal."""
-    from gputui.base import debug_log
-    from gputui.base.paths import state_dir
-
     path = state_dir() / "debug.log" if to_file else None
     try:
         debug_log.start(path)

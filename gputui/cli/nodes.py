@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import json
 import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
+from rich.table import Table
+from rich.text import Text
+
+from gputui.backends.base import error_line
 from gputui.cli import common, safe_output
-from gputui.policy.health import fleet_driver
+from gputui.policy.health import fleet_driver, has_driver_drift, node_alerts
+from gputui.present import cells
 from gputui.settings import Settings
 from gputui.snapshot import ClusterSnapshot
 from gputui.vocabulary.gpu_metrics import COLUMNS, json_figures, value_of
@@ -16,8 +23,6 @@ from gputui.vocabulary.model import Node
 
 
 def node_record(snapshot: ClusterSnapshot, node: Node) -> dict[str, Any]:
-    from gputui.policy.health import node_alerts
-
     return {
         "name": node.name,
         "simulated": snapshot.simulated,  # true: the demo cluster, nothing here is real
@@ -53,15 +58,10 @@ def run_fleet(settings: Settings, output: str) -> int:
     """`--context a,b`: every cluster read at once (one slow cluster delays only the end, never the others'
     reads), each node tagged with its cluster; a cluster that cannot be read is one line on stderr and exit 1,
     the others still printed."""
-    from concurrent.futures import ThreadPoolExecutor
-    from dataclasses import replace
-
-    from gputui.backends.base import error_line
-
     def read(context: str) -> tuple[str, Any, str]:
         try:
             return context, common.read_snapshot(replace(settings, context=context, contexts=()), per_gpu=True), ""
-        except Exception as exc:  # one cluster's failure is its own line
+        except Exception as exc:  # noqa: BLE001 - one cluster's failure is its own line
             return context, None, error_line(exc)
 
     with ThreadPoolExecutor(max_workers=len(settings.contexts)) as pool:
@@ -88,12 +88,6 @@ def run(settings: Settings, output: str) -> int:
         json.dump([node_record(snapshot, n) for n in snapshot.nodes], sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
-    from rich.table import Table
-    from rich.text import Text
-
-    from gputui.policy.health import has_driver_drift, node_alerts
-    from gputui.present import cells
-
     majority = fleet_driver(snapshot)
     table = Table(box=None, pad_edge=False)
     for label in ("NODE", "STATE", "MODEL", "GPUS", *(m.label.upper() for m in COLUMNS), "DRIVER", "ALERTS"):

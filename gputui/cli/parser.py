@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, NoReturn
 
+import gputui
 from gputui.cli.arguments import (
     add_check_parser,
     add_drain_parser,
@@ -33,8 +35,6 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=str(kwargs.get("help", "")))
 
     def __call__(self, parser: argparse.ArgumentParser, *_args: object) -> None:
-        import gputui
-
         print(f"gputui {gputui.__version__}")  # on stdout, as argparse's own version action
         parser.exit()
 
@@ -148,8 +148,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
-    from pathlib import Path
-
     flags = {
         k: v for k, v in vars(args).items()
         if k in ("demo", "seed", "kubeconfig", "context", "namespace", "prometheus", "read_only", "refresh", "theme",

@@ -12,10 +12,12 @@ import argparse
 import errno
 import secrets
 import shlex
+import socket
 import ssl
 import sys
 
 from gputui.cli.common import EXIT_USAGE, fail
+from gputui.cli.serve_app import Options, build_server
 from gputui.cli.serve_guard import is_host_name, is_loopback, served
 from gputui.settings import Settings
 
@@ -98,8 +100,6 @@ def tls_context(cert: str, key: str) -> ssl.SSLContext:
 
 
 def run(settings: Settings, args: argparse.Namespace) -> int:
-    from gputui.cli.serve_app import Options, build_server
-
     problem = check(args)
     if problem is not None:
         return fail(problem, EXIT_USAGE)
@@ -140,8 +140,6 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
 
 def _probe(host: str, port: int) -> None:
     """Bind as the server will (address reuse on, as aiohttp sets it), and let go."""
-    import socket
-
     for family, kind, proto, _name, address in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM):
         with socket.socket(family, kind, proto) as sock:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

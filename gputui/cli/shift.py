@@ -28,6 +28,7 @@ from gputui.ops.traffic import (
     resolve_targets,
     served_api_versions,
 )
+from gputui.ops.traffic.undo import plan_undo
 from gputui.present.shift import plan_text
 from gputui.settings import Settings
 
@@ -61,8 +62,6 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
         ctx = OpContext.of(backend, settings)  # its audit log: audit_for(settings.audit_log, backend)
         audit = ctx.audit
         if args.undo:
-            from gputui.ops.traffic.undo import plan_undo
-
             plan = on_route_now(partial(plan_undo, snapshot, service.key, audit, api_versions=api), writer)
         elif args.rollout:
             plan = plan_rollout_now(snapshot, service.key, args.rollout, writer, api)

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
+from functools import partial
 
+from gputui.backends.factory import have_cluster_config, pending_backend
 from gputui.cli import common
+from gputui.ops.audit import audit_for
 from gputui.settings import Settings, SettingsError
+from gputui.ui.keymaps import DEFAULT, load_keymaps
+from gputui.ui.theming import BUILTIN_THEMES, load_themes
 
 
 def check_named(kind: str, name: str, names: set[str], problems: list) -> None:
@@ -19,14 +25,6 @@ def check_named(kind: str, name: str, names: set[str], problems: list) -> None:
 
 
 def run(settings: Settings) -> int:
-    from dataclasses import replace
-    from functools import partial
-
-    from gputui.backends.factory import have_cluster_config, pending_backend
-    from gputui.ops.audit import audit_for
-    from gputui.ui.keymaps import DEFAULT, load_keymaps
-    from gputui.ui.theming import BUILTIN_THEMES, load_themes
-
     no_color = bool(os.environ.get("NO_COLOR"))
     if no_color and settings.theme == Settings().theme:
         settings = replace(settings, theme="gputui-mono")  # NO_COLOR: no theme asked for, so none in colour
@@ -45,7 +43,7 @@ def run(settings: Settings) -> int:
         # read here, so a bad one is still one line before the screen opens.
         backend = pending_backend(settings)
         connect = partial(common.backend, settings, per_gpu=settings.wallboard)
-    from gputui.ui.app import GputuiApp
+    from gputui.ui.app import GputuiApp  # noqa: PLC0415 (looked up when the TUI starts, so tests can stand a stub app in: test_validation)
 
     audit = audit_for(settings.audit_log, backend)
     notice = "No kubeconfig found: showing the embedded demo cluster (a simulation)." if fallback else None

@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import sys
 
+from rich.table import Table
+from rich.text import Text
+
 from gputui.cli import common, safe_output
 from gputui.policy.versions import COLUMNS, problems_first, version_matrix
 from gputui.settings import Settings
@@ -19,9 +22,6 @@ def run(settings: Settings, output: str) -> int:
                   ensure_ascii=False)
         sys.stdout.write("\n")
         return 0
-    from rich.table import Table
-    from rich.text import Text
-
     table = Table(box=None, pad_edge=False)
     for label in ("NODE", "POOL", *(c.upper() for c in COLUMNS), "UPGRADE"):
         table.add_column(label, no_wrap=True)

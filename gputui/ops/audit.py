@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from gputui.backends.base import BackendError, ConflictError, error_line
+from gputui.base.debug_log import log
 from gputui.base.paths import shown, state_dir
 from gputui.ops.audit_read import MAX_LINE, Tail, read_tail
 
@@ -171,8 +172,6 @@ class AuditLog:
             self._append(line)
         except AuditError as exc:
             self.unrecorded = [*self.unrecorded, str(exc)][-UNRECORDED_KEPT:]
-            from gputui.base.debug_log import log
-
             log.warning("audit: %s", exc)
 
     def _append(self, line: bytes) -> None:

@@ -9,8 +9,10 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from gputui.backends.base import ConflictError, EvictionOutcome, EvictionResult, WriteError, stale_json_patch
+from gputui.backends.demo.describe import describe
 from gputui.backends.demo.errors import DemoApiError
 from gputui.backends.demo.patches import json_patch, merge_patch
+from gputui.backends.demo.review import arrivals, check_facts, idle_gpus, version_signals
 from gputui.backends.demo.routes import backend_name, demo_kind, validate_route
 from gputui.backends.demo.scenario import (
     A100,
@@ -19,6 +21,7 @@ from gputui.backends.demo.scenario import (
     SimPod,
 )
 from gputui.backends.demo.simulation import Simulation
+from gputui.backends.demo.workloads import annotate_pod, label_pod, scale
 from gputui.policy.node_pools import IdleReading
 from gputui.snapshot import ClusterSnapshot
 from gputui.vocabulary.check_facts import CheckFacts
@@ -32,34 +35,24 @@ class DemoCluster(Simulation):
     """The simulated cluster, readable and writable. Thread-safe: the UI reads while ops write."""
 
     def describe(self, node: str, pods: Sequence[tuple[str, str]]) -> NodeDescription:
-        from gputui.backends.demo.describe import describe
-
         with self._lock:
             return describe(self, node, pods)
 
     def check_facts(self, window_s: float) -> CheckFacts:
-        from gputui.backends.demo.review import check_facts
-
         with self._lock:
             return check_facts(self, window_s)
 
     def version_signals(self, snapshot: ClusterSnapshot, service: InferenceService,
                         window_s: float) -> dict[str, VersionSignals]:
-        from gputui.backends.demo.review import version_signals
-
         with self._lock:
             return version_signals(self, service, window_s)
 
     def arrivals(self, pods: Collection[InferencePod], window_s: float = 60.0) -> Mapping[str, Arrivals]:
-        from gputui.backends.demo.review import arrivals
-
         with self._lock:
             self._advance(self._clock())
             return arrivals(self, pods, window_s)
 
     def idle_gpus(self, window_s: float, below_pct: float) -> IdleReading | None:
-        from gputui.backends.demo.review import idle_gpus
-
         with self._lock:
             self._advance(self._clock())
             return idle_gpus(self, window_s, below_pct)
@@ -211,12 +204,8 @@ class DemoCluster(Simulation):
     ) -> dict:
         with self._lock:
             if (group, plural, subresource) == ("", "pods", "") and patch_type == "merge":
-                from gputui.backends.demo.workloads import annotate_pod
-
                 return annotate_pod(self, namespace, name, patch)
             if (group, plural, subresource) == ("", "pods", "") and patch_type == "json":
-                from gputui.backends.demo.workloads import label_pod
-
                 try:
                     return label_pod(self, namespace, name, patch)
                 except DemoApiError as exc:  # read as the live writer reads the apiserver's answer
@@ -224,8 +213,6 @@ class DemoCluster(Simulation):
                         raise ConflictError(f'pods "{name}" changed since it was read ({exc})') from None
                     raise
             if (group, plural, subresource) == ("apps", "deployments", "scale") and patch_type == "merge":
-                from gputui.backends.demo.workloads import scale
-
                 self._advance(self._clock())
                 return scale(self, namespace, name, patch)
             kind, route = self._find(group, version, plural, namespace, name)

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from gputui.backends.demo.errors import DemoApiError
+from gputui.backends.demo.patches import json_patch
 from gputui.backends.demo.scenario import POD_START_S
 
 if TYPE_CHECKING:
@@ -34,8 +35,6 @@ def annotate_pod(sim: DemoCluster, namespace: str, name: str, patch: Any) -> dic
 def label_pod(sim: DemoCluster, namespace: str, name: str, patch: Any) -> dict[str, Any]:
     """A JSON patch of a pod's labels (a drain taking it out of rotation, or putting it back), its `test`
     operations checked as the apiserver checks them: the whole patch or nothing."""
-    from gputui.backends.demo.patches import json_patch
-
     pod = sim._pods.get(f"{namespace}/{name}")
     if pod is None:
         raise DemoApiError(404, f'pods "{name}" not found')

@@ -24,7 +24,7 @@ def run(settings: Settings) -> int:
 
     from gputui.backends.factory import have_cluster_config, pending_backend
     from gputui.ops.audit import audit_for
-    from gputui.ui.keymaps import DEFAULT, load_keymaps
+    from gputui.ui.keys.keymaps import DEFAULT, load_keymaps
     from gputui.ui.theming import BUILTIN_THEMES, load_themes
 
     no_color = bool(os.environ.get("NO_COLOR"))

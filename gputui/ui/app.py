@@ -39,11 +39,11 @@ from gputui.safe_text import visible
 from gputui.settings import Settings
 from gputui.snapshot import ClusterSnapshot
 from gputui.ui import app_clusters, terminal_guard
-from gputui.ui.fleet_watch import FleetWatch
-from gputui.ui.idle_watch import IdleWatch
-from gputui.ui.keymaps import DEFAULT, keymap_files, load_keymaps, resolve, watched_dirs
+from gputui.ui.keys.keymaps import DEFAULT, keymap_files, load_keymaps, resolve, watched_dirs
 from gputui.ui.messages import CanaryProgress, Connected, DrainProgress, FleetRead, IdleRead, SnapshotReady, WriteDone
-from gputui.ui.problem_watch import ProblemWatch
+from gputui.ui.runs.fleet_watch import FleetWatch
+from gputui.ui.runs.idle_watch import IdleWatch
+from gputui.ui.runs.problem_watch import ProblemWatch
 from gputui.ui.theming import ThemesRead, load_themes, palette_defaults, palette_from
 from gputui.upgrades import StateClock
 
@@ -61,10 +61,10 @@ class PlainScrollBar(ScrollBarRender):
 ScrollBar.renderer = PlainScrollBar
 
 if TYPE_CHECKING:
-    from gputui.ui.canary_session import CanarySession
-    from gputui.ui.commands import Command
-    from gputui.ui.dashboard import DashboardScreen
-    from gputui.ui.drain_session import DrainSession  # imported when a drain starts, not at start-up
+    from gputui.ui.keys.commands import Command
+    from gputui.ui.runs.canary import CanarySession
+    from gputui.ui.runs.drain import DrainSession  # imported when a drain starts, not at start-up
+    from gputui.ui.screens.dashboard import DashboardScreen
 
 
 def same_content(old: ClusterSnapshot | None, new: ClusterSnapshot | None) -> bool:
@@ -235,13 +235,13 @@ class GputuiApp(App[None]):
         self._themes_read = None
         self.theme = self.settings.theme
         if self.settings.wallboard:
-            from gputui.ui.wallboard import WallboardScreen
+            from gputui.ui.screens.wallboard import WallboardScreen
 
             if len(self.settings.contexts) > 1:  # the board sums the fleet, and lists it on a page
                 app_clusters.watch_fleet(self, self.settings.contexts)
             self.push_screen(WallboardScreen())
         else:
-            from gputui.ui.dashboard import DashboardScreen
+            from gputui.ui.screens.dashboard import DashboardScreen
 
             self.push_screen(DashboardScreen())
             if len(self.settings.contexts) > 1:  # --context a,b: the fleet first
@@ -484,7 +484,7 @@ class GputuiApp(App[None]):
     # ----- command mode and the theme picker ----------------------------------------
 
     def action_command(self) -> None:
-        from gputui.ui.command_screen import CommandScreen
+        from gputui.ui.screens.command import CommandScreen
 
         if not isinstance(self.screen, CommandScreen):
             self.push_screen(CommandScreen(self.command_choices), self.run_command)
@@ -502,7 +502,7 @@ class GputuiApp(App[None]):
         }
 
     def run_command(self, command: Command | None) -> None:
-        from gputui.ui.commands import ALL_NAMESPACES
+        from gputui.ui.keys.commands import ALL_NAMESPACES
 
         if command is None:
             return
@@ -535,7 +535,7 @@ class GputuiApp(App[None]):
             dashboard.run_command(name, arg)
 
     def _dashboard(self) -> DashboardScreen | None:
-        from gputui.ui.dashboard import DashboardScreen
+        from gputui.ui.screens.dashboard import DashboardScreen
 
         if self.settings.wallboard:
             return None
@@ -547,7 +547,7 @@ class GputuiApp(App[None]):
         """A node's detail, from any screen (screens open it through here: none imports another's). One detail
         screen is built and kept (installed), then aimed at each node opened: building and styling its widgets
         was most of the time an open took (benchmarks/keys.py). A second detail above the first gets its own."""
-        from gputui.ui.node_detail import NodeDetailScreen
+        from gputui.ui.screens.node_detail import NodeDetailScreen
 
         if not self.is_screen_installed(NODE_DETAIL):
             self.install_screen(NodeDetailScreen(name), NODE_DETAIL)
@@ -560,7 +560,7 @@ class GputuiApp(App[None]):
         self.push_screen(kept)
 
     def action_themes(self) -> None:
-        from gputui.ui.theme_picker import ThemePickerScreen
+        from gputui.ui.screens.theme_picker import ThemePickerScreen
 
         if not isinstance(self.screen, ThemePickerScreen):
             names = sorted(self.available_themes, key=lambda n: (not n.startswith("gputui-"), n))  # ours first
@@ -612,7 +612,7 @@ class GputuiApp(App[None]):
         if not draining and not running:
             self.exit()
             return
-        from gputui.ui.confirm import ConfirmScreen
+        from gputui.ui.screens.confirm import ConfirmScreen
 
         def answer(yes: bool | None) -> None:
             if yes:
@@ -635,7 +635,7 @@ class GputuiApp(App[None]):
                                        "Quit during a canary?", "\n".join(said)), answer)
 
     def action_help(self) -> None:
-        from gputui.ui.help import HelpScreen
+        from gputui.ui.screens.help import HelpScreen
 
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen))

@@ -1,5 +1,5 @@
 """The app's clusters: the context it is on (`:ctx` switches, off the UI thread, the old one kept until the new
-one answers) and the fleet it watches (`:fleet`, `--context a,b`: gputui.ui.fleet_watch). Functions of
+one answers) and the fleet it watches (`:fleet`, `--context a,b`: gputui.ui.runs.fleet_watch). Functions of
 the app (GputuiApp's handlers and commands call them), kept here so the app stays its spine."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 from gputui.backends.base import error_line
 from gputui.ops.audit import AuditLog
-from gputui.ui.fleet_watch import FleetWatch
 from gputui.ui.messages import Connected
+from gputui.ui.runs.fleet_watch import FleetWatch
 
 if TYPE_CHECKING:
     from gputui.ui.app import GputuiApp
@@ -80,7 +80,7 @@ def connected(app: GputuiApp, message: Connected) -> None:
 def open_fleet(app: GputuiApp) -> None:
     """The fleet view: the configured contexts (--context a,b or contexts:), else the kubeconfig's."""
     from gputui.backends.factory import context_names
-    from gputui.ui.fleet_screen import FleetScreen
+    from gputui.ui.screens.fleet import FleetScreen
 
     if app.fleet is None:
         if app.settings.pin_context and not app.settings.contexts:

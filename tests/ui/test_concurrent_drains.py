@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-from gputui.ui.drain_board import DrainProgressScreen
-from gputui.ui.drains_list import DrainsListScreen
+from gputui.ui.screens.drain_progress import DrainProgressScreen
+from gputui.ui.screens.drains_list import DrainsListScreen
 from tests.ui.pilot import loaded, rows, wait_for
 
 
@@ -21,7 +21,7 @@ async def _drain(app, pilot, node_filter: str) -> str:
 
 
 async def test_two_drains_run_side_by_side_and_p_lists_them(app_factory):
-    from gputui.ui.confirm import ConfirmScreen
+    from gputui.ui.screens.confirm import ConfirmScreen
 
     app = app_factory()
     async with app.run_test(size=(140, 45)) as pilot:

@@ -9,10 +9,10 @@ from gputui.model import Condition, Node
 from gputui.settings import Settings
 from gputui.snapshot import ClusterSnapshot, SourceStatus
 from gputui.ui.app import GputuiApp
-from gputui.ui.confirm import ConfirmScreen
-from gputui.ui.help import HelpScreen
-from gputui.ui.node_detail import NodeDetailScreen
-from gputui.ui.virtual_table import VirtualTable
+from gputui.ui.screens.confirm import ConfirmScreen
+from gputui.ui.screens.help import HelpScreen
+from gputui.ui.screens.node_detail import NodeDetailScreen
+from gputui.ui.widgets.virtual_table import VirtualTable
 from tests.support.audit_lines import written
 from tests.ui.pilot import loaded, rows, wait_for
 
@@ -343,7 +343,7 @@ async def test_stale_data_is_marked():
 
 
 async def test_diagnostics_screen_lists_findings(app_factory):
-    from gputui.ui.diagnostics_screen import DiagnosticsScreen
+    from gputui.ui.screens.diagnostics import DiagnosticsScreen
 
     app = app_factory()
     async with app.run_test(size=(120, 40)) as pilot:
@@ -377,9 +377,9 @@ async def test_audit_log_has_a_cursor_dates_parameters_and_a_detail(app_factory)
 
     from rich.console import Console
 
-    from gputui.ui.audit_screen import AuditScreen, params_text
-    from gputui.ui.detail_screen import DetailScreen
-    from gputui.ui.item_list import ItemList
+    from gputui.ui.screens.audit import AuditScreen, params_text
+    from gputui.ui.screens.detail import DetailScreen
+    from gputui.ui.widgets.item_list import ItemList
 
     app = app_factory()
     async with app.run_test(size=(120, 40)) as pilot:
@@ -406,8 +406,8 @@ async def test_audit_log_has_a_cursor_dates_parameters_and_a_detail(app_factory)
 
 
 async def test_enter_on_a_finding_opens_its_node(app_factory):
-    from gputui.ui.diagnostics_screen import DiagnosticsScreen
-    from gputui.ui.item_list import ItemList
+    from gputui.ui.screens.diagnostics import DiagnosticsScreen
+    from gputui.ui.widgets.item_list import ItemList
 
     app = app_factory()
     async with app.run_test(size=(120, 40)) as pilot:
@@ -474,7 +474,7 @@ async def test_the_footer_is_one_widget_whose_keys_answer_a_click_and_dim_what_r
     """The footer draws its keys on one line (Textual's Footer rebuilt a widget per key on every screen
     change: most of a node detail's open and close at any fleet size). A click on a key presses it; a write
     key a read-only backend cannot use is dimmed and a click on it writes nothing."""
-    from gputui.ui.footer import KeyFooter
+    from gputui.ui.widgets.footer import KeyFooter
 
     app = app_factory(read_only=True)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -530,8 +530,8 @@ async def test_a_switch_to_a_read_only_cluster_dims_the_write_keys_at_once(app_f
     where writes are unavailable it is painted again, without waiting for a key or a screen change."""
     from gputui.backends.demo import demo_backend
     from gputui.settings import Settings
-    from gputui.ui.footer import KeyFooter
     from gputui.ui.messages import Connected
+    from gputui.ui.widgets.footer import KeyFooter
 
     app = app_factory()
     async with app.run_test(size=(80, 24)) as pilot:

@@ -5,7 +5,7 @@ is one row, so the newest stays in sight; a finished board's escape no longer sa
 from __future__ import annotations
 
 from gputui.ops.drain.events import EventKind as K
-from gputui.ui.drain_board import DrainProgressScreen
+from gputui.ui.screens.drain_progress import DrainProgressScreen
 from tests.ui.pilot import loaded, rows, wait_for
 
 

@@ -2,8 +2,8 @@ import io
 import time
 
 from gputui.model import DRAIN_PHASE_ANNOTATION
-from gputui.ui.drain_board import DrainProgressScreen
-from gputui.ui.drain_plan_screen import DrainPlanScreen
+from gputui.ui.screens.drain_plan import DrainPlanScreen
+from gputui.ui.screens.drain_progress import DrainProgressScreen
 from tests.support.audit_lines import written
 from tests.ui.pilot import loaded, rows, wait_for
 
@@ -95,7 +95,7 @@ async def _board(app, pilot, node_filter: str = "h100-01"):
 async def test_board_keys_that_cut_or_stop_ask_first_and_say_how_many(app_factory):
     """The bug: on the board `e` evicted a pod holding dozens of live sessions at once, and `a`/`U` acted
     without a word, while on the plan screen just before `e` was a harmless toggle."""
-    from gputui.ui.confirm import ConfirmScreen
+    from gputui.ui.screens.confirm import ConfirmScreen
 
     app = app_factory()
     async with app.run_test(size=(140, 45)) as pilot:
@@ -179,7 +179,7 @@ async def test_a_context_switch_during_a_drain_leaves_the_drains_connection_open
 async def test_board_shows_each_pod_out_of_rotation_and_puts_one_back_when_asked_first(app_factory):
     """Issue 33, item 5: per pod, out of rotation since when, and the time to empty; `b` asks, then puts the
     label back, and the drain leaves that pod in rotation."""
-    from gputui.ui.confirm import ConfirmScreen
+    from gputui.ui.screens.confirm import ConfirmScreen
 
     app = app_factory()
     async with app.run_test(size=(160, 45)) as pilot:

@@ -18,7 +18,7 @@ from pathlib import Path
 from textual.keys import Keys, _character_to_key
 
 from gputui.paths import config_dir
-from gputui.ui.keymap_table import APP, SCOPES
+from gputui.ui.keys.keymap_table import APP, SCOPES
 from gputui.yaml_file import FileProblem, load_mapping, name_problem, parse_each, unknown_keys, yaml_files
 
 DEFAULT = "default"

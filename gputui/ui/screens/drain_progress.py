@@ -16,11 +16,11 @@ from gputui.ops.drain.out_of_rotation import KEPT_RUNNING
 from gputui.ops.drain.progress import PodRow
 from gputui.present.cells import Palette, ago, elide_middle, short_pod
 from gputui.ui.base import ClusterScreen
-from gputui.ui.drain_session import DrainSession
-from gputui.ui.footer import KeyFooter
-from gputui.ui.header import HeaderBar
-from gputui.ui.key_table import KeyTable
-from gputui.ui.table_sync import sync_rows
+from gputui.ui.runs.drain import DrainSession
+from gputui.ui.widgets.footer import KeyFooter
+from gputui.ui.widgets.header import HeaderBar
+from gputui.ui.widgets.key_table import KeyTable
+from gputui.ui.widgets.table_sync import sync_rows
 
 EXTEND_S = 5 * 60
 
@@ -201,7 +201,7 @@ class DrainProgressScreen(ClusterScreen):
         return (self.session.pods[key].node, key) if key is not None else None
 
     def _confirm(self, title: str, body: str, then: Callable[[], None]) -> None:
-        from gputui.ui.confirm import ConfirmScreen
+        from gputui.ui.screens.confirm import ConfirmScreen
 
         self.app.push_screen(ConfirmScreen(title, body), lambda yes: then() if yes else None)
 

@@ -32,13 +32,13 @@ from gputui.ops.traffic import (
 from gputui.present.service_view import service_view
 
 if TYPE_CHECKING:  # the session module is imported when a canary starts (it pulls in the canary's run)
-    from gputui.ui.canary_session import CanarySession
+    from gputui.ui.runs.canary import CanarySession
 from gputui.present.shift import plan_text
 from gputui.signals import VersionSignals
 from gputui.ui.base import ClusterScreen
-from gputui.ui.footer import KeyFooter
-from gputui.ui.header import HeaderBar
 from gputui.ui.messages import PlanRead, SignalsRead
+from gputui.ui.widgets.footer import KeyFooter
+from gputui.ui.widgets.header import HeaderBar
 
 SIGNALS_EVERY_S = 15.0
 SIGNALS_WINDOW_S = 300.0  # the canary's default rate window: the same figures it gates on
@@ -140,15 +140,15 @@ class ServiceScreen(ClusterScreen):
         return service is not None and service.router_kind == "Rollout"
 
     def action_shift(self) -> None:
-        from gputui.ui.traffic_screen import TrafficShiftScreen
+        from gputui.ui.screens.traffic_shift import TrafficShiftScreen
 
         if self.allowed("shift"):
             self.app.push_screen(TrafficShiftScreen(self.key))
 
     def action_canary(self) -> None:
         from gputui.ops.canary_steps import preview
-        from gputui.ui.canary_dialog import CanaryConfirm, canary_question
-        from gputui.ui.canary_session import start_canary
+        from gputui.ui.runs.canary import start_canary
+        from gputui.ui.screens.canary_confirm import CanaryConfirm, canary_question
 
         app, snapshot = self.app, self.app.snapshot
         if not self.allowed("canary") or snapshot is None:
@@ -280,7 +280,7 @@ class ServiceScreen(ClusterScreen):
         self.run_worker(work, thread=True, group="plan", exclusive=True, exit_on_error=False)
 
     def on_plan_read(self, message: PlanRead) -> None:
-        from gputui.ui.confirm import ConfirmScreen
+        from gputui.ui.screens.confirm import ConfirmScreen
 
         app, plan = self.app, message.plan
         if plan is None or plan.errors:

@@ -11,10 +11,10 @@ from textual.widgets import Static
 from gputui.ops.drain.events import EventKind as K
 from gputui.present.cells import ago
 from gputui.ui.base import ClusterScreen
-from gputui.ui.drain_session import DrainSession
-from gputui.ui.footer import KeyFooter
-from gputui.ui.header import HeaderBar
-from gputui.ui.item_list import ItemList
+from gputui.ui.runs.drain import DrainSession
+from gputui.ui.widgets.footer import KeyFooter
+from gputui.ui.widgets.header import HeaderBar
+from gputui.ui.widgets.item_list import ItemList
 
 
 def describe(session: DrainSession, now: float) -> str:
@@ -55,6 +55,6 @@ class DrainsListScreen(ClusterScreen):
             self.query_one(ItemList).set_items([(Text(line), s) for line, s in zip(lines, drains, strict=True)])
 
     def on_item_list_chosen(self, event: ItemList.Chosen) -> None:
-        from gputui.ui.drain_board import DrainProgressScreen
+        from gputui.ui.screens.drain_progress import DrainProgressScreen
 
         self.app.push_screen(DrainProgressScreen(event.payload))

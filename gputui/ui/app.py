@@ -62,8 +62,8 @@ ScrollBar.renderer = PlainScrollBar
 
 if TYPE_CHECKING:
     from gputui.ui.keys.commands import Command
-    from gputui.ui.runs.canary import CanarySession
-    from gputui.ui.runs.drain import DrainSession  # imported when a drain starts, not at start-up
+    from gputui.ui.runs.canary import CanaryRun
+    from gputui.ui.runs.drain import DrainRun  # imported when a drain starts, not at start-up
     from gputui.ui.screens.dashboard import DashboardScreen
 
 
@@ -153,7 +153,7 @@ class GputuiApp(App[None]):
         Binding("t", "themes", "Theme", id="themes", show=False, tooltip="Pick a theme (previews as you move)"),
     ]
 
-    # What the screens subscribe to (gputui.ui.base): each moves when what it names changes. Signals only (var):
+    # What the screens subscribe to (gputui.ui.base): each moves when what it names changes. Revision counters only (var):
     # a reactive that repaints would repaint the whole screen at each, every second and every refresh (at 200x50
     # a full frame is 50 ms of CPU, most of a quiet refresh's); each view repaints what it redraws.
     data_revision: var[int] = var(0, init=False)  # a snapshot, a poll error, the theme, the namespace view
@@ -188,9 +188,9 @@ class GputuiApp(App[None]):
         self._poll_timer: Timer | None = None
         self._notice = notice
         self._themes_read = themes_read
-        self.drains: list[DrainSession] = []  # every drain this run started, each on its own nodes
+        self.drains: list[DrainRun] = []  # every drain started since gputui started, each on its own nodes
         self.drain_poll_s = 1.0  # how often a running drain re-reads sessions
-        self.canaries: dict[str, CanarySession] = {}  # guided canaries by service key, running or ended
+        self.canaries: dict[str, CanaryRun] = {}  # guided canaries by service key, running or ended
         self.idle_watch = IdleWatch()  # allocated-but-idle GPUs, read while a view shows them
         self.upgrade_clock = StateClock()  # how long each node has been in its driver-upgrade state
         self.problem_watch = ProblemWatch(clock)  # the nodes that need attention, flapping ones kept a minute
@@ -598,12 +598,12 @@ class GputuiApp(App[None]):
         self._close_messages_no_wait()
 
     @property
-    def drain_session(self) -> DrainSession | None:
+    def last_drain(self) -> DrainRun | None:
         """The drain started last (the one `p` opens when it is the only one)."""
         return self.drains[-1] if self.drains else None
 
     @property
-    def running_drains(self) -> list[DrainSession]:
+    def running_drains(self) -> list[DrainRun]:
         return [s for s in self.drains if not s.finished]
 
     async def action_quit(self) -> None:

@@ -33,8 +33,9 @@ class SnapshotReady(Message):
 
 
 class DrainProgress(Message):
-    """The running drain's session moved (a pod's state, a count, a log line, or its end). Progress is
-    carried by the session itself, so a queued one is replaced by the next: the board draws the latest."""
+    """A running drain moved (a pod's state, a count, a log line, or its end). Progress is carried by
+    the drain's run (runs.drain.DrainRun) itself, so a queued one is replaced by the next: the board draws the
+    latest."""
 
     def __init__(self, finished: bool) -> None:
         super().__init__()
@@ -45,7 +46,7 @@ class DrainProgress(Message):
 
 
 class CanaryProgress(Message):
-    """A guided canary (app.canaries[service]) logged a line or ended; the session carries the rest."""
+    """A guided canary (app.canaries[service]) logged a line or ended; its run (runs.canary.CanaryRun) carries the rest."""
 
     def __init__(self, service: str) -> None:
         super().__init__()

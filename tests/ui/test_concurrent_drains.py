@@ -14,7 +14,7 @@ async def _drain(app, pilot, node_filter: str) -> str:
     await pilot.press("slash", *node_filter, "enter")
     node = rows(app)[0]
     await pilot.press("r", "enter")
-    await wait_for(pilot, lambda: isinstance(app.screen, DrainProgressScreen) and app.screen.session.nodes == [node])
+    await wait_for(pilot, lambda: isinstance(app.screen, DrainProgressScreen) and app.screen.drain.nodes == [node])
     await pilot.press("escape")  # back to the dashboard: the drain goes on
     await wait_for(pilot, lambda: not isinstance(app.screen, DrainProgressScreen))
     return node
@@ -43,7 +43,7 @@ async def test_two_drains_run_side_by_side_and_p_lists_them(app_factory):
         assert all(t.startswith("running") for t in texts), texts
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, DrainProgressScreen))
-        assert app.screen.session in app.drains
+        assert app.screen.drain in app.drains
         await pilot.press("escape", "escape")
         await pilot.press("q")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))

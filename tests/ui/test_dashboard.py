@@ -493,7 +493,7 @@ async def test_the_footer_is_one_widget_whose_keys_answer_a_click_and_dim_what_r
 
 
 async def test_a_refresh_in_which_only_session_counts_moved_repaints_the_services_alone(app_factory, monkeypatch):
-    """Session counts move at every refresh; a node's row shows none of them. The app's signals once repainted
+    """Session counts move at every refresh; a node's row shows none of them. The app's revision counters once repainted
     the whole screen at each (a full frame at 200x50 is about 50 ms of CPU, then every second for the age), and
     the node table painted its rows again for every new snapshot. Now the node rows stay painted and the frame
     is a partial one: the services panel, whose session column moved, and the header."""

@@ -40,9 +40,9 @@ async def drain_board(pilot) -> None:
     await loaded(pilot)
     await pilot.press("slash", *"h100-01", "enter", "r", "enter")
     await wait_for(pilot, lambda: isinstance(pilot.app.screen, DrainProgressScreen))
-    await wait_for(pilot, lambda: any(r.state == "waiting" for r in pilot.app.drain_session.pods.values()))
-    pilot.app.drain_session.log.clear()  # wall-clock stamps would make the picture change every run
-    pilot.app.drain_session.started = pilot.app.clock()
+    await wait_for(pilot, lambda: any(r.state == "waiting" for r in pilot.app.last_drain.pods.values()))
+    pilot.app.last_drain.log.clear()  # wall-clock stamps would make the picture change every run
+    pilot.app.last_drain.started = pilot.app.clock()
     pilot.app.drain_revision += 1  # as the drain's next move would: the board redraws
     await pilot.pause()
 

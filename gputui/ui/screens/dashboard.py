@@ -377,7 +377,7 @@ class DashboardScreen(NodeOrder):
 
         drains = self.app.drains
         if not drains:
-            self.app.notify("No drain has run in this session.")
+            self.app.notify("No drain has run since gputui started.")
             return
         running = self.app.running_drains
         if len(running) > 1 or (not running and len(drains) > 1):

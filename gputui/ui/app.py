@@ -238,7 +238,7 @@ class GputuiApp(App[None]):
             from gputui.ui.screens.wallboard import WallboardScreen
 
             if len(self.settings.contexts) > 1:  # the board sums the fleet, and lists it on a page
-                app_clusters.watch_fleet(self, self.settings.contexts)
+                self.watch_fleet(self.settings.contexts)
             self.push_screen(WallboardScreen())
         else:
             from gputui.ui.screens.dashboard import DashboardScreen
@@ -467,6 +467,23 @@ class GputuiApp(App[None]):
     def on_connected(self, message: Connected) -> None:
         app_clusters.connected(self, message)
 
+    def use_backend(self, settings: Settings, backend: Backend) -> None:
+        """Another cluster (:ctx): its settings, backend and audit identity; nothing of the old one's shown (its
+        snapshot, poll error and idle figures unknown until read); every view redrawn, then a poll. Whoever
+        calls closes the old backend when nothing else uses it (app_clusters.connected)."""
+        self.settings, self.backend = settings, backend
+        self.audit = AuditLog(self.audit.path, getattr(backend.writer, "identity", "unknown"), backend.context)
+        self.snapshot, self.poll_error = None, None
+        self.idle_watch.reset()
+        self._show_snapshot()
+        self.refresh_bindings()  # the footer dims what the new backend cannot do
+        self.poll_now()
+
+    def watch_fleet(self, contexts: tuple[str, ...]) -> None:
+        """Start polling every cluster of the fleet, each on its own worker (the fleet view and the wallboard)."""
+        self.fleet = FleetWatch(contexts)
+        self.fleet.start(self)
+
     def open_fleet(self) -> None:
         app_clusters.open_fleet(self)
 
@@ -475,7 +492,8 @@ class GputuiApp(App[None]):
             self.fleet.store(message)
 
     def on_idle_read(self, message: IdleRead) -> None:
-        self.idle_watch.store(self, message)
+        if self.idle_watch.store(message, self.backend):
+            self._show_snapshot()
 
     def on_canary_progress(self, message: CanaryProgress) -> None:
         self.canary_revision += 1

@@ -33,7 +33,7 @@ from gputui.ops.audit import AuditLog
 from gputui.paths import shown
 from gputui.pools import fleet_pools
 from gputui.present.cells import MONO, Palette
-from gputui.present.columns import PROBLEMS_SORT, node_order, row_context
+from gputui.present.columns import node_order, row_context
 from gputui.present.node_filter import haystack_columns
 from gputui.safe_text import visible
 from gputui.settings import Settings
@@ -44,6 +44,7 @@ from gputui.ui.messages import CanaryProgress, Connected, DrainProgress, FleetRe
 from gputui.ui.runs.fleet_watch import FleetWatch
 from gputui.ui.runs.idle_watch import IdleWatch
 from gputui.ui.runs.problem_watch import ProblemWatch
+from gputui.ui.screens.node_order import NodeOrder, NodeView
 from gputui.ui.theming import ThemesRead, load_themes, palette_defaults, palette_from
 from gputui.upgrades import StateClock
 
@@ -199,9 +200,6 @@ class GputuiApp(App[None]):
             self.upgrade_clock.observe(first_snapshot, clock())
         self.canary_poll_s = 15.0  # how often a running canary reads its gates
         self.polls = 0  # refreshes done (benchmarks count queries per refresh)
-        # The dashboard's sort (column index, reversed): the poll thread orders each snapshot by it.
-        self.node_sort: tuple[int, bool] = (PROBLEMS_SORT, False)
-        self.filter_in_use = False  # the dashboard's filter is open or narrows the table (prepare_snapshot)
         self.keymap_name = settings.keymap
         self.keymaps: dict = {}
         self.namespace_view: str | None = None  # :ns: which namespace's services are listed
@@ -251,11 +249,12 @@ class GputuiApp(App[None]):
         self.set_interval(1.0, self._tick_age)
         if self.connecting is not None:
             self.push_screen(ConnectingScreen(self.connecting))
-            threading.Thread(target=self._connect_first, name="gputui connect", daemon=True).start()
+            threading.Thread(target=self._connect_first, args=(self.dashboard_view(),), name="gputui connect",
+                             daemon=True).start()
         elif self.snapshot is None:
             self.poll_now()
         else:  # the first read came with the app: the next one is a refresh away
-            self._poll_timer = self.set_timer(self.settings.refresh, self._poll)
+            self._poll_timer = self.set_timer(self.settings.refresh, self._start_poll)
         self.set_timer(0.5, self._watch_looks)  # off the path to the first frame
 
     def on_unmount(self) -> None:
@@ -265,7 +264,7 @@ class GputuiApp(App[None]):
             self.connecting.stop.set()
         stop_credential_plugins()  # a worker waiting on one ends now, not at its timeout
 
-    def _connect_first(self) -> None:
+    def _connect_first(self, view: NodeView | None) -> None:
         """Start-up's connection, on a daemon thread: quitting waits for a worker's thread, never for this one.
         Build the backend (the credential plugin, discovery, access reviews), then read a first snapshot; after a
         failure, which the connecting screen shows, try again."""
@@ -283,7 +282,7 @@ class GputuiApp(App[None]):
                     break
                 state.retry_at = None
                 continue
-            self.prepare_snapshot(snapshot)
+            self.prepare_snapshot(snapshot, view)
             if self.post_message(FirstRead(backend, snapshot)):
                 return
             break
@@ -374,16 +373,24 @@ class GputuiApp(App[None]):
         if self._poll_timer is not None:
             self._poll_timer.stop()
             self._poll_timer = None
-        self._poll()
+        self._start_poll()
+
+    def _start_poll(self) -> None:
+        self._poll(self.dashboard_view())
+
+    def dashboard_view(self) -> NodeView | None:
+        """The dashboard's view (its sort, its filter in use) as a value for a poll to prepare the snapshot by;
+        None without a dashboard (the wallboard). Read on the UI thread, when the poll starts."""
+        return next((s.view for s in self.screen_stack if isinstance(s, NodeOrder)), None)
 
     @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
-    def _poll(self) -> None:
+    def _poll(self, view: NodeView | None) -> None:
         try:
             snapshot, error = self.backend.reader.snapshot(), None
         except Exception as exc:  # a dead backend must never take the UI down
             snapshot, error = None, error_line(exc)
         if snapshot is not None:
-            self.prepare_snapshot(snapshot)
+            self.prepare_snapshot(snapshot, view)
             started = time.monotonic()
             if settle_after_snapshot(started):
                 log.debug("collector: everything collected and frozen out of its walks (%.0f ms)",
@@ -391,9 +398,9 @@ class GputuiApp(App[None]):
         if not get_current_worker().is_cancelled:
             self.post_message(SnapshotReady(snapshot, error))
 
-    def prepare_snapshot(self, snapshot: ClusterSnapshot) -> None:
-        """What every view derives from the whole fleet (figures, pools), worked out in the poll thread and
-        kept on the snapshot: at 65,000 nodes each walk over every node costs most of a second the UI thread
+    def prepare_snapshot(self, snapshot: ClusterSnapshot, view: NodeView | None) -> None:
+        """What every view derives from the whole fleet (figures, pools; the dashboard's rows in `view`'s sort),
+        worked out in the poll thread and kept on the snapshot before the UI is handed it (SnapshotReady): at 65,000 nodes each walk over every node costs most of a second the UI thread
         would otherwise take between two keystrokes. Should it fail, the views ask again on the UI thread,
         where the failure is seen."""
         self._observe_upgrades(snapshot)
@@ -401,10 +408,10 @@ class GputuiApp(App[None]):
             figures(snapshot, self.settings.temp_threshold)
             self.problem_watch.flaps(snapshot, self.settings.temp_threshold)
             fleet_pools(snapshot, self.idle_watch.idle, self.settings.pool_labels)
-            if not self.settings.wallboard:  # the dashboard's rows, in the sort in force
+            if view is not None:  # the dashboard's rows, in the sort in force
                 ctx = row_context(snapshot, self.palette, self.settings.temp_threshold, self.settings.pool_labels)
-                node_order(ctx, *self.node_sort)
-                if self.filter_in_use:  # what the next keystroke tests
+                node_order(ctx, view.sort_index, view.reverse)
+                if view.filtering:  # what the next keystroke tests
                     haystack_columns(snapshot)
 
     def _observe_upgrades(self, snapshot: ClusterSnapshot) -> None:
@@ -429,7 +436,7 @@ class GputuiApp(App[None]):
             self._show_snapshot()
         else:  # a quiet cluster: only the ages move, so only the headers are redrawn
             self._tick_age()
-        self._poll_timer = self.set_timer(self.settings.refresh, self._poll)
+        self._poll_timer = self.set_timer(self.settings.refresh, self._start_poll)
 
     def _flaps_moved(self, old: ClusterSnapshot | None, new: ClusterSnapshot | None) -> bool:
         """A flapping problem came, or one gone for a minute left the count, while no node moved."""

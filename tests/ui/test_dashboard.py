@@ -207,7 +207,7 @@ async def test_a_filter_in_use_has_the_poll_thread_ready_its_next_keystroke(app_
 
         def prepared() -> bool:
             snap = app.backend.reader.snapshot()
-            app.prepare_snapshot(snap)
+            app.prepare_snapshot(snap, app.dashboard_view())
             return "haystack-columns" in snap._derived
 
         assert not prepared()  # no filter: no work for it
@@ -517,7 +517,7 @@ async def test_a_refresh_in_which_only_session_counts_moved_repaints_the_service
         real_full = screen._compositor.render_full_update
         monkeypatch.setattr(screen._compositor, "render_full_update", lambda *a, **k: (full.append(True), real_full(*a, **k))[1])
         moved = replace(snap, session_counts={k: v + 3 for k, v in snap.session_counts.items()}, taken_at=snap.taken_at + 1)
-        app.prepare_snapshot(moved)
+        app.prepare_snapshot(moved, app.dashboard_view())
         app.post_message(SnapshotReady(moved, None))
         await wait_for(pilot, lambda: app.snapshot is moved)
         await pilot.pause()

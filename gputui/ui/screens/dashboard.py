@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -104,7 +105,7 @@ class DashboardScreen(NodeOrder):
     def _drawn_key(self) -> tuple:
         app = self.app
         # data_revision moves with every new snapshot, poll error, theme and namespace view.
-        return app.data_revision, app.size, app.node_sort, self.filter_text, frozenset(self.marked)
+        return app.data_revision, app.size, self.view, self.filter_text, frozenset(self.marked)
 
     def on_resize(self, event: Resize) -> None:
         self._layout_columns(event.size.width)
@@ -449,9 +450,10 @@ class DashboardScreen(NodeOrder):
         self._note_filter()
 
     def _note_filter(self) -> None:
-        """Tell the app whether the filter is open or narrows the table (a filter left in place does, each
-        refresh): its poll thread then readies what the next keystroke tests."""
-        self.app.filter_in_use = bool(self.filter_text) or self.query_one("#filter", Input).has_class("shown")
+        """Note in the view whether the filter is open or narrows the table (a filter left in place does, each
+        refresh): the poll thread, handed the view, then readies what the next keystroke tests."""
+        filtering = bool(self.filter_text) or self.query_one("#filter", Input).has_class("shown")
+        self.view = replace(self.view, filtering=filtering)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "filter":

@@ -97,13 +97,12 @@ class Connecting:
     stop: threading.Event = field(default_factory=threading.Event)
 
 
+@dataclass
 class FirstRead(Message):
     """Start-up's connection is made and read a first snapshot."""
 
-    def __init__(self, backend: Backend, snapshot: ClusterSnapshot) -> None:
-        super().__init__()
-        self.backend = backend
-        self.snapshot = snapshot
+    backend: Backend
+    snapshot: ClusterSnapshot
 
 
 class ConnectingScreen(Screen[None]):

@@ -107,7 +107,7 @@ class Harness:
         return TrafficGenerator(self.cp.kubeconfigs["harness"], self.exporter, seed=seed, durations=durations)
 
     def uncordon_as_u(self, node: str) -> subprocess.CompletedProcess:
-        """What the board's `U` does (gputui.ui.cordon_dialog: plan_cordon on a fresh snapshot, then run_cordon
+        """What the board's `U` does (gputui.ui.screens.cordon_dialog: plan_cordon on a fresh snapshot, then run_cordon
         with the app's context: its writer and audit log), in a process of its own: gputui has no `uncordon` command."""
         return subprocess.run([sys.executable, "-c", UNCORDON_AS_U, str(self.cp.admin_kubeconfig), self.prom.url,
                                node], capture_output=True, text=True, env=self.env(), cwd=REPO, timeout=120)

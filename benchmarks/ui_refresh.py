@@ -77,7 +77,7 @@ async def measure(n: int, refreshes: int, size: tuple[int, int], sort_index: int
         await pilot.pause(0.2)
         costs = []
         for snap in snaps[1:]:
-            app.prepare_snapshot(snap)  # the poll thread's share (app._poll), not the UI thread's
+            app.prepare_snapshot(snap, app.dashboard_view())  # the poll thread's share (app._poll), not the UI thread's
             t0 = time.thread_time()
             app.on_snapshot_ready(SnapshotReady(snap, None))
             await pilot.pause()  # let the frame be drawn (counted: it runs on this thread)

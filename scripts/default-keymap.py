@@ -1,4 +1,4 @@
-"""Write keymaps/default.yaml and gputui/ui/keymap_table.py from the code's bindings
+"""Write keymaps/default.yaml and gputui/ui/keys/keymap_table.py from the code's bindings
 (tests/unit/test_keymaps.py checks they agree).
 
 Run after adding or changing a binding:  python scripts/default-keymap.py
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gputui.ui.binding_scopes import _bindings, app_table, binding_scopes, scope_table
+from gputui.ui.keys.binding_scopes import _bindings, app_table, binding_scopes, scope_table
 
 HEADER = """\
 # The default keymap: every action id gputui has, with the keys the code binds.
@@ -56,7 +56,7 @@ def main() -> None:
     path = root / "keymaps" / "default.yaml"
     path.write_text("\n".join(lines) + "\n")
     print(f"wrote {path} ({len(seen)} actions)")
-    table = root / "gputui" / "ui" / "keymap_table.py"
+    table = root / "gputui" / "ui" / "keys" / "keymap_table.py"
     table.write_text(table_source(app_table(), scope_table()))
     print(f"wrote {table}")
 

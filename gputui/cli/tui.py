@@ -10,7 +10,7 @@ from gputui.backends.factory import have_cluster_config, pending_backend
 from gputui.cli import common
 from gputui.ops.audit import audit_for
 from gputui.settings import Settings, SettingsError
-from gputui.ui.keymaps import DEFAULT, load_keymaps
+from gputui.ui.keys.keymaps import DEFAULT, load_keymaps
 from gputui.ui.theming import BUILTIN_THEMES, load_themes
 
 

@@ -35,16 +35,17 @@ from gputui.policy.figures import figures
 from gputui.policy.node_pools import fleet_pools
 from gputui.policy.upgrades import StateClock
 from gputui.present.cells import MONO, Palette
-from gputui.present.columns import PROBLEMS_SORT, node_order, row_context
+from gputui.present.columns import node_order, row_context
 from gputui.present.node_filter import haystack_columns
 from gputui.settings import Settings
 from gputui.snapshot import ClusterSnapshot
 from gputui.ui import app_clusters, terminal_guard
-from gputui.ui.fleet_watch import FleetWatch
-from gputui.ui.idle_watch import IdleWatch
-from gputui.ui.keymaps import DEFAULT, keymap_files, load_keymaps, resolve, watched_dirs
+from gputui.ui.keys.keymaps import DEFAULT, keymap_files, load_keymaps, resolve, watched_dirs
 from gputui.ui.messages import CanaryProgress, Connected, DrainProgress, FleetRead, IdleRead, SnapshotReady, WriteDone
-from gputui.ui.problem_watch import ProblemWatch
+from gputui.ui.runs.fleet_watch import FleetWatch
+from gputui.ui.runs.idle_watch import IdleWatch
+from gputui.ui.runs.problem_watch import ProblemWatch
+from gputui.ui.screens.node_order import NodeOrder, NodeView
 from gputui.ui.theming import ThemesRead, load_themes, palette_defaults, palette_from
 
 terminal_guard.install()  # before any screen paints: see the module
@@ -61,10 +62,10 @@ class PlainScrollBar(ScrollBarRender):
 ScrollBar.renderer = PlainScrollBar
 
 if TYPE_CHECKING:
-    from gputui.ui.canary_session import CanarySession
-    from gputui.ui.commands import Command
-    from gputui.ui.dashboard import DashboardScreen
-    from gputui.ui.drain_session import DrainSession  # imported when a drain starts, not at start-up
+    from gputui.ui.keys.commands import Command
+    from gputui.ui.runs.canary import CanaryRun
+    from gputui.ui.runs.drain import DrainRun  # imported when a drain starts, not at start-up
+    from gputui.ui.screens.dashboard import DashboardScreen
 
 
 def same_content(old: ClusterSnapshot | None, new: ClusterSnapshot | None) -> bool:
@@ -96,13 +97,12 @@ class Connecting:
     stop: threading.Event = field(default_factory=threading.Event)
 
 
+@dataclass
 class FirstRead(Message):
     """Start-up's connection is made and read a first snapshot."""
 
-    def __init__(self, backend: Backend, snapshot: ClusterSnapshot) -> None:
-        super().__init__()
-        self.backend = backend
-        self.snapshot = snapshot
+    backend: Backend
+    snapshot: ClusterSnapshot
 
 
 class ConnectingScreen(Screen[None]):
@@ -153,7 +153,7 @@ class GputuiApp(App[None]):
         Binding("t", "themes", "Theme", id="themes", show=False, tooltip="Pick a theme (previews as you move)"),
     ]
 
-    # What the screens subscribe to (gputui.ui.base): each moves when what it names changes. Signals only (var):
+    # What the screens subscribe to (gputui.ui.base): each moves when what it names changes. Revision counters only (var):
     # a reactive that repaints would repaint the whole screen at each, every second and every refresh (at 200x50
     # a full frame is 50 ms of CPU, most of a quiet refresh's); each view repaints what it redraws.
     data_revision: var[int] = var(0, init=False)  # a snapshot, a poll error, the theme, the namespace view
@@ -188,9 +188,9 @@ class GputuiApp(App[None]):
         self._poll_timer: Timer | None = None
         self._notice = notice
         self._themes_read = themes_read
-        self.drains: list[DrainSession] = []  # every drain this run started, each on its own nodes
+        self.drains: list[DrainRun] = []  # every drain started since gputui started, each on its own nodes
         self.drain_poll_s = 1.0  # how often a running drain re-reads sessions
-        self.canaries: dict[str, CanarySession] = {}  # guided canaries by service key, running or ended
+        self.canaries: dict[str, CanaryRun] = {}  # guided canaries by service key, running or ended
         self.idle_watch = IdleWatch()  # allocated-but-idle GPUs, read while a view shows them
         self.upgrade_clock = StateClock()  # how long each node has been in its driver-upgrade state
         self.problem_watch = ProblemWatch(clock)  # the nodes that need attention, flapping ones kept a minute
@@ -199,9 +199,6 @@ class GputuiApp(App[None]):
             self.upgrade_clock.observe(first_snapshot, clock())
         self.canary_poll_s = 15.0  # how often a running canary reads its gates
         self.polls = 0  # refreshes done (benchmarks count queries per refresh)
-        # The dashboard's sort (column index, reversed): the poll thread orders each snapshot by it.
-        self.node_sort: tuple[int, bool] = (PROBLEMS_SORT, False)
-        self.filter_in_use = False  # the dashboard's filter is open or narrows the table (prepare_snapshot)
         self.keymap_name = settings.keymap
         self.keymaps: dict = {}
         self.namespace_view: str | None = None  # :ns: which namespace's services are listed
@@ -235,13 +232,13 @@ class GputuiApp(App[None]):
         self._themes_read = None
         self.theme = self.settings.theme
         if self.settings.wallboard:
-            from gputui.ui.wallboard import WallboardScreen
+            from gputui.ui.screens.wallboard import WallboardScreen
 
             if len(self.settings.contexts) > 1:  # the board sums the fleet, and lists it on a page
-                app_clusters.watch_fleet(self, self.settings.contexts)
+                self.watch_fleet(self.settings.contexts)
             self.push_screen(WallboardScreen())
         else:
-            from gputui.ui.dashboard import DashboardScreen
+            from gputui.ui.screens.dashboard import DashboardScreen
 
             self.push_screen(DashboardScreen())
             if len(self.settings.contexts) > 1:  # --context a,b: the fleet first
@@ -251,11 +248,12 @@ class GputuiApp(App[None]):
         self.set_interval(1.0, self._tick_age)
         if self.connecting is not None:
             self.push_screen(ConnectingScreen(self.connecting))
-            threading.Thread(target=self._connect_first, name="gputui connect", daemon=True).start()
+            threading.Thread(target=self._connect_first, args=(self.dashboard_view(),), name="gputui connect",
+                             daemon=True).start()
         elif self.snapshot is None:
             self.poll_now()
         else:  # the first read came with the app: the next one is a refresh away
-            self._poll_timer = self.set_timer(self.settings.refresh, self._poll)
+            self._poll_timer = self.set_timer(self.settings.refresh, self._start_poll)
         self.set_timer(0.5, self._watch_looks)  # off the path to the first frame
 
     def on_unmount(self) -> None:
@@ -265,7 +263,7 @@ class GputuiApp(App[None]):
             self.connecting.stop.set()
         stop_credential_plugins()  # a worker waiting on one ends now, not at its timeout
 
-    def _connect_first(self) -> None:
+    def _connect_first(self, view: NodeView | None) -> None:
         """Start-up's connection, on a daemon thread: quitting waits for a worker's thread, never for this one.
         Build the backend (the credential plugin, discovery, access reviews), then read a first snapshot; after a
         failure, which the connecting screen shows, try again."""
@@ -283,7 +281,7 @@ class GputuiApp(App[None]):
                     break
                 state.retry_at = None
                 continue
-            self.prepare_snapshot(snapshot)
+            self.prepare_snapshot(snapshot, view)
             if self.post_message(FirstRead(backend, snapshot)):
                 return
             break
@@ -374,16 +372,24 @@ class GputuiApp(App[None]):
         if self._poll_timer is not None:
             self._poll_timer.stop()
             self._poll_timer = None
-        self._poll()
+        self._start_poll()
+
+    def _start_poll(self) -> None:
+        self._poll(self.dashboard_view())
+
+    def dashboard_view(self) -> NodeView | None:
+        """The dashboard's view (its sort, its filter in use) as a value for a poll to prepare the snapshot by;
+        None without a dashboard (the wallboard). Read on the UI thread, when the poll starts."""
+        return next((s.view for s in self.screen_stack if isinstance(s, NodeOrder)), None)
 
     @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
-    def _poll(self) -> None:
+    def _poll(self, view: NodeView | None) -> None:
         try:
             snapshot, error = self.backend.reader.snapshot(), None
         except Exception as exc:  # a dead backend must never take the UI down
             snapshot, error = None, error_line(exc)
         if snapshot is not None:
-            self.prepare_snapshot(snapshot)
+            self.prepare_snapshot(snapshot, view)
             started = time.monotonic()
             if settle_after_snapshot(started):
                 log.debug("collector: everything collected and frozen out of its walks (%.0f ms)",
@@ -391,9 +397,9 @@ class GputuiApp(App[None]):
         if not get_current_worker().is_cancelled:
             self.post_message(SnapshotReady(snapshot, error))
 
-    def prepare_snapshot(self, snapshot: ClusterSnapshot) -> None:
-        """What every view derives from the whole fleet (figures, pools), worked out in the poll thread and
-        kept on the snapshot: at 65,000 nodes each walk over every node costs most of a second the UI thread
+    def prepare_snapshot(self, snapshot: ClusterSnapshot, view: NodeView | None) -> None:
+        """What every view derives from the whole fleet (figures, pools; the dashboard's rows in `view`'s sort),
+        worked out in the poll thread and kept on the snapshot before the UI is handed it (SnapshotReady): at 65,000 nodes each walk over every node costs most of a second the UI thread
         would otherwise take between two keystrokes. Should it fail, the views ask again on the UI thread,
         where the failure is seen."""
         self._observe_upgrades(snapshot)
@@ -401,10 +407,10 @@ class GputuiApp(App[None]):
             figures(snapshot, self.settings.temp_threshold)
             self.problem_watch.flaps(snapshot, self.settings.temp_threshold)
             fleet_pools(snapshot, self.idle_watch.idle, self.settings.pool_labels)
-            if not self.settings.wallboard:  # the dashboard's rows, in the sort in force
+            if view is not None:  # the dashboard's rows, in the sort in force
                 ctx = row_context(snapshot, self.palette, self.settings.temp_threshold, self.settings.pool_labels)
-                node_order(ctx, *self.node_sort)
-                if self.filter_in_use:  # what the next keystroke tests
+                node_order(ctx, view.sort_index, view.reverse)
+                if view.filtering:  # what the next keystroke tests
                     haystack_columns(snapshot)
 
     def _observe_upgrades(self, snapshot: ClusterSnapshot) -> None:
@@ -429,7 +435,7 @@ class GputuiApp(App[None]):
             self._show_snapshot()
         else:  # a quiet cluster: only the ages move, so only the headers are redrawn
             self._tick_age()
-        self._poll_timer = self.set_timer(self.settings.refresh, self._poll)
+        self._poll_timer = self.set_timer(self.settings.refresh, self._start_poll)
 
     def _flaps_moved(self, old: ClusterSnapshot | None, new: ClusterSnapshot | None) -> bool:
         """A flapping problem came, or one gone for a minute left the count, while no node moved."""
@@ -467,6 +473,23 @@ class GputuiApp(App[None]):
     def on_connected(self, message: Connected) -> None:
         app_clusters.connected(self, message)
 
+    def use_backend(self, settings: Settings, backend: Backend) -> None:
+        """Another cluster (:ctx): its settings, backend and audit identity; nothing of the old one's shown (its
+        snapshot, poll error and idle figures unknown until read); every view redrawn, then a poll. Whoever
+        calls closes the old backend when nothing else uses it (app_clusters.connected)."""
+        self.settings, self.backend = settings, backend
+        self.audit = AuditLog(self.audit.path, getattr(backend.writer, "identity", "unknown"), backend.context)
+        self.snapshot, self.poll_error = None, None
+        self.idle_watch.reset()
+        self._show_snapshot()
+        self.refresh_bindings()  # the footer dims what the new backend cannot do
+        self.poll_now()
+
+    def watch_fleet(self, contexts: tuple[str, ...]) -> None:
+        """Start polling every cluster of the fleet, each on its own worker (the fleet view and the wallboard)."""
+        self.fleet = FleetWatch(contexts)
+        self.fleet.start(self)
+
     def open_fleet(self) -> None:
         app_clusters.open_fleet(self)
 
@@ -475,7 +498,8 @@ class GputuiApp(App[None]):
             self.fleet.store(message)
 
     def on_idle_read(self, message: IdleRead) -> None:
-        self.idle_watch.store(self, message)
+        if self.idle_watch.store(message, self.backend):
+            self._show_snapshot()
 
     def on_canary_progress(self, message: CanaryProgress) -> None:
         self.canary_revision += 1
@@ -484,7 +508,7 @@ class GputuiApp(App[None]):
     # ----- command mode and the theme picker ----------------------------------------
 
     def action_command(self) -> None:
-        from gputui.ui.command_screen import CommandScreen
+        from gputui.ui.screens.command import CommandScreen
 
         if not isinstance(self.screen, CommandScreen):
             self.push_screen(CommandScreen(self.command_choices), self.run_command)
@@ -502,7 +526,7 @@ class GputuiApp(App[None]):
         }
 
     def run_command(self, command: Command | None) -> None:
-        from gputui.ui.commands import ALL_NAMESPACES
+        from gputui.ui.keys.commands import ALL_NAMESPACES
 
         if command is None:
             return
@@ -535,7 +559,7 @@ class GputuiApp(App[None]):
             dashboard.run_command(name, arg)
 
     def _dashboard(self) -> DashboardScreen | None:
-        from gputui.ui.dashboard import DashboardScreen
+        from gputui.ui.screens.dashboard import DashboardScreen
 
         if self.settings.wallboard:
             return None
@@ -547,7 +571,7 @@ class GputuiApp(App[None]):
         """A node's detail, from any screen (screens open it through here: none imports another's). One detail
         screen is built and kept (installed), then aimed at each node opened: building and styling its widgets
         was most of the time an open took (benchmarks/keys.py). A second detail above the first gets its own."""
-        from gputui.ui.node_detail import NodeDetailScreen
+        from gputui.ui.screens.node_detail import NodeDetailScreen
 
         if not self.is_screen_installed(NODE_DETAIL):
             self.install_screen(NodeDetailScreen(name), NODE_DETAIL)
@@ -560,7 +584,7 @@ class GputuiApp(App[None]):
         self.push_screen(kept)
 
     def action_themes(self) -> None:
-        from gputui.ui.theme_picker import ThemePickerScreen
+        from gputui.ui.screens.theme_picker import ThemePickerScreen
 
         if not isinstance(self.screen, ThemePickerScreen):
             names = sorted(self.available_themes, key=lambda n: (not n.startswith("gputui-"), n))  # ours first
@@ -598,12 +622,12 @@ class GputuiApp(App[None]):
         self._close_messages_no_wait()
 
     @property
-    def drain_session(self) -> DrainSession | None:
+    def last_drain(self) -> DrainRun | None:
         """The drain started last (the one `p` opens when it is the only one)."""
         return self.drains[-1] if self.drains else None
 
     @property
-    def running_drains(self) -> list[DrainSession]:
+    def running_drains(self) -> list[DrainRun]:
         return [s for s in self.drains if not s.finished]
 
     async def action_quit(self) -> None:
@@ -612,7 +636,7 @@ class GputuiApp(App[None]):
         if not draining and not running:
             self.exit()
             return
-        from gputui.ui.confirm import ConfirmScreen
+        from gputui.ui.screens.confirm import ConfirmScreen
 
         def answer(yes: bool | None) -> None:
             if yes:
@@ -635,7 +659,7 @@ class GputuiApp(App[None]):
                                        "Quit during a canary?", "\n".join(said)), answer)
 
     def action_help(self) -> None:
-        from gputui.ui.help import HelpScreen
+        from gputui.ui.screens.help import HelpScreen
 
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen))

@@ -1,14 +1,13 @@
 """The app's clusters: the context it is on (`:ctx` switches, off the UI thread, the old one kept until the new
-one answers) and the fleet it watches (`:fleet`, `--context a,b`: gputui.ui.fleet_watch). Functions of
-the app (GputuiApp's handlers and commands call them), kept here so the app stays its spine."""
+one answers) and the fleet it watches (`:fleet`, `--context a,b`: gputui.ui.runs.fleet_watch). Functions of
+the app (GputuiApp's handlers and commands call them), kept here so the app stays its spine. They change the
+app only through its methods (use_backend, watch_fleet): no field of it is written from here."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from gputui.backends.base import error_line
-from gputui.ops.audit import AuditLog
-from gputui.ui.fleet_watch import FleetWatch
 from gputui.ui.messages import Connected
 
 if TYPE_CHECKING:
@@ -57,12 +56,9 @@ def connected(app: GputuiApp, message: Connected) -> None:
     if message.backend is None:
         app.notify(f"{message.context}: {message.error}", severity="error", markup=False)
         return
-    settings, backend = message.settings, message.backend
+    backend = message.backend
     old = app.backend
-    app.settings, app.backend = settings, backend
-    app.audit = AuditLog(app.audit.path, getattr(backend.writer, "identity", "unknown"), backend.context)
-    app.snapshot, app.poll_error = None, None
-    app.idle_watch.reset()
+    app.use_backend(message.settings, backend)
     on_old = [s for s in app.running_drains if s.backend is old]
     if on_old:
         # The running drains keep their own connection (the last to end closes it): closing it now would
@@ -72,15 +68,12 @@ def connected(app: GputuiApp, message: Connected) -> None:
     else:
         old.close()
         app.notify(f"now on {backend.context}")
-    app._show_snapshot()
-    app.refresh_bindings()  # the footer dims what the new backend cannot do
-    app.poll_now()
 
 
 def open_fleet(app: GputuiApp) -> None:
     """The fleet view: the configured contexts (--context a,b or contexts:), else the kubeconfig's."""
     from gputui.backends.factory import context_names
-    from gputui.ui.fleet_screen import FleetScreen
+    from gputui.ui.screens.fleet import FleetScreen
 
     if app.fleet is None:
         if app.settings.pin_context and not app.settings.contexts:
@@ -93,11 +86,5 @@ def open_fleet(app: GputuiApp) -> None:
         if not contexts or app.backend.simulated:
             app.notify("no fleet: the demo cluster, or a kubeconfig with no contexts", severity="warning")
             return
-        watch_fleet(app, contexts)
+        app.watch_fleet(contexts)
     app.push_screen(FleetScreen())
-
-
-def watch_fleet(app: GputuiApp, contexts: tuple[str, ...]) -> None:
-    """Start polling every cluster of the fleet, each on its own worker (the fleet view and the wallboard)."""
-    app.fleet = FleetWatch(contexts)
-    app.fleet.start(app)

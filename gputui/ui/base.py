@@ -1,11 +1,12 @@
 """The spine every gputui screen stands on: a typed app, and how its state reaches a screen.
 
-The app owns the state (settings, backend, snapshot, palette, drain session, canaries) and announces its changes
-through four signals: `data_revision` (a new snapshot, a poll error, the theme, the namespace view), `clock_tick`
-(a second passed: ages move), `drain_revision` (the running drain moved) and `canary_revision` (a guided canary
-moved). Every ClusterScreen, ClusterModal and ClusterWidget subscribes when it mounts, draws from `self.app`
-(typed as GputuiApp), never from a copy, and repaints what it redraws: the signals repaint nothing themselves.
-Its subscriptions end with it.
+The app owns the state (settings, backend, snapshot, palette, drain and canary runs) and announces its changes
+through four revision counters: `data_revision` (a new snapshot, a poll error, the theme, the namespace view),
+`clock_tick` (a second passed: ages move), `drain_revision` (the running drain moved) and `canary_revision` (a
+guided canary moved). Every ClusterScreen, ClusterModal and ClusterWidget subscribes when it mounts, draws from
+`self.app` (typed as GputuiApp), never from a copy, and repaints what it redraws: the counters repaint nothing
+themselves. Its subscriptions end with it. (They are not "signals": in gputui those are a version's engine
+signals, gputui.vocabulary.signals.)
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ class SnapshotView:
 
 
 def subscribe(view: SnapshotView, node: DOMNode, only_on_top: Screen | None) -> None:
-    """Make `view` follow the app's four signals. `only_on_top`: ages are redrawn only while that screen
+    """Make `view` follow the app's four revision counters. `only_on_top`: ages are redrawn only while that screen
     is the one shown (screens below it are redrawn when they come back)."""
     app = node.app
 

@@ -1,9 +1,14 @@
 """What a thread worker hands to the UI. This is the one way a result crosses from a worker thread to the UI
 thread: the worker posts one of these messages (post_message is thread-safe) and a handler on the UI's loop
-takes it. No worker calls into the UI (no call_from_thread), and no screen polls shared state."""
+takes it. No worker calls into the UI (no call_from_thread), and no screen polls shared state.
+
+Each is a dataclass: its fields are what it carries. Textual's Message.__init__ is its __post_init__, which the
+dataclass's __init__ calls (sender, time, propagation flags). The handler's name comes from the class name, as
+before (tests/ui/test_messages.py)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from textual.message import Message
@@ -20,140 +25,128 @@ if TYPE_CHECKING:
     from gputui.vocabulary.signals import VersionSignals
 
 
+@dataclass
 class SnapshotReady(Message):
     """A fresh snapshot (or why there is none). A newer one replaces a queued older one."""
 
-    def __init__(self, snapshot: ClusterSnapshot | None, error: str | None) -> None:
-        super().__init__()
-        self.snapshot = snapshot
-        self.error = error
+    snapshot: ClusterSnapshot | None
+    error: str | None
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, SnapshotReady)
 
 
+@dataclass
 class DrainProgress(Message):
-    """The running drain's session moved (a pod's state, a count, a log line, or its end). Progress is
-    carried by the session itself, so a queued one is replaced by the next: the board draws the latest."""
+    """A running drain moved (a pod's state, a count, a log line, or its end). Progress is carried by
+    the drain's run (runs.drain.DrainRun) itself, so a queued one is replaced by the next: the board draws the
+    latest."""
 
-    def __init__(self, finished: bool) -> None:
-        super().__init__()
-        self.finished = finished
+    finished: bool
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, DrainProgress) and not message.finished
 
 
+@dataclass
 class CanaryProgress(Message):
-    """A guided canary (app.canaries[service]) logged a line or ended; the session carries the rest."""
+    """A guided canary (app.canaries[service]) logged a line or ended; its run (runs.canary.CanaryRun) carries the rest."""
 
-    def __init__(self, service: str) -> None:
-        super().__init__()
-        self.service = service
+    service: str
 
 
+@dataclass
 class WriteDone(Message):
     """A write (cordon, shift, uncordon…) ended: what to tell the operator."""
 
-    def __init__(self, title: str, text: str, failed: bool) -> None:
-        super().__init__()
-        self.title = title
-        self.text = text
-        self.failed = failed
+    title: str
+    text: str
+    failed: bool
 
 
+@dataclass
 class Connected(Message):
     """A context switch ended: the new backend, or why there is none."""
 
-    def __init__(self, context: str, settings: Settings, backend: Backend | None, error: str | None) -> None:
-        super().__init__()
-        self.context = context
-        self.settings = settings
-        self.backend = backend
-        self.error = error
+    context: str
+    settings: Settings
+    backend: Backend | None
+    error: str | None
 
 
+@dataclass
 class HistoryRead(Message):
     """A node's full GPU rows (None when the snapshot's are complete) and per-GPU utilisation history, for
     the node named (the detail screen may show another by the time it arrives)."""
 
-    def __init__(self, gpus: tuple[Gpu, ...] | None, history: dict[int, list[float | None]], node: str) -> None:
-        super().__init__()
-        self.gpus = gpus
-        self.history = history
-        self.node = node
+    gpus: tuple[Gpu, ...] | None
+    history: dict[int, list[float | None]]
+    node: str
 
 
+@dataclass
 class DescriptionRead(Message):
     """describe's on-demand read of a node (taints, heartbeat, events), or why it failed."""
 
-    def __init__(self, node: str, description: NodeDescription | None, error: str | None) -> None:
-        super().__init__()
-        self.node = node
-        self.description = description
-        self.error = error
+    node: str
+    description: NodeDescription | None
+    error: str | None
 
 
+@dataclass
 class SignalsRead(Message):
     """A service's versions' error ratio and p95 latency from the engines' metrics, or why they are unknown."""
 
-    def __init__(self, signals: dict[str, VersionSignals] | None, error: str) -> None:
-        super().__init__()
-        self.signals = signals
-        self.error = error
+    signals: dict[str, VersionSignals] | None
+    error: str
 
 
+@dataclass
 class ChecksRun(Message):
     """The checks, run on one snapshot off the UI thread (at 10,000 nodes they take a few hundred ms), and the
     metrics store's facts they used (re-read only now and then: a window of 30 minutes moves slowly)."""
 
-    def __init__(self, results: list[CheckResult], facts: CheckFacts, facts_at: float) -> None:
-        super().__init__()
-        self.results = results
-        self.facts = facts
-        self.facts_at = facts_at
+    results: list[CheckResult]
+    facts: CheckFacts
+    facts_at: float
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, ChecksRun)
 
 
+@dataclass
 class RouteRead(Message):
     """The shift dialog's read of a route: the plan made on it as it is now, or why it could not be read."""
 
-    def __init__(self, seq: int, plan: ShiftPlan | None, error: str | None) -> None:
-        super().__init__()
-        self.seq = seq
-        self.plan = plan
-        self.error = error
+    seq: int
+    plan: ShiftPlan | None
+    error: str | None
 
 
+@dataclass
 class PlanRead(Message):
     """A plan built off the UI thread on the objects as read now (the service screen's undo, rollback and
     Argo verbs), or why it could not be built."""
 
-    def __init__(self, title: str, plan: ShiftPlan | None, error: str | None) -> None:
-        super().__init__()
-        self.title = title
-        self.plan = plan
-        self.error = error
+    title: str
+    plan: ShiftPlan | None
+    error: str | None
 
 
+@dataclass
 class IdleRead(Message):
     """Per node, GPUs allocated but idle over the window, or why that is unknown; `asked`: the backend read
     (an answer from a cluster since left is dropped)."""
 
-    def __init__(self, idle: IdleReading | None, why: str, asked: object) -> None:
-        super().__init__()
-        self.idle = idle
-        self.why = why
-        self.asked = asked
+    idle: IdleReading | None
+    why: str
+    asked: object
 
 
+@dataclass
 class FleetRead(Message):
     """One cluster of the fleet read (or not): its snapshot, or why there is none this time."""
 
-    def __init__(self, context: str, snapshot: ClusterSnapshot | None, error: str) -> None:
-        super().__init__()
-        self.context = context
-        self.snapshot = snapshot
-        self.error = error
+    context: str
+    snapshot: ClusterSnapshot | None
+    error: str

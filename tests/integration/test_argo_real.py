@@ -147,8 +147,8 @@ async def _promote_then_roll_back_in_the_tui(cluster, api, controller, tmp_path)
     from gputui.ops.audit import AuditLog
     from gputui.settings import Settings
     from gputui.ui.app import GputuiApp
-    from gputui.ui.confirm import ConfirmScreen
-    from gputui.ui.service_screen import ServiceScreen
+    from gputui.ui.screens.confirm import ConfirmScreen
+    from gputui.ui.screens.service import ServiceScreen
 
     settings = Settings(kubeconfig=str(cluster.admin_kubeconfig), refresh=1.0)
     backend = live_backend(settings)

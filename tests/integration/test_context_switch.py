@@ -6,7 +6,7 @@ from gputui.backends.kube_backend import live_backend
 from gputui.ops.audit import AuditLog
 from gputui.settings import Settings
 from gputui.ui.app import GputuiApp
-from gputui.ui.command_screen import CommandScreen
+from gputui.ui.screens.command import CommandScreen
 from tests.support.terminal import until
 
 

@@ -100,8 +100,8 @@ async def test_each_cluster_polls_on_its_own_and_a_stopped_one_goes_stale(cluste
                                                                         monkeypatch):
     from gputui.backends.kube_backend import live_backend
     from gputui.ui.app import GputuiApp
-    from gputui.ui.dashboard import DashboardScreen
-    from gputui.ui.fleet_screen import FleetScreen
+    from gputui.ui.screens.dashboard import DashboardScreen
+    from gputui.ui.screens.fleet import FleetScreen
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     kubeconfig = merged_kubeconfig(tmp_path / "fleet.yaml", east=cluster, west=west)
@@ -161,7 +161,7 @@ async def test_the_wallboard_sums_the_fleet_and_lists_its_clusters(cluster, fake
     from gputui.backends.kube_backend import live_backend
     from gputui.policy.fleet import fleet_total
     from gputui.ui.app import GputuiApp
-    from gputui.ui.wallboard import WallboardScreen
+    from gputui.ui.screens.wallboard import WallboardScreen
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     kubeconfig = merged_kubeconfig(tmp_path / "fleet.yaml", east=cluster, west=west)

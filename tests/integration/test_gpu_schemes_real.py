@@ -136,7 +136,7 @@ async def test_node_detail_lists_slices_and_devices_with_the_pods_holding_them(c
     from gputui.ops.audit import AuditLog
     from gputui.settings import Settings
     from gputui.ui.app import GputuiApp
-    from gputui.ui.node_detail import NodeDetailScreen
+    from gputui.ui.screens.node_detail import NodeDetailScreen
 
     settings = Settings(kubeconfig=str(cluster.admin_kubeconfig), refresh=1.0)
     backend = live_backend(settings)

@@ -130,8 +130,8 @@ async def test_every_write_key_is_refused_and_writes_nothing(way, cluster, route
     from gputui.cli.parser import build_parser, settings_from
     from gputui.ops.audit import AuditLog
     from gputui.ui.app import GputuiApp
-    from gputui.ui.command_screen import CommandScreen
-    from gputui.ui.service_screen import ServiceScreen
+    from gputui.ui.screens.command import CommandScreen
+    from gputui.ui.screens.service import ServiceScreen
 
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gputui.ui.virtual_table import VirtualTable
+from gputui.ui.widgets.virtual_table import VirtualTable
 
 
 async def wait_for(pilot, predicate, timeout: float = 15.0, what=None) -> None:  # a busy 2-core CI
@@ -32,7 +32,7 @@ async def idle_read(pilot) -> None:
 
 async def wallboard_loaded(pilot) -> None:
     """The wallboard shows the first snapshot."""
-    from gputui.ui.wallboard import WallboardScreen
+    from gputui.ui.screens.wallboard import WallboardScreen
 
     await wait_for(pilot, lambda: pilot.app.snapshot is not None and isinstance(pilot.app.screen, WallboardScreen))
     await pilot.pause()
@@ -49,7 +49,7 @@ def screen_lines(app) -> list[str]:
 
 
 async def command(pilot, text: str, *then: str) -> None:
-    from gputui.ui.command_screen import CommandScreen
+    from gputui.ui.screens.command import CommandScreen
 
     await pilot.press("colon")
     await wait_for(pilot, lambda: isinstance(pilot.app.screen, CommandScreen))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gputui.ui.service_screen import ServiceScreen
+from gputui.ui.screens.service import ServiceScreen
 from tests.ui.pilot import loaded, wait_for
 
 MISTRAL = "llm/mistral-7b"

@@ -43,7 +43,7 @@ async def test_at_80x24_the_problem_column_says_each_worst_problem_whole(app_fac
 
 
 async def test_the_header_d_alert_and_the_wallboard_give_one_count(app_factory):
-    from gputui.ui.diagnostics_screen import DiagnosticsScreen
+    from gputui.ui.screens.diagnostics import DiagnosticsScreen
 
     app = app_factory()
     async with app.run_test(size=(200, 50)) as pilot:

@@ -5,7 +5,7 @@ would be held and why and offers `f`; a held canary waits with its keys live, an
 
 from __future__ import annotations
 
-from gputui.ui.canary_dialog import CanaryConfirm
+from gputui.ui.screens.canary_confirm import CanaryConfirm
 from tests.ui.pilot import wait_for
 from tests.ui.service_kit import MISTRAL, body_text, open_service, weights
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from textual.widgets import Input, Static
 
-from gputui.ui.command_screen import CommandScreen
-from gputui.ui.confirm import ConfirmScreen
-from gputui.ui.diagnostics_screen import DiagnosticsScreen
-from gputui.ui.drain_plan_screen import DrainPlanScreen
-from gputui.ui.node_detail import NodeDetailScreen
-from gputui.ui.theme_picker import ThemePickerScreen
-from gputui.ui.traffic_screen import TrafficShiftScreen
+from gputui.ui.screens.command import CommandScreen
+from gputui.ui.screens.confirm import ConfirmScreen
+from gputui.ui.screens.diagnostics import DiagnosticsScreen
+from gputui.ui.screens.drain_plan import DrainPlanScreen
+from gputui.ui.screens.node_detail import NodeDetailScreen
+from gputui.ui.screens.theme_picker import ThemePickerScreen
+from gputui.ui.screens.traffic_shift import TrafficShiftScreen
 from tests.ui.pilot import command, loaded, wait_for
 
 # The demo's fleet, by hand (tests/demo_figures.py): cards, MIG slices, shared replicas, DRA devices in use/offered,
@@ -106,9 +106,9 @@ async def test_ctx_on_the_demo_says_there_is_one(app_factory):
 
 
 async def test_check_screen_lists_failures_first_and_enter_shows_the_objects_and_fix(app_factory):
-    from gputui.ui.check_screen import CheckScreen
-    from gputui.ui.detail_screen import DetailScreen
-    from gputui.ui.item_list import ItemList
+    from gputui.ui.screens.check import CheckScreen
+    from gputui.ui.screens.detail import DetailScreen
+    from gputui.ui.widgets.item_list import ItemList
 
     app = app_factory()
     async with app.run_test(size=(100, 30)) as pilot:
@@ -126,9 +126,9 @@ async def test_check_screen_lists_failures_first_and_enter_shows_the_objects_and
 
 
 async def test_pools_and_versions_screens_show_the_demos_pools_drift_and_failed_upgrade(app_factory):
-    from gputui.ui.key_table import KeyTable
-    from gputui.ui.pools_screen import PoolsScreen
-    from gputui.ui.versions_screen import VersionsScreen
+    from gputui.ui.screens.pools import PoolsScreen
+    from gputui.ui.screens.versions import VersionsScreen
+    from gputui.ui.widgets.key_table import KeyTable
 
     app = app_factory()
     async with app.run_test(size=(160, 40)) as pilot:
@@ -160,8 +160,8 @@ async def test_pools_at_80_columns_keep_util_and_idle_on_screen_and_a_wider_scre
     """Each scheme's figures (83/167+5/36MIG+...) pushed Util and Idle off an 80-column screen: below 100 columns
     the table shows whole cards and a "+", as the header does, and says what "+" means; widened, it shows each
     scheme, in columns made as wide as that (not cut to the narrow ones)."""
-    from gputui.ui.key_table import KeyTable
-    from gputui.ui.pools_screen import PoolsScreen
+    from gputui.ui.screens.pools import PoolsScreen
+    from gputui.ui.widgets.key_table import KeyTable
 
     app = app_factory()
     async with app.run_test(size=(80, 24)) as pilot:

@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-from gputui.ui.drain_board import DrainProgressScreen
-from gputui.ui.drains_list import DrainsListScreen
+from gputui.ui.screens.drain_progress import DrainProgressScreen
+from gputui.ui.screens.drains_list import DrainsListScreen
 from tests.ui.pilot import loaded, rows, wait_for
 
 
@@ -14,14 +14,14 @@ async def _drain(app, pilot, node_filter: str) -> str:
     await pilot.press("slash", *node_filter, "enter")
     node = rows(app)[0]
     await pilot.press("r", "enter")
-    await wait_for(pilot, lambda: isinstance(app.screen, DrainProgressScreen) and app.screen.session.nodes == [node])
+    await wait_for(pilot, lambda: isinstance(app.screen, DrainProgressScreen) and app.screen.drain.nodes == [node])
     await pilot.press("escape")  # back to the dashboard: the drain goes on
     await wait_for(pilot, lambda: not isinstance(app.screen, DrainProgressScreen))
     return node
 
 
 async def test_two_drains_run_side_by_side_and_p_lists_them(app_factory):
-    from gputui.ui.confirm import ConfirmScreen
+    from gputui.ui.screens.confirm import ConfirmScreen
 
     app = app_factory()
     async with app.run_test(size=(140, 45)) as pilot:
@@ -43,7 +43,7 @@ async def test_two_drains_run_side_by_side_and_p_lists_them(app_factory):
         assert all(t.startswith("running") for t in texts), texts
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, DrainProgressScreen))
-        assert app.screen.session in app.drains
+        assert app.screen.drain in app.drains
         await pilot.press("escape", "escape")
         await pilot.press("q")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))

@@ -8,10 +8,10 @@ from gputui.backends.base import Backend
 from gputui.settings import Settings
 from gputui.snapshot import ClusterSnapshot, SourceStatus
 from gputui.ui.app import GputuiApp
-from gputui.ui.confirm import ConfirmScreen
-from gputui.ui.help import HelpScreen
-from gputui.ui.node_detail import NodeDetailScreen
-from gputui.ui.virtual_table import VirtualTable
+from gputui.ui.screens.confirm import ConfirmScreen
+from gputui.ui.screens.help import HelpScreen
+from gputui.ui.screens.node_detail import NodeDetailScreen
+from gputui.ui.widgets.virtual_table import VirtualTable
 from gputui.vocabulary.model import Condition, Node
 from tests.support.audit_lines import written
 from tests.ui.pilot import loaded, rows, wait_for
@@ -207,7 +207,7 @@ async def test_a_filter_in_use_has_the_poll_thread_ready_its_next_keystroke(app_
 
         def prepared() -> bool:
             snap = app.backend.reader.snapshot()
-            app.prepare_snapshot(snap)
+            app.prepare_snapshot(snap, app.dashboard_view())
             return "haystack-columns" in snap._derived
 
         assert not prepared()  # no filter: no work for it
@@ -343,7 +343,7 @@ async def test_stale_data_is_marked():
 
 
 async def test_diagnostics_screen_lists_findings(app_factory):
-    from gputui.ui.diagnostics_screen import DiagnosticsScreen
+    from gputui.ui.screens.diagnostics import DiagnosticsScreen
 
     app = app_factory()
     async with app.run_test(size=(120, 40)) as pilot:
@@ -377,9 +377,9 @@ async def test_audit_log_has_a_cursor_dates_parameters_and_a_detail(app_factory)
 
     from rich.console import Console
 
-    from gputui.ui.audit_screen import AuditScreen, params_text
-    from gputui.ui.detail_screen import DetailScreen
-    from gputui.ui.item_list import ItemList
+    from gputui.ui.screens.audit import AuditScreen, params_text
+    from gputui.ui.screens.detail import DetailScreen
+    from gputui.ui.widgets.item_list import ItemList
 
     app = app_factory()
     async with app.run_test(size=(120, 40)) as pilot:
@@ -406,8 +406,8 @@ async def test_audit_log_has_a_cursor_dates_parameters_and_a_detail(app_factory)
 
 
 async def test_enter_on_a_finding_opens_its_node(app_factory):
-    from gputui.ui.diagnostics_screen import DiagnosticsScreen
-    from gputui.ui.item_list import ItemList
+    from gputui.ui.screens.diagnostics import DiagnosticsScreen
+    from gputui.ui.widgets.item_list import ItemList
 
     app = app_factory()
     async with app.run_test(size=(120, 40)) as pilot:
@@ -474,7 +474,7 @@ async def test_the_footer_is_one_widget_whose_keys_answer_a_click_and_dim_what_r
     """The footer draws its keys on one line (Textual's Footer rebuilt a widget per key on every screen
     change: most of a node detail's open and close at any fleet size). A click on a key presses it; a write
     key a read-only backend cannot use is dimmed and a click on it writes nothing."""
-    from gputui.ui.footer import KeyFooter
+    from gputui.ui.widgets.footer import KeyFooter
 
     app = app_factory(read_only=True)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -493,7 +493,7 @@ async def test_the_footer_is_one_widget_whose_keys_answer_a_click_and_dim_what_r
 
 
 async def test_a_refresh_in_which_only_session_counts_moved_repaints_the_services_alone(app_factory, monkeypatch):
-    """Session counts move at every refresh; a node's row shows none of them. The app's signals once repainted
+    """Session counts move at every refresh; a node's row shows none of them. The app's revision counters once repainted
     the whole screen at each (a full frame at 200x50 is about 50 ms of CPU, then every second for the age), and
     the node table painted its rows again for every new snapshot. Now the node rows stay painted and the frame
     is a partial one: the services panel, whose session column moved, and the header."""
@@ -517,7 +517,7 @@ async def test_a_refresh_in_which_only_session_counts_moved_repaints_the_service
         real_full = screen._compositor.render_full_update
         monkeypatch.setattr(screen._compositor, "render_full_update", lambda *a, **k: (full.append(True), real_full(*a, **k))[1])
         moved = replace(snap, session_counts={k: v + 3 for k, v in snap.session_counts.items()}, taken_at=snap.taken_at + 1)
-        app.prepare_snapshot(moved)
+        app.prepare_snapshot(moved, app.dashboard_view())
         app.post_message(SnapshotReady(moved, None))
         await wait_for(pilot, lambda: app.snapshot is moved)
         await pilot.pause()
@@ -530,8 +530,8 @@ async def test_a_switch_to_a_read_only_cluster_dims_the_write_keys_at_once(app_f
     where writes are unavailable it is painted again, without waiting for a key or a screen change."""
     from gputui.backends.demo import demo_backend
     from gputui.settings import Settings
-    from gputui.ui.footer import KeyFooter
     from gputui.ui.messages import Connected
+    from gputui.ui.widgets.footer import KeyFooter
 
     app = app_factory()
     async with app.run_test(size=(80, 24)) as pilot:

@@ -5,7 +5,7 @@ is one row, so the newest stays in sight; a finished board's escape no longer sa
 from __future__ import annotations
 
 from gputui.ops.drain.events import EventKind as K
-from gputui.ui.drain_board import DrainProgressScreen
+from gputui.ui.screens.drain_progress import DrainProgressScreen
 from tests.ui.pilot import loaded, rows, wait_for
 
 
@@ -17,11 +17,11 @@ async def test_a_batch_board_at_80x24_says_which_node_which_version_and_stays_in
         first, second = sorted(rows(app)[:2])  # drained in this order, one at a time
         await pilot.press("space", "space", "r", "enter")
         await wait_for(pilot, lambda: isinstance(app.screen, DrainProgressScreen))
-        board, session = app.screen, app.drain_session
+        board, drain = app.screen, app.last_drain
         table = board.query_one("#drain-pods")
-        await wait_for(pilot, lambda: table.row_count and any(r.state is K.WAITING for r in session.pods.values()))
+        await wait_for(pilot, lambda: table.row_count and any(r.state is K.WAITING for r in drain.pods.values()))
         assert [str(c.label) for c in table.columns.values()][:2] == ["Node", "Pod"]
-        cells = [[str(c) for c in table.get_row(k)] for k in session.pods]
+        cells = [[str(c) for c in table.get_row(k)] for k in drain.pods]
         assert all(row[0] == first.removeprefix("gpu-") for row in cells), cells
         versions = {row[1].rsplit("-", 2)[-2].lstrip("…") for row in cells}
         assert {"v1", "v2"} <= versions, cells  # llama's two versions, told apart in 17 columns
@@ -31,13 +31,13 @@ async def test_a_batch_board_at_80x24_says_which_node_which_version_and_stays_in
         for _ in range(400):
             app.test_clock.advance(5)
             await pilot.pause(0.02)
-            if session.finished:
+            if drain.finished:
                 break
-        assert session.finished
+        assert drain.finished
         await wait_for(pilot, lambda: "FINISHED" in str(board.query_one("#drain-summary").render()))
         log = str(board.query_one("#drain-log").render()).splitlines()
         assert len(log) <= 6 and all(len(line) <= 80 for line in log), log
-        assert session.log[-1][:40] in "\n".join(log)  # the last line in sight
-        gone = [k for k, r in session.pods.items() if r.state is K.GONE]
+        assert drain.log[-1][:40] in "\n".join(log)  # the last line in sight
+        gone = [k for k, r in drain.pods.items() if r.state is K.GONE]
         assert gone and all(str(table.get_row(k)[3]).strip() == "–" for k in gone)
         assert board.check_action("app.pop_screen", ()) is False and board.check_action("back", ()) is True

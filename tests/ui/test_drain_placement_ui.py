@@ -8,7 +8,7 @@ from rich.console import Console
 
 from gputui.ops.drain.options import DrainOptions
 from gputui.ops.drain.placement import SHORT_CAVEAT
-from gputui.ui.drain_plan_screen import DrainPlanScreen
+from gputui.ui.screens.drain_plan import DrainPlanScreen
 from gputui.vocabulary.scheduling import PodScheduling
 from tests.ui.pilot import loaded, wait_for
 

@@ -1,8 +1,8 @@
 import io
 import time
 
-from gputui.ui.drain_board import DrainProgressScreen
-from gputui.ui.drain_plan_screen import DrainPlanScreen
+from gputui.ui.screens.drain_plan import DrainPlanScreen
+from gputui.ui.screens.drain_progress import DrainProgressScreen
 from gputui.vocabulary.model import DRAIN_PHASE_ANNOTATION
 from tests.support.audit_lines import written
 from tests.ui.pilot import loaded, rows, wait_for
@@ -21,15 +21,15 @@ async def test_drain_plan_then_progress_then_done(app_factory, tmp_path):
         assert not app.snapshot.node(node).unschedulable
         await pilot.press("r", "enter")
         await wait_for(pilot, lambda: isinstance(app.screen, DrainProgressScreen))
-        session = app.drain_session
+        drain = app.last_drain
         # The demo clock is hand-moved: let sessions run down while the drain polls (bge-large's budget lets one
         # pod out of rotation at a time, each trusted quiet 30 s after it left).
         for _ in range(300):
             app.test_clock.advance(3)
             await pilot.pause(0.05)
-            if session.finished:
+            if drain.finished:
                 break
-        assert session.finished
+        assert drain.finished
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.snapshot.node(node).annotations.get(DRAIN_PHASE_ANNOTATION) == "done")
         assert not [p for p in app.snapshot.pods_on(node) if p.owner_kind != "DaemonSet" and not p.deleting]
@@ -51,13 +51,13 @@ async def test_drain_blocked_plan_cannot_start(app_factory):
         await pilot.press("e")  # delete-emptydir-data
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, DrainProgressScreen))
-        app.drain_session.controls[job_node].abort(uncordon=True)
+        app.last_drain.controls[job_node].abort(uncordon=True)
         for _ in range(50):
             app.test_clock.advance(1)
             await pilot.pause(0.05)
-            if app.drain_session.finished:
+            if app.last_drain.finished:
                 break
-        assert app.drain_session.finished
+        assert app.last_drain.finished
 
 
 async def test_read_only_cannot_drain(app_factory):
@@ -86,43 +86,43 @@ async def _board(app, pilot, node_filter: str = "h100-01"):
     await pilot.press("slash", *node_filter, "enter")
     await pilot.press("r", "enter")
     await wait_for(pilot, lambda: isinstance(app.screen, DrainProgressScreen))
-    session = app.drain_session
-    await wait_for(pilot, lambda: any(r.state == "waiting" for r in session.pods.values()))
-    await wait_for(pilot, lambda: app.screen.query_one("#drain-pods").row_count == len(session.pods))
-    return session
+    drain = app.last_drain
+    await wait_for(pilot, lambda: any(r.state == "waiting" for r in drain.pods.values()))
+    await wait_for(pilot, lambda: app.screen.query_one("#drain-pods").row_count == len(drain.pods))
+    return drain
 
 
 async def test_board_keys_that_cut_or_stop_ask_first_and_say_how_many(app_factory):
     """The bug: on the board `e` evicted a pod holding dozens of live sessions at once, and `a`/`U` acted
     without a word, while on the plan screen just before `e` was a harmless toggle."""
-    from gputui.ui.confirm import ConfirmScreen
+    from gputui.ui.screens.confirm import ConfirmScreen
 
     app = app_factory()
     async with app.run_test(size=(140, 45)) as pilot:
-        session = await _board(app, pilot)
+        drain = await _board(app, pilot)
         board = app.screen
-        key = next(k for k, r in session.pods.items() if r.state == "waiting")
-        board.query_one("#drain-pods").move_cursor(row=list(session.pods).index(key))
-        sessions = session.pods[key].sessions
+        key = next(k for k, r in drain.pods.items() if r.state == "waiting")
+        board.query_one("#drain-pods").move_cursor(row=list(drain.pods).index(key))
+        sessions = drain.pods[key].sessions
         await pilot.press("e")
         assert isinstance(app.screen, ConfirmScreen)
         assert f"{sessions} live sessions will be cut" in str(app.screen._body)
         await pilot.press("n")  # no: nothing happens
         await pilot.pause()
-        assert not session.controls[session.pods[key].node]._evict_now
+        assert not drain.controls[drain.pods[key].node]._evict_now
         for key_name, _uncordon in (("a", False), ("U", True)):
             await pilot.press(key_name)
             assert isinstance(app.screen, ConfirmScreen) and "No session is cut" in str(app.screen._body)
             await pilot.press("escape")
             await pilot.pause()
-            assert not any(c.aborted for c in session.controls.values())
+            assert not any(c.aborted for c in drain.controls.values())
         await pilot.press("a", "y")
         for _ in range(100):
             app.test_clock.advance(1)
             await pilot.pause(0.05)
-            if session.finished:
+            if drain.finished:
                 break
-        assert session.finished and session.aborted
+        assert drain.finished and drain.aborted
         await wait_for(pilot, lambda: "ABORTED" in str(board.query_one("#drain-summary").render()))
         # A finished board stops counting and its actions are gone, not toasts about nothing.
         assert "running" not in str(board.query_one("#drain-summary").render())
@@ -133,20 +133,20 @@ async def test_board_keys_that_cut_or_stop_ask_first_and_say_how_many(app_factor
 async def test_board_shows_each_waiting_pods_deadline_and_what_comes_next(app_factory):
     app = app_factory()
     async with app.run_test(size=(140, 45)) as pilot:
-        session = await _board(app, pilot)
+        drain = await _board(app, pilot)
         table = app.screen.query_one("#drain-pods")
         await wait_for(pilot, lambda: table.row_count and " in " in str(table.get_row_at(0)[4]))
         row = table.get_row_at(0)
         deadline, detail = str(row[4]), str(row[5])
         assert " in 15m" in deadline  # a clock time and a countdown
         # What comes next: evicted once empty, or at the deadline; out of rotation, since when and how soon.
-        first = session.pods[next(iter(session.pods))]
+        first = drain.pods[next(iter(drain.pods))]
         if first.out_since is None:
             assert "evicted at <= 0 sessions, or at the deadline" in detail, detail
         else:
             assert detail.startswith("out of rotation since ") and detail.endswith(
                 ", then evicted (the deadline cuts what is left)"), detail
-        app.drain_session.controls[next(iter(session.controls))].abort()
+        app.last_drain.controls[next(iter(drain.controls))].abort()
 
 
 async def test_a_context_switch_during_a_drain_leaves_the_drains_connection_open(app_factory):
@@ -158,37 +158,37 @@ async def test_a_context_switch_during_a_drain_leaves_the_drains_connection_open
 
     app = app_factory()
     async with app.run_test(size=(140, 45)) as pilot:
-        session = await _board(app, pilot)
+        drain = await _board(app, pilot)
         old = app.backend
         closed = []
         old.reader.close = lambda: closed.append(True)  # noqa: E731 - record instead of closing
         app.post_message(Connected("demo", Settings(demo=True), demo_backend(seed=3), None))
         await wait_for(pilot, lambda: app.backend is not old)
-        assert app.backend is not old and session.backend is old and closed == []
-        for control in session.controls.values():
+        assert app.backend is not old and drain.backend is old and closed == []
+        for control in drain.controls.values():
             control.abort()
         for _ in range(100):
             app.test_clock.advance(1)
             await pilot.pause(0.05)
-            if session.finished:
+            if drain.finished:
                 break
-        assert session.finished and closed == [True]  # closed by the drain, once it ended
-        assert "interrupted" not in " ".join(session.log)
+        assert drain.finished and closed == [True]  # closed by the drain, once it ended
+        assert "interrupted" not in " ".join(drain.log)
 
 
 async def test_board_shows_each_pod_out_of_rotation_and_puts_one_back_when_asked_first(app_factory):
     """Issue 33, item 5: per pod, out of rotation since when, and the time to empty; `b` asks, then puts the
     label back, and the drain leaves that pod in rotation."""
-    from gputui.ui.confirm import ConfirmScreen
+    from gputui.ui.screens.confirm import ConfirmScreen
 
     app = app_factory()
     async with app.run_test(size=(160, 45)) as pilot:
-        session = await _board(app, pilot)
-        await wait_for(pilot, lambda: any(r.out_since and r.state == "waiting" for r in session.pods.values()))
-        key = next(k for k, r in session.pods.items() if r.out_since and r.state == "waiting")
-        row = session.pods[key]
+        drain = await _board(app, pilot)
+        await wait_for(pilot, lambda: any(r.out_since and r.state == "waiting" for r in drain.pods.values()))
+        key = next(k for k, r in drain.pods.items() if r.out_since and r.state == "waiting")
+        row = drain.pods[key]
         table = app.screen.query_one("#drain-pods")
-        table.move_cursor(row=list(session.pods).index(key))
+        table.move_cursor(row=list(drain.pods).index(key))
         since = time.strftime("%H:%M:%S", time.localtime(row.out_since))
         await wait_for(pilot, lambda: f"out of rotation since {since}; empty in " in str(table.get_row(key)[5]))
         await pilot.press("b")
@@ -204,14 +204,14 @@ async def test_board_shows_each_pod_out_of_rotation_and_puts_one_back_when_asked
             if row.out_since is None:
                 break
         assert row.out_since is None and row.rotation_note == "back in rotation (asked by the operator)"
-        labels = next(p.labels for p in session.backend.reader.snapshot().pods if p.key == key)
+        labels = next(p.labels for p in drain.backend.reader.snapshot().pods if p.key == key)
         assert labels.get("serving") == "true", labels
         # Left in rotation by this drain from now on: a few more polls do not take it out again.
         for _ in range(10):
             app.test_clock.advance(2)
             await pilot.pause(0.05)
         assert row.out_since is None
-        for control in session.controls.values():
+        for control in drain.controls.values():
             control.abort()
 
 

@@ -10,8 +10,8 @@ from textual.app import App, ComposeResult
 from textual.widgets import Static
 
 from gputui.ui import terminal_guard
-from gputui.ui.help import HelpScreen
-from gputui.ui.theme_picker import ThemePickerScreen
+from gputui.ui.screens.help import HelpScreen
+from gputui.ui.screens.theme_picker import ThemePickerScreen
 from tests.support.terminal import assert_nothing_hostile, terminal_output
 from tests.ui.pilot import loaded, wait_for
 

@@ -5,8 +5,8 @@ drain; the wallboard's `c` and `r` answer instead of being silently ignored."""
 
 from __future__ import annotations
 
-from gputui.ui.node_detail import NodeDetailScreen
-from gputui.ui.service_screen import ServiceScreen
+from gputui.ui.screens.node_detail import NodeDetailScreen
+from gputui.ui.screens.service import ServiceScreen
 from tests.ui.pilot import loaded, rows, wait_for, wallboard_loaded
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from gputui.ui.confirm import ConfirmScreen
-from gputui.ui.diagnostics_screen import DiagnosticsScreen
-from gputui.ui.node_detail import NodeDetailScreen
+from gputui.ui.screens.confirm import ConfirmScreen
+from gputui.ui.screens.diagnostics import DiagnosticsScreen
+from gputui.ui.screens.node_detail import NodeDetailScreen
 from tests.ui.pilot import loaded, wait_for
 
 THEME = """name: mine

@@ -1,9 +1,9 @@
 """Node detail: one node's GPUs with their history and the pods on it, opened from any screen."""
 
-from gputui.ui.header import HeaderBar
 from gputui.ui.messages import HistoryRead
-from gputui.ui.node_detail import NodeDetailScreen
-from gputui.ui.virtual_table import VirtualTable
+from gputui.ui.screens.node_detail import NodeDetailScreen
+from gputui.ui.widgets.header import HeaderBar
+from gputui.ui.widgets.virtual_table import VirtualTable
 from gputui.vocabulary.sessions import GONE
 from tests.ui.pilot import loaded, rows, wait_for
 
@@ -47,8 +47,8 @@ async def test_node_detail_shows_an_unreadable_session_count_as_unknown_not_none
 
 
 async def test_node_detail_reaches_drain_shift_and_diagnostics(app_factory):
-    from gputui.ui.diagnostics_screen import DiagnosticsScreen
-    from gputui.ui.drain_plan_screen import DrainPlanScreen
+    from gputui.ui.screens.diagnostics import DiagnosticsScreen
+    from gputui.ui.screens.drain_plan import DrainPlanScreen
 
     app = app_factory()
     async with app.run_test(size=(120, 40)) as pilot:
@@ -78,7 +78,7 @@ async def test_describe_explains_the_xid_and_reads_taints_heartbeat_and_events(a
 
     from rich.console import Console
 
-    from gputui.ui.detail_screen import DetailScreen
+    from gputui.ui.screens.detail import DetailScreen
 
     app = app_factory()
     async with app.run_test(size=(80, 24)) as pilot:
@@ -134,8 +134,8 @@ async def test_node_detail_asks_the_snapshot_for_the_majority_driver_once_not_at
     """Node detail worked the fleet's majority driver out twice per draw, a walk over every node (at 65,000 nodes
     some 10 ms a draw, every refresh and every open). It is kept on the snapshot (health.fleet_driver)."""
     from gputui.policy import health
-    from gputui.ui import node_detail
-    from gputui.ui.node_detail import NodeDetailScreen
+    from gputui.ui.screens import node_detail
+    from gputui.ui.screens.node_detail import NodeDetailScreen
 
     walks = []
     real = health.majority_driver

@@ -3,7 +3,7 @@ audit history), w from it to the shift dialog; a shift made shows in its history
 
 from __future__ import annotations
 
-from gputui.ui.traffic_screen import TrafficShiftScreen
+from gputui.ui.screens.traffic_shift import TrafficShiftScreen
 from tests.ui.pilot import wait_for
 from tests.ui.service_kit import LLAMA, MISTRAL, body_text, open_service, weights
 

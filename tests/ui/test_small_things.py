@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from textual.widgets import Input
 
-from gputui.ui.command_screen import CommandScreen
-from gputui.ui.confirm import ConfirmScreen
-from gputui.ui.detail_screen import DetailScreen
-from gputui.ui.node_detail import NodeDetailScreen
-from gputui.ui.service_screen import ServiceScreen
-from gputui.ui.virtual_table import VirtualTable
+from gputui.ui.screens.command import CommandScreen
+from gputui.ui.screens.confirm import ConfirmScreen
+from gputui.ui.screens.detail import DetailScreen
+from gputui.ui.screens.node_detail import NodeDetailScreen
+from gputui.ui.screens.service import ServiceScreen
+from gputui.ui.widgets.virtual_table import VirtualTable
 from tests.ui.pilot import loaded, wait_for
 
 
@@ -70,7 +70,7 @@ async def test_enter_on_a_pod_row_opens_its_service(app_factory):
 
 async def test_quitting_a_demo_drain_promises_no_resume(app_factory):
     from gputui.ops.drain.options import DrainOptions
-    from gputui.ui.drain_session import start_drain
+    from gputui.ui.runs.drain import start_drain
 
     app = app_factory()
     async with app.run_test(size=(120, 40)) as pilot:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 
 from gputui.ops.audit import AuditLog
-from gputui.ui.drain_board import DrainProgressScreen
-from gputui.ui.traffic_screen import TrafficShiftScreen
+from gputui.ui.screens.drain_progress import DrainProgressScreen
+from gputui.ui.screens.traffic_shift import TrafficShiftScreen
 from tests.ui.conftest import make_app
 from tests.ui.pictures import each_size, each_theme, picture
 from tests.ui.pilot import loaded, wait_for, wallboard_loaded
@@ -40,9 +40,9 @@ async def drain_board(pilot) -> None:
     await loaded(pilot)
     await pilot.press("slash", *"h100-01", "enter", "r", "enter")
     await wait_for(pilot, lambda: isinstance(pilot.app.screen, DrainProgressScreen))
-    await wait_for(pilot, lambda: any(r.state == "waiting" for r in pilot.app.drain_session.pods.values()))
-    pilot.app.drain_session.log.clear()  # wall-clock stamps would make the picture change every run
-    pilot.app.drain_session.started = pilot.app.clock()
+    await wait_for(pilot, lambda: any(r.state == "waiting" for r in pilot.app.last_drain.pods.values()))
+    pilot.app.last_drain.log.clear()  # wall-clock stamps would make the picture change every run
+    pilot.app.last_drain.started = pilot.app.clock()
     pilot.app.drain_revision += 1  # as the drain's next move would: the board redraws
     await pilot.pause()
 
@@ -60,7 +60,7 @@ async def command_typed(pilot) -> None:
     """':dr' typed, and the inline suggestion shown: it comes from a worker, so wait for it, not for a time."""
     from textual.widgets import Input
 
-    from gputui.ui.command_screen import CommandScreen
+    from gputui.ui.screens.command import CommandScreen
 
     def suggested() -> bool:
         screen = pilot.app.screen
@@ -73,7 +73,7 @@ async def command_typed(pilot) -> None:
 
 
 async def service_screen(pilot) -> None:
-    from gputui.ui.service_screen import ServiceScreen
+    from gputui.ui.screens.service import ServiceScreen
 
     await loaded(pilot)
     screen = ServiceScreen("llm/mistral-7b")
@@ -83,7 +83,7 @@ async def service_screen(pilot) -> None:
 
 
 def wallboard_page(page: str):
-    from gputui.ui.wallboard import PAGES
+    from gputui.ui.screens.wallboard import PAGES
 
     async def run(pilot) -> None:
         await wallboard_loaded(pilot)

@@ -4,8 +4,8 @@ and :versions with what is the same said once and why an upgrade is stuck in ful
 
 from __future__ import annotations
 
-from gputui.ui.canary_dialog import CanaryConfirm
-from gputui.ui.versions_screen import VersionsScreen
+from gputui.ui.screens.canary_confirm import CanaryConfirm
+from gputui.ui.screens.versions import VersionsScreen
 from tests.ui.pictures import each_size, picture
 from tests.ui.pilot import loaded, wait_for
 
@@ -17,7 +17,7 @@ async def alert_filter(pilot) -> None:
 
 
 async def canary_dialog(pilot) -> None:
-    from gputui.ui.service_screen import ServiceScreen
+    from gputui.ui.screens.service import ServiceScreen
 
     await loaded(pilot)
     pilot.app.push_screen(ServiceScreen("llm/mistral-7b"))

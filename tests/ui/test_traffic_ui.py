@@ -1,7 +1,7 @@
 """The traffic shift dialog, driven by Pilot on the seeded demo cluster."""
 
 
-from gputui.ui.traffic_screen import Mode, TrafficShiftScreen
+from gputui.ui.screens.traffic_shift import Mode, TrafficShiftScreen
 from tests.support.audit_lines import written
 from tests.ui.pilot import loaded, wait_for
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from gputui.ui.key_table import KeyTable
-from gputui.ui.node_detail import NodeDetailScreen
-from gputui.ui.versions_screen import VersionsScreen
+from gputui.ui.screens.node_detail import NodeDetailScreen
+from gputui.ui.screens.versions import VersionsScreen
+from gputui.ui.widgets.key_table import KeyTable
 from tests.ui.pilot import command, loaded, screen_lines, wait_for
 
 STUCK = ("upgrade failed: the operator leaves the node for manual recovery (fix the cause, then set "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.widgets import Static
 
-from gputui.ui.wallboard import PAGES, WallboardScreen
+from gputui.ui.screens.wallboard import PAGES, WallboardScreen
 from tests.ui.pilot import wait_for, wallboard_loaded
 
 

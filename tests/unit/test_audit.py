@@ -382,8 +382,8 @@ def test_a_hostile_line_is_skipped_and_counted_never_raised(tmp_path, line):
 
 
 async def test_the_audit_screen_shows_what_it_can_and_says_how_many_lines_it_skipped(tmp_path, monkeypatch):
-    from gputui.ui.audit_screen import AuditScreen
-    from gputui.ui.item_list import ItemList
+    from gputui.ui.screens.audit import AuditScreen
+    from gputui.ui.widgets.item_list import ItemList
     from tests.ui.pilot import loaded, wait_for
 
     path = tmp_path / "audit.jsonl"

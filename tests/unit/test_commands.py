@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gputui.ui.commands import Command, CommandError, complete, parse
+from gputui.ui.keys.commands import Command, CommandError, complete, parse
 
 CHOICES = {
     "node": ["gpu-h100-01", "gpu-h100-07", "gpu-a100-01"],

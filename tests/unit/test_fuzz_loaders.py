@@ -90,7 +90,7 @@ def test_any_theme_file_is_a_theme_or_one_clean_problem(tmp_path_factory, text):
 @FUZZ
 @given(text=documents(KEYMAP_KEYS))
 def test_any_keymap_file_is_a_keymap_or_one_clean_problem(tmp_path_factory, text):
-    from gputui.ui.keymaps import Keymap, load_keymaps, parse_keymap
+    from gputui.ui.keys.keymaps import Keymap, load_keymaps, parse_keymap
 
     home = tmp_path_factory.mktemp("home")
     folder = home / "gputui" / "keymaps"

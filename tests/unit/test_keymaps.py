@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gputui.ui.keymaps import (
+from gputui.ui.keys.keymaps import (
     bundled_keymap_dir,
     clashes,
     default_keys,
@@ -83,8 +83,8 @@ def test_extends_loops_and_missing_parents_are_problems(tmp_path, monkeypatch):
 
 def test_the_generated_binding_table_is_what_the_screens_bind():
     """keymap_table.py is written by scripts/default-keymap.py; run it after changing a binding."""
-    from gputui.ui.binding_scopes import app_table, scope_table
-    from gputui.ui.keymap_table import APP, SCOPES
+    from gputui.ui.keys.binding_scopes import app_table, scope_table
+    from gputui.ui.keys.keymap_table import APP, SCOPES
 
     assert app_table() == APP and scope_table() == SCOPES
 
@@ -94,7 +94,7 @@ def test_loading_and_checking_keymaps_imports_no_screen():
     import subprocess
     import sys
 
-    code = ("import sys; from gputui.ui.keymaps import load_keymaps, resolve; k, p = load_keymaps(); "
+    code = ("import sys; from gputui.ui.keys.keymaps import load_keymaps, resolve; k, p = load_keymaps(); "
             "resolve('vim', k); print(sorted(m for m in sys.modules if m.startswith('gputui.ui.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert eval(out) == ["gputui.ui.keymap_table", "gputui.ui.keymaps"]
+    assert eval(out) == ["gputui.ui.keys", "gputui.ui.keys.keymap_table", "gputui.ui.keys.keymaps"]

@@ -343,7 +343,7 @@ def test_billion_laughs_in_a_theme_keymap_or_config_is_refused_at_once(tmp_path,
     """At once: before anything is built (the loader is never called), at the line whose alias passed the bound
     (line 5 of a theme, the third list of laughs), not after counting the rest of the document."""
     from gputui.base.yaml_file import load_mapping
-    from gputui.ui.keymaps import parse_keymap
+    from gputui.ui.keys.keymaps import parse_keymap
     from gputui.ui.theming import parse_theme
 
     built: list[str] = []

@@ -1,5 +1,5 @@
 """A drain batch's progress as every front end shows it: one row per pod, one state per node, folded from the
-events the run yields, and which event is news. The TUI's board (ui/drain_session, drain_board, drains_list) and
+events the run yields, and which event is news. The TUI's board (ui/runs/drain, ui/screens/drain_progress, ui/screens/drains_list) and
 `gputui drain` (cli/drain) render this fold; neither keeps a state machine of its own.
 
 A pod's row is the last thing that happened to it (None: nothing yet, pending), its live count while waited on,

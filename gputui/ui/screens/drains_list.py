@@ -11,23 +11,23 @@ from textual.widgets import Static
 from gputui.ops.drain.events import EventKind as K
 from gputui.present.cells import ago
 from gputui.ui.base import ClusterScreen
-from gputui.ui.drain_session import DrainSession
-from gputui.ui.footer import KeyFooter
-from gputui.ui.header import HeaderBar
-from gputui.ui.item_list import ItemList
+from gputui.ui.runs.drain import DrainRun
+from gputui.ui.widgets.footer import KeyFooter
+from gputui.ui.widgets.header import HeaderBar
+from gputui.ui.widgets.item_list import ItemList
 
 
-def describe(session: DrainSession, now: float) -> str:
+def describe(run: DrainRun, now: float) -> str:
     """One drain in a line: its nodes, how far, and what is left."""
-    with session.lock:
-        pods = list(session.pods.values())
-        ended = session.progress.nodes_ended()
+    with run.lock:
+        pods = list(run.pods.values())
+        ended = run.progress.nodes_ended()
     moved = sum(r.moved for r in pods)
     live = sum(r.sessions or 0 for r in pods if r.state is K.WAITING)
-    state = "aborted" if session.aborted and session.finished else "finished" if session.finished else "running"
-    return (f"{state:8} {', '.join(session.nodes)}: {ended}/{len(session.nodes)} nodes ended, {moved}/{len(pods)} "
-            f"pods moved" + (f", {live} sessions left" if live and not session.finished else "")
-            + f"; started {ago(max(0.0, now - session.started))} ago")
+    state = "aborted" if run.aborted and run.finished else "finished" if run.finished else "running"
+    return (f"{state:8} {', '.join(run.nodes)}: {ended}/{len(run.nodes)} nodes ended, {moved}/{len(pods)} "
+            f"pods moved" + (f", {live} sessions left" if live and not run.finished else "")
+            + f"; started {ago(max(0.0, now - run.started))} ago")
 
 
 class DrainsListScreen(ClusterScreen):
@@ -55,6 +55,6 @@ class DrainsListScreen(ClusterScreen):
             self.query_one(ItemList).set_items([(Text(line), s) for line, s in zip(lines, drains, strict=True)])
 
     def on_item_list_chosen(self, event: ItemList.Chosen) -> None:
-        from gputui.ui.drain_board import DrainProgressScreen
+        from gputui.ui.screens.drain_progress import DrainProgressScreen
 
         self.app.push_screen(DrainProgressScreen(event.payload))

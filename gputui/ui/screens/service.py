@@ -31,13 +31,13 @@ from gputui.ops.traffic import (
 )
 from gputui.present.service_view import service_view
 
-if TYPE_CHECKING:  # the session module is imported when a canary starts (it pulls in the canary's run)
-    from gputui.ui.canary_session import CanarySession
+if TYPE_CHECKING:  # runs.canary is imported when a canary starts (it pulls in ops.canary)
+    from gputui.ui.runs.canary import CanaryRun
 from gputui.present.shift import plan_text
 from gputui.ui.base import ClusterScreen
-from gputui.ui.footer import KeyFooter
-from gputui.ui.header import HeaderBar
 from gputui.ui.messages import PlanRead, SignalsRead
+from gputui.ui.widgets.footer import KeyFooter
+from gputui.ui.widgets.header import HeaderBar
 from gputui.vocabulary.signals import VersionSignals
 
 SIGNALS_EVERY_S = 15.0
@@ -130,9 +130,9 @@ class ServiceScreen(ClusterScreen):
 
     # ----- the operator's hand ----------------------------------------------------------------
 
-    def _live_canary(self) -> CanarySession | None:  # not `_running`: Textual has one
-        session = self.app.canaries.get(self.key)
-        return session if session is not None and not session.finished else None
+    def _live_canary(self) -> CanaryRun | None:  # not `_running`: Textual has one
+        run = self.app.canaries.get(self.key)
+        return run if run is not None and not run.finished else None
 
     def _is_rollout(self) -> bool:
         snapshot = self.app.snapshot
@@ -140,15 +140,15 @@ class ServiceScreen(ClusterScreen):
         return service is not None and service.router_kind == "Rollout"
 
     def action_shift(self) -> None:
-        from gputui.ui.traffic_screen import TrafficShiftScreen
+        from gputui.ui.screens.traffic_shift import TrafficShiftScreen
 
         if self.allowed("shift"):
             self.app.push_screen(TrafficShiftScreen(self.key))
 
     def action_canary(self) -> None:
         from gputui.ops.canary_steps import preview
-        from gputui.ui.canary_dialog import CanaryConfirm, canary_question
-        from gputui.ui.canary_session import start_canary
+        from gputui.ui.runs.canary import start_canary
+        from gputui.ui.screens.canary_confirm import CanaryConfirm, canary_question
 
         app, snapshot = self.app, self.app.snapshot
         if not self.allowed("canary") or snapshot is None:
@@ -185,48 +185,48 @@ class ServiceScreen(ClusterScreen):
         app.push_screen(dialog, answer)
 
     def action_pause_canary(self) -> None:
-        session = self._live_canary()
-        if session is None:
+        run = self._live_canary()
+        if run is None:
             self.app.notify(f"no canary of {self.key} is running (g starts one)")
             return
-        if session.report.held and not session.control.paused:  # held: space tries the step (or the gates) now
-            session.control.request("retry")
-            self.app.notify("trying again now: " + session.report.held, markup=False)
+        if run.report.held and not run.control.paused:  # held: space tries the step (or the gates) now
+            run.control.request("retry")
+            self.app.notify("trying again now: " + run.report.held, markup=False)
             return
-        session.control.set_paused(not session.control.paused)
-        self.app.notify("canary paused: it stays at its step, its gates still watched" if session.control.paused
+        run.control.set_paused(not run.control.paused)
+        self.app.notify("canary paused: it stays at its step, its gates still watched" if run.control.paused
                         else "canary continues")
         self.show_canary()
 
     def action_force_canary(self) -> None:
-        session = self._live_canary()
-        if session is None:
+        run = self._live_canary()
+        if run is None:
             self.app.notify(f"no canary of {self.key} is running (g starts one)")
             return
         if not self.allowed("canary"):
             return
-        if "takes it anyway" not in session.report.held:
+        if "takes it anyway" not in run.report.held:
             self.app.notify("nothing to force: the canary is not held by the capacity rule"
-                            + (f" ({session.report.held})" if session.report.held else ""), markup=False)
+                            + (f" ({run.report.held})" if run.report.held else ""), markup=False)
             return
-        session.control.request("force")
+        run.control.request("force")
         self.app.notify("forcing the held step past the capacity rule (its gates still decide the next)")
 
     def action_stop_canary(self) -> None:
-        session = self._live_canary()
-        if session is None:
+        run = self._live_canary()
+        if run is None:
             self.app.notify(f"no canary of {self.key} is running (g starts one)")
             return
-        session.control.request("stop")
+        run.control.request("stop")
         self.app.notify("stopping the canary: traffic stays where it is")
 
     def action_rollback(self) -> None:
         if not self.allowed("rollback"):
             return
-        session = self._live_canary()
-        if session is not None:  # one key, no question: what the canary was for
-            session.control.request("rollback")
-            self.app.notify("rolling back: " + ", ".join(f"{k} {v:g}%" for k, v in session.plan.start.items()),
+        run = self._live_canary()
+        if run is not None:  # one key, no question: what the canary was for
+            run.control.request("rollback")
+            self.app.notify("rolling back: " + ", ".join(f"{k} {v:g}%" for k, v in run.plan.start.items()),
                             severity="warning", markup=False)
             return
         if self._is_rollout():
@@ -280,7 +280,7 @@ class ServiceScreen(ClusterScreen):
         self.run_worker(work, thread=True, group="plan", exclusive=True, exit_on_error=False)
 
     def on_plan_read(self, message: PlanRead) -> None:
-        from gputui.ui.confirm import ConfirmScreen
+        from gputui.ui.screens.confirm import ConfirmScreen
 
         app, plan = self.app, message.plan
         if plan is None or plan.errors:

@@ -16,10 +16,10 @@ from textual.widgets import DataTable, Static
 from gputui.policy.versions import VersionRow, problems_first, varying, version_matrix
 from gputui.present import cells
 from gputui.ui.base import ClusterScreen
-from gputui.ui.footer import KeyFooter
-from gputui.ui.header import HeaderBar
-from gputui.ui.key_table import KeyTable
-from gputui.ui.table_sync import sync_rows
+from gputui.ui.widgets.footer import KeyFooter
+from gputui.ui.widgets.header import HeaderBar
+from gputui.ui.widgets.key_table import KeyTable
+from gputui.ui.widgets.table_sync import sync_rows
 
 LABELS = {"cuda": "CUDA", "os": "OS"}
 

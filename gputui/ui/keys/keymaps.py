@@ -19,7 +19,7 @@ from textual.keys import Keys, _character_to_key
 
 from gputui.base.paths import config_dir
 from gputui.base.yaml_file import FileProblem, load_mapping, name_problem, parse_each, unknown_keys, yaml_files
-from gputui.ui.keymap_table import APP, SCOPES
+from gputui.ui.keys.keymap_table import APP, SCOPES
 
 DEFAULT = "default"
 MODIFIERS = frozenset({"ctrl", "shift", "alt", "meta", "super", "hyper"})

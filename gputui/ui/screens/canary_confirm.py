@@ -12,7 +12,7 @@ from textual.widgets import Static
 
 from gputui.ops.canary import CanaryPlan, Gates
 from gputui.ops.canary_steps import StepPreview, preview_lines
-from gputui.ui.confirm import ConfirmScreen
+from gputui.ui.screens.confirm import ConfirmScreen
 
 
 def canary_question(plan: CanaryPlan, gates: Gates, steps: list[StepPreview], simulated: bool) -> str:

@@ -1,5 +1,5 @@
 """Which classes' bindings are live together on each screen: read by scripts/default-keymap.py to write
-keymaps/default.yaml and gputui/ui/keymap_table.py, and by the test that checks they agree with the code.
+keymaps/default.yaml and gputui/ui/keys/keymap_table.py, and by the test that checks they agree with the code.
 Importing it imports every screen; nothing at run time does (keymaps read the generated table)."""
 
 from __future__ import annotations
@@ -12,27 +12,27 @@ def binding_scopes() -> dict[str, tuple[type, ...]]:
     from textual.widgets import Input
 
     from gputui.ui.app import GputuiApp
-    from gputui.ui.audit_screen import AuditScreen
-    from gputui.ui.canary_dialog import CanaryConfirm
-    from gputui.ui.check_screen import CheckScreen
-    from gputui.ui.command_screen import CommandScreen
-    from gputui.ui.confirm import ConfirmScreen
-    from gputui.ui.dashboard import DashboardScreen
-    from gputui.ui.detail_screen import DetailScreen
-    from gputui.ui.diagnostics_screen import DiagnosticsScreen
-    from gputui.ui.drain_board import DrainProgressScreen
-    from gputui.ui.drain_plan_screen import DrainPlanScreen
-    from gputui.ui.help import HelpScreen
-    from gputui.ui.item_list import ItemList
-    from gputui.ui.key_table import KeyTable
-    from gputui.ui.node_detail import NodeDetailScreen
-    from gputui.ui.pools_screen import PoolsScreen
-    from gputui.ui.service_screen import ServiceScreen
-    from gputui.ui.theme_picker import ThemePickerScreen
-    from gputui.ui.traffic_screen import TrafficShiftScreen
-    from gputui.ui.versions_screen import VersionsScreen
-    from gputui.ui.virtual_table import VirtualTable
-    from gputui.ui.wallboard import WallboardScreen
+    from gputui.ui.screens.audit import AuditScreen
+    from gputui.ui.screens.canary_confirm import CanaryConfirm
+    from gputui.ui.screens.check import CheckScreen
+    from gputui.ui.screens.command import CommandScreen
+    from gputui.ui.screens.confirm import ConfirmScreen
+    from gputui.ui.screens.dashboard import DashboardScreen
+    from gputui.ui.screens.detail import DetailScreen
+    from gputui.ui.screens.diagnostics import DiagnosticsScreen
+    from gputui.ui.screens.drain_plan import DrainPlanScreen
+    from gputui.ui.screens.drain_progress import DrainProgressScreen
+    from gputui.ui.screens.help import HelpScreen
+    from gputui.ui.screens.node_detail import NodeDetailScreen
+    from gputui.ui.screens.pools import PoolsScreen
+    from gputui.ui.screens.service import ServiceScreen
+    from gputui.ui.screens.theme_picker import ThemePickerScreen
+    from gputui.ui.screens.traffic_shift import TrafficShiftScreen
+    from gputui.ui.screens.versions import VersionsScreen
+    from gputui.ui.screens.wallboard import WallboardScreen
+    from gputui.ui.widgets.item_list import ItemList
+    from gputui.ui.widgets.key_table import KeyTable
+    from gputui.ui.widgets.virtual_table import VirtualTable
 
     app = (GputuiApp,)
     return {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -25,13 +26,13 @@ from gputui.present.columns import (
 from gputui.present.node_filter import words_of
 from gputui.present.node_pools import has_pools, pool_strip
 from gputui.snapshot import ClusterSnapshot
-from gputui.ui.dashboard_order import NodeOrder
-from gputui.ui.footer import KeyFooter
-from gputui.ui.header import HeaderBar
-from gputui.ui.key_table import KeyTable
-from gputui.ui.resume import offer_resume, resume_drains
-from gputui.ui.table_sync import sync_rows
-from gputui.ui.virtual_table import VirtualTable
+from gputui.ui.runs.resume import offer_resume, resume_drains
+from gputui.ui.screens.node_order import NodeOrder
+from gputui.ui.widgets.footer import KeyFooter
+from gputui.ui.widgets.header import HeaderBar
+from gputui.ui.widgets.key_table import KeyTable
+from gputui.ui.widgets.table_sync import sync_rows
+from gputui.ui.widgets.virtual_table import VirtualTable
 
 if TYPE_CHECKING:
     from gputui.ops.drain.options import DrainOptions
@@ -104,7 +105,7 @@ class DashboardScreen(NodeOrder):
     def _drawn_key(self) -> tuple:
         app = self.app
         # data_revision moves with every new snapshot, poll error, theme and namespace view.
-        return app.data_revision, app.size, app.node_sort, self.filter_text, frozenset(self.marked)
+        return app.data_revision, app.size, self.view, self.filter_text, frozenset(self.marked)
 
     def on_resize(self, event: Resize) -> None:
         self._layout_columns(event.size.width)
@@ -230,7 +231,7 @@ class DashboardScreen(NodeOrder):
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """enter on a service: the service in full (w from there shifts its traffic)."""
         if event.data_table is self.services_table:
-            from gputui.ui.service_screen import ServiceScreen
+            from gputui.ui.screens.service import ServiceScreen
 
             key = event.row_key.value
             if key is not None:
@@ -272,15 +273,15 @@ class DashboardScreen(NodeOrder):
         elif name == "services":
             self.services_table.focus()
         elif name == "check":
-            from gputui.ui.check_screen import CheckScreen
+            from gputui.ui.screens.check import CheckScreen
 
             self.app.push_screen(CheckScreen())
         elif name == "pools":
-            from gputui.ui.pools_screen import PoolsScreen
+            from gputui.ui.screens.pools import PoolsScreen
 
             self.app.push_screen(PoolsScreen())
         elif name == "versions":
-            from gputui.ui.versions_screen import VersionsScreen
+            from gputui.ui.screens.versions import VersionsScreen
 
             self.app.push_screen(VersionsScreen())
         elif name == "diag":
@@ -298,11 +299,11 @@ class DashboardScreen(NodeOrder):
                 self.marked.clear()
                 self.action_drain()
             else:
-                from gputui.ui.cordon_dialog import ask_cordon  # dialogs are imported when first shown
+                from gputui.ui.screens.cordon_dialog import ask_cordon  # dialogs are imported when first shown
 
                 ask_cordon(self.app, arg, name == "cordon")
         elif name == "shift" and arg:
-            from gputui.ui.traffic_screen import TrafficShiftScreen
+            from gputui.ui.screens.traffic_shift import TrafficShiftScreen
 
             self.app.push_screen(TrafficShiftScreen(arg))
 
@@ -312,7 +313,7 @@ class DashboardScreen(NodeOrder):
         table = self.services_table
         if table.has_focus:
             if table.row_count:
-                from gputui.ui.service_screen import ServiceScreen
+                from gputui.ui.screens.service import ServiceScreen
 
                 key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
                 if key is not None:
@@ -354,7 +355,7 @@ class DashboardScreen(NodeOrder):
                             "with p", severity="warning", markup=False)
             return
         from gputui.ops.drain.options import DrainOptions
-        from gputui.ui.drain_plan_screen import DrainPlanScreen
+        from gputui.ui.screens.drain_plan import DrainPlanScreen
 
         def chosen(options: DrainOptions | None) -> None:
             if options is not None:
@@ -366,22 +367,22 @@ class DashboardScreen(NodeOrder):
         self.app.push_screen(DrainPlanScreen(nodes, options), chosen)
 
     def _start(self, nodes: list[str], options: DrainOptions, take_over: bool = False) -> None:
-        from gputui.ui.drain_board import DrainProgressScreen
-        from gputui.ui.drain_session import start_drain
+        from gputui.ui.runs.drain import start_drain
+        from gputui.ui.screens.drain_progress import DrainProgressScreen
 
         session = start_drain(self.app, nodes, options, take_over=take_over)
         self.app.push_screen(DrainProgressScreen(session))
 
     def action_drain_progress(self) -> None:
-        from gputui.ui.drain_board import DrainProgressScreen
+        from gputui.ui.screens.drain_progress import DrainProgressScreen
 
         drains = self.app.drains
         if not drains:
-            self.app.notify("No drain has run in this session.")
+            self.app.notify("No drain has run since gputui started.")
             return
         running = self.app.running_drains
         if len(running) > 1 or (not running and len(drains) > 1):
-            from gputui.ui.drains_list import DrainsListScreen
+            from gputui.ui.screens.drains_list import DrainsListScreen
 
             self.app.push_screen(DrainsListScreen())
             return
@@ -392,7 +393,7 @@ class DashboardScreen(NodeOrder):
             resume_drains(self.app, self._start)
 
     def action_shift(self) -> None:
-        from gputui.ui.traffic_screen import TrafficShiftScreen
+        from gputui.ui.screens.traffic_shift import TrafficShiftScreen
 
         table = self.services_table
         if not table.has_focus:
@@ -405,12 +406,12 @@ class DashboardScreen(NodeOrder):
             self.app.push_screen(TrafficShiftScreen(key))
 
     def action_audit(self) -> None:
-        from gputui.ui.audit_screen import AuditScreen
+        from gputui.ui.screens.audit import AuditScreen
 
         self.app.push_screen(AuditScreen())
 
     def action_diagnostics(self) -> None:
-        from gputui.ui.diagnostics_screen import DiagnosticsScreen
+        from gputui.ui.screens.diagnostics import DiagnosticsScreen
 
         self.app.push_screen(DiagnosticsScreen())
 
@@ -421,7 +422,7 @@ class DashboardScreen(NodeOrder):
         self._cordon(False)
 
     def _cordon(self, cordon: bool) -> None:
-        from gputui.ui.cordon_dialog import ask_cordon  # dialogs are imported when first shown
+        from gputui.ui.screens.cordon_dialog import ask_cordon  # dialogs are imported when first shown
 
         node = self._node_in_focus("cordon" if cordon else "uncordon")
         if node is not None:
@@ -449,9 +450,10 @@ class DashboardScreen(NodeOrder):
         self._note_filter()
 
     def _note_filter(self) -> None:
-        """Tell the app whether the filter is open or narrows the table (a filter left in place does, each
-        refresh): its poll thread then readies what the next keystroke tests."""
-        self.app.filter_in_use = bool(self.filter_text) or self.query_one("#filter", Input).has_class("shown")
+        """Note in the view whether the filter is open or narrows the table (a filter left in place does, each
+        refresh): the poll thread, handed the view, then readies what the next keystroke tests."""
+        filtering = bool(self.filter_text) or self.query_one("#filter", Input).has_class("shown")
+        self.view = replace(self.view, filtering=filtering)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "filter":

@@ -1,40 +1,55 @@
-"""The dashboard's node order: the sort in force (kept by the app, whose poll thread orders each snapshot by
-it), `s` and `S`, and which nodes the filter's words match. Both are worked out once per snapshot and kept on
+"""The dashboard's node order: the sort in force and whether the filter is in use (NodeView, the dashboard's
+own; the app hands a copy to each poll, whose thread orders the snapshot by it), `s` and `S`, and which nodes
+the filter's words match. Both are worked out once per snapshot and kept on
 it (present/columns.node_order, present/node_filter.matching): at 65,000 nodes a keystroke must not redo them."""
 
 from __future__ import annotations
 
-from gputui.present.columns import NODE_COLUMNS, RowContext, node_order, row_context
+from dataclasses import dataclass, replace
+
+from gputui.present.columns import NODE_COLUMNS, PROBLEMS_SORT, RowContext, node_order, row_context
 from gputui.present.node_filter import Matched, matching
 from gputui.snapshot import ClusterSnapshot
 from gputui.ui.base import ClusterScreen
 from gputui.vocabulary.model import Node
 
 
+@dataclass(frozen=True)
+class NodeView:
+    """What the poll thread needs of the dashboard's view: the sort in force (NODE_COLUMNS index, reversed?) and
+    whether the filter is open or narrows the table (then each snapshot comes with what a first keystroke tests).
+    A value: the app reads it on the UI thread (app.dashboard_view) and passes it to the poll; the thread never
+    reads the screen."""
+
+    sort_index: int = PROBLEMS_SORT
+    reverse: bool = False
+    filtering: bool = False
+
+
 class NodeOrder(ClusterScreen):
     """The dashboard screen's base: its node order and filter matches."""
 
     _matched: Matched | None = None  # the last filter keystroke's (present/node_filter.matching)
+    view = NodeView()  # replaced whole (frozen): the poll thread is handed the value in force when it starts
 
-    # The sort in force is the app's (app.node_sort): its poll thread orders the next snapshot by it.
     @property
     def sort_index(self) -> int:
-        return self.app.node_sort[0]
+        return self.view.sort_index
 
     @sort_index.setter
     def sort_index(self, index: int) -> None:
-        self.app.node_sort = (index, False)
+        self.view = replace(self.view, sort_index=index, reverse=False)
 
     @property
     def sort_reverse(self) -> bool:
-        return self.app.node_sort[1]
+        return self.view.reverse
 
     def _matching(self, snap: ClusterSnapshot, words: list[str], ctx: RowContext) -> dict[str, Node]:
         self._matched = matching(snap, words, ctx.temp_threshold, ctx.majority_driver, self._matched, ctx.flaps)
         return self._matched[2]
 
     def action_sort(self) -> None:
-        self.app.node_sort = ((self.sort_index + 1) % len(NODE_COLUMNS), False)  # each column's natural order first
+        self.sort_index = (self.sort_index + 1) % len(NODE_COLUMNS)  # each column's natural order first
         self.show_snapshot()
         # `s` cycles: the next column's order is worked out now, in a thread, and kept on the snapshot, so a
         # press that follows finds it (at 65,000 nodes an order costs some 200 ms of the UI thread).
@@ -46,6 +61,6 @@ class NodeOrder(ClusterScreen):
                             exclusive=True, exit_on_error=False)
 
     def action_reverse_sort(self) -> None:
-        self.app.node_sort = (self.sort_index, not self.sort_reverse)
+        self.view = replace(self.view, reverse=not self.view.reverse)
         self.show_snapshot()
 

@@ -39,15 +39,15 @@ class IdleWatch:
 
         app.run_worker(read, thread=True, exclusive=True, group="idle", exit_on_error=False)
 
-    def store(self, app: GputuiApp, message: IdleRead) -> None:
-        """The app's handler of IdleRead: keep the answer, and redraw every view when it changed."""
-        if message.asked is not app.backend:  # read from the cluster the operator has since left
-            return
+    def store(self, message: IdleRead, backend: object) -> bool:
+        """The app's handler of IdleRead: keep the answer read from `backend` (the one in use); True when it
+        changed, and every view is to be redrawn."""
+        if message.asked is not backend:  # read from the cluster the operator has since left
+            return False
         self.pending = False
         changed = (message.idle, message.why) != (self.idle, self.why)
         self.idle, self.why = message.idle, message.why
-        if changed:
-            app.data_revision += 1
+        return changed
 
     def reset(self) -> None:
         """Another cluster (:ctx): its idle figures are unknown until read."""

@@ -16,11 +16,11 @@ from gputui.ops.drain.out_of_rotation import KEPT_RUNNING
 from gputui.ops.drain.progress import PodRow
 from gputui.present.cells import Palette, ago, elide_middle, short_pod
 from gputui.ui.base import ClusterScreen
-from gputui.ui.drain_session import DrainSession
-from gputui.ui.footer import KeyFooter
-from gputui.ui.header import HeaderBar
-from gputui.ui.key_table import KeyTable
-from gputui.ui.table_sync import sync_rows
+from gputui.ui.runs.drain import DrainRun
+from gputui.ui.widgets.footer import KeyFooter
+from gputui.ui.widgets.header import HeaderBar
+from gputui.ui.widgets.key_table import KeyTable
+from gputui.ui.widgets.table_sync import sync_rows
 
 EXTEND_S = 5 * 60
 
@@ -39,9 +39,9 @@ class DrainProgressScreen(ClusterScreen):
         Binding("b", "put_back", "Put back", id="drain-put-back"),
     ]
 
-    def __init__(self, session: DrainSession) -> None:
+    def __init__(self, drain: DrainRun) -> None:
         super().__init__()
-        self.session = session
+        self.drain = drain
         self._ended = False
         self._narrow = False
         self._pod_width = 30
@@ -60,7 +60,7 @@ class DrainProgressScreen(ClusterScreen):
         # At 80 columns what happens next must still show: the node column goes (its bar line above names it,
         # and a single node is the usual case) and the words get shorter.
         self._narrow = narrow = self.app.size.width < 120
-        many = len(self.session.nodes) > 1  # a batch keeps a node column, even narrow: which node is it on?
+        many = len(self.drain.nodes) > 1  # a batch keeps a node column, even narrow: which node is it on?
         self._node_width = 7 if narrow else 14
         self._pod_width = (17 if many else 20) if narrow else 30
         # Deadlines are the local clock's: the header names its zone (an operator and a runbook may differ).
@@ -76,7 +76,7 @@ class DrainProgressScreen(ClusterScreen):
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         """A finished or aborted drain has nothing left to act on: its keys are gone from the footer."""
-        over = self.session.finished or self.session.aborted
+        over = self.drain.finished or self.drain.aborted
         if action in ACTIONS and over:
             return False
         if action == "app.pop_screen":  # the footer's escape: "drain goes on" only while it does
@@ -97,11 +97,11 @@ class DrainProgressScreen(ClusterScreen):
 
     def _next_text(self, row: PodRow, now: float) -> str:
         """What happens next to this pod, in words."""
-        o = self.session.options
+        o = self.drain.options
         short = self._narrow
         if row.state is K.WAITING and row.out_since is not None:
             since = time.strftime("%H:%M:%S", time.localtime(row.out_since))
-            left = row.empty_in(now, self.session.mean_s.get(row.pod))
+            left = row.empty_in(now, self.drain.mean_s.get(row.pod))
             empty = "?" if left is None else f"~{ago(left)}" if left > 0 else "now"
             if short:
                 return f"out {since[:5]} empty {empty}"
@@ -128,11 +128,11 @@ class DrainProgressScreen(ClusterScreen):
         return row.message
 
     def refresh_age(self) -> None:
-        if not self.session.finished:  # the countdowns and the running time move
+        if not self.drain.finished:  # the countdowns and the running time move
             self.show_drain()
 
     def show_drain(self) -> None:
-        s = self.session
+        s = self.drain
         palette = self.app.palette
         now = self.app.clock()
         styles = {K.WAITING: palette.draining, K.BLOCKED: palette.cordoned, K.FAILED: f"bold {palette.alert}",
@@ -174,7 +174,7 @@ class DrainProgressScreen(ClusterScreen):
         """One bar per node: pods moved off it out of pods to move."""
         from gputui.present.cells import bar
 
-        s = self.session
+        s = self.drain
         out = Text()
         with s.lock:
             for node in s.nodes:
@@ -198,19 +198,19 @@ class DrainProgressScreen(ClusterScreen):
         if table.row_count == 0:
             return None
         key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        return (self.session.pods[key].node, key) if key is not None else None
+        return (self.drain.pods[key].node, key) if key is not None else None
 
     def _confirm(self, title: str, body: str, then: Callable[[], None]) -> None:
-        from gputui.ui.confirm import ConfirmScreen
+        from gputui.ui.screens.confirm import ConfirmScreen
 
         self.app.push_screen(ConfirmScreen(title, body), lambda yes: then() if yes else None)
 
     def action_evict_now(self) -> None:
         sel = self._selected()
-        if not sel or self.session.finished:
+        if not sel or self.drain.finished:
             return
         node, pod = sel
-        row = self.session.pods[pod]
+        row = self.drain.pods[pod]
         if row.settled and row.state is not None:
             self.notify(f"{pod} is {row.state.value}: nothing to evict", markup=False)
             return
@@ -218,28 +218,28 @@ class DrainProgressScreen(ClusterScreen):
             else f"{row.sessions or 0} live sessions will be cut"
 
         def go() -> None:
-            self.session.controls[node].evict_now(pod)
+            self.drain.controls[node].evict_now(pod)
             self.notify(f"{pod}: evicting now", severity="warning", markup=False)
 
         self._confirm(f"Evict {pod} now?", f"{cut}. The Eviction API still honours its PodDisruptionBudget.", go)
 
     def action_extend(self) -> None:
         sel = self._selected()
-        if sel and not self.session.finished:
+        if sel and not self.drain.finished:
             node, pod = sel
-            self.session.controls[node].extend(pod, EXTEND_S)
+            self.drain.controls[node].extend(pod, EXTEND_S)
             self.notify(f"{pod}: deadline +5m", markup=False)
 
     def action_abort(self, uncordon: bool) -> None:
-        if self.session.finished:
+        if self.drain.finished:
             return
-        with self.session.lock:
-            waiting = [r for r in self.session.pods.values() if r.state is K.WAITING]
+        with self.drain.lock:
+            waiting = [r for r in self.drain.pods.values() if r.state is K.WAITING]
         live = sum(r.sessions or 0 for r in waiting)
         then = "uncordoned" if uncordon else "left cordoned"
 
         def go() -> None:
-            for control in self.session.controls.values():
+            for control in self.drain.controls.values():
                 control.abort(uncordon)
             self.notify("Aborting: " + ("nodes will be uncordoned" if uncordon else "nodes stay cordoned"))
 
@@ -250,17 +250,17 @@ class DrainProgressScreen(ClusterScreen):
         """The selected pod back in rotation, asking first: new sessions reach it again and the drain then
         waits for them, up to its deadline."""
         sel = self._selected()
-        if not sel or self.session.finished:
+        if not sel or self.drain.finished:
             return
         node, pod = sel
-        row = self.session.pods[pod]
+        row = self.drain.pods[pod]
         if row.out_since is None or row.state is not K.WAITING:
             self.notify(f"{pod} is not out of rotation: nothing to put back", markup=False)
             return
         deadline = time.strftime("%H:%M %Z", time.localtime(row.deadline)) if row.deadline else "its deadline"
 
         def go() -> None:
-            self.session.controls[node].put_back(pod)
+            self.drain.controls[node].put_back(pod)
             self.notify(f"{pod}: back in rotation", markup=False)
 
         self._confirm(f"Put {pod} back in rotation?",

@@ -52,7 +52,7 @@ def resume_drains(app: GputuiApp, start: Start) -> None:
     if not others:
         start(nodes, options, deadlines)
         return
-    from gputui.ui.confirm import ConfirmScreen
+    from gputui.ui.screens.confirm import ConfirmScreen
 
     app.push_screen(ConfirmScreen(
         "Take over these drains?", "\n".join(others) + "\nTheir gputui stopped renewing its lease. Take them over?"),

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from gputui.ops.context import OpContext
 from gputui.ops.cordon import plan_cordon, run_cordon
-from gputui.ui.confirm import ConfirmScreen
+from gputui.ui.screens.confirm import ConfirmScreen
 
 if TYPE_CHECKING:
     from gputui.ui.app import GputuiApp

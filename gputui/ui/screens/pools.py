@@ -13,10 +13,10 @@ from gputui.policy.figures import figures
 from gputui.policy.node_pools import FLEET, IDLE_BELOW_PCT, fleet_pools, idle_why
 from gputui.present.cells import NARROW
 from gputui.ui.base import ClusterScreen
-from gputui.ui.footer import KeyFooter
-from gputui.ui.header import HeaderBar
-from gputui.ui.key_table import KeyTable
-from gputui.ui.table_sync import sync_rows
+from gputui.ui.widgets.footer import KeyFooter
+from gputui.ui.widgets.header import HeaderBar
+from gputui.ui.widgets.key_table import KeyTable
+from gputui.ui.widgets.table_sync import sync_rows
 
 
 class PoolsScreen(ClusterScreen):

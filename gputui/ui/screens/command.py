@@ -13,7 +13,7 @@ from textual.suggester import Suggester
 from textual.widgets import Input, Static
 
 from gputui.ui.base import ClusterModal
-from gputui.ui.commands import COMMANDS, Command, CommandError, complete, parse
+from gputui.ui.keys.commands import COMMANDS, Command, CommandError, complete, parse
 
 Choices = Callable[[], Mapping[str, Sequence[str]]]
 MENU_LINES = 6

@@ -14,9 +14,9 @@ from gputui.policy.health import Finding
 from gputui.policy.problems import findings as all_findings
 from gputui.policy.problems import summary
 from gputui.ui.base import ClusterScreen
-from gputui.ui.footer import KeyFooter
-from gputui.ui.header import HeaderBar
-from gputui.ui.item_list import ItemList
+from gputui.ui.widgets.footer import KeyFooter
+from gputui.ui.widgets.header import HeaderBar
+from gputui.ui.widgets.item_list import ItemList
 
 
 def _row(kind: Text, subject: Text, detail: Text) -> Table:

@@ -1,5 +1,5 @@
 """A drain as the TUI holds it: it outlives its screen. The batch runs in an app-level thread worker and keeps
-its state in a DrainSession (the board's rows, each node's state, the log), so the operator can go back to
+its state in a DrainRun (the board's rows, each node's state, the log), so the operator can go back to
 the dashboard and return with `p` while sessions run down."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class _Interrupted(Exception):
 
 
 @dataclass
-class DrainSession:
+class DrainRun:
     """Everything the progress board shows; written by the drain thread, read by the UI."""
 
     nodes: list[str]
@@ -76,13 +76,13 @@ def mean_request_times(reader: object, snapshot: ClusterSnapshot | None, nodes: 
 
 
 def start_drain(app: GputuiApp, nodes: list[str], options: DrainOptions | dict[str, DrainOptions],
-                deadlines: dict[str, float] | None = None, take_over: bool = False) -> DrainSession:
-    """Run the batch in an app-level thread; the session object carries its state. The drain keeps the
+                deadlines: dict[str, float] | None = None, take_over: bool = False) -> DrainRun:
+    """Run the batch in an app-level thread; the run object carries its state. The drain keeps the
     backend it started on: a context switch meanwhile leaves it open until the drain ends."""
     shown = options if isinstance(options, DrainOptions) else next(iter(options.values()), DrainOptions())
     backend = app.backend
-    session = DrainSession(nodes, shown, app.clock(), {n: DrainControl() for n in nodes}, backend=backend)
-    app.drains.append(session)
+    run = DrainRun(nodes, shown, app.clock(), {n: DrainControl() for n in nodes}, backend=backend)
+    app.drains.append(run)
 
     def work() -> None:
         from textual.worker import get_current_worker
@@ -97,28 +97,28 @@ def start_drain(app: GputuiApp, nodes: list[str], options: DrainOptions | dict[s
                     raise _Interrupted
                 time.sleep(min(0.1, max(0.0, end - time.monotonic())))
 
-        session.mean_s = mean_request_times(backend.reader, app.snapshot, nodes)
+        run.mean_s = mean_request_times(backend.reader, app.snapshot, nodes)
         ctx = OpContext.of(backend, app.settings, app.audit).paced(app.drain_poll_s, app.clock, nap)
 
         def show(event: DrainEvent) -> None:
-            session.apply(event, app.clock())
+            run.apply(event, app.clock())
             app.post_message(DrainProgressMessage(finished=False))
         try:
-            run_steps(run_batch(nodes, ctx, options, BatchStart(controls=session.controls, deadlines=deadlines or {},
+            run_steps(run_batch(nodes, ctx, options, BatchStart(controls=run.controls, deadlines=deadlines or {},
                                                                   take_over=take_over)), show)
         except _Interrupted:
-            session.apply(DrainEvent(",".join(nodes), K.INFO, message="interrupted by quitting"), app.clock())
+            run.apply(DrainEvent(",".join(nodes), K.INFO, message="interrupted by quitting"), app.clock())
         except Exception as exc:  # shown, never a traceback
-            session.apply(DrainEvent(",".join(nodes), K.FAILED, message=str(exc)), app.clock())
+            run.apply(DrainEvent(",".join(nodes), K.FAILED, message=str(exc)), app.clock())
         finally:
-            session.aborted = any(c.aborted for c in session.controls.values())
-            session.finished = True
+            run.aborted = any(c.aborted for c in run.controls.values())
+            run.finished = True
             # The app moved to another context meanwhile: closed when no other drain still runs on it.
             if backend is not app.backend and not any(s.backend is backend for s in app.running_drains
-                                                          if s is not session):
+                                                          if s is not run):
                 backend.close()
             if not worker.is_cancelled:
                 app.post_message(DrainProgressMessage(finished=True))
 
     app.run_worker(work, thread=True, group="drain", exit_on_error=False)
-    return session
+    return run

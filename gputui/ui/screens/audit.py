@@ -16,9 +16,9 @@ from textual.widgets import Static
 from gputui.base.paths import shown
 from gputui.base.safe_text import MAX_FIELD, visible
 from gputui.ui.base import ClusterScreen
-from gputui.ui.footer import KeyFooter
-from gputui.ui.header import HeaderBar
-from gputui.ui.item_list import ItemList
+from gputui.ui.widgets.footer import KeyFooter
+from gputui.ui.widgets.header import HeaderBar
+from gputui.ui.widgets.item_list import ItemList
 
 OK_RESULTS = ("ok", "evicted", "gone")
 PARAMS_SHOWN = 2000  # characters of an entry's parameters on its row (enter shows them all)
@@ -104,7 +104,7 @@ class AuditScreen(ClusterScreen):
         self.query_one(ItemList).set_items(rows)
 
     def on_item_list_chosen(self, event: ItemList.Chosen) -> None:
-        from gputui.ui.detail_screen import DetailScreen
+        from gputui.ui.screens.detail import DetailScreen
 
         entry = event.payload
         # json.dumps escapes every control and non-ASCII character; visible() once more costs nothing.

@@ -13,10 +13,10 @@ from gputui.checks.context import context_for
 from gputui.checks.result import CheckResult, Status
 from gputui.checks.rules import run_checks
 from gputui.ui.base import ClusterScreen
-from gputui.ui.footer import KeyFooter
-from gputui.ui.header import HeaderBar
-from gputui.ui.item_list import ItemList
 from gputui.ui.messages import ChecksRun
+from gputui.ui.widgets.footer import KeyFooter
+from gputui.ui.widgets.header import HeaderBar
+from gputui.ui.widgets.item_list import ItemList
 from gputui.vocabulary.check_facts import DEFAULT_WINDOW_S, CheckFacts
 
 ORDER = {Status.FAIL: 0, Status.UNKNOWN: 1, Status.WARN: 2, Status.PASS: 3}
@@ -79,7 +79,7 @@ class CheckScreen(ClusterScreen):
         self.query_one(ItemList).set_items(rows)
 
     def on_item_list_chosen(self, event: ItemList.Chosen) -> None:
-        from gputui.ui.detail_screen import DetailScreen
+        from gputui.ui.screens.detail import DetailScreen
 
         r: CheckResult = event.payload
         body = Text.assemble((f"{r.title}  [{r.seed}]\n\n", "bold"), r.summary, "\n")

@@ -17,11 +17,11 @@ from gputui.policy.health import fleet_driver, has_driver_drift, node_alerts
 from gputui.present import cells
 from gputui.snapshot import ClusterSnapshot
 from gputui.ui.base import ClusterScreen
-from gputui.ui.cordon_dialog import ask_cordon
-from gputui.ui.footer import KeyFooter
-from gputui.ui.header import HeaderBar
 from gputui.ui.messages import DescriptionRead, HistoryRead
-from gputui.ui.virtual_table import VirtualTable
+from gputui.ui.screens.cordon_dialog import ask_cordon
+from gputui.ui.widgets.footer import KeyFooter
+from gputui.ui.widgets.header import HeaderBar
+from gputui.ui.widgets.virtual_table import VirtualTable
 from gputui.vocabulary.gpu_metrics import BY_NAME, METRICS, GpuMetric
 from gputui.vocabulary.gpu_resources import Scheme, allocation_text, holders
 from gputui.vocabulary.model import Gpu, Node
@@ -130,7 +130,7 @@ class NodeDetailScreen(ClusterScreen):
 
     def action_drain(self) -> None:
         """As `:drain NODE` does: back to the dashboard, which plans it."""
-        from gputui.ui.commands import Command
+        from gputui.ui.keys.commands import Command
 
         if self.allowed("drain"):
             self.app.run_command(Command("drain", self.node_name))
@@ -144,7 +144,7 @@ class NodeDetailScreen(ClusterScreen):
         if pod is None or not pod.service:
             self.app.notify("the selected pod belongs to no inference service: nothing to shift")
             return
-        from gputui.ui.traffic_screen import TrafficShiftScreen
+        from gputui.ui.screens.traffic_shift import TrafficShiftScreen
 
         self.app.push_screen(TrafficShiftScreen(f"{pod.namespace}/{pod.service}"))
 
@@ -170,7 +170,7 @@ class NodeDetailScreen(ClusterScreen):
         if snap is None or node is None or not self.is_current:
             return
         from gputui.present.node_describe import describe
-        from gputui.ui.detail_screen import DetailScreen
+        from gputui.ui.screens.detail import DetailScreen
 
         def body() -> RenderableType:  # the heartbeat's age moves with the clock
             return describe(node, self.app.settings.temp_threshold, self.app.palette, message.description,
@@ -190,12 +190,12 @@ class NodeDetailScreen(ClusterScreen):
             self.app.notify(f"{pod.key} belongs to no inference service ({pod.owner_kind or 'no owner'}): "
                             "its row says all gputui knows of it", markup=False)
             return
-        from gputui.ui.service_screen import ServiceScreen
+        from gputui.ui.screens.service import ServiceScreen
 
         self.app.push_screen(ServiceScreen(f"{pod.namespace}/{pod.service}"))
 
     def action_diagnostics(self) -> None:
-        from gputui.ui.diagnostics_screen import DiagnosticsScreen
+        from gputui.ui.screens.diagnostics import DiagnosticsScreen
 
         self.app.push_screen(DiagnosticsScreen())
 

@@ -1,6 +1,6 @@
 """A guided canary as the TUI holds it: like a drain, it outlives the service screen that started it. It runs
-in an app-level thread worker (ops.canary.run_canary) and keeps its log and outcome in a CanarySession; the
-operator's keys reach it through the session's CanaryControl, whose wait is the canary's sleep, so a
+in an app-level thread worker (ops.canary.run_canary) and keeps its log and outcome in a CanaryRun; the
+operator's keys reach it through the run's CanaryControl, whose wait is the canary's sleep, so a
 rollback asked for is sent at once, not at the next look at the gates."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class _Interrupted(Exception):
 
 
 @dataclass
-class CanarySession:
+class CanaryRun:
     """What the service screen shows of a canary; written by the canary's thread, read by the UI."""
 
     plan: CanaryPlan
@@ -71,13 +71,13 @@ class CanarySession:
             return self.log[-last:]
 
 
-def start_canary(app: GputuiApp, plan: CanaryPlan, gates: Gates, poll_s: float, force: bool = False) -> CanarySession:
-    """Run the canary on the backend it was planned on; the session is app.canaries[service key]. A step it cannot
+def start_canary(app: GputuiApp, plan: CanaryPlan, gates: Gates, poll_s: float, force: bool = False) -> CanaryRun:
+    """Run the canary on the backend it was planned on; the run is app.canaries[service key]. A step it cannot
     take, or gates it cannot read, hold it where it is (running, keys live) rather than end it: `force` takes each
     step past the capacity rule from the start."""
     backend = app.backend
-    session = CanarySession(plan, gates, CanaryReport(plan))
-    app.canaries[plan.service.key] = session
+    run = CanaryRun(plan, gates, CanaryReport(plan))
+    app.canaries[plan.service.key] = run
 
     def work() -> None:
         from textual.worker import get_current_worker
@@ -89,26 +89,26 @@ def start_canary(app: GputuiApp, plan: CanaryPlan, gates: Gates, poll_s: float, 
             while time.monotonic() < end:
                 if worker.is_cancelled:  # quitting gputui: the canary stops where it is
                     raise _Interrupted
-                if session.control.wait(min(0.2, max(0.0, end - time.monotonic()))):
+                if run.control.wait(min(0.2, max(0.0, end - time.monotonic()))):
                     return  # a key was pressed: the canary acts on it now
 
         ctx = OpContext.of(backend, app.settings, app.audit).paced(poll_s, app.clock, nap)
-        steps = run_canary(plan, ctx, CanaryOptions(gates, force, wait_when_held=True), session.control,
-                           session.report)
+        steps = run_canary(plan, ctx, CanaryOptions(gates, force, wait_when_held=True), run.control,
+                           run.report)
 
         def show(line: str) -> None:
-            session.add(line, app.clock())
+            run.add(line, app.clock())
             app.post_message(CanaryProgress(plan.service.key))
         try:
-            run_steps(steps, show)  # its outcome lands in session.report
+            run_steps(steps, show)  # its outcome lands in run.report
         except _Interrupted:
-            session.add("interrupted by quitting: traffic left as it is", app.clock())
+            run.add("interrupted by quitting: traffic left as it is", app.clock())
         except Exception as exc:  # shown, never a traceback
-            session.add(f"failed: {error_line(exc)}", app.clock())
+            run.add(f"failed: {error_line(exc)}", app.clock())
         finally:
-            session.finished = True
+            run.finished = True
             if not worker.is_cancelled:
                 app.post_message(CanaryProgress(plan.service.key))
 
     app.run_worker(work, thread=True, group=f"canary-{plan.service.key}", exit_on_error=False)
-    return session
+    return run

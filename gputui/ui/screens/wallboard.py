@@ -19,8 +19,8 @@ from gputui.present.columns import fit_service_columns, service_rows
 from gputui.present.wallboard import heat_map, legend
 from gputui.snapshot import ClusterSnapshot, stale
 from gputui.ui.base import ClusterScreen
-from gputui.ui.footer import KeyFooter
-from gputui.ui.header import HeaderBar
+from gputui.ui.widgets.footer import KeyFooter
+from gputui.ui.widgets.header import HeaderBar
 
 PAGES = ("heat", "services", "pools", "alerts")
 TITLES = {"heat": "Fleet heat map", "services": "Services and rollouts", "pools": "Pools: allocated, free and idle GPUs",

@@ -11,9 +11,9 @@ from textual.widgets import DataTable, Static
 from gputui.policy.fleet import FLEET, ClusterRow, fleet_total
 from gputui.present import cells
 from gputui.ui.base import ClusterScreen
-from gputui.ui.footer import KeyFooter
-from gputui.ui.key_table import KeyTable
-from gputui.ui.table_sync import sync_rows
+from gputui.ui.widgets.footer import KeyFooter
+from gputui.ui.widgets.key_table import KeyTable
+from gputui.ui.widgets.table_sync import sync_rows
 
 # Freshness early: at 80 columns what is cut is the least needed (counts of drains and canaries).
 COLUMNS = ("Cluster", "GPUs", "Util", "Alerts", "Read", "Nodes", "Drains", "Canaries")

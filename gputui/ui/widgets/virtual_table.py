@@ -22,7 +22,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from gputui.ui.table_sync import same_row
+from gputui.ui.widgets.table_sync import same_row
 
 PADDING = 1  # cells each side of a column (a gap of two between columns)
 

@@ -137,7 +137,7 @@ async def test_every_screen_shows_hostile_cluster_text_as_data(hostile, cluster,
             await pilot.press("escape", "escape", "d")
             await look("diagnostics", showing("DiagnosticsScreen"))
             shown_by = {"versions": showing("VersionsScreen"), "audit": showing("AuditScreen"),
-                        "pools": showing("PoolsScreen"),
+                        "pools": showing("NodePoolsScreen"),
                         "check": lambda: showing("CheckScreen")() and app.screen.results is not None,  # run, in a worker
                         "services": lambda: type(app.screen).__name__ == "DashboardScreen"
                         and app.focused is not None and app.focused.id == "services"}

@@ -126,7 +126,7 @@ async def test_check_screen_lists_failures_first_and_enter_shows_the_objects_and
 
 
 async def test_pools_and_versions_screens_show_the_demos_pools_drift_and_failed_upgrade(app_factory):
-    from gputui.ui.screens.pools import PoolsScreen
+    from gputui.ui.screens.node_pools import NodePoolsScreen
     from gputui.ui.screens.versions import VersionsScreen
     from gputui.ui.widgets.key_table import KeyTable
 
@@ -134,7 +134,7 @@ async def test_pools_and_versions_screens_show_the_demos_pools_drift_and_failed_
     async with app.run_test(size=(160, 40)) as pilot:
         await loaded(pilot)
         await command(pilot, "pools", "enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, PoolsScreen) and app.idle_watch.idle is not None)
+        await wait_for(pilot, lambda: isinstance(app.screen, NodePoolsScreen) and app.idle_watch.idle is not None)
         table = app.screen.query_one("#pools", KeyTable)
         rows = {str(table.get_row(k)[0]): [str(c) for c in table.get_row(k)] for k in table.rows}
         assert set(rows) == {"hopper", "ampere", "ada-lovelace", "(fleet)"}
@@ -160,14 +160,14 @@ async def test_pools_at_80_columns_keep_util_and_idle_on_screen_and_a_wider_scre
     """Each scheme's figures (83/167+5/36MIG+...) pushed Util and Idle off an 80-column screen: below 100 columns
     the table shows whole cards and a "+", as the header does, and says what "+" means; widened, it shows each
     scheme, in columns made as wide as that (not cut to the narrow ones)."""
-    from gputui.ui.screens.pools import PoolsScreen
+    from gputui.ui.screens.node_pools import NodePoolsScreen
     from gputui.ui.widgets.key_table import KeyTable
 
     app = app_factory()
     async with app.run_test(size=(80, 24)) as pilot:
         await loaded(pilot)
         await command(pilot, "pools", "enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, PoolsScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, NodePoolsScreen))
         table = app.screen.query_one("#pools", KeyTable)
 
         def fleet_row() -> list[str]:

@@ -24,7 +24,7 @@ def binding_scopes() -> dict[str, tuple[type, ...]]:
     from gputui.ui.screens.drain_progress import DrainProgressScreen
     from gputui.ui.screens.help import HelpScreen
     from gputui.ui.screens.node_detail import NodeDetailScreen
-    from gputui.ui.screens.pools import PoolsScreen
+    from gputui.ui.screens.node_pools import NodePoolsScreen
     from gputui.ui.screens.service import ServiceScreen
     from gputui.ui.screens.theme_picker import ThemePickerScreen
     from gputui.ui.screens.traffic_shift import TrafficShiftScreen
@@ -45,7 +45,7 @@ def binding_scopes() -> dict[str, tuple[type, ...]]:
         "audit": app + (AuditScreen, ItemList),
         "check": app + (CheckScreen, ItemList),
         "versions": app + (VersionsScreen, KeyTable),
-        "pools": app + (PoolsScreen, KeyTable),
+        "pools": app + (NodePoolsScreen, KeyTable),
         "detail": app + (DetailScreen,),
         "drain-plan": app + (DrainPlanScreen, Input),
         "drain-progress": app + (DrainProgressScreen, KeyTable),

@@ -277,9 +277,9 @@ class DashboardScreen(NodeOrder):
 
             self.app.push_screen(CheckScreen())
         elif name == "pools":
-            from gputui.ui.screens.pools import PoolsScreen
+            from gputui.ui.screens.node_pools import NodePoolsScreen
 
-            self.app.push_screen(PoolsScreen())
+            self.app.push_screen(NodePoolsScreen())
         elif name == "versions":
             from gputui.ui.screens.versions import VersionsScreen
 

@@ -19,7 +19,7 @@ from gputui.ui.widgets.key_table import KeyTable
 from gputui.ui.widgets.table_sync import sync_rows
 
 
-class PoolsScreen(ClusterScreen):
+class NodePoolsScreen(ClusterScreen):
     BINDINGS = [Binding("escape", "app.pop_screen", "Back", id="back")]
 
     def compose(self) -> ComposeResult:

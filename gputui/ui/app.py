@@ -9,12 +9,12 @@ from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.reactive import var
@@ -110,7 +110,7 @@ class ConnectingScreen(Screen[None]):
     plugin), the last failure and the next try. q and Ctrl-C quit at once: the connection runs on a thread
     nobody waits for."""
 
-    BINDINGS = [Binding("ctrl+c", "app.quit", "Quit", show=False, priority=True)]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+c", "app.quit", "Quit", show=False, priority=True)]
     DEFAULT_CSS = """
     ConnectingScreen { align: center middle; }
     ConnectingScreen > Static { width: auto; max-width: 90%; height: auto; padding: 1 2; border: round $primary; }
@@ -146,7 +146,7 @@ class GputuiApp(App[None]):
     CSS_PATH = "gputui.tcss"
     TITLE = "gputui"
     ENABLE_COMMAND_PALETTE = False
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", id="quit"),
         Binding("question_mark", "help", "Help", id="help"),
         Binding("colon", "command", "Command", id="command", tooltip="Command mode: :nodes, :drain NODE, :theme NAME…"),
@@ -275,7 +275,7 @@ class GputuiApp(App[None]):
                 if backend is None:
                     backend = connect()
                 snapshot = backend.reader.snapshot()
-            except Exception as exc:  # said on the screen; q is always there
+            except Exception as exc:  # noqa: BLE001 - said on the screen and retried; q is always there
                 state.error, state.retry_at = error_line(exc), time.monotonic() + CONNECT_RETRY_S
                 if state.stop.wait(CONNECT_RETRY_S):
                     break
@@ -386,7 +386,7 @@ class GputuiApp(App[None]):
     def _poll(self, view: NodeView | None) -> None:
         try:
             snapshot, error = self.backend.reader.snapshot(), None
-        except Exception as exc:  # a dead backend must never take the UI down
+        except Exception as exc:  # noqa: BLE001 - a dead backend must never take the UI down
             snapshot, error = None, error_line(exc)
         if snapshot is not None:
             self.prepare_snapshot(snapshot, view)
@@ -598,7 +598,7 @@ class GputuiApp(App[None]):
         def job() -> None:
             try:
                 self.post_message(WriteDone(title, action(), failed=False))
-            except Exception as exc:  # ours by their message, anything else with its type (error_line)
+            except Exception as exc:  # noqa: BLE001 - said: ours by their message, anything else with its type (error_line)
                 self.post_message(WriteDone(title, error_line(exc), failed=True))
 
         self.run_worker(job, thread=True, group="write", exit_on_error=False)

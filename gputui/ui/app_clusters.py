@@ -46,7 +46,7 @@ def switch_context(app: GputuiApp, context: str) -> None:
 
         try:
             app.post_message(Connected(context, settings, build_backend(settings), None))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the switch fails with its reason shown, the app stays on its cluster
             app.post_message(Connected(context, settings, None, error_line(exc)))
 
     app.run_worker(connect, thread=True, group="connect", exclusive=True, exit_on_error=False)

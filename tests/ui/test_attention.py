@@ -24,7 +24,7 @@ async def test_at_80x24_the_problem_column_says_each_worst_problem_whole(app_fac
     async with app.run_test(size=(80, 24)) as pilot:
         await loaded(pilot)
         table = app.screen.nodes_table
-        problem = [i for i, (key, *_rest) in enumerate(table.columns) if key == "alerts"][0]
+        problem = next(i for i, (key, *_rest) in enumerate(table.columns) if key == "alerts")
         words = {name: str(table.cells(name)[problem]) for name in table.keys[:4]}
         assert {k: v for k, v in words.items() if not v.endswith("°C")} == {
             "gpu-l40s-06": "NotReady", "gpu-h100-07": "XID 79", "gpu-a100-08": "upgrade ✗"}

@@ -161,7 +161,7 @@ async def test_a_context_switch_during_a_drain_leaves_the_drains_connection_open
         drain = await _board(app, pilot)
         old = app.backend
         closed = []
-        old.reader.close = lambda: closed.append(True)  # noqa: E731 - record instead of closing
+        old.reader.close = lambda: closed.append(True)  # record instead of closing
         app.post_message(Connected("demo", Settings(demo=True), demo_backend(seed=3), None))
         await wait_for(pilot, lambda: app.backend is not old)
         assert app.backend is not old and drain.backend is old and closed == []

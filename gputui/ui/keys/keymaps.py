@@ -70,7 +70,7 @@ def _known_key(key: str) -> bool:
     if not base or any(m not in MODIFIERS for m in mods):
         return False
     if len(base) == 1:
-        return base in string.printable and base not in string.whitespace or base == " "
+        return (base in string.printable and base not in string.whitespace) or base == " "
     return base in _KEY_NAMES
 
 

@@ -103,7 +103,7 @@ def start_canary(app: GputuiApp, plan: CanaryPlan, gates: Gates, poll_s: float, 
             run_steps(steps, show)  # its outcome lands in run.report
         except _Interrupted:
             run.add("interrupted by quitting: traffic left as it is", app.clock())
-        except Exception as exc:  # shown, never a traceback
+        except Exception as exc:  # noqa: BLE001 - shown in the run's log, never a traceback
             run.add(f"failed: {error_line(exc)}", app.clock())
         finally:
             run.finished = True

@@ -108,7 +108,7 @@ def start_drain(app: GputuiApp, nodes: list[str], options: DrainOptions | dict[s
                                                                   take_over=take_over)), show)
         except _Interrupted:
             run.apply(DrainEvent(",".join(nodes), K.INFO, message="interrupted by quitting"), app.clock())
-        except Exception as exc:  # shown, never a traceback
+        except Exception as exc:  # noqa: BLE001 - shown as the run's failure, never a traceback
             run.apply(DrainEvent(",".join(nodes), K.FAILED, message=str(exc)), app.clock())
         finally:
             run.aborted = any(c.aborted for c in run.controls.values())

@@ -46,7 +46,7 @@ class FleetWatch:
                     backend = build_backend(settings)
                 app.post_message(FleetRead(context, backend.reader.snapshot(), ""))
                 pause = app.settings.refresh
-            except Exception as exc:  # one cluster's failure is its own row's, never the app's
+            except Exception as exc:  # noqa: BLE001 - one cluster's failure is its own row's, never the app's
                 app.post_message(FleetRead(context, None, error_line(exc)))
                 pause = RETRY_S if backend is None else app.settings.refresh
             deadline = time.monotonic() + pause

@@ -5,12 +5,12 @@ cannot use are skipped and counted in the title, and every string from it is sho
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
 from gputui.base.paths import shown
@@ -38,7 +38,7 @@ def _text(value: Any, limit: int = MAX_FIELD) -> str:
 
 
 class AuditScreen(ClusterScreen):
-    BINDINGS = [Binding("escape", "app.pop_screen", "Back", id="back")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "Back", id="back")]
 
     def __init__(self) -> None:
         super().__init__()

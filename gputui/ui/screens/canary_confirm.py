@@ -4,9 +4,11 @@ it would hold at, and why; `y` starts it, `f` starts it forcing each step past t
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import Static
 
@@ -28,7 +30,7 @@ def canary_question(plan: CanaryPlan, gates: Gates, steps: list[StepPreview], si
 
 
 class CanaryConfirm(ConfirmScreen):
-    BINDINGS = [Binding("f", "force", "Start, forced", id="canary-force",
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("f", "force", "Start, forced", id="canary-force",
                         tooltip="Start the canary, each step forced past the capacity rule (rollout --force)")]
 
     def __init__(self, title: str, body: str, forceable: bool) -> None:

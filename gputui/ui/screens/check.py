@@ -3,10 +3,12 @@ check's objects and fix. The checks run in a worker on each new snapshot, never 
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
 from gputui.checks.context import context_for
@@ -24,7 +26,7 @@ FACTS_EVERY_S = 60.0  # memory growth over 30 minutes and the rules loaded: no n
 
 
 class CheckScreen(ClusterScreen):
-    BINDINGS = [Binding("escape", "app.pop_screen", "Back", id="back")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "Back", id="back")]
 
     def __init__(self) -> None:
         super().__init__()

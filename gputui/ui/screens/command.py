@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping, Sequence
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.suggester import Suggester
 from textual.widgets import Input, Static
@@ -39,7 +40,7 @@ class CommandScreen(ClusterModal[Command | None]):
     #command-colon { width: 2; padding-left: 1; text-style: bold; }
     #command-input { border: none; height: 1; padding: 0; background: $panel; width: 1fr; }
     """
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel", id="command-cancel"),
         Binding("tab", "complete", "Complete", id="command-complete"),
     ]
@@ -99,7 +100,7 @@ class CommandScreen(ClusterModal[Command | None]):
     @staticmethod
     def _ambiguous(value: str, matches: list[str]) -> str:
         """':drain h100' with eleven nodes named so: which they are, not "no node" (issue 35)."""
-        head, _, typed = value.strip().removeprefix(":").partition(" ")
+        _head, _, typed = value.strip().removeprefix(":").partition(" ")
         if len(matches) < 2 or not typed:
             return ""
         names = [m.partition(" ")[2] for m in matches]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import Static
 
@@ -12,7 +14,7 @@ from gputui.ui.base import ClusterModal
 
 
 class ConfirmScreen(ClusterModal[bool]):
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y,enter", "answer(True)", "Yes", id="confirm-yes"),
         Binding("n,escape", "answer(False)", "No", id="confirm-no"),
     ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from gputui.backends.base import BackendError
 from gputui.ops.context import OpContext
 from gputui.ops.cordon import plan_cordon, run_cordon
 from gputui.ui.screens.confirm import ConfirmScreen
@@ -22,7 +23,7 @@ def ask_cordon(app: GputuiApp, node: str | None, cordon: bool) -> None:
         return
     try:
         plan = plan_cordon(app.snapshot, node, cordon)
-    except Exception as exc:
+    except BackendError as exc:  # the node is gone since the snapshot was shown
         app.notify(str(exc), severity="error")
         return
     if plan.already:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.events import Resize
 from textual.widgets import DataTable, Input, Static
 
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 
 class DashboardScreen(NodeOrder):
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open_node", "Open", id="open-node"),
         Binding("c", "cordon", "Cordon", id="cordon", tooltip="Cordon the selected node"),
         Binding("u", "uncordon", "Uncordon", id="uncordon", tooltip="Uncordon the selected node"),

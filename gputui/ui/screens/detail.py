@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import ClassVar
 
 from rich.console import RenderableType
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
@@ -15,7 +16,7 @@ from gputui.ui.base import ClusterModal
 
 
 class DetailScreen(ClusterModal[None]):
-    BINDINGS = [Binding("escape,enter,q", "close", "Close", id="detail-close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,enter,q", "close", "Close", id="detail-close")]
 
     def __init__(self, title: str, body: RenderableType,
                  ticking: Callable[[], RenderableType] | None = None) -> None:

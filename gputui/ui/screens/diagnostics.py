@@ -4,10 +4,12 @@ concerns (a pod's: the node it runs on)."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
 from gputui.policy.health import Finding
@@ -30,7 +32,7 @@ def _row(kind: Text, subject: Text, detail: Text) -> Table:
 
 
 class DiagnosticsScreen(ClusterScreen):
-    BINDINGS = [Binding("escape", "app.pop_screen", "Back", id="back")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "Back", id="back")]
 
     def __init__(self) -> None:
         super().__init__()

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Input, Static
@@ -115,7 +116,7 @@ class RatesRead(Message):
 class DrainPlanScreen(ClusterModal[DrainOptions | None]):
     """The plan, with kubectl's options as toggles. Enter starts; esc changes nothing."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter,y", "start", "Start drain", id="drain-start"),
         Binding("escape,n", "cancel", "Cancel", id="drain-cancel"),
         Binding("e", "toggle_option('delete_emptydir_data')", "emptyDir", id="drain-emptydir"),

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
 from gputui.ops.drain.events import EventKind as K
@@ -29,7 +30,7 @@ ACTIONS = ("evict_now", "extend", "abort", "put_back")
 
 
 class DrainProgressScreen(ClusterScreen):
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back (drain goes on)", id="back"),
         Binding("escape", "back", "Back", id="drain-back-done"),
         Binding("e", "evict_now", "Evict now", id="drain-evict-now"),

@@ -3,9 +3,11 @@ enter opens its board. Drains run side by side (issue 35, item 2), each on its o
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
 from gputui.ops.drain.events import EventKind as K
@@ -31,7 +33,7 @@ def describe(run: DrainRun, now: float) -> str:
 
 
 class DrainsListScreen(ClusterScreen):
-    BINDINGS = [Binding("escape", "app.pop_screen", "Back", id="back")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "Back", id="back")]
 
     def compose(self) -> ComposeResult:
         yield HeaderBar()

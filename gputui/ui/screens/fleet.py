@@ -3,9 +3,11 @@ sums. `enter` dives into a cluster's dashboard (as `:ctx`); `esc` on that dashbo
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
 from gputui.policy.fleet import FLEET, ClusterRow, fleet_total
@@ -20,7 +22,7 @@ COLUMNS = ("Cluster", "GPUs", "Util", "Alerts", "Read", "Nodes", "Drains", "Cana
 
 
 class FleetScreen(ClusterScreen):
-    BINDINGS = [Binding("escape", "app.pop_screen", "Back", id="back")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "Back", id="back")]
 
     def compose(self) -> ComposeResult:
         yield Static(id="fleet-title", classes="panel-title")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.table import Table
 from rich.text import Text
 from textual.app import App, ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Static
@@ -19,7 +21,7 @@ def key_label(app: App, key: str) -> str:
 
 
 class HelpScreen(ClusterModal[None]):
-    BINDINGS = [Binding("escape,q,question_mark", "dismiss_help", "Close", id="close-help")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,question_mark", "dismiss_help", "Close", id="close-help")]
 
     def __init__(self, beneath: Screen) -> None:
         super().__init__()

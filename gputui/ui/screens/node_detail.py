@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from rich.console import RenderableType
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.events import Resize
 from textual.widgets import Static
 
@@ -55,7 +56,7 @@ def _widths(columns: Sequence[tuple[str, str, int | None]], total: int, minimum:
 
 
 class NodeDetailScreen(ClusterScreen):
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back", id="back"),
         Binding("c", "cordon", "Cordon", id="cordon"),
         Binding("u", "uncordon", "Uncordon", id="uncordon"),
@@ -159,7 +160,7 @@ class NodeDetailScreen(ClusterScreen):
         def read() -> None:
             try:
                 self.post_message(DescriptionRead(node, reader.describe(node, pods), None))
-            except Exception as exc:  # shown with what the snapshot holds, never a crash
+            except Exception as exc:  # noqa: BLE001 - shown with what the snapshot holds, never a crash
                 self.post_message(DescriptionRead(node, None, error_line(exc)))
 
         self.run_worker(read, thread=True, exclusive=True, group="describe", exit_on_error=False)
@@ -316,8 +317,8 @@ class NodeDetailScreen(ClusterScreen):
         try:
             gpus = reader.node_gpus(node) if hasattr(reader, "node_gpus") else None
             history = reader.gpu_history(node, HISTORY_MINUTES)
-        except Exception:
-            return  # the rows keep their last values; the header shows source errors
+        except Exception:  # noqa: BLE001 - the rows keep their last values; the header shows source errors
+            return
         self.post_message(HistoryRead(gpus, history, node))
 
     def on_history_read(self, message: HistoryRead) -> None:

@@ -4,9 +4,11 @@ thread, never every refresh). Idle is "?" until read, or when the metrics cannot
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
 from gputui.policy.figures import figures
@@ -20,7 +22,7 @@ from gputui.ui.widgets.table_sync import sync_rows
 
 
 class NodePoolsScreen(ClusterScreen):
-    BINDINGS = [Binding("escape", "app.pop_screen", "Back", id="back")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "Back", id="back")]
 
     def compose(self) -> ComposeResult:
         yield HeaderBar()

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
@@ -48,7 +48,7 @@ ARGO_VERBS = {"promote": "Promote", "promote-full": "Promote fully", "abort": "A
 
 
 class ServiceScreen(ClusterScreen):
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back", id="back"),
         Binding("w", "shift", "Weights", id="service-shift"),
         Binding("g", "canary", "Canary", id="service-canary",

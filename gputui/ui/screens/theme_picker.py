@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
@@ -19,7 +21,7 @@ class ThemePickerScreen(ClusterModal[str | None]):
     #theme-list { height: auto; max-height: 20; border: none; }
     #theme-hint { color: $text-muted; }
     """
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "keep", "Keep", id="theme-keep"),
         Binding("escape", "cancel", "Cancel", id="theme-cancel"),
     ]

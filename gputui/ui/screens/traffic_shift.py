@@ -320,7 +320,7 @@ class TrafficShiftScreen(ClusterModal[None]):
             try:
                 route = read_route(plan, writer)
                 self.post_message(RouteRead(seq, plan_shift(snapshot, key, targets, route=route, api_versions=api), None))
-            except Exception as exc:  # shown in the dialog, never a crash
+            except Exception as exc:  # noqa: BLE001 - shown in the dialog, never a crash
                 self.post_message(RouteRead(seq, None, error_line(exc)))
 
         self._then = then

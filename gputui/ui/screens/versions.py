@@ -7,9 +7,11 @@ columns). `enter` opens the node. The same rows as `gputui versions`."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.events import Resize
 from textual.widgets import DataTable, Static
 
@@ -35,7 +37,7 @@ class VersionsTable(KeyTable):
 
 
 class VersionsScreen(ClusterScreen):
-    BINDINGS = [Binding("escape", "app.pop_screen", "Back", id="back")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "Back", id="back")]
     DEFAULT_CSS = """
     #versions-same { height: auto; padding: 0 1; color: $text-muted; }
     #versions-why { height: auto; max-height: 5; padding: 0 1; }

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Digits, Static
 
@@ -57,7 +59,7 @@ class WallboardScreen(ClusterScreen):
     #page-title { height: 1; background: $surface; }
     #page { height: 1fr; padding: 0 1; }
     """
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("right,n,space", "page(1)", "Next page", id="wall-next"),
         Binding("left,p", "page(-1)", "Previous page", id="wall-previous"),
         Binding("m", "metric", "Utilisation/temperature", id="wall-metric"),
@@ -303,7 +305,7 @@ class WallboardScreen(ClusterScreen):
         room = max(1, height - 1)  # below the column titles
         if len(rows) > room:  # cut, and said: the worst stay on screen (nodes that need attention come first)
             hidden = len(rows) - (room - 1)
-            rows = rows[: room - 1] + [(Text(""), Text(f"+{hidden} more", style="bold"),
+            rows = [*rows[: room - 1], (Text(""), Text(f"+{hidden} more", style="bold"),
                                         Text("not shown: a taller window shows them, gputui check lists them",
                                              style="dim"))]
         for row in rows:

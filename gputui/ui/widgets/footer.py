@@ -7,6 +7,8 @@ open a node's detail and come back (issue 18, benchmarks/keys.py). Looks and cli
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.style import Style
 from rich.text import Text
 from textual import events
@@ -20,7 +22,7 @@ COMPACT_BELOW = 120
 
 class KeyFooter(Widget):
     ALLOW_SELECT = False
-    COMPONENT_CLASSES = {"footer-key--key", "footer-key--description"}
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"footer-key--key", "footer-key--description"}
     DEFAULT_CSS = """
     KeyFooter {
         dock: bottom;

@@ -5,10 +5,10 @@ Textual scrolls it into view, and `enter` hands the row's payload to the screen.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.console import RenderableType
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
@@ -26,7 +26,7 @@ class Item(Static, can_focus=True):
 
 
 class ItemList(VerticalScroll, can_focus=False):
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up,k", "move(-1)", "Up", id="cursor-up", show=False),
         Binding("down,j", "move(1)", "Down", id="cursor-down", show=False),
         Binding("home", "edge(0)", "First", id="first", show=False),

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from textual.binding import Binding
+from typing import ClassVar
+
+from textual.binding import Binding, BindingType
 from textual.widgets import DataTable
 
 
 class KeyTable(DataTable, inherit_bindings=False):
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "select_cursor", "Select", id="select", show=False),
         Binding("up,k", "cursor_up", "Up", id="cursor-up", show=False),
         Binding("down,j", "cursor_down", "Down", id="cursor-down", show=False),

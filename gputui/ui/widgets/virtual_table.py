@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
+from typing import ClassVar
 
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import reactive
@@ -37,8 +38,8 @@ class VirtualTable(ScrollView, can_focus=True):
     VirtualTable > .virtual-table--cursor { background: $primary 40%; }
     VirtualTable:focus > .virtual-table--cursor { background: $primary; color: $text; }
     """
-    COMPONENT_CLASSES = {"virtual-table--header", "virtual-table--cursor"}
-    BINDINGS = [
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"virtual-table--header", "virtual-table--cursor"}
+    BINDINGS: ClassVar[list[BindingType]] = [
         # The ids are KeyTable's too: one keymap entry moves the cursor in every table.
         Binding("up,k", "cursor(-1)", "Up", id="cursor-up", show=False),
         Binding("down,j", "cursor(1)", "Down", id="cursor-down", show=False),

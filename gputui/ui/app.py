@@ -45,6 +45,7 @@ from gputui.ui.messages import CanaryProgress, Connected, DrainProgress, FleetRe
 from gputui.ui.runs.fleet_watch import FleetWatch
 from gputui.ui.runs.idle_watch import IdleWatch
 from gputui.ui.runs.problem_watch import ProblemWatch
+from gputui.ui.screens.dashboard import DashboardScreen
 from gputui.ui.screens.node_order import NodeOrder, NodeView
 from gputui.ui.theming import ThemesRead, load_themes, palette_defaults, palette_from
 
@@ -65,7 +66,6 @@ if TYPE_CHECKING:
     from gputui.ui.keys.commands import Command
     from gputui.ui.runs.canary import CanaryRun
     from gputui.ui.runs.drain import DrainRun  # imported when a drain starts, not at start-up
-    from gputui.ui.screens.dashboard import DashboardScreen
 
 
 def same_content(old: ClusterSnapshot | None, new: ClusterSnapshot | None) -> bool:
@@ -232,14 +232,12 @@ class GputuiApp(App[None]):
         self._themes_read = None
         self.theme = self.settings.theme
         if self.settings.wallboard:
-            from gputui.ui.screens.wallboard import WallboardScreen
+            from gputui.ui.screens.wallboard import WallboardScreen  # noqa: PLC0415 (screen: loaded when first shown)
 
             if len(self.settings.contexts) > 1:  # the board sums the fleet, and lists it on a page
                 self.watch_fleet(self.settings.contexts)
             self.push_screen(WallboardScreen())
         else:
-            from gputui.ui.screens.dashboard import DashboardScreen
-
             self.push_screen(DashboardScreen())
             if len(self.settings.contexts) > 1:  # --context a,b: the fleet first
                 self.open_fleet()
@@ -350,7 +348,7 @@ class GputuiApp(App[None]):
 
     @work(exclusive=True, group="watch-looks", exit_on_error=False)
     async def _watch_looks(self) -> None:
-        import watchfiles
+        import watchfiles  # noqa: PLC0415 (third-party: loaded by the looks watcher, off the first frame)
 
         dirs = [str(d) for d in watched_dirs() if d.is_dir()]
         if not dirs:
@@ -508,7 +506,7 @@ class GputuiApp(App[None]):
     # ----- command mode and the theme picker ----------------------------------------
 
     def action_command(self) -> None:
-        from gputui.ui.screens.command import CommandScreen
+        from gputui.ui.screens.command import CommandScreen  # noqa: PLC0415 (screen: loaded when first shown)
 
         if not isinstance(self.screen, CommandScreen):
             self.push_screen(CommandScreen(self.command_choices), self.run_command)
@@ -526,7 +524,7 @@ class GputuiApp(App[None]):
         }
 
     def run_command(self, command: Command | None) -> None:
-        from gputui.ui.keys.commands import ALL_NAMESPACES
+        from gputui.ui.keys.commands import ALL_NAMESPACES  # noqa: PLC0415 (the command grammar loads with the first command)
 
         if command is None:
             return
@@ -559,8 +557,6 @@ class GputuiApp(App[None]):
             dashboard.run_command(name, arg)
 
     def _dashboard(self) -> DashboardScreen | None:
-        from gputui.ui.screens.dashboard import DashboardScreen
-
         if self.settings.wallboard:
             return None
         while len(self.screen_stack) > 1 and not isinstance(self.screen, DashboardScreen):
@@ -571,7 +567,7 @@ class GputuiApp(App[None]):
         """A node's detail, from any screen (screens open it through here: none imports another's). One detail
         screen is built and kept (installed), then aimed at each node opened: building and styling its widgets
         was most of the time an open took (benchmarks/keys.py). A second detail above the first gets its own."""
-        from gputui.ui.screens.node_detail import NodeDetailScreen
+        from gputui.ui.screens.node_detail import NodeDetailScreen  # noqa: PLC0415 (screen: loaded when first shown)
 
         if not self.is_screen_installed(NODE_DETAIL):
             self.install_screen(NodeDetailScreen(name), NODE_DETAIL)
@@ -584,7 +580,7 @@ class GputuiApp(App[None]):
         self.push_screen(kept)
 
     def action_themes(self) -> None:
-        from gputui.ui.screens.theme_picker import ThemePickerScreen
+        from gputui.ui.screens.theme_picker import ThemePickerScreen  # noqa: PLC0415 (screen: loaded when first shown)
 
         if not isinstance(self.screen, ThemePickerScreen):
             names = sorted(self.available_themes, key=lambda n: (not n.startswith("gputui-"), n))  # ours first
@@ -636,7 +632,7 @@ class GputuiApp(App[None]):
         if not draining and not running:
             self.exit()
             return
-        from gputui.ui.screens.confirm import ConfirmScreen
+        from gputui.ui.screens.confirm import ConfirmScreen  # noqa: PLC0415 (screen: loaded when first shown)
 
         def answer(yes: bool | None) -> None:
             if yes:
@@ -659,7 +655,7 @@ class GputuiApp(App[None]):
                                        "Quit during a canary?", "\n".join(said)), answer)
 
     def action_help(self) -> None:
-        from gputui.ui.screens.help import HelpScreen
+        from gputui.ui.screens.help import HelpScreen  # noqa: PLC0415 (screen: loaded when first shown)
 
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen))

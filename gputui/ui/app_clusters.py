@@ -5,9 +5,11 @@ app only through its methods (use_backend, watch_fleet): no field of it is writt
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gputui.backends.base import error_line
+from gputui.backends.factory import build_backend, context_names
 from gputui.ui.messages import Connected
 
 if TYPE_CHECKING:
@@ -17,8 +19,6 @@ if TYPE_CHECKING:
 def contexts(app: GputuiApp) -> list[str]:
     if app.backend.simulated:
         return [app.backend.context]
-    from gputui.backends.factory import context_names
-
     return context_names(app.settings)
 
 
@@ -36,14 +36,11 @@ def switch_context(app: GputuiApp, context: str) -> None:
     if app.backend.simulated:
         app.notify("the demo cluster has a single context", severity="warning")
         return
-    from dataclasses import replace
 
     settings = replace(app.settings, context=context)
     app.notify(f"connecting to {context}…", timeout=5)
 
     def connect() -> None:
-        from gputui.backends.factory import build_backend
-
         try:
             app.post_message(Connected(context, settings, build_backend(settings), None))
         except Exception as exc:  # noqa: BLE001 - the switch fails with its reason shown, the app stays on its cluster
@@ -72,8 +69,7 @@ def connected(app: GputuiApp, message: Connected) -> None:
 
 def open_fleet(app: GputuiApp) -> None:
     """The fleet view: the configured contexts (--context a,b or contexts:), else the kubeconfig's."""
-    from gputui.backends.factory import context_names
-    from gputui.ui.screens.fleet import FleetScreen
+    from gputui.ui.screens.fleet import FleetScreen  # noqa: PLC0415 (screen: loaded when first shown)
 
     if app.fleet is None:
         if app.settings.pin_context and not app.settings.contexts:

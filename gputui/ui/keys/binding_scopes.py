@@ -5,35 +5,34 @@ Importing it imports every screen; nothing at run time does (keymaps read the ge
 from __future__ import annotations
 
 from textual.binding import Binding
+from textual.widgets import Input
+
+from gputui.ui.app import GputuiApp
+from gputui.ui.screens.audit import AuditScreen
+from gputui.ui.screens.canary_confirm import CanaryConfirm
+from gputui.ui.screens.check import CheckScreen
+from gputui.ui.screens.command import CommandScreen
+from gputui.ui.screens.confirm import ConfirmScreen
+from gputui.ui.screens.dashboard import DashboardScreen
+from gputui.ui.screens.detail import DetailScreen
+from gputui.ui.screens.diagnostics import DiagnosticsScreen
+from gputui.ui.screens.drain_plan import DrainPlanScreen
+from gputui.ui.screens.drain_progress import DrainProgressScreen
+from gputui.ui.screens.help import HelpScreen
+from gputui.ui.screens.node_detail import NodeDetailScreen
+from gputui.ui.screens.node_pools import NodePoolsScreen
+from gputui.ui.screens.service import ServiceScreen
+from gputui.ui.screens.theme_picker import ThemePickerScreen
+from gputui.ui.screens.traffic_shift import TrafficShiftScreen
+from gputui.ui.screens.versions import VersionsScreen
+from gputui.ui.screens.wallboard import WallboardScreen
+from gputui.ui.widgets.item_list import ItemList
+from gputui.ui.widgets.key_table import KeyTable
+from gputui.ui.widgets.virtual_table import VirtualTable
 
 
 def binding_scopes() -> dict[str, tuple[type, ...]]:
     """Per screen: the classes whose bindings are live together on it (app, screen, focusable widgets)."""
-    from textual.widgets import Input
-
-    from gputui.ui.app import GputuiApp
-    from gputui.ui.screens.audit import AuditScreen
-    from gputui.ui.screens.canary_confirm import CanaryConfirm
-    from gputui.ui.screens.check import CheckScreen
-    from gputui.ui.screens.command import CommandScreen
-    from gputui.ui.screens.confirm import ConfirmScreen
-    from gputui.ui.screens.dashboard import DashboardScreen
-    from gputui.ui.screens.detail import DetailScreen
-    from gputui.ui.screens.diagnostics import DiagnosticsScreen
-    from gputui.ui.screens.drain_plan import DrainPlanScreen
-    from gputui.ui.screens.drain_progress import DrainProgressScreen
-    from gputui.ui.screens.help import HelpScreen
-    from gputui.ui.screens.node_detail import NodeDetailScreen
-    from gputui.ui.screens.node_pools import NodePoolsScreen
-    from gputui.ui.screens.service import ServiceScreen
-    from gputui.ui.screens.theme_picker import ThemePickerScreen
-    from gputui.ui.screens.traffic_shift import TrafficShiftScreen
-    from gputui.ui.screens.versions import VersionsScreen
-    from gputui.ui.screens.wallboard import WallboardScreen
-    from gputui.ui.widgets.item_list import ItemList
-    from gputui.ui.widgets.key_table import KeyTable
-    from gputui.ui.widgets.virtual_table import VirtualTable
-
     app = (GputuiApp,)
     return {
         "dashboard": (*app, DashboardScreen, VirtualTable, KeyTable),

@@ -45,7 +45,7 @@ def user_keymap_dir() -> Path:
 
 def watched_dirs() -> list[Path]:
     """Where theme and keymap files live: watched for hot reload."""
-    from gputui.ui.theming import bundled_theme_dir
+    from gputui.ui.theming import bundled_theme_dir  # noqa: PLC0415 (theming loads Textual; keymaps are read without it)
 
     return [bundled_theme_dir(), bundled_keymap_dir(), config_dir()]
 

@@ -10,6 +10,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from textual.worker import get_current_worker
+
 from gputui.backends.base import error_line
 from gputui.ops.canary import CanaryControl, CanaryOptions, CanaryPlan, CanaryReport, Gates, run_canary
 from gputui.ops.context import OpContext
@@ -80,8 +82,6 @@ def start_canary(app: GputuiApp, plan: CanaryPlan, gates: Gates, poll_s: float, 
     app.canaries[plan.service.key] = run
 
     def work() -> None:
-        from textual.worker import get_current_worker
-
         worker = get_current_worker()
 
         def nap(seconds: float) -> None:

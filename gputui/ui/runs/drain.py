@@ -9,6 +9,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from textual.worker import get_current_worker
+
 from gputui.backends.base import ArrivalsReader, BackendError
 from gputui.ops.context import OpContext
 from gputui.ops.drain.batch import run_batch
@@ -85,8 +87,6 @@ def start_drain(app: GputuiApp, nodes: list[str], options: DrainOptions | dict[s
     app.drains.append(run)
 
     def work() -> None:
-        from textual.worker import get_current_worker
-
         worker = get_current_worker()
 
         def nap(seconds: float) -> None:

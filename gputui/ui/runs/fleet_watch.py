@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 from textual.worker import get_current_worker
 
+from gputui.backends.base import error_line
+from gputui.backends.factory import build_backend
 from gputui.policy.fleet import ClusterRow, cluster_row
 from gputui.snapshot import ClusterSnapshot
 from gputui.ui.messages import FleetRead
@@ -34,9 +36,6 @@ class FleetWatch:
                            exclusive=True, exit_on_error=False)
 
     def _poll(self, app: GputuiApp, context: str) -> None:
-        from gputui.backends.base import error_line
-        from gputui.backends.factory import build_backend
-
         worker = get_current_worker()
         settings = replace(app.settings, context=context, contexts=(), read_only=True)
         backend = None

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from gputui.ops.drain.lease import foreign_holders
+from gputui.ops.drain.options import DrainRecordError, resumable, saved_drain
 from gputui.snapshot import ClusterSnapshot
 
 if TYPE_CHECKING:
@@ -15,8 +17,6 @@ Start = Callable[..., None]  # (nodes, options, deadlines, take_over=False): the
 
 
 def offer_resume(app: GputuiApp, snap: ClusterSnapshot, told: set[str]) -> None:
-    from gputui.ops.drain.options import resumable
-
     new = [n for n in resumable(snap) if n not in told]
     if new:
         told.update(new)
@@ -26,8 +26,6 @@ def offer_resume(app: GputuiApp, snap: ClusterSnapshot, told: set[str]) -> None:
 
 
 def resume_drains(app: GputuiApp, start: Start) -> None:
-    from gputui.ops.drain.options import DrainRecordError, resumable, saved_drain
-
     snap = app.snapshot
     nodes = resumable(snap) if snap else []
     if not nodes or snap is None:
@@ -46,13 +44,12 @@ def resume_drains(app: GputuiApp, start: Start) -> None:
         if deadline:
             deadlines[n] = deadline
     # A drain another gputui stopped renewing is taken over only when the operator says so.
-    from gputui.ops.drain.lease import foreign_holders
 
     others = foreign_holders(snap, nodes, app.clock())
     if not others:
         start(nodes, options, deadlines)
         return
-    from gputui.ui.screens.confirm import ConfirmScreen
+    from gputui.ui.screens.confirm import ConfirmScreen  # noqa: PLC0415 (screen: loaded when first shown)
 
     app.push_screen(ConfirmScreen(
         "Take over these drains?", "\n".join(others) + "\nTheir gputui stopped renewing its lease. Take them over?"),

@@ -104,7 +104,7 @@ class AuditScreen(ClusterScreen):
         self.query_one(ItemList).set_items(rows)
 
     def on_item_list_chosen(self, event: ItemList.Chosen) -> None:
-        from gputui.ui.screens.detail import DetailScreen
+        from gputui.ui.screens.detail import DetailScreen  # noqa: PLC0415 (screen: loaded when first shown)
 
         entry = event.payload
         # json.dumps escapes every control and non-ASCII character; visible() once more costs nothing.

@@ -81,7 +81,7 @@ class CheckScreen(ClusterScreen):
         self.query_one(ItemList).set_items(rows)
 
     def on_item_list_chosen(self, event: ItemList.Chosen) -> None:
-        from gputui.ui.screens.detail import DetailScreen
+        from gputui.ui.screens.detail import DetailScreen  # noqa: PLC0415 (screen: loaded when first shown)
 
         r: CheckResult = event.payload
         body = Text.assemble((f"{r.title}  [{r.seed}]\n\n", "bold"), r.summary, "\n")

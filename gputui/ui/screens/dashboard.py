@@ -12,6 +12,7 @@ from textual.events import Resize
 from textual.widgets import DataTable, Input, Static
 
 from gputui.backends.base import NEEDS
+from gputui.ops.drain.options import DrainOptions
 from gputui.policy.health import node_alerts
 from gputui.policy.node_pools import fleet_pools
 from gputui.present.columns import (
@@ -231,7 +232,7 @@ class DashboardScreen(NodeOrder):
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """enter on a service: the service in full (w from there shifts its traffic)."""
         if event.data_table is self.services_table:
-            from gputui.ui.screens.service import ServiceScreen
+            from gputui.ui.screens.service import ServiceScreen  # noqa: PLC0415 (screen: loaded when first shown)
 
             key = event.row_key.value
             if key is not None:
@@ -273,15 +274,15 @@ class DashboardScreen(NodeOrder):
         elif name == "services":
             self.services_table.focus()
         elif name == "check":
-            from gputui.ui.screens.check import CheckScreen
+            from gputui.ui.screens.check import CheckScreen  # noqa: PLC0415 (screen: loaded when first shown)
 
             self.app.push_screen(CheckScreen())
         elif name == "pools":
-            from gputui.ui.screens.node_pools import NodePoolsScreen
+            from gputui.ui.screens.node_pools import NodePoolsScreen  # noqa: PLC0415 (screen: loaded when first shown)
 
             self.app.push_screen(NodePoolsScreen())
         elif name == "versions":
-            from gputui.ui.screens.versions import VersionsScreen
+            from gputui.ui.screens.versions import VersionsScreen  # noqa: PLC0415 (screen: loaded when first shown)
 
             self.app.push_screen(VersionsScreen())
         elif name == "diag":
@@ -299,11 +300,11 @@ class DashboardScreen(NodeOrder):
                 self.marked.clear()
                 self.action_drain()
             else:
-                from gputui.ui.screens.cordon_dialog import ask_cordon  # dialogs are imported when first shown
+                from gputui.ui.screens.cordon_dialog import ask_cordon  # noqa: PLC0415 (dialog: loaded when first shown)
 
                 ask_cordon(self.app, arg, name == "cordon")
         elif name == "shift" and arg:
-            from gputui.ui.screens.traffic_shift import TrafficShiftScreen
+            from gputui.ui.screens.traffic_shift import TrafficShiftScreen  # noqa: PLC0415 (screen: loaded when first shown)
 
             self.app.push_screen(TrafficShiftScreen(arg))
 
@@ -313,7 +314,7 @@ class DashboardScreen(NodeOrder):
         table = self.services_table
         if table.has_focus:
             if table.row_count:
-                from gputui.ui.screens.service import ServiceScreen
+                from gputui.ui.screens.service import ServiceScreen  # noqa: PLC0415 (screen: loaded when first shown)
 
                 key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
                 if key is not None:
@@ -354,8 +355,7 @@ class DashboardScreen(NodeOrder):
             self.app.notify(f"{', '.join(busy)} {'is' if len(busy) == 1 else 'are'} being drained already: see it "
                             "with p", severity="warning", markup=False)
             return
-        from gputui.ops.drain.options import DrainOptions
-        from gputui.ui.screens.drain_plan import DrainPlanScreen
+        from gputui.ui.screens.drain_plan import DrainPlanScreen  # noqa: PLC0415 (screen: loaded when first shown)
 
         def chosen(options: DrainOptions | None) -> None:
             if options is not None:
@@ -367,14 +367,14 @@ class DashboardScreen(NodeOrder):
         self.app.push_screen(DrainPlanScreen(nodes, options), chosen)
 
     def _start(self, nodes: list[str], options: DrainOptions, take_over: bool = False) -> None:
-        from gputui.ui.runs.drain import start_drain
-        from gputui.ui.screens.drain_progress import DrainProgressScreen
+        from gputui.ui.runs.drain import start_drain  # noqa: PLC0415 (the drain machinery loads with the first drain)
+        from gputui.ui.screens.drain_progress import DrainProgressScreen  # noqa: PLC0415 (screen: loaded when first shown)
 
         session = start_drain(self.app, nodes, options, take_over=take_over)
         self.app.push_screen(DrainProgressScreen(session))
 
     def action_drain_progress(self) -> None:
-        from gputui.ui.screens.drain_progress import DrainProgressScreen
+        from gputui.ui.screens.drain_progress import DrainProgressScreen  # noqa: PLC0415 (screen: loaded when first shown)
 
         drains = self.app.drains
         if not drains:
@@ -382,7 +382,7 @@ class DashboardScreen(NodeOrder):
             return
         running = self.app.running_drains
         if len(running) > 1 or (not running and len(drains) > 1):
-            from gputui.ui.screens.drains_list import DrainsListScreen
+            from gputui.ui.screens.drains_list import DrainsListScreen  # noqa: PLC0415 (screen: loaded when first shown)
 
             self.app.push_screen(DrainsListScreen())
             return
@@ -393,7 +393,7 @@ class DashboardScreen(NodeOrder):
             resume_drains(self.app, self._start)
 
     def action_shift(self) -> None:
-        from gputui.ui.screens.traffic_shift import TrafficShiftScreen
+        from gputui.ui.screens.traffic_shift import TrafficShiftScreen  # noqa: PLC0415 (screen: loaded when first shown)
 
         table = self.services_table
         if not table.has_focus:
@@ -406,12 +406,12 @@ class DashboardScreen(NodeOrder):
             self.app.push_screen(TrafficShiftScreen(key))
 
     def action_audit(self) -> None:
-        from gputui.ui.screens.audit import AuditScreen
+        from gputui.ui.screens.audit import AuditScreen  # noqa: PLC0415 (screen: loaded when first shown)
 
         self.app.push_screen(AuditScreen())
 
     def action_diagnostics(self) -> None:
-        from gputui.ui.screens.diagnostics import DiagnosticsScreen
+        from gputui.ui.screens.diagnostics import DiagnosticsScreen  # noqa: PLC0415 (screen: loaded when first shown)
 
         self.app.push_screen(DiagnosticsScreen())
 
@@ -422,7 +422,7 @@ class DashboardScreen(NodeOrder):
         self._cordon(False)
 
     def _cordon(self, cordon: bool) -> None:
-        from gputui.ui.screens.cordon_dialog import ask_cordon  # dialogs are imported when first shown
+        from gputui.ui.screens.cordon_dialog import ask_cordon  # noqa: PLC0415 (dialog: loaded when first shown)
 
         node = self._node_in_focus("cordon" if cordon else "uncordon")
         if node is not None:

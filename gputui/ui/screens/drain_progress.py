@@ -15,7 +15,7 @@ from textual.widgets import DataTable, Static
 from gputui.ops.drain.events import EventKind as K
 from gputui.ops.drain.out_of_rotation import KEPT_RUNNING
 from gputui.ops.drain.progress import PodRow
-from gputui.present.cells import Palette, ago, elide_middle, short_pod
+from gputui.present.cells import Palette, ago, bar, elide_middle, short_pod
 from gputui.ui.base import ClusterScreen
 from gputui.ui.runs.drain import DrainRun
 from gputui.ui.widgets.footer import KeyFooter
@@ -173,8 +173,6 @@ class DrainProgressScreen(ClusterScreen):
 
     def _node_bars(self, palette: Palette) -> Text:
         """One bar per node: pods moved off it out of pods to move."""
-        from gputui.present.cells import bar
-
         s = self.drain
         out = Text()
         with s.lock:
@@ -202,7 +200,7 @@ class DrainProgressScreen(ClusterScreen):
         return (self.drain.pods[key].node, key) if key is not None else None
 
     def _confirm(self, title: str, body: str, then: Callable[[], None]) -> None:
-        from gputui.ui.screens.confirm import ConfirmScreen
+        from gputui.ui.screens.confirm import ConfirmScreen  # noqa: PLC0415 (screen: loaded when first shown)
 
         self.app.push_screen(ConfirmScreen(title, body), lambda yes: then() if yes else None)
 

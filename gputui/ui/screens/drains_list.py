@@ -57,6 +57,6 @@ class DrainsListScreen(ClusterScreen):
             self.query_one(ItemList).set_items([(Text(line), s) for line, s in zip(lines, drains, strict=True)])
 
     def on_item_list_chosen(self, event: ItemList.Chosen) -> None:
-        from gputui.ui.screens.drain_progress import DrainProgressScreen
+        from gputui.ui.screens.drain_progress import DrainProgressScreen  # noqa: PLC0415 (screen: loaded when first shown)
 
         self.app.push_screen(DrainProgressScreen(event.payload))

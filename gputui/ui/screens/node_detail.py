@@ -131,7 +131,7 @@ class NodeDetailScreen(ClusterScreen):
 
     def action_drain(self) -> None:
         """As `:drain NODE` does: back to the dashboard, which plans it."""
-        from gputui.ui.keys.commands import Command
+        from gputui.ui.keys.commands import Command  # noqa: PLC0415 (the command grammar loads with the first command)
 
         if self.allowed("drain"):
             self.app.run_command(Command("drain", self.node_name))
@@ -145,7 +145,7 @@ class NodeDetailScreen(ClusterScreen):
         if pod is None or not pod.service:
             self.app.notify("the selected pod belongs to no inference service: nothing to shift")
             return
-        from gputui.ui.screens.traffic_shift import TrafficShiftScreen
+        from gputui.ui.screens.traffic_shift import TrafficShiftScreen  # noqa: PLC0415 (screen: loaded when first shown)
 
         self.app.push_screen(TrafficShiftScreen(f"{pod.namespace}/{pod.service}"))
 
@@ -170,8 +170,8 @@ class NodeDetailScreen(ClusterScreen):
         node = snap.node(message.node) if snap else None
         if snap is None or node is None or not self.is_current:
             return
-        from gputui.present.node_describe import describe
-        from gputui.ui.screens.detail import DetailScreen
+        from gputui.present.node_describe import describe  # noqa: PLC0415 (the describe text loads with the first describe)
+        from gputui.ui.screens.detail import DetailScreen  # noqa: PLC0415 (screen: loaded when first shown)
 
         def body() -> RenderableType:  # the heartbeat's age moves with the clock
             return describe(node, self.app.settings.temp_threshold, self.app.palette, message.description,
@@ -191,12 +191,12 @@ class NodeDetailScreen(ClusterScreen):
             self.app.notify(f"{pod.key} belongs to no inference service ({pod.owner_kind or 'no owner'}): "
                             "its row says all gputui knows of it", markup=False)
             return
-        from gputui.ui.screens.service import ServiceScreen
+        from gputui.ui.screens.service import ServiceScreen  # noqa: PLC0415 (screen: loaded when first shown)
 
         self.app.push_screen(ServiceScreen(f"{pod.namespace}/{pod.service}"))
 
     def action_diagnostics(self) -> None:
-        from gputui.ui.screens.diagnostics import DiagnosticsScreen
+        from gputui.ui.screens.diagnostics import DiagnosticsScreen  # noqa: PLC0415 (screen: loaded when first shown)
 
         self.app.push_screen(DiagnosticsScreen())
 

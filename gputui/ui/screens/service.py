@@ -140,15 +140,15 @@ class ServiceScreen(ClusterScreen):
         return service is not None and service.router_kind == "Rollout"
 
     def action_shift(self) -> None:
-        from gputui.ui.screens.traffic_shift import TrafficShiftScreen
+        from gputui.ui.screens.traffic_shift import TrafficShiftScreen  # noqa: PLC0415 (screen: loaded when first shown)
 
         if self.allowed("shift"):
             self.app.push_screen(TrafficShiftScreen(self.key))
 
     def action_canary(self) -> None:
-        from gputui.ops.canary_steps import preview
-        from gputui.ui.runs.canary import start_canary
-        from gputui.ui.screens.canary_confirm import CanaryConfirm, canary_question
+        from gputui.ops.canary_steps import preview  # noqa: PLC0415 (the canary machinery loads with the first canary)
+        from gputui.ui.runs.canary import start_canary  # noqa: PLC0415 (the canary machinery loads with the first canary)
+        from gputui.ui.screens.canary_confirm import CanaryConfirm, canary_question  # noqa: PLC0415 (screen: loaded when first shown)
 
         app, snapshot = self.app, self.app.snapshot
         if not self.allowed("canary") or snapshot is None:
@@ -248,7 +248,7 @@ class ServiceScreen(ClusterScreen):
         if self._is_rollout():
             self.action_rollout("undo")
             return
-        from gputui.ops.traffic.undo import plan_undo
+        from gputui.ops.traffic.undo import plan_undo  # noqa: PLC0415 (the rollback planner loads with the first undo)
 
         audit = self.app.audit
 
@@ -280,7 +280,7 @@ class ServiceScreen(ClusterScreen):
         self.run_worker(work, thread=True, group="plan", exclusive=True, exit_on_error=False)
 
     def on_plan_read(self, message: PlanRead) -> None:
-        from gputui.ui.screens.confirm import ConfirmScreen
+        from gputui.ui.screens.confirm import ConfirmScreen  # noqa: PLC0415 (screen: loaded when first shown)
 
         app, plan = self.app, message.plan
         if plan is None or plan.errors:

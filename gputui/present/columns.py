@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -192,23 +192,39 @@ def row_context(snap: ClusterSnapshot, palette: Palette, temp_threshold: float,
 _kept = KeptOrders()
 
 
+def order_key(ctx: RowContext, sort_index: int, reverse: bool) -> Hashable:
+    """Where a sort's order is kept on its snapshot (ClusterSnapshot.derived): the sort and what it reads."""
+    return ("order", sort_index, reverse, ctx.temp_threshold, ctx.majority_driver, ctx.pool_labels)
+
+
+def compute_order(ctx: RowContext, sort_index: int, reverse: bool) -> list[str]:
+    """Every node's name in a sort's order, worked out: reads the snapshot and writes nothing on it (given its
+    node index, snapshot.by_name(), built first: an incremental sort looks moved nodes up in it), so a worker
+    thread may ask it of a snapshot the UI shows and hand the answer over by message (keep_order stores it).
+    The order kept from the last snapshot (_kept: a locked cache, not the snapshot's memo) is what makes a
+    second call cheap: only the nodes that moved find their place again."""
+    snap = ctx.snapshot
+    if sort_index == 0:  # by name: the keys themselves (a third of a refresh at 10,000 nodes)
+        return sorted((n.name for n in snap.nodes), reverse=reverse)
+    col = NODE_COLUMNS[sort_index]
+    metered = col.metered
+    return _kept.names(snap, (sort_index, ctx.temp_threshold, ctx.majority_driver, ctx.pool_labels),
+                       lambda node: col.sort(node, ctx), reverse,
+                       None if metered is None else lambda summary: metered(summary, ctx))
+
+
+def keep_order(snap: ClusterSnapshot, key: Hashable, names: list[str]) -> None:
+    """Store an order worked out elsewhere (compute_order, order_key) on its snapshot, unless one is there. Call
+    it where the snapshot's memo may be written: the UI thread for a snapshot it shows, the poll thread for one
+    it has not yet handed over."""
+    snap.derived(key, lambda: names)
+
+
 def node_order(ctx: RowContext, sort_index: int, reverse: bool) -> list[str]:
     """Every node's name in a sort's order, once per snapshot and sort: a filter keystroke only drops names
-    from it, and the poll thread works out the sort in force before the UI is told (app.prepare_snapshot)."""
-    snap = ctx.snapshot
-    key = ("order", sort_index, reverse, ctx.temp_threshold, ctx.majority_driver, ctx.pool_labels)
-
-    def compute() -> list[str]:
-        if sort_index == 0:  # by name: the keys themselves (a third of a refresh at 10,000 nodes)
-            return sorted((n.name for n in snap.nodes), reverse=reverse)
-        col = NODE_COLUMNS[sort_index]
-        # Kept from the last snapshot's order: only the nodes that moved find their place again.
-        metered = col.metered
-        return _kept.names(snap, (sort_index, ctx.temp_threshold, ctx.majority_driver, ctx.pool_labels),
-                           lambda node: col.sort(node, ctx), reverse,
-                           None if metered is None else lambda summary: metered(summary, ctx))
-
-    return snap.derived(key, compute)
+    from it, and the poll thread works out the sort in force before the UI is told (app.prepare_snapshot).
+    Worked out and stored in one step: for the thread that may write the snapshot's memo."""
+    return ctx.snapshot.derived(order_key(ctx, sort_index, reverse), lambda: compute_order(ctx, sort_index, reverse))
 
 
 def fit_node_columns(columns: tuple[NodeColumn, ...], width: int) -> tuple[tuple[NodeColumn, ...], int]:

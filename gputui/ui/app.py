@@ -399,7 +399,9 @@ class GputuiApp(App[None]):
         """What every view derives from the whole fleet (figures, pools; the dashboard's rows in `view`'s sort),
         worked out in the poll thread and kept on the snapshot before the UI is handed it (SnapshotReady): at 65,000 nodes each walk over every node costs most of a second the UI thread
         would otherwise take between two keystrokes. Should it fail, the views ask again on the UI thread,
-        where the failure is seen."""
+        where the failure is seen. Filling the snapshot's memo (ClusterSnapshot.derived) from this thread is
+        safe: no screen shows the snapshot yet, and SnapshotReady is what hands it, memo and all, to the UI
+        thread; a snapshot on screen has its memo written on the UI thread only (e.g. OrderWorkedOut)."""
         self._observe_upgrades(snapshot)
         with suppress(Exception):
             figures(snapshot, self.settings.temp_threshold)

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 if TYPE_CHECKING:
+    from collections.abc import Hashable
+
     from gputui.backends.base import Backend
     from gputui.checks.result import CheckResult
     from gputui.ops.traffic import ShiftPlan
@@ -150,3 +152,13 @@ class FleetRead(Message):
     context: str
     snapshot: ClusterSnapshot | None
     error: str
+
+
+@dataclass
+class OrderWorkedOut(Message):
+    """A sort's order worked out ahead (`s`'s next column) for a snapshot the UI may be showing: the UI thread
+    stores it on that snapshot (present/columns.keep_order), the worker never writes the snapshot's memo."""
+
+    snapshot: ClusterSnapshot
+    sort: Hashable  # present/columns.order_key
+    names: list[str]

@@ -7,10 +7,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from gputui.present.columns import NODE_COLUMNS, PROBLEMS_SORT, RowContext, node_order, row_context
+from gputui.present.columns import (
+    NODE_COLUMNS,
+    PROBLEMS_SORT,
+    RowContext,
+    compute_order,
+    keep_order,
+    order_key,
+    row_context,
+)
 from gputui.present.node_filter import Matched, matching
 from gputui.snapshot import ClusterSnapshot
 from gputui.ui.base import ClusterScreen
+from gputui.ui.messages import OrderWorkedOut
 from gputui.vocabulary.model import Node
 
 
@@ -52,13 +61,23 @@ class NodeOrder(ClusterScreen):
         self.sort_index = (self.sort_index + 1) % len(NODE_COLUMNS)  # each column's natural order first
         self.show_snapshot()
         # `s` cycles: the next column's order is worked out now, in a thread, and kept on the snapshot, so a
-        # press that follows finds it (at 65,000 nodes an order costs some 200 ms of the UI thread).
+        # press that follows finds it (at 65,000 nodes an order costs some 200 ms of the UI thread). The thread
+        # only works it out; the snapshot is on screen, so its memo is written here, on the UI thread, when the
+        # answer comes (on_order_worked_out).
         snap, settings = self.app.snapshot, self.app.settings
         if snap is not None:
             ctx = row_context(snap, self.app.palette, settings.temp_threshold, settings.pool_labels)
             following = (self.sort_index + 1) % len(NODE_COLUMNS)
-            self.run_worker(lambda: node_order(ctx, following, False), thread=True, group="next-sort",
-                            exclusive=True, exit_on_error=False)
+            snap.by_name()  # the index an incremental sort looks moved nodes up in: built here, read there
+
+            def ahead() -> None:
+                names = compute_order(ctx, following, False)
+                self.post_message(OrderWorkedOut(snap, order_key(ctx, following, False), names))
+
+            self.run_worker(ahead, thread=True, group="next-sort", exclusive=True, exit_on_error=False)
+
+    def on_order_worked_out(self, message: OrderWorkedOut) -> None:
+        keep_order(message.snapshot, message.sort, message.names)
 
     def action_reverse_sort(self) -> None:
         self.view = replace(self.view, reverse=not self.view.reverse)

@@ -7,25 +7,22 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from rich.text import Text
 from textual import work
-from textual.app import App, ComposeResult
+from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.reactive import var
-from textual.screen import Screen
 from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.timer import Timer
-from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from gputui.backends.base import Backend, error_line
-from gputui.backends.factory import credential_plugins, stop_credential_plugins
+from gputui.backends.factory import stop_credential_plugins
 from gputui.backends.gcpause import settle_after_snapshot, unsettle
 from gputui.base.debug_log import log
 from gputui.base.paths import shown
@@ -45,6 +42,7 @@ from gputui.ui.messages import CanaryProgress, Connected, DrainProgress, FleetRe
 from gputui.ui.runs.fleet_watch import FleetWatch
 from gputui.ui.runs.idle_watch import IdleWatch
 from gputui.ui.runs.problem_watch import ProblemWatch
+from gputui.ui.screens.connecting import CONNECT_RETRY_S, Connecting, ConnectingScreen
 from gputui.ui.screens.dashboard import DashboardScreen
 from gputui.ui.screens.node_order import NodeOrder, NodeView
 from gputui.ui.theming import ThemesRead, load_themes, palette_defaults, palette_from
@@ -80,22 +78,9 @@ def same_content(old: ClusterSnapshot | None, new: ClusterSnapshot | None) -> bo
 
 
 NODE_DETAIL = "node-detail"  # the installed node-detail screen's name (open_node)
-CONNECT_RETRY_S = 5.0  # after start-up's connection failed, before it tries again
 
 
-# ----- start-up: connecting to a cluster off the UI thread --------------------------------------------------
-
-@dataclass
-class Connecting:
-    """Start-up's connection while it runs (GputuiApp.connecting): written by its thread only, whole attributes
-    at a time; the connecting screen reads them twice a second."""
-
-    context: str
-    started: float = field(default_factory=time.monotonic)
-    error: str | None = None  # why the last try failed
-    retry_at: float | None = None  # when the next try starts (time.monotonic)
-    stop: threading.Event = field(default_factory=threading.Event)
-
+# ----- start-up: connecting to a cluster off the UI thread (its screen: screens/connecting.py) -----------
 
 @dataclass
 class FirstRead(Message):
@@ -103,43 +88,6 @@ class FirstRead(Message):
 
     backend: Backend
     snapshot: ClusterSnapshot
-
-
-class ConnectingScreen(Screen[None]):
-    """What start-up shows until a cluster answers: where to, for how long, what it waits on (a credential
-    plugin), the last failure and the next try. q and Ctrl-C quit at once: the connection runs on a thread
-    nobody waits for."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+c", "app.quit", "Quit", show=False, priority=True)]
-    DEFAULT_CSS = """
-    ConnectingScreen { align: center middle; }
-    ConnectingScreen > Static { width: auto; max-width: 90%; height: auto; padding: 1 2; border: round $primary; }
-    """
-
-    def __init__(self, state: Connecting) -> None:
-        super().__init__()
-        self.state = state
-
-    def compose(self) -> ComposeResult:
-        yield Static(self.text())
-
-    def on_mount(self) -> None:
-        self.set_interval(0.5, lambda: self.query_one(Static).update(self.text()))
-
-    def text(self) -> Text:
-        state, now = self.state, time.monotonic()
-        text = Text(f"connecting to {visible(state.context, 120)}… {now - state.started:.0f}s", style="bold")
-        for name, since in credential_plugins():
-            settings = getattr(self.app, "settings", None)
-            text.append(f"\nwaiting for the credential plugin {name}: {now - since:.0f}s"
-                        + (f" of {settings.exec_timeout:g}s" if settings is not None else ""))
-        if state.error:
-            text.append("\nlast try: ")
-            text.append(visible(state.error, 300), style="bold red")
-        if state.retry_at is not None:
-            text.append(f"\nnext try in {max(0.0, state.retry_at - now):.0f}s")
-        text.append("\n\nq quits", style="dim")
-        return text
 
 
 class GputuiApp(App[None]):
@@ -514,51 +462,22 @@ class GputuiApp(App[None]):
             self.push_screen(CommandScreen(self.command_choices), self.run_command)
 
     def command_choices(self) -> dict[str, list[str]]:
-        snap = self.snapshot
-        namespaces = sorted({s.namespace for s in snap.services} | {p.namespace for p in snap.pods}) if snap else []
-        return {
-            "node": [n.name for n in snap.nodes] if snap else [],
-            "service": [s.key for s in snap.services] if snap else [],
-            "namespace": ["all", *namespaces],
-            "theme": sorted(self.available_themes),
-            "keymap": sorted({DEFAULT, *self.loaded_keymaps()}),
-            "context": self.contexts(),
-        }
+        from gputui.ui.keys.command_dispatch import command_choices  # noqa: PLC0415 (the command grammar loads with the first command)
+
+        return command_choices(self)
 
     def run_command(self, command: Command | None) -> None:
-        from gputui.ui.keys.commands import ALL_NAMESPACES  # noqa: PLC0415 (the command grammar loads with the first command)
+        from gputui.ui.keys.command_dispatch import run_command  # noqa: PLC0415 (the command grammar loads with the first command)
 
-        if command is None:
-            return
-        name, arg = command.name, command.arg
-        if name == "quit":
-            self.call_later(self.action_quit)
-        elif name == "help":
-            self.action_help()
-        elif name == "theme":
-            if arg is None:
-                self.action_themes()
-            else:
-                self.theme = arg
-        elif name == "keymap":
-            if arg is not None and self.use_keymap(arg):  # parse() gives keymap its argument
-                self.notify(f"keymap {arg}: see ? for the keys in force")
-        elif name == "ns":
-            self.namespace_view = None if arg == ALL_NAMESPACES else arg
-            self._show_snapshot()
-        elif name == "ctx":
-            if arg is not None:  # parse() gives ctx its argument
-                self.switch_context(arg)
-        elif name == "fleet":
-            self.open_fleet()
-        else:
-            dashboard = self._dashboard()
-            if dashboard is None:
-                self.notify(f":{name} is not available on the wallboard", severity="warning")
-                return
-            dashboard.run_command(name, arg)
+        run_command(self, command)
 
-    def _dashboard(self) -> DashboardScreen | None:
+    def show_namespace(self, namespace: str | None) -> None:
+        """`:ns`: list one namespace's services (None: every namespace's)."""
+        self.namespace_view = namespace
+        self._show_snapshot()
+
+    def front_dashboard(self) -> DashboardScreen | None:
+        """The dashboard, brought to the top (the screens above it closed); None on the wallboard."""
         if self.settings.wallboard:
             return None
         while len(self.screen_stack) > 1 and not isinstance(self.screen, DashboardScreen):
@@ -629,32 +548,9 @@ class GputuiApp(App[None]):
         return [s for s in self.drains if not s.finished]
 
     async def action_quit(self) -> None:
-        draining = self.running_drains
-        running = [k for k, c in self.canaries.items() if not c.finished]
-        if not draining and not running:
-            self.exit()
-            return
-        from gputui.ui.screens.confirm import ConfirmScreen  # noqa: PLC0415 (screen: loaded when first shown)
+        from gputui.ui.screens.quit_dialog import ask_quit  # noqa: PLC0415 (dialog: loaded when first shown)
 
-        def answer(yes: bool | None) -> None:
-            if yes:
-                self.exit()
-
-        said = []
-        if draining:
-            nodes = ", ".join(n for s in draining for n in s.nodes)
-            them = 'it' if len(draining) == 1 else 'them'
-            # The demo's cluster lives in this process: a restarted demo starts afresh, with nothing to resume.
-            after = ("; the simulated cluster ends with gputui: a new gputui --demo starts afresh, with nothing "
-                     "to resume" if self.backend.simulated else
-                     "; the nodes stay cordoned and can be resumed with R from the next gputui")
-            said.append(f"{'A drain' if len(draining) == 1 else f'{len(draining)} drains'} of {nodes} "
-                        f"{'is' if len(draining) == 1 else 'are'} running. Quitting interrupts {them}{after}.")
-        if running:
-            said.append(f"A guided canary of {', '.join(running)} is running. Quitting stops it where it is: its "
-                        "traffic stays as it is now.")
-        self.push_screen(ConfirmScreen("Quit while draining?" if draining else
-                                       "Quit during a canary?", "\n".join(said)), answer)
+        ask_quit(self)
 
     def action_help(self) -> None:
         from gputui.ui.screens.help import HelpScreen  # noqa: PLC0415 (screen: loaded when first shown)

@@ -1,0 +1,159 @@
+"""A batch's own writes and guards, fast: the cordons it makes before its first eviction (those nodes only, each
+audited with why), the uncordons it owes when it stops before a node (each said and audited; one refused is said
+and the others still put back), and its capacity and placement guards on the demo cluster's snapshot. The
+mutants named in each docstring are one-line bugs of gputui/ops/drain/batch.py these tests kill."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gputui.backends.base import BackendError
+from gputui.backends.demo import DemoCluster
+from gputui.ops.audit import AuditLog
+from gputui.ops.context import OpContext
+from gputui.ops.drain.batch import _cordon_first, _guard, _placement_guard, _uncordon
+from gputui.ops.drain.events import EventKind
+from gputui.ops.drain.options import DrainOptions
+from gputui.ops.drain.plan import plan_batch
+from tests.demo_clock import ManualClock
+from tests.support.audit_lines import written
+
+
+class Hand:
+    """A writer that records each cordon and uncordon, and refuses those of the nodes named (a 403)."""
+
+    identity = "t"
+
+    def __init__(self, refuses: tuple[str, ...] = ()) -> None:
+        self.refuses = refuses
+        self.calls: list[tuple[str, bool]] = []
+
+    def set_unschedulable(self, node: str, unschedulable: bool) -> None:
+        if node in self.refuses:
+            raise BackendError(f"forbidden: may not patch node {node}")
+        self.calls.append((node, unschedulable))
+
+
+def _entries(log: Path) -> list[tuple[str, str, dict, str]]:
+    return [(e["action"], e["target"], e["params"], e["result"]) for e in written(log)]
+
+
+def test_each_node_the_batch_owes_an_uncordon_is_put_back_said_and_audited_with_why(tmp_path):
+    """Kills: `writer.set_unschedulable(name, False)` → `(name, True)` or `(name, None)`; the audit's action,
+    target or reason changed or dropped; the event's node, kind or message changed (`uncordoned: {why}`)."""
+    hand, log = Hand(), tmp_path / "audit.jsonl"
+    events = list(_uncordon(["gpu-a", "gpu-b"], hand, AuditLog(log, "t", "demo"), "the batch stopped"))
+    assert hand.calls == [("gpu-a", False), ("gpu-b", False)]
+    assert [(e.node, e.kind, e.message) for e in events] == [
+        ("gpu-a", EventKind.INFO, "uncordoned: the batch stopped"),
+        ("gpu-b", EventKind.INFO, "uncordoned: the batch stopped")]
+    assert _entries(log) == [("uncordon", "node/gpu-a", {"reason": "the batch stopped"}, "ok"),
+                             ("uncordon", "node/gpu-b", {"reason": "the batch stopped"}, "ok")]
+
+
+def test_a_refused_uncordon_is_said_and_the_next_node_is_still_put_back(tmp_path):
+    """Kills: `continue` → `break` after a refused uncordon (the next node left cordoned), the FAILED event's
+    node, kind or words changed, and the refused uncordon also said as done."""
+    hand, log = Hand(refuses=("gpu-a",)), tmp_path / "audit.jsonl"
+    events = list(_uncordon(["gpu-a", "gpu-b"], hand, AuditLog(log, "t", "demo"), "why"))
+    assert hand.calls == [("gpu-b", False)]
+    assert [(e.node, e.kind, e.message) for e in events] == [
+        ("gpu-a", EventKind.FAILED, "left cordoned (why); uncordon failed: forbidden: may not patch node gpu-a"),
+        ("gpu-b", EventKind.INFO, "uncordoned: why")]
+    assert [(a, t, r) for a, t, _p, r in _entries(log)] == [("uncordon", "node/gpu-a", "error: forbidden: may not patch node gpu-a"),
+                                                             ("uncordon", "node/gpu-b", "ok")]
+
+
+def _demo() -> tuple[DemoCluster, ManualClock]:
+    clock = ManualClock()
+    return DemoCluster(seed=7, clock=clock), clock
+
+
+def test_cordon_first_cordons_each_schedulable_node_named_and_no_other(tmp_path):
+    """Kills: `continue` → `break` on a node already cordoned or unknown (the rest left schedulable); `or` →
+    `and` in its skip; `set_unschedulable(name, True)` → `False`/`None`; the audit's action, target or reason
+    changed; `cordoned.append(name)` dropped or wrong (the batch then puts back the wrong nodes)."""
+    cluster, clock = _demo()
+    cluster.set_unschedulable("gpu-h100-02", True)  # cordoned by someone else: not the batch's to put back
+    snap = cluster.snapshot()
+    hand, log = Hand(), tmp_path / "audit.jsonl"
+    ctx = OpContext(cluster, hand, AuditLog(log, "t", "demo"), clock=clock)
+    cordoned: list[str] = []
+    events = list(_cordon_first(snap, ["no-such-node", "gpu-h100-02", "gpu-h100-01", "gpu-h100-03"], ctx,
+                                cordoned))
+    assert hand.calls == [("gpu-h100-01", True), ("gpu-h100-03", True)]
+    assert cordoned == ["gpu-h100-01", "gpu-h100-03"]
+    assert [(e.node, e.kind, e.message) for e in events] == [
+        (n, EventKind.INFO, "cordoned with the batch, before its first eviction") for n in cordoned]
+    assert _entries(log) == [("cordon", f"node/{n}", {"reason": "batch: before its first eviction"}, "ok")
+                             for n in cordoned]
+
+
+def test_a_refused_cordon_stops_cordon_first_and_is_not_counted_as_cordoned(tmp_path):
+    """Kills: `cordoned.append` moved before the write (a node never cordoned then uncordoned by the batch)."""
+    cluster, clock = _demo()
+    hand = Hand(refuses=("gpu-h100-02",))
+    ctx = OpContext(cluster, hand, AuditLog(tmp_path / "a.jsonl", "t", "demo"), clock=clock)
+    cordoned: list[str] = []
+    gen = _cordon_first(cluster.snapshot(), ["gpu-h100-01", "gpu-h100-02", "gpu-h100-03"], ctx, cordoned)
+    try:
+        list(gen)
+    except BackendError:
+        pass
+    else:
+        raise AssertionError("a refused cordon must stop the batch's cordons")
+    assert cordoned == ["gpu-h100-01"] and hand.calls == [("gpu-h100-01", True)]
+
+
+def _l40s(cluster: DemoCluster) -> list[str]:
+    """The demo's L40S nodes, gpu-l40s-01 last: the plan's capacity guard stops before it (see
+    test_batch_cordon_first)."""
+    snap = cluster.snapshot()
+    return sorted((n.name for n in snap.nodes if n.gpu_product == "NVIDIA-L40S" and n.ready and not n.unschedulable
+                   and n.name != "gpu-l40s-07"), key=lambda n: n == "gpu-l40s-01")
+
+
+def test_the_capacity_guard_passes_while_the_pods_fit_outside_and_names_what_does_not():
+    """The guard must agree with the plan (plan_batch's stop): the nodes before the stop pass, the stop's node
+    does not, and the refusal is the capacity check's words. Kills: `if not check.fits` → `if check.fits`,
+    `return None` → a string, `continue` → `break` for a node the snapshot lacks, `extend` of the units
+    dropped, the batch's members left out of what is excluded, `sorted(needed)` mis-keyed."""
+    cluster, _ = _demo()
+    snap, nodes = cluster.snapshot(), _l40s(cluster)
+    opts = {n: DrainOptions() for n in nodes}
+    plan = plan_batch(snap, nodes, opts)
+    stop = nodes.index(plan.stop_before)
+    members = set(nodes)
+    before = set(nodes[:stop])
+    assert _guard(snap, before | {"no-such-node"}, members, opts) is None
+    refusal = _guard(snap, before | {nodes[stop], "no-such-node"}, members, opts)
+    assert refusal is not None and refusal.endswith("does NOT fit") and "NVIDIA-L40S GPUs" in refusal, refusal
+
+
+def test_a_drain_beside_the_batch_is_counted_with_every_pod_that_moves():
+    """A node drained beside the batch (another gputui's) has no options in the batch: it is counted as a
+    forced drain (BESIDE), every pod of it that moves. Kills: `options.get(name, BESIDE)` → `options[name]`
+    (KeyError: the batch crashes) or → `options.get(name)` (None: no plan)."""
+    cluster, _ = _demo()
+    snap, nodes = cluster.snapshot(), _l40s(cluster)
+    stop = nodes.index(plan_batch(snap, nodes, DrainOptions()).stop_before)
+    members = set(nodes[:stop])
+    opts = {n: DrainOptions() for n in members}
+    # The stop's node drained by someone else: its pods count, and they no longer fit.
+    assert _guard(snap, members | {nodes[stop]}, members | {nodes[stop]}, opts) is not None
+
+
+def test_the_placement_guard_names_a_stranded_pod_unless_the_operator_accepted_it():
+    """Kills: `strand_words(...) if stranded else None` inverted, the accepted pods ignored, the nodes the
+    snapshot lacks not skipped (`is not None` → `is None`)."""
+    cluster, _ = _demo()
+    snap = cluster.snapshot()
+    nodes = [n.name for n in snap.nodes if n.gpu_product == "NVIDIA-L40S" and n.ready and not n.unschedulable]
+    opts = {n: DrainOptions() for n in nodes}
+    plan = plan_batch(snap, nodes, opts)
+    stranded = [p.pod.key for p in plan.stranded]
+    assert stranded, "the demo's whole L40S pool drained strands pods"
+    words = _placement_guard(snap, nodes + ["no-such-node"], set(nodes), {**opts, "no-such-node": DrainOptions()}, ())
+    assert words is not None and stranded[0].split("/", 1)[1] in words, words
+    assert _placement_guard(snap, nodes, set(nodes), opts, stranded) is None
+    assert _placement_guard(snap, [], set(nodes), opts, ()) is None

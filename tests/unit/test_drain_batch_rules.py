@@ -157,3 +157,15 @@ def test_the_placement_guard_names_a_stranded_pod_unless_the_operator_accepted_i
     assert words is not None and stranded[0].split("/", 1)[1] in words, words
     assert _placement_guard(snap, nodes, set(nodes), opts, stranded) is None
     assert _placement_guard(snap, [], set(nodes), opts, ()) is None
+
+
+def test_the_placement_guard_places_only_the_pods_each_nodes_own_options_move():
+    """Each node's own options decide which of its pods move (a pod selector that selects none moves none).
+    Kills: `plan_drain(snap, name, options[name], ...)` → `plan_drain(snap, name, ...)` (the default options:
+    every pod counted, a batch stopped that strands nobody)."""
+    cluster, _ = _demo()
+    snap = cluster.snapshot()
+    nodes = [n.name for n in snap.nodes if n.gpu_product == "NVIDIA-L40S" and n.ready and not n.unschedulable]
+    assert _placement_guard(snap, nodes, set(nodes), {n: DrainOptions() for n in nodes}, ()) is not None
+    none_selected = {n: DrainOptions(pod_selector={"gputui-test": "selects-nothing"}) for n in nodes}
+    assert _placement_guard(snap, nodes, set(nodes), none_selected, ()) is None

@@ -169,3 +169,76 @@ def test_the_placement_guard_places_only_the_pods_each_nodes_own_options_move():
     assert _placement_guard(snap, nodes, set(nodes), {n: DrainOptions() for n in nodes}, ()) is not None
     none_selected = {n: DrainOptions(pod_selector={"gputui-test": "selects-nothing"}) for n in nodes}
     assert _placement_guard(snap, nodes, set(nodes), none_selected, ()) is None
+
+
+def _idle_l40s(cluster: DemoCluster) -> list[str]:
+    """Schedulable L40S nodes with no pod to move: a drain of one is its cordon, its records and its end."""
+    snap = cluster.snapshot()
+    return [n for n in _l40s(cluster) if not any(p.owner_kind != "DaemonSet" for p in snap.pods_on(n))]
+
+
+def _run(gen) -> tuple[list, dict]:
+    from gputui.ops.steps import run_steps
+
+    events: list = []
+    return events, run_steps(gen, events.append)
+
+
+def test_a_batch_of_one_node_is_cordoned_by_its_drain_not_first_by_the_batch(tmp_path):
+    """One node: nothing to cordon ahead of (kubectl cordons each node as its drain starts), so the one cordon
+    is the drain's own. Kills: `None if len(nodes) > 1 and writer is not None else []` → `None`, `... or True`,
+    `len(nodes) >= 1`, `len(nodes) > 1 or writer is not None` (a cordon-first said and audited for one node)."""
+    from gputui.ops.drain.batch import run_batch
+    from gputui.ops.drain.report import Outcome
+    from gputui.ops.drain.start import BatchStart
+
+    cluster, clock = _demo()
+    target = _idle_l40s(cluster)[0]
+    log = tmp_path / "audit.jsonl"
+    ctx = OpContext(cluster, cluster, AuditLog(log, "t", "demo"), clock=clock, sleep=clock.advance, poll_s=2.0)
+    events, reports = _run(run_batch([target], ctx, DrainOptions(), BatchStart()))
+    assert reports[target].outcome is Outcome.DRAINED
+    assert [(a, t, p) for a, t, p, _r in _entries(log) if a == "cordon"] == [("cordon", f"node/{target}",
+                                                                              {"reason": "drain"})]
+    assert not any("cordoned with the batch" in e.message for e in events)
+
+
+def test_each_node_drains_with_its_own_options_when_given_per_node(tmp_path):
+    """A resumed batch restores each node's options from that node: a mapping node -> options. Kills:
+    `options if isinstance(options, Mapping) else {...}` → the mapping taken as one node's options (the batch
+    crashes before its first node)."""
+    from gputui.ops.drain.batch import run_batch
+    from gputui.ops.drain.options import OPTIONS
+    from gputui.ops.drain.report import Outcome
+    from gputui.ops.drain.start import BatchStart
+
+    cluster, clock = _demo()
+    nodes = _idle_l40s(cluster)[:2]
+    chosen = {nodes[0]: DrainOptions(session_deadline_s=111), nodes[1]: DrainOptions(session_deadline_s=222)}
+    ctx = OpContext(cluster, cluster, AuditLog(None, "t", "demo"), clock=clock, sleep=clock.advance, poll_s=2.0)
+    _, reports = _run(run_batch(nodes, ctx, chosen, BatchStart(parallel=2)))
+    assert all(r.outcome is Outcome.DRAINED for r in reports.values())
+    recorded = {n: DrainOptions.from_json(cluster.snapshot().node(n).annotations[OPTIONS]) for n in nodes}
+    assert {n: o.session_deadline_s for n, o in recorded.items()} == {nodes[0]: 111, nodes[1]: 222}
+
+
+def test_inside_a_batch_only_the_batch_sleeps_between_looks(tmp_path):
+    """Runs interleave in one thread: a node's run yields a tick and never sleeps itself (its sleep would
+    stall every other drain of the batch). Kills: `each = replace(ctx, sleep=lambda _s: None)` →
+    `replace(ctx, )` (each run sleeping its poll inside the batch's loop)."""
+    import sys
+
+    from gputui.ops.drain.batch import run_batch
+    from gputui.ops.drain.start import BatchStart
+
+    cluster, clock = _demo()
+    sleepers: list[str] = []
+
+    def sleep(s: float) -> None:
+        sleepers.append(sys._getframe(1).f_code.co_name)
+        clock.advance(s)
+
+    nodes = ["gpu-h100-01", "gpu-h100-02"]  # pods with live sessions: the runs poll many times
+    ctx = OpContext(cluster, cluster, AuditLog(None, "t", "demo"), clock=clock, sleep=sleep, poll_s=2.0)
+    _run(run_batch(nodes, ctx, DrainOptions(), BatchStart(parallel=2)))
+    assert sleepers and set(sleepers) == {"run_batch"}, set(sleepers)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from gputui.backends.base import BackendError
 from gputui.backends.demo import DemoCluster
 from gputui.ops.audit import AuditLog
@@ -265,3 +267,49 @@ def test_the_batch_cordons_first_the_nodes_its_accepted_stranded_pods_let_it_dra
     # more at the batch's end for a node that never started; reported, not pinned here.)
     assert hand.calls[0] == ("z1-a", True) and set(hand.calls[1:]) == {("z1-a", False)}, hand.calls
     assert any("could not cordon the batch's nodes: forbidden" in e.message for e in events)
+
+
+class _Flaky:
+    """The demo as a reader whose snapshot fails on the calls numbered (1 = the first)."""
+
+    def __init__(self, cluster: DemoCluster, failing: set[int]) -> None:
+        self.cluster, self.failing, self.calls = cluster, failing, 0
+
+    def snapshot(self):
+        self.calls += 1
+        if self.calls in self.failing:
+            raise BackendError("apiserver unreachable")
+        return self.cluster.snapshot()
+
+    def __getattr__(self, name):
+        return getattr(self.cluster, name)
+
+
+@pytest.mark.parametrize("failing", [{1}, {2}, {1, 2, 3}])
+def test_a_failed_read_before_a_node_starts_pauses_and_tries_again_never_reads_as_a_refused_cordon(failing):
+    """A read that fails before the first cordon ({1}), or right after the batch cordoned every node ({2}),
+    pauses the batch (said, one poll slept) and it goes on: nothing uncordoned, nothing left not started.
+    Kills: `cordoned is not None and len(cordoned) < len(nodes) and not active and not reports` with any `and`
+    → `or` (a read failure taken for a refused cordon: the batch abandoned, or a crash on `len(None)`), and
+    `<` → `<=` (every node cordoned, then a failed read abandons the batch)."""
+    from gputui.ops.drain.batch import run_batch
+    from gputui.ops.drain.report import Outcome
+    from gputui.ops.drain.start import BatchStart
+
+    cluster, clock = _demo()
+    nodes = _idle_l40s(cluster)[:2]
+    slept: list[float] = []
+
+    def sleep(s: float) -> None:
+        slept.append(s)
+        clock.advance(s)
+
+    ctx = OpContext(_Flaky(cluster, failing), cluster, AuditLog(None, "t", "demo"), clock=clock, sleep=sleep,
+                    poll_s=3.0)
+    events, reports = _run(run_batch(nodes, ctx, DrainOptions(), BatchStart(parallel=2)))
+    assert {n: r.outcome for n, r in reports.items()} == {n: Outcome.DRAINED for n in nodes}
+    paused = [e for e in events if e.kind is EventKind.PAUSED]
+    assert [(e.node, e.message) for e in paused] == \
+        [(nodes[0], f"cannot read the cluster to start {nodes[0]}: apiserver unreachable")] * len(failing)
+    assert slept[:len(failing)] == [3.0] * len(failing)
+    assert not any(e.message.startswith("uncordoned") for e in events)

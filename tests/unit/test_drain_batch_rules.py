@@ -11,12 +11,15 @@ import pytest
 
 from gputui.backends.base import BackendError
 from gputui.backends.demo import DemoCluster
+from gputui.model import InferencePod, Node
 from gputui.ops.audit import AuditLog
 from gputui.ops.context import OpContext
 from gputui.ops.drain.batch import _cordon_first, _guard, _placement_guard, _uncordon
 from gputui.ops.drain.events import EventKind
 from gputui.ops.drain.options import DrainOptions
 from gputui.ops.drain.plan import plan_batch
+from gputui.scheduling import NodeScheduling, PodScheduling
+from gputui.snapshot import ClusterSnapshot
 from tests.demo_clock import ManualClock
 from tests.support.audit_lines import written
 
@@ -34,6 +37,35 @@ class Hand:
         if node in self.refuses:
             raise BackendError(f"forbidden: may not patch node {node}")
         self.calls.append((node, unschedulable))
+
+
+# The placement preview's case (tests/unit/test_drain_placement_plan.py, issue 39): an 8-GPU pod pinned to zone z1,
+# whose other node is full; 16 GPUs free in z2.
+_ALLOC = NodeScheduling((), (("cpu", 96_000), ("memory", 2**40), ("pods", 110)))
+
+
+def _issue_cluster() -> ClusterSnapshot:
+    def node(name: str, zone: str) -> Node:
+        return Node(name, True, False, "NVIDIA-H100", 8, 8, labels={"zone": zone}, scheduling=_ALLOC)
+
+    def pod(name: str, on: str, spec: PodScheduling = PodScheduling()) -> InferencePod:
+        return InferencePod("ns", name, name, on, gpu_request=8, gpu_units={"nvidia.com/gpu": 8}, service="chat",
+                            labels={"app": "chat"}, scheduling=spec)
+
+    nodes = (node("z1-a", "z1"), node("z1-b", "z1"), node("z2-a", "z2"), node("z2-b", "z2"), node("free", "z2"))
+    pods = (pod("pinned", "z1-a", PodScheduling(node_selector=(("zone", "z1"),))), pod("filler", "z1-b"),
+            pod("loose", "free"))
+    return ClusterSnapshot(0.0, "t", nodes=nodes, pods=pods)
+
+
+class _Still:
+    """A reader of one snapshot (the batch's writes go to the Hand)."""
+
+    def __init__(self, snap: ClusterSnapshot) -> None:
+        self.snap = snap
+
+    def snapshot(self) -> ClusterSnapshot:
+        return self.snap
 
 
 def _entries(log: Path) -> list[tuple[str, str, dict, str]]:
@@ -256,9 +288,7 @@ def test_the_batch_cordons_first_the_nodes_its_accepted_stranded_pods_let_it_dra
     placement stop at z1-a: nothing cordoned first, the pods of z1-a may land on z2-a and move twice)."""
     from gputui.ops.drain.batch import run_batch
     from gputui.ops.drain.start import BatchStart
-    from tests.unit.test_drain_placement_plan import _Still, issue_cluster
-
-    snap = issue_cluster()
+    snap = _issue_cluster()
     hand = Hand(refuses=("z2-a",))  # the second cordon refused: the batch stops, puts the first back, writes nothing else
     ctx = OpContext(_Still(snap), hand, AuditLog(None, "t", "test"), clock=ManualClock(), sleep=lambda _s: None)
     events, reports = _run(run_batch(["z1-a", "z2-a"], ctx, DrainOptions(),
@@ -313,3 +343,23 @@ def test_a_failed_read_before_a_node_starts_pauses_and_tries_again_never_reads_a
         [(nodes[0], f"cannot read the cluster to start {nodes[0]}: apiserver unreachable")] * len(failing)
     assert slept[:len(failing)] == [3.0] * len(failing)
     assert not any(e.message.startswith("uncordoned") for e in events)
+
+
+def test_a_refused_cordon_says_why_on_each_node_and_in_each_report():
+    """Kills: the uncordon's why dropped (`_uncordon(..., None)`), a report's node or reason dropped
+    (`DrainReport(None, ...)`, `reason=None`), the FAILED event's node dropped."""
+    from gputui.ops.drain.batch import run_batch
+    from gputui.ops.drain.report import Outcome
+    from gputui.ops.drain.start import BatchStart
+
+    hand = Hand(refuses=("z2-a",))
+    ctx = OpContext(_Still(_issue_cluster()), hand, AuditLog(None, "t", "test"), clock=ManualClock(),
+                    sleep=lambda _s: None)
+    events, reports = _run(run_batch(["z1-a", "z2-a"], ctx, DrainOptions(),
+                                     BatchStart(parallel=1, accept_stranded=["ns/pinned"])))
+    why = "forbidden: may not patch node z2-a"
+    assert {n: (r.node, r.outcome, r.reason) for n, r in reports.items()} == {
+        n: (n, Outcome.NOT_STARTED, f"could not cordon: {why}") for n in ("z1-a", "z2-a")}
+    said = [(e.node, e.kind, e.message) for e in events]
+    assert ("z1-a", EventKind.INFO, f"uncordoned: the batch could not cordon its nodes: {why}") in said
+    assert ("z1-a", EventKind.FAILED, f"could not cordon the batch's nodes: {why}") in said

@@ -363,3 +363,53 @@ def test_a_refused_cordon_says_why_on_each_node_and_in_each_report():
     said = [(e.node, e.kind, e.message) for e in events]
     assert ("z1-a", EventKind.INFO, f"uncordoned: the batch could not cordon its nodes: {why}") in said
     assert ("z1-a", EventKind.FAILED, f"could not cordon the batch's nodes: {why}") in said
+
+
+class _WithPolicy:
+    """The demo read as a cluster whose GPU Operator ClusterPolicy allows `limit` unavailable nodes (the demo has
+    3 unavailable GPU nodes of its own: two cordoned, one NotReady)."""
+
+    def __init__(self, cluster: DemoCluster, limit: str) -> None:
+        from gputui.model import UpgradePolicy
+
+        self.cluster, self.policy = cluster, UpgradePolicy(True, 1, limit)
+
+    def snapshot(self) -> ClusterSnapshot:
+        from dataclasses import replace
+
+        return replace(self.cluster.snapshot(), upgrade_policy=self.policy)
+
+    def __getattr__(self, name):
+        return getattr(self.cluster, name)
+
+
+def _with_limit(limit: str, nodes: list[str], cordoned_before: str) -> list[tuple[str, str]]:
+    """A parallel batch under a maxUnavailable: its starts, ends and holds, in order."""
+    from gputui.ops.drain.batch import run_batch
+    from gputui.ops.drain.start import BatchStart
+
+    cluster, clock = _demo()
+    cluster.set_unschedulable(cordoned_before, True)  # by someone else, before the batch
+    ctx = OpContext(_WithPolicy(cluster, limit), cluster, AuditLog(None, "t", "demo"), clock=clock,
+                    sleep=clock.advance, poll_s=2.0)
+    events, _ = _run(run_batch(nodes, ctx, DrainOptions(), BatchStart(parallel=len(nodes))))
+    return [(e.kind.value if "waits" not in e.message else "held", e.node) for e in events
+            if e.kind in (EventKind.STARTED, EventKind.DONE) or "waits for the drains running" in e.message]
+
+
+def test_a_node_already_unavailable_starts_beside_the_running_drains_whatever_the_limit():
+    """Draining a node cordoned already costs the GPU Operator nothing more: it starts at once. Kills:
+    `parallel_hold(snap, node, ...)` → `parallel_hold(snap, None, ...)` (held as if it were one more)."""
+    seen = _with_limit("4", ["gpu-h100-01", "gpu-h100-02"], cordoned_before="gpu-h100-02")
+    assert seen[:2] == [("started", "gpu-h100-01"), ("started", "gpu-h100-02")], seen
+    assert ("held", "gpu-h100-02") not in seen
+
+
+def test_a_later_node_someone_else_cordoned_counts_as_unavailable_while_the_batch_waits():
+    """Only the nodes the batch itself cordoned ahead (and has not started) are left out of the count: one in
+    the batch's queue that someone else cordoned is unavailable, and holds the parallel drain back. Kills:
+    `set(cordoned or ()) & set(pending)` → `|` (every pending node left out: a drain started beyond the limit)."""
+    idle = "gpu-l40s-02"  # no pod to move
+    seen = _with_limit("5", ["gpu-h100-01", "gpu-h100-02", idle], cordoned_before=idle)
+    assert seen.index(("held", "gpu-h100-02")) < seen.index(("done", "gpu-h100-01")) < \
+        seen.index(("started", "gpu-h100-02")), seen

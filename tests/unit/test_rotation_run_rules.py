@@ -47,7 +47,7 @@ class Hand:
         self.calls: list[tuple] = []
 
     def node_annotations(self, node: str) -> tuple[dict[str, str], str]:
-        return dict(self.annotations), "1"
+        return (dict(self.annotations) if node == "n1" else {}), "1"  # the drained node's, no other
 
     def annotate_node(self, node: str, annotations) -> None:
         self.calls.append(("annotate", node, dict(annotations)))
@@ -58,7 +58,7 @@ class Hand:
                 self.annotations[k] = v
 
     def pod_uid(self, namespace: str, name: str) -> str | None:
-        return self.uid
+        return self.uid if namespace == "ns" else None
 
     def patch_object(self, group, version, plural, namespace, name, patch, patch_type="merge", subresource=""):
         if self.fail is not None:

@@ -413,3 +413,23 @@ def test_a_later_node_someone_else_cordoned_counts_as_unavailable_while_the_batc
     seen = _with_limit("5", ["gpu-h100-01", "gpu-h100-02", idle], cordoned_before=idle)
     assert seen.index(("held", "gpu-h100-02")) < seen.index(("done", "gpu-h100-01")) < \
         seen.index(("started", "gpu-h100-02")), seen
+
+
+def test_the_guard_never_counts_the_batchs_own_free_gpus_as_room():
+    """A node half full, nothing free elsewhere: its pods have nowhere to go, however many GPUs it has free
+    itself. One node, so the batch cordons nothing first (its own cordon would hide its room). Kills:
+    `_guard(..., members | set(beside), ...)` → `members & set(beside)` (nothing left out: the node's own free
+    GPUs counted as room, the drain started)."""
+    from gputui.ops.drain.batch import run_batch
+    from gputui.ops.drain.report import Outcome
+    from gputui.ops.drain.start import BatchStart
+
+    nodes = (Node("half", True, False, "H100", 8, 8), Node("full", True, False, "H100", 8, 8))
+    pods = (InferencePod("ns", "a", "uid-a", "half", gpu_request=4), InferencePod("ns", "b", "uid-b", "full", gpu_request=8))
+    snap = ClusterSnapshot(0.0, "t", nodes=nodes, pods=pods)
+    ctx = OpContext(_Still(snap), Hand(), AuditLog(None, "t", "test"), clock=ManualClock(), sleep=lambda _s: None)
+    events, reports = _run(run_batch(["half"], ctx, DrainOptions(), BatchStart()))
+    assert reports["half"].outcome is Outcome.NOT_STARTED
+    assert [e.message for e in events] == [
+        "capacity guard stopped the batch before half: 4 H100 GPUs in 1 pod need a new home; 0 free on other "
+        "schedulable nodes: does NOT fit; not started: half"]

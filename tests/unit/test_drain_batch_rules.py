@@ -419,7 +419,8 @@ def test_the_guard_never_counts_the_batchs_own_free_gpus_as_room():
     """A node half full, nothing free elsewhere: its pods have nowhere to go, however many GPUs it has free
     itself. One node, so the batch cordons nothing first (its own cordon would hide its room). Kills:
     `_guard(..., members | set(beside), ...)` → `members & set(beside)` (nothing left out: the node's own free
-    GPUs counted as room, the drain started)."""
+    GPUs counted as room, the drain started); the refusal's report node or reason, or its event's node,
+    dropped."""
     from gputui.ops.drain.batch import run_batch
     from gputui.ops.drain.report import Outcome
     from gputui.ops.drain.start import BatchStart
@@ -429,7 +430,32 @@ def test_the_guard_never_counts_the_batchs_own_free_gpus_as_room():
     snap = ClusterSnapshot(0.0, "t", nodes=nodes, pods=pods)
     ctx = OpContext(_Still(snap), Hand(), AuditLog(None, "t", "test"), clock=ManualClock(), sleep=lambda _s: None)
     events, reports = _run(run_batch(["half"], ctx, DrainOptions(), BatchStart()))
-    assert reports["half"].outcome is Outcome.NOT_STARTED
-    assert [e.message for e in events] == [
-        "capacity guard stopped the batch before half: 4 H100 GPUs in 1 pod need a new home; 0 free on other "
-        "schedulable nodes: does NOT fit; not started: half"]
+    why = "4 H100 GPUs in 1 pod need a new home; 0 free on other schedulable nodes: does NOT fit"
+    assert (reports["half"].node, reports["half"].outcome, reports["half"].reason) == \
+        ("half", Outcome.NOT_STARTED, f"capacity guard: {why}")
+    assert [(e.node, e.kind, e.message) for e in events] == [
+        ("half", EventKind.FAILED, f"capacity guard stopped the batch before half: {why}; not started: half")]
+
+
+class _NoLease(Hand):
+    """A writer whose lease read fails (a BackendError): each drain the batch starts ends at once, FAILED."""
+
+    def node_annotations(self, node: str) -> tuple[dict[str, str], str]:
+        raise BackendError(f"no lease on {node} in this test")
+
+
+def test_the_placement_guard_places_the_pods_of_the_running_drains_and_the_next_node_only():
+    """z2-a (no pod to move) starts; z1-a, next, would strand ns/pinned: the guard stops there, not before
+    z2-a. Kills: `[n for n in nodes if n in active or n == node]` → `n not in active` (the pods of nodes not
+    started yet placed too: the batch stopped before a node that strands nobody)."""
+    from gputui.ops.drain.batch import run_batch
+    from gputui.ops.drain.report import Outcome
+    from gputui.ops.drain.start import BatchStart
+
+    ctx = OpContext(_Still(_issue_cluster()), _NoLease(), AuditLog(None, "t", "test"), clock=ManualClock(),
+                    sleep=lambda _s: None)
+    events, reports = _run(run_batch(["z2-a", "z1-a"], ctx, DrainOptions(), BatchStart(parallel=2)))
+    stops = [e.message for e in events if "guard stopped" in e.message]
+    assert stops == ["placement guard stopped the batch before z1-a: ns/pinned would have nowhere to go: no node "
+                     "with zone=z1 outside the batch has 8 free NVIDIA-H100 GPUs; not started: z1-a"], stops
+    assert reports["z2-a"].outcome is not Outcome.NOT_STARTED and reports["z1-a"].outcome is Outcome.NOT_STARTED

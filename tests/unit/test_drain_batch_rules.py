@@ -459,3 +459,25 @@ def test_the_placement_guard_places_the_pods_of_the_running_drains_and_the_next_
     assert stops == ["placement guard stopped the batch before z1-a: ns/pinned would have nowhere to go: no node "
                      "with zone=z1 outside the batch has 8 free NVIDIA-H100 GPUs; not started: z1-a"], stops
     assert reports["z2-a"].outcome is not Outcome.NOT_STARTED and reports["z1-a"].outcome is Outcome.NOT_STARTED
+
+
+def test_each_node_runs_with_the_operators_hand_and_its_resumed_deadline():
+    """The batch hands each node's drain what the operator chose for it: its control (here: aborted before it
+    starts) and, for a resumed node, the deadline it keeps. Kills: `controls.get(node)` → `None` (an abort
+    ignored: the node drained), `DrainStart(start.deadlines.get(node), start.take_over)` dropped (a resumed
+    node given a fresh deadline)."""
+    from gputui.ops.drain.batch import run_batch
+    from gputui.ops.drain.events import DrainControl
+    from gputui.ops.drain.options import DEADLINE
+    from gputui.ops.drain.report import Outcome
+    from gputui.ops.drain.start import BatchStart
+
+    cluster, clock = _demo()
+    stopped, resumed = _idle_l40s(cluster)[:2]
+    control = DrainControl()
+    control.abort()
+    ctx = OpContext(cluster, cluster, AuditLog(None, "t", "demo"), clock=clock, sleep=clock.advance, poll_s=2.0)
+    _, reports = _run(run_batch([stopped, resumed], ctx, DrainOptions(),
+                                BatchStart(parallel=2, controls={stopped: control}, deadlines={resumed: 4242.0})))
+    assert reports[stopped].outcome is Outcome.ABORTED and reports[resumed].outcome is Outcome.DRAINED
+    assert cluster.snapshot().node(resumed).annotations[DEADLINE] == "4242"

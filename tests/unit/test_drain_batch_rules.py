@@ -481,3 +481,36 @@ def test_each_node_runs_with_the_operators_hand_and_its_resumed_deadline():
                                 BatchStart(parallel=2, controls={stopped: control}, deadlines={resumed: 4242.0})))
     assert reports[stopped].outcome is Outcome.ABORTED and reports[resumed].outcome is Outcome.DRAINED
     assert cluster.snapshot().node(resumed).annotations[DEADLINE] == "4242"
+
+
+class _Script:
+    """A reader whose snapshots follow a script (the last one repeats): the cluster changing under the batch."""
+
+    def __init__(self, *snaps: ClusterSnapshot) -> None:
+        self.snaps = list(snaps)
+
+    def snapshot(self) -> ClusterSnapshot:
+        return self.snaps.pop(0) if len(self.snaps) > 1 else self.snaps[0]
+
+
+def test_nodes_cordoned_for_drains_that_never_start_are_put_back_when_the_batch_stops():
+    """The plan fitted (C free); by the time the first drain starts, C has filled up: the guard stops before
+    A, and A and B, cordoned first by the batch, are put back with why. Kills: the end's `never` list
+    (`reports.get(n) is None or ... is NOT_STARTED` → `and` / `is not`), `if never and writer is not None` →
+    `if never and writer is None`, the uncordon's why."""
+    from gputui.ops.drain.batch import run_batch
+    from gputui.ops.drain.report import Outcome
+    from gputui.ops.drain.start import BatchStart
+
+    nodes = (Node("A", True, False, "H100", 8, 8), Node("B", True, False, "H100", 8, 8),
+             Node("C", True, False, "H100", 8, 8))
+    moving = (InferencePod("ns", "a", "uid-a", "A", gpu_request=4), InferencePod("ns", "b", "uid-b", "B", gpu_request=4))
+    fits = ClusterSnapshot(0.0, "t", nodes=nodes, pods=moving)
+    full = ClusterSnapshot(1.0, "t", nodes=nodes, pods=(*moving, InferencePod("ns", "c", "uid-c", "C", gpu_request=8)))
+    hand = Hand()
+    ctx = OpContext(_Script(fits, full), hand, AuditLog(None, "t", "test"), clock=ManualClock(), sleep=lambda _s: None)
+    events, reports = _run(run_batch(["A", "B"], ctx, DrainOptions(), BatchStart(parallel=1)))
+    assert {n: r.outcome for n, r in reports.items()} == {"A": Outcome.NOT_STARTED, "B": Outcome.NOT_STARTED}
+    assert hand.calls == [("A", True), ("B", True), ("A", False), ("B", False)]
+    assert [(e.node, e.message) for e in events if e.message.startswith("uncordoned")] == [
+        ("A", "uncordoned: the batch stopped before draining it"), ("B", "uncordoned: the batch stopped before draining it")]

@@ -514,3 +514,42 @@ def test_nodes_cordoned_for_drains_that_never_start_are_put_back_when_the_batch_
     assert hand.calls == [("A", True), ("B", True), ("A", False), ("B", False)]
     assert [(e.node, e.message) for e in events if e.message.startswith("uncordoned")] == [
         ("A", "uncordoned: the batch stopped before draining it"), ("B", "uncordoned: the batch stopped before draining it")]
+
+
+class _Slow:
+    """The demo read over a network: every read takes `cost` seconds of the clock."""
+
+    def __init__(self, cluster: DemoCluster, clock: ManualClock, cost: float) -> None:
+        self.cluster, self.clock, self.cost = cluster, clock, cost
+
+    def snapshot(self) -> ClusterSnapshot:
+        self.clock.advance(self.cost)
+        return self.cluster.snapshot()
+
+    def __getattr__(self, name):
+        return getattr(self.cluster, name)
+
+
+def test_the_batch_sleeps_until_its_earliest_drain_wants_to_look_again_never_longer_than_a_poll():
+    """Two drains at once on a cluster whose reads take time: the second's look ends later than the first's,
+    so the first is due again before a whole poll has passed; the batch sleeps just until then. Kills, in
+    `sleep(max(0.0, min(poll_s, min(wake...) - clock())) or poll_s)`: `min(poll_s` → `max(poll_s`, `- clock()`
+    → `+ clock()`, the inner `min(wake...)` → `max`, `or poll_s` → `and poll_s` (a fixed poll: the first drain
+    looked at late); and `if clock() < wake.get(node, 0.0)` → `>` (a drain looked at before it asked)."""
+    from gputui.ops.drain.batch import run_batch
+    from gputui.ops.drain.report import Outcome
+    from gputui.ops.drain.start import BatchStart
+
+    cluster, clock = _demo()
+    slept: list[float] = []
+
+    def sleep(s: float) -> None:
+        slept.append(s)
+        clock.advance(s)
+
+    ctx = OpContext(_Slow(cluster, clock, 0.5), cluster, AuditLog(None, "t", "demo"), clock=clock, sleep=sleep,
+                    poll_s=2.0)
+    _, reports = _run(run_batch(["gpu-h100-01", "gpu-h100-02"], ctx, DrainOptions(), BatchStart(parallel=2)))
+    assert all(r.outcome is Outcome.DRAINED for r in reports.values())
+    assert slept and all(0.0 < s <= 2.0 for s in slept), sorted(set(slept))
+    assert any(s < 2.0 for s in slept), sorted(set(slept))

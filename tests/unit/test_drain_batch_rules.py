@@ -159,8 +159,8 @@ def test_the_capacity_guard_passes_while_the_pods_fit_outside_and_names_what_doe
     stop = nodes.index(plan.stop_before)
     members = set(nodes)
     before = set(nodes[:stop])
-    assert _guard(snap, before | {"no-such-node"}, members, opts) is None
-    refusal = _guard(snap, before | {nodes[stop], "no-such-node"}, members, opts)
+    assert _guard(snap, before | {"a-no-such-node"}, members, opts) is None
+    refusal = _guard(snap, before | {nodes[stop], "a-no-such-node"}, members, opts)  # sorted first: skipped, not the end
     assert refusal is not None and refusal.endswith("does NOT fit") and "NVIDIA-L40S GPUs" in refusal, refusal
 
 

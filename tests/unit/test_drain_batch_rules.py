@@ -553,3 +553,15 @@ def test_the_batch_sleeps_until_its_earliest_drain_wants_to_look_again_never_lon
     assert all(r.outcome is Outcome.DRAINED for r in reports.values())
     assert slept and all(0.0 < s <= 2.0 for s in slept), sorted(set(slept))
     assert any(s < 2.0 for s in slept), sorted(set(slept))
+
+
+def test_the_capacity_guard_counts_only_the_pods_each_nodes_own_options_move():
+    """A pod selector that selects none moves none: nothing to place, the guard passes where the default
+    options would stop. Kills: `options.get(name, BESIDE)` → `options.get(None, BESIDE)` (every node counted
+    as a drain beside the batch) or dropped (the default options)."""
+    cluster, _ = _demo()
+    snap, nodes = cluster.snapshot(), _l40s(cluster)
+    members = set(nodes)
+    assert _guard(snap, members, members, {n: DrainOptions() for n in nodes}) is not None
+    none_selected = {n: DrainOptions(pod_selector={"gputui-test": "selects-nothing"}) for n in nodes}
+    assert _guard(snap, members, members, none_selected) is None

@@ -565,3 +565,23 @@ def test_the_capacity_guard_counts_only_the_pods_each_nodes_own_options_move():
     assert _guard(snap, members, members, {n: DrainOptions() for n in nodes}) is not None
     none_selected = {n: DrainOptions(pod_selector={"gputui-test": "selects-nothing"}) for n in nodes}
     assert _guard(snap, members, members, none_selected) is None
+
+
+def test_the_capacity_guard_counts_in_the_units_the_pods_ask_for():
+    """Pods asking for MIG slices fit where slices are free, whatever the whole cards. Kills:
+    `capacity_after(snap, members, product, gpus, resource)` → without `resource` (slices counted as whole
+    GPUs: a batch stopped that fits)."""
+    from gputui.gpu_resources import GpuResource, Scheme
+
+    mig = "nvidia.com/mig-1g.10gb"
+
+    def node(name: str) -> Node:
+        return Node(name, True, False, "A100", 1, 1, gpu_resources=(GpuResource(mig, Scheme.MIG, 7, 7),))
+
+    pods = (InferencePod("ns", "a", "uid-a", "m1", gpu_request=1, gpu_units={mig: 2}),)
+    snap = ClusterSnapshot(0.0, "t", nodes=(node("m1"), node("m2")), pods=pods)
+    assert _guard(snap, {"m1"}, {"m1"}, {"m1": DrainOptions()}) is None
+    crowded = ClusterSnapshot(0.0, "t", nodes=(node("m1"), node("m2")),
+                              pods=(*pods, InferencePod("ns", "b", "uid-b", "m2", gpu_request=1, gpu_units={mig: 6})))
+    assert _guard(crowded, {"m1"}, {"m1"}, {"m1": DrainOptions()}) == \
+        f"2 {mig} on A100 in 1 pod need a new home; 1 free on other schedulable nodes: does NOT fit"

@@ -54,6 +54,8 @@ class Hand:
         self.deleted: list[tuple] = []
 
     def pod_uid(self, namespace: str, name: str) -> str | None:
+        if namespace != "ns":  # no such pod in another namespace
+            return None
         return self.standing.get(name, f"uid-{name}")
 
     def evict_pod(self, namespace: str, name: str, grace: int | None = None, uid: str | None = None) -> EvictionResult:

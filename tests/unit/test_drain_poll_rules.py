@@ -84,7 +84,9 @@ class Run:
     def look(self, s: ClusterSnapshot, now: float = 10.0) -> list[tuple]:
         ctx = OpContext(s, self.hand, self.audit)
         look = _Look(self.plan, ctx, self.control, self.report, self.rotation, self.pods)
-        return [(e.kind, e.pod, e.message) for e in _poll(look, s, now)]
+        events = list(_poll(look, s, now))
+        assert all(e.node == "n1" for e in events), events  # every event names the drained node
+        return [(e.kind, e.pod, e.message) for e in events]
 
     def entries(self) -> list[tuple[str, str, dict, str]]:
         assert self.log is not None
@@ -322,3 +324,13 @@ def test_eviction_disabled_deletes_the_planned_uid_with_the_operators_grace(tmp_
     assert run.look(s)[-1] == (EventKind.EVICTED, "ns/b", "deleted (eviction disabled by force)")
     assert run.hand.deleted == [("ns", "b", 3, "uid-b")] and run.hand.evicted == []
     assert run.entries()[0][:2] == ("delete", "pod/ns/b")
+
+
+def test_one_look_goes_on_past_a_pod_still_terminating_and_a_pod_gone():
+    """Kills: the `continue` after a pod confirmed gone, or after one still terminating, → `break` (the pods
+    after it not looked at in this poll); a GONE event without its node."""
+    s = snap(pod("a"), pod("b"), pod("c"))
+    run = Run(s, Hand(standing={"b": None}))
+    run.pods["ns/a"].state = PodState.TERMINATING
+    assert run.look(snap(pod("a"), pod("c"))) == [(EventKind.GONE, "ns/b", "gone (confirmed by the API)"),
+                                                  (EventKind.EVICTED, "ns/c", "evicted")]

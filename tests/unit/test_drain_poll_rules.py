@@ -334,3 +334,32 @@ def test_one_look_goes_on_past_a_pod_still_terminating_and_a_pod_gone():
     run.pods["ns/a"].state = PodState.TERMINATING
     assert run.look(snap(pod("a"), pod("c"))) == [(EventKind.GONE, "ns/b", "gone (confirmed by the API)"),
                                                   (EventKind.EVICTED, "ns/c", "evicted")]
+
+
+def test_a_pod_with_live_sessions_says_only_its_count_even_when_kept_in_rotation():
+    """Why a quiet count is not trusted yet is said only for a quiet count. Kills: `held_back = ... if quiet and
+    not now_please else ""` → `... or True` / `quiet or not now_please` (a busy pod's wait said as held back)."""
+    s = snap(pod("a", session_signal=True), counts={"a": 3})
+    run = Run(s, Hand())
+    run.rotation.kept["ns/a"] = "kept in for capacity"
+    assert run.look(s) == [(EventKind.WAITING, "ns/a", "3 live sessions")]
+    quiet = snap(pod("a", session_signal=True), counts={"a": 0})
+    run = Run(quiet, Hand())
+    run.rotation.kept["ns/a"] = "kept in for capacity"
+    assert run.look(quiet) == [(EventKind.WAITING, "ns/a", "0 live sessions; kept in rotation for capacity: evicted "
+                                                           "once out of rotation, or at its deadline")]
+
+
+def test_a_blocked_eviction_whose_pod_gets_busy_again_is_closed_as_refused_then_waiting(tmp_path):
+    """A quiet pod's eviction refused by its budget (the intent open), then new sessions: the intent's result
+    says both. Kills: `_close(prog, audit, "not evicted: waiting on its sessions again")` with the audit or the
+    words dropped."""
+    budget = Budget("ns", "llm", {"app": "llm"}, disruptions_allowed=0, current_healthy=2, desired_healthy=2)
+    quiet = snap(pod("a", session_signal=True), counts={"a": 0}, budgets=(budget,))
+    run = Run(quiet, Hand(EvictionResult(EvictionOutcome.BLOCKED, "Cannot evict pod")), tmp_path / "a.jsonl")
+    assert run.look(quiet)[0][0] is EventKind.BLOCKED
+    busy = snap(pod("a", session_signal=True), counts={"a": 2}, budgets=(budget,))
+    assert run.look(busy, now=20.0) == [(EventKind.WAITING, "ns/a", "2 live sessions")]
+    assert [r for *_, r in run.entries()] == [
+        "refused: Cannot evict pod (llm: 0 disruptions allowed (2 healthy, 2 needed)); not evicted: waiting on its "
+        "sessions again"]

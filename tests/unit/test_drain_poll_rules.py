@@ -363,3 +363,18 @@ def test_a_blocked_eviction_whose_pod_gets_busy_again_is_closed_as_refused_then_
     assert [r for *_, r in run.entries()] == [
         "refused: Cannot evict pod (llm: 0 disruptions allowed (2 healthy, 2 needed)); not evicted: waiting on its "
         "sessions again"]
+
+
+def test_a_blocked_eviction_left_in_place_at_its_deadline_is_closed_as_refused_then_held(tmp_path):
+    """A quiet pod's eviction refused by its budget (the intent open); then its count is lost and its deadline
+    comes: left in place, and the open eviction's result says so. Kills: `_close(prog, audit, "not evicted:
+    held")` with the audit or the words dropped or changed."""
+    budget = Budget("ns", "llm", {"app": "llm"}, disruptions_allowed=0, current_healthy=2, desired_healthy=2)
+    quiet = snap(pod("a", session_signal=True), counts={"a": 0}, budgets=(budget,))
+    run = Run(quiet, Hand(EvictionResult(EvictionOutcome.BLOCKED, "Cannot evict pod")), tmp_path / "a.jsonl")
+    assert run.look(quiet)[0][0] is EventKind.BLOCKED
+    lost = snap(pod("a", session_signal=True), budgets=(budget,), metrics_ok=False)
+    assert run.look(lost, now=100.0)[0][0] is EventKind.HELD
+    assert [(a, r) for a, _t, _p, r in run.entries()] == [
+        ("evict", "refused: Cannot evict pod (llm: 0 disruptions allowed (2 healthy, 2 needed)); not evicted: held"),
+        ("evict", "held")]

@@ -379,3 +379,35 @@ def test_a_blocked_eviction_left_in_place_at_its_deadline_is_closed_as_refused_t
     # before the intent is closed. Reported, not pinned.)
     results = [(a, r) for a, _t, _p, r in run.entries()]
     assert len(results) == 2 and results[0][1].endswith("not evicted: held") and results[1] == ("evict", "held")
+
+
+def test_a_quiet_pod_goes_as_quiet_even_at_its_deadline_and_cuts_nothing(tmp_path):
+    """A count at or under the threshold is quiet: nothing cut, and the audit says "quiet" even when the
+    deadline has come too. Kills: `cut = ... if known and not quiet else 0` → `or True` / `known or not quiet`
+    (a quiet pod's sessions counted as cut), `"deadline expired" if expired and not quiet` → `or True` /
+    `expired or not quiet`."""
+    s = snap(pod("a", session_signal=True), counts={"a": 1})
+    run = Run(s, Hand(), tmp_path / "a.jsonl", DrainOptions(session_threshold=1))
+    assert run.look(s, now=100.0) == [(EventKind.EVICTED, "ns/a", "evicted")] and run.report.cut_sessions == 0
+    assert run.entries()[0][2]["why"] == "quiet"
+    early = Run(s, Hand(), tmp_path / "b.jsonl", DrainOptions(session_threshold=1))
+    early.look(s, now=10.0)
+    assert early.entries()[0][2]["why"] == "quiet"
+
+
+def test_a_pod_waiting_its_retry_or_its_conflict_does_not_hold_up_the_next():
+    """Kills: the `continue` of a pod still in its retry period, and of a conflict on the very pod, → `break`
+    (the pods after it not evicted in this look)."""
+    s = snap(pod("a"), pod("b"))
+    run = Run(s, Hand())
+    run.pods["ns/a"].next_try = 50.0
+    assert run.look(s) == [(EventKind.EVICTED, "ns/b", "evicted")]
+
+    class ConflictOnA(Hand):
+        def evict_pod(self, namespace, name, grace=None, uid=None):
+            if name == "a":
+                return EvictionResult(EvictionOutcome.REPLACED, "conflict")
+            return super().evict_pod(namespace, name, grace, uid)
+
+    run = Run(s, ConflictOnA())
+    assert [e[0] for e in run.look(s)] == [EventKind.INFO, EventKind.EVICTED]

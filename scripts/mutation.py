@@ -103,16 +103,21 @@ TARGETS: tuple[Target, ...] = (
     Target("sessions", ("gputui/vocabulary/sessions.py",),
            (U + "test_sessions.py", U + "test_session_states.py")),
     Target("drain/batch", ("gputui/ops/drain/batch.py",),
-           (U + "test_drain_batch_rules.py", U + "test_drain_run.py", U + "test_drain_plan.py"), provisional=True),
+           (U + "test_drain_batch_rules.py", U + "test_batch_cordon_first.py", U + "test_drain_placement_plan.py",
+            U + "test_rotation_capacity.py", U + "test_drain_run.py"), provisional=True),
     Target("drain/out_of_rotation", ("gputui/ops/drain/out_of_rotation.py",),
-           (U + "test_rotation_record_rules.py", U + "test_drain_rotation.py", U + "test_rotation.py"),
-           provisional=True),
+           (U + "test_rotation_record_rules.py", U + "test_out_of_rotation_rules.py", U + "test_drain_rotation.py",
+            U + "test_rotation.py", U + "test_cordon_rules.py", U + "test_rotation_capacity.py"), provisional=True),
     Target("drain/rotation_run", ("gputui/ops/drain/rotation_run.py",),
-           (U + "test_drain_rotation.py",), provisional=True),
+           (U + "test_rotation_run_rules.py", U + "test_drain_rotation.py", U + "test_rotation_capacity.py"),
+           provisional=True),
     Target("drain/plan", ("gputui/ops/drain/plan.py",),
-           (U + "test_drain_plan.py", U + "test_drain_run.py"), provisional=True),
+           (U + "test_drain_plan_rules.py", U + "test_drain_plan.py", U + "test_drain_placement_plan.py",
+            U + "test_drain_arrivals.py", U + "test_drain_replaced.py", U + "test_drain_run.py"), provisional=True),
     Target("drain/run", ("gputui/ops/drain/run.py",),
-           (U + "test_drain_run.py", U + "test_drain_rotation.py", U + "test_lease_rules.py"), provisional=True),
+           (U + "test_drain_run_rules.py", U + "test_drain_poll_rules.py", U + "test_drain_run.py", U + "test_drain_rotation.py", U + "test_lease_rules.py",
+            U + "test_drain_replaced.py", U + "test_forced_delete_refused.py", U + "test_rotation_capacity.py"),
+           provisional=True),
 )
 
 # Left out of every run: each surviving mutant of a drain module would pay for it (15 of the 27 s that
@@ -285,6 +290,16 @@ def function_of(mutant: str) -> str:
     return f"{module}.{mangled[2:]}"
 
 
+def mutmut_pattern(function: str) -> str:
+    """gputui.ops.drain.run._poll -> mutmut's gputui.ops.drain.run.x__poll__mutmut_* (a method, module.Class.method:
+    module.xǁClassǁmethod__mutmut_*): the inverse of function_of, for --only."""
+    module, _, name = function.rpartition(".")
+    if module and module.rpartition(".")[2][:1].isupper():  # module.Class.method
+        module, _, cls = module.rpartition(".")
+        return f"{module}.x{SEP}{cls}{SEP}{name}__mutmut_*"
+    return f"{module}.x_{name}__mutmut_*"
+
+
 def changed_lines(diff: str) -> tuple[str, str]:
     """The mutated line before and after, stripped (several changed lines are joined by ' ⏎ ')."""
     minus = [ln[1:].strip() for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---")]
@@ -348,6 +363,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report-only", action="store_true", help="print the last run's figures, run nothing")
     parser.add_argument("--rev", metavar="COMMIT", help="mutate the tree at COMMIT (plus files it lacks, such as new "
                         "tests), not the working tree: others' unfinished edits then sway nothing")
+    parser.add_argument("--only", metavar="FUNCTION", action="append", default=[],
+                        help="mutate and count only these functions of the targets run (repeatable; names as the "
+                        "survivor listing prints them, `*` allowed: gputui.ops.drain.run._poll, "
+                        "gputui.ops.drain.plan.CapacityCheck.*): a module too big for the time at hand, its "
+                        "safety-critical functions first")
     parser.add_argument("--max-children", type=int, default=1, help="mutmut workers (default 1: a shared machine)")
     parser.add_argument("--min-score", type=float, default=90.0, help="the score each target must reach")
     args = parser.parse_args(argv)
@@ -369,7 +389,8 @@ def main(argv: list[str] | None = None) -> int:
     for target in chosen:
         missing = [t for t in target.tests if not (src / t).exists()]
         tests = tuple(t for t in target.tests if t not in missing)
-        target = Target(target.name, target.files, tests, target.functions, target.provisional)
+        functions = target.functions + tuple(mutmut_pattern(f) for f in args.only)
+        target = Target(target.name, target.files, tests, functions, target.provisional)
         work = WORK / slug(target)
         print(f"== {target.name}: mutating {', '.join(target.files)}; tests {', '.join(tests)}", flush=True)
         if missing:

@@ -61,6 +61,7 @@ def run_batch(nodes: list[str], ctx: OpContext, options: DrainOptions | Mapping[
                 if cordoned is not None and len(cordoned) < len(nodes) and not active and not reports:
                     # A cordon refused before anything was evicted: nothing starts, what was cordoned goes back.
                     yield from _uncordon(cordoned, writer, audit, f"the batch could not cordon its nodes: {exc}")
+                    cordoned.clear()  # put back once: the end's "never started" pass must not uncordon them again
                     for n in pending:
                         reports[n] = DrainReport(n, Outcome.NOT_STARTED, reason=f"could not cordon: {exc}")
                     yield DrainEvent(node, EventKind.FAILED, message=f"could not cordon the batch's nodes: {exc}")

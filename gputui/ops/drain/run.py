@@ -259,9 +259,9 @@ def _poll(look: _Look, snap: ClusterSnapshot, now: float) -> Iterator[DrainEvent
             yield DrainEvent(node, K.WAITING, prog.key, text, prog.sessions, prog.deadline)
             continue
         if prog.step is Step.WAIT_SESSIONS and not known and not now_please and not opts.evict_unknown_at_deadline:
+            _close(prog, audit, "not evicted: held")  # before the state changes: a PDB's last refusal is said with it
             prog.state = PodState.HELD
             prog.message = "sessions unknown at its deadline; left in place (eviction not chosen)"
-            _close(prog, audit, "not evicted: held")
             audit.record("evict", f"pod/{prog.key}", "held", {"node": node, "why": "sessions unknown at deadline"})
             yield DrainEvent(node, K.HELD, prog.key, prog.message)
             continue

@@ -18,6 +18,21 @@ async def wait_for(pilot, predicate, timeout: float = 15.0, what=None) -> None: 
         await pilot.pause(0.05)
 
 
+async def step_drain(pilot, drain, seconds: float, until=None, most: int = 300) -> None:
+    """Move the demo's clock `seconds` at a time until `until()` holds (failing after `most` steps), or `most`
+    steps when no `until` is given. Each step waits for the drain to look again (`drain.looks` moves), so a
+    slow machine never lets the clock run ahead of the drain: a deadline cannot pass between two of its looks
+    because the test's loop outran its thread."""
+    for _ in range(most):
+        if until is not None and until():
+            return
+        looks = drain.looks
+        pilot.app.test_clock.advance(seconds)
+        await wait_for(pilot, lambda seen=looks: drain.looks > seen or drain.finished,
+                       what=lambda seen=looks: f"the drain did not look again after {seen} looks")
+    assert until is None or until(), f"not reached in {most} steps of {seconds:g} s"
+
+
 async def loaded(pilot) -> None:
     """The dashboard shows the first snapshot: its node table has rows."""
     await wait_for(pilot, lambda: pilot.app.snapshot is not None and pilot.app.screen.query_one("#nodes").row_count > 0)

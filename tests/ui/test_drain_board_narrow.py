@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from gputui.ops.drain.events import EventKind as K
 from gputui.ui.screens.drain_progress import DrainProgressScreen
-from tests.ui.pilot import loaded, rows, wait_for
+from tests.ui.pilot import loaded, rows, step_drain, wait_for
 
 
 async def test_a_batch_board_at_80x24_says_which_node_which_version_and_stays_in_its_rows(app_factory):
@@ -28,11 +28,7 @@ async def test_a_batch_board_at_80x24_says_which_node_which_version_and_stays_in
         bars = str(board.query_one("#drain-nodes").render())
         queued = next(line for line in bars.splitlines() if second in line)
         assert "queued" in queued and "0/0" not in queued, bars
-        for _ in range(400):
-            app.test_clock.advance(5)
-            await pilot.pause(0.02)
-            if drain.finished:
-                break
+        await step_drain(pilot, drain, 5, lambda: drain.finished, most=400)
         assert drain.finished
         await wait_for(pilot, lambda: "FINISHED" in str(board.query_one("#drain-summary").render()))
         log = str(board.query_one("#drain-log").render()).splitlines()

@@ -5,7 +5,7 @@ from gputui.ui.screens.drain_plan import DrainPlanScreen
 from gputui.ui.screens.drain_progress import DrainProgressScreen
 from gputui.vocabulary.model import DRAIN_PHASE_ANNOTATION
 from tests.support.audit_lines import written
-from tests.ui.pilot import loaded, rows, wait_for
+from tests.ui.pilot import loaded, rows, step_drain, wait_for
 
 
 async def test_drain_plan_then_progress_then_done(app_factory, tmp_path):
@@ -24,11 +24,7 @@ async def test_drain_plan_then_progress_then_done(app_factory, tmp_path):
         drain = app.last_drain
         # The demo clock is hand-moved: let sessions run down while the drain polls (bge-large's budget lets one
         # pod out of rotation at a time, each trusted quiet 30 s after it left).
-        for _ in range(300):
-            app.test_clock.advance(3)
-            await pilot.pause(0.05)
-            if drain.finished:
-                break
+        await step_drain(pilot, drain, 3, lambda: drain.finished, most=300)
         assert drain.finished
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.snapshot.node(node).annotations.get(DRAIN_PHASE_ANNOTATION) == "done")
@@ -52,11 +48,7 @@ async def test_drain_blocked_plan_cannot_start(app_factory):
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, DrainProgressScreen))
         app.last_drain.controls[job_node].abort(uncordon=True)
-        for _ in range(50):
-            app.test_clock.advance(1)
-            await pilot.pause(0.05)
-            if app.last_drain.finished:
-                break
+        await step_drain(pilot, app.last_drain, 1, lambda: app.last_drain.finished, most=50)
         assert app.last_drain.finished
 
 
@@ -117,11 +109,7 @@ async def test_board_keys_that_cut_or_stop_ask_first_and_say_how_many(app_factor
             await pilot.pause()
             assert not any(c.aborted for c in drain.controls.values())
         await pilot.press("a", "y")
-        for _ in range(100):
-            app.test_clock.advance(1)
-            await pilot.pause(0.05)
-            if drain.finished:
-                break
+        await step_drain(pilot, drain, 1, lambda: drain.finished, most=100)
         assert drain.finished and drain.aborted
         await wait_for(pilot, lambda: "ABORTED" in str(board.query_one("#drain-summary").render()))
         # A finished board stops counting and its actions are gone, not toasts about nothing.
@@ -167,11 +155,7 @@ async def test_a_context_switch_during_a_drain_leaves_the_drains_connection_open
         assert app.backend is not old and drain.backend is old and closed == []
         for control in drain.controls.values():
             control.abort()
-        for _ in range(100):
-            app.test_clock.advance(1)
-            await pilot.pause(0.05)
-            if drain.finished:
-                break
+        await step_drain(pilot, drain, 1, lambda: drain.finished, most=100)
         assert drain.finished and closed == [True]  # closed by the drain, once it ended
         assert "interrupted" not in " ".join(drain.log)
 
@@ -198,18 +182,12 @@ async def test_board_shows_each_pod_out_of_rotation_and_puts_one_back_when_asked
         await pilot.pause()
         assert row.out_since is not None  # no: nothing changed
         await pilot.press("b", "y")
-        for _ in range(20):
-            app.test_clock.advance(1)
-            await pilot.pause(0.05)
-            if row.out_since is None:
-                break
+        await step_drain(pilot, drain, 1, lambda: row.out_since is None, most=20)
         assert row.out_since is None and row.rotation_note == "back in rotation (asked by the operator)"
         labels = next(p.labels for p in drain.backend.reader.snapshot().pods if p.key == key)
         assert labels.get("serving") == "true", labels
         # Left in rotation by this drain from now on: a few more polls do not take it out again.
-        for _ in range(10):
-            app.test_clock.advance(2)
-            await pilot.pause(0.05)
+        await step_drain(pilot, drain, 2, most=10)
         assert row.out_since is None
         for control in drain.controls.values():
             control.abort()

@@ -43,6 +43,9 @@ class DrainRun:
     log: list[str] = field(default_factory=list)
     finished: bool = False
     aborted: bool = False
+    # How many times the batch has looked and gone to wait for its next look: the run is alive, and the
+    # tests that move the demo's clock by hand step it one look at a time (never ahead of the drain).
+    looks: int = 0
     backend: object = None  # the backend the drain runs on (kept open by it across a context switch)
     mean_s: dict[str, float] = field(default_factory=dict)  # pod -> its engine's mean request time, when read
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -91,6 +94,7 @@ def start_drain(app: GputuiApp, nodes: list[str], options: DrainOptions | dict[s
 
         def nap(seconds: float) -> None:
             # Quitting gputui interrupts the drain: the node's annotations let it resume later.
+            run.looks += 1
             end = time.monotonic() + seconds
             while time.monotonic() < end:
                 if worker.is_cancelled:

@@ -132,7 +132,8 @@ class Tally:
 
 
 def run_case(h: Harness, i: int, seed: int, tally: Tally) -> None:
-    from gputui.ops.drain.plan import DrainOptions, plan_batch
+    from gputui.ops.drain.batch_plan import plan_batch
+    from gputui.ops.drain.plan import DrainOptions
     from gputui.ops.drain.plan_placement import eviction_order
 
     case = random_case(i, seed)

@@ -111,7 +111,7 @@ TARGETS: tuple[Target, ...] = (
     Target("drain/rotation_run", ("gputui/ops/drain/rotation_run.py",),
            (U + "test_rotation_run_rules.py", U + "test_drain_rotation.py", U + "test_rotation_capacity.py"),
            provisional=True),
-    Target("drain/plan", ("gputui/ops/drain/plan.py",),
+    Target("drain/plan", ("gputui/ops/drain/plan.py", "gputui/ops/drain/batch_plan.py"),
            (U + "test_drain_plan_rules.py", U + "test_drain_plan.py", U + "test_drain_placement_plan.py",
             U + "test_drain_arrivals.py", U + "test_drain_replaced.py", U + "test_drain_run.py"), provisional=True),
     Target("drain/run", ("gputui/ops/drain/run.py",),

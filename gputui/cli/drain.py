@@ -13,10 +13,11 @@ from gputui.cli.common import EXIT_NOT_DONE, EXIT_OK, EXIT_USAGE, fail
 from gputui.ops.context import OpContext
 from gputui.ops.drain.arrivals import batch_with_arrivals
 from gputui.ops.drain.batch import run_batch
+from gputui.ops.drain.batch_plan import batch_json, plan_batch
 from gputui.ops.drain.events import DrainEvent, EventKind
 from gputui.ops.drain.lease import draining
 from gputui.ops.drain.options import DrainOptions, DrainRecordError, resumable, saved_drain
-from gputui.ops.drain.plan import DrainPlan, Step, batch_json, plan_batch
+from gputui.ops.drain.plan import DrainPlan, Step
 from gputui.ops.drain.progress import DrainProgress
 from gputui.ops.drain.report import DrainReport, Outcome
 from gputui.ops.drain.start import BatchStart

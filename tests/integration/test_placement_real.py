@@ -46,7 +46,8 @@ def drain_and_judge(cluster, prometheus, tmp_path, case: Case, batch_nodes: list
     placements against what the real scheduler did. Returns (batch plan, judged, where each bound pod is)."""
     from gputui.ops.audit import AuditLog
     from gputui.ops.drain.batch import run_batch
-    from gputui.ops.drain.plan import DrainOptions, plan_batch
+    from gputui.ops.drain.batch_plan import plan_batch
+    from gputui.ops.drain.plan import DrainOptions
     from gputui.ops.drain.report import Outcome
 
     core, _apps, _policy = apis(cluster)

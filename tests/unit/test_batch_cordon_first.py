@@ -10,7 +10,8 @@ from gputui.backends.demo import DemoCluster
 from gputui.ops.audit import AuditLog
 from gputui.ops.context import OpContext
 from gputui.ops.drain.batch import run_batch
-from gputui.ops.drain.plan import DrainOptions, plan_batch
+from gputui.ops.drain.batch_plan import plan_batch
+from gputui.ops.drain.plan import DrainOptions
 from gputui.ops.drain.report import Outcome
 from gputui.ops.drain.start import BatchStart
 from gputui.ops.steps import run_steps

@@ -132,7 +132,8 @@ def test_an_eviction_without_a_grace_period_keeps_the_pods_own():
 def test_the_demo_hands_out_gpus_as_mig_slices_shared_replicas_and_dra_devices():
     """One node per scheme beyond whole cards; what each hands out is counted here from the pods, independently
     of gputui's own per-node figures, and a drain's capacity guard asks for the same units the pods hold."""
-    from gputui.ops.drain.plan import DrainOptions, plan_batch
+    from gputui.ops.drain.batch_plan import plan_batch
+    from gputui.ops.drain.plan import DrainOptions
     from gputui.vocabulary.gpu_resources import Scheme
 
     snap = DemoCluster(seed=7, clock=ManualClock()).snapshot()

@@ -191,7 +191,7 @@ def test_the_demo_answers_arrival_rates_from_its_engines_finished_requests_so_th
     from gputui.backends.base import ArrivalsReader
     from gputui.backends.demo import demo_backend
     from gputui.ops.drain.arrivals import batch_with_arrivals
-    from gputui.ops.drain.plan import plan_batch
+    from gputui.ops.drain.batch_plan import plan_batch
 
     clock, demo = cluster()
     clock.advance(600)  # ten minutes of traffic: several codellama sessions have finished on every pod

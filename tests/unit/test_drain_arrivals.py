@@ -8,7 +8,8 @@ from dataclasses import replace
 from gputui.backends.base import BackendError
 from gputui.backends.demo import DemoCluster
 from gputui.ops.drain.arrivals import batch_with_arrivals, outcome, with_arrivals
-from gputui.ops.drain.plan import DrainOptions, plan_batch, plan_drain
+from gputui.ops.drain.batch_plan import plan_batch
+from gputui.ops.drain.plan import DrainOptions, plan_drain
 from gputui.vocabulary.sessions import Arrivals, PodSessions, SessionState
 from tests.demo_clock import ManualClock
 from tests.support.demo_selectors import busy_node, served

@@ -14,9 +14,9 @@ from gputui.backends.demo import DemoCluster
 from gputui.ops.audit import AuditLog
 from gputui.ops.context import OpContext
 from gputui.ops.drain.batch import _cordon_first, _guard, _placement_guard, _uncordon
+from gputui.ops.drain.batch_plan import plan_batch
 from gputui.ops.drain.events import EventKind
 from gputui.ops.drain.options import DrainOptions
-from gputui.ops.drain.plan import plan_batch
 from gputui.snapshot import ClusterSnapshot
 from gputui.vocabulary.model import InferencePod, Node
 from gputui.vocabulary.scheduling import NodeScheduling, PodScheduling

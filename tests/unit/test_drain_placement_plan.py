@@ -8,9 +8,10 @@ from gputui.backends.demo import DemoCluster
 from gputui.ops.audit import AuditLog
 from gputui.ops.context import OpContext
 from gputui.ops.drain.batch import _placement_guard, run_batch
+from gputui.ops.drain.batch_plan import batch_json, plan_batch
 from gputui.ops.drain.events import EventKind
 from gputui.ops.drain.placement import CAVEAT, Verdict
-from gputui.ops.drain.plan import DrainOptions, batch_json, plan_batch, plan_drain
+from gputui.ops.drain.plan import DrainOptions, plan_drain
 from gputui.ops.drain.report import Outcome
 from gputui.ops.drain.start import BatchStart
 from gputui.ops.steps import run_steps

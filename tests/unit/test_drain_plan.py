@@ -216,7 +216,7 @@ def test_the_capacity_guard_counts_in_the_units_the_pods_ask_for():
 
 
 def test_a_batch_beyond_the_gpu_operators_max_unavailable_says_so():
-    from gputui.ops.drain.plan import batch_json, plan_batch
+    from gputui.ops.drain.batch_plan import batch_json, plan_batch
     from gputui.vocabulary.model import UpgradePolicy
 
     nodes = tuple(Node(f"n{i}", True, i == 0, "H100", 8, 8) for i in range(8))  # n0 cordoned already
@@ -258,7 +258,7 @@ def test_an_inference_pod_no_budget_covers_is_named_in_the_plan():
 def test_a_plan_made_while_another_drain_runs_counts_its_pods_first():
     """Issue 35 item 2: concurrent drains together respect the capacity the plans count. n1 is being drained
     and its 4-GPU pod has not gone yet; n5's 4 free GPUs are all there is for it and for n2's pod."""
-    from gputui.ops.drain.plan import plan_batch
+    from gputui.ops.drain.batch_plan import plan_batch
 
     nodes = (Node("n1", True, True, "H100", 8, 8), Node("n2", True, False, "H100", 8, 8),
              Node("n3", True, True, "H100", 8, 8), Node("n5", True, False, "H100", 8, 8))

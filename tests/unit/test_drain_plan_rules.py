@@ -8,21 +8,18 @@ from __future__ import annotations
 
 import pytest
 
+from gputui.ops.drain.batch_plan import BatchPlan, _beyond_max_unavailable, batch_json, plan_batch
 from gputui.ops.drain.plan import (
     NO_BUDGET,
-    BatchPlan,
     CapacityCheck,
     DrainOptions,
     DrainPlan,
     PodPlan,
     Step,
-    _beyond_max_unavailable,
     _free_outside,
     _offered,
     _unguarded_warnings,
-    batch_json,
     capacity_after,
-    plan_batch,
     plan_drain,
     plan_json,
     units_needed,
@@ -143,7 +140,7 @@ def test_capacity_is_first_fit_decreasing_whole_pods_per_node(needed, free, fits
 
 
 def test_a_capacity_check_says_what_moves_against_what_is_free():
-    """Kills: the words of each scheme (whole GPUs by model, other resources by resource), `_pods`' singular,
+    """Kills: the words of each scheme (whole GPUs by model, other resources by resource), `pod_count`'s singular,
     `free_total` not the sum, the verdict inverted."""
     assert CapacityCheck("H100", (), {"a": 1}).describe() == "no GPU pods to place elsewhere"
     assert CapacityCheck("H100", (2, 1), {"a": 2, "b": 1}).describe() == \

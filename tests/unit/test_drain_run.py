@@ -8,9 +8,10 @@ from hypothesis import strategies as st
 from gputui.backends.demo import DemoCluster
 from gputui.ops.audit import AuditLog
 from gputui.ops.context import OpContext
+from gputui.ops.drain.batch_plan import plan_batch
 from gputui.ops.drain.events import DrainControl
 from gputui.ops.drain.options import resumable, saved_drain
-from gputui.ops.drain.plan import DrainOptions, plan_batch, plan_drain
+from gputui.ops.drain.plan import DrainOptions, plan_drain
 from gputui.ops.drain.report import Outcome
 from gputui.ops.drain.run import run_drain
 from gputui.ops.drain.start import BatchStart, DrainStart

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from gputui.backends.base import ArrivalsReader, BackendError
-from gputui.ops.drain.plan import BatchPlan, DrainPlan, PodPlan
+from gputui.ops.drain.batch_plan import BatchPlan
+from gputui.ops.drain.plan import DrainPlan, PodPlan
 from gputui.vocabulary.model import InferencePod
 from gputui.vocabulary.sessions import Arrivals, SessionState
 

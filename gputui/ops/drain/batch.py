@@ -18,9 +18,10 @@ from gputui.backends.base import BackendError, Writer
 from gputui.ops.audit import AuditLog
 from gputui.ops.context import OpContext
 from gputui.ops.drain import lease
+from gputui.ops.drain.batch_plan import plan_batch
 from gputui.ops.drain.events import DrainEvent, EventKind
 from gputui.ops.drain.options import DrainOptions
-from gputui.ops.drain.plan import capacity_after, plan_batch, plan_drain, units_needed
+from gputui.ops.drain.plan import capacity_after, plan_drain, units_needed
 from gputui.ops.drain.plan_placement import eviction_order, previewed, strand_words, strands
 from gputui.ops.drain.report import DrainReport, Outcome
 from gputui.ops.drain.run import run_drain

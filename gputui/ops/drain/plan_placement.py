@@ -13,7 +13,8 @@ from gputui.snapshot import ClusterSnapshot
 from gputui.vocabulary.model import InferencePod
 
 if TYPE_CHECKING:  # plan.py imports this module; these are its types
-    from gputui.ops.drain.plan import BatchPlan, PodPlan
+    from gputui.ops.drain.batch_plan import BatchPlan
+    from gputui.ops.drain.plan import PodPlan
 
 
 def previewed(snapshot: ClusterSnapshot, batch: Iterable[str], moving: Sequence[InferencePod]) -> Preview:

@@ -18,10 +18,11 @@ from textual.widgets import Input, Static
 
 from gputui.backends.base import ArrivalsReader, BackendError
 from gputui.ops.drain.arrivals import stuck_pods, with_rates
+from gputui.ops.drain.batch_plan import BatchPlan, plan_batch
 from gputui.ops.drain.lease import draining
 from gputui.ops.drain.options import DrainOptions
 from gputui.ops.drain.placement import SHORT_CAVEAT
-from gputui.ops.drain.plan import BatchPlan, DrainPlan, Step, plan_batch
+from gputui.ops.drain.plan import DrainPlan, Step
 from gputui.ops.drain.plan_placement import batch_lines
 from gputui.present.cells import Palette, ago, short_pod
 from gputui.ui.base import ClusterModal

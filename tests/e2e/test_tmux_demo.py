@@ -154,9 +154,18 @@ def test_the_3am_path_at_80x24(tmp_path):
            "-e", f"KUBECONFIG={tmp_path}/none"]
     session("new-session", "-d", "-s", "gputui", "-x", "80", "-y", "24", *env, "gputui --demo --seed 7")
     try:
-        screen = session.wait_for("sort problems, worst first")
-        lines = screen.splitlines()
-        first = next(i for i, line in enumerate(lines) if line.lstrip().startswith("Node "))
+        session.wait_for("sort problems, worst first")
+
+        def table_drawn() -> tuple[str, list[str], int] | None:
+            # The title can be on screen a frame before the node table's header and first row are.
+            screen = session.screen()
+            lines = screen.splitlines()
+            first = next((i for i, line in enumerate(lines) if line.lstrip().startswith("Node ")), None)
+            if first is None or first + 1 >= len(lines) or not lines[first + 1].strip():
+                return None
+            return screen, lines, first
+
+        screen, lines, first = session.until(table_drawn, "the node table's header and first row")
         worst = lines[first + 1]
         assert "NotReady" in worst, screen  # the down node is the first row, not the last
         name = worst.split()[0]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gputui.ui.keys.binding_scopes import _bindings, app_table, binding_scopes, scope_table
+from gputui.ui.keys.binding_scopes import app_table, binding_scopes, class_bindings, scope_table
 
 HEADER = """\
 # The default keymap: every action id gputui has, with the keys the code binds.
@@ -47,7 +47,7 @@ def main() -> None:
     seen: set[str] = set()
     lines = [HEADER.rstrip("\n")]
     for scope, classes in binding_scopes().items():
-        ids = list(dict.fromkeys(b.id for cls in classes for b in _bindings(cls) if b.id and b.id not in seen))
+        ids = list(dict.fromkeys(b.id for cls in classes for b in class_bindings(cls) if b.id and b.id not in seen))
         if ids:
             lines.append(f"  # {TITLES[scope]}")
             lines += [f'  {bid}: "{keys[bid]}"' for bid in ids]

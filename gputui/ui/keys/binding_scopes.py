@@ -55,7 +55,7 @@ def binding_scopes() -> dict[str, tuple[type, ...]]:
     }
 
 
-def _bindings(cls: type) -> list[Binding]:
+def class_bindings(cls: type) -> list[Binding]:
     merged = getattr(cls, "_merged_bindings", None)  # Textual's own merge of the class's BINDINGS with its bases'
     return [b for bindings in merged.key_to_bindings.values() for b in bindings] if merged else []
 
@@ -64,7 +64,7 @@ def _keys(classes: tuple[type, ...]) -> dict[str, str]:
     """Binding id (or "(action)" for a binding without one) -> its keys, in the code's order."""
     out: dict[str, list[str]] = {}
     for cls in classes:
-        for b in _bindings(cls):
+        for b in class_bindings(cls):
             name = b.id or f"({b.action})"
             if b.key not in out.setdefault(name, []):
                 out[name].append(b.key)

@@ -14,6 +14,7 @@ from typing import Any
 
 from gputui.backends.kube_scheduling import node_scheduling, pod_scheduling
 from gputui.policy.upgrades import STATE_LABEL  # the GPU Operator's upgrade state label: its one home
+from gputui.vocabulary.disruptions import ACTOR_ANNOTATIONS
 from gputui.vocabulary.gpu_resources import GpuResource, node_resources, quantity, request_units
 from gputui.vocabulary.label_selectors import Requirement
 from gputui.vocabulary.model import Budget, Condition, PodProbes, Rollout
@@ -108,7 +109,9 @@ def node_record(obj: dict[str, Any]) -> NodeRecord:
     labels = _labels(meta.get("labels"))
     conditions = _conditions(status.get("conditions"))
     ready = any(c.type == "Ready" and c.status == "True" for c in conditions)
-    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k.startswith("gputui.io/")}
+    # gputui's own and the disruption actors' (gputui.vocabulary.disruptions): the rest is dropped, 65,000 nodes.
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
+                   if k.startswith("gputui.io/") or k in ACTOR_ANNOTATIONS}
     resources = node_resources(status.get("capacity") or {}, status.get("allocatable") or {}, labels)
     return NodeRecord(
         name=meta.get("name", ""), uid=meta.get("uid", ""), labels=labels, annotations=annotations,

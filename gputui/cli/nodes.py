@@ -13,6 +13,7 @@ from rich.text import Text
 
 from gputui.backends.base import error_line
 from gputui.cli import common, safe_output
+from gputui.policy.disruptions import node_disruptions
 from gputui.policy.health import fleet_driver, has_driver_drift, node_alerts
 from gputui.present import cells
 from gputui.settings import Settings
@@ -45,6 +46,9 @@ def node_record(snapshot: ClusterSnapshot, node: Node) -> dict[str, Any]:
         # Every figure of gputui.vocabulary.gpu_metrics by its name, null when unknown (a bitmask such as throttle_reasons
         # as its number: gpu_metrics.THROTTLE_REASONS decodes it).
         "gpus": [{"index": g.index, "uuid": g.uuid, **json_figures(g)} for g in node.gpus],
+        # Who is disrupting the node and why, stuck ones first (gputui.policy.disruptions: from the Node alone;
+        # since: epoch seconds the actor recorded, null when it records none; stuck: why, null when not).
+        "disruptions": [x.to_dict() for x in node_disruptions(node, snapshot.taken_at, snapshot)],
     }
 
 

@@ -1,0 +1,208 @@
+"""Who is disrupting a node, and why, read from the Node object alone (issue 40, first slice; the names and where
+each actor writes them: gputui.vocabulary.disruptions and docs/disruption-actors.md). Pure.
+
+What can be known from the Node: the cluster autoscaler's taints carry the time it tainted; NVSentinel's cordon
+label carries the time it cordoned; the GPU Operator records a start time only in wait-for-jobs-required and
+validation-required; gputui's drain records its start. What cannot: when Karpenter tainted (its taint has no value;
+the NodeClaim's conditions say, not read yet), when the GPU Operator entered any other state (gputui's StateClock
+knows only what it watched live), and who cordoned a node nobody claims (a person, or a tool gputui does not know).
+"""
+
+from __future__ import annotations
+
+import calendar
+import json
+import math
+import time
+from typing import Any
+
+from gputui.policy.upgrades import stuck_because
+from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary import disruptions as d
+from gputui.vocabulary.disruptions import Disruption
+from gputui.vocabulary.model import DRAIN_PHASE_ANNOTATION, UPGRADE_FAILED, UPGRADE_IN_PROGRESS, Node
+from gputui.vocabulary.scheduling import Taint
+
+_UPGRADE_SINCE = {"wait-for-jobs-required": d.UPGRADE_WAIT_START, "validation-required": d.UPGRADE_VALIDATION_START}
+# From cordon-required on, the operator has cordoned the node (or is about to) and uncordons it at the end.
+_UPGRADE_CORDONS = frozenset(UPGRADE_IN_PROGRESS[1:]) | {UPGRADE_FAILED}
+
+
+def node_disruptions(node: Node, now: float, snapshot: ClusterSnapshot | None = None) -> list[Disruption]:
+    """Every actor's hold on `node`, stuck ones first. `snapshot` lets the GPU Operator's holds be named
+    (gputui.policy.upgrades.stuck_because reads the node's pods and the fleet); without it they are not."""
+    taints = node.scheduling.taints if node.scheduling is not None else ()
+    found = [*_autoscaler(taints, now), *_karpenter(node, taints), *_nvsentinel(node, taints, now),
+             *_gpu_operator(node, now, snapshot), *_gputui(node, now)]
+    if node.unschedulable and not any(x.cordons for x in found):
+        found.append(Disruption(d.PERSON, "cordoned", None, "cordoned, owner unknown (no actor gputui reads claims "
+                                "it: kubectl cordon, or a tool gputui does not know)", cordons=True))
+    return sorted(found, key=lambda x: not x.stuck)  # stable: otherwise in the order above
+
+
+def _seconds(text: str | None) -> float | None:
+    """Unix seconds written as an integer; None when absent or not one (never 0: unknown is not the epoch)."""
+    try:
+        value = float(int(str(text).strip()))
+    except (TypeError, ValueError):
+        return None
+    return value if value > 0 else None
+
+
+def _utc(text: str | None, layout: str) -> float | None:
+    try:
+        return float(calendar.timegm(time.strptime(str(text), layout)))
+    except (TypeError, ValueError):
+        return None
+
+
+def _stale(since: float | None, now: float, what: str) -> str:
+    if since is None or now - since <= d.STUCK_AFTER_S:
+        return ""
+    return f"{what} for {(now - since) / 3600:.0f}h (over {d.STUCK_AFTER_S / 3600:.0f}h)"
+
+
+def _autoscaler(taints: tuple[Taint, ...], now: float) -> list[Disruption]:
+    out = []
+    for t in taints:
+        if t.key == d.CA_TO_BE_DELETED:
+            since = _seconds(t.value)
+            out.append(Disruption(d.CLUSTER_AUTOSCALER, "deleting", since,
+                                  f"scale-down: the cluster autoscaler is removing this node ({t})",
+                                  _stale(since, now, "marked for deletion"), cordons=True))
+        elif t.key == d.CA_DELETION_CANDIDATE:
+            # A candidate is only unneeded so far: it may stay one for as long as it is unneeded, never stuck.
+            out.append(Disruption(d.CLUSTER_AUTOSCALER, "deletion-candidate", _seconds(t.value),
+                                  f"scale-down candidate: the cluster autoscaler finds this node unneeded ({t})"))
+    return out
+
+
+def _karpenter(node: Node, taints: tuple[Taint, ...]) -> list[Disruption]:
+    guarded = node.annotations.get(d.KARPENTER_DO_NOT_DISRUPT) == "true"
+    guard = (f"; the node is annotated {d.KARPENTER_DO_NOT_DISRUPT}=true, which blocks voluntary disruption"
+             if guarded else "")
+    out = []
+    for t in taints:
+        if t.key == d.KARPENTER_DISRUPTED:
+            out.append(Disruption(d.KARPENTER, "disrupting", None, "Karpenter is disrupting this node "
+                                  f"(consolidation, drift, expiry, repair or termination: its NodeClaim says which) "
+                                  f"({t}){guard}"))
+        elif t.key == d.KARPENTER_REBOOTING:
+            out.append(Disruption(d.KARPENTER, "rebooting", None, f"Karpenter is rebooting this node ({t}){guard}"))
+    return out
+
+
+def _health_events(raw: str | None) -> list[dict[str, Any]]:
+    """The quarantine annotation's HealthEvents: a JSON list (older releases: one object); [] when unreadable."""
+    if not raw:
+        return []
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return []
+    events = data if isinstance(data, list) else [data]
+    return [e for e in events if isinstance(e, dict)]
+
+
+def _event_words(events: list[dict[str, Any]]) -> tuple[str, float | None]:
+    """The first event's check and message, and the earliest generatedTimestamp (protobuf's {seconds, nanos})."""
+    if not events:
+        return "", None
+    first = events[0]
+    words = ": ".join(str(first[k]) for k in ("checkName", "message") if first.get(k))
+    if len(events) > 1:
+        words += f" (and {len(events) - 1} more)"
+    stamps = []
+    for e in events:
+        stamp = e.get("generatedTimestamp")
+        seconds = stamp.get("seconds") if isinstance(stamp, dict) else None
+        if isinstance(seconds, (int, str)) and _seconds(str(seconds)) is not None:
+            stamps.append(float(seconds))
+    return words, min(stamps) if stamps else None
+
+
+def _nvsentinel(node: Node, taints: tuple[Taint, ...], now: float) -> list[Disruption]:
+    labels, notes = node.labels, node.annotations
+    state = labels.get(d.NVSENTINEL_STATE, "")
+    events = _health_events(notes.get(d.NVSENTINEL_EVENT))
+    cordoned_by = labels.get(d.NVSENTINEL_CORDON_BY, "")
+    out = []
+    if state or events or cordoned_by or notes.get(d.NVSENTINEL_IS_CORDONED) == "True":
+        words, event_time = _event_words(events)
+        reason = labels.get(d.NVSENTINEL_CORDON_REASON, "")
+        since = _utc(labels.get(d.NVSENTINEL_CORDON_TIMESTAMP), d.NVSENTINEL_TIMESTAMP_FORMAT) or event_time
+        parts = [f"quarantined by {cordoned_by or 'NVSentinel'}"]
+        parts += [p for p in (words, reason if reason and reason not in words else "") if p]
+        if notes.get(d.NVSENTINEL_APPLIED_TAINTS):
+            parts.append(f"taints {_applied_taints(notes[d.NVSENTINEL_APPLIED_TAINTS])}")
+        if notes.get(d.NVSENTINEL_CORDON_PRE_EXISTING) == "True":
+            parts.append("the node was already cordoned before")
+        if notes.get(d.NVSENTINEL_UNCORDONED_MANUALLY) == "True":
+            parts.append("a person uncordoned it by hand since")
+        stuck = (f"NVSentinel's {state.split('-')[0]} failed: it leaves the node to a person"
+                 if state in d.NVSENTINEL_FAILED_STATES else _stale(since, now, f"{state or 'quarantined'}"))
+        # It cordons on every shipped rule set; cordon-by and IsCordoned say it did (the state label alone may
+        # outlive a hand uncordon, which it then marks).
+        claims = bool(cordoned_by) or notes.get(d.NVSENTINEL_IS_CORDONED) == "True"
+        out.append(Disruption(d.NVSENTINEL, state or "quarantined", since, "; ".join(parts), stuck, cordons=claims))
+    for t in taints:
+        if t.key == d.NVSENTINEL_EXTERNAL_REMEDIATION:
+            out.append(Disruption(d.NVSENTINEL, "external-remediation", None,
+                                  f"handed to an external remediation system: ExternalRemediationRequest {t.value}"
+                                  f" ({t})"))
+    request = notes.get(d.NVSENTINEL_MAINTENANCE_REQUEST)
+    if request:
+        out.append(Disruption(d.NVSENTINEL, "maintenance-request", None,
+                              f"under maintenance: MaintenanceRequest {request}"))
+    return out
+
+
+def _applied_taints(raw: str) -> str:
+    try:
+        data = json.loads(raw)
+        return ", ".join(str(Taint(str(t["Key"]), str(t.get("Value") or ""), str(t["Effect"]))) for t in data) \
+            or "none"
+    except (ValueError, KeyError, TypeError):
+        return "unreadable"
+
+
+def _gpu_operator(node: Node, now: float, snapshot: ClusterSnapshot | None) -> list[Disruption]:
+    state = node.upgrade_state
+    if state not in UPGRADE_IN_PROGRESS and state != UPGRADE_FAILED:
+        return []
+    key = _UPGRADE_SINCE.get(state)
+    since = _seconds(node.annotations.get(key)) if key else None
+    hold = stuck_because(snapshot, node) if snapshot is not None else \
+        ("upgrade failed: the operator leaves the node for manual recovery" if state == UPGRADE_FAILED else "")
+    why = "driver upgrade (GPU Operator)"
+    if node.annotations.get(d.UPGRADE_INITIAL_UNSCHEDULABLE) == "true":
+        why += "; the node was cordoned before the upgrade: the operator will not uncordon it"
+    return [Disruption(d.GPU_OPERATOR, state, since, why, hold or _stale(since, now, state),
+                       cordons=state in _UPGRADE_CORDONS)]
+
+
+def _gputui(node: Node, now: float) -> list[Disruption]:
+    phase = node.annotations.get(DRAIN_PHASE_ANNOTATION, "")
+    if not phase:
+        return []
+    running = phase in d.DRAIN_IN_PROGRESS
+    if not running and not node.unschedulable:
+        return []  # a finished drain's record, the node back in service: history, not a hold
+    since = _utc(node.annotations.get(d.DRAIN_STARTED), "%Y-%m-%dT%H:%M:%SZ")
+    who = node.annotations.get(d.DRAIN_BY, "") or "unknown"
+    stuck = ""
+    if running:
+        renewed = _lease_renewed(node.annotations.get(d.DRAIN_LEASE))
+        if renewed is None or now - renewed > d.DRAIN_LEASE_S:
+            stuck = ("interrupted: no gputui renews its drain lease (resume it, or abort it)" if renewed is None
+                     else f"interrupted: its drain lease was last renewed {now - renewed:.0f}s ago (resume it)")
+    why = f"gputui drain by {who}" + ("" if running else f", {phase}; the node is still cordoned")
+    return [Disruption(d.GPUTUI, phase, since, why, stuck, cordons=True)]
+
+
+def _lease_renewed(raw: str | None) -> float | None:
+    try:
+        renewed = float(json.loads(raw or "")["renewed"])
+    except (ValueError, KeyError, TypeError):
+        return None
+    return renewed if math.isfinite(renewed) else None

@@ -1,0 +1,91 @@
+"""Who is disrupting a node, and why: the record, the actors' names, and the names each actor writes on the Node.
+
+Every name below was read from the actor's own source; docs/disruption-actors.md says where (its section in the
+comment beside each group). This module holds only what is read from the Node object itself (labels,
+annotations, taints, spec.unschedulable); the actors' custom resources (NodeMaintenance, NodeClaims, NVSentinel's
+CRs) are not read yet. gputui.policy.disruptions turns a Node into its list of these records. Pure vocabulary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gputui.vocabulary.model import DRAIN_ANNOTATION_PREFIX
+
+# The actors, as the `actor` field and JSON name them.
+GPUTUI = "gputui"
+GPU_OPERATOR = "gpu-operator"
+NVSENTINEL = "nvsentinel"
+KARPENTER = "karpenter"
+CLUSTER_AUTOSCALER = "cluster-autoscaler"
+PERSON = "person"  # a cordon no actor above claims: `kubectl cordon`, or a tool gputui does not know
+
+# gputui's own threshold (no actor defines one): an actor in the same phase this long, when gputui knows since
+# when, looks stuck (issue 40's example: `upgrade-required` for 3 days).
+STUCK_AFTER_S = 24 * 3600.0
+
+# Cluster autoscaler (docs/disruption-actors.md §4, cluster-autoscaler-1.36.1 utils/taints/taints.go): the value is
+# the Unix seconds it tainted at. ToBeDeleted also cordons (--cordon-node-before-terminating, default true).
+CA_TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler"  # NoSchedule: it is deleting the node
+CA_DELETION_CANDIDATE = "DeletionCandidateOfClusterAutoscaler"  # PreferNoSchedule: the node is unneeded
+
+# Karpenter (§3, sigs.k8s.io/karpenter v1.13.0/v1.15.0 pkg/apis/v1 taints.go, labels.go). Karpenter taints rather
+# than cordons: the taint has no value, so since when is the NodeClaim's to say (not read yet).
+KARPENTER_DISRUPTED = "karpenter.sh/disrupted"  # NoSchedule: a disruption candidate, or terminating
+KARPENTER_REBOOTING = "karpenter.sh/rebooting"  # NoSchedule, v1.15 (repair by reboot)
+KARPENTER_DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"  # "true" on the node blocks voluntary disruption
+
+# NVSentinel (§1, NVIDIA/NVSentinel fault-quarantine pkg/common/common.go, commons statemanager, pkg/managed).
+NVSENTINEL_STATE = "dgxc.nvidia.com/nvsentinel-state"
+NVSENTINEL_FAILED_STATES = ("drain-failed", "remediation-failed")
+NVSENTINEL_LABEL_PREFIX = "k8saas.nvidia.com/"  # the chart's default labelPrefix (configurable: other prefixes unseen)
+NVSENTINEL_CORDON_BY = NVSENTINEL_LABEL_PREFIX + "cordon-by"  # "NVSentinel", or <agent>-<creator_id> when forced
+NVSENTINEL_CORDON_REASON = NVSENTINEL_LABEL_PREFIX + "cordon-reason"  # at most 63 characters
+NVSENTINEL_CORDON_TIMESTAMP = NVSENTINEL_LABEL_PREFIX + "cordon-timestamp"  # UTC, Go layout 2006-01-02T15-04-05Z
+NVSENTINEL_TIMESTAMP_FORMAT = "%Y-%m-%dT%H-%M-%SZ"
+NVSENTINEL_EVENT = "quarantineHealthEvent"  # JSON list of the HealthEvents that quarantined it (older: one object)
+NVSENTINEL_APPLIED_TAINTS = "quarantineHealthEventAppliedTaints"  # JSON [{"Key","Value","Effect"}]
+NVSENTINEL_IS_CORDONED = "quarantineHealthEventIsCordoned"  # "True": NVSentinel cordoned it
+NVSENTINEL_CORDON_PRE_EXISTING = "quarantineHealthEventCordonPreExisting"  # "True": cordoned before the quarantine
+NVSENTINEL_UNCORDONED_MANUALLY = "quarantinedNodeUncordonedManually"  # "True": a person undid the quarantine
+NVSENTINEL_REMEDIATION_STATE = "latestFaultRemediationState"
+NVSENTINEL_EXTERNAL_REMEDIATION = "nvsentinel.dgxc.nvidia.com/external-remediation"  # taint, value = the ERR's name
+NVSENTINEL_MAINTENANCE_REQUEST = "nvsentinel.dgxc.nvidia.com/active-maintenance-request"  # annotation = the MR's name
+
+# GPU Operator (§7, NVIDIA/k8s-operator-libs pkg/upgrade/consts.go): Unix seconds when the state began, for the
+# two states that record one (the state label itself records no time).
+UPGRADE_WAIT_START = "nvidia.com/gpu-driver-upgrade-wait-for-pod-completion-start-time"  # wait-for-jobs-required
+UPGRADE_VALIDATION_START = "nvidia.com/gpu-driver-upgrade-validation-start-time"  # validation-required
+UPGRADE_INITIAL_UNSCHEDULABLE = "nvidia.com/gpu-driver-upgrade.node-initial-state.unschedulable"  # cordoned before
+
+# gputui's own drain record (gputui.ops.drain.options and .lease write these; a unit test holds them equal: the
+# policy layer may not import ops).
+DRAIN_BY = DRAIN_ANNOTATION_PREFIX + "by"
+DRAIN_STARTED = DRAIN_ANNOTATION_PREFIX + "started"  # UTC, %Y-%m-%dT%H:%M:%SZ
+DRAIN_LEASE = DRAIN_ANNOTATION_PREFIX + "lease"  # JSON with "renewed" (epoch seconds)
+DRAIN_LEASE_S = 60.0  # a lease not renewed this long has expired (lease.LEASE_S)
+DRAIN_IN_PROGRESS = ("cordoned", "waiting", "evicting", "paused")  # options.IN_PROGRESS
+
+# The annotations other than gputui's that the node parser keeps (it drops every other annotation: 65,000 nodes).
+ACTOR_ANNOTATIONS = frozenset({
+    KARPENTER_DO_NOT_DISRUPT, NVSENTINEL_EVENT, NVSENTINEL_APPLIED_TAINTS, NVSENTINEL_IS_CORDONED,
+    NVSENTINEL_CORDON_PRE_EXISTING, NVSENTINEL_UNCORDONED_MANUALLY, NVSENTINEL_REMEDIATION_STATE,
+    NVSENTINEL_MAINTENANCE_REQUEST, UPGRADE_WAIT_START, UPGRADE_VALIDATION_START, UPGRADE_INITIAL_UNSCHEDULABLE,
+})
+
+
+@dataclass(frozen=True, slots=True)
+class Disruption:
+    """One actor's hold on one node: who, in which of its phases, since when, why, and whether it looks stuck."""
+
+    actor: str  # one of the names above
+    phase: str  # the actor's own word for where it is (its state label's value, or gputui's for a taint)
+    since: float | None  # epoch seconds the actor recorded; None: it records none that gputui reads
+    why: str
+    stuck: str = ""  # why it looks stuck; "" when it does not (or gputui cannot tell)
+    cordons: bool = False  # this actor is what holds the node's cordon (spec.unschedulable)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"actor": self.actor, "phase": self.phase, "since": self.since, "why": self.why,
+                "stuck": self.stuck or None}

@@ -362,3 +362,78 @@ def test_an_evicted_pod_needs_no_put_back_and_the_record_goes_once_it_names_noth
     h2.adopt()
     list(h2.put_back_all("why", {**progress("ns/a", state=PodState.GONE)}, only=("gone",)))
     assert hand2.calls == [] and set(h2.held) == {"ns/b"}  # b still out (no progress known): no rewrite
+
+
+def test_the_first_look_is_at_once_whatever_the_clock_reads_and_a_paused_write_is_tried_again_at_once():
+    """A clock that starts near 0 (a demo's, a test's): the first look reads the view at once, and after a
+    failed write the very next look tries again. Kills: `__init__`'s `_next_check = 0.0` → `1.0` (no first
+    look before a second of the clock), `_take_out`'s `_next_check = 0.0` → `1.0` (the retry waits)."""
+    hand, clock = Hand(fail=StatusError(500)), Clock(0.0)
+    s = snap(pod("a"), pod("b", node="n2"))
+    h = hold(hand, clock=clock)
+    with pytest.raises(BackendError):
+        list(h.take_out_due(plan_of(s, "a"), progress("ns/a"), lambda: s))
+    clock.now = 0.5
+    hand.fail = None
+    events = list(h.take_out_due(plan_of(s, "a"), progress("ns/a"), lambda: s))
+    assert [(e.kind, e.pod) for e in events] == [(EventKind.OUT_OF_ROTATION, "ns/a")]
+
+
+def test_every_event_names_the_drained_node_and_its_pod(tmp_path):
+    """The board and the report file each event under its node. Kills `DrainEvent(None, ...)` for "already out
+    of rotation", "kept in rotation", "stays in rotation" and "back in rotation", and the kept pod's key → None."""
+    s_out = snap(pod("a", labels={"app": "llama"}), pod("b", node="n2"))
+    already = list(hold(Hand()).take_out_due(plan_of(s_out, "a"), progress("ns/a"), lambda: s_out))
+    alone = snap(pod("a"))
+    kept = list(hold(Hand()).take_out_due(plan_of(alone, "a"), progress("ns/a"), lambda: alone))
+    s = snap(pod("a"), pod("b", node="n2"))
+    stays = list(hold(Hand(fail=ConflictError("changed"))).take_out_due(plan_of(s, "a"), progress("ns/a"), lambda: s))
+    h = hold(Hand(record=record_text({A.key: A})))
+    h.adopt()
+    back = list(h.put_back_all("why", progress("ns/a")))
+    assert [(e.node, e.pod) for e in already + kept + stays + back] == [("n1", "ns/a")] * 4
+    assert [e.kind for e in already + kept + stays + back] == [
+        EventKind.INFO, EventKind.INFO, EventKind.INFO, EventKind.IN_ROTATION]
+
+
+def test_a_pod_already_out_or_kept_in_does_not_stop_the_next_pod_going_out():
+    """Each pod of the look is judged on its own. Kills `continue` → `break` after "already out of rotation" and
+    after "kept in rotation" (the pods after it never taken out on this look)."""
+    # a: someone else took it out; c: taken out by this drain.
+    s = snap(pod("a", labels={"app": "llama"}), pod("c"), pod("b", node="n2"))
+    events = list(hold(Hand()).take_out_due(plan_of(s, "a", "c"), progress("ns/a", "ns/c"), lambda: s))
+    assert [(e.kind, e.pod) for e in events] == [(EventKind.INFO, "ns/a"), (EventKind.OUT_OF_ROTATION, "ns/c")]
+    # a: the only pod its own Service sends to (kept in); c: another Service's, with a second pod serving it.
+    other = {"app": "other", "serving": "true"}
+    svc2 = PodSelector("Service", "ns", "other", other)
+    deploy2 = PodSelector("Deployment", "ns", "other", {"app": "other"}, frozenset({"app"}))
+    s2 = ClusterSnapshot(0.0, "t", nodes=s.nodes, selectors=(SVC, DEPLOY, svc2, deploy2),
+                         pods=(pod("a"), pod("c", service="other", labels=other),
+                               pod("d", node="n2", service="other", labels=other)))
+    events = list(hold(Hand()).take_out_due(plan_of(s2, "a", "c"), progress("ns/a", "ns/c"), lambda: s2))
+    assert [(e.kind, e.pod) for e in events] == [(EventKind.INFO, "ns/a"), (EventKind.OUT_OF_ROTATION, "ns/c")]
+
+
+def test_a_pod_not_in_the_states_asked_does_not_stop_the_next_being_put_back():
+    """Kills `continue` → `break` after a pod whose state was not asked (the pods after it left out)."""
+    h = hold(Hand(record=record_text({A.key: A, B.key: B}), uid="uid-b"))
+    h.adopt()
+    pods = {**progress("ns/a", state=PodState.WAITING), **progress("ns/b", state=PodState.HELD)}
+    events = list(h.put_back_all("left in place", pods, only=("held",)))
+    assert [e.pod for e in events] == ["ns/b"] and set(h.held) == {"ns/a"}
+
+
+def test_nothing_held_nothing_written():
+    """A drain that took nothing out ends without a write to its node. Kills `dropped = False` → `True` (the
+    record removed again, a write to the API, when nothing was dropped)."""
+    hand = Hand()
+    assert list(hold(hand).put_back_all("the drain ended", {})) == []
+    assert hand.calls == []
+
+
+def test_forgetting_a_pod_of_a_cluster_never_counted_is_harmless():
+    """Kills `_keys.get(id(writer), set())` → `get(id(writer), None)` / no default in `discard` (an
+    AttributeError for a writer that holds nothing out)."""
+    t = _TakenOut()
+    t.discard(object(), "ns/a")
+    assert t.keys(object()) == frozenset()

@@ -6,12 +6,9 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable
-from contextlib import suppress
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.message import Message
@@ -19,33 +16,28 @@ from textual.notifications import SeverityLevel
 from textual.reactive import var
 from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.timer import Timer
-from textual.worker import get_current_worker
 
 from gputui.backends.base import Backend, error_line
 from gputui.backends.factory import stop_credential_plugins
-from gputui.backends.gcpause import settle_after_snapshot, unsettle
-from gputui.base.debug_log import log
-from gputui.base.paths import shown
+from gputui.backends.gcpause import unsettle
 from gputui.base.safe_text import visible
 from gputui.ops.audit import AuditLog
-from gputui.policy.figures import figures
-from gputui.policy.node_pools import fleet_pools
 from gputui.policy.upgrades import StateClock
 from gputui.present.cells import MONO, Palette
-from gputui.present.columns import node_order, row_context
-from gputui.present.node_filter import haystack_columns
 from gputui.settings import Settings
 from gputui.snapshot import ClusterSnapshot
 from gputui.ui import app_clusters, terminal_guard
-from gputui.ui.keys.keymaps import DEFAULT, keymap_files, load_keymaps, resolve, watched_dirs
+from gputui.ui.app_looks import LooksMixin
+from gputui.ui.app_poll import PollMixin
+from gputui.ui.keys.keymaps import DEFAULT, keymap_files
 from gputui.ui.messages import CanaryProgress, Connected, DrainProgress, FleetRead, IdleRead, SnapshotReady, WriteDone
 from gputui.ui.runs.fleet_watch import FleetWatch
 from gputui.ui.runs.idle_watch import IdleWatch
 from gputui.ui.runs.problem_watch import ProblemWatch
 from gputui.ui.screens.connecting import CONNECT_RETRY_S, Connecting, ConnectingScreen
 from gputui.ui.screens.dashboard import DashboardScreen
-from gputui.ui.screens.node_order import NodeOrder, NodeView
-from gputui.ui.theming import ThemesRead, load_themes, palette_defaults, palette_from
+from gputui.ui.screens.node_order import NodeView
+from gputui.ui.theming import ThemesRead, palette_defaults
 
 terminal_guard.install()  # before any screen paints: see the module
 
@@ -66,17 +58,6 @@ if TYPE_CHECKING:
     from gputui.ui.runs.drain import DrainRun  # imported when a drain starts, not at start-up
 
 
-def same_content(old: ClusterSnapshot | None, new: ClusterSnapshot | None) -> bool:
-    """True when nothing a screen draws changed between two snapshots (the ages aside)."""
-    if old is None or new is None:
-        return old is new
-    def source_errors(snap: ClusterSnapshot) -> list[tuple[str, str | None]]:
-        return [(s.name, s.error) for s in snap.sources]  # fetch times move every poll; ages tick anyway
-
-    return (old.nodes, old.pods, old.services, old.budgets, old.session_counts, source_errors(old)) == \
-        (new.nodes, new.pods, new.services, new.budgets, new.session_counts, source_errors(new))
-
-
 NODE_DETAIL = "node-detail"  # the installed node-detail screen's name (open_node)
 
 
@@ -90,7 +71,7 @@ class FirstRead(Message):
     snapshot: ClusterSnapshot
 
 
-class GputuiApp(App[None]):
+class GputuiApp(LooksMixin, PollMixin, App[None]):
     CSS_PATH = "gputui.tcss"
     TITLE = "gputui"
     ENABLE_COMMAND_PALETTE = False
@@ -248,162 +229,8 @@ class GputuiApp(App[None]):
         # While start-up connects there is nothing to act on: the app's keys but quitting wait for a cluster.
         return self.connecting is None or action == "quit"
 
-    def watch_theme(self, theme: str) -> None:
-        if not self._no_color:
-            self.palette = palette_from(self.get_css_variables())
-        self._show_snapshot()
-
-    # ----- themes and keymaps: loaded at start and again whenever their files change ----
-
-    def reload_looks(self, keymaps: bool = True, themes_read: ThemesRead | None = None) -> None:
-        """(Re)load theme and keymap files; a bad file is reported and the last good one stays.
-        `themes_read`: the theme files as just read by the caller (at start: not read twice)."""
-        themes, problems = themes_read or load_themes()
-        problems = list(problems)
-        for theme in themes.values():
-            self.register_theme(theme)
-        if keymaps:
-            self.keymaps, keymap_problems = load_keymaps()
-            problems += keymap_problems
-        if problems != self._told_problems:  # say it once per change, not on every reload
-            self._told_problems = problems
-            if problems:
-                lines = [f"{shown(Path(p.path))}: {p.reason}" for p in problems]
-                self.notify("\n".join(lines), title="Bad theme or keymap files (ignored)",
-                            severity="warning", timeout=20, markup=False)
-        if self.is_running and self.theme in themes:  # (App.is_mounted is a method: always true)
-            self._invalidate_css()  # the file of the theme in force may have changed: apply it again
-            self.refresh_css(animate=False)
-            self.watch_theme(self.theme)
-        if keymaps:
-            self.use_keymap(self.keymap_name, quiet=True)
-
-    def loaded_keymaps(self) -> dict:
-        if not self.keymaps:  # skipped at start (see on_mount): load on first need
-            self.keymaps, _ = load_keymaps()
-        return self.keymaps
-
-    def use_keymap(self, name: str, quiet: bool = False) -> bool:
-        try:
-            changes = resolve(name, self.loaded_keymaps())
-        except (KeyError, ValueError):
-            if not quiet:
-                self.notify(f"no usable keymap {name!r}; keeping {self.keymap_name}", severity="warning")
-            return False
-        self.keymap_name = name
-        self.set_keymap(changes)
-        return True
-
-    @work(exclusive=True, group="watch-looks", exit_on_error=False)
-    async def _watch_looks(self) -> None:
-        import watchfiles  # noqa: PLC0415 (third-party: loaded by the looks watcher, off the first frame)
-
-        dirs = [str(d) for d in watched_dirs() if d.is_dir()]
-        if not dirs:
-            return
-
-        def yaml_only(change: watchfiles.Change, path: str) -> bool:
-            return path.endswith((".yaml", ".yml"))
-
-        self.watching = True  # tests wait for this before they write files
-        async for _ in watchfiles.awatch(*dirs, watch_filter=yaml_only, debounce=200, step=50,
-                                         stop_event=self._stop_watching, recursive=True):
-            self.reload_looks()
-
-    # ----- the poll loop: one poll at a time, re-armed when it finishes ----------
-
-    def poll_now(self) -> None:
-        if self.connecting is not None:  # start-up's first read is on its way
-            return
-        if self._poll_timer is not None:
-            self._poll_timer.stop()
-            self._poll_timer = None
-        self._start_poll()
-
-    def _start_poll(self) -> None:
-        self._poll(self.dashboard_view())
-
-    def dashboard_view(self) -> NodeView | None:
-        """The dashboard's view (its sort, its filter in use) as a value for a poll to prepare the snapshot by;
-        None without a dashboard (the wallboard). Read on the UI thread, when the poll starts."""
-        return next((s.view for s in self.screen_stack if isinstance(s, NodeOrder)), None)
-
-    @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
-    def _poll(self, view: NodeView | None) -> None:
-        try:
-            snapshot, error = self.backend.reader.snapshot(), None
-        except Exception as exc:  # noqa: BLE001 - a dead backend must never take the UI down
-            snapshot, error = None, error_line(exc)
-        if snapshot is not None:
-            self.prepare_snapshot(snapshot, view)
-            started = time.monotonic()
-            if settle_after_snapshot(started):
-                log.debug("collector: everything collected and frozen out of its walks (%.0f ms)",
-                          (time.monotonic() - started) * 1000)
-        if not get_current_worker().is_cancelled:
-            self.post_message(SnapshotReady(snapshot, error))
-
-    def prepare_snapshot(self, snapshot: ClusterSnapshot, view: NodeView | None) -> None:
-        """What every view derives from the whole fleet (figures, pools; the dashboard's rows in `view`'s sort),
-        worked out in the poll thread and kept on the snapshot before the UI is handed it (SnapshotReady): at 65,000 nodes each walk over every node costs most of a second the UI thread
-        would otherwise take between two keystrokes. Should it fail, the views ask again on the UI thread,
-        where the failure is seen. Filling the snapshot's memo (ClusterSnapshot.derived) from this thread is
-        safe: no screen shows the snapshot yet, and SnapshotReady is what hands it, memo and all, to the UI
-        thread; a snapshot on screen has its memo written on the UI thread only (e.g. OrderWorkedOut)."""
-        self._observe_upgrades(snapshot)
-        with suppress(Exception):
-            figures(snapshot, self.settings.temp_threshold)
-            self.problem_watch.flaps(snapshot, self.settings.temp_threshold)
-            fleet_pools(snapshot, self.idle_watch.idle, self.settings.pool_labels)
-            if view is not None:  # the dashboard's rows, in the sort in force
-                ctx = row_context(snapshot, self.palette, self.settings.temp_threshold, self.settings.pool_labels)
-                node_order(ctx, view.sort_index, view.reverse)
-                if view.filtering:  # what the next keystroke tests
-                    haystack_columns(snapshot)
-
-    def _observe_upgrades(self, snapshot: ClusterSnapshot) -> None:
-        """The upgrade clock sees each snapshot once (StateClock swaps its table whole: readers never see
-        half of it), from the poll thread or, for a snapshot that came another way, the UI thread."""
-        def observe() -> bool:
-            self.upgrade_clock.observe(snapshot, self.clock())
-            return True
-
-        snapshot.derived("upgrade-clock", observe)
-
-    def on_snapshot_ready(self, message: SnapshotReady) -> None:
-        self.polls += 1
-        old, new = self.snapshot, message.snapshot
-        if new is not None:
-            self.snapshot = new
-            self._observe_upgrades(new)  # done already when the poll thread prepared it
-            self.problem_watch.flaps(new, self.settings.temp_threshold)  # so too: once per snapshot
-        changed = message.error != self.poll_error or not same_content(old, new) or self._flaps_moved(old, new)
-        self.poll_error = message.error
-        if changed:
-            self._show_snapshot()
-        else:  # a quiet cluster: only the ages move, so only the headers are redrawn
-            self._tick_age()
-        self._poll_timer = self.set_timer(self.settings.refresh, self._start_poll)
-
-    def _flaps_moved(self, old: ClusterSnapshot | None, new: ClusterSnapshot | None) -> bool:
-        """A flapping problem came, or one gone for a minute left the count, while no node moved."""
-        if old is None or new is None:
-            return False
-        threshold = self.settings.temp_threshold
-        return self.problem_watch.flaps(old, threshold) is not self.problem_watch.flaps(new, threshold)
-
-    def problems(self, snapshot: ClusterSnapshot | None = None) -> list:
-        """The nodes that need attention in the snapshot on screen (or `snapshot`), as every view counts them:
-        gputui.policy.problems' Problem, worst first, flapping ones marked and kept for a minute."""
-        snap = snapshot or self.snapshot
-        return [] if snap is None else self.problem_watch.problems(snap, self.settings.temp_threshold)
-
-    def _show_snapshot(self) -> None:
-        self.data_revision += 1
-
-    def _tick_age(self) -> None:
-        # The age keeps counting while a poll hangs, so stale data is never shown as fresh.
-        self.clock_tick += 1
+    # Themes and keymaps (reload_looks, use_keymap, watch_theme): gputui.ui.app_looks.LooksMixin.
+    # The poll loop (poll_now, prepare_snapshot, on_snapshot_ready, problems): gputui.ui.app_poll.PollMixin.
 
     def on_drain_progress(self, message: DrainProgress) -> None:
         self.drain_revision += 1

@@ -429,7 +429,7 @@ def test_same_content_ignores_fetch_times_but_not_data():
 
     from gputui.backends.demo import DemoCluster
     from gputui.snapshot import SourceStatus
-    from gputui.ui.app import same_content
+    from gputui.ui.app_poll import same_content
     from tests.demo_clock import ManualClock
 
     snap = DemoCluster(seed=7, clock=ManualClock()).snapshot()

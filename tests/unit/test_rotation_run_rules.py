@@ -382,8 +382,9 @@ def test_the_first_look_is_at_once_whatever_the_clock_reads_and_a_paused_write_i
 def test_every_event_names_the_drained_node_and_its_pod(tmp_path):
     """The board and the report file each event under its node. Kills `DrainEvent(None, ...)` for "already out
     of rotation", "kept in rotation", "stays in rotation" and "back in rotation", and the kept pod's key → None."""
-    s_out = snap(pod("a", labels={"app": "llama"}), pod("b", node="n2"))
-    already = list(hold(Hand()).take_out_due(plan_of(s_out, "a"), progress("ns/a"), lambda: s_out))
+    s_in = snap(pod("a"), pod("b", node="n2"))
+    s_out = snap(pod("a", labels={"app": "llama"}), pod("b", node="n2"))  # its label removed since the plan
+    already = list(hold(Hand()).take_out_due(plan_of(s_in, "a"), progress("ns/a"), lambda: s_out))
     alone = snap(pod("a"))
     kept = list(hold(Hand()).take_out_due(plan_of(alone, "a"), progress("ns/a"), lambda: alone))
     s = snap(pod("a"), pod("b", node="n2"))
@@ -391,6 +392,8 @@ def test_every_event_names_the_drained_node_and_its_pod(tmp_path):
     h = hold(Hand(record=record_text({A.key: A})))
     h.adopt()
     back = list(h.put_back_all("why", progress("ns/a")))
+    assert already[0].message == "already out of rotation (not by this drain)"
+    assert kept[0].message.startswith(KEPT_RUNNING) and stays[0].message.startswith("stays in rotation")
     assert [(e.node, e.pod) for e in already + kept + stays + back] == [("n1", "ns/a")] * 4
     assert [e.kind for e in already + kept + stays + back] == [
         EventKind.INFO, EventKind.INFO, EventKind.INFO, EventKind.IN_ROTATION]
@@ -400,9 +403,11 @@ def test_a_pod_already_out_or_kept_in_does_not_stop_the_next_pod_going_out():
     """Each pod of the look is judged on its own. Kills `continue` → `break` after "already out of rotation" and
     after "kept in rotation" (the pods after it never taken out on this look)."""
     # a: someone else took it out; c: taken out by this drain.
-    s = snap(pod("a", labels={"app": "llama"}), pod("c"), pod("b", node="n2"))
-    events = list(hold(Hand()).take_out_due(plan_of(s, "a", "c"), progress("ns/a", "ns/c"), lambda: s))
-    assert [(e.kind, e.pod) for e in events] == [(EventKind.INFO, "ns/a"), (EventKind.OUT_OF_ROTATION, "ns/c")]
+    s = snap(pod("a"), pod("c"), pod("b", node="n2"))
+    fresh = snap(pod("a", labels={"app": "llama"}), pod("c"), pod("b", node="n2"))
+    events = list(hold(Hand()).take_out_due(plan_of(s, "a", "c"), progress("ns/a", "ns/c"), lambda: fresh))
+    assert [(e.kind, e.pod, e.message.split(" (")[0]) for e in events] == [
+        (EventKind.INFO, "ns/a", "already out of rotation"), (EventKind.OUT_OF_ROTATION, "ns/c", "out of rotation")]
     # a: the only pod its own Service sends to (kept in); c: another Service's, with a second pod serving it.
     other = {"app": "other", "serving": "true"}
     svc2 = PodSelector("Service", "ns", "other", other)

@@ -131,3 +131,14 @@ def test_the_neighbours_decide_what_counts_as_in_rotation_for_a_budget():
     only_budget = replace(rot, paths=(), neighbours=(SVC, v2))
     assert choose(s, [(a, only_budget)], 0.0)["ns/a"][0] is not None
     assert choose(s, [(a, replace(rot, paths=(SVC,), neighbours=()))], 0.0)["ns/a"][0] is None
+
+
+def test_a_pod_taken_out_by_two_labels_names_both_in_its_note():
+    """A pod whose paths no one label serves loses two: the note lists them, comma-separated, as the record
+    and the board say them. Kills `', '.join(labels)` → `'XX, XX'.join(labels)` (invisible with one label)."""
+    two = {**LABELS, "tier": "gold"}
+    s = snap(pod("a", labels=two), pod("b", node="n2", labels=two))
+    switch = Rotation(RotationState.SWITCH, (SVC,), ("serving", "tier"))
+    entry, why = choose(s, [(s.pods[0], switch)], 42.0)["ns/a"]
+    assert entry is not None and entry.labels == {"serving": "true", "tier": "gold"}
+    assert why == "out of rotation (label serving, tier removed from Service ns/llama's selection)"

@@ -22,6 +22,7 @@ from gputui.ops.drain.plan import (
     capacity_after,
     plan_drain,
     plan_json,
+    selected,
     units_needed,
     why_unknown,
 )
@@ -360,3 +361,68 @@ def test_a_batch_started_while_other_drains_run_counts_their_pods_first():
     assert beside.describe()[0] == ("the drains running on n2 still move 4 H100 GPUs (1 pod): counted below, "
                                     "before this batch's")
     assert beside.ahead_needed == (CapacityCheck("H100", (4,), {"n3": 6}),)
+
+
+# -- what a batch plan says, what a drain without -l selects --------------------------------------------------
+
+MIG = "nvidia.com/mig-1g.10gb"
+_NONE = CapacityCheck("H100", (), {})
+
+
+def _plans(*names: str) -> tuple[DrainPlan, ...]:
+    return tuple(DrainPlan(n, DrainOptions(), (), _NONE, False) for n in names)
+
+
+def test_a_batch_says_what_running_drains_and_it_move_in_each_unit_against_what_is_free():
+    """Kills, in `describe`: `', '.join(self.ahead)` → `'XX, XX'.join`, `c.resource == WHOLE_GPU` → `... or True`
+    (another resource said as whole GPUs) in the running drains' line and in the batch's, the `or 'GPUs'` of a
+    check with no GPU model changed (`'XXGPUsXX'`, `'gpus'`, `'GPUS'`) in both, `'fits' if c.fits` → `... and
+    False` or its word changed (`'XXfitsXX'`, `'FITS'`)."""
+    batch = BatchPlan(
+        _plans("n1"),
+        capacity=(CapacityCheck("", (2, 1), {"n4": 8}), CapacityCheck("A100", (1, 1), {"n5": 1}, MIG), _NONE),
+        stop_before=None,
+        ahead=("n8", "n9"),
+        ahead_needed=(CapacityCheck("", (4,), {"n4": 8}), CapacityCheck("A100", (1,), {"n5": 1}, MIG)))
+    assert batch.describe() == [
+        "the drains running on n8, n9 still move 4 GPUs GPUs (1 pod): counted below, before this batch's",
+        f"the drains running on n8, n9 still move 1 {MIG} on A100 (1 pod): counted below, before this batch's",
+        "this batch needs 3 GPUs GPUs (2 pods); 8 are free outside it: fits",
+        f"this batch needs 2 {MIG} on A100 (2 pods); 1 are free outside it: does NOT fit",
+    ]
+
+
+def test_a_batch_of_two_says_which_nodes_it_cordons_first_and_where_its_guard_stops():
+    """Kills: `len(self.plans) > 1` → `> 2` (a batch of two not said to cordon both first), `', '.join(
+    self.cordon_first)` → `'XX, XX'.join`; and the guard's stop line's `(done)` said when no node is drained
+    first (`if done` → `... or True`: "0 of 2 nodes drained ()")."""
+    two = BatchPlan(_plans("n1", "n2"), capacity=(), stop_before=None)
+    assert two.describe() == ["cordons n1, n2 before the first eviction: no pod moves onto a node this batch drains"]
+    three = BatchPlan(_plans("n1", "n2", "n3"), capacity=(), stop_before="n3")
+    assert three.describe() == [
+        "cordons n1, n2 before the first eviction: no pod moves onto a node this batch drains",
+        "the capacity guard would stop before n3: 2 of 3 nodes drained (n1, n2)"]
+    at_once = BatchPlan(_plans("n1", "n2"), capacity=(), stop_before="n1")
+    assert at_once.describe() == ["the capacity guard would stop before n1: 0 of 2 nodes drained"]
+
+
+def test_a_drain_without_a_selector_selects_every_pod():
+    """kubectl drain without `-l` drains every pod: `selected` with an empty selector is True (unlike a
+    Service's, which selects nothing). Kills `empty_matches=True` → `False` / `None`."""
+    p = pod(labels={"app": "x"})
+    assert selected(p, {}) is True
+    assert selected(p, {"app": "x"}) and not selected(p, {"app": "y"})
+
+
+def test_each_node_of_a_batch_is_planned_with_its_own_options_and_counts_no_batch_node_as_room():
+    """What `--dry-run --json` prints per node of a batch. Kills, in `plan_batch`: `per_node[n]` dropped (each
+    node planned with the default options: its selector, force, deadline ignored), `batch=away` → `batch=None`
+    (each node's own capacity check counting the other nodes of the batch as free room)."""
+    pods = (pod("a", gpu_request=6), pod("x", owner_kind=""), pod("b", node="n2", gpu_request=4))
+    s = snap(pods, (node("n1"), node("n2"), node("n3", gpus=2)))
+    mine = DrainOptions(force=True, session_deadline_s=60.0)
+    batch = plan_batch(s, ["n1", "n2"], {"n1": mine, "n2": DrainOptions()})
+    n1 = batch.plans[0]
+    assert n1.options is mine and not n1.blocked  # force: the pod with no controller does not block
+    assert n1.capacity == CapacityCheck("H100", (6,), {"n3": 2})  # n2 drains too: no room there
+    assert dict(n1.capacity.free_by_node) == {"n3": 2} and not n1.capacity.fits

@@ -426,3 +426,18 @@ def test_each_node_of_a_batch_is_planned_with_its_own_options_and_counts_no_batc
     assert n1.options is mine and not n1.blocked  # force: the pod with no controller does not block
     assert n1.capacity == CapacityCheck("H100", (6,), {"n3": 2})  # n2 drains too: no room there
     assert dict(n1.capacity.free_by_node) == {"n3": 2} and not n1.capacity.fits
+
+
+def test_a_batch_of_mig_pods_is_counted_and_stopped_in_mig_slices_not_whole_cards():
+    """n1's 4 slices fit in n3's 7; n2's 4 more do not, though n3 has 8 whole cards free. Kills, in
+    `plan_batch`: the stop's `capacity_after(..., resource)` → `capacity_after(...)` (counted against whole
+    cards: no stop), the batch's checks' `resource` dropped (said in whole cards)."""
+    mig, gpu = "nvidia.com/mig-1g.10gb", "nvidia.com/gpu"
+
+    def mig_node(name: str) -> Node:
+        return node(name, gpu_resources=(GpuResource(mig, Scheme.MIG, 7, 7), GpuResource(gpu, Scheme.WHOLE, 8, 8)))
+
+    pods = (pod("a", gpu_request=1, gpu_units={mig: 4}), pod("b", node="n2", gpu_request=1, gpu_units={mig: 4}))
+    batch = plan_batch(snap(pods, (mig_node("n1"), mig_node("n2"), mig_node("n3"))), ["n1", "n2"], DrainOptions())
+    assert batch.stop_before == "n2"
+    assert batch.capacity == (CapacityCheck("H100", (4, 4), {"n3": 7}, mig),)

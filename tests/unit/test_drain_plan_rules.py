@@ -431,7 +431,8 @@ def test_each_node_of_a_batch_is_planned_with_its_own_options_and_counts_no_batc
 def test_a_batch_of_mig_pods_is_counted_and_stopped_in_mig_slices_not_whole_cards():
     """n1's 4 slices fit in n3's 7; n2's 4 more do not, though n3 has 8 whole cards free. Kills, in
     `plan_batch`: the stop's `capacity_after(..., resource)` → `capacity_after(...)` (counted against whole
-    cards: no stop), the batch's checks' `resource` dropped (said in whole cards)."""
+    cards: no stop), the batch's checks' `resource` dropped (said in whole cards), and the running drains'
+    (`ahead_needed`'s `resource` dropped)."""
     mig, gpu = "nvidia.com/mig-1g.10gb", "nvidia.com/gpu"
 
     def mig_node(name: str) -> Node:
@@ -441,3 +442,8 @@ def test_a_batch_of_mig_pods_is_counted_and_stopped_in_mig_slices_not_whole_card
     batch = plan_batch(snap(pods, (mig_node("n1"), mig_node("n2"), mig_node("n3"))), ["n1", "n2"], DrainOptions())
     assert batch.stop_before == "n2"
     assert batch.capacity == (CapacityCheck("H100", (4, 4), {"n3": 7}, mig),)
+    beside = plan_batch(snap(pods, (mig_node("n1"), mig_node("n2"), mig_node("n3"))), ["n1"], DrainOptions(),
+                        draining=["n2"])
+    assert beside.ahead_needed == (CapacityCheck("H100", (4,), {"n3": 7}, mig),)
+    assert beside.describe()[0] == f"the drains running on n2 still move 4 {mig} on H100 (1 pod): counted below, " \
+        "before this batch's"

@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 
 
 def kubeconfig_paths(settings: Settings) -> list[Path]:
-    """The files kubectl would read (kube_http.kubeconfig_files decides)."""
-    from gputui.backends.kube_http import kubeconfig_files  # noqa: PLC0415 (kube_http and urllib3, ~50 ms: not for the demo or --help)
+    """The files kubectl would read (kubeconfig.kubeconfig_files decides)."""
+    from gputui.backends.kubeconfig import kubeconfig_files  # noqa: PLC0415 (kubeconfig, kube_http and urllib3, ~50 ms: not for the demo or --help)
 
     return kubeconfig_files(settings.kubeconfig)
 
@@ -75,7 +75,7 @@ def pending_backend(settings: Settings) -> Backend:
     kubeconfig's credential plugin and asks the apiserver): the context's name, nothing to read and nothing
     to write. Reading the kubeconfig is all it does, so a bad kubeconfig or context is still one line before
     the screen opens."""
-    from gputui.backends.kube_http import target_context  # noqa: PLC0415 (kube_http and urllib3, ~50 ms: not for the demo)
+    from gputui.backends.kubeconfig import target_context  # noqa: PLC0415 (kubeconfig, kube_http and urllib3, ~50 ms: not for the demo)
 
     return Backend(reader=NotConnected(), writer=None, context=target_context(settings.kubeconfig, settings.context))
 
@@ -97,20 +97,20 @@ def context_names(settings: Settings) -> list[str]:
 def credential_plugins() -> list[tuple[str, float]]:
     """The kubeconfig exec credential plugins running now, (name, time.monotonic() at start): what a connection
     waits on. None when no cluster was ever connected to (the cluster client is then not even imported)."""
-    kube_http = sys.modules.get("gputui.backends.kube_http")
-    return kube_http.running_plugins() if kube_http is not None else []
+    exec_plugins = sys.modules.get("gputui.backends.exec_plugins")
+    return exec_plugins.running_plugins() if exec_plugins is not None else []
 
 
 def stop_credential_plugins() -> None:
     """Stop the credential plugins running now: whatever waits on one fails at once (the TUI quitting)."""
-    kube_http = sys.modules.get("gputui.backends.kube_http")
-    if kube_http is not None:
-        kube_http.stop_plugins()
+    exec_plugins = sys.modules.get("gputui.backends.exec_plugins")
+    if exec_plugins is not None:
+        exec_plugins.stop_plugins()
 
 
 def release() -> None:
     """What connecting left on the machine, gone: running credential plugins, private key files (where memfd is
     unavailable). For SIGHUP and SIGTERM, which end gputui without its exit handlers."""
-    kube_http = sys.modules.get("gputui.backends.kube_http")
-    if kube_http is not None:
-        kube_http.release()
+    exec_plugins = sys.modules.get("gputui.backends.exec_plugins")  # loaded with kubeconfig, with key_files
+    if exec_plugins is not None:
+        exec_plugins.release()

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from gputui.backends.base import BackendError
-from gputui.backends.kube_http import Connection, Unreachable
+from gputui.backends.kube_errors import Unreachable
+from gputui.backends.kube_http import Connection
 from gputui.backends.kube_writer import ReviewFailed, allowed
 from gputui.vocabulary.router_kinds import ROUTER_KINDS
 

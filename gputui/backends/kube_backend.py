@@ -19,9 +19,11 @@ from gputui.backends.kube_cache import ListWatchCache
 from gputui.backends.kube_describe import describe_node
 from gputui.backends.kube_discovery import ISTIO_GROUP, OPERATOR_GROUP, Served, discover
 from gputui.backends.kube_dra import DRA_GROUP, claim_record, slice_record
-from gputui.backends.kube_http import PROBE_TIMEOUT_S, Connection, Unreachable, connect, path_of
+from gputui.backends.kube_errors import Unreachable
+from gputui.backends.kube_http import PROBE_TIMEOUT_S, Connection, path_of
 from gputui.backends.kube_objects import PodRecord
 from gputui.backends.kube_writer import KubeWriter, whoami
+from gputui.backends.kubeconfig import connect
 from gputui.backends.prom import HOST_LABELS, PromConfig, PromSource
 from gputui.backends.prom_arrivals import arrivals
 from gputui.backends.prom_canary import version_signals

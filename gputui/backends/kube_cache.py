@@ -16,7 +16,8 @@ from typing import Any
 
 from gputui.backends.base import BackendError
 from gputui.backends.gcpause import gc_paused
-from gputui.backends.kube_http import ApiError, Connection
+from gputui.backends.kube_errors import ApiError
+from gputui.backends.kube_http import Connection
 from gputui.base.debug_log import log
 
 PAGE_SIZE = 500

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from gputui.backends.base import BackendError, ConflictError, EvictionOutcome, EvictionResult, stale_json_patch
-from gputui.backends.kube_http import PROBE_TIMEOUT_S, ApiError, Connection, Unreachable, path_of
+from gputui.backends.kube_errors import ApiError, Unreachable
+from gputui.backends.kube_http import PROBE_TIMEOUT_S, Connection, path_of
 
 # Grants gputui never uses (000 §6, least privilege): each widens what a leaked kubeconfig can do. Asked only
 # by `gputui check`, not at start-up (four more round trips before the first frame).

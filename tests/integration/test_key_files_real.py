@@ -167,8 +167,8 @@ def test_without_memfd_the_private_key_directory_goes_too(tmp_path, server, keye
     own, removed at exit and when SIGHUP or SIGTERM ends gputui. Forced here by a wrapper around main()."""
     wrapper = tmp_path / "no_memfd_gputui.py"
     wrapper.write_text("import sys\n"
-                       "from gputui.backends import kube_http\n"
-                       "kube_http._memfd = lambda data: None\n"
+                       "from gputui.backends import key_files\n"
+                       "key_files._memfd = lambda data: None\n"
                        "from gputui.cli.main import main\n"
                        "sys.exit(main(sys.argv[1:]))\n")
     env = dict(environment(tmp_path, tmpdir_watched), PYTHONPATH=str(REPO))

@@ -18,10 +18,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gputui.backends import kube_http
+from gputui.backends import exec_plugins, key_files
 from gputui.backends.base import BackendError
-from gputui.backends.kube_http import ExecPluginError, Unreachable, connect, memory_file, run_exec_plugin
+from gputui.backends.exec_plugins import ExecPluginError, run_exec_plugin
+from gputui.backends.key_files import memory_file
+from gputui.backends.kube_errors import Unreachable
 from gputui.backends.kube_writer import allowed, review
+from gputui.backends.kubeconfig import connect
 from tests.support.procs import dead, queued, wait_until
 
 API = "client.authentication.k8s.io/v1beta1"
@@ -81,7 +84,7 @@ def test_a_plugin_that_never_answers_is_killed_with_what_it_started_at_the_timeo
         # on a busy machine, hence the generous wait).
         wait_until(lambda pid=pid: dead(pid), 30, interval=0.05, what=f"process {pid} gone after the timeout")
     assert not answered.exists()
-    assert kube_http.running_plugins() == []
+    assert exec_plugins.running_plugins() == []
 
 
 
@@ -276,11 +279,11 @@ def test_an_apiserver_nobody_answers_for_is_never_read_as_a_denial(tmp_path):
 
 
 def test_without_memfd_keys_go_to_a_private_directory_removed_on_release(tmp_path, private_tmp, monkeypatch):
-    monkeypatch.setattr(kube_http, "_memfd", lambda data: None)  # macOS, or /proc not mounted
+    monkeypatch.setattr(key_files, "_memfd", lambda data: None)  # macOS, or /proc not mounted
     path = Path(memory_file(f"a key for {tmp_path}".encode()))
     directory = path.parent
     assert directory.parent == private_tmp and directory.name.startswith("gputui-")
     assert directory.stat().st_mode & 0o777 == 0o700 and path.stat().st_mode & 0o777 == 0o600
-    kube_http.release()  # what SIGHUP and SIGTERM run (gputui.cli.main), and exit
+    exec_plugins.release()  # what SIGHUP and SIGTERM run (gputui.cli.main), and exit
     assert list(private_tmp.iterdir()) == []
-    monkeypatch.setattr(kube_http, "_memory_files", {})
+    monkeypatch.setattr(key_files, "_memory_files", {})

@@ -6,7 +6,7 @@ not the identity."""
 from __future__ import annotations
 
 from gputui.backends.demo import DemoCluster
-from gputui.backends.kube_http import ApiError
+from gputui.backends.kube_errors import ApiError
 from gputui.ops.audit import AuditLog
 from gputui.ops.context import OpContext
 from gputui.ops.drain.events import DrainControl, EventKind

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from gputui.backends.base import BackendError, ConflictError, EvictionOutcome, EvictionResult
-from gputui.backends.kube_http import PROBE_TIMEOUT_S, ApiError, Unreachable
+from gputui.backends.kube_errors import ApiError, Unreachable
+from gputui.backends.kube_http import PROBE_TIMEOUT_S
 from gputui.backends.kube_writer import BEYOND_NEEDS, KubeWriter, ReviewFailed, allowed, review, whoami
 
 MERGE, STRATEGIC, JSONPATCH = ("application/merge-patch+json", "application/strategic-merge-patch+json",

@@ -67,8 +67,10 @@ def test_textual_only_under_ui_and_no_cluster_client_in_ui_or_cli():
             # the TUI launcher (cli/tui.py) imports gputui.ui to start the app, never Textual itself
             assert not textual, f"{module} imports Textual: {textual}"
         if module.startswith(("gputui.ui", "gputui.cli")):
-            direct = sorted(m for m in imported if m.startswith(("gputui.backends.kube_http", "gputui.backends.prom",
-                                                                 "kubernetes", "prometheus_api_client")))
+            direct = sorted(m for m in imported if m.startswith((
+                "gputui.backends.kube_http", "gputui.backends.kube_errors", "gputui.backends.kubeconfig",
+                "gputui.backends.exec_plugins", "gputui.backends.key_files", "gputui.backends.prom",
+                "kubernetes", "prometheus_api_client")))
             assert not direct, f"{module} talks to the cluster directly: {direct}"
 
 

@@ -6,7 +6,7 @@ from gputui.backends.base import WriteError
 
 
 class DemoApiError(WriteError):
-    """What the apiserver would answer, with its HTTP status (as kube_http.ApiError has)."""
+    """What the apiserver would answer, with its HTTP status (as kube_errors.ApiError has)."""
 
     def __init__(self, status: int, message: str) -> None:
         super().__init__(f"{status}: {message}")

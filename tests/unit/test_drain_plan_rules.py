@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from gputui.ops.drain.batch_plan import BatchPlan, _beyond_max_unavailable, batch_json, plan_batch
+from gputui.ops.drain.out_of_rotation import OutOfRotation
 from gputui.ops.drain.plan import (
     NO_BUDGET,
     CapacityCheck,
@@ -28,7 +29,7 @@ from gputui.ops.drain.plan import (
 )
 from gputui.snapshot import ClusterSnapshot, SourceStatus
 from gputui.vocabulary.gpu_resources import GpuResource, Scheme
-from gputui.vocabulary.model import Budget, InferencePod, Node, UpgradePolicy
+from gputui.vocabulary.model import Budget, InferencePod, Node, PodSelector, UpgradePolicy
 from gputui.vocabulary.sessions import NO_SIGNAL, PodSessions, SessionState
 
 
@@ -447,3 +448,27 @@ def test_a_batch_of_mig_pods_is_counted_and_stopped_in_mig_slices_not_whole_card
     assert beside.ahead_needed == (CapacityCheck("H100", (4,), {"n3": 7}, mig),)
     assert beside.describe()[0] == f"the drains running on n2 still move 4 {mig} on H100 (1 pod): counted below, " \
         "before this batch's"
+
+
+def test_no_grace_period_known_is_no_warning_whatever_the_prestop():
+    """A pod with no terminationGracePeriodSeconds read and no operator's grace: nothing to compare, no warning
+    (and no error). Kills `grace is None or not needed` → `grace is None and not needed` (None compared with the
+    preStop's seconds: a TypeError that stops the plan)."""
+    p = plan_of(pod(termination_grace_s=None, prestop_sleep_s=10), Step.WAIT_SESSIONS)
+    assert p.grace_warning(DrainOptions(engine_shutdown_s=5.0)) == ""
+
+
+def test_a_plan_names_what_it_takes_out_of_rotation_first_and_since_when():
+    """The drain plan screen and the run read each waited-on pod's rotation entry. Kills, in `_with_rotation`:
+    `choose(snapshot, waited, snapshot.taken_at)` → `None` (no time on the entry) and `rotation=entry` →
+    `rotation=None` (the plan saying it stays in rotation)."""
+    labels = {"app": "llm", "serving": "true"}
+    selectors = (PodSelector("Service", "ns", "llm", labels),
+                 PodSelector("Deployment", "ns", "llm", {"app": "llm"}, frozenset({"app"})))
+    pods = tuple(pod(n, node=where, service="llm", labels=labels, session_signal=True, ready=True)
+                 for n, where in (("a", "n1"), ("b", "n2")))
+    s = ClusterSnapshot(7.0, "t", nodes=(node("n1"), node("n2")), pods=pods, selectors=selectors)
+    (a,) = plan_drain(s, "n1", DrainOptions(), preview=False).pods
+    assert a.step is Step.WAIT_SESSIONS
+    assert a.rotation == OutOfRotation("ns/a", "uid-a", {"serving": "true"}, 7.0)
+    assert a.switch is not None and a.rotation_note.startswith("out of rotation (label serving removed")

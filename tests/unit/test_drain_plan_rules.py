@@ -472,3 +472,35 @@ def test_a_plan_names_what_it_takes_out_of_rotation_first_and_since_when():
     assert a.step is Step.WAIT_SESSIONS
     assert a.rotation == OutOfRotation("ns/a", "uid-a", {"serving": "true"}, 7.0)
     assert a.switch is not None and a.rotation_note.startswith("out of rotation (label serving removed")
+
+
+def test_a_node_unknown_to_the_snapshot_is_named_in_the_error():
+    """Kills `raise KeyError(node)` → `KeyError(None)` (the CLI says which node it does not know)."""
+    with pytest.raises(KeyError) as err:
+        plan_drain(snap(), "nope")
+    assert err.value.args == ("nope",)
+
+
+def test_a_selector_leaves_out_the_pods_it_does_not_select_and_keeps_the_next():
+    """Kills `continue` → `break` after a pod the `-l` selector leaves out (every pod after it dropped too)."""
+    pods = (pod("a", labels={"app": "x"}), pod("b", labels={"app": "y"}), pod("c", labels={"app": "y"}))
+    plan = plan_drain(snap(pods), "n1", DrainOptions(pod_selector={"app": "y"}), preview=False)
+    assert [p.pod.name for p in plan.pods] == ["b", "c"]
+
+
+def test_a_plan_shows_the_capacity_check_that_does_not_fit_and_names_the_model_with_nothing_to_move():
+    """Kills `next((c for c in checks if not c.fits), ...)` → `if c.fits` (a node whose MIG slices fit but whose
+    whole cards do not shown as fitting), and the empty check's `target.gpu_product` → None."""
+    mig, gpu = "nvidia.com/mig-1g.10gb", "nvidia.com/gpu"
+    room = node("n2", gpu_resources=(GpuResource(mig, Scheme.MIG, 7, 7), GpuResource(gpu, Scheme.WHOLE, 2, 2)))
+    pods = (pod("a", gpu_request=1, gpu_units={mig: 1}), pod("b", gpu_request=4))
+    plan = plan_drain(snap(pods, (node("n1"), room)), "n1", preview=False)
+    assert plan.capacity == CapacityCheck("H100", (4,), {"n2": 2}, gpu) and not plan.capacity.fits
+    assert plan_drain(snap(), "n1", preview=False).capacity == CapacityCheck("H100", (), {"n2": 8})
+
+
+def test_a_node_the_gpu_operator_is_upgrading_is_warned_first():
+    """Kills `owner = owner_warning(target)` → `None` (the drain of a node mid driver upgrade not warned)."""
+    busy = node("n1", upgrade_state="drain-required")
+    plan = plan_drain(snap((), (busy, node("n2"))), "n1", preview=False)
+    assert plan.warnings[0].startswith("n1 is mid driver upgrade under the GPU Operator")

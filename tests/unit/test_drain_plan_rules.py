@@ -21,6 +21,7 @@ from gputui.ops.drain.plan import (
     _offered,
     _unguarded_warnings,
     capacity_after,
+    classify,
     plan_drain,
     plan_json,
     selected,
@@ -504,3 +505,16 @@ def test_a_node_the_gpu_operator_is_upgrading_is_warned_first():
     busy = node("n1", upgrade_state="drain-required")
     plan = plan_drain(snap((), (busy, node("n2"))), "n1", preview=False)
     assert plan.warnings[0].startswith("n1 is mid driver upgrade under the GPU Operator")
+
+
+def test_kubectls_filters_say_what_they_skip_or_refuse_in_kubectls_words():
+    """Kills each note of `classify` changed: the DaemonSet refusal, the mirror pod's, a finished pod's (none),
+    and the default `why_unknown=""` → `"XXXX"` (an unknown count said without its generic reason)."""
+    opts = DrainOptions(ignore_daemonsets=False)
+    assert classify(pod(owner_kind="DaemonSet"), NO_SIGNAL, opts) == (
+        Step.ERROR, "DaemonSet-managed pod (use ignore-daemonsets)")
+    assert classify(pod(mirror=True), NO_SIGNAL, opts) == (Step.SKIP, "mirror pod")
+    assert classify(pod(phase="Succeeded"), NO_SIGNAL, opts) == (Step.EVICT, "")
+    step, note = classify(pod(), PodSessions(SessionState.UNKNOWN), opts)
+    assert (step, note) == (Step.WAIT_SESSIONS, "sessions unknown (no readable session series): waits for a count; "
+                                                "left in place at its deadline")

@@ -518,3 +518,15 @@ def test_kubectls_filters_say_what_they_skip_or_refuse_in_kubectls_words():
     step, note = classify(pod(), PodSessions(SessionState.UNKNOWN), opts)
     assert (step, note) == (Step.WAIT_SESSIONS, "sessions unknown (no readable session series): waits for a count; "
                                                 "left in place at its deadline")
+
+
+def test_the_warnings_of_a_pod_drained_anyway_say_what_is_lost():
+    """Kills each warning of `classify` changed: the emptyDir data deleted, the pod with no controller refused
+    (and, forced, not coming back), an unknown count evicted at its deadline when chosen."""
+    assert classify(pod(owner_kind=""), NO_SIGNAL, DrainOptions()) == (
+        Step.ERROR, "not managed by a controller (use force)")
+    forced = DrainOptions(force=True, delete_emptydir_data=True, evict_unknown_at_deadline=True)
+    assert classify(pod(owner_kind="", has_emptydir=True), PodSessions(SessionState.UNKNOWN), forced, "metrics down") \
+        == (Step.WAIT_SESSIONS, "deleting emptyDir data; not managed by a controller: it will not come back; "
+                                "sessions unknown (metrics down): waits for a count; evicted at its deadline, its "
+                                "sessions possibly cut (chosen)")

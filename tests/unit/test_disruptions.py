@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from gputui.backends.demo.simulation import Simulation
 from gputui.backends.kube_objects import node_record
 from gputui.ops.drain import lease, options
 from gputui.policy.disruptions import node_disruptions
@@ -159,3 +160,12 @@ def test_the_node_parser_keeps_taint_values_and_the_actors_annotations_only():
                                      "gputui.io/drain-phase": "waiting"}
     assert rec.scheduling is not None
     assert rec.scheduling.taints == (Taint(d.CA_TO_BE_DELETED, "1780000000", "NoSchedule"),)
+
+
+def test_the_demo_has_a_cluster_autoscaler_candidate():
+    sim = Simulation(clock=lambda: NOW)
+    snap = sim.snapshot()
+    found = {n.name: node_disruptions(n, snap.taken_at, snap) for n in snap.nodes}
+    x = only(next(n for n in snap.nodes if n.name == "gpu-l40s-05"))
+    assert (x.actor, x.phase, x.since) == (d.CLUSTER_AUTOSCALER, "deletion-candidate", NOW - 2 * 3600)
+    assert found["gpu-l40s-05"] == [x]

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from gputui.vocabulary.gpu_resources import DRA_PREFIX, MIG_STRATEGY_LABEL, REPLICAS_LABEL, SHARING_LABEL, WHOLE_GPU
 from gputui.vocabulary.model import Condition, PodProbes
+from gputui.vocabulary.scheduling import Taint
 
 STEP_S = 1.0  # simulation tick
 HISTORY_S = 600  # sparkline history kept per GPU
@@ -78,6 +79,7 @@ class SimNode:
     # where unit i is GPU i.
     units: list[tuple[str, int]] = field(default_factory=list)
     scheme_labels: dict[str, str] = field(default_factory=dict)  # what GFD says of its slicing
+    taints: tuple[Taint, ...] = ()  # its own beyond a cordon's and NotReady's (which follow its state)
 
     def __post_init__(self) -> None:
         if not self.units:

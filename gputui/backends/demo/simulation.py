@@ -38,6 +38,7 @@ from gputui.backends.demo.scenario import (
 from gputui.backends.kube_objects import RouteBackend
 from gputui.policy.upgrades import STATE_LABEL
 from gputui.snapshot import ClusterSnapshot, SourceStatus
+from gputui.vocabulary.disruptions import CA_DELETION_CANDIDATE
 from gputui.vocabulary.gpu_metrics import METRICS, NO_VALUES, extra_of
 from gputui.vocabulary.gpu_resources import DRA_PREFIX, GpuResource, Scheme, node_resources
 from gputui.vocabulary.model import (
@@ -51,12 +52,12 @@ from gputui.vocabulary.model import (
     Rollout,
     ServiceVersion,
 )
-from gputui.vocabulary.scheduling import EMPTY_POD, NodeScheduling
+from gputui.vocabulary.scheduling import EMPTY_POD, NodeScheduling, Taint
 
 DEMO_FIGURES = tuple(m for m in METRICS if m.demo is not None and not m.typed)  # simulated beyond the typed five
 
-# The demo's nodes have no taints of their own (a cordon or NotReady is read from the node's state) and the
-# kubelet's default pod limit; their CPU and memory are what a DGX-class node offers.
+# The demo's nodes have no taints of their own (a cordon or NotReady is read from the node's state; one node has the
+# cluster autoscaler's, see Simulation) and the kubelet's default pod limit; their CPU and memory are a DGX-class node's.
 DEMO_NODE_SCHEDULING = NodeScheduling((), (("cpu", 224_000), ("memory", 2048 * 2**30), ("pods", 110)))
 
 
@@ -83,6 +84,10 @@ class Simulation:
         start = clock()
         self._t = start - WARM_UP_S
         self._began = self._t  # when the simulated history begins (describe dates its events from it)
+        # The cluster autoscaler found one node unneeded two hours ago (docs/disruption-actors.md §4: value =
+        # Unix seconds, PreferNoSchedule): `nodes -o json` names it; no cordon, so the dashboard is unchanged.
+        self._nodes["gpu-l40s-05"].taints = (
+            Taint(CA_DELETION_CANDIDATE, str(int(start - 2 * 3600)), "PreferNoSchedule"),)
         for node in self._nodes.values():
             node.uuids = [self._uuid() for _ in range(node.product.count)]
             node.history = {i: deque(maxlen=int(HISTORY_S / STEP_S)) for i in range(node.product.count)}
@@ -356,7 +361,8 @@ class Simulation:
             gpus=tuple(self._gpu_model(n, i) for i in range(p.count)),
             labels=labels, annotations=dict(n.annotations),
             gpu_resources=resources, gpu_count=p.count,
-            node_info=NODE_INFO, scheduling=DEMO_NODE_SCHEDULING,
+            node_info=NODE_INFO, scheduling=DEMO_NODE_SCHEDULING if not n.taints
+            else NodeScheduling(n.taints, DEMO_NODE_SCHEDULING.allocatable),
         )
 
     def _pod_model(self, p: SimPod) -> InferencePod:

@@ -530,3 +530,14 @@ def test_the_warnings_of_a_pod_drained_anyway_say_what_is_lost():
         == (Step.WAIT_SESSIONS, "deleting emptyDir data; not managed by a controller: it will not come back; "
                                 "sessions unknown (metrics down): waits for a count; evicted at its deadline, its "
                                 "sessions possibly cut (chosen)")
+
+
+def test_a_running_drains_emptydir_pods_count_ahead_of_a_new_batch():
+    """A drain already running moves its pods with emptyDir volumes too (it was started with
+    delete-emptydir-data, or it could not run): planned without it, they were read as errors and not counted
+    ahead, so a new batch counted the same free GPUs twice ("fits" with 8 GPUs needed and 6 free)."""
+    pods = (pod("a", gpu_request=4), pod("r", node="n2", gpu_request=4, has_emptydir=True))
+    s = snap(pods, (node("n1"), node("n2"), node("n3", gpus=6)))
+    batch = plan_batch(s, ["n1"], DrainOptions(delete_emptydir_data=True), draining=["n2"])
+    assert [sum(c.needed) for c in batch.ahead_needed] == [4]
+    assert not batch.fits

@@ -118,7 +118,9 @@ def plan_batch(snapshot: ClusterSnapshot, nodes: list[str], options: Mapping[str
     away = members | set(ahead)
     per_node = options if isinstance(options, Mapping) else {n: options for n in nodes}
     plans = tuple(plan_drain(snapshot, n, per_node[n], batch=away, preview=False) for n in nodes)
-    before = tuple(plan_drain(snapshot, n, DrainOptions(force=True), batch=away, preview=False) for n in ahead)
+    # A running drain moves all its pods (kubectl's filters passed when it started): none is an error here
+    moving = DrainOptions(force=True, delete_emptydir_data=True)
+    before = tuple(plan_drain(snapshot, n, moving, batch=away, preview=False) for n in ahead)
     placements = previewed(snapshot, away, [p.pod for plan in before + plans for p in eviction_order(plan.pods)])
     plans = tuple(replace(plan, pods=with_placement(plan.pods, placements)) for plan in plans)
     accepted = frozenset(accept_stranded)

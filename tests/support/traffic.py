@@ -740,8 +740,10 @@ class TrafficGenerator:
             log.exception("traffic generator")
             self.errors.append(repr(exc))
         finally:
-            self._finish_unfinished()
-            self._done.set()
+            try:
+                self._finish_unfinished()
+            finally:
+                self._done.set()
 
     def _under_cap(self) -> bool:
         return self._max_sessions is None or self._arrivals < self._max_sessions
@@ -826,6 +828,13 @@ class TrafficGenerator:
                 self.exporter.record_request(ns, name, s.duration_s)
 
     def _finish_unfinished(self) -> None:
+        # A stop may come between a pod's DELETED event and the loop's next tick: settle what is already
+        # known first, so those sessions count as cut (or ended) when the pod went, not as unfinished.
+        try:
+            self._end_sessions(time.time())
+        except Exception as exc:  # reported like the loop's own errors; the rest still finishes
+            log.exception("traffic generator: settling at stop")
+            self.errors.append(repr(exc))
         with self._lock:
             for sessions in self._live.values():
                 for s in sessions:

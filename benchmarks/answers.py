@@ -22,6 +22,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.figures import Figures, json_option, settings_of
 from gputui.backends.prom_answers import series_by_label, values_by_label
 from gputui.backends.session_metrics import counts_by_pod, counts_from_body
 
@@ -48,7 +49,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--series", type=int, default=65000)
     parser.add_argument("--repeat", type=int, default=15)
+    json_option(parser)
     args = parser.parse_args()
+    figures = Figures("answers", settings_of(args))
     rng = random.Random(4)
     stamp = 1796244926.271
     sessions = answer([{"metric": {"namespace": "scale", "pod": f"llm-{i:05d}"}, "value": [stamp, str(rng.randint(0, 11))]}
@@ -61,11 +64,17 @@ def main() -> None:
          lambda b: series_by_label(json.loads(b)["data"]["result"], HOSTS)),
     ]
     print(f"{args.series} series per answer, median of {args.repeat} reads (CPU time)")
-    for name, body, fast, decoded in cases:
+    for (name, body, fast, decoded), short in zip(cases, ("sessions", "DCGM"), strict=True):
         assert fast(body) == decoded(body), name  # the same reading, or the figures mean nothing
         ours, reference = median_ms(lambda: fast(body), args.repeat), median_ms(lambda: decoded(body), args.repeat)  # noqa: B023 - called at once, in this iteration
+        figures.add(f"{short} from the bytes", ours, "ms")
+        figures.add(f"{short} JSON decoder", reference, "ms")
+        figures.add(f"{short} ratio", ours / reference, "x")
+        figures.add(f"{short} answer size", len(body) / 1e6, "MB", "")
         print(f"  {name:22s} {len(body) / 1e6:5.1f} MB: from the bytes {ours:6.1f} ms, "
               f"JSON decoder {reference:6.1f} ms (ratio {ours / reference:.2f}x)")
+
+    figures.write(args.json)
 
 
 if __name__ == "__main__":

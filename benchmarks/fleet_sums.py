@@ -25,6 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.figures import Figures, json_option, settings_of
 from benchmarks.ui_refresh import fleet
 from gputui.backends.demo import demo_backend
 from gputui.policy.figures import figures
@@ -41,7 +42,9 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=65000)
     parser.add_argument("--moved", type=int, default=300)
     parser.add_argument("--refreshes", type=int, default=8)
+    json_option(parser)
     args = parser.parse_args()
+    record = Figures("fleet_sums", settings_of(args))
     base = demo_backend(seed=7, clock=ManualClock()).reader.snapshot()
     snap = fleet(base, args.nodes, 1, per_gpu=False)
     rng = random.Random(18)
@@ -83,10 +86,15 @@ def main() -> None:
                 times[name].append(time.process_time() - t0)
         k, f = statistics.median(times["kept"]), statistics.median(times["fresh"])
         what = f"{args.moved} nodes moved" if step is moved else "every summary replaced, no node moved"
+        record.add(f"{label} kept", k * 1000, "ms")
+        record.add(f"{label} from scratch", f * 1000, "ms")
+        record.add(f"{label} kept/scratch", k / f, "x")
         print(f"{args.nodes} nodes, {label} ({what}): figures, pools and the problems order")
         print(f"  kept from the last refresh: {k * 1000:7.1f} ms CPU per refresh")
         print(f"  worked out from scratch:    {f * 1000:7.1f} ms CPU per refresh")
         print(f"  ratio: {k / f:.2f}x")
+
+    record.write(args.json)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.figures import Figures, json_option, settings_of
 from gputui.backends import kube_objects as ko
 
 CONDITIONS = [{"type": t, "status": "False", "reason": f"KubeletHas{t}", "message": f"kubelet has no {t}"}
@@ -44,7 +45,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--nodes", type=int, default=10000)
     parser.add_argument("--plain", action="store_true", help="no interning, no shared conditions")
+    json_option(parser)
     args = parser.parse_args()
+    figures = Figures("records", settings_of(args))
     if args.plain:
         ko.intern = lambda s: s  # type: ignore[assignment]
         ko._CONDITIONS_MAX = 0
@@ -55,8 +58,13 @@ def main() -> None:
         records += [ko.node_record(obj) for obj in json.loads(data)["items"]]
     gc.collect()
     size = tracemalloc.get_traced_memory()[0]
+    figures.add("node records", len(records), "", "")
+    figures.add("records memory", size / 2**20, "MB")
+    figures.add("bytes per node", size / len(records), "B")
     print(f"{len(records)} node records, 52 labels and 4 conditions each{' (plain)' if args.plain else ''}: "
           f"{size / 2**20:.1f} MB, {size / len(records):.0f} bytes per node")
+
+    figures.write(args.json)
 
 
 if __name__ == "__main__":

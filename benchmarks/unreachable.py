@@ -21,6 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.figures import Figures, json_option, settings_of
 from tests.support.gputui_cli import closed_port, kubeconfig, run
 from tests.support.procs import queued
 
@@ -52,15 +53,24 @@ def one(silent: bool) -> tuple[float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
+    json_option(parser)
     args = parser.parse_args()
+    figures = Figures("unreachable", settings_of(args))
     refused = [one(silent=False)[0] for _ in range(args.runs)]
     silent_runs = [one(silent=True) for _ in range(args.runs)]
     silent = [t for t, _ in silent_runs]
     ref, wait = statistics.median(refused), statistics.median(silent)
+    figures.add("refused (reference)", ref, "s")
+    figures.add("never answers", wait, "s")
+    figures.add("connections per silent run", max(n for _, n in silent_runs), "", "lower")
+    figures.add("wait beyond the reference", wait - ref, "s")
+    figures.add("silent/refused", wait / ref, "x")
     print(f"refused (reference): median {ref:.2f}s of {args.runs} runs ({', '.join(f'{t:.2f}' for t in refused)})")
     print(f"never answers:       median {wait:.2f}s ({', '.join(f'{t:.2f}' for t in silent)}); "
           f"connections made per run: {sorted({n for _, n in silent_runs})}")
     print(f"waiting on the silent apiserver: {wait - ref:.2f}s beyond the reference; ratio {wait / ref:.1f}x")
+
+    figures.write(args.json)
 
 
 if __name__ == "__main__":

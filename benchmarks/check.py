@@ -39,6 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.figures import Figures, json_option, settings_of
 from gputui.checks.context import CheckContext
 from gputui.checks.rules import run_checks
 from gputui.policy.health import fleet_alerts
@@ -79,7 +80,7 @@ def cpu(fn: Callable[[], object]) -> float:
     return time.thread_time() - start
 
 
-def synthetic(nodes: int, services: int, runs: int) -> None:
+def synthetic(nodes: int, services: int, runs: int, record: Figures) -> None:
     snap = fleet(nodes, services)
     pods = len(snap.pods)
 
@@ -91,6 +92,11 @@ def synthetic(nodes: int, services: int, runs: int) -> None:
     ref = statistics.median(cpu(reference) for _ in range(runs))
     checks = statistics.median(cpu(lambda: run_checks(CheckContext(snap, read_only=True))) for _ in range(runs))
     failed = [r.id for r in run_checks(CheckContext(snap, read_only=True)) if r.status.value == "fail"]
+    record.add("pods", pods, "", "")
+    record.add("reference (indexes + alerts)", ref * 1000, "ms")
+    record.add("check (all checks)", checks * 1000, "ms")
+    record.add("check/reference", checks / ref, "x")
+    record.add("failing checks", len(failed), "", "")  # as planted: a change here is a change in the checks
     print(f"{nodes} nodes, {pods} pods, {services} services ({runs} runs, CPU time)")
     print(f"reference (indexes + alerts): {ref * 1000:8.1f} ms")
     print(f"gputui check (all checks):    {checks * 1000:8.1f} ms   ratio {checks / ref:.2f}x   goal < 5 s")
@@ -161,7 +167,7 @@ def in_process(argv: list[str], env: dict[str, str], runs: int) -> dict:
             "counts": dict(Counter(r.status.value for r in results))}
 
 
-def real(nodes: int, runs: int) -> None:
+def real(nodes: int, runs: int, record: Figures) -> None:
     # Imported here: the synthetic mode needs neither servers nor the test harness.
     import scale  # benchmarks/scale.py, beside this file (sys.path[0] when run as a script)
 
@@ -177,6 +183,17 @@ def real(nodes: int, runs: int) -> None:
     ph = inner["phases"]
     total = sum(ph.values())
     verdict = "under" if cli < TARGET_S else "OVER"
+    record.add("kubectl get nodes,pods", kubectl, "s")
+    record.add("check CLI", cli, "s")
+    record.add("check CLI/kubectl", cli / kubectl, "x")
+    for phase in ("connect", "snapshot", "facts", "checks"):
+        record.add(f"in process: {phase}", ph[phase], "s")
+    record.add("in process total", total, "s")
+    record.add("in process/kubectl", total / kubectl, "x")
+    record.add("start-up, imports, output", cli - total, "s")
+    record.add("nodes read", inner["nodes"], "", "")
+    record.add("pods read", inner["pods"], "", "")
+    record.add("GPUs with metrics", inner["gpus"], "", "")
     print(f"{nodes} nodes, {nodes} pods ({runs} runs, wall clock, medians)")
     print(f"kubectl get nodes,pods -A -o json:   {kubectl:5.2f} s (reference)")
     print(f"gputui check (CLI, subprocess):      {cli:5.2f} s ({cli / kubectl:.2f}x kubectl) -- {verdict} the "
@@ -188,6 +205,9 @@ def real(nodes: int, runs: int) -> None:
     print(f"  snapshot read: {inner['nodes']} nodes, {inner['pods']} pods, {inner['gpus']} GPUs with metrics; "
           f"sources: {inner['sources']}")
     counts = out["counts"]
+    for status, n in counts.items():
+        record.add(f"checks {status}", n, "", "")
+    record.add("exit code", out["exit_code"], "", "")
     print(f"results: {len(out['checks'])} checks: " + ", ".join(f"{v} {k}" for k, v in counts.items())
           + f"; exit code {out['exit_code']}")
     for status in ("fail", "unknown"):  # what the fleet planted (a drifted driver) and what could not be read
@@ -205,11 +225,14 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=2000)
     parser.add_argument("--services", type=int, default=50, help="synthetic mode only")
     parser.add_argument("--runs", type=int, help="runs per measurement (default 5 synthetic, 3 real)")
+    json_option(parser)
     args = parser.parse_args()
+    record = Figures("check", settings_of(args))
     if args.real:
-        real(args.nodes, args.runs or 3)
+        real(args.nodes, args.runs or 3, record)
     else:
-        synthetic(args.nodes, args.services, args.runs or 5)
+        synthetic(args.nodes, args.services, args.runs or 5, record)
+    record.write(args.json)
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.figures import Figures, json_option, settings_of
 from gputui.backends import kube_objects as ko
 from gputui.backends.gcpause import gc_paused
 from gputui.backends.join import Joiner, KubeState, Metrics
@@ -157,17 +158,24 @@ def main() -> None:
     parser.add_argument("--services", type=int, default=100)
     parser.add_argument("--refreshes", type=int, default=10)
     parser.add_argument("--mixed", action="store_true", help="a quarter each: whole, MIG, time-sliced, DRA")
+    json_option(parser)
     args = parser.parse_args()
+    figures = Figures("join", settings_of(args))
     global MIXED
     for case in ("full", "steady", "metrics", "churn", "sessions"):
         MIXED = False
         whole = run(case, args.nodes, args.services, args.refreshes)
+        figures.add(case, whole * 1000, "ms")
+        figures.add(f"{case} per node", whole / args.nodes * 1e6, "µs")
         line = f"{case:8s} {whole * 1000:8.1f} ms CPU per refresh  {whole / args.nodes * 1e6:6.1f} µs per node"
         if args.mixed:
             MIXED = True
             mixed = run(case, args.nodes, args.services, args.refreshes)
+            figures.add(f"{case} mixed", mixed * 1000, "ms")
+            figures.add(f"{case} mixed/whole", mixed / whole, "x")
             line += f"   mixed schemes {mixed * 1000:8.1f} ms  ({mixed / whole:4.2f}× whole cards)"
         print(line)
+    figures.write(args.json)
 
 
 if __name__ == "__main__":

@@ -23,12 +23,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.figures import Figures, json_option, settings_of
 from benchmarks.ui_refresh import fleet
 from gputui.backends.demo import demo_backend
 from gputui.ops.audit import AuditLog
 from gputui.settings import Settings
 from gputui.ui.app import GputuiApp
 from tests.demo_clock import ManualClock
+
+KEY_NAMES = {  # the figures' short names in --json (the printed rows keep their long ones)
+    "no-op key (harness floor)": "no-op key", "filter: a character typed": "filter char",
+    "open node detail (enter)": "node detail", "back to the fleet (esc)": "back to fleet"}
 
 
 def pct(values: list[float], q: float) -> float:
@@ -112,7 +117,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--size", default="200x50")
     parser.add_argument("--raw", action="store_true", help="also print every press's time, sorted (where a tail is)")
+    json_option(parser)
     args = parser.parse_args()
+    figures = Figures("keys", settings_of(args))
     size = tuple(int(x) for x in args.size.split("x"))
     big_passes: dict[str, list[int]] = {}
     ref_passes: dict[str, list[int]] = {}
@@ -121,6 +128,13 @@ def main() -> None:
     print(f"{'key':28} {args.nodes} nodes: p50 / p95 / max (ms)      27 nodes (reference): p50 / p95     p95 ratio")
     for name, values in big.items():
         r = ref[name]
+        short = KEY_NAMES.get(name, name)
+        figures.add(f"{short} p50", 1000 * statistics.median(values), "ms")
+        figures.add(f"{short} p95", 1000 * pct(values, .95), "ms")
+        figures.add(f"{short} max", 1000 * max(values), "ms")
+        figures.add(f"{short} reference p50", 1000 * statistics.median(r), "ms")
+        figures.add(f"{short} reference p95", 1000 * pct(r, .95), "ms")
+        figures.add(f"{short} p95 ratio", pct(values, .95) / pct(r, .95), "x")
         print(f"{name:28} {1000 * statistics.median(values):7.1f} / {1000 * pct(values, .95):7.1f} / "
               f"{1000 * max(values):7.1f}        {1000 * statistics.median(r):7.1f} / {1000 * pct(r, .95):7.1f}"
               f"     {pct(values, .95) / pct(r, .95):6.1f}x")
@@ -130,6 +144,8 @@ def main() -> None:
                 presses = sorted(zip(values, run_passes[name], strict=True))
                 print(f"{label:>12} {name:28} "
                       + " ".join(f"{round(1000 * v)}{'/2' if g == 2 else ''}" for v, g in presses))
+
+    figures.write(args.json)
 
 
 if __name__ == "__main__":

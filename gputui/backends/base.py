@@ -82,6 +82,22 @@ class Reader(Protocol):
     def close(self) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class ListProgress:
+    """One resource's first list while it runs: objects read so far, and the apiserver's estimate of them all."""
+
+    resource: str  # "nodes", "pods", …
+    read: int
+    total: int | None  # None: the apiserver gave no estimate (remainingItemCount)
+
+
+@runtime_checkable
+class ProgressReader(Protocol):
+    """A reader whose first read takes long enough on a large cluster to show how far it is (the live one)."""
+
+    def progress(self) -> tuple[ListProgress, ...]: ...
+
+
 @runtime_checkable
 class PodsReader(Protocol):
     """A reader that re-reads a few pods cheaply (the live backend does); a running drain uses it when there."""

@@ -10,7 +10,7 @@ from itertools import chain
 from typing import Any
 
 from gputui.backends import kube_objects as ko
-from gputui.backends.base import Backend, BackendError
+from gputui.backends.base import Backend, BackendError, ListProgress
 from gputui.backends.gcpause import gc_paused, unsettle
 from gputui.backends.join import Joiner, KubeState, Metrics, join_gpus
 from gputui.backends.join_fleet import inference_pod
@@ -330,6 +330,10 @@ class KubeReader:
         if self.prom is None:
             raise BackendError("no metrics source (give --prometheus): the canary's gates cannot be read")
         return version_signals(self.prom, snapshot, service, window_s)
+
+    def progress(self) -> tuple[ListProgress, ...]:
+        """The first lists still running (what start-up shows while a large cluster's nodes come in)."""
+        return tuple(ListProgress(name, *p) for name, c in list(self.caches.items()) if (p := c.progress()))
 
     def close(self) -> None:
         self._closed = True

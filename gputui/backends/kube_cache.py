@@ -67,6 +67,10 @@ class ListWatchCache:
         # Pages answered so far (every list): a first list of 65,000 nodes takes a minute and more, page by
         # page; waiting for it is judged by whether pages still come, not by the whole list's time.
         self.pages = 0
+        # The first list while it runs: objects read so far and the apiserver's estimate of the rest (its
+        # remainingItemCount; None when it gives none). What start-up shows instead of an empty screen.
+        self._listed = 0
+        self._remaining: int | None = None
         self._thread = threading.Thread(target=self._run, name=f"watch {path}", daemon=True)
 
     # ----- public ---------------------------------------------------------------------
@@ -98,6 +102,13 @@ class ListWatchCache:
         """The records under these keys ("namespace/name"), skipping those the cache does not hold."""
         with self._lock:
             return [self._items[k] for k in keys if k in self._items]
+
+    def progress(self) -> tuple[int, int | None] | None:
+        """(objects read, estimated total or None) while the first list runs; None once it is done."""
+        if self.synced.is_set():
+            return None
+        listed, remaining = self._listed, self._remaining
+        return listed, None if remaining is None else listed + remaining
 
     # ----- the loop -------------------------------------------------------------------
 
@@ -149,6 +160,8 @@ class ListWatchCache:
                     fresh[object_key(obj)] = self.transform(obj)
             self.pages += 1
             meta = body.get("metadata") or {}
+            remaining = meta.get("remainingItemCount")
+            self._listed, self._remaining = len(fresh), remaining if isinstance(remaining, int) else None
             cont = meta.get("continue")
             if not cont:
                 self._rv = meta.get("resourceVersion")

@@ -17,7 +17,7 @@ from textual.reactive import var
 from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.timer import Timer
 
-from gputui.backends.base import Backend, error_line
+from gputui.backends.base import Backend, ProgressReader, error_line
 from gputui.backends.factory import stop_credential_plugins
 from gputui.backends.gcpause import unsettle
 from gputui.base.safe_text import visible
@@ -201,6 +201,7 @@ class GputuiApp(LooksMixin, PollMixin, App[None]):
             try:
                 if backend is None:
                     backend = connect()
+                    state.progress = backend.reader if isinstance(backend.reader, ProgressReader) else None
                 snapshot = backend.reader.snapshot()
             except Exception as exc:  # noqa: BLE001 - said on the screen and retried; q is always there
                 state.error, state.retry_at = error_line(exc), time.monotonic() + CONNECT_RETRY_S

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 import pytest
@@ -608,9 +609,29 @@ def test_a_first_list_that_keeps_answering_page_by_page_is_waited_for_and_silenc
 
     monkeypatch.setattr(Connection, "request", slow_pages)
     backend = make_backend(cluster, prometheus)
+    seen: list[tuple] = []  # what start-up's screen would show, read as it does (another thread, any moment)
+    done = threading.Event()
+
+    def watch_progress():
+        while not done.wait(0.05):
+            seen.append(tuple((p.resource, p.read, p.total) for p in backend.reader.progress()))
+
+    watcher = threading.Thread(target=watch_progress, daemon=True)
+    watcher.start()
     try:
         if starts:
             snap = backend.reader.snapshot()
+            done.set()
+            watcher.join()
+            # While the nodes came in page by page, how many were read and the apiserver's estimate of them
+            # all (its remainingItemCount): every node, counted by the API, not by gputui's hand.
+            all_nodes = len(client.CoreV1Api(workload["api"]).list_node().items)
+            nodes_seen = [n for sample in seen for n in sample if n[0] == "nodes"]
+            part_way = [n for n in nodes_seen if 0 < n[1] < all_nodes]  # before its first and after its last page
+            assert part_way and {total for _, _, total in part_way} == {all_nodes}, nodes_seen
+            reads = [read for _, read, _ in nodes_seen]
+            assert reads == sorted(reads), reads  # it grew, page by page
+            assert backend.reader.progress() == ()  # done: nothing left to show
             # The nodes' list alone took more pages than fit in the limit (each page waits page_s before it is
             # sent): the whole list ran past the limit, where the old wait gave up. Counted, not timed.
             assert len(node_pages) * page_s > kube_backend.FIRST_SYNC_TIMEOUT_S, node_pages
@@ -621,4 +642,5 @@ def test_a_first_list_that_keeps_answering_page_by_page_is_waited_for_and_silenc
             with pytest.raises(BackendError, match="no answer"):
                 backend.reader.snapshot()
     finally:
+        done.set()
         backend.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -15,6 +16,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Static
 
+from gputui.backends.base import ListProgress, ProgressReader
 from gputui.backends.factory import credential_plugins
 from gputui.base.safe_text import visible
 
@@ -31,6 +33,15 @@ class Connecting:
     error: str | None = None  # why the last try failed
     retry_at: float | None = None  # when the next try starts (time.monotonic)
     stop: threading.Event = field(default_factory=threading.Event)
+    progress: ProgressReader | None = None  # the reader whose first lists are running, once the backend is built
+
+
+def reading_line(lists: Sequence[ListProgress]) -> str:
+    """"reading nodes 12,000 / ~65,000 · pods 3,500": the first lists start-up still waits on, in the reader's
+    order (nodes first). The total is the apiserver's estimate, hence the ~."""
+    parts = [f"{p.resource} {p.read:,}" + (f" / ~{p.total:,}" if p.total is not None and p.total > p.read else "")
+             for p in lists]
+    return "reading " + " · ".join(parts) if parts else ""
 
 
 class ConnectingScreen(Screen[None]):
@@ -61,6 +72,8 @@ class ConnectingScreen(Screen[None]):
             settings = getattr(self.app, "settings", None)
             text.append(f"\nwaiting for the credential plugin {name}: {now - since:.0f}s"
                         + (f" of {settings.exec_timeout:g}s" if settings is not None else ""))
+        if state.progress is not None and (line := reading_line(state.progress.progress())):
+            text.append("\n" + line)
         if state.error:
             text.append("\nlast try: ")
             text.append(visible(state.error, 300), style="bold red")

@@ -23,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.figures import Figures, json_option, settings_of
 from gputui.backends import kube_objects as ko
 
 CONDITIONS = [{"type": t, "status": "False", "reason": f"KubeletHas{t}", "message": f"kubelet has no {t}"}
@@ -96,7 +97,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--nodes", type=int, default=65000)
     parser.add_argument("--runs", type=int, default=3, help="untraced builds timed (the best is kept)")
+    json_option(parser)
     args = parser.parse_args()
+    record = Figures("scheduling_records", settings_of(args))
     # Pages of 500, decoded as the list decodes them; the bytes are not counted.
     node_pages = [json.dumps({"items": [node_json(i) for i in range(s, min(args.nodes, s + 500))]}).encode()
                   for s in range(0, args.nodes, 500)]
@@ -110,9 +113,17 @@ def main() -> None:
                 lambda *_a: None, lambda *_a: None)
             figures[facts] = measure(pages, make, args.runs)
         (b0, t0, n), (b1, t1, _n) = figures[False], figures[True]
+        record.add(f"{kind} bytes with facts", b1, "B")
+        record.add(f"{kind} bytes without facts", b0, "B")
+        record.add(f"{kind} facts memory in all", (b1 - b0) * n / 2**20, "MB")
+        record.add(f"{kind} build with facts", t1, "µs")
+        record.add(f"{kind} build without facts", t0, "µs")
+        record.add(f"{kind} facts per full list", (t1 - t0) * n / 1e6, "s")
         print(f"{n} {kind} records: {b1:.0f} bytes each with the scheduling facts, {b0:.0f} without "
               f"({(b1 - b0) * n / 2**20:+.1f} MB in all); {t1:.1f} µs CPU each to build, {t0:.1f} without "
               f"({(t1 - t0) * n / 1e6:+.2f} s per full list)")
+
+    record.write(args.json)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.figures import Figures, json_option, settings_of
 from gputui.backends.demo import demo_backend
 from gputui.ops.audit import AuditLog
 from gputui.present.columns import SORTABLE
@@ -89,20 +90,28 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--nodes", type=int, default=10000)
     parser.add_argument("--refreshes", type=int, default=10)
+    json_option(parser)
     args = parser.parse_args()
+    figures = Figures("ui_refresh", settings_of(args))
     for per_gpu in (False, True):
         shape = "every GPU" if per_gpu else "per-node summaries"
         for size in ((80, 24), (200, 50)):
             for sort_index, label in ((0, "name"), (SORTABLE.index("util_pct"), "util")):
                 cost = asyncio.run(measure(args.nodes, args.refreshes, size, sort_index, per_gpu))
+                figures.add(f"{'every GPU' if per_gpu else 'summaries'} {size[0]}x{size[1]} by {label}", cost * 1000, "ms")
                 print(f"{args.nodes} nodes ({shape}), {size[0]}x{size[1]}, sorted by {label}: "
                       f"{cost * 1000:.0f} ms CPU per refresh (median)")
     for size in ((80, 24), (200, 50)):
         full = asyncio.run(measure(args.nodes, args.refreshes, size, 0, False, sessions_only=False))
         quiet = asyncio.run(measure(args.nodes, args.refreshes, size, 0, False, sessions_only=True))
+        figures.add(f"sessions only {size[0]}x{size[1]}", quiet * 1000, "ms")
+        figures.add(f"all figures moved {size[0]}x{size[1]}", full * 1000, "ms")
+        figures.add(f"sessions only/all moved {size[0]}x{size[1]}", quiet / full, "x")
         print(f"{args.nodes} nodes, {size[0]}x{size[1]}, only session counts moved: {quiet * 1000:.0f} ms CPU per "
               f"refresh (median), against {full * 1000:.0f} ms when every node's figures moved too "
               f"(ratio {quiet / full:.2f}x)")
+
+    figures.write(args.json)
 
 
 if __name__ == "__main__":

@@ -56,6 +56,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.fault_watch import Result, Watcher, judge_kill_no_resume
+from benchmarks.figures import Figures, json_option, settings_of
 from benchmarks.harness_traffic import Harness, Output, left_out, out_of_rotation, wait
 from tests.support.traffic import Durations, TrafficGenerator
 from tests.support.workloads import served_deployment, service_for
@@ -260,6 +261,16 @@ COUNTS = ("sessions", "cut", "rejected", "rotation_short", "pdb_violations", "st
           "double_drains")
 
 
+def record(figures: Figures, prefix: str, r: Result) -> None:
+    """The campaign's counts as printed in its tables: the failures (goal 0, lower is better), then what is
+    there for information (the sessions run, those no pod could take, rotation below a budget)."""
+    for name in ("cut", "pdb_violations", "stuck_silent", "wrongly_done", "double_drains"):
+        figures.add(prefix + name, getattr(r, name), "")
+    figures.add(prefix + "left_out", len(r.left_out), "")
+    for name in ("sessions", "stuck_with_reason", "rejected", "rotation_short"):
+        figures.add(prefix + name, getattr(r, name), "", "")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scenarios", type=int, default=50)
@@ -274,7 +285,9 @@ def main() -> None:
                              "`kubectl uncordon` (a control: it does not put pods back, so the judgement must fail)")
     parser.add_argument("--faults", default=",".join(FAULTS),
                         help=f"the faults to draw from, in turn (default all: {','.join(FAULTS)})")
+    json_option(parser)
     args = parser.parse_args()
+    figures = Figures("drain_faults", settings_of(args))
     faults = tuple(f for f in args.faults.split(",") if f)
     if not faults or set(faults) - set(FAULTS):
         parser.error(f"--faults: some of {','.join(FAULTS)}")
@@ -310,12 +323,19 @@ def main() -> None:
           f"{'dbl':>4} {'left':>4} {'rej':>4} {'rot<':>4}")
     for fault in sorted(by_fault, key=lambda f: FAULTS.index(f) if f in FAULTS else len(FAULTS)):
         r = by_fault[fault]
+        record(figures, f"{fault} ", r)
+        figures.add(f"{fault} runs", runs[fault], "", "")
         print(f"{fault:14} {runs[fault]:>4} {r.sessions:>5} {r.cut:>4} {r.pdb_violations:>4} {r.stuck_silent:>5} "
               f"{r.stuck_with_reason:>5} {r.wrongly_done:>5} {r.double_drains:>4} {len(r.left_out):>4} {r.rejected:>4} "
               f"{r.rotation_short:>4}")
     print()
+    record(figures, "", totals)
+    figures.add("nodes", totals.nodes, "", "")
+    figures.add("pods", totals.pods, "", "")
+    elapsed = figures.add("seconds", time.monotonic() - t0, "s")
+    figures.add("set-up failures", setup_failures, "")
     print(f"scenarios: {args.scenarios} ({totals.nodes} nodes, {totals.pods} pods, {totals.sessions} sessions) "
-          f"in {time.monotonic() - t0:.0f}s")
+          f"in {elapsed:.0f}s")
     print(f"sessions cut without the operator's choice: {totals.cut}")
     print(f"PDB violations (samples below a budget's minimum): {totals.pdb_violations}")
     print(f"drains stuck without a shown reason: {totals.stuck_silent}  (stuck with a reason: {totals.stuck_with_reason})")
@@ -326,6 +346,7 @@ def main() -> None:
           f"{totals.rotation_short}")
     print(f"sessions no ready pod could take (information, not a goal): {totals.rejected}")
     print(f"scenarios whose set-up failed (the harness, not gputui; not counted above): {setup_failures}")
+    figures.write(args.json)
 
 
 if __name__ == "__main__":

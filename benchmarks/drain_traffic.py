@@ -46,6 +46,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.figures import Figures as Record
+from benchmarks.figures import json_option, settings_of
 from benchmarks.harness_traffic import Harness, Output, wait
 from tests.support.traffic import Durations, Session, TrafficGenerator
 from tests.support.workloads import SERVING_LABEL, ready_pods, served_deployment
@@ -168,7 +170,9 @@ def main() -> None:
     parser.add_argument("--scrape-interval", type=int, default=5, help="Prometheus' scrape interval, s (default 5)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--verbose", action="store_true", help="print every drain's whole output")
+    json_option(parser)
     args = parser.parse_args()
+    record = Record("drain_traffic", settings_of(args))
     quick = args.quick
     n_services = args.services or (2 if quick else 3)
     mean = args.mean or (10.0 if quick else 20.0)
@@ -184,7 +188,7 @@ def main() -> None:
           f"scrape interval {args.scrape_interval} s; seed {args.seed}", flush=True)
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
         h = Harness(stack, Path(tmp), scrape_interval_s=args.scrape_interval)
-        print(f"# harness up in {time.monotonic() - t_start:.0f} s; kubectl {h.kubectl_bin}", flush=True)
+        print(f"# harness up in {record.add('harness up', time.monotonic() - t_start, 's'):.0f} s; kubectl {h.kubectl_bin}", flush=True)
         arms = [setup_arm(h, name, n_services, grace) for name in ARMS]
         gen = h.traffic(args.seed, Durations(mean_s=mean, max_s=longest))
         stack.callback(gen.close)
@@ -198,6 +202,8 @@ def main() -> None:
                               timeout=60)
         time.sleep(warmup)
         live = {arm.name: sum(gen.live(p) for p in arm.pods) for arm in arms}
+        for name, n in live.items():
+            record.add(f"{name} live after warm-up", n, "", "")
         print(f"# after the warm-up, live sessions on the nodes to drain: {live}", flush=True)
         clock = RotationClock(h, next(arm for arm in arms if arm.name == "gputui-label"))
         clock.start()
@@ -231,12 +237,27 @@ def main() -> None:
           f"{'drain s':>8} {'exit':>4}")
     for name in ARMS:
         f = results[name]
+        record.add(f"{name} pods", f.pods, "", "")
+        record.add(f"{name} in flight", f.in_flight, "", "")
+        record.add(f"{name} longest left", f.longest_left_s, "s", "")
+        record.add(f"{name} arrived after", f.arrived_after, "", "")
+        record.add(f"{name} cut", f.cut, "")
+        record.add(f"{name} drain", f.seconds, "s")
+        record.add(f"{name} exit code", f.exit_code if f.exit_code is not None else float("nan"), "", "")
         print(f"{TITLES[name]:26} {f.pods:>4} {f.in_flight:>9} {f.longest_left_s:>11.1f}s {f.arrived_after:>13} "
               f"{f.cut:>4} {f.seconds:>8.1f} {f.exit_code if f.exit_code is not None else '-':>4}")
     print(f"(traffic: {report.started} sessions started, {report.ended} ended, {report.cut} cut, "
           f"{report.rejected} rejected, {report.unfinished} still live when it stopped)")
+    record.add("sessions started", report.started, "", "")
+    record.add("sessions ended", report.ended, "", "")
+    record.add("sessions cut", report.cut, "")
+    record.add("sessions rejected", report.rejected, "", "")
+    record.add("sessions unfinished", report.unfinished, "", "")
     goal = results["gputui-label"]
-    bound = goal.longest_left_s + 2 * args.scrape_interval + grace
+    bound = record.add("gputui-label bound", goal.longest_left_s + 2 * args.scrape_interval + grace, "s", "")
+    record.add("gputui-label pods left rotation", len(left_after), "", "")
+    record.add("gputui-label first left rotation", min(left_after.values(), default=float("nan")), "s")
+    record.add("gputui-label last left rotation", max(left_after.values(), default=float("nan")), "s")
     print()
     print("goals for gputui with a serving label:")
     print(f"  sessions cut: {goal.cut} (goal 0): {'met' if goal.cut == 0 else 'NOT met'}")
@@ -246,12 +267,14 @@ def main() -> None:
     print("  its pods left rotation (lost the serving label) after: "
           + (", ".join(f"{name} {after:.1f} s" for name, after in left_after.items()) or "none did"))
     if goal.arrived_after:
-        held = goal.longest_held_s + 2 * args.scrape_interval + grace
+        held = record.add("gputui-label bound from the last session taken", goal.longest_held_s + 2 * args.scrape_interval + grace, "s", "")
+        record.add("gputui-label last arrival", goal.last_arrival_s if goal.last_arrival_s is not None else float("nan"), "s")
         print(f"  ({goal.arrived_after} sessions reached its pods after the drain started, the last "
               f"{goal.last_arrival_s:.1f} s after, before they left rotation; the last session they took was due "
               f"to end {goal.longest_held_s:.1f} s after the start: counted from it, the bound is {held:.1f} s, "
               f"{'met' if goal.seconds <= held else 'NOT met'})")
-    print(f"\ntotal {time.monotonic() - t_start:.0f} s")
+    print(f"\ntotal {record.add('total', time.monotonic() - t_start, 's'):.0f} s")
+    record.write(args.json)
 
 
 if __name__ == "__main__":

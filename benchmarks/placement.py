@@ -47,6 +47,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.figures import Figures, json_option, settings_of
 from gputui.ops.drain.placement import preview
 from gputui.snapshot import ClusterSnapshot
 from gputui.vocabulary.gpu_resources import GpuResource, Scheme
@@ -220,7 +221,7 @@ class Harness:
         return wait_until(check, 60, what=f"gputui's snapshot of {case.ns}")
 
 
-def compare(args: argparse.Namespace) -> int:
+def compare(args: argparse.Namespace, figures: Figures) -> int:
     tally = Tally()
     started = time.monotonic()
     with ExitStack() as stack:
@@ -239,7 +240,14 @@ def compare(args: argparse.Namespace) -> int:
                         f.result()
                     except Exception as exc:  # noqa: BLE001 - a case the harness could not run: said, not counted
                         errors.append(f"{type(exc).__name__}: {exc}")
-    spent = time.monotonic() - started
+    spent = figures.add("comparison time", time.monotonic() - started, "s")
+    for name, value in (("cases", tally.cases), ("skipped", tally.skipped), ("surely can go", tally.sure_go),
+                        ("surely nowhere", tally.sure_nowhere), ("contended", tally.contended),
+                        ("unknown", tally.unknown), ("contended workloads", tally.contended_workloads),
+                        ("contended matched", tally.contended_matched)):
+        figures.add(name, value, "", "")
+    figures.add("not run", len(errors), "")
+    figures.add("contradictions", len(tally.contradictions), "")  # goal 0
     print(f"\n{tally.cases} cases compared ({tally.skipped} skipped: no pod where a batch could take one; "
           f"{len(errors)} not run) in {spent / 60:.1f} min")
     print(f"predictions: {tally.sure_go} surely can go, {tally.sure_nowhere} surely nowhere, {tally.contended} "
@@ -294,7 +302,7 @@ def synthetic(n: int, batch_size: int, seed: int = 1) -> tuple[ClusterSnapshot, 
     return snap, batch, moving
 
 
-def cost(args: argparse.Namespace) -> None:
+def cost(args: argparse.Namespace, figures: Figures) -> None:
     snap, batch, moving = synthetic(args.nodes, args.batch)
     times = []
     for _ in range(5):
@@ -302,6 +310,11 @@ def cost(args: argparse.Namespace) -> None:
         result = preview(snap, batch, moving)
         times.append(time.process_time() - start)
     sure = sum(p.sure for p in result.placements)
+    figures.add("preview pods moving", len(moving), "", "")
+    figures.add("preview CPU", statistics.median(times), "s")
+    figures.add("preview CPU best", min(times), "s")
+    figures.add("preview CPU worst", max(times), "s")
+    figures.add("preview sure verdicts", sure, "", "")
     print(f"cost: the preview of a {args.batch}-node batch ({len(moving)} pods) on {args.nodes} nodes "
           f"({len(snap.pods)} pods): median {statistics.median(times):.3f} s of CPU, best {min(times):.3f} s, "
           f"worst {max(times):.3f} s over 5 runs (goal < 1 s); {sure} of {len(moving)} verdicts sure")
@@ -316,10 +329,15 @@ def main() -> None:
     parser.add_argument("--cost-only", action="store_true")
     parser.add_argument("--nodes", type=int, default=10_000)
     parser.add_argument("--batch", type=int, default=10)
+    json_option(parser)
     args = parser.parse_args()
-    cost(args)
+    figures = Figures("placement", settings_of(args))
+    cost(args, figures)
     if not args.cost_only:
-        raise SystemExit(compare(args))
+        status = compare(args, figures)
+        figures.write(args.json)
+        raise SystemExit(status)
+    figures.write(args.json)
 
 
 if __name__ == "__main__":

@@ -34,13 +34,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.figures import Figures, json_option, settings_of
 from tests.support.gputui_cli import closed_port, environment, kubeconfig
 
 KINDS = ("watch", "unreachable", "silent-store")
 REFRESH_S = 2.0  # the app's default refresh: what a change waits at most for the next snapshot
 
 
-def report(name: str, samples: list[float], against: str = "") -> None:
+def report(figures: Figures, key: str, name: str, samples: list[float], against: str = "") -> None:
+    figures.add(f"{key} median", statistics.median(samples), "s")
+    figures.add(f"{key} worst", max(samples), "s")
     print(f"{name:44} median {statistics.median(samples):6.3f} s   worst {max(samples):6.3f} s   "
           f"({len(samples)} runs){'   ' + against if against else ''}", flush=True)
 
@@ -54,7 +57,7 @@ def seconds_until(check: Callable[[], bool], limit: float = 60.0, poll: float = 
     return time.monotonic() - started
 
 
-def watch(runs: int) -> None:
+def watch(runs: int, figures: Figures) -> None:
     from kubernetes import client
 
     from gputui.backends.kube_backend import live_backend
@@ -83,9 +86,9 @@ def watch(runs: int) -> None:
             kubelet.remove_node(name)
             removed.append(seconds_until(lambda: backend.reader.snapshot().node(name) is None))  # noqa: B023 - called at once, in this iteration
     against = f"against a {REFRESH_S:.0f} s refresh"
-    report("watch: a node added, to a snapshot", added, against)
-    report("watch: a node cordoned, to a snapshot", cordoned, against)
-    report("watch: a node removed, to a snapshot", removed, against)
+    report(figures, "watch added", "watch: a node added, to a snapshot", added, against)
+    report(figures, "watch cordoned", "watch: a node cordoned, to a snapshot", cordoned, against)
+    report(figures, "watch removed", "watch: a node removed, to a snapshot", removed, against)
 
 
 def process_seconds(*args: str, home: Path) -> tuple[float, subprocess.CompletedProcess]:
@@ -95,7 +98,7 @@ def process_seconds(*args: str, home: Path) -> tuple[float, subprocess.Completed
     return time.monotonic() - started, done
 
 
-def unreachable(runs: int) -> None:
+def unreachable(runs: int, figures: Figures) -> None:
     errors, floor = [], []
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
@@ -106,11 +109,12 @@ def unreachable(runs: int) -> None:
                 raise SystemExit(f"expected exit 2 naming the refused connection, got {done.returncode}: {done.stderr}")
             errors.append(took)
             floor.append(process_seconds("--version", home=home)[0])
-    report("unreachable: gputui nodes to its one-line error", errors,
+    figures.add("unreachable reference (gputui --version) median", statistics.median(floor), "s")
+    report(figures, "unreachable", "unreachable: gputui nodes to its one-line error", errors,
            f"against `gputui --version`: median {statistics.median(floor):.3f} s")
 
 
-def silent_store(runs: int) -> None:
+def silent_store(runs: int, figures: Figures) -> None:
     from gputui.backends.base import BackendError
     from gputui.backends.prom import PromConfig, PromSource
 
@@ -148,14 +152,16 @@ def silent_store(runs: int) -> None:
         for s in held:
             s.close()
         silent.close()
-    report("silent-store: a fleet query to its BackendError", waited, "against prometheus_timeout 1 s")
+    report(figures, "silent-store", "silent-store: a fleet query to its BackendError", waited, "against prometheus_timeout 1 s")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--only", default=",".join(KINDS), help=f"some of {','.join(KINDS)}")
+    json_option(parser)
     args = parser.parse_args()
+    figures = Figures("reaction_times", settings_of(args))
     kinds = [k for k in args.only.split(",") if k]
     if not kinds or set(kinds) - set(KINDS):
         parser.error(f"--only: some of {','.join(KINDS)}")
@@ -163,7 +169,8 @@ def main() -> None:
         parser.error("--runs: at least 1")
     for kind in KINDS:
         if kind in kinds:
-            {"watch": watch, "unreachable": unreachable, "silent-store": silent_store}[kind](args.runs)
+            {"watch": watch, "unreachable": unreachable, "silent-store": silent_store}[kind](args.runs, figures)
+    figures.write(args.json)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.figures import Figures, json_option, settings_of
 from tests.support.control_plane import ControlPlane
 from tests.support.exporters import DcgmExporter, MetricsHTTPServer
 from tests.support.prom import PrometheusServer, dcgm_scrape_config
@@ -432,8 +433,9 @@ class _Closing:
         self.thing.close()
 
 
-def report(fleet: dict, got: dict) -> None:
+def report(fleet: dict, got: dict, figures: Figures) -> None:
     kubectl = fleet["kubectl_get_s"]
+    record(figures, fleet, got)
     flat = {k: round(v, 3) for k, v in got.items() if isinstance(v, (int, float))}
     print(json.dumps({"nodes": fleet["nodes"], "kubectl_get_s": round(kubectl, 3), **flat,
                       "phases": got["phases"]}))
@@ -465,6 +467,38 @@ def report(fleet: dict, got: dict) -> None:
         print("(tracemalloc was on: the timings above are not valid)")
 
 
+def record(figures: Figures, fleet: dict, got: dict) -> None:
+    """What report() prints, for --json: the same figures under short names."""
+    kubectl = fleet["kubectl_get_s"]
+    figures.add("kubectl get nodes,pods", kubectl, "s")
+    if "created_s" in fleet:
+        figures.add("fleet created", fleet["created_s"], "s")
+    for name, mb in fleet.get("servers_rss_mb", {}).items():
+        figures.add(f"server {name} RSS", mb, "MB")
+    figures.add("first snapshot", got["first_snapshot_s"], "s")
+    figures.add("first snapshot/kubectl", got["first_snapshot_s"] / kubectl, "x")
+    figures.add("first snapshot reads", got["first_snapshot_tries"], "", "")
+    figures.add("first frame", got["first_frame_s"], "s")
+    figures.add("first frame/kubectl", got["first_frame_s"] / kubectl, "x")
+    figures.add("steady CPU", got["cpu_share"] * 100, "% core")
+    figures.add("CPU per refresh", got["cpu_per_refresh_s"], "s")
+    figures.add("peak RSS", got["rss_mb"], "MB")
+    figures.add("queries per refresh", got["queries_per_refresh"], "")
+    figures.add("cycle collector", got["gc_s"], "s")
+    figures.add("cycle collector share", got["gc_s"] / got["cpu_per_refresh_s"] / max(1, got["refreshes"]) * 100, "%")
+    figures.add("full collections", got["gc_full"], "", "")
+    for gen, seconds in enumerate(got["gc_by_gen_s"]):
+        figures.add(f"cycle collector gen {gen}", seconds, "s")
+    figures.add("metrics reads failed", got["metrics_failed"], "")
+    figures.add("refreshes", got["refreshes"], "", "")
+    figures.add("snapshot time", got["refresh_s"], "s")
+    figures.add("cycle", got["cycle_s"], "s")
+    for name, m in got["phases"].items():
+        figures.add(f"phase {name} RSS", m["rss_mb"], "MB")
+        figures.add(f"phase {name} peak RSS", m["peak_mb"], "MB")
+        figures.add(f"phase {name} threads", m["threads"], "", "")
+
+
 def measure(fleet: dict, steady: float, trace: int, dcgm_interval: float, refresh: float,
             prom_timeout: float = 3.0) -> dict:
     import multiprocessing
@@ -492,14 +526,17 @@ def main() -> None:
     parser.add_argument("--kubectl-runs", type=int, default=3, metavar="N",
                         help="kubectl lists to take the median of (default 3; each takes 1.5 min at 65,000 nodes)")
     parser.add_argument("--tracemalloc", type=int, default=0, metavar="N", help="top N allocation sites per phase")
+    json_option(parser)
     args = parser.parse_args()
+    figures = Figures("scale", settings_of(args))
     if args.kubectl_runs < 1:
         parser.error("--kubectl-runs must be at least 1")
     if args.against:
         fleet = json.loads(Path(args.against).read_text())
         got = measure(fleet, args.steady, args.tracemalloc, args.dcgm_interval, args.refresh, args.prom_timeout)
         fleet["servers_rss_mb"] = server_memory(fleet.get("pids", {}))
-        report(fleet, got)
+        report(fleet, got, figures)
+        figures.write(args.json)
         return
     with ExitStack() as stack:
         fleet = build_fleet(stack, args.nodes, args.recorded, args.kubectl_runs)
@@ -515,10 +552,14 @@ def main() -> None:
             except KeyboardInterrupt:
                 pass
             os.unlink(args.serve)
+            figures.add("kubectl get nodes,pods", fleet["kubectl_get_s"], "s")  # all a fleet set up alone measured
+            figures.add("fleet created", fleet["created_s"], "s")
+            figures.write(args.json)
             return
         got = measure(fleet, args.steady, args.tracemalloc, args.dcgm_interval, args.refresh, args.prom_timeout)
         fleet["servers_rss_mb"] = server_memory(fleet["pids"])  # while they still run
-    report(fleet, got)
+    report(fleet, got, figures)
+    figures.write(args.json)
 
 
 if __name__ == "__main__":

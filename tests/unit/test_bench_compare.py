@@ -1,5 +1,6 @@
 """Benchmarks' figures as JSON (benchmarks/figures.py) and their comparison (scripts/bench-compare.py)."""
 
+import ast
 import importlib.util
 import json
 import math
@@ -74,3 +75,22 @@ def test_a_file_it_cannot_read_is_one_line_and_exit_2(tmp_path, capsys, content)
     assert bench_compare.main([str(good), str(bad)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("bench-compare: ") and err.count("\n") == 1 and "Traceback" not in err
+
+
+def _calls(tree: ast.AST) -> list[ast.Call]:
+    return [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "benchmarks").glob("*.py")), ids=lambda p: p.name)
+def test_every_runnable_benchmark_offers_json_and_writes_it(path):
+    """A benchmark with a main() takes --json FILE and writes its figures there (the libraries beside them,
+    fault_watch and harness_traffic, have no main and run nothing)."""
+    tree = ast.parse(path.read_text())
+    main = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main"), None)
+    if main is None:
+        pytest.skip("no main(): a library")
+    assert any(isinstance(c.func, ast.Name) and c.func.id == "json_option" for c in _calls(main)), \
+        f"{path.name}: main() adds no --json (benchmarks.figures.json_option)"
+    writes = [c for c in _calls(tree) if isinstance(c.func, ast.Attribute) and c.func.attr == "write"
+              and [ast.unparse(a) for a in c.args] == ["args.json"]]
+    assert writes, f"{path.name}: never writes its figures (.write(args.json))"

@@ -205,6 +205,7 @@ def real(nodes: int, runs: int, record: Figures) -> None:
     print(f"  snapshot read: {inner['nodes']} nodes, {inner['pods']} pods, {inner['gpus']} GPUs with metrics; "
           f"sources: {inner['sources']}")
     counts = out["counts"]
+    record.add("checks run", len(out["checks"]), "", "")
     for status, n in counts.items():
         record.add(f"checks {status}", n, "", "")
     record.add("exit code", out["exit_code"], "", "")

@@ -46,6 +46,7 @@ class Settings:
     wallboard: bool = False
     wallboard_rotate: float = 15.0  # seconds each wallboard page stays up
     wallboard_heat: str = "util"  # what the heat map colours: util or temp
+    cache: bool = True  # draw the context's last snapshot (CACHED) while the live read runs; keep one (snapshot_cache)
     kubeconfig: str | None = None
     context: str | None = None
     namespace: str | None = None

@@ -217,6 +217,8 @@ class Backend:
     unknown: Mapping[str, str] = field(default_factory=dict)
     # What a review asked, where the cluster decides it (the route kinds it serves): review -> words.
     words: Mapping[str, str] = field(default_factory=dict)
+    # Why nothing can be written yet, when that is the reason (a cached view while start-up connects).
+    waiting: str = ""
 
     @property
     def read_only(self) -> bool:
@@ -232,6 +234,8 @@ class Backend:
         apiserver answered "no" is a denial, named; one that got no verdict is unknown, said with its cause."""
         what = operation.replace("_", " ")
         if self.writer is None:
+            if self.waiting:
+                return f"{self.waiting}: {what} is unavailable"
             if self.protected:
                 return (f"read-only: context {self.context} is protected ({self.protected!r} in protected_contexts): "
                         f"{what} is unavailable")

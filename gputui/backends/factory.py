@@ -70,14 +70,18 @@ class NotConnected:
         pass
 
 
-def pending_backend(settings: Settings) -> Backend:
+CACHED_VIEW = "cached view: wait for the live read"  # what a write answers while a cached snapshot is shown
+
+
+def pending_backend(settings: Settings, waiting: str = "") -> Backend:
     """What the TUI holds while it connects to a real cluster off its UI thread (build_backend runs the
     kubeconfig's credential plugin and asks the apiserver): the context's name, nothing to read and nothing
     to write. Reading the kubeconfig is all it does, so a bad kubeconfig or context is still one line before
     the screen opens."""
     from gputui.backends.kubeconfig import target_context  # noqa: PLC0415 (kubeconfig, kube_http and urllib3, ~50 ms: not for the demo)
 
-    return Backend(reader=NotConnected(), writer=None, context=target_context(settings.kubeconfig, settings.context))
+    return Backend(reader=NotConnected(), writer=None, context=target_context(settings.kubeconfig, settings.context),
+                   waiting=waiting)
 
 
 def context_names(settings: Settings) -> list[str]:

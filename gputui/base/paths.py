@@ -19,6 +19,10 @@ def state_dir() -> Path:
     return _xdg("XDG_STATE_HOME", ".local/state") / "gputui"
 
 
+def cache_dir() -> Path:
+    return _xdg("XDG_CACHE_HOME", ".cache") / "gputui"
+
+
 def shown(path: Path) -> str:
     """A path as a person reads it: under the home directory as `~/…` (shorter at 80 columns)."""
     try:

@@ -89,6 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     ui.add_argument("--keymap", default=argparse.SUPPRESS, help="keymap: default, vim, k9s or one of yours")
     ui.add_argument("--wallboard", action="store_true", default=argparse.SUPPRESS, help="read-only wallboard with rotating pages")
     ui.add_argument("--rotate", dest="wallboard_rotate", type=_positive_float, default=argparse.SUPPRESS, metavar="SECONDS", help="seconds per wallboard page (default 15)")
+    ui.add_argument("--no-cache", dest="cache", action="store_false", default=argparse.SUPPRESS,
+                    help="do not draw the last snapshot seen of the context while the live read runs, nor keep one")
     # Set by `gputui serve` on each page's gputui: :ctx and :fleet cannot leave the context(s) it started on.
     ui.add_argument("--pin-context", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
@@ -151,7 +153,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
     flags = {
         k: v for k, v in vars(args).items()
         if k in ("demo", "seed", "kubeconfig", "context", "namespace", "prometheus", "read_only", "refresh", "theme",
-                 "keymap", "wallboard", "wallboard_rotate", "dcgm_interval", "pin_context", "exec_timeout")
+                 "keymap", "wallboard", "wallboard_rotate", "dcgm_interval", "pin_context", "exec_timeout", "cache")
     }
     config: str | None = getattr(args, "config", None)
     try:

@@ -102,15 +102,18 @@ class GputuiApp(LooksMixin, PollMixin, App[None]):
         first_snapshot: ClusterSnapshot | None = None,
         themes_read: ThemesRead | None = None,
         connect: Callable[[], Backend] | None = None,
+        cached: tuple[ClusterSnapshot, float] | None = None,
     ) -> None:
         """`connect`: builds the real backend; `backend` is then only what stands for it meanwhile
-        (factory.pending_backend). Start-up runs it off the UI thread (ConnectingScreen)."""
+        (factory.pending_backend). Start-up runs it off the UI thread (ConnectingScreen), or, given the context's
+        `cached` snapshot and when it was saved (backends.snapshot_cache), behind that snapshot marked CACHED."""
         super().__init__()
         self.settings = settings
         self.backend = backend
         self.clock = clock
         self.audit = audit or AuditLog(None, "unknown", backend.context)
-        self.snapshot: ClusterSnapshot | None = first_snapshot  # read already (the demo's, see cli.tui)
+        self.snapshot: ClusterSnapshot | None = first_snapshot or (cached[0] if cached else None)  # see cli.tui
+        self.cached_at: float | None = cached[1] if cached and connect is not None else None  # until the live read
         self.poll_error: str | None = None
         self.palette: Palette = MONO if no_color else Palette()
         self._no_color = no_color
@@ -174,7 +177,8 @@ class GputuiApp(LooksMixin, PollMixin, App[None]):
             self.notify(self._notice, title="Simulation", timeout=15)
         self.set_interval(1.0, self._tick_age)
         if self.connecting is not None:
-            self.push_screen(ConnectingScreen(self.connecting))
+            if self.cached_at is None:  # with a cached snapshot, the dashboard draws it meanwhile
+                self.push_screen(ConnectingScreen(self.connecting))
             threading.Thread(target=self._connect_first, args=(self.dashboard_view(),), name="gputui connect",
                              daemon=True).start()
         elif self.snapshot is None:
@@ -217,7 +221,7 @@ class GputuiApp(LooksMixin, PollMixin, App[None]):
             backend.close()
 
     def on_first_read(self, message: FirstRead) -> None:
-        self.connecting = None
+        self.connecting, self.cached_at = None, None
         old, self.backend = self.backend, message.backend
         old.close()
         self.audit = AuditLog(self.audit.path, getattr(self.backend.writer, "identity", "unknown"), self.backend.context)
@@ -227,8 +231,9 @@ class GputuiApp(LooksMixin, PollMixin, App[None]):
         self.on_snapshot_ready(SnapshotReady(message.snapshot, None))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # While start-up connects there is nothing to act on: the app's keys but quitting wait for a cluster.
-        return self.connecting is None or action == "quit"
+        # While start-up connects there is nothing to act on: the app's keys but quitting wait for a cluster. A
+        # cached view can be looked through; its writes are refused by the pending backend (factory.CACHED_VIEW).
+        return self.connecting is None or action == "quit" or self.cached_at is not None
 
     # Themes and keymaps (reload_looks, use_keymap, watch_theme): gputui.ui.app_looks.LooksMixin.
     # The poll loop (poll_now, prepare_snapshot, on_snapshot_ready, problems): gputui.ui.app_poll.PollMixin.

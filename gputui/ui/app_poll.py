@@ -16,6 +16,7 @@ from textual.worker import get_current_worker
 
 from gputui.backends.base import Backend, error_line
 from gputui.backends.gcpause import settle_after_snapshot
+from gputui.backends.snapshot_cache import Keeper
 from gputui.base.debug_log import log
 from gputui.policy.figures import figures
 from gputui.policy.node_pools import fleet_pools
@@ -53,6 +54,10 @@ class PollMixin(_AppBase):
 
     settings: Settings
     backend: Backend
+    # Keeps the context's cache from the live snapshots (cli.tui sets it unless --no-cache), and why the cache
+    # could not be read at start (one line, for diagnostics).
+    keeper: Keeper | None = None
+    cache_note: str = ""
     clock: Callable[[], float]
     snapshot: ClusterSnapshot | None
     poll_error: str | None
@@ -129,6 +134,8 @@ class PollMixin(_AppBase):
         old, new = self.snapshot, message.snapshot
         if new is not None:
             self.snapshot = new
+            if self.keeper is not None:
+                self.keeper.offer(new)
             self._observe_upgrades(new)  # done already when the poll thread prepared it
             self.problem_watch.flaps(new, self.settings.temp_threshold)  # so too: once per snapshot
         changed = message.error != self.poll_error or not same_content(old, new) or self._flaps_moved(old, new)

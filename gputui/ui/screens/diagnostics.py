@@ -12,6 +12,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
+from gputui.base.safe_text import visible
 from gputui.policy.health import Finding
 from gputui.policy.problems import findings as all_findings
 from gputui.policy.problems import summary
@@ -63,6 +64,9 @@ class DiagnosticsScreen(ClusterScreen):
         modes = [f"{s.name}: {s.mode}" for s in snap.sources if s.mode]
         if modes:  # e.g. whether the fleet's GPU figures come from gputui's recording rules
             title.append(f"   {'; '.join(modes)}", style="dim")
+        cache = self.app.cache_note or (self.app.keeper.note if self.app.keeper else "")
+        if cache:  # the cached first frame: why there was none, or why none is kept
+            title.append(f"   {visible(cache, 200)}", style="dim")
         self.query_one("#diag-title", Static).update(title)
         if findings == self.findings:
             return  # nothing changed: keep the cursor and skip the redraw

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
+from gputui.base.safe_text import visible
 from gputui.policy.figures import figures
 from gputui.policy.problems import FLAPPING, Problem, headline, summary
 from gputui.present import cells
@@ -74,7 +75,7 @@ class HeaderBar(ClusterWidget, Static):
             text.append(" SIM" if narrow else " SIMULATED", style=f"bold {palette.draining}")
         if app.backend.protected:  # read-only because the config protects this context
             text.append(" PROT" if narrow else " PROTECTED", style=f"bold {palette.cordoned}")
-        elif app.read_only:
+        elif app.read_only and app.cached_at is None:  # a cached view writes nothing until the live read: it says so
             text.append(" RO" if narrow else " READ-ONLY", style=f"bold {palette.cordoned}")
         if snap is None:
             _sep(text)
@@ -87,10 +88,16 @@ class HeaderBar(ClusterWidget, Static):
         now = app.clock()
         age = now - snap.taken_at
         is_stale = stale(age, app.settings.refresh)
-        text.append(
-            f"{'STALE ' if is_stale else ''}{cells.ago(age)}",
-            style=f"bold reverse {palette.stale}" if is_stale else "dim",
-        )
+        if app.cached_at is not None:  # the last snapshot of an earlier run, until the live read replaces it
+            text.append(f"CACHED, {cells.ago(now - app.cached_at)} old", style=f"bold reverse {palette.stale}")
+            if app.connecting is not None and app.connecting.error:
+                _sep(text)
+                text.append(f"live read: {visible(app.connecting.error, 300)}", style=palette.alert)
+        else:
+            text.append(
+                f"{'STALE ' if is_stale else ''}{cells.ago(age)}",
+                style=f"bold reverse {palette.stale}" if is_stale else "dim",
+            )
         _sep(text)
         text.append(f"{len(snap.nodes)} nodes")
         _sep(text)

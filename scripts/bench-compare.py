@@ -117,7 +117,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench-compare: {exc}", file=sys.stderr)
         return 2
     lines, worse = compare(old, new, args.noise / 100)
-    print("\n".join(lines))
+    try:
+        print("\n".join(lines))
+    except BrokenPipeError:  # `| head`: the reader has what it wanted
+        sys.stderr.close()
+        return 0
     return 1 if worse and args.fail_on_worse else 0
 
 

@@ -71,6 +71,7 @@ class NotConnected:
 
 
 CACHED_VIEW = "cached view: wait for the live read"  # what a write answers while a cached snapshot is shown
+PARTIAL_VIEW = "partial view: wait for the whole first read"  # … while part of a large cluster is shown
 
 
 def pending_backend(settings: Settings, waiting: str = "") -> Backend:

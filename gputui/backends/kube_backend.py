@@ -10,7 +10,7 @@ from itertools import chain
 from typing import Any
 
 from gputui.backends import kube_objects as ko
-from gputui.backends.base import Backend, BackendError, ListProgress
+from gputui.backends.base import Backend, BackendError, ListProgress, reading_line
 from gputui.backends.gcpause import gc_paused, unsettle
 from gputui.backends.join import Joiner, KubeState, Metrics, join_gpus
 from gputui.backends.join_fleet import inference_pod
@@ -189,19 +189,7 @@ class KubeReader:
         self._probe()
         errors = [c.error for c in self.caches.values() if c.error]
         api_error = self._probe_error or (errors[0] if errors else None)
-        state = KubeState(
-            nodes=self.caches["nodes"].items(),
-            pods=self.caches["pods"].items(),
-            workloads=self._items(self._workload_caches),
-            budgets=self.caches["pdbs"].items(),
-            services=self.caches["services"].items(),
-            routes=self._items(self._route_caches),
-            subset_rules=self.caches["destinationrules"].items() if "destinationrules" in self.caches else (),
-            pools=self.caches["inferencepools"].items() if "inferencepools" in self.caches else (),
-            resource_slices=self.caches["resourceslices"].items() if "resourceslices" in self.caches else (),
-            resource_claims=self.caches["resourceclaims"].items() if "resourceclaims" in self.caches else (),
-            upgrade_policies=self.caches["clusterpolicies"].items() if "clusterpolicies" in self.caches else (),
-        )
+        state = self._state()
         now = self.clock()
         if self.prom is not None:
             try:
@@ -217,9 +205,37 @@ class KubeReader:
                          self._metrics_error if self.prom is not None else "not configured (--prometheus)",
                          every=self.dcgm_interval or None, mode=self.prom.mode if self.prom is not None else ""),
         ) + ((SourceStatus("DRA", now, self._dra_error),) if self._dra_error else ())
+        return self._join(state, self._metrics, now, sources, api_error)
+
+    def partial_snapshot(self) -> ClusterSnapshot:
+        """What the first lists hold so far, while they run (a large cluster's start-up draws it, marked partial):
+        no metrics are read for it (every session count is unknown), and its API source says it is partial, so
+        nothing counts it whole. Nothing may be planned or written from it (the app keeps its pending backend)."""
+        now = self.clock()
+        sources = (SourceStatus("API", None, "partial: " + (reading_line(self.progress()) or "reading")),
+                   SourceStatus("metrics", None, "not read yet (partial view)"))
+        return self._join(self._state(), None, now, sources, "partial")
+
+    def _state(self) -> KubeState:
+        return KubeState(
+            nodes=self.caches["nodes"].items(),
+            pods=self.caches["pods"].items(),
+            workloads=self._items(self._workload_caches),
+            budgets=self.caches["pdbs"].items(),
+            services=self.caches["services"].items(),
+            routes=self._items(self._route_caches),
+            subset_rules=self.caches["destinationrules"].items() if "destinationrules" in self.caches else (),
+            pools=self.caches["inferencepools"].items() if "inferencepools" in self.caches else (),
+            resource_slices=self.caches["resourceslices"].items() if "resourceslices" in self.caches else (),
+            resource_claims=self.caches["resourceclaims"].items() if "resourceclaims" in self.caches else (),
+            upgrade_policies=self.caches["clusterpolicies"].items() if "clusterpolicies" in self.caches else (),
+        )
+
+    def _join(self, state: KubeState, metrics: Metrics | None, now: float, sources: tuple[SourceStatus, ...],
+              api_error: str | None) -> ClusterSnapshot:
         started = time.monotonic()
         with self._join_lock, gc_paused():  # a snapshot is tens of thousands of new objects, no cycles
-            snap = self._joiner.join(state, self._metrics, now=now, context=self.conn.context, sources=sources)
+            snap = self._joiner.join(state, metrics, now=now, context=self.conn.context, sources=sources)
         log.debug("snapshot: joined %d nodes, %d pods, %d services in %.0f ms%s", len(snap.nodes), len(snap.pods),
                   len(snap.services), (time.monotonic() - started) * 1000, f"; API: {api_error}" if api_error else "")
         return snap

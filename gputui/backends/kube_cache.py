@@ -11,7 +11,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterable
-from contextlib import suppress
+from contextlib import nullcontext, suppress
 from typing import Any
 
 from gputui.backends.base import BackendError
@@ -149,15 +149,25 @@ class ListWatchCache:
         started, pages = time.monotonic(), self.pages
         fresh: dict[str, Any] = {}
         cont: str | None = None
+        # The first list fills the records page by page, so a start-up on a large cluster can draw what came so
+        # far (a partial view, marked so: KubeReader.partial_snapshot). A relist keeps the whole last list until
+        # the new one is complete: once synced, readers never see a part.
+        first = not self.synced.is_set()
+        if first:
+            with self._lock:
+                self._items = fresh
+                self.generation += 1
         while True:
             body = self.conn.request(
                 "GET", self.path,
                 {"limit": PAGE_SIZE, "continue": cont, "labelSelector": self.label_selector},
                 timeout=30.0,
             )
-            with gc_paused():
+            with gc_paused(), self._lock if first else nullcontext():
                 for obj in body.get("items") or []:
                     fresh[object_key(obj)] = self.transform(obj)
+                if first:
+                    self.generation += 1
             self.pages += 1
             meta = body.get("metadata") or {}
             remaining = meta.get("remainingItemCount")

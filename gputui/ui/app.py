@@ -17,7 +17,7 @@ from textual.reactive import var
 from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.timer import Timer
 
-from gputui.backends.base import Backend, ProgressReader, error_line
+from gputui.backends.base import Backend, error_line
 from gputui.backends.factory import stop_credential_plugins
 from gputui.backends.gcpause import unsettle
 from gputui.base.safe_text import visible
@@ -205,7 +205,7 @@ class GputuiApp(LooksMixin, PollMixin, App[None]):
             try:
                 if backend is None:
                     backend = connect()
-                    state.progress = backend.reader if isinstance(backend.reader, ProgressReader) else None
+                    self.follow_first_lists(backend)
                 snapshot = backend.reader.snapshot()
             except Exception as exc:  # noqa: BLE001 - said on the screen and retried; q is always there
                 state.error, state.retry_at = error_line(exc), time.monotonic() + CONNECT_RETRY_S
@@ -221,7 +221,7 @@ class GputuiApp(LooksMixin, PollMixin, App[None]):
             backend.close()
 
     def on_first_read(self, message: FirstRead) -> None:
-        self.connecting, self.cached_at = None, None
+        self.connecting, self.cached_at, self.partial = None, None, False
         old, self.backend = self.backend, message.backend
         old.close()
         self.audit = AuditLog(self.audit.path, getattr(self.backend.writer, "identity", "unknown"), self.backend.context)
@@ -233,7 +233,7 @@ class GputuiApp(LooksMixin, PollMixin, App[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # While start-up connects there is nothing to act on: the app's keys but quitting wait for a cluster. A
         # cached view can be looked through; its writes are refused by the pending backend (factory.CACHED_VIEW).
-        return self.connecting is None or action == "quit" or self.cached_at is not None
+        return self.connecting is None or action == "quit" or self.cached_at is not None or self.partial
 
     # Themes and keymaps (reload_looks, use_keymap, watch_theme): gputui.ui.app_looks.LooksMixin.
     # The poll loop (poll_now, prepare_snapshot, on_snapshot_ready, problems): gputui.ui.app_poll.PollMixin.

@@ -4,9 +4,11 @@ inherits)."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from contextlib import suppress
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from textual import work
@@ -14,7 +16,8 @@ from textual.app import App
 from textual.timer import Timer
 from textual.worker import get_current_worker
 
-from gputui.backends.base import Backend, error_line
+from gputui.backends.base import Backend, ProgressReader, error_line
+from gputui.backends.factory import PARTIAL_VIEW
 from gputui.backends.gcpause import settle_after_snapshot
 from gputui.backends.snapshot_cache import Keeper
 from gputui.base.debug_log import log
@@ -26,11 +29,13 @@ from gputui.present.columns import node_order, row_context
 from gputui.present.node_filter import haystack_columns
 from gputui.settings import Settings
 from gputui.snapshot import ClusterSnapshot
-from gputui.ui.messages import SnapshotReady
+from gputui.ui.messages import PartialRead, SnapshotReady
 from gputui.ui.runs.idle_watch import IdleWatch
 from gputui.ui.runs.problem_watch import ProblemWatch
-from gputui.ui.screens.connecting import Connecting
+from gputui.ui.screens.connecting import Connecting, ConnectingScreen
 from gputui.ui.screens.node_order import NodeOrder, NodeView
+
+PARTIAL_EVERY_S = 1.0  # how often start-up draws what a large cluster's first lists hold so far
 
 if TYPE_CHECKING:
     _AppBase = App[None]  # mypy checks the mixin's calls against the app it is part of
@@ -58,6 +63,8 @@ class PollMixin(_AppBase):
     # could not be read at start (one line, for diagnostics).
     keeper: Keeper | None = None
     cache_note: str = ""
+    partial = False  # the snapshot shown is what a large cluster's first lists held so far (PartialRead)
+    cached_at: float | None
     clock: Callable[[], float]
     snapshot: ClusterSnapshot | None
     poll_error: str | None
@@ -129,11 +136,43 @@ class PollMixin(_AppBase):
 
         snapshot.derived("upgrade-clock", observe)
 
+    def follow_first_lists(self, backend: Backend) -> None:
+        """Start-up built a backend whose first lists may take long (the live one): the connecting screen says
+        how far they are, and what they hold so far is drawn every second, marked partial, until the whole
+        first read replaces it. On its own thread: the connection's waits for the whole read."""
+        state = self.connecting
+        reader = backend.reader
+        if state is None or not isinstance(reader, ProgressReader):
+            return
+        state.progress = reader
+
+        def partials() -> None:
+            while not state.stop.wait(PARTIAL_EVERY_S) and self.connecting is state and reader.progress():
+                try:
+                    snapshot = reader.partial_snapshot()
+                except Exception as exc:  # noqa: BLE001 - a partial view is a courtesy: the whole read decides
+                    log.debug("partial snapshot: %s", exc)
+                    return
+                if not self.post_message(PartialRead(snapshot)):
+                    return
+
+        threading.Thread(target=partials, name="gputui partial read", daemon=True).start()
+
+    def on_partial_read(self, message: PartialRead) -> None:
+        if self.connecting is None or self.cached_at is not None:
+            return  # the whole read is in already; or the cached view stays until it is (it holds every node)
+        self.snapshot, self.partial = message.snapshot, True
+        self.backend = replace(self.backend, waiting=PARTIAL_VIEW)  # nothing planned from part of the cluster
+        if isinstance(self.screen, ConnectingScreen):
+            self.pop_screen()
+            self.refresh_bindings()
+        self._show_snapshot()
+
     def on_snapshot_ready(self, message: SnapshotReady) -> None:
         self.polls += 1
         old, new = self.snapshot, message.snapshot
         if new is not None:
-            self.snapshot = new
+            self.snapshot, self.partial = new, False
             if self.keeper is not None:
                 self.keeper.offer(new)
             self._observe_upgrades(new)  # done already when the poll thread prepared it

@@ -39,6 +39,17 @@ class SnapshotReady(Message):
 
 
 @dataclass
+class PartialRead(Message):
+    """What a large cluster's first lists hold so far, while start-up waits for the rest (drawn marked partial;
+    nothing is planned or written from it)."""
+
+    snapshot: ClusterSnapshot
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, PartialRead)
+
+
+@dataclass
 class DrainProgress(Message):
     """A running drain moved (a pod's state, a count, a log line, or its end). Progress is carried by
     the drain's run (runs.drain.DrainRun) itself, so a queued one is replaced by the next: the board draws the

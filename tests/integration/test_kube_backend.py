@@ -612,9 +612,13 @@ def test_a_first_list_that_keeps_answering_page_by_page_is_waited_for_and_silenc
     seen: list[tuple] = []  # what start-up's screen would show, read as it does (another thread, any moment)
     done = threading.Event()
 
+    partials: list = []  # what start-up draws meanwhile: the nodes read so far, marked partial
+
     def watch_progress():
         while not done.wait(0.05):
             seen.append(tuple((p.resource, p.read, p.total) for p in backend.reader.progress()))
+            if seen[-1]:
+                partials.append(backend.reader.partial_snapshot())
 
     watcher = threading.Thread(target=watch_progress, daemon=True)
     watcher.start()
@@ -638,6 +642,12 @@ def test_a_first_list_that_keeps_answering_page_by_page_is_waited_for_and_silenc
             gpu_nodes = {n.metadata.name for n in client.CoreV1Api(workload["api"]).list_node().items
                          if (n.metadata.labels or {}).get("nvidia.com/gpu.present") == "true"}
             assert len(gpu_nodes) > 2 and {n.name for n in snap.nodes} == gpu_nodes  # every page, nothing else
+            # The partial views grew with the pages, each a part of the real nodes, none passing for whole.
+            sizes = [len(p.nodes) for p in partials]
+            assert any(0 < n < len(gpu_nodes) for n in sizes), sizes
+            assert all({n.name for n in p.nodes} <= gpu_nodes for p in partials)
+            assert all(p.source("API").error.startswith("partial: reading") and not p.session_counts
+                       for p in partials)
         else:
             with pytest.raises(BackendError, match="no answer"):
                 backend.reader.snapshot()

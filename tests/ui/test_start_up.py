@@ -15,6 +15,8 @@ from gputui.backends.snapshot_cache import cache_path, save
 from gputui.cli.tui import cached_snapshot
 from gputui.ops.audit import AuditLog
 from gputui.settings import Settings
+from gputui.snapshot import SourceStatus
+from gputui.ui import app_poll
 from gputui.ui.app import GputuiApp
 from gputui.ui.screens.connecting import ConnectingScreen, reading_line
 from gputui.ui.widgets.header import HeaderBar
@@ -38,6 +40,12 @@ class SlowFirstRead(DemoCluster):
     def progress(self) -> tuple[ListProgress, ...]:
         return () if self.go.is_set() else self.lists
 
+    def partial_snapshot(self):  # type: ignore[no-untyped-def]
+        """The first five nodes, as the live reader's partial view has what its lists hold so far."""
+        whole = super().snapshot()
+        return dataclasses.replace(whole, nodes=whole.nodes[:5], simulated=False, session_counts={},
+                                   sources=(SourceStatus("API", None, "partial: reading nodes 5 / ~27"),))
+
     def snapshot(self):  # type: ignore[no-untyped-def]
         self.go.wait(30)
         return super().snapshot()
@@ -51,7 +59,8 @@ def test_the_reading_line_names_each_list_and_its_estimate():
 
 
 @pytest.mark.asyncio
-async def test_start_up_shows_how_far_the_first_lists_are_then_the_dashboard(tmp_path):
+async def test_start_up_shows_how_far_the_first_lists_are_then_the_dashboard(tmp_path, monkeypatch):
+    monkeypatch.setattr(app_poll, "PARTIAL_EVERY_S", 3600)  # this test reads the connecting screen: no partial view
     reader = SlowFirstRead()
     settings = Settings()
     app = GputuiApp(settings, Backend(reader=NotConnected(), writer=None, context="big"),
@@ -114,3 +123,26 @@ def test_a_cache_of_another_context_or_a_simulation_is_not_used(tmp_path, monkey
     assert cached_snapshot("nothing-yet") == (None, "")  # none yet: nothing to say
     (tmp_path / "gputui" / "snapshots").joinpath(cache_path("bad").name).write_text("{")
     assert cached_snapshot("bad")[1].startswith("cached snapshot not used: ")
+
+
+@pytest.mark.asyncio
+async def test_what_the_first_lists_hold_so_far_is_drawn_marked_partial_and_nothing_is_written_from_it(
+        tmp_path, monkeypatch):
+    monkeypatch.setattr(app_poll, "PARTIAL_EVERY_S", 0.05)
+    reader = SlowFirstRead()
+    app = GputuiApp(Settings(), pending_backend_for("big"), audit=AuditLog(tmp_path / "audit.jsonl", "unknown", "big"),
+                    connect=lambda: Backend(reader=reader, writer=reader, context="big"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: app.partial and not isinstance(app.screen, ConnectingScreen))
+        assert app.snapshot is not None and len(app.snapshot.nodes) == 5
+        header = str(app.screen.query_one(HeaderBar).render())
+        assert "PARTIAL" in header and "reading nodes 5 / ~27" in header
+        await pilot.press("c")  # a write from part of the cluster would plan without the rest: refused
+        await pilot.pause()
+        said = [str(n.message) for n in app._notifications]
+        assert any("partial view: wait for the whole first read" in m for m in said), said
+        reader.go.set()
+        await until(pilot, lambda: app.connecting is None and not app.partial)
+        await pilot.pause()
+        assert len(app.snapshot.nodes) == 27 and "PARTIAL" not in str(app.screen.query_one(HeaderBar).render())
+        await pilot.press("q")

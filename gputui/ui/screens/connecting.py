@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -16,7 +15,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Static
 
-from gputui.backends.base import ListProgress, ProgressReader
+from gputui.backends.base import ProgressReader, reading_line
 from gputui.backends.factory import credential_plugins
 from gputui.base.safe_text import visible
 
@@ -34,14 +33,6 @@ class Connecting:
     retry_at: float | None = None  # when the next try starts (time.monotonic)
     stop: threading.Event = field(default_factory=threading.Event)
     progress: ProgressReader | None = None  # the reader whose first lists are running, once the backend is built
-
-
-def reading_line(lists: Sequence[ListProgress]) -> str:
-    """"reading nodes 12,000 / ~65,000 · pods 3,500": the first lists start-up still waits on, in the reader's
-    order (nodes first). The total is the apiserver's estimate, hence the ~."""
-    parts = [f"{p.resource} {p.read:,}" + (f" / ~{p.total:,}" if p.total is not None and p.total > p.read else "")
-             for p in lists]
-    return "reading " + " · ".join(parts) if parts else ""
 
 
 class ConnectingScreen(Screen[None]):

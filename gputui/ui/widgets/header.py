@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
+from gputui.backends.base import reading_line
 from gputui.base.safe_text import visible
 from gputui.policy.figures import figures
 from gputui.policy.problems import FLAPPING, Problem, headline, summary
@@ -93,6 +94,11 @@ class HeaderBar(ClusterWidget, Static):
             if app.connecting is not None and app.connecting.error:
                 _sep(text)
                 text.append(f"live read: {visible(app.connecting.error, 300)}", style=palette.alert)
+            elif app.connecting is not None and app.connecting.progress is not None:
+                _sep(text)
+                text.append(reading_line(app.connecting.progress.progress()) or "reading", style="dim")
+        elif app.partial:  # part of a large cluster's first read: its API source says how far it is
+            text.append("PARTIAL", style=f"bold reverse {palette.stale}")
         else:
             text.append(
                 f"{'STALE ' if is_stale else ''}{cells.ago(age)}",

@@ -53,8 +53,17 @@ class CordonOwner:
 
 def holder_words(hold: Disruption) -> str:
     since = f" (since {shown_time(hold.since)})" if hold.since is not None else ""
-    why = hold.why.removeprefix("quarantined by NVSentinel; ").removeprefix("cordoned through gputui by ")
-    return f"{_LEADS.get(hold.actor, hold.actor)}: {why}{since}"
+    lead = _LEADS.get(hold.actor, hold.actor)
+    why = hold.why
+    if hold.actor == d.NVSENTINEL:
+        why = why.removeprefix("quarantined by NVSentinel").removeprefix("; ")
+        lead += f" ({hold.phase})" if hold.phase != "quarantined" else ""
+    elif hold.actor == d.GPU_OPERATOR:  # its why is the same words but for the note on an earlier cordon
+        why = why.removeprefix("driver upgrade (GPU Operator)").removeprefix("; ")
+        lead += f" (state {hold.phase})"
+    elif hold.actor == d.PERSON:
+        why = why.removeprefix("cordoned through gputui by ")
+    return f"{lead}: {why}{since}" if why else f"{lead}{since}"
 
 
 def _holds(hold: Disruption, record: CordonRecord | None, identity: str) -> bool:

@@ -131,7 +131,7 @@ def parse_expiry(text: str, now: float) -> float | None:
         return None
     if _DURATION_LIKE.fullmatch(raw):
         try:
-            return now + validate.duration(raw, at_most=CORDON_EXPIRY_MAX_S)
+            return float(round(now + validate.duration(raw, at_most=CORDON_EXPIRY_MAX_S)))  # the record's resolution
         except ValueError as exc:
             raise ValueError(f"expiry {raw[:40]!r}: {exc}") from None
     try:

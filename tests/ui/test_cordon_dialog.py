@@ -103,3 +103,29 @@ async def test_uncordon_of_ones_own_cordon_is_the_plain_confirm(app_factory, tmp
         await pilot.press("y")
         await wait_for(pilot, lambda: not app.snapshot.node(target).unschedulable)
         assert read_record(app.snapshot.node(target).annotations) is None
+
+
+async def test_nvsentinels_hostile_message_is_named_made_safe_and_the_keys_stay_on_an_80x24_screen(app_factory):
+    import json
+
+    app = app_factory()
+    node = "gpu-h100-02"
+    event = [{"checkName": "GpuXidError", "message": "\x1b]0;pwned\x07XID 79 " + "fallen off the bus " * 80}]
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(pilot)
+        writer = app.backend.writer
+        writer.set_unschedulable(node, True)
+        writer.annotate_node(node, {"quarantineHealthEvent": json.dumps(event),
+                                    "quarantineHealthEventIsCordoned": "True"})
+        app.poll_now()
+        await wait_for(pilot, lambda: "quarantineHealthEvent" in app.snapshot.node(node).annotations)
+        app.screen.nodes_table.move_to(node)
+        await pilot.press("u")
+        await wait_for(pilot, lambda: isinstance(app.screen, OverrideScreen))
+        body = str(app.screen.query_one("#dialog-body").render())
+        assert "NVSentinel quarantined it: GpuXidError: ␛]0;pwned␇XID 79" in body and "\x1b" not in body
+        keys = app.screen.query_one("#dialog-keys").region
+        assert keys.height >= 1 and keys.bottom <= 24
+        await pilot.press("n")
+        await pilot.pause()
+        assert app.snapshot.node(node).unschedulable

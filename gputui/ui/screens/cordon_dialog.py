@@ -17,6 +17,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Static
 
 from gputui.backends.base import BackendError
+from gputui.base.safe_text import visible
 from gputui.ops.context import OpContext
 from gputui.ops.cordon import CordonPlan, plan_cordon, run_cordon
 from gputui.policy.cordon_record import clean_reason, clean_ticket, parse_expiry
@@ -51,7 +52,7 @@ class CordonScreen(ClusterModal[tuple[str, str, float | None] | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Static(Text(f"Cordon {self.plan.node}?", style="bold"), id="dialog-title")
-            yield Static(Text(self.plan.describe()), id="dialog-body")
+            yield Static(Text(shown(self.plan)), id="dialog-body")
             for key, label, hint, most in FIELDS:
                 with Horizontal(classes="cordon-row"):
                     yield Static(label, classes="cordon-label")
@@ -104,6 +105,12 @@ class OverrideScreen(ConfirmScreen):
         self.notify("Another actor holds this node: press y to override it, n to leave it", severity="warning")
 
 
+def shown(plan: CordonPlan) -> str:
+    """The plan in words, its cluster text (an actor's message, a record's reason) made safe for the screen and cut
+    where a dialog at 80x24 still shows its keys."""
+    return visible(plan.describe(), 600)
+
+
 def ask_cordon(app: GputuiApp, node: str | None, cordon: bool) -> None:
     """Plan, ask, then cordon or uncordon through the app's writer (shared by screens)."""
     why = app.backend.why_not("cordon" if cordon else "uncordon")
@@ -139,11 +146,11 @@ def ask_cordon(app: GputuiApp, node: str | None, cordon: bool) -> None:
             if yes:
                 write(plan, override=True)
 
-        app.push_screen(OverrideScreen(f"Uncordon {node} over another actor?", plan.describe()), overridden)
+        app.push_screen(OverrideScreen(f"Uncordon {node} over another actor?", shown(plan)), overridden)
         return
 
     def confirmed(yes: bool | None) -> None:
         if yes:
             write(plan)
 
-    app.push_screen(ConfirmScreen(plan.verb.capitalize() + "?", plan.describe()), confirmed)
+    app.push_screen(ConfirmScreen(plan.verb.capitalize() + "?", shown(plan)), confirmed)

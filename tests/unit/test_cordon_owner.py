@@ -201,3 +201,12 @@ def test_uncordon_over_another_actor_is_refused_unless_overridden_and_the_overri
     result = [e for e in audit(tmp_path) if e["phase"] == "result"][-1]
     assert result["action"] == "uncordon"
     assert [h["actor"] for h in result["params"]["override_owner"]] == ["gpu-operator"]
+
+
+def test_the_node_parser_keeps_the_record_beside_the_actors_annotations():
+    from gputui.backends.kube_objects import node_record
+
+    value = CordonRecord("alice", "disk", NOW).to_annotation()
+    parsed = node_record({"metadata": {"name": "gpu-1", "annotations": {CORDON_RECORD: value, "other.io/x": "y"}},
+                          "spec": {"unschedulable": True}, "status": {}})
+    assert parsed.annotations == {CORDON_RECORD: value}

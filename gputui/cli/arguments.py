@@ -248,3 +248,43 @@ def add_rollout_parser(sub: Any, common: Callable[[argparse.ArgumentParser], Non
     p.add_argument("--force", action="store_true",
                    help="take each step past the capacity rule (a share of new sessions above the version's share "
                         "of ready pods); never past a gate, nor towards pods waiting to be evicted")
+
+
+def _record_check(name: str) -> Callable[[str], Any]:
+    """--reason, --ticket, --expires: gputui.policy.cordon_record's checks (loaded when one is given)."""
+    def parse(text: str) -> Any:
+        import time  # noqa: PLC0415 (only when the flag is given)
+
+        from gputui.policy import cordon_record as r  # noqa: PLC0415 (only when the flag is given)
+
+        try:
+            return {"reason": r.clean_reason, "ticket": r.clean_ticket,
+                    "expires": lambda t: r.parse_expiry(t, time.time())}[name](text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = name
+    return parse
+
+
+def add_cordon_parsers(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> None:
+    """`gputui cordon NODE --reason TEXT` and `gputui uncordon NODE` (gputui.cli.cordon)."""
+    p = sub.add_parser("cordon", help="cordon a node, recording who, why, a ticket and an expiry on it")
+    common(p)
+    p.add_argument("node", metavar="NODE", type=node_name)
+    p.add_argument("--reason", required=True, type=_record_check("reason"), metavar="TEXT",
+                   help="why (one line, at most 200 characters; written on the node, readable by all who read nodes)")
+    p.add_argument("--ticket", type=_record_check("ticket"), default="", metavar="TICKET", help="a ticket ID or URL")
+    p.add_argument("--expires", type=_record_check("expires"), default=None, metavar="WHEN",
+                   help="when the cordon should end: a duration (4h, 2d) or an ISO date (2026-12-24, "
+                        "2026-12-24T18:00Z); past it the node is an alert")
+    p.add_argument("--dry-run", action="store_true", help="print the plan; write nothing")
+    p.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    u = sub.add_parser("uncordon", help="uncordon a node; refused while another actor holds it (NVSentinel, the GPU "
+                                        "Operator, Karpenter, the cluster autoscaler, a running drain, another user)")
+    common(u)
+    u.add_argument("node", metavar="NODE", type=node_name)
+    u.add_argument("--override-owner", action="store_true",
+                   help="uncordon even though another actor holds the node (the audit log names it)")
+    u.add_argument("--dry-run", action="store_true", help="print the plan; write nothing (exit 1 when refused)")
+    u.add_argument("-o", "--output", choices=("text", "json"), default="text")

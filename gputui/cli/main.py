@@ -92,6 +92,10 @@ def _run(argv: Sequence[str] | None) -> int:
             from gputui.cli import serve  # noqa: PLC0415 (a subcommand's module loads only when it runs)
 
             return serve.run(settings, args)
+        if args.command in ("cordon", "uncordon"):
+            from gputui.cli import cordon  # noqa: PLC0415 (a subcommand's module loads only when it runs)
+
+            return cordon.run(settings, args, backend)
         if args.command == "drain":
             from gputui.cli import drain  # noqa: PLC0415 (a subcommand's module loads only when it runs)
 

@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 import gputui
 from gputui.cli.arguments import (
     add_check_parser,
+    add_cordon_parsers,
     add_drain_parser,
     add_rollout_parser,
     add_scale_down_parser,
@@ -146,6 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_check_parser(sub, common)
     add_scale_down_parser(sub, common)
     add_rollout_parser(sub, common)
+    add_cordon_parsers(sub, common)
     return parser
 
 

@@ -16,6 +16,7 @@ import math
 import time
 from typing import Any
 
+from gputui.policy.cordon_record import CordonRecord, read_record
 from gputui.policy.upgrades import stuck_because
 from gputui.snapshot import ClusterSnapshot
 from gputui.vocabulary import disruptions as d
@@ -34,7 +35,10 @@ def node_disruptions(node: Node, now: float, snapshot: ClusterSnapshot | None = 
     taints = node.scheduling.taints if node.scheduling is not None else ()
     found = [*_autoscaler(taints, now), *_karpenter(node, taints), *_nvsentinel(node, taints, now),
              *_gpu_operator(node, now, snapshot), *_gputui(node, now)]
-    if node.unschedulable and not any(x.cordons for x in found):
+    record = read_record(node.annotations) if node.unschedulable else None
+    if record is not None:  # a cordon through gputui: its person, reason and expiry (a record left on a node
+        found.append(_recorded(record, now))  # uncordoned by hand since is history, not a hold)
+    elif node.unschedulable and not any(x.cordons for x in found):
         found.append(Disruption(d.PERSON, "cordoned", None, "cordoned, owner unknown (no actor gputui reads claims "
                                 "it: kubectl cordon, or a tool gputui does not know)", cordons=True))
     return sorted(found, key=lambda x: not x.stuck)  # stable: otherwise in the order above
@@ -206,3 +210,18 @@ def _lease_renewed(raw: str | None) -> float | None:
     except (ValueError, KeyError, TypeError):
         return None
     return renewed if math.isfinite(renewed) else None
+
+
+def _recorded(record: CordonRecord, now: float) -> Disruption:
+    """A person's cordon through gputui: who, why, the ticket and the expiry; stuck once the expiry has passed."""
+    if record.problem:
+        return Disruption(d.PERSON, "cordoned", None, f"cordoned through gputui: {record.words()}", cordons=True)
+    stuck = "" if not record.expired(now) or record.expires is None else \
+        f"cordon expired {_age(now - record.expires)} ago: uncordon it, or cordon it again with a new expiry"
+    return Disruption(d.PERSON, "cordoned", record.since, f"cordoned through gputui by {record.words(now)}", stuck,
+                      cordons=True)
+
+
+def _age(seconds: float) -> str:
+    return f"{seconds / 86400:.0f}d" if seconds >= 2 * 86400 else f"{seconds / 3600:.0f}h" if seconds >= 3600 \
+        else f"{max(1.0, seconds / 60):.0f}m"

@@ -13,16 +13,19 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from gputui.policy.cordon_record import read_record, shown_time
 from gputui.policy.health import Alert, Finding, Severity, diagnose
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.model import Node
 
 FLAP_WINDOW_S = 60.0  # a problem gone and back within this is flapping; gone this long, it is gone
 
 # The header's word for a node's problem, by its worst alert's kind (health.node_alerts' kinds).
 KIND_WORDS = {"NotReady": "NotReady", "Lost": "GPU lost", "XID": "XID", "Health": "health", "Condition": "health",
-              "Upgrade": "upgrade failed", "Temp": "hot"}
+              "Upgrade": "upgrade failed", "Temp": "hot", "Cordon": "cordon expired"}
 FLAPPING = "flapping"
-KIND_ORDER = ("NotReady", "XID", "GPU lost", "health", "upgrade failed", "hot")  # worst first, as counted
+# worst first, as counted
+KIND_ORDER = ("NotReady", "XID", "GPU lost", "health", "upgrade failed", "hot", "cordon expired")
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +77,24 @@ class Problem:
                 break
             text += f", {w}"
         return text
+
+
+def expired_cordon_alert(node: Node, now: float) -> Alert | None:
+    """A cordon through gputui past the expiry its owner gave (issue 40 item 2): an alert, the least severe (a person
+    is to uncordon it or give a new expiry; nothing is broken), with who, why, the ticket and since when. Not in
+    health.node_alerts, whose answer is kept per node object and holds no clock: the caller gives `now` (the
+    snapshot's taken_at)."""
+    record = read_record(node.annotations) if node.unschedulable else None
+    if record is None or record.expires is None or not record.expired(now):
+        return None
+    return Alert(node.name, "Cordon", f"cordon expired {shown_time(record.expires)} (by {record.words(now)})",
+                 Severity.CORDONED, "expired")
+
+
+def expired_cordons(snapshot: ClusterSnapshot) -> list[Alert]:
+    """Every node's expired cordon, as of the snapshot: what the fleet's alerts add to health.fleet_alerts."""
+    found = (expired_cordon_alert(n, snapshot.taken_at) for n in snapshot.nodes if n.unschedulable)
+    return [a for a in found if a is not None]
 
 
 def problem_of(alerts: Sequence[Alert]) -> Problem | None:

@@ -10,7 +10,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from gputui.policy.cordon_record import read_record, shown_time
 from gputui.policy.health import node_alerts
+from gputui.policy.problems import expired_cordon_alert
 from gputui.present.cells import Palette, ago
 from gputui.vocabulary.model import DRAIN_ANNOTATION_PREFIX, GpuSummary, Node, NodeDescription
 
@@ -32,6 +34,8 @@ def describe(node: Node, temp_threshold: float, palette: Palette, read: NodeDesc
     if error:
         parts.append(Text(f"taints, heartbeat and events unavailable: {error}", style=f"bold {palette.alert}"))
     alerts = node_alerts(node, temp_threshold, summary)
+    expired = expired_cordon_alert(node, now) if now is not None else None
+    alerts = [*alerts, expired] if expired is not None else alerts  # the least severe: last
     parts.append(_section("Alerts, worst first"))
     if alerts:
         for a in alerts:
@@ -72,8 +76,29 @@ def describe(node: Node, temp_threshold: float, palette: Palette, read: NodeDesc
     if not labels:
         parts.append(Text("none: is GPU Feature Discovery running?", style=f"bold {palette.alert}"))
 
+    parts.extend(_cordon_record(node, palette, now))
     records = sorted((k, v) for k, v in node.annotations.items() if k.startswith(DRAIN_ANNOTATION_PREFIX))
     if records:
         parts.append(_section("gputui drain record"))
         parts.extend(Text(f"{k}={v}") for k, v in records)
     return Group(*parts)
+
+
+def _cordon_record(node: Node, palette: Palette, now: float | None) -> list[RenderableType]:
+    """Who cordoned it through gputui, why, the ticket, since when and until when (issue 40 item 2)."""
+    record = read_record(node.annotations) if node.unschedulable else None
+    if record is None:
+        return []
+    out: list[RenderableType] = [_section("Cordoned through gputui")]
+    if record.problem:
+        return [*out, Text(record.words(), style=f"bold {palette.alert}")]
+    rows = [("By", record.by), ("Reason", record.reason), ("Ticket", record.ticket or "none")]
+    if record.since is not None:
+        rows.append(("Since", shown_time(record.since) + (f" ({ago(max(0.0, now - record.since))} ago)"
+                                                          if now is not None else "")))
+    rows.append(("Expires", "never (no expiry given)" if record.expires is None else shown_time(record.expires)))
+    out.extend(Text.assemble((f"{label}: ", "bold"), value) for label, value in rows)
+    if record.expires is not None and now is not None and record.expired(now):
+        out.append(Text(f"EXPIRED {ago(now - record.expires)} ago: uncordon it, or cordon it again with a new expiry",
+                        style=f"bold {palette.alert}"))
+    return out

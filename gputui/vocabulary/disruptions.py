@@ -67,6 +67,16 @@ DRAIN_LEASE = DRAIN_ANNOTATION_PREFIX + "lease"  # JSON with "renewed" (epoch se
 DRAIN_LEASE_S = 60.0  # a lease not renewed this long has expired (lease.LEASE_S)
 DRAIN_IN_PROGRESS = ("cordoned", "waiting", "evicting", "paused")  # options.IN_PROGRESS
 
+# gputui's own cordon record (issue 40 item 2): who cordoned the node through gputui, why, the ticket, since when
+# and until when, as compact JSON ({"by","reason","ticket","since","expires"}; gputui.policy.cordon_record reads and
+# writes it, gputui.ops.cordon sends it in the cordon's own write and removes it in the uncordon's). Kept by the
+# node parser with every gputui.io/ annotation.
+CORDON_RECORD = "gputui.io/cordon"
+CORDON_REASON_MAX = 200  # characters of the reason
+CORDON_TICKET_MAX = 80  # characters of the ticket (an ID or a URL)
+CORDON_BY_MAX = 253  # characters of the identity read back (a user name or a service account's full name)
+CORDON_EXPIRY_MAX_S = 365 * 86400.0  # an expiry further ahead than a year is a typo
+
 # The annotations other than gputui's that the node parser keeps (it drops every other annotation: 65,000 nodes).
 ACTOR_ANNOTATIONS = frozenset({
     KARPENTER_DO_NOT_DISRUPT, NVSENTINEL_EVENT, NVSENTINEL_APPLIED_TAINTS, NVSENTINEL_IS_CORDONED,

@@ -81,6 +81,22 @@ class DemoCluster(Simulation):
                 else:
                     target[key] = value
 
+    def _patch_node(self, name: str, patch: dict | list) -> dict:
+        """A merge patch on a node, as the apiserver applies one to the fields the demo keeps: spec.unschedulable
+        and the annotations (a cordon and its record in one write, gputui.ops.cordon)."""
+        if not isinstance(patch, dict) or set(patch) - {"spec", "metadata"}:
+            raise DemoApiError(422, f"the demo patches only a node's spec.unschedulable and annotations: {patch}")
+        sim = self._node(name)
+        spec, meta = patch.get("spec") or {}, patch.get("metadata") or {}
+        if set(spec) - {"unschedulable"} or set(meta) - {"annotations"}:
+            raise DemoApiError(422, f"the demo patches only a node's spec.unschedulable and annotations: {patch}")
+        if "unschedulable" in spec:
+            sim.unschedulable = bool(spec["unschedulable"])
+        sim.annotations = merge_patch(sim.annotations, meta.get("annotations") or {})
+        sim.version += 1
+        return {"metadata": {"name": name, "annotations": dict(sim.annotations)},
+                "spec": {"unschedulable": sim.unschedulable}}
+
     def node_annotations(self, node: str) -> tuple[dict[str, str], str]:
         with self._lock:
             sim = self._node(node)
@@ -212,6 +228,8 @@ class DemoCluster(Simulation):
                     if stale_json_patch(exc.status, patch_type, patch, has_causes=False):
                         raise ConflictError(f'pods "{name}" changed since it was read ({exc})') from None
                     raise
+            if (group, plural, subresource, namespace) == ("", "nodes", "", "") and patch_type == "merge":
+                return self._patch_node(name, patch)
             if (group, plural, subresource) == ("apps", "deployments", "scale") and patch_type == "merge":
                 self._advance(self._clock())
                 return scale(self, namespace, name, patch)

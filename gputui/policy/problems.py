@@ -20,7 +20,7 @@ FLAP_WINDOW_S = 60.0  # a problem gone and back within this is flapping; gone th
 
 # The header's word for a node's problem, by its worst alert's kind (health.node_alerts' kinds).
 KIND_WORDS = {"NotReady": "NotReady", "Lost": "GPU lost", "XID": "XID", "Health": "health", "Condition": "health",
-              "Upgrade": "upgrade failed", "Temp": "hot"}
+              "Fault": "health", "Upgrade": "upgrade failed", "Temp": "hot"}  # Fault: a DCGM field (gpu_faults)
 FLAPPING = "flapping"
 KIND_ORDER = ("NotReady", "XID", "GPU lost", "health", "upgrade failed", "hot")  # worst first, as counted
 

@@ -54,6 +54,7 @@ class Fault:
     code: int | None = None  # the XID
     value: float | None = None  # the field's value (a count, a flag, a bitmask)
     short: str = ""  # a few words for an alert line: `XID 79 (fallen off the bus: reboot the node)`
+    fields: tuple[str, ...] = ()  # not collected: the fields the exporter does not export for this GPU
 
     @property
     def rank(self) -> int:
@@ -64,6 +65,8 @@ class Fault:
         out: dict[str, Any] = {"code": self.code} if self.code is not None else {"field": self.field}
         if self.code is None and self.value is not None:
             out["value"] = self.value
+        if self.fields:
+            out["fields"] = list(self.fields)
         return {**out, "words": self.words, "action": self.action, "category": self.category}
 
 
@@ -147,23 +150,27 @@ def explain_xid(code: int) -> Fault:
 # --- clock event (throttle) reasons ---------------------------------------------------------------------------
 
 # Per bit of the mask (gpu_metrics.THROTTLE_REASONS: DCGM's DCGM_CLOCKS_EVENT_REASON_*, NVML's
-# nvmlClocksEventReason*): the reason in words, the action, the category.
-THROTTLE_FAULTS: Mapping[int, tuple[str, str, str]] = {
-    0x1: ("GPU idle: clocks lowered because nothing runs", "nothing to do", "informational"),
+# nvmlClocksEventReason*, the same bits): the reason in words, the action, the category, an alert line's words.
+THROTTLE_FAULTS: Mapping[int, tuple[str, str, str, str]] = {
+    0x1: ("GPU idle: clocks lowered because nothing runs", "nothing to do", "informational", "idle"),
     0x2: ("clocks held by the applications clock setting", "check the application clocks (nvidia-smi -q -d CLOCK)",
-          "informational"),
+          "informational", "clocks held by the applications clock setting"),
     0x4: ("software power cap: clocks lowered to stay within the power limit",
-          "expected under heavy load; if constant, check the power limit (nvidia-smi -q -d POWER)", "informational"),
+          "expected under heavy load; if constant, check the power limit (nvidia-smi -q -d POWER)", "informational",
+          "power capped"),
     0x8: ("hardware slowdown: clocks cut by half or more (too hot, or the power brake)",
-          "check cooling and the power supply; run DCGM diagnostics if it persists", "hardware"),
-    0x10: ("sync boost: held to the slowest GPU of its sync-boost group", "nothing to do", "informational"),
+          "check cooling and the power supply; run DCGM diagnostics if it persists", "hardware",
+          "hardware slowdown: check cooling and power"),
+    0x10: ("sync boost: held to the slowest GPU of its sync-boost group", "nothing to do", "informational",
+           "sync boost"),
     0x20: ("software thermal slowdown: the GPU or its memory is at its maximum operating temperature",
-           "check airflow and inlet temperature if it persists", "informational"),
+           "check airflow and inlet temperature if it persists", "informational", "thermal slowdown (software)"),
     0x40: ("hardware thermal slowdown: too hot, clocks cut by half or more",
-           "check fans, airflow and inlet temperature; drain the node if it persists", "hardware"),
+           "check fans, airflow and inlet temperature; drain the node if it persists", "hardware",
+           "hardware thermal slowdown: check cooling"),
     0x80: ("hardware power brake: the power supply asked the GPU to slow down",
-           "check the node's power supply and power delivery", "hardware"),
-    0x100: ("clocks limited by the display clock setting", "nothing to do", "informational"),
+           "check the node's power supply and power delivery", "hardware", "power brake: check the power supply"),
+    0x100: ("clocks limited by the display clock setting", "nothing to do", "informational", "display clocks"),
 }
 
 
@@ -179,14 +186,14 @@ def throttle_faults(mask: float | None) -> list[Fault]:
     out = []
     for bit, word in THROTTLE_REASONS:
         if bits & bit:
-            words, action, category = THROTTLE_FAULTS[bit]
+            words, action, category, alert = THROTTLE_FAULTS[bit]
             out.append(Fault(THROTTLE_FIELD, f"clock event {word} ({bit:#x}): {words}", action, category,
-                             value=mask, short=f"throttle {word}"))
+                             value=mask, short=alert))
     rest = bits & ~sum(bit for bit, _ in THROTTLE_REASONS)
     if rest:
         out.append(Fault(THROTTLE_FIELD, f"clock event bits {rest:#x} that DCGM does not name",
                          "read the reasons with nvidia-smi -q -d PERFORMANCE", "unknown", value=mask,
-                         short=f"throttle {rest:#x}"))
+                         short=f"clock event bits {rest:#x}"))
     return out
 
 
@@ -227,8 +234,11 @@ FIELD_FAULTS: Mapping[str, tuple[str, str, str]] = {
                                                       "drain the GPU's pods and reset it; if it recurs, check the "
                                                       "link and its peer, then an RMA", "reset-gpu"),
 }
-SHORT = {"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": "ECC DBE", "DCGM_FI_DEV_ROW_REMAP_PENDING": "remap pending",
-         "DCGM_FI_DEV_ROW_REMAP_FAILURE": "remap failed", "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL": "NVLink"}
+# An alert line's words for the fields whose fault asks for an action ({n}: the value); the others as counts.
+ALERT_WORDS = {"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": "{n} uncorrectable ECC errors: drain, reset the GPU",
+               "DCGM_FI_DEV_ROW_REMAP_PENDING": "row remap pending: drain, reset the GPU",
+               "DCGM_FI_DEV_ROW_REMAP_FAILURE": "row remap failed: cordon, drain, RMA",
+               "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL": "{n} NVLink recoveries: drain, reset the GPU"}
 
 
 def explain_field(field: str, value: float | None) -> Fault | None:
@@ -240,8 +250,8 @@ def explain_field(field: str, value: float | None) -> Fault | None:
         return None
     words, action, category = FIELD_FAULTS[field]
     n = f"{value:.0f}"
-    return Fault(field, words.format(n=n), action, category, value=value,
-                 short=f"{SHORT.get(field, field.removeprefix('DCGM_FI_DEV_').lower())} ×{n}")
+    alert = ALERT_WORDS.get(field, f"{field.removeprefix('DCGM_FI_DEV_').lower()} ×{{n}}")
+    return Fault(field, words.format(n=n), action, category, value=value, short=alert.format(n=n))
 
 
 def not_collected(fields: Iterable[str]) -> Fault:
@@ -249,7 +259,7 @@ def not_collected(fields: Iterable[str]) -> Fault:
     names = list(fields)
     return Fault(names[0] if len(names) == 1 else NOT_COLLECTED, f"not collected: {', '.join(names)}",
                  "add to dcgm-exporter's counters CSV (etc/default-counters.csv) to watch "
-                 + ("it" if len(names) == 1 else "them"), NOT_COLLECTED, short="not collected")
+                 + ("it" if len(names) == 1 else "them"), NOT_COLLECTED, short="not collected", fields=tuple(names))
 
 
 def gpu_faults(xid: int, throttle: float | None, fields: Mapping[str, float]) -> list[Fault]:

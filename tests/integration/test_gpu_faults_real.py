@@ -74,7 +74,7 @@ def test_a_gpus_faults_from_real_series_and_the_fields_not_collected(served):
     assert by_field["DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"].value == 3
     assert by_field["DCGM_FI_DEV_PCIE_REPLAY_COUNTER"].value == 12
     assert [f.short for f in faults if f.field == "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"] == \
-        ["throttle hw-slow", "throttle hw-thermal"]
+        ["hardware slowdown: check cooling and power", "hardware thermal slowdown: check cooling"]
     assert "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL" not in by_field  # served, 0: nothing to say
     left_out = by_field[NOT_COLLECTED].words  # the fields neither target serves
     assert "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL" in left_out and "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL" in left_out

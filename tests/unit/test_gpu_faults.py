@@ -86,7 +86,7 @@ def test_the_throttle_bitmask_decoded():
     one = throttle_faults(0x40)
     assert [f.category for f in one] == ["hardware"] and "too hot" in one[0].words
     several = throttle_faults(0x1 | 0x4 | 0x80)  # idle, power cap, power brake: in bit order
-    assert [f.short for f in several] == ["throttle idle", "throttle sw-power", "throttle hw-power-brake"]
+    assert [f.short for f in several] == ["idle", "power capped", "power brake: check the power supply"]
     assert "power supply" in several[2].words
     odd = throttle_faults(0x40 | 0x1000)  # a bit DCGM does not name is unknown, not dropped
     assert [f.category for f in odd] == ["hardware", "unknown"] and "0x1000" in odd[1].words
@@ -128,7 +128,7 @@ def test_a_gpu_records_faults_and_the_nodes_worst():
     clean = Gpu(0, "GPU-a", extra=Figures({**every, "throttle_reasons": 0.0, "pcie_replays": 0.0}))
     assert faults_of(clean) == []  # everything collected and nothing wrong: the only empty list
     hot = Gpu(1, "GPU-b", extra=Figures({**every, "throttle_reasons": 0x40, "pcie_replays": 7.0}))
-    assert [f.short for f in faults_of(hot)] == ["throttle hw-thermal", "pcie_replay_counter ×7"]
+    assert [f.short for f in faults_of(hot)] == ["hardware thermal slowdown: check cooling", "pcie_replay_counter ×7"]
     lost = Gpu(2, "GPU-c", xid=79)
     assert node_worst([clean, hot, lost]) == (2, explain_xid(79))
     assert node_worst([clean]) is None

@@ -13,7 +13,7 @@ from rich.text import Text
 from gputui.policy.health import node_alerts
 from gputui.present.cells import Palette, ago
 from gputui.vocabulary.gpu_faults import NOT_COLLECTED, faults_of
-from gputui.vocabulary.model import DRAIN_ANNOTATION_PREFIX, GpuSummary, Node, NodeDescription
+from gputui.vocabulary.model import DRAIN_ANNOTATION_PREFIX, Gpu, GpuSummary, Node, NodeDescription
 
 # Labels worth reading on a GPU node: the GPU Operator's and GFD's (nvidia.com/…), NFD's PCI vendor label for
 # NVIDIA, and the topology a scheduler spreads over.
@@ -23,6 +23,16 @@ GPU_LABEL_PREFIXES = ("nvidia.com/", "feature.node.kubernetes.io/pci-10de", "top
 
 def _section(title: str) -> Text:
     return Text(f"\n{title}", style="bold underline")
+
+
+def gpu_faults_text(gpu: Gpu, palette: Palette) -> RenderableType:
+    """One GPU's faults in words with the action, worst first (node detail, enter on a GPU row)."""
+    parts: list[RenderableType] = []
+    for f in faults_of(gpu):
+        style = f"bold {palette.alert}" if f.category not in ("application", "informational", NOT_COLLECTED) else "bold"
+        parts.append(Text.assemble((f.category, style), ": ", f.words))
+        parts.append(Text.assemble(("  → ", "dim"), f.action, "\n"))
+    return Group(*parts) if parts else Text("no fault: every fault field read, none says anything", style="dim")
 
 
 def _faults(node: Node, palette: Palette) -> list[RenderableType]:

@@ -32,3 +32,31 @@ async def test_enter_on_a_gpu_row_shows_its_faults_in_words_with_the_action(app_
         assert "not-collected: not collected: DCGM_FI_DEV_CLOCKS_EVENT_REASONS" in text  # the demo reads none
         await pilot.press("escape")
         assert isinstance(app.screen, NodeDetailScreen)
+
+
+async def test_a_gpu_whose_fault_field_asks_for_action_reads_fault_in_its_row(app_factory):
+    """No XID, health unknown or passing: before, the row said `pass` for a GPU whose row remap had failed."""
+    from dataclasses import replace
+
+    from gputui.vocabulary.gpu_metrics import FAULT_FIELDS, Figures
+
+    app = app_factory()
+    cluster = app.backend.reader
+    name = next(n.name for n in cluster.snapshot().nodes if n.ready and n.gpus and not any(g.xid for g in n.gpus))
+    sound = {f: 0.0 for f in FAULT_FIELDS} | {"throttle_reasons": 0.0, "pcie_replays": 0.0}
+
+    def with_fault(node):
+        gpus = tuple(replace(g, extra=Figures({**g.extra, **sound, "DCGM_FI_DEV_ROW_REMAP_FAILURE": float(g.index == 1)}))
+                     for g in node.gpus)
+        return replace(node, gpus=gpus) if node.name == name else node
+
+    read = cluster.snapshot
+    cluster.snapshot = lambda: (lambda s: replace(s, nodes=tuple(with_fault(n) for n in s.nodes)))(read())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        app.open_node(name)
+        await wait_for(pilot, lambda: isinstance(app.screen, NodeDetailScreen) and app.screen.query("#gpus"))
+        gpus = app.screen.query_one("#gpus", VirtualTable)
+        await wait_for(pilot, lambda: "1" in gpus.keys and "0" in gpus.keys)
+        assert gpus.cells("1")[-2].plain == "fault"
+        assert gpus.cells("0")[-2].plain != "fault"

@@ -130,6 +130,7 @@ def _nvidia_action(entry: XidEntry, buckets: Mapping[str, str]) -> str:
     return "; ".join(parts)
 
 
+@cache  # a few codes, asked for every GPU that carries one at every read
 def explain_xid(code: int) -> Fault:
     """An XID in words, with gputui's verdict and NVIDIA's resolution; a code NVIDIA's catalog does not hold is
     unknown, never healthy."""
@@ -256,7 +257,11 @@ def explain_field(field: str, value: float | None) -> Fault | None:
 
 def not_collected(fields: Iterable[str]) -> Fault:
     """Fields the exporter does not export for this GPU, in one entry: not collected, never healthy."""
-    names = list(fields)
+    return _not_collected(tuple(fields))
+
+
+@cache  # every GPU of a fleet usually lacks the same fields: one entry for them all (`nodes -o json` at scale)
+def _not_collected(names: tuple[str, ...]) -> Fault:
     return Fault(names[0] if len(names) == 1 else NOT_COLLECTED, f"not collected: {', '.join(names)}",
                  "add to dcgm-exporter's counters CSV (etc/default-counters.csv) to watch "
                  + ("it" if len(names) == 1 else "them"), NOT_COLLECTED, short="not collected", fields=tuple(names))
@@ -294,10 +299,14 @@ def worst(faults: Iterable[Fault]) -> Fault | None:
 def faults_of(gpu: Gpu) -> list[Fault]:
     """A GPU's faults, worst first, from what its record carries: the XID, the table's throttle_reasons and
     pcie_replays figures, and the FAULT_FIELDS its `extra` holds by DCGM name."""
-    fields = {f: gpu.extra[f] for f in FAULT_FIELDS if f in gpu.extra}
-    if "pcie_replays" in gpu.extra:
-        fields[PCIE_REPLAY_FIELD] = gpu.extra["pcie_replays"]
+    if not gpu.extra:  # most GPUs of a fleet read carry nothing more: no walk over the fields
+        return gpu_faults(gpu.xid, None, {})
+    fields = {_AS_FIELD.get(k, k): v for k, v in gpu.extra.items() if k in _WANTED}
     return gpu_faults(gpu.xid, gpu.extra.get("throttle_reasons"), fields)
+
+
+_AS_FIELD = {"pcie_replays": PCIE_REPLAY_FIELD}  # the table's figure -> its DCGM field
+_WANTED = frozenset((*FAULT_FIELDS, *_AS_FIELD))
 
 
 def node_worst(gpus: Iterable[Gpu]) -> tuple[int, Fault] | None:

@@ -43,12 +43,23 @@ from gputui.backends.session_metrics import BUILTIN_ENGINES, Engine, counts_by_p
 from gputui.backends.session_metrics import query as session_query
 from gputui.base.debug_log import log
 from gputui.base.errors import TRANSPORT_MARKERS, first_line, one_line, transport_reason
-from gputui.vocabulary.gpu_metrics import BY_NAME, COLUMNS, METRICS, NO_VALUES, TYPED, extra_of, figures_of
+from gputui.vocabulary.gpu_metrics import (
+    BY_NAME,
+    COLUMNS,
+    FAULT_FIELDS,
+    METRICS,
+    NO_VALUES,
+    TYPED,
+    extra_of,
+    fault_series,
+    figures_of,
+)
 from gputui.vocabulary.model import GpuSummary
 from gputui.vocabulary.sessions import SessionCounts
 
 HOST_LABELS = ("Hostname", "hostname")
 SESSIONS = "sessions"  # the name of a refresh's session query
+FAULTS = "faults"  # a per-GPU read's query of the fields that predict a failure (gpu_metrics.FAULT_FIELDS)
 COUNT = "count"  # a fleet read's GPUs per node
 BY_HOST = (*(m.name for m in COLUMNS), COUNT)  # a fleet read's per-node answers: the table's columns and the count
 DEFAULT_TIMEOUT_S = 3.0
@@ -221,13 +232,17 @@ class PromSource:
         # the parent's UUID); only the GPUs with an XID or failed health (problem_expr).
         queries = {m.name: gpu_expr(m, f"{by}, UUID", matchers) for m in METRICS}
         queries.update({f: problem_expr(f, by, matchers) for f in PROBLEMS})
+        queries[FAULTS] = fault_series(f"{by}, UUID", matchers)  # one query for every fault field
         queries[SESSIONS] = self.session_query
         results = self._run(queries)
 
         values: dict[tuple[str, int], dict[str, Any]] = {}
-        for name in (*BY_NAME, *PROBLEMS):
+        for name in (*BY_NAME, *PROBLEMS, FAULTS):
             for series in results[name]:
                 labels = series.get("metric", {})
+                field = labels.get("__name__", "") if name == FAULTS else name  # a fault field by its DCGM name
+                if field not in FAULT_FIELDS and name == FAULTS:
+                    continue
                 try:
                     index = int(labels.get("gpu", ""))
                     value = float(series["value"][1])
@@ -241,7 +256,7 @@ class PromSource:
                 slot = values.setdefault((host, index), {})
                 if labels.get("UUID"):
                     slot.setdefault("uuid", labels["UUID"])
-                slot[name] = value
+                slot[field] = value
         unknown = {host for host, _ in values if host not in node_names}
         if unknown:
             rename = self._hosts_via_pod_info(unknown)
@@ -388,7 +403,7 @@ def _none(host: str) -> None:
 def _sample(key: tuple[str, int], slot: Mapping[str, Any]) -> GpuSample:
     """A GPU's sample from its answers by name: the table's figures (known ones only), its XID and health (a GPU
     reporting utilisation and no failed health passes; one reporting nothing is unknown)."""
-    figures = figures_of({name: slot[name] for name in BY_NAME if name in slot})
+    figures = figures_of({name: slot[name] for name in (*BY_NAME, *FAULT_FIELDS) if name in slot})
     health = slot.get("health")
     return GpuSample(host=key[0], index=key[1], uuid=slot.get("uuid", ""), values=figures,
                      xid=int(slot.get("xid", 0)),

@@ -18,6 +18,7 @@ from gputui.policy.health import fleet_driver, has_driver_drift, node_alerts
 from gputui.present import cells
 from gputui.settings import Settings
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.gpu_faults import faults_of
 from gputui.vocabulary.gpu_metrics import COLUMNS, json_figures, value_of
 from gputui.vocabulary.gpu_resources import allocation_text
 from gputui.vocabulary.model import Node
@@ -45,7 +46,11 @@ def node_record(snapshot: ClusterSnapshot, node: Node) -> dict[str, Any]:
         "alerts": [f"{a.kind}: {a.message}" for a in node_alerts(node, summary=snapshot.summary(node))],
         # Every figure of gputui.vocabulary.gpu_metrics by its name, null when unknown (a bitmask such as throttle_reasons
         # as its number: gpu_metrics.THROTTLE_REASONS decodes it).
-        "gpus": [{"index": g.index, "uuid": g.uuid, **json_figures(g)} for g in node.gpus],
+        # faults: each in words with the action and gputui's verdict on who acts, worst first (gputui.vocabulary.
+        # gpu_faults: an XID from NVIDIA's catalog, the clock event reasons, ECC, row remap, PCIe and NVLink
+        # counters); the fields the exporter does not export in one `not-collected` entry, never left out.
+        "gpus": [{"index": g.index, "uuid": g.uuid, **json_figures(g), "faults": [f.to_dict() for f in faults_of(g)]}
+                 for g in node.gpus],
         # Who is disrupting the node and why, stuck ones first (gputui.policy.disruptions: from the Node alone;
         # since: epoch seconds the actor recorded, null when it records none; stuck: why, null when not).
         "disruptions": [x.to_dict() for x in node_disruptions(node, snapshot.taken_at, snapshot)],

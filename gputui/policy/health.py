@@ -11,6 +11,8 @@ from enum import IntEnum
 
 from gputui.snapshot import ClusterSnapshot
 from gputui.vocabulary.gauges import hot
+from gputui.vocabulary.gpu_faults import NOT_COLLECTED, XID_FIELD, explain_xid, faults_of
+from gputui.vocabulary.gpu_metrics import NO_VALUES
 from gputui.vocabulary.gpu_resources import DEVICE_TAINT_CONDITION
 from gputui.vocabulary.model import UPGRADE_FAILED, GpuSummary, Health, Node
 
@@ -31,33 +33,15 @@ class Severity(IntEnum):
     OK = 7
 
 
-# XID codes an on-call engineer meets most, in words (NVIDIA's XID catalogue). Application XIDs come from a
-# workload's fault and leave the GPU usable; the others mean the GPU needs a reset or the node a reboot.
-XID_MEANINGS: dict[int, str] = {
-    13: "graphics engine exception (application fault)",
-    31: "GPU memory page fault (application fault)",
-    43: "GPU stopped processing (application fault)",
-    45: "preemptive cleanup after an application fault",
-    48: "double-bit ECC error: drain, then reset the GPU",
-    61: "internal microcontroller breakpoint: reset the GPU",
-    62: "internal microcontroller halt: reset the GPU",
-    63: "ECC page retirement or row remap recorded",
-    64: "ECC page retirement or row remap failed: reset the GPU",
-    74: "NVLink error: check the link, reset the GPU",
-    79: "fallen off the bus: reboot the node",
-    92: "high single-bit ECC error rate",
-    94: "contained ECC error: reset the GPU when idle",
-    95: "uncontained ECC error: drain, then reset the GPU",
-    119: "GSP firmware timeout: reset the GPU",
-    120: "GSP firmware error: reset the GPU",
-}
-APPLICATION_XIDS = frozenset({13, 31, 43, 45})
+# The verdicts whose fault leaves the GPU usable (the application's own fault, or nothing to do yet): a health
+# alert; every other verdict on an XID (hardware, reset the GPU, driver, unknown) counts as a lost GPU.
+USABLE = frozenset({"application", "informational"})
 
 
 def xid_text(code: int) -> str:
-    """`XID 79 (fallen off the bus: reboot the node)`; a code not in the table as itself."""
-    meaning = XID_MEANINGS.get(code)
-    return f"XID {code} ({meaning})" if meaning else f"XID {code}"
+    """`XID 79 (fallen off the bus: reboot the node)`: the code and its words from NVIDIA's catalog
+    (gpu_faults); a code the catalog does not hold says so."""
+    return explain_xid(code).short
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +111,14 @@ def _own_alerts(node: Node, temp_threshold: float) -> list[Alert]:
                             Severity.GPU_LOST, "GPU lost"))
     for gpu in node.gpus:
         if gpu.xid:
-            severity = Severity.HEALTH if gpu.xid in APPLICATION_XIDS else Severity.GPU_LOST
-            alerts.append(Alert(node.name, "XID", f"GPU {gpu.index}: {xid_text(gpu.xid)}", severity, f"XID {gpu.xid}"))
+            fault = explain_xid(gpu.xid)
+            severity = Severity.HEALTH if fault.category in USABLE else Severity.GPU_LOST
+            alerts.append(Alert(node.name, "XID", f"GPU {gpu.index}: {fault.short}", severity, f"XID {gpu.xid}"))
+        if gpu.extra is not NO_VALUES:  # the fields that predict a failure, when a per-GPU read brought them
+            for fault in faults_of(gpu):
+                if fault.field != XID_FIELD and fault.category not in USABLE and fault.category != NOT_COLLECTED:
+                    alerts.append(Alert(node.name, "Fault", f"GPU {gpu.index}: {fault.short}", Severity.HEALTH,
+                                        "GPU fault"))
         if gpu.health in (Health.WARN, Health.FAIL):
             alerts.append(Alert(node.name, "Health", f"GPU {gpu.index}: health {gpu.health.value}", Severity.HEALTH,
                                 "health ✗" if gpu.health is Health.FAIL else "health !"))

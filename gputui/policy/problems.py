@@ -22,7 +22,8 @@ FLAP_WINDOW_S = 60.0  # a problem gone and back within this is flapping; gone th
 
 # The header's word for a node's problem, by its worst alert's kind (health.node_alerts' kinds).
 KIND_WORDS = {"NotReady": "NotReady", "Lost": "GPU lost", "XID": "XID", "Health": "health", "Condition": "health",
-              "Upgrade": "upgrade failed", "Temp": "hot", "Cordon": "cordon expired"}
+              "Fault": "health", "Upgrade": "upgrade failed", "Temp": "hot",  # Fault: a DCGM field (gpu_faults)
+              "Cordon": "cordon expired"}
 FLAPPING = "flapping"
 # worst first, as counted
 KIND_ORDER = ("NotReady", "XID", "GPU lost", "health", "upgrade failed", "hot", "cordon expired")

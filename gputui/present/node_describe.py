@@ -14,7 +14,8 @@ from gputui.policy.cordon_record import read_record, shown_time
 from gputui.policy.health import node_alerts
 from gputui.policy.problems import expired_cordon_alert
 from gputui.present.cells import Palette, ago
-from gputui.vocabulary.model import DRAIN_ANNOTATION_PREFIX, GpuSummary, Node, NodeDescription
+from gputui.vocabulary.gpu_faults import NOT_COLLECTED, faults_of
+from gputui.vocabulary.model import DRAIN_ANNOTATION_PREFIX, Gpu, GpuSummary, Node, NodeDescription
 
 # Labels worth reading on a GPU node: the GPU Operator's and GFD's (nvidia.com/…), NFD's PCI vendor label for
 # NVIDIA, and the topology a scheduler spreads over.
@@ -24,6 +25,39 @@ GPU_LABEL_PREFIXES = ("nvidia.com/", "feature.node.kubernetes.io/pci-10de", "top
 
 def _section(title: str) -> Text:
     return Text(f"\n{title}", style="bold underline")
+
+
+def gpu_faults_text(gpu: Gpu, palette: Palette) -> RenderableType:
+    """One GPU's faults in words with the action, worst first (node detail, enter on a GPU row)."""
+    parts: list[RenderableType] = []
+    for f in faults_of(gpu):
+        style = f"bold {palette.alert}" if f.category not in ("application", "informational", NOT_COLLECTED) else "bold"
+        parts.append(Text.assemble((f.category, style), ": ", f.words))
+        parts.append(Text.assemble(("  → ", "dim"), f.action, "\n"))
+    return Group(*parts) if parts else Text("no fault: every fault field read, none says anything", style="dim")
+
+
+def _faults(node: Node, palette: Palette) -> list[RenderableType]:
+    """Each GPU's faults in words with the action, worst first; the fields the exporter does not export once for
+    the GPUs that share the same gap (usually all of them), never left out."""
+    parts: list[RenderableType] = [_section("GPU faults, worst first")]
+    gaps: dict[tuple[str, ...], list[int]] = {}
+    for gpu in node.gpus:
+        for f in faults_of(gpu):
+            if f.category == NOT_COLLECTED:
+                gaps.setdefault(f.fields, []).append(gpu.index)
+                continue
+            style = f"bold {palette.alert}" if f.category not in ("application", "informational") else "bold"
+            parts.append(Text.assemble((f"GPU {gpu.index} ", "bold"), (f.category, style), ": ", f.words))
+            parts.append(Text.assemble(("  → ", "dim"), f.action))
+    if len(parts) == 1:
+        parts.append(Text("none", style="dim") if node.gpus else Text("no GPU read yet", style="dim"))
+    for fields, indexes in gaps.items():
+        which = "every GPU" if len(indexes) == len(node.gpus) > 1 else \
+            f"GPU{'s' if len(indexes) > 1 else ''} {', '.join(map(str, indexes))}"
+        parts.append(Text.assemble((f"{which} ", "bold"), (NOT_COLLECTED, "dim"), f": {', '.join(fields)}"))
+        parts.append(Text.assemble(("  → ", "dim"), "add them to dcgm-exporter's counters CSV: unknown, never healthy"))
+    return parts
 
 
 def describe(node: Node, temp_threshold: float, palette: Palette, read: NodeDescription | None = None,
@@ -42,6 +76,8 @@ def describe(node: Node, temp_threshold: float, palette: Palette, read: NodeDesc
             parts.append(Text.assemble(("▲ ", f"bold {palette.alert}"), (a.kind, "bold"), ": ", a.message))
     else:
         parts.append(Text("none", style="dim"))
+
+    parts.extend(_faults(node, palette))
 
     parts.append(_section("Conditions"))
     table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold", expand=True)

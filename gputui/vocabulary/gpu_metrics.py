@@ -138,6 +138,27 @@ def fmt_throttle(mask: float | None) -> str:
     return ",".join(trouble or words) or "none"
 
 
+# The DCGM fields that predict a failure, read per GPU for its faults (gpu_faults) rather than shown as figures:
+# one query for them all in a node's read (fault_series), kept in a GPU's `extra` under these names. Spelled as
+# dcgm-exporter's etc/default-counters.csv spells them; of these its default configuration exports the three
+# row-remap ones, the others only when a cluster uncomments them (ECC, NVLink errors) or adds them
+# (ROW_REMAP_PENDING, DCGM field 396 of dcgm_fields.h). A field not exported is "not collected", never healthy.
+FAULT_FIELDS: tuple[str, ...] = (
+    "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+    "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL",
+    "DCGM_FI_DEV_ROW_REMAP_PENDING", "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+    "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
+    "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
+    "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+)
+
+
+def fault_series(by_gpu: str, matchers: str = "") -> str:
+    """Every FAULT_FIELDS series, one value per GPU and field (the field's name kept in __name__)."""
+    names = "|".join(FAULT_FIELDS)
+    return f'max by (__name__, {by_gpu}) ({{__name__=~"{names}"{"," + matchers if matchers else ""}}})'
+
+
 # --- the table -----------------------------------------------------------------------------------------------
 
 def _series(dcgm: str) -> Callable[[str, str], str]:

@@ -23,7 +23,8 @@ from gputui.ui.screens.cordon_dialog import ask_cordon
 from gputui.ui.widgets.footer import KeyFooter
 from gputui.ui.widgets.header import HeaderBar
 from gputui.ui.widgets.virtual_table import VirtualTable
-from gputui.vocabulary.gpu_metrics import BY_NAME, METRICS, GpuMetric
+from gputui.vocabulary.gpu_faults import node_worst
+from gputui.vocabulary.gpu_metrics import BY_NAME, METRICS, NO_VALUES, GpuMetric
 from gputui.vocabulary.gpu_resources import Scheme, allocation_text, holders
 from gputui.vocabulary.model import Gpu, Node
 from gputui.vocabulary.sessions import SessionState
@@ -180,7 +181,11 @@ class NodeDetailScreen(ClusterScreen):
         self.app.push_screen(DetailScreen(f"node {node.name}", body(), ticking=body))
 
     def on_virtual_table_row_selected(self, event: VirtualTable.RowSelected) -> None:
-        """enter on a pod: its service's screen (enter did nothing: issue 35); on a GPU, nothing more to open."""
+        """enter on a pod: its service's screen (enter did nothing: issue 35); on a GPU, its faults in words with
+        the action (the Health cell has room for `XID 79` alone)."""
+        if event.table.id == "gpus":
+            self._show_gpu_faults(event.key)
+            return
         if event.table.id != "pods":
             return
         snap = self.app.snapshot
@@ -194,6 +199,20 @@ class NodeDetailScreen(ClusterScreen):
         from gputui.ui.screens.service import ServiceScreen  # noqa: PLC0415 (screen: loaded when first shown)
 
         self.app.push_screen(ServiceScreen(f"{pod.namespace}/{pod.service}"))
+
+    def _show_gpu_faults(self, key: str) -> None:
+        snap = self.app.snapshot
+        node = snap.node(self.node_name) if snap else None
+        if snap is None or node is None:
+            return
+        gpus = self.full_gpus if snap.summary(node) is not None and self.full_gpus is not None else node.gpus
+        gpu = next((g for g in gpus if str(g.index) == key), None)
+        if gpu is None:
+            return
+        from gputui.present.node_describe import gpu_faults_text  # noqa: PLC0415 (the describe text loads when first asked)
+        from gputui.ui.screens.detail import DetailScreen  # noqa: PLC0415 (screen: loaded when first shown)
+
+        self.app.push_screen(DetailScreen(f"{node.name} GPU {gpu.index} faults", gpu_faults_text(gpu, self.app.palette)))
 
     def action_diagnostics(self) -> None:
         from gputui.ui.screens.diagnostics import DiagnosticsScreen  # noqa: PLC0415 (screen: loaded when first shown)
@@ -251,8 +270,10 @@ class NodeDetailScreen(ClusterScreen):
             self.extra_figures = extra
             self._gpu_layout(self.app.size.width)
         for gpu in gpus:
-            health = Text(gpu.health.value if not gpu.xid else f"XID {gpu.xid}")
-            if gpu.xid or gpu.health.value in ("warn", "fail"):
+            # A fault field that asks for an action (gpu_faults) shows as `fault`: enter on the row says which.
+            faulty = not gpu.xid and gpu.extra is not NO_VALUES and node_worst((gpu,)) is not None
+            health = Text(f"XID {gpu.xid}" if gpu.xid else "fault" if faulty else gpu.health.value)
+            if gpu.xid or faulty or gpu.health.value in ("warn", "fail"):
                 health.stylize(f"bold {palette.alert}")
             util_cell = cells.bar(gpu.util_pct, 9, palette.heat(gpu.util_pct))
             util_cell.append(" " + BY_NAME["util_pct"].fmt(gpu.util_pct))

@@ -130,8 +130,8 @@ async def test_every_screen_shows_hostile_cluster_text_as_data(hostile, cluster,
             await pilot.press("escape")
             await until(pilot, showing("NodeDetailScreen"))
             await pilot.press("c")  # cordon: asks first, then the admission policy refuses it
-            await look("cordon dialog", showing("ConfirmScreen"))
-            await pilot.press("y")
+            await look("cordon dialog", showing("CordonScreen"))
+            await pilot.press("y", "enter")  # reason "y"
             await until(pilot, lambda: any("refused: " in str(n.message) for n in app._notifications))
             await look("refusal", toast("refused: "))
             await pilot.press("escape", "escape", "d")

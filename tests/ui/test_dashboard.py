@@ -9,6 +9,7 @@ from gputui.settings import Settings
 from gputui.snapshot import ClusterSnapshot, SourceStatus
 from gputui.ui.app import GputuiApp
 from gputui.ui.screens.confirm import ConfirmScreen
+from gputui.ui.screens.cordon_dialog import CordonScreen
 from gputui.ui.screens.help import HelpScreen
 from gputui.ui.screens.node_detail import NodeDetailScreen
 from gputui.ui.widgets.virtual_table import VirtualTable
@@ -236,12 +237,11 @@ async def test_cordon_confirm_then_visible_and_audited(app_factory, tmp_path):
         target = next(n for n in rows(app) if app.snapshot.node(n).state.value == "Ready")
         app.screen.nodes_table.move_to(target)
         await pilot.press("c")
-        assert isinstance(app.screen, ConfirmScreen)
-        await pilot.press("n")  # cancel: nothing happens
+        assert isinstance(app.screen, CordonScreen)  # the reason is asked first
+        await pilot.press("escape")  # cancel: nothing happens
         await pilot.pause()
         assert not app.snapshot.node(target).unschedulable
-        await pilot.press("c")
-        await pilot.press("y")
+        await pilot.press("c", "t", "enter")
         await wait_for(pilot, lambda: app.snapshot.node(target).unschedulable)
         state = app.screen.query_one("#nodes", VirtualTable).cells(target)[1]
         assert state.plain == "Cordoned"
@@ -259,7 +259,7 @@ async def test_read_only_refuses_cordon(app_factory, tmp_path):
         target = rows(app)[0]
         await pilot.press("c")
         await pilot.pause()
-        assert not isinstance(app.screen, ConfirmScreen)
+        assert not isinstance(app.screen, (ConfirmScreen, CordonScreen))
         assert not app.snapshot.node(target).unschedulable
     assert not (tmp_path / "audit.jsonl").exists()
 
@@ -385,7 +385,7 @@ async def test_audit_log_has_a_cursor_dates_parameters_and_a_detail(app_factory)
     async with app.run_test(size=(120, 40)) as pilot:
         await loaded(pilot)
         target = rows(app)[0]
-        await pilot.press("c", "y")
+        await pilot.press("c", "y", "enter")  # reason "y"
         await wait_for(pilot, lambda: app.snapshot.node(target).unschedulable)
         await pilot.press("L")
         assert isinstance(app.screen, AuditScreen)

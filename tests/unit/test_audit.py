@@ -565,6 +565,6 @@ async def test_the_tui_refuses_a_cordon_it_cannot_log_with_a_notification(tmp_pa
         await loaded(pilot)
         target = next(n for n in rows(app) if app.snapshot.node(n).state.value == "Ready")
         app.screen.nodes_table.move_to(target)
-        await pilot.press("c", "y")
+        await pilot.press("c", "y", "enter")  # reason "y"
         await wait_for(pilot, lambda: any("cannot write the audit log" in str(n.message) for n in app._notifications))
         assert not app.snapshot.node(target).unschedulable

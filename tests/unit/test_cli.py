@@ -69,7 +69,7 @@ def test_nodes_json_shape(tmp_path):
         assert isinstance(node["alerts"], list)
         for gpu in node["gpus"]:
             # every figure of gputui.vocabulary.gpu_metrics by its name (null when unknown), the first five as they always were
-            assert set(gpu) == {"index", "uuid", *BY_NAME} >= {"util_pct", "mem_used_mib", "mem_total_mib", "temp_c",
+            assert set(gpu) == {"index", "uuid", "faults", *BY_NAME} >= {"util_pct", "mem_used_mib", "mem_total_mib", "temp_c",
                                                               "power_w"}
     xid = next(n for n in nodes if n["name"] == "gpu-h100-07")
     assert any("XID" in a for a in xid["alerts"])

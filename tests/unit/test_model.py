@@ -222,7 +222,7 @@ def test_problems_rank_worst_first_and_one_lost_gpu_outranks_many_hot_ones():
     assert [n.name for n in ranked] == ["down", "fell-off", "lost", "app-fault", "hot", "drifted", "cordoned", "fine"]
     assert node_severity(hot, 85.0, majority) is Severity.THERMAL
     assert "fallen off the bus" in node_alerts(fell_off, 85.0)[0].message
-    assert xid_text(999) == "XID 999"
+    assert xid_text(999) == "XID 999 (unknown: not in NVIDIA's catalog)"  # never read as harmless
 
 
 def test_why_not_says_read_only_or_which_permission_is_missing():

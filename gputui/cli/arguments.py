@@ -248,3 +248,11 @@ def add_rollout_parser(sub: Any, common: Callable[[argparse.ArgumentParser], Non
     p.add_argument("--force", action="store_true",
                    help="take each step past the capacity rule (a share of new sessions above the version's share "
                         "of ready pods); never past a gate, nor towards pods waiting to be evicted")
+
+
+def add_disruptions_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> None:
+    """`gputui disruptions`: every node another actor (or gputui) is disrupting, stuck ones first."""
+    p = sub.add_parser("disruptions", help="print every node being disrupted (NVSentinel, Karpenter, the cluster "
+                       "autoscaler, the GPU Operator, gputui, a person's cordon), stuck first, and exit")
+    common(p)
+    p.add_argument("-o", "--output", choices=("table", "json"), default="table")

@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 import gputui
 from gputui.cli.arguments import (
     add_check_parser,
+    add_disruptions_parser,
     add_drain_parser,
     add_rollout_parser,
     add_scale_down_parser,
@@ -144,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_check_parser(sub, common)
     add_scale_down_parser(sub, common)
     add_rollout_parser(sub, common)
+    add_disruptions_parser(sub, common)
     return parser
 
 

@@ -24,15 +24,15 @@ NODE_SOURCE = "Node objects"
 # What is not read yet: shown as not read, never as "none" (an actor's objects unread are not an actor absent).
 CRD_SOURCES = "NodeMaintenance, Karpenter NodeClaims, NVSentinel CRs, EvictionRequests: not read yet"
 
-# The actor as the dashboard's state column names it: whole where the column is wide, short where it is not.
+# The actor as the dashboard's state column names it: whole beside the state where the column is wide; where it
+# is not, the word alone (the cell keeps the state's colour), short where even that does not fit.
 ACTOR_WORDS = {
     d.NVSENTINEL: "nvsentinel", d.KARPENTER: "karpenter", d.CLUSTER_AUTOSCALER: "autoscaler",
     d.GPU_OPERATOR: "gpu-operator", d.GPUTUI: "gputui", d.PERSON: "person",
 }
-ACTOR_SHORT = {
-    d.NVSENTINEL: "nvsent", d.KARPENTER: "karp", d.CLUSTER_AUTOSCALER: "ca", d.GPU_OPERATOR: "gpuop",
-    d.GPUTUI: "gputui", d.PERSON: "person",
-}
+ACTOR_SHORT = {d.GPU_OPERATOR: "gpu-op", d.CLUSTER_AUTOSCALER: "ca", d.NVSENTINEL: "nvsent"}
+# A state that already names its actor: `upgrading` is the GPU Operator's, `draining` gputui's.
+SAID_BY_STATE = {"upgrading": d.GPU_OPERATOR, "draining": d.GPUTUI}  # NodeState values, lower case
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,15 +98,17 @@ def actor_of(node: Node, snapshot: ClusterSnapshot) -> str:
 
 
 def state_with_actor(state: str, actor: str, width: int) -> str:
-    """The state column's words: `cordoned·nvsentinel` where it fits, else `cordoned·nvsent` or the state
-    alone with the short actor (`cord·ca`); the state alone when no actor holds the node."""
-    if not actor:
+    """The state column's words: `cordoned·nvsentinel` where it fits; else the actor's word alone (a person's
+    cordon: `cordoned` alone, what a cordon with no owner always said); the state alone when no actor holds the
+    node or the state already names it (`upgrading`, `draining`)."""
+    if not actor or SAID_BY_STATE.get(state.lower()) == actor:
         return state
-    for word in (ACTOR_WORDS.get(actor, actor), ACTOR_SHORT.get(actor, actor)):
-        if len(state) + 1 + len(word) <= width:
-            return f"{state}·{word}"
-    short = ACTOR_SHORT.get(actor, actor)
-    return f"{state[:max(1, width - len(short) - 1)]}·{short}"[:width]
+    word = ACTOR_WORDS.get(actor, actor)
+    if len(state) + 1 + len(word) <= width:
+        return f"{state}·{word}"
+    if actor == d.PERSON:
+        return state
+    return word if len(word) <= width else ACTOR_SHORT.get(actor, word)[:width]
 
 
 def cells(row: DisruptionRow, why_width: int) -> tuple[str, str, str, str, str]:

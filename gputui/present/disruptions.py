@@ -17,6 +17,7 @@ from gputui.policy.disruptions import node_disruptions
 from gputui.present.cells import ago
 from gputui.snapshot import ClusterSnapshot
 from gputui.vocabulary import disruptions as d
+from gputui.vocabulary.disruptions import Disruption
 from gputui.vocabulary.model import Node
 
 # Where each actor's hold is read from in this slice: the Node (labels, annotations, taints, spec.unschedulable).
@@ -118,3 +119,19 @@ def cells(row: DisruptionRow, why_width: int) -> tuple[str, str, str, str, str]:
     if len(why) > why_width:
         why = why[:max(0, why_width - 1)] + "…"
     return (visible(row.node, 63), visible(row.actor, 20), visible(row.phase, 30), row.age_text(), why)
+
+
+def node_holds(node: Node, snapshot: ClusterSnapshot | None, now: float) -> list[Disruption]:
+    """The node's holds for node detail and describe (stuck first), read as the dashboard reads them."""
+    return node_disruptions(node, now, snapshot)
+
+
+def since_text(x: Disruption, now: float) -> str:
+    """`3.0h` ago, or `since unknown` when the actor records no time gputui reads (never a made-up 0)."""
+    return "since unknown" if x.since is None else f"for {ago(max(0.0, now - x.since))}"
+
+
+def hold_words(x: Disruption, now: float) -> tuple[str, str, str]:
+    """(`nvsentinel quarantined for 3.0h`, why, stuck): made visible, one line each, for node detail and describe."""
+    head = f"{visible(x.actor, 40)} {visible(x.phase, 60)} {since_text(x, now)}"
+    return head, visible(x.why), visible(x.stuck) if x.stuck else ""

@@ -16,6 +16,7 @@ from textual.widgets import Static
 from gputui.backends.base import error_line
 from gputui.policy.health import fleet_driver, has_driver_drift, node_alerts
 from gputui.present import cells
+from gputui.present.disruptions import hold_words, node_holds
 from gputui.snapshot import ClusterSnapshot
 from gputui.ui.base import ClusterScreen
 from gputui.ui.messages import DescriptionRead, HistoryRead
@@ -175,7 +176,7 @@ class NodeDetailScreen(ClusterScreen):
 
         def body() -> RenderableType:  # the heartbeat's age moves with the clock
             return describe(node, self.app.settings.temp_threshold, self.app.palette, message.description,
-                            message.error, now=self.app.clock(), summary=snap.summary(node))
+                            message.error, now=self.app.clock(), summary=snap.summary(node), snapshot=snap)
 
         self.app.push_screen(DetailScreen(f"node {node.name}", body(), ticking=body))
 
@@ -305,6 +306,13 @@ class NodeDetailScreen(ClusterScreen):
         for alert in node_alerts(node, self.app.settings.temp_threshold, snap.summary(node)):
             text.append("\n ▲ ", style=f"bold {palette.alert}")
             text.append(alert.message, style=palette.alert)
+        for hold in node_holds(node, snap, snap.taken_at):  # who is disrupting it (issue 40): actor, phase, age, why
+            head, why, stuck = hold_words(hold, snap.taken_at)
+            text.append("\n ◆ ", style=f"bold {palette.cordoned}")
+            text.append(head, style="bold")
+            text.append(f": {why}")
+            if stuck:
+                text.append(f" — stuck: {stuck}", style=f"bold {palette.alert}")
         return text
 
     def _fetch_history(self) -> None:

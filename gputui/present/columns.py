@@ -164,7 +164,7 @@ FIGURE_COLUMNS = {
 NODE_COLUMNS: tuple[NodeColumn, ...] = (
     NodeColumn("name", "Node", 13, 0, lambda n, c, w: Text(n.name), lambda n, c: n.name, *A_Z, compact=12),
     # The state and the actor holding the node (issue 40): `cordoned·nvsentinel`, the actor alone when narrow.
-    NodeColumn("state", "State", 21, 0, _state, lambda n, c: STATE_ORDER[n.state], *WORST, compact=10),
+    NodeColumn("state", "State", 21, 0, _state, lambda n, c: STATE_ORDER[n.state], *WORST, compact=9),
     NodeColumn("model", "Model", 14, 5, lambda n, c, w: Text(cells.short_model(n.gpu_product)[:w]),
                lambda n, c: n.gpu_product, *A_Z),
     # Sorted by pool, the table is the nodes grouped by pool (names A→Z within each).

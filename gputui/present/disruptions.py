@@ -31,7 +31,7 @@ ACTOR_WORDS = {
     d.NVSENTINEL: "nvsentinel", d.KARPENTER: "karpenter", d.CLUSTER_AUTOSCALER: "autoscaler",
     d.GPU_OPERATOR: "gpu-operator", d.GPUTUI: "gputui", d.PERSON: "person",
 }
-ACTOR_SHORT = {d.GPU_OPERATOR: "gpu-op", d.CLUSTER_AUTOSCALER: "ca", d.NVSENTINEL: "nvsent"}
+ACTOR_SHORT = {d.GPU_OPERATOR: "gpu-op", d.CLUSTER_AUTOSCALER: "autoscale", d.NVSENTINEL: "nvsent"}
 # A state that already names its actor: `upgrading` is the GPU Operator's, `draining` gputui's.
 SAID_BY_STATE = {"upgrading": d.GPU_OPERATOR, "draining": d.GPUTUI}  # NodeState values, lower case
 

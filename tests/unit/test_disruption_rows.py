@@ -30,7 +30,10 @@ def node(name: str, *, cordoned: bool = False, taints: tuple[Taint, ...] = (), l
                 annotations=annotations or {}, scheduling=NodeScheduling(taints=taints))
 
 
-def snapshot(*nodes: Node, sources=(SourceStatus("API", NOW),)) -> ClusterSnapshot:
+READ = (SourceStatus("API", NOW),)
+
+
+def snapshot(*nodes: Node, sources: tuple[SourceStatus, ...] = READ) -> ClusterSnapshot:
     return ClusterSnapshot(taken_at=NOW, context="t", nodes=nodes, sources=sources)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -309,10 +310,12 @@ class NodeDetailScreen(ClusterScreen):
         for hold in node_holds(node, snap, snap.taken_at):  # who is disrupting it (issue 40): actor, phase, age, why
             head, why, stuck = hold_words(hold, snap.taken_at)
             text.append("\n ◆ ", style=f"bold {palette.cordoned}")
-            text.append(head, style="bold")
-            text.append(f": {why}")
-            if stuck:
-                text.append(f" — stuck: {stuck}", style=f"bold {palette.alert}")
+            text.append(head[:width - 3], style="bold")
+            # Wrapped here, between words, to the screen's width (as the pieces above): no line runs past it.
+            for line in textwrap.wrap(why, width - 3):
+                text.append(f"\n   {line}")
+            for line in textwrap.wrap(f"stuck: {stuck}" if stuck else "", width - 3):
+                text.append(f"\n   {line}", style=f"bold {palette.alert}")
         return text
 
     def _fetch_history(self) -> None:

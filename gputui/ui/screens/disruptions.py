@@ -28,9 +28,11 @@ from gputui.ui.widgets.header import HeaderBar
 from gputui.ui.widgets.key_table import KeyTable
 from gputui.ui.widgets.table_sync import sync_rows
 
-# Node, actor, phase and age: wide enough for every actor's name and the phases in the demo; the why takes
-# what is left (at 80 columns, about 30 characters).
+# Node, actor, phase and age; the why takes what is left (at 80 columns, 26 characters). From WIDE columns on,
+# the phase is whole (`pod-restart-required`, the GPU Operator's longest, is 20).
 WIDTHS = (12, 12, 14, 5)
+WIDE_WIDTHS = (16, 12, 22, 5)
+WIDE = 120
 GAP = 2  # DataTable's cell padding, one each side
 MIN_WHY = 12
 
@@ -64,8 +66,12 @@ class DisruptionsScreen(ClusterScreen):
     def on_resize(self, event: Resize) -> None:
         self.show_snapshot()  # the why column takes the width left: cut again
 
+    def _widths(self) -> tuple[int, int, int, int]:
+        return WIDE_WIDTHS if self.size.width >= WIDE else WIDTHS
+
     def _fit_why(self) -> int:
-        return max(MIN_WHY, self.size.width - sum(WIDTHS) - GAP * (len(WIDTHS) + 1) - 1)
+        widths = self._widths()
+        return max(MIN_WHY, self.size.width - sum(widths) - GAP * (len(widths) + 1) - 1)
 
     def show_snapshot(self) -> None:
         snapshot = self.app.snapshot
@@ -91,17 +97,19 @@ class DisruptionsScreen(ClusterScreen):
         why_width = self._fit_why()
         if not table.columns or why_width != self._why_width:
             table.clear(columns=True)
-            for label, width in zip(("Node", "Actor", "Phase", "Age", "Why"), (*WIDTHS, why_width), strict=True):
+            for label, width in zip(("Node", "Actor", "Phase", "Age", "Why"), (*self._widths(), why_width),
+                                    strict=True):
                 table.add_column(label, key=label.lower(), width=width)
             self._why_width = why_width
         alert = f"bold {self.app.palette.alert}"
         out: dict[str, tuple[Text, ...]] = {}
+        w = self._widths()
         for r in rows:
             node, actor, phase, age, why = cells(r, why_width)
-            out[r.key] = (Text(_cut(node, WIDTHS[0]), style=alert if r.stuck else ""),
-                          Text(_cut(ACTOR_WORDS.get(actor, actor), WIDTHS[1])),
-                          Text(_cut(phase, WIDTHS[2] - 2) + " ⚠" if r.stuck else _cut(phase, WIDTHS[2]),
-                               style=alert if r.stuck else ""), Text(age.rjust(WIDTHS[3])), Text(why))
+            out[r.key] = (Text(_cut(node, w[0]), style=alert if r.stuck else ""),
+                          Text(_cut(ACTOR_WORDS.get(actor, actor), w[1])),
+                          Text(_cut(phase, w[2] - 2) + " ⚠" if r.stuck else _cut(phase, w[2]),
+                               style=alert if r.stuck else ""), Text(age.rjust(w[3])), Text(why))
         if [k.value for k in table.rows] != list(out):  # a new order (a hold became stuck, or aged past another)
             self._refill(table, out)
         else:

@@ -288,3 +288,11 @@ def add_cordon_parsers(sub: Any, common: Callable[[argparse.ArgumentParser], Non
                    help="uncordon even though another actor holds the node (the audit log names it)")
     u.add_argument("--dry-run", action="store_true", help="print the plan; write nothing (exit 1 when refused)")
     u.add_argument("-o", "--output", choices=("text", "json"), default="text")
+
+
+def add_disruptions_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> None:
+    """`gputui disruptions`: every node another actor (or gputui) is disrupting, stuck ones first."""
+    p = sub.add_parser("disruptions", help="print every node being disrupted (NVSentinel, Karpenter, the cluster "
+                       "autoscaler, the GPU Operator, gputui, a person's cordon), stuck first, and exit")
+    common(p)
+    p.add_argument("-o", "--output", choices=("table", "json"), default="table")

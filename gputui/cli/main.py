@@ -68,6 +68,10 @@ def _run(argv: Sequence[str] | None) -> int:
             from gputui.cli import versions  # noqa: PLC0415 (a subcommand's module loads only when it runs)
 
             return versions.run(settings, args.output)
+        if args.command == "disruptions":
+            from gputui.cli import disruptions  # noqa: PLC0415 (a subcommand's module loads only when it runs)
+
+            return disruptions.run(settings, args.output)
         if args.command == "services":
             from gputui.cli import services  # noqa: PLC0415 (a subcommand's module loads only when it runs)
 

@@ -11,6 +11,7 @@ import gputui
 from gputui.cli.arguments import (
     add_check_parser,
     add_cordon_parsers,
+    add_disruptions_parser,
     add_drain_parser,
     add_rollout_parser,
     add_scale_down_parser,
@@ -148,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_scale_down_parser(sub, common)
     add_rollout_parser(sub, common)
     add_cordon_parsers(sub, common)
+    add_disruptions_parser(sub, common)
     return parser
 
 

@@ -13,6 +13,7 @@ from gputui.policy.node_pools import DEFAULT_POOL_LABELS, pool_of
 from gputui.policy.problems import Problem, problem_of
 from gputui.present import cells
 from gputui.present.cells import Palette
+from gputui.present.disruptions import actor_of, state_with_actor
 from gputui.present.kept_order import KeptOrders
 from gputui.snapshot import ClusterSnapshot
 from gputui.vocabulary.gauges import hot
@@ -117,6 +118,11 @@ def _alerts(node: Node, ctx: RowContext, width: int) -> Text:
     return Text(problem.cell(width), style=f"bold {ctx.palette.alert}" if problem.present else ctx.palette.alert)
 
 
+def _state(node: Node, ctx: RowContext, width: int) -> Text:
+    words = state_with_actor(node.state.value, actor_of(node, ctx.snapshot), width)
+    return Text(words, style=ctx.palette.state(node.state))
+
+
 def _by_gauge(name: str) -> Callable[[Node, RowContext], Any]:
     """A figure's sort key, highest first: read from the node's summary where it has one (a sort walks every
     node: no Gauges built for each), else from its gauges. The same name and value either way (gauges.gauges)."""
@@ -157,8 +163,8 @@ FIGURE_COLUMNS = {
 # to one blank between them (fit_columns).
 NODE_COLUMNS: tuple[NodeColumn, ...] = (
     NodeColumn("name", "Node", 13, 0, lambda n, c, w: Text(n.name), lambda n, c: n.name, *A_Z, compact=12),
-    NodeColumn("state", "State", 9, 0, lambda n, c, w: cells.node_state_text(n, c.palette),
-               lambda n, c: STATE_ORDER[n.state], *WORST),
+    # The state and the actor holding the node (issue 40): `cordoned·nvsentinel`, the actor alone when narrow.
+    NodeColumn("state", "State", 21, 0, _state, lambda n, c: STATE_ORDER[n.state], *WORST, compact=9),
     NodeColumn("model", "Model", 14, 5, lambda n, c, w: Text(cells.short_model(n.gpu_product)[:w]),
                lambda n, c: n.gpu_product, *A_Z),
     # Sorted by pool, the table is the nodes grouped by pool (names A→Z within each).
@@ -176,8 +182,9 @@ NODE_COLUMNS: tuple[NodeColumn, ...] = (
 )
 SORTABLE = tuple(c.key for c in NODE_COLUMNS)
 PROBLEMS_SORT = SORTABLE.index("alerts")  # the default: what needs a look comes first
-# Figures lose their bars first, then the problem column shows the worst problem alone (whole: `upgrade ✗` is 9).
-COMPACT_ORDER = ("mem_used_mib", "util_pct", "alerts", "power_w", "name")
+# The state gives up the actor's word beside it first (the word alone stays), then figures lose their bars, then the
+# problem column shows the worst problem alone (whole: `upgrade ✗` is 9).
+COMPACT_ORDER = ("state", "mem_used_mib", "util_pct", "alerts", "power_w", "name")
 GAPS = (2, 1)  # blank cells between columns: two while every column that must stay fits, else one
 
 

@@ -14,6 +14,8 @@ from gputui.policy.cordon_record import read_record, shown_time
 from gputui.policy.health import node_alerts
 from gputui.policy.problems import expired_cordon_alert
 from gputui.present.cells import Palette, ago
+from gputui.present.disruptions import hold_words, node_holds
+from gputui.snapshot import ClusterSnapshot
 from gputui.vocabulary.gpu_faults import NOT_COLLECTED, faults_of
 from gputui.vocabulary.model import DRAIN_ANNOTATION_PREFIX, Gpu, GpuSummary, Node, NodeDescription
 
@@ -61,9 +63,11 @@ def _faults(node: Node, palette: Palette) -> list[RenderableType]:
 
 
 def describe(node: Node, temp_threshold: float, palette: Palette, read: NodeDescription | None = None,
-             error: str | None = None, now: float | None = None, summary: GpuSummary | None = None) -> RenderableType:
+             error: str | None = None, now: float | None = None, summary: GpuSummary | None = None,
+             snapshot: ClusterSnapshot | None = None) -> RenderableType:
     """`read`: what describe read from the API now (taints, heartbeat, events); `error`: why it could not;
-    `summary`: the node's DCGM figures in a summarised fleet (ClusterSnapshot.summary)."""
+    `summary`: the node's DCGM figures in a summarised fleet (ClusterSnapshot.summary); `snapshot`: the one the
+    node is from (names what holds a GPU Operator upgrade; without it, the holds are read from the node alone)."""
     parts: list[RenderableType] = []
     if error:
         parts.append(Text(f"taints, heartbeat and events unavailable: {error}", style=f"bold {palette.alert}"))
@@ -78,6 +82,19 @@ def describe(node: Node, temp_threshold: float, palette: Palette, read: NodeDesc
         parts.append(Text("none", style="dim"))
 
     parts.extend(_faults(node, palette))
+
+    parts.append(_section("Disruptions, stuck first"))  # who is disrupting it, and why (issue 40)
+    at = now if now is not None else snapshot.taken_at if snapshot is not None else time.time()
+    holds = node_holds(node, snapshot, at)
+    for hold in holds:
+        head, why, stuck = hold_words(hold, at)
+        since = "" if hold.since is None else time.strftime(" (since %Y-%m-%d %H:%M UTC)", time.gmtime(hold.since))
+        parts.append(Text.assemble(("◆ ", f"bold {palette.cordoned}"), (head, "bold"), since, ": ", why))
+        if stuck:
+            parts.append(Text.assemble(("  stuck: ", f"bold {palette.alert}"), stuck))
+    if not holds:
+        parts.append(Text("none the Node object shows (NodeMaintenance, NodeClaims and NVSentinel's CRs are not "
+                          "read yet)", style="dim"))
 
     parts.append(_section("Conditions"))
     table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold", expand=True)

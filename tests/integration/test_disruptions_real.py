@@ -1,6 +1,6 @@
 """Who is disrupting each node (issue 40, first slice), on the real control plane: each actor's marks written on
 real Node objects field for field as that actor writes them (docs/disruption-actors.md, the section beside each),
-read back by `gputui nodes -o json` through the real apiserver. None of these controllers runs here: what is tested
+read back by `gputui nodes -o json` and `gputui disruptions -o json` through the real apiserver. None of these controllers runs here: what is tested
 is gputui's reading of what they write."""
 
 from __future__ import annotations
@@ -96,6 +96,29 @@ def test_nodes_json_names_each_actor_from_what_it_writes_on_the_node(cluster, fa
         assert "GPU-fatal-error-ruleset" in got["dx-nvs"][0]["why"]
         assert got["dx-gputui"][0]["stuck"].startswith("interrupted: its drain lease was last renewed")
         assert "owner unknown" in got["dx-person"][0]["why"]
+
+        # `gputui disruptions -o json` (issue 40 items 1 and 6): the same holds from the same real Node objects,
+        # one row per node and actor, stuck ones first, then the oldest, undated ones after every dated one.
+        out = run("disruptions", "--kubeconfig", str(cluster.admin_kubeconfig), "-o", "json", home=tmp_path)
+        assert out.returncode == 0, out.stderr
+        listed = json.loads(out.stdout)
+        assert listed["simulated"] is False and listed["known"] is True
+        rows = [r for r in listed["disruptions"] if r["node"] in names]
+        assert [(r["node"], r["actor"], r["phase"], r["since"], bool(r["stuck"])) for r in rows] == [
+            # stuck: the oldest first (NVSentinel's quarantine and the operator's wait both date from two days
+            # ago, node A→Z between them), then gputui's interrupted drain of 15 minutes
+            ("dx-gpuop", "gpu-operator", "wait-for-jobs-required", two_days, True),
+            ("dx-nvs", "nvsentinel", "drain-failed", quarantined, True),
+            ("dx-gputui", "gputui", "waiting", started, True),
+            # not stuck: the candidate of two days, the deletion of two minutes, then the undated
+            ("dx-cand", "cluster-autoscaler", "deletion-candidate", two_days, False),
+            ("dx-ca", "cluster-autoscaler", "deleting", now - 120, False),
+            ("dx-karp", "karpenter", "disrupting", None, False),
+            ("dx-person", "person", "cordoned", None, False),
+        ]
+        for r in rows:
+            assert r["why"] and (r["age_s"] is None) == (r["since"] is None)
+            assert r["age_s"] is None or r["age_s"] >= 0
     finally:
         for name in names:
             fake_kubelet.remove_node(name)

@@ -25,6 +25,7 @@ def describe(sim: Simulation, node: str, pods: Sequence[tuple[str, str]]) -> Nod
         taints.append("node.kubernetes.io/unschedulable:NoSchedule")
     if not n.ready:
         taints += ["node.kubernetes.io/unreachable:NoExecute", "node.kubernetes.io/unreachable:NoSchedule"]
+    taints += [str(taint) for taint in n.taints]  # its own: other actors' (actors.py), the autoscaler's
     heartbeat = t - (t % HEARTBEAT_EVERY_S) if n.ready else sim._began - DOWN_FOR_S
     events = []
     if not n.ready:

@@ -80,6 +80,7 @@ class SimNode:
     units: list[tuple[str, int]] = field(default_factory=list)
     scheme_labels: dict[str, str] = field(default_factory=dict)  # what GFD says of its slicing
     taints: tuple[Taint, ...] = ()  # its own beyond a cordon's and NotReady's (which follow its state)
+    labels: dict[str, str] = field(default_factory=dict)  # other actors' (actors.py), beyond GFD's and the pool's
 
     def __post_init__(self) -> None:
         if not self.units:

@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from gputui.backends.demo.actors import hand_to_actors
 from gputui.backends.demo.router import NAME, Router, route_backends, template_labels
 from gputui.backends.demo.routes import route_object
 from gputui.backends.demo.scenario import (
@@ -92,6 +93,7 @@ class Simulation:
             node.uuids = [self._uuid() for _ in range(node.product.count)]
             node.history = {i: deque(maxlen=int(HISTORY_S / STEP_S)) for i in range(node.product.count)}
         self._place_initial_workloads()
+        hand_to_actors(self._nodes, start)  # after placement: the pods and GPU figures are the same without it
         # The warm-up runs on the first read, in the caller's thread (the UI's poll worker).
 
     # ----- simulation -------------------------------------------------------------
@@ -341,6 +343,7 @@ class Simulation:
             "nvidia.com/cuda.runtime-version.full": CUDA,
             "gpu.pool": p.family,  # the seeds' pool label: one pool per GPU family
             **n.scheme_labels,
+            **n.labels,
         }
         if n.upgrade_state:
             labels[STATE_LABEL] = n.upgrade_state

@@ -52,6 +52,10 @@ def run_command(app: GputuiApp, command: Command | None) -> None:
             app.switch_context(arg)
     elif name == "fleet":
         app.open_fleet()
+    elif name == "disruptions":  # read-only, from any screen (the dashboard's run_command is not needed)
+        from gputui.ui.screens.disruptions import DisruptionsScreen  # noqa: PLC0415 (screen: loaded when first shown)
+
+        app.push_screen(DisruptionsScreen())
     else:
         dashboard = app.front_dashboard()
         if dashboard is None:

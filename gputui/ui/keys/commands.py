@@ -27,6 +27,8 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("pools", None, "GPU use per node pool: allocated, unallocated, idle", ("pool",)),
     CommandSpec("versions", None, "driver, CUDA, kubelet, runtime, kernel, OS, GPU Operator and engines per node",
                 ("ver",)),
+    CommandSpec("disruptions", None, "every node being disrupted: actor, phase, age, why; stuck first",
+                ("disruption", "dis")),
     CommandSpec("ctx", "context", "switch to another kubeconfig context", ("context",)),
     CommandSpec("fleet", None, "every cluster (contexts: in the config, or the kubeconfig's), one row each"),
     CommandSpec("ns", "namespace", "show one namespace's workloads (:ns all for every one)", ("namespace",)),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -16,6 +17,7 @@ from textual.widgets import Static
 from gputui.backends.base import error_line
 from gputui.policy.health import fleet_driver, has_driver_drift, node_alerts
 from gputui.present import cells
+from gputui.present.disruptions import hold_words, node_holds
 from gputui.snapshot import ClusterSnapshot
 from gputui.ui.base import ClusterScreen
 from gputui.ui.messages import DescriptionRead, HistoryRead
@@ -176,7 +178,7 @@ class NodeDetailScreen(ClusterScreen):
 
         def body() -> RenderableType:  # the heartbeat's age moves with the clock
             return describe(node, self.app.settings.temp_threshold, self.app.palette, message.description,
-                            message.error, now=self.app.clock(), summary=snap.summary(node))
+                            message.error, now=self.app.clock(), summary=snap.summary(node), snapshot=snap)
 
         self.app.push_screen(DetailScreen(f"node {node.name}", body(), ticking=body))
 
@@ -326,6 +328,15 @@ class NodeDetailScreen(ClusterScreen):
         for alert in node_alerts(node, self.app.settings.temp_threshold, snap.summary(node)):
             text.append("\n ▲ ", style=f"bold {palette.alert}")
             text.append(alert.message, style=palette.alert)
+        for hold in node_holds(node, snap, snap.taken_at):  # who is disrupting it (issue 40): actor, phase, age, why
+            head, why, stuck = hold_words(hold, snap.taken_at)
+            text.append("\n ◆ ", style=f"bold {palette.cordoned}")
+            text.append(head[:width - 3], style="bold")
+            # Wrapped here, between words, to the screen's width (as the pieces above): no line runs past it.
+            for line in textwrap.wrap(why, width - 3):
+                text.append(f"\n   {line}")
+            for line in textwrap.wrap(f"stuck: {stuck}" if stuck else "", width - 3):
+                text.append(f"\n   {line}", style=f"bold {palette.alert}")
         return text
 
     def _fetch_history(self) -> None:

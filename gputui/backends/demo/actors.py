@@ -1,0 +1,63 @@
+"""The demo's nodes in other actors' hands (issue 40 item 6), written as each actor writes them on the Node
+(docs/disruption-actors.md; the names: gputui.vocabulary.disruptions). Only what the Node object can carry: the
+actors' custom resources (a NodeMaintenance in Draining, a Karpenter NodeClaim) are not simulated, as gputui
+does not read them yet. Applied after the initial placement, so the demo's pods and GPU figures are unchanged;
+times are relative to the demo's start, so the demo stays deterministic.
+
+- gpu-a100-03: quarantined by NVSentinel three hours ago on a fatal XID (cordon, its labels, annotations and the
+  taint its rule set applies: the chart's commented example, nvidia.com/gpu-error=fatal:NoSchedule). No
+  cordon-reason label (how a rule match words it was not read from NVSentinel's source) and no node condition
+  (it would make the node a problem and move every demo figure that counts problems);
+- gpu-a100-07: Karpenter is disrupting it (karpenter.sh/disrupted:NoSchedule; Karpenter taints, never cordons);
+- gpu-l40s-04: the cluster autoscaler is deleting it (ToBeDeletedByClusterAutoscaler=<Unix seconds>:NoSchedule,
+  and the cordon it sets before terminating, --cordon-node-before-terminating's default);
+- gpu-a100-06: a person's `kubectl cordon`: nothing but spec.unschedulable.
+The GPU Operator's stuck upgrade is gpu-a100-08's upgrade-failed (scenario.py): the operator records no time for
+that state, so "stuck for days" cannot be said of it from the Node; gpu-l40s-05's deletion candidate is set in
+Simulation.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+
+from gputui.backends.demo.scenario import SimNode
+from gputui.vocabulary import disruptions as d
+from gputui.vocabulary.scheduling import Taint
+
+NVSENTINEL_NODE = "gpu-a100-03"
+KARPENTER_NODE = "gpu-a100-07"
+AUTOSCALER_NODE = "gpu-l40s-04"
+PERSON_NODE = "gpu-a100-06"
+QUARANTINED_S = 3 * 3600  # NVSentinel cordoned it this long before the demo starts
+DELETING_S = 20 * 60  # the autoscaler tainted it this long before
+GPU_ERROR_TAINT = Taint("nvidia.com/gpu-error", "fatal", "NoSchedule")
+
+
+def hand_to_actors(nodes: Mapping[str, SimNode], start: float) -> None:
+    quarantined = nodes[NVSENTINEL_NODE]
+    at = int(start - QUARANTINED_S)
+    quarantined.unschedulable = True
+    quarantined.taints = (*quarantined.taints, GPU_ERROR_TAINT)
+    quarantined.labels.update({
+        d.NVSENTINEL_CORDON_BY: "NVSentinel",
+        d.NVSENTINEL_CORDON_TIMESTAMP: time.strftime(d.NVSENTINEL_TIMESTAMP_FORMAT, time.gmtime(at)),
+        d.NVSENTINEL_STATE: "quarantined",
+    })
+    event = {"checkName": "GpuXidError", "isFatal": True, "isHealthy": False, "nodeName": NVSENTINEL_NODE,
+             "message": "XID 48: double-bit ECC error on GPU 2", "errorCode": ["48"],
+             "recommendedAction": "RESTART_BM", "generatedTimestamp": {"seconds": at, "nanos": 0}}
+    quarantined.annotations.update({
+        d.NVSENTINEL_EVENT: json.dumps([event]),
+        d.NVSENTINEL_APPLIED_TAINTS: json.dumps([{"Key": GPU_ERROR_TAINT.key, "Value": GPU_ERROR_TAINT.value,
+                                                  "Effect": GPU_ERROR_TAINT.effect}]),
+        d.NVSENTINEL_IS_CORDONED: "True",
+    })
+    karpenter = nodes[KARPENTER_NODE]
+    karpenter.taints = (*karpenter.taints, Taint(d.KARPENTER_DISRUPTED, "", "NoSchedule"))
+    deleting = nodes[AUTOSCALER_NODE]
+    deleting.unschedulable = True
+    deleting.taints = (*deleting.taints, Taint(d.CA_TO_BE_DELETED, str(int(start - DELETING_S)), "NoSchedule"))
+    nodes[PERSON_NODE].unschedulable = True

@@ -17,7 +17,7 @@ from gputui.backends.base import Backend, BackendError, error_line
 from gputui.base.paths import shown
 from gputui.cli.common import EXIT_OK, EXIT_USAGE, fail
 from gputui.ops.evidence import gather
-from gputui.ops.evidence_write import SIMULATED, archive, default_path, missing_by_reason, write
+from gputui.ops.evidence_write import archive, default_path, done_line, missing_by_reason, write
 from gputui.settings import Settings
 
 
@@ -44,9 +44,7 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
         return fail(f"{shown(path)} exists: not replaced (--force replaces it)", EXIT_USAGE)
     except OSError as exc:
         return fail(f"cannot write {shown(path)}: {exc.strerror or exc}", EXIT_USAGE)
-    tag = f"{SIMULATED}\n" if ev.simulated else ""
     for why, names in missing_by_reason(ev):
         print(f"gputui: evidence: missing {names}: {why}", file=sys.stderr)
-    missing = f"; {len(ev.missing)} part{'s' * (len(ev.missing) != 1)} missing (see MANIFEST)" if ev.missing else ""
-    print(f"{tag}evidence of node {ev.node} written to {path}{missing}")
+    print(done_line(ev, path))
     return EXIT_OK

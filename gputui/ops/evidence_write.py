@@ -123,6 +123,14 @@ def manifest(ev: Evidence) -> str:
     return "\n".join(lines)
 
 
+def done_line(ev: Evidence, path: Path) -> str:
+    """What the CLI prints and the TUI notifies once the file is written."""
+    tag = f"{SIMULATED}: " if ev.simulated else ""
+    n = len(ev.missing)
+    missing = f"; {n} part{'s' * (n != 1)} missing (see its MANIFEST)" if n else ""
+    return f"{tag}evidence of node {visible(ev.node)} written to {path}{missing}"
+
+
 def _json(data: Any) -> bytes:
     # ASCII: every character a terminal or an editor could act on is a JSON escape; the values stay the same.
     return (json.dumps(data, indent=1, ensure_ascii=True, default=str) + "\n").encode()

@@ -94,7 +94,7 @@ def gather(backend: Backend, node: str, *, audit_log: str | None = None, snapsho
         Part("labels.json", "the node's labels", meta.get("labels") or {}),
     ]
     pods = snapshot.pods_on(node)
-    ev.parts.append(_read("events.json", "events of the node and of its pods (newest first)", lambda: [
+    ev.parts.append(_read("events.json", "the newest events of the node and of its pods (at most 20 on a real cluster: what describe, i, reads)", lambda: [
         {"type": e.type, "reason": e.reason, "message": e.message, "object": e.object, "count": e.count,
          "last_seen": e.last_seen} for e in reader.describe(node, [(p.namespace, p.name) for p in pods]).events],
         progress, "reading events"))
@@ -147,7 +147,8 @@ def _series(reader: Any, node: str, ev: Evidence, progress: Progress) -> dict[st
 
     prom = getattr(reader, "prom", None)
     if prom is not None:
-        return node_series(prom, node, MINUTES, progress=lambda f: progress(f"reading {f} (last {MINUTES} min)"))
+        progress(f"reading the node's DCGM series, last {MINUTES} min ({len(FAMILIES)} range queries, one per field)")
+        return node_series(prom, node, MINUTES)
     if not ev.simulated:
         return dict.fromkeys(FAMILIES, "no metrics source (--prometheus not given)")
     # The demo simulates utilisation alone, its samples without their times: kept as such, never given made-up ones.

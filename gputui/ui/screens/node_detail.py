@@ -68,7 +68,8 @@ class NodeDetailScreen(ClusterScreen):
         Binding("d", "diagnostics", "Diagnose", id="diagnostics"),
         Binding("i", "describe", "Describe", id="describe",
                 tooltip="Conditions with reasons, GPU labels, alerts explained (XIDs in words)"),
-        Binding("E", "evidence", "Evidence", id="evidence",
+        # Listed in help (?), not in the footer: at 80 columns it would push q and ? off the line.
+        Binding("E", "evidence", "Evidence", id="evidence", show=False,
                 tooltip="Write this node's evidence bundle (.tar.gz) for an RMA or incident ticket"),
     ]
 

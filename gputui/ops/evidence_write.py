@@ -12,6 +12,7 @@ import json
 import os
 import re
 import tarfile
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -153,8 +154,8 @@ def write(path: Path, body: bytes, force: bool = False) -> None:
     """Mode 0600, whole or not at all (a temporary file beside it, then linked in). An existing file is
     FileExistsError unless `force` (then replaced)."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.part")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)  # 0600, a fresh name
+    temp = Path(name)
     try:
         with os.fdopen(fd, "wb") as f:
             os.fchmod(f.fileno(), 0o600)  # whatever the umask
@@ -163,7 +164,13 @@ def write(path: Path, body: bytes, force: bool = False) -> None:
             os.fsync(f.fileno())
         if force:
             os.replace(temp, path)
-        else:
+            return
+        try:
             os.link(temp, path)  # FileExistsError when something is there: never replaced
+        except FileExistsError:
+            raise
+        except OSError:  # a file system without hard links: created only if absent, then written
+            with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
+                f.write(body)
     finally:
         temp.unlink(missing_ok=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 from gputui.backends.base import Backend, BackendError, error_line
 from gputui.ops import evidence_clean as clean
@@ -79,7 +80,7 @@ def gather(backend: Backend, node: str, *, audit_log: str | None = None, snapsho
     raw_node: dict[str, Any]
     if conn is not None:
         progress(f"reading node {node}")
-        raw_node = clean.node_object(conn.request("GET", f"/api/v1/nodes/{node}"))  # raises: nothing to bundle
+        raw_node = clean.node_object(conn.request("GET", f"/api/v1/nodes/{quote(node, safe='')}"))  # raises: nothing to bundle
     else:
         raw_node = clean.node_from_model(model)
     ev = Evidence(node, backend.context, snapshot.simulated, snapshot.taken_at, model, model.gpus)
@@ -94,7 +95,8 @@ def gather(backend: Backend, node: str, *, audit_log: str | None = None, snapsho
         Part("labels.json", "the node's labels", meta.get("labels") or {}),
     ]
     pods = snapshot.pods_on(node)
-    ev.parts.append(_read("events.json", "the newest events of the node and of its pods (at most 20 on a real cluster: what describe, i, reads)", lambda: [
+    events = "the newest events of the node and of its pods (at most 20 on a real cluster: what describe, i, reads)"
+    ev.parts.append(_read("events.json", events, lambda: [
         {"type": e.type, "reason": e.reason, "message": e.message, "object": e.object, "count": e.count,
          "last_seen": e.last_seen} for e in reader.describe(node, [(p.namespace, p.name) for p in pods]).events],
         progress, "reading events"))

@@ -296,3 +296,14 @@ def add_disruptions_parser(sub: Any, common: Callable[[argparse.ArgumentParser],
                        "autoscaler, the GPU Operator, gputui, a person's cordon), stuck first, and exit")
     common(p)
     p.add_argument("-o", "--output", choices=("table", "json"), default="table")
+
+
+def add_evidence_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> None:
+    """`gputui evidence NODE [-o FILE] [--force]`: the node's evidence bundle (gputui.cli.evidence)."""
+    p = sub.add_parser("evidence", help="write a node's evidence bundle (.tar.gz) for an RMA or incident ticket: "
+                       "the node, its pods, holders, GPU faults, the last hour of DCGM series, audit entries")
+    common(p)
+    p.add_argument("node", metavar="NODE", type=node_name)
+    p.add_argument("-o", "--output", dest="file", type=file_path, default=None, metavar="FILE",
+                   help="where to write it (default: $XDG_STATE_HOME/gputui/evidence/NODE-TIME.tar.gz)")
+    p.add_argument("--force", action="store_true", help="replace FILE when it exists (never done otherwise)")

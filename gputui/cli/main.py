@@ -100,6 +100,10 @@ def _run(argv: Sequence[str] | None) -> int:
             from gputui.cli import cordon  # noqa: PLC0415 (a subcommand's module loads only when it runs)
 
             return cordon.run(settings, args, backend)
+        if args.command == "evidence":
+            from gputui.cli import evidence  # noqa: PLC0415 (a subcommand's module loads only when it runs)
+
+            return evidence.run(settings, args, backend)
         if args.command == "drain":
             from gputui.cli import drain  # noqa: PLC0415 (a subcommand's module loads only when it runs)
 

@@ -13,6 +13,7 @@ from gputui.cli.arguments import (
     add_cordon_parsers,
     add_disruptions_parser,
     add_drain_parser,
+    add_evidence_parser,
     add_rollout_parser,
     add_scale_down_parser,
     add_shift_parser,
@@ -150,6 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_rollout_parser(sub, common)
     add_cordon_parsers(sub, common)
     add_disruptions_parser(sub, common)
+    add_evidence_parser(sub, common)
     return parser
 
 

@@ -68,6 +68,9 @@ class NodeDetailScreen(ClusterScreen):
         Binding("d", "diagnostics", "Diagnose", id="diagnostics"),
         Binding("i", "describe", "Describe", id="describe",
                 tooltip="Conditions with reasons, GPU labels, alerts explained (XIDs in words)"),
+        # Listed in help (?), not in the footer: at 80 columns it would push q and ? off the line.
+        Binding("E", "evidence", "Evidence", id="evidence", show=False,
+                tooltip="Write this node's evidence bundle (.tar.gz) for an RMA or incident ticket"),
     ]
 
     def __init__(self, node: str) -> None:
@@ -167,6 +170,29 @@ class NodeDetailScreen(ClusterScreen):
                 self.post_message(DescriptionRead(node, None, error_line(exc)))
 
         self.run_worker(read, thread=True, exclusive=True, group="describe", exit_on_error=False)
+
+    def action_evidence(self) -> None:
+        """The node's evidence bundle (gputui.ops.evidence), written under the state directory by a thread (API
+        and Prometheus reads); where it went, or why not, is a notification (App.notify is thread-safe)."""
+        snap = self.app.snapshot
+        if snap is None or snap.node(self.node_name) is None:
+            return
+        app, node = self.app, self.node_name
+        app.notify(f"writing the evidence bundle of {node}…")
+
+        def write() -> None:
+            from gputui.ops import evidence, evidence_write  # noqa: PLC0415 (loaded when first asked)
+
+            try:
+                ev = evidence.gather(app.backend, node, audit_log=app.settings.audit_log, snapshot=snap)
+                path = evidence_write.default_path(node, app.clock())
+                evidence_write.write(path, evidence_write.archive(ev))
+            except Exception as exc:  # noqa: BLE001 - said, never a crash
+                app.notify(f"evidence of {node} not written: {error_line(exc)}", severity="error")
+                return
+            app.notify(evidence_write.done_line(ev, path), severity="warning" if ev.missing else "information")
+
+        self.run_worker(write, thread=True, exclusive=True, group="evidence", exit_on_error=False)
 
     def on_description_read(self, message: DescriptionRead) -> None:
         snap = self.app.snapshot

@@ -59,6 +59,7 @@ SCOPES: dict[str, dict[str, str]] = {
         'shift': 'w',
         'diagnostics': 'd',
         'describe': 'i',
+        'evidence': 'E',
         'cursor-up': 'up,k',
         'cursor-down': 'down,j',
         '(scroll_left)': 'left',

@@ -42,8 +42,11 @@ def node_disruptions(node: Node, now: float, snapshot: ClusterSnapshot | None = 
     if record is not None:  # a cordon through gputui: its person, reason and expiry (a record left on a node
         found.append(_recorded(record, now))  # uncordoned by hand since is history, not a hold)
     elif node.unschedulable and not any(x.cordons for x in found):
+        unread = [name for name, state in (snapshot.actors.reads.items() if snapshot and snapshot.actors else ())
+                  if state.startswith(d.UNKNOWN)]
+        maybe = f"; {' and '.join(unread)} objects could not be read: one may hold it" if unread else ""
         found.append(Disruption(d.PERSON, "cordoned", None, "cordoned, owner unknown (no actor gputui reads claims "
-                                "it: kubectl cordon, or a tool gputui does not know)", cordons=True))
+                                f"it: kubectl cordon, or a tool gputui does not know){maybe}", cordons=True))
     return sorted(found, key=lambda x: not x.stuck)  # stable: otherwise in the order above
 
 

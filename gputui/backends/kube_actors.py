@@ -135,10 +135,17 @@ class ActorReader:
 
     @staticmethod
     def sources(objects: ActorObjects | None) -> tuple[SourceStatus, ...]:
-        """The header shows a source with an error: each unknown actor, named (a not-installed one is no error)."""
-        return () if objects is None else tuple(SourceStatus(name, None, state) for name, state in objects.reads.items()
-                     if state.startswith(d.UNKNOWN))
+        """The header shows a source with an error: each unknown actor, named (a not-installed one is no error), in
+        few words (the header is one line; `gputui disruptions -o json` has the apiserver's whole answer)."""
+        return () if objects is None else tuple(SourceStatus(name, None, _short(state))
+                                                for name, state in objects.reads.items() if state.startswith(d.UNKNOWN))
 
     def stop(self) -> None:
         for c in self.caches.values():
             c.stop()
+
+
+def _short(state: str) -> str:
+    if "forbidden" in state:
+        return f"{d.UNKNOWN}: not readable (forbidden)"
+    return state if len(state) <= 80 else state[:79] + "…"

@@ -158,7 +158,7 @@ def test_nodemaintenance_and_nodeclaim_show_with_actor_phase_since_why_and_forbi
         finally:
             backend.close()
         named = {s.name: s.error for s in snap.sources}
-        assert (named.get("NodeMaintenance") or "").startswith("unknown: forbidden")  # what the header shows
+        assert named.get("NodeMaintenance") == "unknown: not readable (forbidden)"  # what the header shows
         assert "NodeClaim" not in named and named["API"] is None  # read fine; the fleet's API is no worse for it
     finally:
         for name in names:

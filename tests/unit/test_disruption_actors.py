@@ -199,6 +199,6 @@ def test_actor_reader_states_absent_forbidden_and_discovery_failed():
     assert objects.reads == {MAINTENANCE: "unknown: forbidden: nodemaintenances is forbidden",
                              NODECLAIM: "not installed"}
     assert [(s.name, s.error) for s in ActorReader.sources(objects)] == \
-        [("NodeMaintenance", "unknown: forbidden: nodemaintenances is forbidden")]
+        [("NodeMaintenance", "unknown: not readable (forbidden)")]  # the header's words
     blind = ActorReader(make, None, None, RuntimeError("503: discovery down"))
     assert all(v.startswith("unknown: API discovery failed") for v in blind.objects().reads.values())

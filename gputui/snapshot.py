@@ -7,6 +7,7 @@ from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from gputui.vocabulary.disruptions import ActorObjects
 from gputui.vocabulary.gauges import Gauges, gauges, util_sum
 from gputui.vocabulary.gpu_resources import WHOLE_GPU, GpuUse
 from gputui.vocabulary.model import Budget, GpuSummary, InferencePod, InferenceService, Node, PodSelector, UpgradePolicy
@@ -76,6 +77,9 @@ class ClusterSnapshot:
     sources: tuple[SourceStatus, ...] = ()
     simulated: bool = False
     upgrade_policy: UpgradePolicy | None = None  # the GPU Operator's, when its ClusterPolicy was read
+    # The disrupting actors' own objects (NodeMaintenances, NodeClaims) and whether each could be read; None when
+    # the backend reads none (the demo): their holds are then not read, never "none".
+    actors: ActorObjects | None = None
     # Every pod's live-session counts as the metrics read gave them (gputui.vocabulary.sessions): `sessions(pod)` reads one.
     session_counts: SessionCounts = field(default_factory=dict)
     # The Services and InferencePools that select pods, and the workloads that own them (gputui.policy.rotation);

@@ -17,6 +17,14 @@ Two upstream facts shape what is taken:
   newest served; v1.6.1 and v1.7.0 answer 403) carries its GA InferencePool CRD
   (inference.networking.k8s.io/v1) in config/crd/bases/. `go mod download` checks the zip against
   sum.golang.org as for every pin here.
+- NVIDIA's maintenance-operator (NodeMaintenance, issue 40): its main module, which holds config/crd/bases/,
+  answers 403 (v0.3.0, v0.2.3, pseudo-versions); its API module github.com/Mellanox/maintenance-operator/api@v0.3.0
+  is served, Go types only. The CRD is generated from those types with controller-gen at the version upstream's
+  Makefile pins (CONTROLLER_TOOLS_VERSION ?= v0.16.5), as upstream's `make manifests` does: the output is
+  byte-identical to tag v0.3.0's config/crd/bases/maintenance.nvidia.com_nodemaintenances.yaml (checked with diff
+  against a snapshot of the repository; docs/disruption-actors.md). controller-gen is built once into the cache.
+- Karpenter (NodeClaim, NodePool): sigs.k8s.io/karpenter@v1.13.0, pkg/apis/crds/ (the newest version Go 1.26.8
+  downloads without a toolchain switch).
 """
 
 from __future__ import annotations
@@ -59,6 +67,17 @@ PINS: dict[str, list[tuple[str, list[str]]]] = {
         ("config/crd/bases/inference.networking.k8s.io_inferencepools.yaml",
          ["inferencepools.inference.networking.k8s.io"]),
     ],
+    "sigs.k8s.io/karpenter@v1.13.0": [
+        ("pkg/apis/crds/karpenter.sh_nodeclaims.yaml", ["nodeclaims.karpenter.sh"]),
+        ("pkg/apis/crds/karpenter.sh_nodepools.yaml", ["nodepools.karpenter.sh"]),
+    ],
+}
+# CRDs generated from a module's Go types (its YAML is in no module served): module@version -> (the package of the
+# types, controller-gen's version, CRD names to take from what it writes).
+CONTROLLER_GEN = "sigs.k8s.io/controller-tools/cmd/controller-gen"
+GENERATED: dict[str, tuple[str, str, list[str]]] = {
+    "github.com/Mellanox/maintenance-operator/api@v0.3.0": (
+        "github.com/Mellanox/maintenance-operator/api/v1alpha1", "v0.16.5", ["nodemaintenances.maintenance.nvidia.com"]),
 }
 
 
@@ -67,13 +86,44 @@ def log(message: str) -> None:
 
 
 def module_dir(module: str, gopath: Path) -> Path:
-    env = dict(os.environ, GOPATH=str(gopath), GOFLAGS="-mod=mod", GO111MODULE="on")
-    done = subprocess.run(["go", "mod", "download", "-json", module], capture_output=True, text=True, env=env,
+    done = subprocess.run(["go", "mod", "download", "-json", module], capture_output=True, text=True, env=go_env(gopath),
                           cwd=gopath, timeout=600)
     info = json.loads(done.stdout or "{}")
     if done.returncode != 0 or info.get("Error") or not info.get("Dir"):
         raise SystemExit(f"[fetch-crds] ERROR: go mod download {module}: {info.get('Error') or done.stderr.strip()}")
     return Path(info["Dir"])
+
+
+def go_env(gopath: Path, **extra: str) -> dict[str, str]:
+    return dict(os.environ, GOPATH=str(gopath), GOFLAGS="-mod=mod", GO111MODULE="on", **extra)
+
+
+def generated_crds(module: str, package: str, tools: str, gopath: Path, scratch: Path) -> dict[str, dict]:
+    """Every CRD controller-gen `tools` writes for `package` of `module` (pinned), by name: a scratch module
+    requiring the pin, its go.sum checked as `go mod tidy` checks it, controller-gen run over the package."""
+    gobin = gopath / "bin" / f"controller-gen-{tools}"
+    tool = gobin / "controller-gen"
+    if not tool.is_file():
+        done = subprocess.run(["go", "install", f"{CONTROLLER_GEN}@{tools}"], capture_output=True, text=True,
+                              env=go_env(gopath, GOBIN=str(gobin)), cwd=gopath, timeout=900)
+        if done.returncode != 0:
+            raise SystemExit(f"[fetch-crds] ERROR: go install controller-gen@{tools}: {done.stderr.strip()[-2000:]}")
+    path, version = module.split("@")
+    work = scratch / "gen"
+    work.mkdir(parents=True)
+    (work / "go.mod").write_text(f"module gputui.test/crdgen\n\ngo 1.24\n\nrequire {path} {version}\n")
+    (work / "gen.go").write_text(f'package crdgen\n\nimport _ "{package}"\n')
+    out = scratch / "out"
+    for argv in (["go", "mod", "tidy"], [str(tool), "crd", f"paths={package}", f"output:crd:dir={out}"]):
+        done = subprocess.run(argv, capture_output=True, text=True, env=go_env(gopath), cwd=work, timeout=900)
+        if done.returncode != 0:
+            raise SystemExit(f"[fetch-crds] ERROR: {' '.join(argv[:2])} for {module}: {done.stderr.strip()[-2000:]}")
+    crds = {}
+    for file in sorted(out.glob("*.yaml")):
+        for d in yaml.safe_load_all(file.read_text()):
+            if d and d.get("kind") == "CustomResourceDefinition":
+                crds[d["metadata"]["name"]] = d
+    return crds
 
 
 def to_v1(crd: dict) -> dict:
@@ -108,7 +158,8 @@ def main() -> None:
     pins_hash = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]
     cache = Path(os.environ.get("GPUTUI_CACHE", Path.home() / ".cache/gputui"))
     out = cache / "crds" / pins_hash
-    wanted = [name for files in PINS.values() for _f, names in files for name in names]
+    wanted = [name for files in PINS.values() for _f, names in files for name in names] + \
+        [name for _p, _t, names in GENERATED.values() for name in names]
     if all((out / f"{name}.yaml").is_file() for name in wanted):
         log(f"up to date: {len(wanted)} CRDs already fetched; nothing to do")
         print(out)
@@ -131,6 +182,17 @@ def main() -> None:
                         f"{module}/{file}"
                     (staging / f"{name}.yaml").write_text(yaml.safe_dump(crd, sort_keys=False))
                     log(f"{name} from {module}")
+        for module, (package, tools, names) in GENERATED.items():
+            module_dir(module, gopath)  # checked against sum.golang.org like every pin
+            with tempfile.TemporaryDirectory(prefix="generating-", dir=cache / "crds") as scratch:
+                made = generated_crds(module, package, tools, gopath, Path(scratch))
+            for name in names:
+                if name not in made:
+                    raise SystemExit(f"[fetch-crds] ERROR: controller-gen {tools} wrote no {name} for {module}")
+                made[name].setdefault("metadata", {}).setdefault("annotations", {})["gputui.test/source"] = \
+                    f"{module} ({package}, controller-gen {tools})"
+                (staging / f"{name}.yaml").write_text(yaml.safe_dump(made[name], sort_keys=False))
+                log(f"{name} generated from {module} by controller-gen {tools}")
         if out.exists():
             shutil.rmtree(out)
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -17,6 +17,7 @@ from gputui.backends.kube_objects import NodeRecord, PodRecord, RouteRecord, Ser
 from gputui.base.moved import same
 from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS
 from gputui.snapshot import ClusterSnapshot, SourceStatus
+from gputui.vocabulary.disruptions import ActorObjects
 from gputui.vocabulary.label_selectors import selector_matches
 from gputui.vocabulary.model import (
     Budget,
@@ -52,6 +53,7 @@ class KubeState:
     resource_slices: tuple[SliceRecord, ...] = ()  # DRA, when the cluster serves resource.k8s.io
     resource_claims: tuple[ClaimRecord, ...] = ()
     upgrade_policies: tuple[UpgradePolicy, ...] = ()  # the GPU Operator's ClusterPolicies (one, as a rule)
+    actors: ActorObjects | None = None  # NodeMaintenances, NodeClaims (gputui.backends.kube_actors), passed through
 
 
 def _first(labels: Mapping[str, str], keys: Iterable[str]) -> str:
@@ -183,7 +185,7 @@ class Joiner:
             upgrade_policy=state.upgrade_policies[0] if state.upgrade_policies else None,
             session_counts=metrics.sessions if metrics is not None else {},
             summaries=metrics.nodes if metrics is not None else {},
-            selectors=self._selectors,
+            selectors=self._selectors, actors=state.actors,
         )
 
     def with_claims(self, record: PodRecord) -> PodRecord:

@@ -15,6 +15,7 @@ from gputui.backends.gcpause import gc_paused, unsettle
 from gputui.backends.join import Joiner, KubeState, Metrics, join_gpus
 from gputui.backends.join_fleet import inference_pod
 from gputui.backends.kube_access import access_reviews
+from gputui.backends.kube_actors import ActorReader
 from gputui.backends.kube_cache import ListWatchCache
 from gputui.backends.kube_describe import describe_node
 from gputui.backends.kube_discovery import ISTIO_GROUP, OPERATOR_GROUP, Served, discover
@@ -70,18 +71,10 @@ def with_vanished(fresh: SessionCounts, last: SessionCounts, pods: Iterable[PodR
 
 
 class KubeReader:
-    def __init__(
-        self,
-        conn: Connection,
-        prom: PromSource | None,
-        *,
-        namespace: str | None = None,
-        clock: Callable[[], float] = time.time,
-        per_gpu: bool = False,
-        dcgm_interval: float = 0.0,
-        service_labels: Iterable[str] = DEFAULT_SERVICE_LABELS,
-        version_labels: Iterable[str] = DEFAULT_VERSION_LABELS,
-    ) -> None:
+    def __init__(self, conn: Connection, prom: PromSource | None, *, namespace: str | None = None,
+                 clock: Callable[[], float] = time.time, per_gpu: bool = False, dcgm_interval: float = 0.0,
+                 service_labels: Iterable[str] = DEFAULT_SERVICE_LABELS,
+                 version_labels: Iterable[str] = DEFAULT_VERSION_LABELS) -> None:
         self.conn = conn
         self.prom = prom
         self.per_gpu = per_gpu  # False: per-node aggregates for the fleet; per GPU on demand
@@ -130,7 +123,9 @@ class KubeReader:
         if served.cluster_policy:
             self.caches["clusterpolicies"] = cache(path_of(OPERATOR_GROUP, served.cluster_policy, "clusterpolicies"),
                                                    policy_from)
-        for c in self.caches.values():
+        # NodeMaintenances and NodeClaims: optional caches of their own (an error there is no API error).
+        self.actors = ActorReader(cache, served.maintenance, served.nodeclaims, self.discovery_error)
+        for c in [*self.caches.values(), *self.actors.caches.values()]:
             c.start()
         self._metrics: Metrics | None = None
         self._metrics_at: float | None = None  # when the DCGM gauges were last read (sessions are newer)
@@ -175,6 +170,7 @@ class KubeReader:
                     raise BackendError(c.error)
                 if time.monotonic() > deadline:
                     raise BackendError(c.error or f"no answer from {self.conn.host} within {FIRST_SYNC_TIMEOUT_S:.0f}s")
+        self.actors.wait(time.monotonic() + FIRST_SYNC_TIMEOUT_S)  # never raises: an actor unread is unknown
 
     def _items(self, plurals: Sequence[str]) -> tuple[Any, ...]:
         """The records of these caches; one cache's own tuple when it is the only one, so the join tells
@@ -204,7 +200,7 @@ class KubeReader:
             SourceStatus("metrics", self._metrics_at,
                          self._metrics_error if self.prom is not None else "not configured (--prometheus)",
                          every=self.dcgm_interval or None, mode=self.prom.mode if self.prom is not None else ""),
-        ) + ((SourceStatus("DRA", now, self._dra_error),) if self._dra_error else ())
+        ) + ((SourceStatus("DRA", now, self._dra_error),) if self._dra_error else ()) + ActorReader.sources(state.actors)
         return self._join(state, self._metrics, now, sources, api_error)
 
     def partial_snapshot(self) -> ClusterSnapshot:
@@ -229,6 +225,7 @@ class KubeReader:
             resource_slices=self.caches["resourceslices"].items() if "resourceslices" in self.caches else (),
             resource_claims=self.caches["resourceclaims"].items() if "resourceclaims" in self.caches else (),
             upgrade_policies=self.caches["clusterpolicies"].items() if "clusterpolicies" in self.caches else (),
+            actors=self.actors.objects(),
         )
 
     def _join(self, state: KubeState, metrics: Metrics | None, now: float, sources: tuple[SourceStatus, ...],
@@ -355,6 +352,7 @@ class KubeReader:
         self._closed = True
         for c in list(self.caches.values()):
             c.stop()
+        self.actors.stop()
         if self.prom is not None:
             self.prom.close()
         unsettle()  # the app's poll froze what lived (gcpause): these records among it, maybe in cycles

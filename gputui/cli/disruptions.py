@@ -1,6 +1,7 @@
 """`gputui disruptions`: every node being disrupted, by actor, with its phase, age and why, stuck ones first
-(gputui.present.disruptions, the rows `:disruptions` shows). Read from the Node objects alone; the actors' custom
-resources are not read yet and the output says so. Exit 0: a disruption is information, not an error."""
+(gputui.present.disruptions, the rows `:disruptions` shows). Read from the Node objects, NodeMaintenances and
+Karpenter NodeClaims; each source's state is named (read, not installed, unknown), and what is not read yet says so.
+Exit 0: a disruption is information, not an error."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gputui.cli import common, safe_output
-from gputui.present.disruptions import CRD_SOURCES, NODE_SOURCE, disruption_rows, unknown_because
+from gputui.present.disruptions import disruption_rows, sources, unknown_because
 from gputui.settings import Settings
 
 
@@ -23,7 +24,7 @@ def run(settings: Settings, output: str) -> int:
         json.dump({
             "simulated": snapshot.simulated,  # true: the demo cluster, nothing here is real
             # Where the holds were read from; an unread source is named as such, never as "none found".
-            "sources": {NODE_SOURCE: f"unknown: {unknown}" if unknown else "read", "other": CRD_SOURCES},
+            "sources": sources(snapshot),
             "known": not unknown,  # false: the list below may be incomplete (even empty) for want of a read
             "disruptions": [r.to_dict(snapshot.simulated) for r in rows],
         }, sys.stdout, indent=2, ensure_ascii=False)
@@ -48,5 +49,6 @@ def run(settings: Settings, output: str) -> int:
     nodes = len({r.node for r in rows})
     console.print(Text(f"{nodes} node{'s' * (nodes != 1)} disrupted, {stuck} stuck" if rows
                        else "no node is disrupted" if not unknown else "", style="dim"))
-    console.print(Text(f"read from: {NODE_SOURCE}; {CRD_SOURCES}", style="dim"))
+    console.print(Text("sources: " + "; ".join(f"{k}: {v}" for k, v in sources(snapshot).items() if k != "other")
+                       + f"; {sources(snapshot)['other']}", style="dim"))
     return 0

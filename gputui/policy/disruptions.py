@@ -1,10 +1,12 @@
-"""Who is disrupting a node, and why, read from the Node object alone (issue 40, first slice; the names and where
-each actor writes them: gputui.vocabulary.disruptions and docs/disruption-actors.md). Pure.
+"""Who is disrupting a node, and why, read from the Node object and, where the snapshot carries them, the actors'
+own objects: NodeMaintenances and Karpenter NodeClaims (issue 40; the names and where each actor writes them:
+gputui.vocabulary.disruptions and docs/disruption-actors.md). Pure.
 
 What can be known from the Node: the cluster autoscaler's taints carry the time it tainted; NVSentinel's cordon
 label carries the time it cordoned; the GPU Operator records a start time only in wait-for-jobs-required and
-validation-required; gputui's drain records its start. What cannot: when Karpenter tainted (its taint has no value;
-the NodeClaim's conditions say, not read yet), when the GPU Operator entered any other state (gputui's StateClock
+validation-required; gputui's drain records its start; a NodeClaim's condition its lastTransitionTime. What cannot:
+when Karpenter tainted, without its NodeClaim (the taint has no value), when a NodeMaintenance entered a step other
+than WaitForPodCompletion or Ready (the operator dates none of the others: gputui.vocabulary.disruptions), when the GPU Operator entered any other state (gputui's StateClock
 knows only what it watched live), and who cordoned a node nobody claims (a person, or a tool gputui does not know).
 """
 
@@ -20,7 +22,7 @@ from gputui.policy.cordon_record import CordonRecord, read_record
 from gputui.policy.upgrades import stuck_because
 from gputui.snapshot import ClusterSnapshot
 from gputui.vocabulary import disruptions as d
-from gputui.vocabulary.disruptions import Disruption
+from gputui.vocabulary.disruptions import Disruption, NodeClaimRecord, NodeMaintenanceRecord
 from gputui.vocabulary.model import DRAIN_PHASE_ANNOTATION, UPGRADE_FAILED, UPGRADE_IN_PROGRESS, Node
 from gputui.vocabulary.scheduling import Taint
 
@@ -33,14 +35,18 @@ def node_disruptions(node: Node, now: float, snapshot: ClusterSnapshot | None = 
     """Every actor's hold on `node`, stuck ones first. `snapshot` lets the GPU Operator's holds be named
     (gputui.policy.upgrades.stuck_because reads the node's pods and the fleet); without it they are not."""
     taints = node.scheduling.taints if node.scheduling is not None else ()
-    found = [*_autoscaler(taints, now), *_karpenter(node, taints), *_nvsentinel(node, taints, now),
-             *_gpu_operator(node, now, snapshot), *_gputui(node, now)]
+    maintenances, claims = _objects(node.name, snapshot)
+    found = [*_autoscaler(taints, now), *_karpenter(node, taints, claims, now), *_nvsentinel(node, taints, now),
+             *_gpu_operator(node, now, snapshot), *_gputui(node, now), *(_maintenance(m, now) for m in maintenances)]
     record = read_record(node.annotations) if node.unschedulable else None
     if record is not None:  # a cordon through gputui: its person, reason and expiry (a record left on a node
         found.append(_recorded(record, now))  # uncordoned by hand since is history, not a hold)
     elif node.unschedulable and not any(x.cordons for x in found):
+        unread = [name for name, state in (snapshot.actors.reads.items() if snapshot and snapshot.actors else ())
+                  if state.startswith(d.UNKNOWN)]
+        maybe = f"; {' and '.join(unread)} objects could not be read: one may hold it" if unread else ""
         found.append(Disruption(d.PERSON, "cordoned", None, "cordoned, owner unknown (no actor gputui reads claims "
-                                "it: kubectl cordon, or a tool gputui does not know)", cordons=True))
+                                f"it: kubectl cordon, or a tool gputui does not know){maybe}", cordons=True))
     return sorted(found, key=lambda x: not x.stuck)  # stable: otherwise in the order above
 
 
@@ -81,12 +87,25 @@ def _autoscaler(taints: tuple[Taint, ...], now: float) -> list[Disruption]:
     return out
 
 
-def _karpenter(node: Node, taints: tuple[Taint, ...]) -> list[Disruption]:
+_NO_OBJECTS: tuple[list[NodeMaintenanceRecord], list[NodeClaimRecord]] = ([], [])
+
+
+def _objects(node: str, snapshot: ClusterSnapshot | None) -> tuple[list[NodeMaintenanceRecord], list[NodeClaimRecord]]:
+    """The node's NodeMaintenances and NodeClaims in this snapshot (indexed once per snapshot)."""
+    actors = snapshot.actors if snapshot is not None else None
+    if actors is None or snapshot is None:
+        return _NO_OBJECTS
+    return snapshot.derived("actors_by_node", actors.by_node).get(node, _NO_OBJECTS)
+
+
+def _karpenter(node: Node, taints: tuple[Taint, ...], claims: list[NodeClaimRecord], now: float) -> list[Disruption]:
     guarded = node.annotations.get(d.KARPENTER_DO_NOT_DISRUPT) == "true"
     guard = (f"; the node is annotated {d.KARPENTER_DO_NOT_DISRUPT}=true, which blocks voluntary disruption"
              if guarded else "")
-    out = []
+    out = [x for c in claims if (x := _nodeclaim(c, guard, now)) is not None]
     for t in taints:
+        if t.key == d.KARPENTER_DISRUPTED and out:
+            continue  # its NodeClaim says which disruption, and since when
         if t.key == d.KARPENTER_DISRUPTED:
             out.append(Disruption(d.KARPENTER, "disrupting", None, "Karpenter is disrupting this node "
                                   f"(consolidation, drift, expiry, repair or termination: its NodeClaim says which) "
@@ -94,6 +113,69 @@ def _karpenter(node: Node, taints: tuple[Taint, ...]) -> list[Disruption]:
         elif t.key == d.KARPENTER_REBOOTING:
             out.append(Disruption(d.KARPENTER, "rebooting", None, f"Karpenter is rebooting this node ({t}){guard}"))
     return out
+
+
+def _nodeclaim(claim: NodeClaimRecord, guard: str, now: float) -> Disruption | None:
+    """A NodeClaim's hold: terminating (deletionTimestamp; Drained Unknown/Draining while its pods go), else a
+    disruption Karpenter chose (DisruptionReason=True: Underutilized, Empty, Drifted), else drifted (it will be
+    replaced). None when it is in none of these."""
+    of = f"NodeClaim {claim.name}" + (f", NodePool {claim.nodepool}" if claim.nodepool else "")
+    reason = claim.condition(d.KC_DISRUPTION_REASON)
+    chosen = reason is not None and reason.status == "True"
+    if claim.deleting_since is not None:
+        drained = claim.condition(d.KC_DRAINED)
+        phase = "Draining" if drained is not None and drained.status != "True" else "Terminating"
+        why = f"Karpenter is terminating this node ({of})" + (f": {reason.reason}" if chosen and reason else "")
+        return Disruption(d.KARPENTER, phase, claim.deleting_since, why + guard,
+                          _stale(claim.deleting_since, now, "terminating"))
+    if chosen and reason is not None:
+        return Disruption(d.KARPENTER, reason.reason or d.KC_DISRUPTION_REASON, reason.since,
+                          f"Karpenter chose this node for disruption: {reason.reason or 'no reason given'} "
+                          f"({of}){guard}", _stale(reason.since, now, f"chosen for disruption ({reason.reason})"))
+    drifted = claim.condition(d.KC_DRIFTED)
+    if drifted is not None and drifted.status == "True":
+        return Disruption(d.KARPENTER, d.KC_DRIFTED, drifted.since,
+                          f"drifted from its NodePool ({drifted.reason or 'no reason given'}): Karpenter will replace "
+                          f"it ({of}){guard}")
+    return None
+
+
+def _maintenance(m: NodeMaintenanceRecord, now: float) -> Disruption:
+    """A NodeMaintenance's hold: since its request (the operator dates no step but WaitForPodCompletion and Ready),
+    why = its requestors and where it is; stuck when it looks so (Draining past its drain timeout, a failed
+    requestor, or a day in one phase)."""
+    phase = m.phase or "Uninitialized"
+    parts = [f"NodeMaintenance {m.namespace}/{m.name} requested by {m.requestor or 'unknown'}"]
+    if m.additional_requestors:
+        parts[0] += f" (also {', '.join(m.additional_requestors)})"
+    if m.drain_progress is not None and phase == d.NM_DRAINING:
+        parts.append(f"drained {m.drain_progress}% of {m.eviction_pods if m.eviction_pods is not None else '?'} pods")
+    if m.waiting_pods:
+        shown = ", ".join(m.waiting_pods[:3]) + (f" and {len(m.waiting_pods) - 3} more" if len(m.waiting_pods) > 3
+                                                 else "")
+        parts.append(f"waiting on {len(m.waiting_pods)} pod{'s' * (len(m.waiting_pods) != 1)}: {shown}")
+    ready, failed = m.condition(d.NM_READY), m.condition(d.NM_REQUESTOR_FAILED)
+    if ready is not None and ready.message:
+        parts.append(ready.message)
+    if m.deleting:
+        parts.append("being removed: the operator ends the maintenance (uncordons if it cordoned)")
+    stuck = ""
+    if phase == d.NM_REQUESTOR_FAILED or (failed is not None and failed.status == "True"):
+        detail = failed.message or failed.reason if failed is not None else ""
+        stuck = "its requestor reported a failure" + (f" ({detail})" if detail else "") + \
+            ": the operator keeps the node (no garbage collection) until a person acts"
+    elif phase == d.NM_DRAINING and m.drain_timeout_s:
+        # The Draining step records no start: the latest dated step before it bounds it from below (the wait's
+        # start, else Pending's, else the request), so the time counted is at least as long as the drain's.
+        began = max((t for t in (m.wait_started, ready.since if ready else None, m.created) if t is not None),
+                    default=None)
+        if began is not None and now - began > m.drain_timeout_s + (m.wait_timeout_s or 0):
+            stuck = (f"Draining, {_age(now - began)} after its last dated step, past its drain timeout of "
+                     f"{m.drain_timeout_s}s{' plus its wait' if m.wait_timeout_s else ''} (the operator retries a "
+                     "timed-out drain for ever)")
+    stuck = stuck or _stale(m.created, now, phase)
+    cordons = m.cordon and phase in ("Cordon", "WaitForPodCompletion", d.NM_DRAINING, "Ready", d.NM_REQUESTOR_FAILED)
+    return Disruption(d.MAINTENANCE_OPERATOR, phase, m.created, "; ".join(parts), stuck, cordons=cordons)
 
 
 def _health_events(raw: str | None) -> list[dict[str, Any]]:

@@ -2,9 +2,11 @@
 then the oldest (a hold whose start no actor records after every dated one), then by node. The one home of
 these rows: the `:disruptions` view and `gputui disruptions` both show them (issue 40 items 1 and 6).
 
-Only what the Node object says is read (gputui.policy.disruptions); the actors' custom resources (NodeMaintenance,
-NodeClaims, NVSentinel's CRs) are not read yet, and the rows say so (`CRD_SOURCES`). When the nodes themselves
-could not be read, the list is unknown, never empty: `unknown_because` says why. Pure: no Textual, no I/O.
+What the Node objects say, and the NodeMaintenances and Karpenter NodeClaims the snapshot carries, are read
+(gputui.policy.disruptions); NVSentinel's CRs and EvictionRequests are not read yet, and the rows say so
+(`CRD_SOURCES`). `sources` names each source's state: read, not installed, or unknown (never "none"). When the
+nodes, or an installed actor's objects, could not be read, the list is unknown, never empty: `unknown_because` says
+why. Pure: no Textual, no I/O.
 """
 
 from __future__ import annotations
@@ -23,15 +25,18 @@ from gputui.vocabulary.model import Node
 # Where each actor's hold is read from in this slice: the Node (labels, annotations, taints, spec.unschedulable).
 NODE_SOURCE = "Node objects"
 # What is not read yet: shown as not read, never as "none" (an actor's objects unread are not an actor absent).
-CRD_SOURCES = "NodeMaintenance, Karpenter NodeClaims, NVSentinel CRs, EvictionRequests: not read yet"
+CRD_SOURCES = "NVSentinel CRs, EvictionRequests: not read yet"
+ACTOR_SOURCES = ("NodeMaintenance", "NodeClaim")  # gputui.backends.kube_actors' names
+NOT_READ = "not read (this backend reads no actor objects)"
 
 # The actor as the dashboard's state column names it: whole beside the state where the column is wide; where it
 # is not, the word alone (the cell keeps the state's colour), short where even that does not fit.
 ACTOR_WORDS = {
     d.NVSENTINEL: "nvsentinel", d.KARPENTER: "karpenter", d.CLUSTER_AUTOSCALER: "autoscaler",
-    d.GPU_OPERATOR: "gpu-operator", d.GPUTUI: "gputui", d.PERSON: "person",
+    d.GPU_OPERATOR: "gpu-operator", d.GPUTUI: "gputui", d.PERSON: "person", d.MAINTENANCE_OPERATOR: "maintenance",
 }
-ACTOR_SHORT = {d.GPU_OPERATOR: "gpu-op", d.CLUSTER_AUTOSCALER: "autoscale", d.NVSENTINEL: "nvsent"}
+ACTOR_SHORT = {d.GPU_OPERATOR: "gpu-op", d.CLUSTER_AUTOSCALER: "autoscale", d.NVSENTINEL: "nvsent",
+               d.MAINTENANCE_OPERATOR: "maint"}
 # A state that already names its actor: `upgrading` is the GPU Operator's, `draining` gputui's.
 SAID_BY_STATE = {"upgrading": d.GPU_OPERATOR, "draining": d.GPUTUI}  # NodeState values, lower case
 
@@ -89,7 +94,19 @@ def unknown_because(snapshot: ClusterSnapshot) -> str:
     for source in snapshot.sources:
         if source.name == "API" and (source.error or source.fetched_at is None):
             return f"the nodes could not be read ({source.error or 'not read yet'})"
-    return ""
+    reads = snapshot.actors.reads if snapshot.actors is not None else {}
+    unread = [f"{name} objects could not be read ({state.removeprefix(d.UNKNOWN + ': ')})"
+              for name, state in reads.items() if state.startswith(d.UNKNOWN)]
+    return "; ".join(unread)
+
+
+def sources(snapshot: ClusterSnapshot) -> dict[str, str]:
+    """Each source of the holds and its state: "read", "not installed" (the actor's CRD is not served), "unknown:
+    why", or not read (a backend that reads no actor objects, or what gputui does not read yet)."""
+    nodes = next((f"unknown: {s.error or 'not read yet'}" for s in snapshot.sources
+                  if s.name == "API" and (s.error or s.fetched_at is None)), d.READ)
+    reads = snapshot.actors.reads if snapshot.actors is not None else {}
+    return {NODE_SOURCE: nodes, **{name: reads.get(name, NOT_READ) for name in ACTOR_SOURCES}, "other": CRD_SOURCES}
 
 
 def actor_of(node: Node, snapshot: ClusterSnapshot) -> str:

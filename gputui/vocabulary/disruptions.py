@@ -2,13 +2,15 @@
 
 Every name below was read from the actor's own source; docs/disruption-actors.md says where (its section in the
 comment beside each group). This module holds only what is read from the Node object itself (labels,
-annotations, taints, spec.unschedulable); the actors' custom resources (NodeMaintenance, NodeClaims, NVSentinel's
-CRs) are not read yet. gputui.policy.disruptions turns a Node into its list of these records. Pure vocabulary.
+annotations, taints, spec.unschedulable), and the compact records of the actors' custom resources gputui reads
+(NodeMaintenance, Karpenter's NodeClaims: `ActorObjects`, filled by gputui.backends.kube_actors); NVSentinel's CRs
+are not read yet. gputui.policy.disruptions turns a Node into its list of these records. Pure vocabulary.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from gputui.vocabulary.model import DRAIN_ANNOTATION_PREFIX
@@ -19,6 +21,7 @@ GPU_OPERATOR = "gpu-operator"
 NVSENTINEL = "nvsentinel"
 KARPENTER = "karpenter"
 CLUSTER_AUTOSCALER = "cluster-autoscaler"
+MAINTENANCE_OPERATOR = "maintenance-operator"  # NVIDIA's, through its NodeMaintenance objects
 PERSON = "person"  # a cordon no actor above claims: `kubectl cordon`, or a tool gputui does not know
 
 # gputui's own threshold (no actor defines one): an actor in the same phase this long, when gputui knows since
@@ -35,6 +38,31 @@ CA_DELETION_CANDIDATE = "DeletionCandidateOfClusterAutoscaler"  # PreferNoSchedu
 KARPENTER_DISRUPTED = "karpenter.sh/disrupted"  # NoSchedule: a disruption candidate, or terminating
 KARPENTER_REBOOTING = "karpenter.sh/rebooting"  # NoSchedule, v1.15 (repair by reboot)
 KARPENTER_DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"  # "true" on the node blocks voluntary disruption
+
+# NVIDIA maintenance-operator (§2, github.com/Mellanox/maintenance-operator api@v0.3.0 api/v1alpha1
+# nodemaintenance_types.go; the controller at tag v0.3.0 internal/controller/nodemaintenance_controller.go). The phase
+# is the reason of condition Ready (status True only in Ready). The controller sets that condition with
+# meta.SetStatusCondition, which moves lastTransitionTime only when the status changes: it dates the False of Pending
+# (the operator taking the request up) and the True of Ready, not each step between (Scheduled, Cordon,
+# WaitForPodCompletion, Draining), and no step records its own start except the two annotations below.
+MAINTENANCE_GROUP = "maintenance.nvidia.com"
+NM_READY = "Ready"  # the condition whose reason is the phase
+NM_REQUESTOR_FAILED = "RequestorFailed"  # a condition the requestor sets; also a Ready reason
+NM_DRAINING = "Draining"
+NM_WAIT_START = "maintenance.nvidia.com/wait-pod-completion-start-time"  # RFC3339, internal/podcompletion
+NM_READY_TIME = "maintenance.nvidia.com/ready-time"  # RFC3339, set on entering Ready
+NM_PHASES = ("", "Pending", "Scheduled", "Cordon", "WaitForPodCompletion", "Draining", "Ready", "RequestorFailed")
+
+# Karpenter's NodeClaim (§3, sigs.k8s.io/karpenter v1.13.0 pkg/apis/v1/nodeclaim_status.go, disruption/queue.go,
+# nodeclaim/disruption/drift.go, node/termination/controller.go). A chosen disruption is DisruptionReason=True with
+# reason = message = Underutilized | Empty | Drifted; Drifted=True marks a node drift will replace; termination sets
+# Drained Unknown/Draining, then True. Consolidatable=True only says the node may be consolidated (most idle nodes
+# are): not a hold, not shown. There is no Expired or Empty condition (expiry deletes the NodeClaim).
+KARPENTER_GROUP = "karpenter.sh"
+KC_DISRUPTION_REASON = "DisruptionReason"
+KC_DRIFTED = "Drifted"
+KC_DRAINED = "Drained"
+KC_INSTANCE_TERMINATING = "InstanceTerminating"
 
 # NVSentinel (§1, NVIDIA/NVSentinel fault-quarantine pkg/common/common.go, commons statemanager, pkg/managed).
 NVSENTINEL_STATE = "dgxc.nvidia.com/nvsentinel-state"
@@ -99,3 +127,85 @@ class Disruption:
     def to_dict(self) -> dict[str, Any]:
         return {"actor": self.actor, "phase": self.phase, "since": self.since, "why": self.why,
                 "stuck": self.stuck or None}
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """One status condition as its controller wrote it (metav1.Condition's fields gputui shows)."""
+
+    type: str
+    status: str  # "True" | "False" | "Unknown"
+    reason: str = ""
+    message: str = ""
+    since: float | None = None  # lastTransitionTime, epoch seconds; None when absent or unreadable
+
+
+@dataclass(frozen=True, slots=True)
+class NodeMaintenanceRecord:
+    """A NodeMaintenance (maintenance.nvidia.com/v1alpha1), compact: only what gputui shows."""
+
+    namespace: str
+    name: str
+    node: str  # spec.nodeName
+    requestor: str  # spec.requestorID
+    additional_requestors: tuple[str, ...] = ()
+    created: float | None = None  # metadata.creationTimestamp
+    deleting: bool = False  # metadata.deletionTimestamp set: the operator is undoing it
+    cordon: bool = True  # spec.cordon (the CRD's default: true)
+    conditions: tuple[Condition, ...] = ()
+    drain_timeout_s: int | None = None  # spec.drainSpec.timeoutSeconds; None: no drainSpec (no drain); 0: forever
+    wait_timeout_s: int | None = None  # spec.waitForPodCompletion.timeoutSeconds; None: no wait
+    wait_started: float | None = None  # the wait-pod-completion-start-time annotation
+    ready_at: float | None = None  # the ready-time annotation
+    drain_progress: int | None = None  # status.drain.drainProgress (percent); None: no drain status
+    eviction_pods: int | None = None  # status.drain.evictionPods
+    waiting_pods: tuple[str, ...] = ()  # status.waitForCompletion + status.drain.waitForEviction ("ns/name")
+
+    def condition(self, kind: str) -> Condition | None:
+        return next((c for c in self.conditions if c.type == kind), None)
+
+    @property
+    def phase(self) -> str:
+        """The reason of condition Ready, as the operator's printer column "Phase" reads it ("" before it set one)."""
+        ready = self.condition(NM_READY)
+        return ready.reason if ready is not None else ""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeClaimRecord:
+    """A Karpenter NodeClaim (karpenter.sh/v1), compact: the node it backs and its disruption conditions."""
+
+    name: str
+    node: str  # status.nodeName; "" before the node registers
+    nodepool: str = ""  # label karpenter.sh/nodepool
+    deleting_since: float | None = None  # metadata.deletionTimestamp: being terminated
+    conditions: tuple[Condition, ...] = ()  # only the types above (KC_*)
+
+    def condition(self, kind: str) -> Condition | None:
+        return next((c for c in self.conditions if c.type == kind), None)
+
+
+# The state of one actor's objects, as the sources name it (never "none": an actor unread is not an actor absent).
+READ = "read"
+NOT_INSTALLED = "not installed"  # its CRD is not served: the actor cannot be acting here
+UNKNOWN = "unknown"  # served but not readable (forbidden, failing): its holds are not known
+
+
+@dataclass(frozen=True, slots=True)
+class ActorObjects:
+    """The actors' own objects one refresh read, and the state of each source: "NodeMaintenance" and
+    "NodeClaim" -> READ, NOT_INSTALLED, or "unknown: <why>"."""
+
+    maintenances: tuple[NodeMaintenanceRecord, ...] = ()
+    claims: tuple[NodeClaimRecord, ...] = ()
+    reads: Mapping[str, str] = field(default_factory=dict)
+
+    def by_node(self) -> dict[str, tuple[list[NodeMaintenanceRecord], list[NodeClaimRecord]]]:
+        """Each node's NodeMaintenances and NodeClaims (built once per snapshot by its reader: 65,000 nodes)."""
+        out: dict[str, tuple[list[NodeMaintenanceRecord], list[NodeClaimRecord]]] = {}
+        for m in self.maintenances:
+            out.setdefault(m.node, ([], []))[0].append(m)
+        for c in self.claims:
+            if c.node:
+                out.setdefault(c.node, ([], []))[1].append(c)
+        return out

@@ -1,0 +1,151 @@
+"""The disrupting actors' own objects, read from their custom resources: NVIDIA maintenance-operator's
+NodeMaintenances and Karpenter's NodeClaims (issue 40 item 1; the fields and where each controller writes them:
+gputui.vocabulary.disruptions and docs/disruption-actors.md §2, §3). Cluster-wide, like nodes: a node's holder may
+live in any namespace.
+
+Each actor's state is one of three, never "none": not installed (discovery finds no such CRD: the actor cannot be
+acting here), read, or unknown (its CRD is served but the list is refused or failing, or discovery itself failed).
+Their caches are apart from the reader's own: one refused or failing here is no API error of the fleet's, and
+never stops gputui from starting."""
+
+from __future__ import annotations
+
+import calendar
+import time
+from collections.abc import Callable
+from typing import Any
+
+from gputui.backends.kube_cache import ListWatchCache
+from gputui.backends.kube_http import path_of
+from gputui.snapshot import SourceStatus
+from gputui.vocabulary import disruptions as d
+from gputui.vocabulary.disruptions import ActorObjects, Condition, NodeClaimRecord, NodeMaintenanceRecord
+
+MAINTENANCE = "NodeMaintenance"  # the sources' names
+NODECLAIM = "NodeClaim"
+_CLAIM_TYPES = frozenset({d.KC_DISRUPTION_REASON, d.KC_DRIFTED, d.KC_DRAINED, d.KC_INSTANCE_TERMINATING})
+
+
+def rfc3339(text: object) -> float | None:
+    """metav1.Time ("2026-12-03T22:28:01Z", as Kubernetes writes it; fractions tolerated) -> epoch seconds."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return float(calendar.timegm(time.strptime(text.split(".")[0].rstrip("Z") + "Z", "%Y-%m-%dT%H:%M:%SZ")))
+    except ValueError:
+        return None
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _timeout(spec: object, default: int) -> int | None:
+    """A spec's timeoutSeconds; None when the spec itself is absent (no drain, no wait)."""
+    if not isinstance(spec, dict):
+        return None
+    value = _int(spec.get("timeoutSeconds"))
+    return default if value is None else value
+
+
+def _strings(value: object) -> tuple[str, ...]:
+    return tuple(str(v) for v in value) if isinstance(value, list) else ()
+
+
+def _conditions(status: dict[str, Any], wanted: frozenset[str] | None = None) -> tuple[Condition, ...]:
+    out = []
+    for c in status.get("conditions") or []:
+        if isinstance(c, dict) and c.get("type") and (wanted is None or c["type"] in wanted):
+            out.append(Condition(str(c["type"]), str(c.get("status") or "Unknown"), str(c.get("reason") or ""),
+                                 str(c.get("message") or ""), rfc3339(c.get("lastTransitionTime"))))
+    return tuple(out)
+
+
+def maintenance_record(obj: dict[str, Any]) -> NodeMaintenanceRecord:
+    meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+    notes = meta.get("annotations") or {}
+    drain_spec, wait_spec, drain = spec.get("drainSpec"), spec.get("waitForPodCompletion"), status.get("drain")
+    drain = drain if isinstance(drain, dict) else {}
+    return NodeMaintenanceRecord(
+        namespace=str(meta.get("namespace") or ""), name=str(meta.get("name") or ""),
+        node=str(spec.get("nodeName") or ""), requestor=str(spec.get("requestorID") or ""),
+        additional_requestors=_strings(spec.get("additionalRequestors")),
+        created=rfc3339(meta.get("creationTimestamp")), deleting=bool(meta.get("deletionTimestamp")),
+        cordon=spec.get("cordon") is not False,
+        conditions=_conditions(status),
+        # The CRD defaults timeoutSeconds (drain 300, wait 0): an absent one is that default.
+        drain_timeout_s=_timeout(drain_spec, 300), wait_timeout_s=_timeout(wait_spec, 0),
+        wait_started=rfc3339(notes.get(d.NM_WAIT_START)), ready_at=rfc3339(notes.get(d.NM_READY_TIME)),
+        drain_progress=_int(drain.get("drainProgress")), eviction_pods=_int(drain.get("evictionPods")),
+        waiting_pods=_strings(status.get("waitForCompletion")) + _strings(drain.get("waitForEviction")),
+    )
+
+
+def nodeclaim_record(obj: dict[str, Any]) -> NodeClaimRecord:
+    meta, status = obj.get("metadata") or {}, obj.get("status") or {}
+    return NodeClaimRecord(
+        name=str(meta.get("name") or ""), node=str(status.get("nodeName") or ""),
+        nodepool=str((meta.get("labels") or {}).get("karpenter.sh/nodepool") or ""),
+        deleting_since=rfc3339(meta.get("deletionTimestamp")),
+        conditions=_conditions(status, _CLAIM_TYPES),
+    )
+
+
+class ActorReader:
+    """One optional cache per actor CRD the cluster serves; `objects()` is what a snapshot carries of them."""
+
+    def __init__(self, make: Callable[[str, Callable[[dict[str, Any]], Any]], ListWatchCache],
+                 maintenance: str | None, karpenter: str | None, discovery_error: Exception | None = None) -> None:
+        # Discovery failing leaves every actor unknown (it cannot tell "not installed" either).
+        self.discovery_error = str(discovery_error) if discovery_error is not None else ""
+        self.caches: dict[str, ListWatchCache] = {}
+        if maintenance:
+            self.caches[MAINTENANCE] = make(path_of(d.MAINTENANCE_GROUP, maintenance, "nodemaintenances"),
+                                            maintenance_record)
+        if karpenter:
+            self.caches[NODECLAIM] = make(path_of(d.KARPENTER_GROUP, karpenter, "nodeclaims"), nodeclaim_record)
+
+    def start(self) -> None:
+        for c in self.caches.values():
+            c.start()
+
+    def wait(self, deadline: float) -> None:
+        """Until each first list is done or has failed, or the deadline: never raises (an actor unread is
+        unknown, and gputui still starts)."""
+        for c in self.caches.values():
+            while not c.synced.wait(0.1) and not c.error and time.monotonic() < deadline:
+                pass
+
+    def _state(self, name: str) -> str:
+        if self.discovery_error:
+            return f"{d.UNKNOWN}: API discovery failed ({self.discovery_error})"
+        c = self.caches.get(name)
+        if c is None:
+            return d.NOT_INSTALLED
+        if c.error:  # forbidden, or failing: the records held (if any) are the last seen, not now's
+            return f"{d.UNKNOWN}: {c.error}"
+        return d.READ if c.synced.is_set() else f"{d.UNKNOWN}: not read yet"
+
+    def objects(self) -> ActorObjects:
+        """What the caches hold now, and each actor's state."""
+        return ActorObjects(
+            maintenances=self.caches[MAINTENANCE].items() if MAINTENANCE in self.caches else (),
+            claims=self.caches[NODECLAIM].items() if NODECLAIM in self.caches else (),
+            reads={name: self._state(name) for name in (MAINTENANCE, NODECLAIM)})
+
+    @staticmethod
+    def sources(objects: ActorObjects | None) -> tuple[SourceStatus, ...]:
+        """The header shows a source with an error: each unknown actor, named (a not-installed one is no error), in
+        few words (the header is one line; `gputui disruptions -o json` has the apiserver's whole answer)."""
+        return () if objects is None else tuple(SourceStatus(name, None, _short(state))
+                                                for name, state in objects.reads.items() if state.startswith(d.UNKNOWN))
+
+    def stop(self) -> None:
+        for c in self.caches.values():
+            c.stop()
+
+
+def _short(state: str) -> str:
+    if "forbidden" in state:
+        return f"{d.UNKNOWN}: not readable (forbidden)"
+    return state if len(state) <= 80 else state[:79] + "…"

@@ -51,7 +51,7 @@ def node_record(snapshot: ClusterSnapshot, node: Node) -> dict[str, Any]:
         # counters); the fields the exporter does not export in one `not-collected` entry, never left out.
         "gpus": [{"index": g.index, "uuid": g.uuid, **json_figures(g), "faults": [f.to_dict() for f in faults_of(g)]}
                  for g in node.gpus],
-        # Who is disrupting the node and why, stuck ones first (gputui.policy.disruptions: from the Node alone;
+        # Who is disrupting the node and why, stuck ones first (gputui.policy.disruptions: from the Node, its NodeMaintenances and NodeClaims;
         # since: epoch seconds the actor recorded, null when it records none; stuck: why, null when not).
         "disruptions": [x.to_dict() for x in node_disruptions(node, snapshot.taken_at, snapshot)],
     }

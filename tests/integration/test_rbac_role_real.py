@@ -58,7 +58,8 @@ def wait_rbac(cluster, kubeconfig: Path) -> None:
 def install_every_kind(api) -> None:
     """Every kind gputui reads or patches beyond the core ones, served: a rule the role lacks for any of them
     then shows (the routes, Istio's subsets, Argo, the GPU Operator's policy, InferencePools)."""
-    for plural in ("httproutes", "virtualservices", "destinationrules", "trafficsplits", "clusterpolicies", *ARGO_CRDS):
+    for plural in ("httproutes", "virtualservices", "destinationrules", "trafficsplits", "clusterpolicies", *ARGO_CRDS,
+                   "nodemaintenances", "nodeclaims"):  # the disruption actors' (issue 40)
         install_crd(api, plural)
     pool_crd = yaml.safe_load((ROOT / "tests/support/crds/inferencepools.inference.networking.k8s.io.yaml").read_text())
     try:

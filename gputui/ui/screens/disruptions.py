@@ -20,6 +20,7 @@ from gputui.present.disruptions import (
     DisruptionRow,
     cells,
     disruption_rows,
+    sources,
     unknown_because,
 )
 from gputui.ui.base import ClusterScreen
@@ -27,6 +28,7 @@ from gputui.ui.widgets.footer import KeyFooter
 from gputui.ui.widgets.header import HeaderBar
 from gputui.ui.widgets.key_table import KeyTable
 from gputui.ui.widgets.table_sync import sync_rows
+from gputui.vocabulary.disruptions import READ
 
 # Node, actor, phase and age; the why takes what is left (at 80 columns, 26 characters). From WIDE columns on,
 # the phase is whole (`pod-restart-required`, the GPU Operator's longest, is 20).
@@ -91,7 +93,8 @@ class DisruptionsScreen(ClusterScreen):
             title.append("no node is disrupted (by what the Node objects say)", style="dim")
         if stuck:
             title.append(f" · {stuck} stuck", style=f"bold {self.app.palette.alert}")
-        title.append(" · from Node objects (CRs not read yet)", style="dim")
+        read = [name for name, state in sources(snapshot).items() if state == READ]
+        title.append(f" · from {', '.join(read) or 'nothing read yet'}", style="dim")
         self.query_one("#disruptions-title", Static).update(title)
         table = self.query_one("#disruptions", KeyTable)
         why_width = self._fit_why()

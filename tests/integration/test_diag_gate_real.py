@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 
 from kubernetes import client, watch
@@ -26,11 +27,12 @@ def _audit(home: Path) -> list[dict]:
     return [json.loads(line) for line in (home / ".state" / "gputui" / "audit.jsonl").read_text().splitlines()]
 
 
-def _watch_jobs(batch: client.BatchV1Api, seen: list[dict], stop: threading.Event) -> None:
-    """Every diagnostic Job as the apiserver served it, before gputui deletes it."""
+def _watch_jobs(batch: client.BatchV1Api, since: str, seen: list[dict], stop: threading.Event) -> None:
+    """Every diagnostic Job as the apiserver served it, before gputui deletes it: from resourceVersion `since`,
+    so that a Job made and deleted before the watch connects is still seen."""
     w = watch.Watch()
     for event in w.stream(batch.list_namespaced_job, "default", label_selector="app.kubernetes.io/name=gputui-diag",
-                          timeout_seconds=120, _preload_content=True):
+                          resource_version=since, timeout_seconds=120, _preload_content=True):
         seen.append(client.ApiClient().sanitize_for_serialization(event["object"]))
         if stop.is_set():
             w.stop()
@@ -47,7 +49,8 @@ def test_uncordon_diag_gate_on_the_real_control_plane(cluster, fake_kubelet, tmp
     fake_kubelet.set_run_output(PASS_IMAGE, (SAMPLES / "nvidia_dcgm_nvvs_3.1.0_real_output_pass.txt").read_text())
     seen: list[dict] = []
     stop = threading.Event()
-    watcher = threading.Thread(target=_watch_jobs, args=(batch, seen, stop), daemon=True)
+    since = batch.list_namespaced_job("default").metadata.resource_version
+    watcher = threading.Thread(target=_watch_jobs, args=(batch, since, seen, stop), daemon=True)
     try:
         fake_kubelet.add_node(node, gpus=8, gpu_taint=True, serve_logs=True, labels={"gputui.test/pool": "diag"})
         out = run("cordon", node, *kubeconfig, "--reason", "XID 79 on GPU 3", home=tmp_path)
@@ -84,6 +87,9 @@ def test_uncordon_diag_gate_on_the_real_control_plane(cluster, fake_kubelet, tmp
         assert uncordon[0]["params"]["diag"]["verdict"] == "pass"
 
         # Each Job as the apiserver held it: pinned to that node, all 8 GPUs, the cordon tolerated, never retried.
+        deadline = time.monotonic() + 30  # the watch's events may trail the CLI's end
+        while len({j["metadata"]["name"] for j in seen}) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
         stop.set()
         names = {j["metadata"]["name"] for j in seen}
         assert len(names) == 2 and {e["target"].rsplit("/", 1)[1] for e in created} == names

@@ -87,7 +87,7 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
             print()
         else:
             print(tag + plan.describe())
-            if with_diag and args.dry_run and not plan.already:
+            if with_diag and args.dry_run and not plan.already and not refused:
                 print(tag + f"A DCGM diagnostic (dcgmi diag -r {settings.diag_level}, {settings.diag_image}) "
                       "would run first; the node is uncordoned only on a pass.")
             if diag is not None and gate is not None:

@@ -231,3 +231,47 @@ def test_the_demo_runs_a_simulated_diagnostic_and_calls_a_node_missing_a_gpu_unk
     assert demo.list_objects("", "v1", "pods", "default", f"job-name={clean.job.split('/')[1]}") == []
     faulty = run_diag("gpu-h100-07", ctx)  # XID 79: a GPU off the bus, out of allocatable
     assert faulty.verdict == "unknown" and "only 7 of its 8 GPUs are allocatable" in faulty.summary
+
+
+# -- the headless gate, in process on one demo cluster (the demo forgets its writes between processes) ---------
+
+def test_uncordon_diag_headless_keeps_an_unproven_node_cordoned_until_overridden(tmp_path, monkeypatch, capsys):
+    from gputui.backends.base import Backend
+    from gputui.backends.demo import DemoCluster
+    from gputui.cli import cordon as cli
+    from gputui.cli.parser import build_parser
+
+    demo = DemoCluster(seed=1)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+
+    def gputui(*argv: str) -> int:
+        args = build_parser().parse_args([*argv, "--demo"])
+        settings = Settings(demo=True, audit_log=str(tmp_path / "audit.jsonl"))
+
+        def factory(_s: Settings) -> Backend:  # the same cluster each time (closing the demo stops nothing)
+            return Backend(reader=demo, writer=demo, context="demo", simulated=True)
+
+        return cli.run(settings, args, factory)
+
+    node = "gpu-h100-07"  # a GPU off the bus: the diagnostic cannot test them all, so unknown
+    assert gputui("cordon", node, "--reason", "XID 79") == 0
+    capsys.readouterr()
+    assert gputui("uncordon", node, "--diag") == 1
+    out = capsys.readouterr()
+    assert "has no proven DCGM diagnostic result (unknown), so it stays cordoned" in out.err
+    assert "--override-diag" in out.err and "UNKNOWN" in out.out
+    after = demo.snapshot().node(node)
+    assert after is not None and after.unschedulable
+    record = read_record(after.annotations)
+    assert record is not None and record.diag is not None and record.diag.verdict == "unknown"
+    assert gputui("uncordon", node, "--override-diag") == 2  # goes with --diag
+    assert gputui("uncordon", node, "--diag", "--override-diag") == 0
+    after = demo.snapshot().node(node)
+    assert after is not None and not after.unschedulable
+    clean = "gpu-h100-02"
+    assert gputui("cordon", clean, "--reason", "fan") == 0
+    assert gputui("uncordon", clean, "--diag") == 0 and "PASS" in capsys.readouterr().out
+    lines = (tmp_path / "audit-demo.jsonl").read_text().splitlines()
+    results = [e for e in map(json.loads, lines) if e["action"] == "diag"]
+    assert [(e["target"], e["result"]) for e in results] == [
+        (f"node/{node}", "refused"), (f"node/{node}", "override"), (f"node/{clean}", "ok")]

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gputui.backends.base import BackendError, JobWriter, error_line
-from gputui.backends.kube_errors import ApiError
 from gputui.ops.context import OpContext
 from gputui.ops.errors import ReadOnlyError
 from gputui.vocabulary.dcgm_diag import read_diag
@@ -108,7 +107,7 @@ def job_body(name: str, namespace: str, node: str, gpus: int, image: str, level:
 
 
 def _forbidden(exc: BaseException, verb: str, what: str, namespace: str) -> str:
-    if isinstance(exc, ApiError) and exc.status == 403:
+    if getattr(exc, "status", None) == 403:  # the apiserver's answer (kube_errors.ApiError) or the demo's
         return f"your identity may not {verb} {what} in namespace {namespace} ({error_line(exc)})"
     return error_line(exc)
 

@@ -105,3 +105,29 @@ def test_uncordon_diag_gate_on_the_real_control_plane(cluster, fake_kubelet, tmp
     finally:
         stop.set()
         fake_kubelet.remove_node(node)
+
+
+def test_an_identity_that_may_not_create_jobs_gets_unknown_named_and_the_node_stays_cordoned(cluster, fake_kubelet,
+                                                                                               tmp_path):
+    """docs/rbac.yaml grants no Jobs: the diagnostic cannot run, which is unknown (never pass), the permission
+    named from the real apiserver's 403, and the node stays cordoned."""
+    from tests.integration.test_rbac_role_real import ROLE_FILE, kubeconfig_for, token_of, wait_rbac
+
+    cluster.kubectl("apply", "-f", str(ROLE_FILE))
+    kc = kubeconfig_for(cluster, tmp_path / "operator.yaml", token_of(cluster, "gputui"))
+    wait_rbac(cluster, kc)
+    core = client.CoreV1Api(cluster.harness_client())
+    node = "diag-gpu-norbac"
+    try:
+        fake_kubelet.add_node(node, gpus=4, serve_logs=True)
+        assert run("cordon", node, "--kubeconfig", str(kc), "--reason", "XID 48", home=tmp_path).returncode == 0
+        out = run("uncordon", node, "--kubeconfig", str(kc), "--diag", home=tmp_path,
+                  env={"GPUTUI_DIAG_IMAGE": PASS_IMAGE})
+        assert out.returncode == 1, out.stdout + out.stderr
+        assert "may not create jobs.batch in namespace default" in out.stdout, out.stdout
+        assert "has no proven DCGM diagnostic result (unknown), so it stays cordoned" in out.stderr
+        after = core.read_node(node)
+        assert after.spec.unschedulable is True
+        assert json.loads(after.metadata.annotations["gputui.io/cordon"])["diag"]["verdict"] == "unknown"
+    finally:
+        fake_kubelet.remove_node(node)

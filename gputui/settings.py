@@ -65,6 +65,11 @@ class Settings:
     # than a pod's preStop sleep plus this (engines' own shutdown timeouts vary by version and flags).
     engine_shutdown: float = 0.0
     audit_log: str | None = None
+    # The DCGM diagnostic an uncordon can run first (`gputui uncordon NODE --diag`, gputui.ops.diag): the image holding
+    # dcgmi and nv-hostengine (NVIDIA's DCGM image as the GPU Operator 25.x ships it), and `dcgmi diag -r LEVEL`
+    # (1 quick, 2 medium, about 2 min, the default; 3 long, about 30 min; 4 extended, an hour or more).
+    diag_image: str = "nvcr.io/nvidia/cloud-native/dcgm:4.5.2-1-ubuntu22.04"
+    diag_level: int = 2
     # Label that joins DCGM series to nodes; both spellings are tried when unset.
     host_label: str | None = None
     prometheus_ca_file: str | None = None
@@ -107,6 +112,8 @@ _ENV = {
     "GPUTUI_VERSION_LABELS": "version_labels",
     "GPUTUI_POOL_LABELS": "pool_labels",
     "GPUTUI_PROTECTED_CONTEXTS": "protected_contexts",
+    "GPUTUI_DIAG_IMAGE": "diag_image",
+    "GPUTUI_DIAG_LEVEL": "diag_level",
 }
 _NAMES = {f.name for f in fields(Settings)}
 
@@ -240,6 +247,11 @@ def _check(s: Settings) -> Settings:
         raise SettingsError(f"engine_shutdown must be 0 or more seconds, got {s.engine_shutdown:g}")
     if s.session_deadline <= 0:
         raise SettingsError(f"session_deadline must be positive seconds, got {s.session_deadline:g}")
+    if s.diag_level not in (1, 2, 3, 4):
+        raise SettingsError(f"diag_level must be 1, 2, 3 or 4 (dcgmi diag -r), got {s.diag_level}")
+    if not s.diag_image.strip() or any(c.isspace() or not c.isprintable() for c in s.diag_image) \
+            or len(s.diag_image) > 512:
+        raise SettingsError(f"diag_image must be one image reference (no spaces), got {s.diag_image[:80]!r}")
     if not (0 < s.temp_threshold < 200):
         raise SettingsError(f"temp_threshold must be between 0 and 200 °C, got {s.temp_threshold:g}")
     if not (s.wallboard_rotate >= 1):

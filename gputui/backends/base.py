@@ -156,6 +156,23 @@ class GrantsProber(Protocol):
     def beyond_needs(self) -> Mapping[str, bool | None]: ...
 
 
+@runtime_checkable
+class JobWriter(Protocol):
+    """A writer that can run a one-off Job and read its pod's log (the DCGM diagnostic, gputui.ops.diag)."""
+
+    def get_object(self, group: str, version: str, plural: str, namespace: str, name: str) -> dict: ...
+
+    def list_objects(self, group: str, version: str, plural: str, namespace: str, label_selector: str = "") -> list[dict]:
+        ...
+
+    def create_object(self, group: str, version: str, plural: str, namespace: str, body: dict) -> dict: ...
+
+    def delete_object(self, group: str, version: str, plural: str, namespace: str, name: str,
+                      propagation: str = "Foreground") -> None: ...
+
+    def pod_log(self, namespace: str, name: str, container: str = "", limit_bytes: int = 8_000_000) -> str: ...
+
+
 class Writer(Protocol):
     identity: str
 

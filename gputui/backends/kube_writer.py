@@ -7,9 +7,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import urllib3
+
 from gputui.backends.base import BackendError, ConflictError, EvictionOutcome, EvictionResult, stale_json_patch
-from gputui.backends.kube_errors import ApiError, Unreachable
-from gputui.backends.kube_http import PROBE_TIMEOUT_S, Connection, path_of
+from gputui.backends.kube_errors import ApiError, Unreachable, decode_answer
+from gputui.backends.kube_http import PROBE_TIMEOUT_S, READ_TIMEOUT_S, Connection, path_of
+from gputui.base.errors import transport_reason
 
 # Grants gputui never uses (000 §6, least privilege): each widens what a leaked kubeconfig can do. Asked only
 # by `gputui check`, not at start-up (four more round trips before the first frame).
@@ -120,6 +123,35 @@ class KubeWriter:
             if exc.status == 409 or stale_json_patch(exc.status, patch_type, patch, bool(exc.causes)):
                 raise ConflictError(f'{plural}.{group} "{name}" changed since it was read ({exc})') from None
             raise
+
+    def create_object(self, group: str, version: str, plural: str, namespace: str, body: dict) -> dict:
+        """POST a namespaced object (the diagnostic's Job); the apiserver's answer is the object created."""
+        return self.conn.request("POST", path_of(group, version, plural, namespace), body=body)
+
+    def delete_object(self, group: str, version: str, plural: str, namespace: str, name: str,
+                      propagation: str = "Foreground") -> None:
+        """DELETE, its dependents per `propagation` (Foreground: the Job stays until its pods are gone); a 404 is
+        already done."""
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": propagation}
+        try:
+            self.conn.request("DELETE", path_of(group, version, plural, namespace, name), body=body)
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+
+    def pod_log(self, namespace: str, name: str, container: str = "", limit_bytes: int = 8_000_000) -> str:
+        """A container's log as text (the apiserver's pods/log, proxied from the kubelet), at most `limit_bytes`."""
+        conn = self.conn
+        query = {"container": container or None, "limitBytes": limit_bytes}
+        try:
+            resp = conn.pool.request("GET", conn.url(path_of("", "v1", "pods", namespace, name) + "/log", query),
+                                     headers=conn.headers(), retries=False, preload_content=True,
+                                     timeout=urllib3.Timeout(connect=PROBE_TIMEOUT_S, read=READ_TIMEOUT_S))
+        except urllib3.exceptions.HTTPError as exc:
+            raise Unreachable(conn.host, transport_reason(exc)) from None
+        if not 200 <= resp.status < 300:
+            decode_answer(resp.status, resp.data, conn.host)  # raises the ApiError the answer means
+        return bytes(resp.data[:limit_bytes]).decode("utf-8", errors="replace")
 
     def pod_uid(self, namespace: str, name: str) -> str | None:
         try:

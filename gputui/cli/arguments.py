@@ -286,6 +286,11 @@ def add_cordon_parsers(sub: Any, common: Callable[[argparse.ArgumentParser], Non
     u.add_argument("node", metavar="NODE", type=node_name)
     u.add_argument("--override-owner", action="store_true",
                    help="uncordon even though another actor holds the node (the audit log names it)")
+    u.add_argument("--diag", action="store_true",
+                   help="run a DCGM diagnostic on the node first (a Job holding all its GPUs: settings diag_image, "
+                        "diag_level) and uncordon only on a pass; a fail leaves it cordoned (exit 1)")
+    u.add_argument("--override-diag", action="store_true",
+                   help="with --diag: uncordon even when the diagnostic did not pass (the audit log names it)")
     u.add_argument("--dry-run", action="store_true", help="print the plan; write nothing (exit 1 when refused)")
     u.add_argument("-o", "--output", choices=("text", "json"), default="text")
 

@@ -4,6 +4,7 @@ and sends nothing over another actor's hold unless told to override it, which th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,9 +92,11 @@ def refusal(plan: CordonPlan) -> str:
     return f"{plan.node} is held by another actor: {plan.owner.words()}"
 
 
-def run_cordon(plan: CordonPlan, ctx: OpContext, *, override_owner: bool = False) -> str:
+def run_cordon(plan: CordonPlan, ctx: OpContext, *, override_owner: bool = False,
+               diag: Mapping[str, Any] | None = None) -> str:
     """Apply the plan; returns the line to show. Sends nothing when already there, nor (OwnerRefused) over another
-    actor's hold unless `override_owner` (the TUI asks first; headless, --override-owner)."""
+    actor's hold unless `override_owner` (the TUI asks first; headless, --override-owner). `diag`: the DCGM
+    diagnostic that gated this uncordon (gputui.ops.diag_gate), named in its audit entry."""
     writer, audit = ctx.writer, ctx.audit
     if writer is None:
         raise ReadOnlyError(plan.verb)
@@ -123,6 +126,8 @@ def run_cordon(plan: CordonPlan, ctx: OpContext, *, override_owner: bool = False
             params["record_removed"] = plan.owner.record.to_dict()
         if plan.foreign:  # the override, with whom it overrode
             params["override_owner"] = plan.owner.to_dict()["holders"]
+    if diag is not None:
+        params["diag"] = dict(diag)
     with audit.writing(plan.verb, f"node/{plan.node}", params):
         if note is not None or (plan.owner is not None and plan.owner.record is not None):
             # One write: the cordon and its record together (a merge patch on the node; null removes both).

@@ -48,6 +48,41 @@ _SECRET = re.compile(
 _DURATION_LIKE = re.compile(r"[0-9.]+\s*(ms|s|m|h|d)?")
 
 
+DIAG_VERDICTS = ("pass", "fail", "warn", "unknown")
+DIAG_SUMMARY_MAX = 300  # the summary's characters on the Node (the failing tests in words, cut)
+
+
+@dataclass(frozen=True, slots=True)
+class DiagNote:
+    """The last DCGM diagnostic's verdict on the node (issue 37 item 4), kept on its cordon record."""
+
+    verdict: str  # pass, fail, warn or unknown
+    when: float | None  # epoch seconds
+    summary: str  # one line: DCGM's summary, or the failing tests, or why it is unknown
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "when": stamp(self.when), "summary": self.summary}
+
+    def words(self) -> str:
+        when = f" at {shown_time(self.when)}" if self.when is not None else ""
+        return f"DCGM diagnostic {self.verdict}{when}" + (f": {self.summary}" if self.summary else "")
+
+
+def diag_note(verdict: str, when: float, summary: str) -> DiagNote:
+    """A note to write: the verdict checked, the summary made one line and cut (it holds DCGM's words)."""
+    return DiagNote(verdict if verdict in DIAG_VERDICTS else "unknown", when,
+                    visible(" ".join(str(summary).split()), DIAG_SUMMARY_MAX))
+
+
+def _read_diag(value: Any) -> DiagNote | None:
+    if not isinstance(value, dict):
+        return None
+    verdict = value.get("verdict")
+    summary = value.get("summary")
+    return DiagNote(verdict if verdict in DIAG_VERDICTS else "unknown", _read_time(value.get("when")),
+                    visible(summary.strip(), DIAG_SUMMARY_MAX) if isinstance(summary, str) else "")
+
+
 @dataclass(frozen=True, slots=True)
 class CordonRecord:
     by: str  # the identity the audit log names (the writer's: SelfSubjectReview, or the kubeconfig user)
@@ -56,6 +91,7 @@ class CordonRecord:
     ticket: str = ""
     expires: float | None = None  # epoch seconds; None: no expiry
     problem: str = ""  # the annotation is there but is no record: why (then nothing else is known)
+    diag: DiagNote | None = None  # the last diagnostic run on the node while cordoned (None: none run)
 
     def to_annotation(self) -> str:
         data: dict[str, Any] = {"by": self.by, "reason": self.reason, "since": stamp(self.since)}
@@ -63,6 +99,8 @@ class CordonRecord:
             data["ticket"] = self.ticket
         if self.expires is not None:
             data["expires"] = stamp(self.expires)
+        if self.diag is not None:
+            data["diag"] = self.diag.to_dict()
         return json.dumps(data, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
 
     def expired(self, now: float) -> bool:
@@ -71,7 +109,8 @@ class CordonRecord:
     def to_dict(self) -> dict[str, Any]:
         """For -o json and the audit log: times as epoch seconds, empty as null."""
         return {"by": self.by or None, "reason": self.reason or None, "ticket": self.ticket or None,
-                "since": self.since, "expires": self.expires, "problem": self.problem or None}
+                "since": self.since, "expires": self.expires, "problem": self.problem or None,
+                "diag": None if self.diag is None else {**self.diag.to_dict(), "when": self.diag.when}}
 
     def words(self, now: float | None = None) -> str:
         """`alice: kernel 6.8 rollout (ticket OPS-12), since 2026-12-03 10:00 UTC, expires 2026-12-04 10:00 UTC`."""
@@ -175,4 +214,5 @@ def read_record(annotations: Mapping[str, str]) -> CordonRecord | None:
         return visible(value.strip(), limit) if isinstance(value, str) else ""
 
     return CordonRecord(text("by", CORDON_BY_MAX), text("reason", CORDON_REASON_MAX), _read_time(data.get("since")),
-                        text("ticket", CORDON_TICKET_MAX), _read_time(data.get("expires")))
+                        text("ticket", CORDON_TICKET_MAX), _read_time(data.get("expires")),
+                        diag=_read_diag(data.get("diag")))

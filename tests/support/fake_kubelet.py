@@ -29,6 +29,15 @@ It owns a configurable set of Node objects and, through watches:
     that used up the grace period the kubelet's one-off 2 s extension
     applies (its ``minimumGracePeriodInSeconds``).
 
+* runs a pod to completion when its container's image was given an output (:meth:`FakeKubelet.set_run_output`,
+  e.g. the DCGM diagnostic's image and a ``dcgmi diag -j`` sample): the pod goes Succeeded (exit code 0) or
+  Failed (any other), and its log is that output, served as the kubelet serves it
+  (``GET /containerLogs/NS/POD/CONTAINER`` over HTTPS) so that the apiserver's ``pods/log`` proxy reads it.
+  Such a node advertises 127.0.0.1 and the log server's port as its kubelet endpoint (the apiserver dials the
+  node's first address: it is given no Hostname address); its kubelet certificate is self-signed, which the
+  apiserver accepts as it runs without ``--kubelet-certificate-authority``. A pod that ended is removed at once
+  when deleted (grace 0), as the kubelet does.
+
 Everything runs in daemon threads using its own kubeconfig (give it a user of
 its own so the audit log can tell its traffic from the app's). It survives
 apiserver restarts: watches re-list and heartbeats retry.
@@ -38,12 +47,17 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+import http.server
 import itertools
 import json
 import logging
 import queue
+import ssl
+import subprocess
+import tempfile
 import threading
 import time
+import urllib.parse
 import uuid
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -171,6 +185,8 @@ class FakeNode:
     pod_ips: itertools.count = field(default_factory=lambda: itertools.count(2))
     node_info: dict[str, str] = field(default_factory=dict)  # overrides of status.nodeInfo (kernel, runtime...)
     ip_by_pod: dict[str, str] = field(default_factory=dict)  # pod UID -> the IP it was given
+    kubelet_port: int = 10250  # the log server's port when this node serves logs (serve_logs)
+    serves_logs: bool = False
 
     def pod_ip(self, uid: str) -> str:
         """The pod's IP, the same every time it is asked: a pod seen twice before its first status patch shows
@@ -190,8 +206,9 @@ class FakeNode:
             "capacity": self.capacity,
             "allocatable": self.allocatable,
             "conditions": conds,
-            "addresses": [{"type": "InternalIP", "address": self.ip}, {"type": "Hostname", "address": self.name}],
-            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+            "addresses": [{"type": "InternalIP", "address": self.ip}]
+            + ([] if self.serves_logs else [{"type": "Hostname", "address": self.name}]),
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": self.kubelet_port}},
             "nodeInfo": {
                 "machineID": hashlib.md5(self.name.encode()).hexdigest(),
                 "systemUUID": str(uuid.uuid5(uuid.NAMESPACE_DNS, self.name)),
@@ -260,6 +277,9 @@ class FakeKubelet:
         self.pods_started = 0
         self.pods_finalized = 0
         self.synced = threading.Event()  # first pod list done
+        self._run_outputs: dict[str, tuple[str, int]] = {}  # image -> (its log, its exit code): runs to completion
+        self._logs: dict[tuple[str, str, str], str] = {}  # (namespace, pod, container) -> its log
+        self._log_server: http.server.ThreadingHTTPServer | None = None
 
     # --- API clients, one per thread ---------------------------------------
     def _core(self) -> k8s.CoreV1Api:
@@ -292,6 +312,8 @@ class FakeKubelet:
                 resp.shutdown()
         for t in self._threads:
             t.join(timeout=10)
+        if self._log_server is not None:
+            self._log_server.shutdown()
         if delete_nodes:
             for name in list(self._nodes):
                 self.remove_node(name)
@@ -320,12 +342,14 @@ class FakeKubelet:
         extra_resources: dict[str, str] | None = None,
         ready: bool = True,
         node_info: dict[str, str] | None = None,
+        serve_logs: bool = False,
     ) -> dict[str, Any]:
         """Create (or adopt) a GPU node and keep it alive. Returns the Node as a dict.
 
         ``gpus=0`` makes a plain CPU node. ``gpu_taint=True`` adds the usual
         ``nvidia.com/gpu:NoSchedule`` taint (pods then need
-        :data:`GPU_TOLERATION`).
+        :data:`GPU_TOLERATION`). ``serve_logs=True``: the apiserver can read its pods' logs (see the module
+        docstring; the node's address is then 127.0.0.1).
         """
         index = next(self._node_index)
         all_labels = gpu_node_labels(name, gpus, product, driver, memory_mib)
@@ -346,6 +370,8 @@ class FakeKubelet:
             ip=f"10.10.{index // 250}.{index % 250 + 1}", conditions=_healthy_conditions(),
             node_info=dict(node_info or {}),
         )
+        if serve_logs:
+            node.ip, node.serves_logs, node.kubelet_port = "127.0.0.1", True, self._start_log_server()
         if not ready:
             node.conditions["Ready"] = _condition("Ready", "False", "KubeletNotReady", "fake kubelet: not ready")
         body = {
@@ -437,6 +463,34 @@ class FakeKubelet:
                 self._start_delays[namespace] = float(seconds)
             else:
                 self._start_delays.pop(namespace, None)
+
+    def set_run_output(self, image: str, output: str, exit_code: int = 0) -> None:
+        """Pods whose container runs `image` (on this kubelet's nodes) run to completion: this output is their
+        log, and `exit_code` their end (0: Succeeded; else Failed)."""
+        with self._lock:
+            self._run_outputs[image] = (output, exit_code)
+
+    def _start_log_server(self) -> int:
+        """The kubelet's log endpoint over HTTPS with a self-signed certificate; started once, its port returned."""
+        with self._lock:
+            if self._log_server is None:
+                folder = Path(tempfile.mkdtemp(prefix="fake-kubelet-tls-"))
+                cert, key = folder / "kubelet.crt", folder / "kubelet.key"
+                subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+                                "-out", str(cert), "-days", "2", "-subj", "/CN=fake-kubelet",
+                                "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+                context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+                context.load_cert_chain(str(cert), str(key))
+                server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _log_handler(self))
+                server.daemon_threads = True
+                server.socket = context.wrap_socket(server.socket, server_side=True)
+                threading.Thread(target=server.serve_forever, name="fake-kubelet-logs", daemon=True).start()
+                self._log_server = server
+            return int(self._log_server.server_address[1])
+
+    def container_log(self, namespace: str, pod: str, container: str) -> str | None:
+        with self._lock:
+            return self._logs.get((namespace, pod, container))
 
     def set_pod_ready(self, namespace: str, name: str, ready: bool) -> None:
         """Force a running pod's readiness (sticks until called again)."""
@@ -705,6 +759,8 @@ class FakeKubelet:
         if grace is None:
             grace = _number(spec.get("terminationGracePeriodSeconds"))
         grace = 30.0 if grace is None else max(0.0, grace)
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            grace = 0.0  # the containers ended already: the kubelet removes the pod at once
         # deletionTimestamp = request + grace, in whole seconds: the request was no earlier than that says.
         requested = min(requested, _parse_time(meta["deletionTimestamp"]) - grace + 1)
         due = requested + grace
@@ -754,6 +810,8 @@ class FakeKubelet:
             self._work.put(("ready-timer", (ready_at, pod)))
         if not force and self._is_started(pod):
             return
+        if self._run_to_completion(pod, node):
+            return
         status = pod.get("status") or {}
         now = _now()
         pod_ip = status.get("podIP") or node.pod_ip(meta["uid"])
@@ -802,6 +860,47 @@ class FakeKubelet:
             if exc.status not in (404, 409):
                 self._error(f"pod status {meta['namespace']}/{meta['name']}: {exc.status} {exc.reason}")
 
+    def _run_to_completion(self, pod: dict[str, Any], node: FakeNode) -> bool:
+        """A pod whose container image has an output (set_run_output): it ran and ended. False otherwise."""
+        meta, spec = pod["metadata"], pod["spec"]
+        containers = spec.get("containers") or []
+        with self._lock:
+            runs = [(c, self._run_outputs[c.get("image", "")]) for c in containers
+                    if c.get("image", "") in self._run_outputs]
+        if not runs:
+            return False
+        now = _now()
+        statuses, worst = [], 0
+        for c in containers:
+            output, code = next((r for cc, r in runs if cc is c), ("", 0))
+            with self._lock:
+                self._logs[(meta["namespace"], meta["name"], c["name"])] = output
+            worst = worst or code
+            cid = hashlib.sha256(f"{meta['uid']}/{c['name']}".encode()).hexdigest()
+            statuses.append({"name": c["name"], "image": c.get("image", ""), "ready": False, "started": False,
+                             "restartCount": 0, "imageID": f"fake.local/{c.get('image', '')}@sha256:{cid}",
+                             "containerID": f"containerd://{cid}",
+                             "state": {"terminated": {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
+                                                      "startedAt": now, "finishedAt": now,
+                                                      "containerID": f"containerd://{cid}"}}})
+        pod_ip = (pod.get("status") or {}).get("podIP") or node.pod_ip(meta["uid"])
+        done = {"type": "Ready", "status": "False", "reason": "PodCompleted", "lastTransitionTime": now}
+        body = {"status": {
+            "phase": "Succeeded" if worst == 0 else "Failed", "hostIP": node.ip, "hostIPs": [{"ip": node.ip}],
+            "podIP": pod_ip, "podIPs": [{"ip": pod_ip}], "startTime": now,
+            "conditions": [{"type": "Initialized", "status": "True", "lastTransitionTime": now},
+                           {**done, "type": "ContainersReady"}, done,
+                           {"type": "PodScheduled", "status": "True", "lastTransitionTime": now}],
+            "containerStatuses": statuses,
+        }}
+        try:
+            self._core().patch_namespaced_pod_status(meta["name"], meta["namespace"], body)
+            self.pods_started += 1
+        except ApiException as exc:
+            if exc.status not in (404, 409):
+                self._error(f"pod status (completed) {meta['namespace']}/{meta['name']}: {exc.status} {exc.reason}")
+        return True
+
     def _finalize_pod(self, namespace: str, name: str, uid: str) -> None:
         opts = {"gracePeriodSeconds": 0, "preconditions": {"uid": uid}}
         try:
@@ -814,6 +913,33 @@ class FakeKubelet:
     def _error(self, msg: str) -> None:
         log.warning("fake kubelet: %s", msg)
         self.errors.append(msg)
+
+
+def _log_handler(kubelet: FakeKubelet) -> type[http.server.BaseHTTPRequestHandler]:
+    """The kubelet's `GET /containerLogs/NS/POD/CONTAINER[?limitBytes=N]`, what the apiserver's pods/log proxies."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            url = urllib.parse.urlsplit(self.path)
+            parts = [urllib.parse.unquote(p) for p in url.path.split("/") if p]
+            text = kubelet.container_log(*parts[1:4]) if len(parts) == 4 and parts[0] == "containerLogs" else None
+            if text is None:
+                self.send_error(404, "no such container log")
+                return
+            data = text.encode()
+            limit = urllib.parse.parse_qs(url.query).get("limitBytes")
+            if limit and limit[0].isdigit():
+                data = data[:int(limit[0])]
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:  # quiet: the test output stays readable
+            log.debug("log server: " + format, *args)
+
+    return Handler
 
 
 def _pod_ref(pod: dict[str, Any]) -> tuple[str, str, str]:

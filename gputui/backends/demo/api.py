@@ -10,6 +10,7 @@ from typing import Any
 
 from gputui.backends.base import ConflictError, EvictionOutcome, EvictionResult, WriteError, stale_json_patch
 from gputui.backends.demo.describe import describe
+from gputui.backends.demo.diag_jobs import DemoJobs, node_object, pinned_node
 from gputui.backends.demo.errors import DemoApiError
 from gputui.backends.demo.patches import json_patch, merge_patch
 from gputui.backends.demo.review import arrivals, check_facts, idle_gpus, version_signals
@@ -202,14 +203,44 @@ class DemoCluster(Simulation):
             raise DemoApiError(404, f'{plural}.{group} "{name}" not found')
         return kind, route
 
+    def _diag_jobs(self) -> DemoJobs:
+        jobs: DemoJobs | None = getattr(self, "_jobs", None)
+        if jobs is None:
+            jobs = self._jobs = DemoJobs()
+        return jobs
+
+    def create_object(self, group: str, version: str, plural: str, namespace: str, body: dict) -> dict:
+        """Only a diagnostic's Job (gputui.ops.diag): it finishes at once, SIMULATED (demo/diag_jobs.py)."""
+        if (group, plural) != ("batch", "jobs"):
+            raise DemoApiError(404, "the server could not find the requested resource")
+        with self._lock:
+            return self._diag_jobs().create(namespace, body, self._nodes.get(pinned_node(body)))
+
+    def delete_object(self, group: str, version: str, plural: str, namespace: str, name: str,
+                      propagation: str = "Foreground") -> None:
+        if (group, plural) == ("batch", "jobs"):
+            with self._lock:
+                self._diag_jobs().delete(namespace, name)
+
+    def pod_log(self, namespace: str, name: str, container: str = "", limit_bytes: int = 8_000_000) -> str:
+        with self._lock:
+            return self._diag_jobs().log(namespace, name)[:limit_bytes]
+
     def get_object(self, group: str, version: str, plural: str, namespace: str, name: str) -> dict:
         with self._lock:
+            if (group, plural) == ("", "nodes"):
+                return node_object(self._node(name))
+            if (group, plural) == ("batch", "jobs"):
+                return self._diag_jobs().get(namespace, name)
             _, route = self._find(group, version, plural, namespace, name)
             out = copy.deepcopy(route)
             out["apiVersion"] = f"{group}/{version}"
             return out
 
     def list_objects(self, group: str, version: str, plural: str, namespace: str, label_selector: str = "") -> list[dict]:
+        if (group, plural) == ("", "pods"):
+            with self._lock:
+                return self._diag_jobs().pods(namespace, label_selector)
         if (group, plural) == ("apps", "replicasets"):
             return []  # the demo's workloads are Deployments without ReplicaSets, and it has no Argo Rollout
         raise DemoApiError(404, "the server could not find the requested resource")

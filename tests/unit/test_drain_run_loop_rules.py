@@ -16,7 +16,7 @@ from gputui.ops.audit import AuditLog
 from gputui.ops.context import OpContext
 from gputui.ops.drain import lease
 from gputui.ops.drain.events import DrainControl, DrainEvent, EventKind
-from gputui.ops.drain.options import DEADLINE, OPTIONS, PHASE, DrainOptions
+from gputui.ops.drain.options import BY, DEADLINE, OPTIONS, PHASE, STARTED, DrainOptions
 from gputui.ops.drain.plan import plan_drain
 from gputui.ops.drain.report import Outcome
 from gputui.ops.drain.run import PAUSE_MAX_S, run_drain
@@ -158,13 +158,17 @@ def test_a_blocked_plan_says_each_error_on_its_node_and_writes_nothing(tmp_path)
 def test_a_drain_writes_its_lease_cordon_records_phases_and_release_in_order_each_once(tmp_path):
     """Kills: the lease's audit params (holder, take_over) changed or dropped, the cordon's or a phase's audit
     action or params changed, `once`'s `what not in done` → `in` or its `done.add` dropped (phases written on each
-    look), the phase's annotation (PHASE: name) or the records (`record_values`) dropped, the STARTED event's words,
-    `phase("done" ...)` swapped, release's params or its `done` guard, the DONE event's words (report.describe)."""
+    look), the phase's annotation (PHASE: name) or the records (`record_values`) dropped or given another identity
+    (None) or start (None: the time of the write), the STARTED event's words,
+    `phase("done" ...)` swapped, release's params, `if not lease.release(...)` → `if lease.release(...)` (a
+    lease dropped said to be no longer this drain's), `Holder.me(writer.identity)` → `Holder.me(None)`, the DONE
+    event's words (report.describe)."""
     api = Api((pod("a"), pod("b")), {"a": 0, "b": 0})
     d = Drain(api, tmp_path / "a.jsonl", DrainOptions(session_deadline_s=600))
     report = d.run()
     assert report.outcome is Outcome.DRAINED and report.evicted == 2 and report.reason == ""
     holder = json.loads(d.api.writes[0][1][lease.LEASE])
+    assert holder["who"] == "t"  # the writer's identity
     who = f"{holder['who']}@{holder['host']}:{holder['pid']}"
     assert [(a, t, p) for a, t, p, _r in d.entries() if a != "evict"] == [
         ("lease", "node/n1", {"holder": who, "take_over": False}),
@@ -177,7 +181,9 @@ def test_a_drain_writes_its_lease_cordon_records_phases_and_release_in_order_eac
     phases = [w[1] for w in api.writes if w[0] == "annotate" and PHASE in w[1]]
     assert [p[PHASE] for p in phases] == ["cordoned", "waiting", "done"]
     assert phases[0][DEADLINE] == f"{T0 + 600:.0f}" and DrainOptions.from_json(phases[0][OPTIONS]).session_deadline_s == 600
+    assert (phases[0][BY], phases[0][STARTED]) == ("t", "1970-01-01T00:16:40Z")  # who, and when (T0) it began
     assert api.writes[1] == ("unschedulable", True) and api.writes[-1] == ("annotate", {lease.LEASE: None})
+    assert d.entries()[-1][3] == "ok"
     assert lease.LEASE not in api.annotations
     started = d.events[0]
     assert (started.node, started.kind, started.message) == ("n1", EventKind.STARTED,
@@ -373,3 +379,21 @@ def test_the_live_backend_rereads_just_the_drains_pods(tmp_path):
     d = Drain(api)
     assert d.run().outcome is Outcome.DRAINED
     assert api.asked and api.asked[0] == (["ns/a", "ns/b"], ())
+
+
+def test_a_lease_no_longer_the_drains_at_its_end_is_not_dropped_and_the_audit_says_so(tmp_path):
+    """Between the last renewal and the end, the lease was removed (taken over, then given back): the release
+    drops nothing and its result says why. Kills: `if not lease.release(...)` → `if lease.release(...)`, the
+    result's words changed or set to None."""
+    api = Api((pod("a"),), {"a": 3})
+    control = DrainControl()
+    d = Drain(api, tmp_path / "a.jsonl", control=control)
+    for event in d.gen:
+        if event.kind is EventKind.TICK:
+            break
+    api.annotations.pop(lease.LEASE)
+    control.abort()
+    assert d.run().outcome is Outcome.ABORTED
+    action, _target, _params, result = d.entries()[-1]
+    assert (action, result) == ("lease-release", "ok: nothing to drop (the lease is no longer this drain's)")
+    assert api.writes[-1] == ("annotate", {PHASE: "aborted"})  # no release written

@@ -397,3 +397,21 @@ def test_a_lease_no_longer_the_drains_at_its_end_is_not_dropped_and_the_audit_sa
     action, _target, _params, result = d.entries()[-1]
     assert (action, result) == ("lease-release", "ok: nothing to drop (the lease is no longer this drain's)")
     assert api.writes[-1] == ("annotate", {PHASE: "aborted"})  # no release written
+
+
+def test_a_refused_cordon_fails_the_drain_before_any_eviction_and_says_why(tmp_path):
+    """Kills: the "could not start" event's node, kind or words changed or dropped, the report's reason dropped,
+    the `except BackendError` around the start taken away (the refusal raised out of the drain)."""
+
+    class NoCordon(Api):
+        def set_unschedulable(self, node: str, unschedulable: bool) -> None:
+            raise BackendError("forbidden: may not patch node n1")
+
+    api = NoCordon((pod("a"),), {"a": 0})
+    d = Drain(api, tmp_path / "a.jsonl")
+    report = d.run()
+    words = "could not start: forbidden: may not patch node n1"
+    assert [(e.node, e.kind, e.message) for e in d.events] == [("n1", EventKind.FAILED, words)]
+    assert (report.outcome, report.reason, report.evicted) == (Outcome.FAILED, words, 0)
+    assert "a" in api.pods and not any(w[0] == "evict" for w in api.writes)
+    assert [a for a, *_ in d.entries()] == ["lease", "cordon"]

@@ -56,6 +56,7 @@ class Api:
         self.failures: list[BaseException] = []  # the next reads' answers, in turn, then the cluster again
         self.reads = 0
         self.on_read: Callable[[Api], None] | None = None
+        self.blocked: set[str] = set()  # pods whose eviction a PDB refuses (429)
 
     # the reader
     def snapshot(self) -> ClusterSnapshot:
@@ -94,6 +95,9 @@ class Api:
         return p.uid if p is not None else None
 
     def evict_pod(self, namespace: str, name: str, grace: int | None = None, uid: str | None = None) -> EvictionResult:
+        if name in self.blocked:
+            self.writes.append(("evict", name))
+            return EvictionResult(EvictionOutcome.BLOCKED, "Cannot evict pod")
         self.pods.pop(name, None)
         self.writes.append(("evict", name))
         return EvictionResult(EvictionOutcome.EVICTED, "evicted")
@@ -249,13 +253,13 @@ def test_each_look_asks_to_be_polled_again_after_its_poll_and_sleeps_it():
 
 
 def test_a_failed_read_pauses_backs_off_says_why_once_and_resumes(tmp_path):
-    """Kills: the backoff's first wait (`poll_s`), its doubling (`backoff * 2`), its cap (`min(PAUSE_MAX_S, ...)`),
+    """Kills: the backoff's first wait (`poll_s`; `backoff = 1.0` at the start: 2 s, not the poll's 3), its doubling (`backoff * 2`), its cap (`min(PAUSE_MAX_S, ...)`),
     `if str(exc) != paused` → `==` (a pause audited and counted on every retry), `report.pauses += 1` changed, the
     drain-paused or drain-resumed audit record (action, result, params) changed, the PAUSED or RESUMED event's
     words, the TICK's deadline `clock() + backoff`, `sleep(backoff)`, `paused, backoff = "", 0.0` after a resume
     (a later pause starting at the old backoff, or not said again)."""
     api = Api((pod("a"),), {"a": 3})
-    d = Drain(api, tmp_path / "a.jsonl", poll_s=2.0)
+    d = Drain(api, tmp_path / "a.jsonl", poll_s=3.0)
     down = BackendError("the API is down")
     other = BackendError("token expired")
     api.failures = [down] * 6 + [other]
@@ -274,15 +278,15 @@ def test_a_failed_read_pauses_backs_off_says_why_once_and_resumes(tmp_path):
     assert report.outcome is Outcome.DRAINED and report.pauses == 3
     paused = [e for e in d.events if e.kind is EventKind.PAUSED]
     assert [e.message for e in paused] == [
-        "the API is down; trying again in 2s", "the API is down; trying again in 4s",
-        "the API is down; trying again in 8s", "the API is down; trying again in 16s",
+        "the API is down; trying again in 3s", "the API is down; trying again in 6s",
+        "the API is down; trying again in 12s", "the API is down; trying again in 24s",
         "the API is down; trying again in 30s", "the API is down; trying again in 30s",
         "token expired; trying again in 30s",
-        "the API is down; trying again in 2s"]
+        "the API is down; trying again in 3s"]
     assert all(e.node == "n1" for e in paused)
-    assert d.slept[:7] == [2.0, 4.0, 8.0, 16.0, PAUSE_MAX_S, PAUSE_MAX_S, PAUSE_MAX_S]
+    assert d.slept[:7] == [3.0, 6.0, 12.0, 24.0, PAUSE_MAX_S, PAUSE_MAX_S, PAUSE_MAX_S]
     ticks = [e for e in d.events if e.kind is EventKind.TICK]
-    assert ticks[0].deadline == T0 + 2.0 and ticks[1].deadline == T0 + 2.0 + 4.0
+    assert ticks[0].deadline == T0 + 3.0 and ticks[1].deadline == T0 + 3.0 + 6.0
     resumed = [(e.node, e.message) for e in d.events if e.kind is EventKind.RESUMED]
     assert resumed == [("n1", "resumed after: token expired"), ("n1", "resumed after: the API is down")]
     events = [(a, t, p, r) for a, t, p, r in d.entries() if a.startswith("drain-")]
@@ -415,3 +419,20 @@ def test_a_refused_cordon_fails_the_drain_before_any_eviction_and_says_why(tmp_p
     assert (report.outcome, report.reason, report.evicted) == (Outcome.FAILED, words, 0)
     assert "a" in api.pods and not any(w[0] == "evict" for w in api.writes)
     assert [a for a, *_ in d.entries()] == ["lease", "cordon"]
+
+
+def test_an_abort_closes_an_eviction_its_budget_still_refuses_with_why(tmp_path):
+    """A quiet pod whose eviction its PDB keeps refusing, then the operator aborts: its eviction's audit result
+    says the refusal and the abort. Kills, in `leave`: `_close(prog, audit, f"not evicted: {why}")` → `audit`
+    None or the words None, and `leave("the drain was aborted")` → `leave(None)`."""
+    api = Api((pod("a"),), {"a": 0})
+    api.blocked.add("a")
+    control = DrainControl()
+    d = Drain(api, tmp_path / "a.jsonl", control=control)
+    for event in d.gen:
+        if event.kind is EventKind.BLOCKED:
+            break
+    control.abort()
+    assert d.run().outcome is Outcome.ABORTED
+    evicts = [(p, r) for a, _t, p, r in d.entries() if a == "evict"]
+    assert evicts == [(evicts[0][0], "refused: Cannot evict pod; not evicted: the drain was aborted")]

@@ -256,7 +256,7 @@ def test_a_failed_read_pauses_backs_off_says_why_once_and_resumes(tmp_path):
     """Kills: the backoff's first wait (`poll_s`; `backoff = 1.0` at the start: 2 s, not the poll's 3), its doubling (`backoff * 2`), its cap (`min(PAUSE_MAX_S, ...)`),
     `if str(exc) != paused` → `==` (a pause audited and counted on every retry), `report.pauses += 1` changed, the
     drain-paused or drain-resumed audit record (action, result, params) changed, the PAUSED or RESUMED event's
-    words, the TICK's deadline `clock() + backoff`, `sleep(backoff)`, `paused, backoff = "", 0.0` after a resume
+    words, the TICK's node and deadline `clock() + backoff`, `sleep(backoff)`, `paused, backoff = "", 0.0` after a resume
     (a later pause starting at the old backoff, or not said again)."""
     api = Api((pod("a"),), {"a": 3})
     d = Drain(api, tmp_path / "a.jsonl", poll_s=3.0)
@@ -287,6 +287,7 @@ def test_a_failed_read_pauses_backs_off_says_why_once_and_resumes(tmp_path):
     assert d.slept[:7] == [3.0, 6.0, 12.0, 24.0, PAUSE_MAX_S, PAUSE_MAX_S, PAUSE_MAX_S]
     ticks = [e for e in d.events if e.kind is EventKind.TICK]
     assert ticks[0].deadline == T0 + 3.0 and ticks[1].deadline == T0 + 3.0 + 6.0
+    assert all(t.node == "n1" for t in ticks)  # a pause's ticks name the node too (a batch steps by them)
     resumed = [(e.node, e.message) for e in d.events if e.kind is EventKind.RESUMED]
     assert resumed == [("n1", "resumed after: token expired"), ("n1", "resumed after: the API is down")]
     events = [(a, t, p, r) for a, t, p, r in d.entries() if a.startswith("drain-")]
@@ -436,3 +437,26 @@ def test_an_abort_closes_an_eviction_its_budget_still_refuses_with_why(tmp_path)
     assert d.run().outcome is Outcome.ABORTED
     evicts = [(p, r) for a, _t, p, r in d.entries() if a == "evict"]
     assert evicts == [(evicts[0][0], "refused: Cannot evict pod; not evicted: the drain was aborted")]
+
+
+@pytest.mark.parametrize("end", ["taken over", "interrupted"])
+def test_an_eviction_its_budget_still_refuses_is_closed_with_how_the_drain_ended(tmp_path, end):
+    """Kills: `leave(f"the drain stopped: {exc}")` → `leave(None)` (a takeover) and, in the `finally`,
+    `leave("the drain was interrupted")` → `leave(None)` (the generator dropped: quitting gputui, Ctrl-C)."""
+    api = Api((pod("a"),), {"a": 0})
+    api.blocked.add("a")
+    d = Drain(api, tmp_path / "a.jsonl", poll_s=5.0)
+    for event in d.gen:
+        if event.kind is EventKind.BLOCKED:
+            break
+    if end == "interrupted":
+        d.gen.close()
+        why = "the drain was interrupted"
+    else:
+        api.annotations[lease.LEASE] = json.dumps({"who": "other", "host": "elsewhere", "pid": 1, "token": "tok-x",
+                                                   "renewed": d.clock() + lease.RENEW_S})
+        d.clock.advance(lease.RENEW_S)
+        assert d.run().outcome is Outcome.FAILED
+        why = f"the drain stopped: {d.events[-1].message}"
+    evicts = [r for a, _t, _p, r in d.entries() if a == "evict"]
+    assert evicts == [f"refused: Cannot evict pod; not evicted: {why}"]

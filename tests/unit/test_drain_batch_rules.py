@@ -5,6 +5,7 @@ mutants named in each docstring are one-line bugs of gputui/ops/drain/batch.py t
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -585,3 +586,75 @@ def test_the_capacity_guard_counts_in_the_units_the_pods_ask_for():
                               pods=(*pods, InferencePod("ns", "b", "uid-b", "m2", gpu_request=1, gpu_units={mig: 6})))
     assert _guard(crowded, {"m1"}, {"m1"}, {"m1": DrainOptions()}) == \
         f"2 {mig} on A100 in 1 pod need a new home; 1 free on other schedulable nodes: does NOT fit"
+
+
+class _PerDrainReader:
+    """The demo read as the live backend reads it: each drain re-reads its own pods (pods_snapshot). The looks of
+    `failing`'s drain fail the first `times` times (the API down for that drain's reads only); each drain's looks
+    are noted with the clock's time."""
+
+    def __init__(self, cluster: DemoCluster, clock: ManualClock, failing: str, times: int) -> None:
+        self.cluster, self.clock, self.failing, self.times = cluster, clock, failing, times
+        self.node_of = {p.key: p.node for p in cluster.snapshot().pods}
+        self.looks: dict[str, list[float]] = {}
+
+    def snapshot(self) -> ClusterSnapshot:
+        return self.cluster.snapshot()
+
+    def pods_snapshot(self, keys, namespaces=None) -> ClusterSnapshot:
+        if namespaces is None:  # a drain's look (not its count of the pods serving around one it takes out)
+            node = {self.node_of[k] for k in keys}.pop()
+            self.looks.setdefault(node, []).append(self.clock())
+            if node == self.failing and self.times > 0:
+                self.times -= 1
+                raise BackendError("the API is down")
+        return self.cluster.snapshot()
+
+    def __getattr__(self, name):
+        return getattr(self.cluster, name)
+
+
+def test_a_paused_drain_backs_off_while_the_drain_beside_it_is_still_looked_at_each_poll():
+    """Two drains at once; the first's reads fail three times: it waits 2, 4, then 8 s between its looks (its
+    backoff) while the second is looked at every 2 s, on time. Kills: `if clock() < wake.get(node, 0.0)` →
+    `wake.get(None, 0.0)` (a paused drain looked at every poll: its backoff ignored), `<=` (a drain looked at a
+    poll after it asked), and the `continue` past a drain not yet due → `break` (the drains after it not looked
+    at: late)."""
+    from gputui.ops.drain.batch import run_batch
+    from gputui.ops.drain.report import Outcome
+    from gputui.ops.drain.start import BatchStart
+
+    cluster, clock = _demo()
+    first, second = "gpu-h100-01", "gpu-h100-02"  # pods with live sessions: each drain looks many times
+    reader = _PerDrainReader(cluster, clock, first, 3)
+    ctx = OpContext(reader, cluster, AuditLog(None, "t", "demo"), clock=clock, sleep=clock.advance, poll_s=2.0)
+    events, reports = _run(run_batch([first, second], ctx, DrainOptions(session_deadline_s=30), BatchStart(parallel=2)))
+    assert all(r.outcome is Outcome.DRAINED for r in reports.values())
+    assert reports[first].pauses == 1 and sum(e.kind is EventKind.PAUSED for e in events) == 3
+
+    def gaps(node: str) -> list[float]:
+        at = reader.looks[node]
+        return [b - a for a, b in pairwise(at)]
+
+    assert len(reader.looks[second]) > 5 and set(gaps(second)) == {2.0}, gaps(second)
+    assert gaps(first)[:4] == [2.0, 4.0, 8.0, 2.0], gaps(first)
+
+
+def test_a_batch_polling_faster_than_a_second_sleeps_its_poll_not_a_second():
+    """Kills: `sleep(max(0.0, ...) or poll_s)` → `max(1.0, ...)` (every wait at least a second: a drain that
+    asked to be looked at in half a second looked at late)."""
+    from gputui.ops.drain.batch import run_batch
+    from gputui.ops.drain.report import Outcome
+    from gputui.ops.drain.start import BatchStart
+
+    cluster, clock = _demo()
+    slept: list[float] = []
+
+    def sleep(s: float) -> None:
+        slept.append(s)
+        clock.advance(s)
+
+    ctx = OpContext(cluster, cluster, AuditLog(None, "t", "demo"), clock=clock, sleep=sleep, poll_s=0.5)
+    _, reports = _run(run_batch(["gpu-h100-01"], ctx, DrainOptions(session_deadline_s=5), BatchStart()))
+    assert reports["gpu-h100-01"].outcome is Outcome.DRAINED
+    assert slept and set(slept) == {0.5}, sorted(set(slept))

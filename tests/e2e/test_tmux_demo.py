@@ -94,8 +94,9 @@ def test_filter_open_cordon_help_quit(tmux, tmp_path):
     tmux.wait_for(f"Nodes 1/{NODES}")
 
     tmux.keys("c")
-    tmux.wait_for("Cordon?")
-    tmux.keys("y")
+    tmux.wait_for("Reason")  # the cordon form asks why first
+    tmux.keys("e2e")
+    tmux.keys("Enter")
     screen = tmux.wait_for("Cordoned")
     row = next(line for line in screen.splitlines() if "gpu-h100-07" in line)
     assert "Cordoned" in row
@@ -176,8 +177,8 @@ def test_the_3am_path_at_80x24(tmp_path):
         screen = session.wait_for("Pods on this node")
         assert name in screen and "node is NotReady" in screen
         session.keys("i")
-        screen = session.wait_for("Conditions")
-        assert "Ready" in screen
+        screen = session.wait_for("Alerts, worst first")  # describe: the alerts first (faults, holds, conditions below)
+        assert "NotReady: node is NotReady" in screen
         session.keys("Escape")
         session.wait_for("Pods on this node")
 

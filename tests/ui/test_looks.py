@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from gputui.ui.screens.confirm import ConfirmScreen
+from gputui.ui.screens.cordon_dialog import CordonScreen
 from gputui.ui.screens.diagnostics import DiagnosticsScreen
 from gputui.ui.screens.node_detail import NodeDetailScreen
 from tests.ui.pilot import loaded, wait_for
@@ -154,13 +154,13 @@ async def test_keymap_file_hot_reload(app_factory, tmp_path):
         await pilot.press("G")  # inherited from vim
         assert app.screen.nodes_table.cursor_row == app.screen.nodes_table.row_count - 1
         await pilot.press("z")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, CordonScreen))
         await pilot.press("escape")
         await watching(pilot, tmp_path)
         (keymaps / "mine.yaml").write_text("extends: vim\nkeys:\n  cordon: Z\n")
         await wait_for(pilot, lambda: app._keymap.get("cordon") == "Z", timeout=10)
         await pilot.press("z")
         await pilot.pause()
-        assert not isinstance(app.screen, ConfirmScreen)
+        assert not isinstance(app.screen, CordonScreen)
         await pilot.press("Z")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, CordonScreen))

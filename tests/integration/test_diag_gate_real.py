@@ -16,6 +16,7 @@ from pathlib import Path
 from kubernetes import client, watch
 
 from tests.support.gputui_cli import run
+from tests.support.rbac import ROLE_FILE, kubeconfig_for, token_of, wait_rbac
 
 SAMPLES = Path(__file__).parents[1] / "fixtures" / "dcgm_diag"
 # The image name picks the fake kubelet's output (FakeKubelet.set_run_output); nothing is pulled.
@@ -111,8 +112,6 @@ def test_an_identity_that_may_not_create_jobs_gets_unknown_named_and_the_node_st
                                                                                                tmp_path):
     """docs/rbac.yaml grants no Jobs: the diagnostic cannot run, which is unknown (never pass), the permission
     named from the real apiserver's 403, and the node stays cordoned."""
-    from tests.integration.test_rbac_role_real import ROLE_FILE, kubeconfig_for, token_of, wait_rbac
-
     cluster.kubectl("apply", "-f", str(ROLE_FILE))
     kc = kubeconfig_for(cluster, tmp_path / "operator.yaml", token_of(cluster, "gputui"))
     wait_rbac(cluster, kc)

@@ -26,33 +26,12 @@ from tests.support.argo import ARGO_CRDS, ArgoController
 from tests.support.crds import create_custom, get_custom, install_crd
 from tests.support.gputui_cli import environment, run
 from tests.support.procs import wait_until
+from tests.support.rbac import ROLE_FILE, kubeconfig_for, token_of, wait_rbac
 from tests.support.workloads import deployment, pool, running, workload
 
 ROOT = Path(__file__).resolve().parents[2]
-ROLE_FILE = ROOT / "docs" / "rbac.yaml"
 OPERATOR = "system:serviceaccount:gputui:gputui"
 READS = frozenset({"get", "list", "watch"})
-
-
-def kubeconfig_for(cluster, path: Path, token: str) -> Path:
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "sa",
-        "clusters": [{"name": "c", "cluster": {"server": cluster.api_url, "certificate-authority": str(cluster.ca_file)}}],
-        "users": [{"name": "sa", "user": {"token": token}}],
-        "contexts": [{"name": "sa", "context": {"cluster": "c", "user": "sa"}}]}))
-    path.chmod(0o600)
-    return path
-
-
-def token_of(cluster, account: str) -> str:
-    return cluster.kubectl("-n", "gputui", "create", "token", account, "--duration", "2h").stdout.decode().strip()
-
-
-def wait_rbac(cluster, kubeconfig: Path) -> None:
-    """RBAC applies from the authorizer's cache: wait until the identity may list nodes."""
-    def can_list() -> bool:
-        return run("nodes", "--read-only", "--kubeconfig", str(kubeconfig), "-o", "json").returncode == 0
-    wait_until(can_list, 30, interval=0.5, what="the role bound")
 
 
 def install_every_kind(api) -> None:

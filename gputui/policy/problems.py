@@ -14,19 +14,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from gputui.policy.cordon_record import read_record, shown_time
-from gputui.policy.health import Alert, Finding, Severity, diagnose
+from gputui.policy.health import DEFAULT_TEMP_ALERT_C, Alert, Finding, Severity, diagnose, node_alerts
 from gputui.snapshot import ClusterSnapshot
-from gputui.vocabulary.model import Node
+from gputui.vocabulary.model import GpuSummary, Node
 
 FLAP_WINDOW_S = 60.0  # a problem gone and back within this is flapping; gone this long, it is gone
 
+EXPIRED_CORDON = "cordon expired"  # the kind of a node whose gputui cordon is past its expiry (expired_cordon_alert)
 # The header's word for a node's problem, by its worst alert's kind (health.node_alerts' kinds).
 KIND_WORDS = {"NotReady": "NotReady", "Lost": "GPU lost", "XID": "XID", "Health": "health", "Condition": "health",
               "Fault": "health", "Upgrade": "upgrade failed", "Temp": "hot",  # Fault: a DCGM field (gpu_faults)
-              "Cordon": "cordon expired"}
+              "Cordon": EXPIRED_CORDON}
 FLAPPING = "flapping"
 # worst first, as counted
-KIND_ORDER = ("NotReady", "XID", "GPU lost", "health", "upgrade failed", "hot", "cordon expired")
+KIND_ORDER = ("NotReady", "XID", "GPU lost", "health", "upgrade failed", "hot", EXPIRED_CORDON)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,9 +94,26 @@ def expired_cordon_alert(node: Node, now: float) -> Alert | None:
 
 
 def expired_cordons(snapshot: ClusterSnapshot) -> list[Alert]:
-    """Every node's expired cordon, as of the snapshot: what the fleet's alerts add to health.fleet_alerts."""
+    """Every node's expired cordon, as of the snapshot: what the fleet's alerts add to health.fleet_alerts
+    (figures.alerts, whence the header, `d`, the wallboard and the fleet's rows count)."""
     found = (expired_cordon_alert(n, snapshot.taken_at) for n in snapshot.nodes if n.unschedulable)
     return [a for a in found if a is not None]
+
+
+def alerts_at(node: Node, now: float, temp_threshold: float = DEFAULT_TEMP_ALERT_C,
+              summary: GpuSummary | None = None) -> list[Alert]:
+    """Every alert of one node as of `now`, worst first: health.node_alerts (the node alone, kept per node object)
+    and what needs a clock, an expired gputui cordon (the least severe: last). The one per-node answer of every
+    view that shows or counts a node's alerts against a clock (the Problem column, `gputui nodes`, `gputui
+    check`, the wallboard), so that they count what the fleet's figures count (expired_cordons)."""
+    alerts = node_alerts(node, temp_threshold, summary)
+    expired = expired_cordon_alert(node, now) if node.unschedulable else None
+    return alerts if expired is None else [*alerts, expired]
+
+
+def snapshot_alerts(snapshot: ClusterSnapshot, node: Node, temp_threshold: float = DEFAULT_TEMP_ALERT_C) -> list[Alert]:
+    """alerts_at as of the snapshot: its time and the node's DCGM summary."""
+    return alerts_at(node, snapshot.taken_at, temp_threshold, snapshot.summary(node))
 
 
 def problem_of(alerts: Sequence[Alert]) -> Problem | None:
@@ -126,7 +144,7 @@ def problems_of(alerts: Iterable[Alert]) -> list[Problem]:
     by_node: dict[str, list[Alert]] = {}
     for a in alerts:
         by_node.setdefault(a.node, []).append(a)
-    found = (problem_of(sorted(node_alerts, key=lambda a: a.severity)) for node_alerts in by_node.values())
+    found = (problem_of(sorted(own, key=lambda a: a.severity)) for own in by_node.values())
     return sorted((p for p in found if p is not None), key=lambda p: p.severity)
 
 

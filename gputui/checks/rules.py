@@ -49,7 +49,8 @@ def gpu_health(ctx: CheckContext) -> CheckResult:
     if any(p.severity <= Severity.THERMAL for p in problems):
         advice.append("check cooling and power capping on the hot nodes")
     if any(p.kind == EXPIRED_CORDON for p in problems):
-        advice.append("uncordon the nodes whose cordon expired, or cordon them again with a new expiry")
+        # (gputui cordon does nothing on a node already cordoned: a new expiry is an uncordon and a cordon)
+        advice.append("uncordon the nodes whose cordon expired, or uncordon and cordon them again with a new expiry")
     return verdict("gpu.health", "001 §8", "no GPU health alarms", bad, Status.WARN, f"nodes needing attention ({kinds})",
                    "; ".join(advice), "no XID, health, condition or upgrade alarm, no cordon past its expiry")
 

@@ -89,8 +89,9 @@ def expired_cordon_alert(node: Node, now: float) -> Alert | None:
     record = read_record(node.annotations) if node.unschedulable else None
     if record is None or record.expires is None or not record.expired(now):
         return None
-    return Alert(node.name, "Cordon", f"cordon expired {shown_time(record.expires)} (by {record.words(now)})",
-                 Severity.CORDONED, "expired")
+    said = replace(record, expires=None).words(now)  # who, why, the ticket, since: the expiry is said once, first
+    return Alert(node.name, "Cordon", f"cordon expired {shown_time(record.expires)} (by {said})", Severity.CORDONED,
+                 "expired")
 
 
 def expired_cordons(snapshot: ClusterSnapshot) -> list[Alert]:

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from gputui.checks import metrics, rotation
 from gputui.checks.context import CheckContext, names, unknown, verdict
 from gputui.checks.result import CheckResult, Status
-from gputui.policy.health import RESTARTS_WORTH_A_LOOK, Severity, node_alerts
-from gputui.policy.problems import count_words, problems_of
+from gputui.policy.health import RESTARTS_WORTH_A_LOOK, Severity
+from gputui.policy.problems import EXPIRED_CORDON, count_words, problems_of, snapshot_alerts
 from gputui.vocabulary.sessions import SessionState
 
 MIN_GRACE_S = 30  # seed 001 §6.2: graceful termination of 30 s or more
@@ -35,17 +35,24 @@ def gpu_nodes_recognised(ctx: CheckContext) -> CheckResult:
 
 def gpu_health(ctx: CheckContext) -> CheckResult:
     """The nodes that need attention, counted as the TUI's header counts them (gputui.policy.problems: nodes, a hot
-    node's GPUs as one): fail for a node down, a GPU lost or faulted, a failed upgrade; warn for heat alone."""
+    node's GPUs as one, a gputui cordon past its expiry): fail for a node down, a GPU lost or faulted, a failed
+    upgrade; warn for heat or an expired cordon alone."""
     snap = ctx.snapshot
-    problems = problems_of(a for n in snap.nodes for a in node_alerts(n, ctx.temp_threshold, snap.summary(n)))
+    problems = problems_of(a for n in snap.nodes for a in snapshot_alerts(snap, n, ctx.temp_threshold))
     bad = [f"{p.node} ({p.kind}: {p.details()})" for p in problems]
     kinds = count_words(problems)
     if any(p.severity <= Severity.UPGRADE_FAILED for p in problems):
         return verdict("gpu.health", "001 §8", "no GPU health alarms", bad, Status.FAIL,
                        f"nodes needing attention ({kinds})",
                        "drain them (r in the TUI) and follow each alarm's advice (i describes a node)", "")
+    advice = []
+    if any(p.severity <= Severity.THERMAL for p in problems):
+        advice.append("check cooling and power capping on the hot nodes")
+    if any(p.kind == EXPIRED_CORDON for p in problems):
+        # (gputui cordon does nothing on a node already cordoned: a new expiry is an uncordon and a cordon)
+        advice.append("uncordon the nodes whose cordon expired, or uncordon and cordon them again with a new expiry")
     return verdict("gpu.health", "001 §8", "no GPU health alarms", bad, Status.WARN, f"nodes needing attention ({kinds})",
-                   "check cooling and power capping on these nodes", "no XID, health, condition or upgrade alarm")
+                   "; ".join(advice), "no XID, health, condition or upgrade alarm, no cordon past its expiry")
 
 
 def versions_consistent(ctx: CheckContext) -> CheckResult:

@@ -14,7 +14,8 @@ from rich.text import Text
 from gputui.backends.base import error_line
 from gputui.cli import common, safe_output
 from gputui.policy.disruptions import node_disruptions
-from gputui.policy.health import fleet_driver, has_driver_drift, node_alerts
+from gputui.policy.health import fleet_driver, has_driver_drift
+from gputui.policy.problems import snapshot_alerts
 from gputui.present import cells
 from gputui.settings import Settings
 from gputui.snapshot import ClusterSnapshot
@@ -43,7 +44,7 @@ def node_record(snapshot: ClusterSnapshot, node: Node) -> dict[str, Any]:
             for r in node.gpu_resources
         ],
         "driver_version": node.driver_version,
-        "alerts": [f"{a.kind}: {a.message}" for a in node_alerts(node, summary=snapshot.summary(node))],
+        "alerts": [f"{a.kind}: {a.message}" for a in snapshot_alerts(snapshot, node)],  # an expired cordon too
         # Every figure of gputui.vocabulary.gpu_metrics by its name, null when unknown (a bitmask such as throttle_reasons
         # as its number: gpu_metrics.THROTTLE_REASONS decodes it).
         # faults: each in words with the action and gputui's verdict on who acts, worst first (gputui.vocabulary.
@@ -109,7 +110,7 @@ def run(settings: Settings, output: str) -> int:
             *(cells.mem_used_total(g.mem_used_mib, g.mem_total_mib) if m.name == "mem_used_mib"
               else m.fmt(value_of(g, m.name)).strip() for m in COLUMNS),
             Text(("≠" if has_driver_drift(n, majority) else "") + (n.driver_version or "–")),
-            Text(", ".join(dict.fromkeys(a.kind for a in node_alerts(n, settings.temp_threshold, snapshot.summary(n))))),
+            Text(", ".join(dict.fromkeys(a.kind for a in snapshot_alerts(snapshot, n, settings.temp_threshold)))),
         )
     console = safe_output.console(200)
     if snapshot.simulated:

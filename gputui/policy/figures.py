@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from gputui.policy.fleet_sums import Contribution, SumsByContext
 from gputui.policy.health import Alert, node_alerts
-from gputui.policy.problems import Problem, problems_of
+from gputui.policy.problems import Problem, expired_cordons, problems_of
 from gputui.snapshot import ClusterSnapshot
 from gputui.vocabulary.gauges import hot, util_sum
 from gputui.vocabulary.gpu_resources import SCHEMES, GpuUse
@@ -59,15 +59,17 @@ def _node_figures(snap: ClusterSnapshot, temp_threshold: float) -> _NodeFigures:
         gpus = GpuUse(tuple(map(int, row[1:1 + _SCHEMES])), tuple(map(int, row[1 + _SCHEMES:1 + 2 * _SCHEMES])))
         drains, total, count = row[-3:]
         # Worst first, in the fleet's order within a severity (health.fleet_alerts): a walk, but a lookup per
-        # node where the alerts were a walk over every node's conditions.
-        found = sorted((a for n in snap.nodes for a in extras.get(n.name, ())), key=lambda a: a.severity)
+        # node where the alerts were a walk over every node's conditions. A cordon past its expiry is an alert as
+        # of this snapshot's time (the kept sums hold no clock): the least severe, so they come last, in order.
+        found = sorted([*(a for n in snap.nodes for a in extras.get(n.name, ())), *expired_cordons(snap)],
+                       key=lambda a: a.severity)
         return gpus, total / count if count else None, int(count), found, int(drains)
 
     return snap.derived(("node-figures", temp_threshold), compute)
 
 
 def alerts(snap: ClusterSnapshot, temp_threshold: float) -> list[Alert]:
-    """Every node's alerts, worst first (health.fleet_alerts), once per snapshot."""
+    """Every node's alerts, worst first (health.fleet_alerts, and the expired cordons), once per snapshot."""
     return _node_figures(snap, temp_threshold)[3]
 
 

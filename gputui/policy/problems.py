@@ -12,21 +12,24 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
-from gputui.policy.cordon_record import read_record, shown_time
-from gputui.policy.health import Alert, Finding, Severity, diagnose
+from gputui.policy.cordon_record import CordonRecord, read_record, shown_time
+from gputui.policy.health import DEFAULT_TEMP_ALERT_C, Alert, Finding, Severity, diagnose, node_alerts
 from gputui.snapshot import ClusterSnapshot
-from gputui.vocabulary.model import Node
+from gputui.vocabulary.disruptions import CORDON_RECORD
+from gputui.vocabulary.model import GpuSummary, Node
 
 FLAP_WINDOW_S = 60.0  # a problem gone and back within this is flapping; gone this long, it is gone
 
+EXPIRED_CORDON = "cordon expired"  # the kind of a node whose gputui cordon is past its expiry (expired_cordon_alert)
 # The header's word for a node's problem, by its worst alert's kind (health.node_alerts' kinds).
 KIND_WORDS = {"NotReady": "NotReady", "Lost": "GPU lost", "XID": "XID", "Health": "health", "Condition": "health",
               "Fault": "health", "Upgrade": "upgrade failed", "Temp": "hot",  # Fault: a DCGM field (gpu_faults)
-              "Cordon": "cordon expired"}
+              "Cordon": EXPIRED_CORDON}
 FLAPPING = "flapping"
 # worst first, as counted
-KIND_ORDER = ("NotReady", "XID", "GPU lost", "health", "upgrade failed", "hot", "cordon expired")
+KIND_ORDER = ("NotReady", "XID", "GPU lost", "health", "upgrade failed", "hot", EXPIRED_CORDON)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,22 +83,48 @@ class Problem:
         return text
 
 
+@lru_cache(maxsize=4096)
+def _record(raw: str) -> CordonRecord | None:
+    """A record read once per distinct annotation (a frozen value, shared): the fleet's figures ask every cordoned
+    node at every snapshot, and a read is JSON and two time parses (at 650 cordoned nodes, 26 ms a snapshot)."""
+    return read_record({CORDON_RECORD: raw})
+
+
 def expired_cordon_alert(node: Node, now: float) -> Alert | None:
     """A cordon through gputui past the expiry its owner gave (issue 40 item 2): an alert, the least severe (a person
     is to uncordon it or give a new expiry; nothing is broken), with who, why, the ticket and since when. Not in
     health.node_alerts, whose answer is kept per node object and holds no clock: the caller gives `now` (the
     snapshot's taken_at)."""
-    record = read_record(node.annotations) if node.unschedulable else None
+    raw = node.annotations.get(CORDON_RECORD) if node.unschedulable else None
+    record = _record(raw) if raw is not None else None
     if record is None or record.expires is None or not record.expired(now):
         return None
-    return Alert(node.name, "Cordon", f"cordon expired {shown_time(record.expires)} (by {record.words(now)})",
-                 Severity.CORDONED, "expired")
+    said = replace(record, expires=None).words(now)  # who, why, the ticket, since: the expiry is said once, first
+    return Alert(node.name, "Cordon", f"cordon expired {shown_time(record.expires)} (by {said})", Severity.CORDONED,
+                 "expired")
 
 
 def expired_cordons(snapshot: ClusterSnapshot) -> list[Alert]:
-    """Every node's expired cordon, as of the snapshot: what the fleet's alerts add to health.fleet_alerts."""
+    """Every node's expired cordon, as of the snapshot: what the fleet's alerts add to health.fleet_alerts
+    (figures.alerts, whence the header, `d`, the wallboard and the fleet's rows count)."""
     found = (expired_cordon_alert(n, snapshot.taken_at) for n in snapshot.nodes if n.unschedulable)
     return [a for a in found if a is not None]
+
+
+def alerts_at(node: Node, now: float, temp_threshold: float = DEFAULT_TEMP_ALERT_C,
+              summary: GpuSummary | None = None) -> list[Alert]:
+    """Every alert of one node as of `now`, worst first: health.node_alerts (the node alone, kept per node object)
+    and what needs a clock, an expired gputui cordon (the least severe: last). The one per-node answer of every
+    view that shows or counts a node's alerts against a clock (the Problem column, `gputui nodes`, `gputui
+    check`, the wallboard), so that they count what the fleet's figures count (expired_cordons)."""
+    alerts = node_alerts(node, temp_threshold, summary)
+    expired = expired_cordon_alert(node, now) if node.unschedulable else None
+    return alerts if expired is None else [*alerts, expired]
+
+
+def snapshot_alerts(snapshot: ClusterSnapshot, node: Node, temp_threshold: float = DEFAULT_TEMP_ALERT_C) -> list[Alert]:
+    """alerts_at as of the snapshot: its time and the node's DCGM summary."""
+    return alerts_at(node, snapshot.taken_at, temp_threshold, snapshot.summary(node))
 
 
 def problem_of(alerts: Sequence[Alert]) -> Problem | None:
@@ -126,7 +155,7 @@ def problems_of(alerts: Iterable[Alert]) -> list[Problem]:
     by_node: dict[str, list[Alert]] = {}
     for a in alerts:
         by_node.setdefault(a.node, []).append(a)
-    found = (problem_of(sorted(node_alerts, key=lambda a: a.severity)) for node_alerts in by_node.values())
+    found = (problem_of(sorted(own, key=lambda a: a.severity)) for own in by_node.values())
     return sorted((p for p in found if p is not None), key=lambda p: p.severity)
 
 

@@ -8,9 +8,9 @@ from typing import Any
 
 from rich.text import Text
 
-from gputui.policy.health import fleet_driver, has_driver_drift, node_alerts, problem_order, version_key
+from gputui.policy.health import fleet_driver, has_driver_drift, problem_order, version_key
 from gputui.policy.node_pools import DEFAULT_POOL_LABELS, pool_of
-from gputui.policy.problems import Problem, problem_of
+from gputui.policy.problems import Problem, problem_of, snapshot_alerts
 from gputui.present import cells
 from gputui.present.cells import Palette
 from gputui.present.disruptions import actor_of, state_with_actor
@@ -112,7 +112,7 @@ def _driver(node: Node, ctx: RowContext, width: int) -> Text:
 def _alerts(node: Node, ctx: RowContext, width: int) -> Text:
     """The node's worst problem in a word that fits whole (`NotReady`, `XID 79`, `96°C`, `upgrade ✗`), then the
     others while they fit; `flapping` for one that came and went within the minute."""
-    problem = ctx.flaps.get(node.name) or problem_of(node_alerts(node, ctx.temp_threshold, ctx.snapshot.summary(node)))
+    problem = ctx.flaps.get(node.name) or problem_of(snapshot_alerts(ctx.snapshot, node, ctx.temp_threshold))
     if problem is None:
         return Text("")
     return Text(problem.cell(width), style=f"bold {ctx.palette.alert}" if problem.present else ctx.palette.alert)

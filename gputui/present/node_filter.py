@@ -12,15 +12,17 @@ from collections.abc import Callable, Collection, Iterable
 from itertools import compress, repeat
 from operator import contains
 
-from gputui.policy.health import Alert, has_driver_drift, node_alerts
+from gputui.policy.health import Alert, has_driver_drift
+from gputui.policy.problems import snapshot_alerts
 from gputui.snapshot import ClusterSnapshot
 from gputui.vocabulary.model import Node, NodeState
 
 STATE_WORDS = {state.value.lower(): state for state in NodeState}
 PROBLEM_WORDS = {"alert", "alerts", "problem", "problems"}
 DRIFT_WORDS = {"drift", "drifted"}
-# The alert kinds health.node_alerts gives: only these words need a node's alerts worked out.
-ALERT_KINDS = {"notready", "lost", "xid", "health", "temp", "condition", "upgrade"}
+# The alert kinds problems.alerts_at gives (health.node_alerts' and an expired gputui cordon's): only these words
+# need a node's alerts worked out.
+ALERT_KINDS = {"notready", "lost", "xid", "health", "temp", "condition", "upgrade", "cordon"}
 
 
 def words_of(text: str) -> list[str]:
@@ -47,7 +49,7 @@ def haystack(node: Node) -> str:
 
 def node_matches(node: Node, words: list[str], alerts_of: Callable[[Node], list[Alert]], majority_driver: str,
                  text: str | None = None, flapping: Collection[str] = ()) -> bool:
-    """Whether the node passes every word. `alerts_of`: its alerts (health.node_alerts), worked out only for a
+    """Whether the node passes every word. `alerts_of`: its alerts (problems.alerts_at), worked out only for a
     word that needs them (every keystroke of the filter runs this over the whole fleet). `text`: its haystack
     when the caller keeps them (once per snapshot). `flapping`: nodes whose problem came and went within the
     minute (gputui.policy.problems): `alert` still finds them, as the header still counts them."""
@@ -108,6 +110,6 @@ def matching(snap: ClusterSnapshot, words: list[str], temp_threshold: float, maj
                                 (all(w in text for w in words) for text in haystacks))
         found = dict(compress(named, hits))
     else:
-        found = {n.name: n for n in candidates if node_matches(n, words, lambda n: node_alerts(n, temp_threshold, snap.summary(n)),
+        found = {n.name: n for n in candidates if node_matches(n, words, lambda n: snapshot_alerts(snap, n, temp_threshold),
                                                                majority_driver, texts.get(n.name), flapping)}
     return snap, words, found

@@ -10,7 +10,8 @@ from collections.abc import Mapping
 
 from rich.text import Text
 
-from gputui.policy.health import fleet_driver, node_alerts, problem_order
+from gputui.policy.health import fleet_driver, problem_order
+from gputui.policy.problems import EXPIRED_CORDON, alerts_at
 from gputui.present.cells import Palette, heat_band, pct
 from gputui.snapshot import ClusterSnapshot
 from gputui.vocabulary.gpu_metrics import value_of
@@ -90,13 +91,13 @@ def heat_map(snap: ClusterSnapshot, width: int, height: int, metric: str, temp_t
     if len(nodes) <= height and name_w + 2 + widest + 12 <= width:
         # Room to spare: wider cells, so the board reads from across the room.
         cell_w = max(1, min(3, (width - name_w - 40) // max(1, widest)))
-        return [_named_line(n, v, name_w, cell_w, metric, temp_threshold, palette, summaries.get(n.name))
+        return [_named_line(n, v, name_w, cell_w, metric, temp_threshold, palette, summaries.get(n.name), snap.taken_at)
                 for n, v in blocks]
     column_w = name_w + 1 + widest + 3
     per_line = max(1, width // column_w)
     if -(-len(nodes) // per_line) <= height and per_line > 1:
         rows = -(-len(nodes) // per_line)
-        return _named_grid(blocks, rows, name_w, column_w, metric, temp_threshold, palette, summaries)
+        return _named_grid(blocks, rows, name_w, column_w, metric, temp_threshold, palette, summaries, snap.taken_at)
     lines: list[Text] = []
     counts: list[int] = []  # nodes on each line
     line, count = Text(), 0
@@ -126,13 +127,14 @@ def heat_map(snap: ClusterSnapshot, width: int, height: int, metric: str, temp_t
 
 def _named_grid(blocks: list[tuple[Node, list[float | None]]], rows: int, name_w: int, column_w: int,
                 metric: str, temp_threshold: float, palette: Palette, summaries: Mapping[str, GpuSummary],
-                ) -> list[Text]:
+                now: float) -> list[Text]:
     """Names and cells in columns, read downwards, so the problems listed first share column one."""
     lines = [Text() for _ in range(rows)]
     for i, (node, values) in enumerate(blocks):
         line = lines[i % rows]
         name = node.name if len(node.name) <= name_w else node.name[: name_w - 1] + "…"
-        cell = Text(name.ljust(name_w) + " ", style=_name_style(node, temp_threshold, palette, summaries.get(node.name)))
+        cell = Text(name.ljust(name_w) + " ",
+                    style=_name_style(node, temp_threshold, palette, summaries.get(node.name), now))
         cell.append_text(_cells(node, values, metric, temp_threshold, palette))
         cell.pad_right(column_w - len(cell))
         line.append_text(cell)
@@ -141,16 +143,16 @@ def _named_grid(blocks: list[tuple[Node, list[float | None]]], rows: int, name_w
     return lines
 
 
-def _name_style(node: Node, temp_threshold: float, palette: Palette, summary: GpuSummary | None) -> str:
-    if node_alerts(node, temp_threshold, summary):
+def _name_style(node: Node, temp_threshold: float, palette: Palette, summary: GpuSummary | None, now: float) -> str:
+    if alerts_at(node, now, temp_threshold, summary):  # an expired cordon too, as the header counts it
         return f"bold {palette.alert}"
     return palette.state(node.state) if node.state is not NodeState.READY else ""
 
 
 def _named_line(node: Node, values: list[float | None], name_w: int, cell_w: int, metric: str,
-                temp_threshold: float, palette: Palette, summary: GpuSummary | None) -> Text:
+                temp_threshold: float, palette: Palette, summary: GpuSummary | None, now: float) -> Text:
     name = node.name if len(node.name) <= name_w else node.name[: name_w - 1] + "…"
-    line = Text(name.ljust(name_w), style=_name_style(node, temp_threshold, palette, summary))
+    line = Text(name.ljust(name_w), style=_name_style(node, temp_threshold, palette, summary, now))
     line.append("  ")
     line.append_text(_cells(node, values, metric, temp_threshold, palette, cell_w))
     line.append("  ")
@@ -161,11 +163,15 @@ def _named_line(node: Node, values: list[float | None], name_w: int, cell_w: int
     else:
         hottest = max(known) if known else None
         line.append("–" if hottest is None else f"{hottest:.0f}°C")
-    alerts = node_alerts(node, temp_threshold, summary)
-    if node.state is not NodeState.READY and all(a.kind != node.state.value for a in alerts):
+    alerts = alerts_at(node, now, temp_threshold, summary)
+    kinds = {a.kind for a in alerts}
+    # `cordon expired` says the node is cordoned: its state is not said twice.
+    told = node.state.value in kinds or (node.state is NodeState.CORDONED and "Cordon" in kinds)
+    if node.state is not NodeState.READY and not told:
         line.append(f" {node.state.value}", style=palette.state(node.state))
     if alerts:
-        line.append(" " + ", ".join(dict.fromkeys(a.kind for a in alerts)), style=f"bold {palette.alert}")
+        words = (EXPIRED_CORDON if a.kind == "Cordon" else a.kind for a in alerts)
+        line.append(" " + ", ".join(dict.fromkeys(words)), style=f"bold {palette.alert}")
     return line
 
 

@@ -122,4 +122,9 @@ def test_the_demo_has_a_node_in_each_actors_hands_that_the_node_object_can_show(
     assert quarantine.since == NOW - 3 * 3600 and "XID 48" in quarantine.why
     assert "nvidia.com/gpu-error=fatal:NoSchedule" in quarantine.why
     assert by_node[("gpu-l40s-04", d.CLUSTER_AUTOSCALER)].since == NOW - 20 * 60
-    assert [r.node for r in rows[:2]] == ["gpu-a100-08", "gpu-l40s-03"]  # the two stuck upgrades first
+    # The stuck ones first, oldest first: the person's cordon (since two days, expired six hours ago), then the two
+    # stuck upgrades (undated).
+    assert [r.node for r in rows[:3]] == ["gpu-a100-06", "gpu-a100-08", "gpu-l40s-03"]
+    person = by_node[("gpu-a100-06", d.PERSON)]
+    assert person.since == NOW - 2 * 86400 and "priya@example.com" in person.why and "HW-4217" in person.why
+    assert person.stuck.startswith("cordon expired 6h ago")

@@ -1,12 +1,13 @@
 from gputui.backends.demo import DemoCluster
-from gputui.policy.health import fleet_alerts, node_alerts
+from gputui.policy.figures import alerts
+from gputui.policy.health import node_alerts
 from gputui.present.node_filter import ALERT_KINDS, node_matches
 from tests.demo_clock import ManualClock
 
 
 def test_every_alert_kind_the_demo_raises_is_a_filter_word_and_alerts_are_worked_out_only_when_asked():
     snap = DemoCluster(seed=7, clock=ManualClock()).snapshot()
-    kinds = {a.kind.lower() for a in fleet_alerts(snap, 85.0)}
+    kinds = {a.kind.lower() for a in alerts(snap, 85.0)}  # health's and the expired cordon (policy.problems)
     assert kinds == ALERT_KINDS  # the demo plants one of each: a kind added to health needs adding here
     asked = []
 

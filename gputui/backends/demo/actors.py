@@ -11,7 +11,10 @@ times are relative to the demo's start, so the demo stays deterministic.
 - gpu-a100-07: Karpenter is disrupting it (karpenter.sh/disrupted:NoSchedule; Karpenter taints, never cordons);
 - gpu-l40s-04: the cluster autoscaler is deleting it (ToBeDeletedByClusterAutoscaler=<Unix seconds>:NoSchedule,
   and the cordon it sets before terminating, --cordon-node-before-terminating's default);
-- gpu-a100-06: a person's `kubectl cordon`: nothing but spec.unschedulable.
+- gpu-a100-06: a person's cordon through gputui (`gputui cordon --reason … --ticket … --expires …`): spec.unschedulable
+  and gputui's cordon record (gputui.io/cordon) by another user than the demo's own (demo-operator), its expiry
+  passed six hours before the demo starts: the dashboard counts it as a problem (cordon expired), and `u` on it asks
+  first, naming that user.
 The GPU Operator's stuck upgrade is gpu-a100-08's upgrade-failed (scenario.py): the operator records no time for
 that state, so "stuck for days" cannot be said of it from the Node; gpu-l40s-05's deletion candidate is set in
 Simulation.
@@ -24,6 +27,7 @@ import time
 from collections.abc import Mapping
 
 from gputui.backends.demo.scenario import SimNode
+from gputui.policy.cordon_record import CordonRecord
 from gputui.vocabulary import disruptions as d
 from gputui.vocabulary.scheduling import Taint
 
@@ -32,6 +36,13 @@ KARPENTER_NODE = "gpu-a100-07"
 AUTOSCALER_NODE = "gpu-l40s-04"
 PERSON_NODE = "gpu-a100-06"
 QUARANTINED_S = 3 * 3600  # NVSentinel cordoned it this long before the demo starts
+# The person's cordon: by someone else than the demo's identity, with a reason and a ticket, two days before the demo
+# starts, for a day and a half (expired six hours before the start).
+PERSON = "priya@example.com"
+PERSON_REASON = "NVLink CRC errors on GPU 5: waiting for the vendor's RMA"
+PERSON_TICKET = "HW-4217"
+PERSON_SINCE_S = 2 * 86400
+PERSON_EXPIRED_S = 6 * 3600
 DELETING_S = 20 * 60  # the autoscaler tainted it this long before
 GPU_ERROR_TAINT = Taint("nvidia.com/gpu-error", "fatal", "NoSchedule")
 
@@ -60,4 +71,8 @@ def hand_to_actors(nodes: Mapping[str, SimNode], start: float) -> None:
     deleting = nodes[AUTOSCALER_NODE]
     deleting.unschedulable = True
     deleting.taints = (*deleting.taints, Taint(d.CA_TO_BE_DELETED, str(int(start - DELETING_S)), "NoSchedule"))
-    nodes[PERSON_NODE].unschedulable = True
+    person = nodes[PERSON_NODE]
+    person.unschedulable = True
+    record = CordonRecord(PERSON, PERSON_REASON, float(int(start - PERSON_SINCE_S)), PERSON_TICKET,
+                          float(int(start - PERSON_EXPIRED_S)))
+    person.annotations[d.CORDON_RECORD] = record.to_annotation()  # as gputui.ops.cordon writes it

@@ -16,6 +16,7 @@ from gputui.ui.screens.confirm import ConfirmScreen
 from gputui.ui.screens.dashboard import DashboardScreen
 from gputui.ui.screens.detail import DetailScreen
 from gputui.ui.screens.diagnostics import DiagnosticsScreen
+from gputui.ui.screens.disruptions import DisruptionsScreen
 from gputui.ui.screens.drain_plan import DrainPlanScreen
 from gputui.ui.screens.drain_progress import DrainProgressScreen
 from gputui.ui.screens.help import HelpScreen
@@ -45,6 +46,7 @@ def binding_scopes() -> dict[str, tuple[type, ...]]:
         "check": (*app, CheckScreen, ItemList),
         "versions": (*app, VersionsScreen, KeyTable),
         "pools": (*app, NodePoolsScreen, KeyTable),
+        "disruptions": (*app, DisruptionsScreen, KeyTable),
         "detail": (*app, DetailScreen),
         "drain-plan": (*app, DrainPlanScreen, Input),
         "drain-progress": (*app, DrainProgressScreen, KeyTable),

@@ -13,8 +13,8 @@ from textual.widgets import DataTable, Input, Static
 
 from gputui.backends.base import NEEDS
 from gputui.ops.drain.options import DrainOptions
-from gputui.policy.health import node_alerts
 from gputui.policy.node_pools import fleet_pools
+from gputui.policy.problems import snapshot_alerts
 from gputui.present.columns import (
     NODE_COLUMNS,
     NodeColumn,
@@ -248,7 +248,7 @@ class DashboardScreen(NodeOrder):
         for step in range(1, len(keys) + 1):
             i = (table.cursor_row + step) % len(keys)
             node = snap.node(keys[i])
-            if node is not None and node_alerts(node, threshold, snap.summary(node)):
+            if node is not None and snapshot_alerts(snap, node, threshold):
                 table.cursor_row = i
                 return
         self.app.notify("no node shown has a problem")

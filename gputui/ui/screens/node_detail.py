@@ -15,7 +15,8 @@ from textual.events import Resize
 from textual.widgets import Static
 
 from gputui.backends.base import error_line
-from gputui.policy.health import fleet_driver, has_driver_drift, node_alerts
+from gputui.policy.health import fleet_driver, has_driver_drift
+from gputui.policy.problems import snapshot_alerts
 from gputui.present import cells
 from gputui.present.disruptions import hold_words, node_holds
 from gputui.snapshot import ClusterSnapshot
@@ -351,7 +352,7 @@ class NodeDetailScreen(ClusterScreen):
             on_node = [(p.name, p.gpu_units) for p in snap.pods_on(node.name) if not p.terminated and p.gpu_units]
             for line in holders(node.gpu_resources, on_node, allocated):
                 text.append(f"\n   {line}")
-        for alert in node_alerts(node, self.app.settings.temp_threshold, snap.summary(node)):
+        for alert in snapshot_alerts(snap, node, self.app.settings.temp_threshold):
             text.append("\n ▲ ", style=f"bold {palette.alert}")
             text.append(alert.message, style=palette.alert)
         for hold in node_holds(node, snap, snap.taken_at):  # who is disrupting it (issue 40): actor, phase, age, why

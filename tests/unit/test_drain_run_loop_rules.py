@@ -404,9 +404,10 @@ def test_a_lease_no_longer_the_drains_at_its_end_is_not_dropped_and_the_audit_sa
     assert api.writes[-1] == ("annotate", {PHASE: "aborted"})  # no release written
 
 
-def test_a_refused_cordon_fails_the_drain_before_any_eviction_and_says_why(tmp_path):
+def test_a_refused_cordon_fails_the_drain_before_any_eviction_says_why_and_drops_its_lease(tmp_path):
     """Kills: the "could not start" event's node, kind or words changed or dropped, the report's reason dropped,
-    the `except BackendError` around the start taken away (the refusal raised out of the drain)."""
+    the `except BackendError` around the start taken away (the refusal raised out of the drain). The lease is
+    dropped, so that the next drain of the node is not refused for a lease nobody renews (it stayed before)."""
 
     class NoCordon(Api):
         def set_unschedulable(self, node: str, unschedulable: bool) -> None:
@@ -419,7 +420,9 @@ def test_a_refused_cordon_fails_the_drain_before_any_eviction_and_says_why(tmp_p
     assert [(e.node, e.kind, e.message) for e in d.events] == [("n1", EventKind.FAILED, words)]
     assert (report.outcome, report.reason, report.evicted) == (Outcome.FAILED, words, 0)
     assert "a" in api.pods and not any(w[0] == "evict" for w in api.writes)
-    assert [a for a, *_ in d.entries()] == ["lease", "cordon"]
+    assert [(a, r.split(":")[0]) for a, _t, _p, r in d.entries()] == [("lease", "ok"), ("cordon", "error"),
+                                                                       ("lease-release", "ok")]
+    assert lease.LEASE not in api.annotations
 
 
 def test_an_abort_closes_an_eviction_its_budget_still_refuses_with_why(tmp_path):

@@ -123,9 +123,14 @@ def run_drain(plan: DrainPlan, ctx: OpContext, control: DrainControl | None = No
         if not plan.already_cordoned:
             once("cordon", "cordon", {"reason": "drain"}, lambda: writer.set_unschedulable(node, True))
         phase("cordoned", record_values(opts, writer.identity, began, deadline))
-    except BackendError as exc:  # nothing evicted yet: say so and leave
-        yield DrainEvent(node, K.FAILED, message=f"could not start: {exc}")
-        report.reason = f"could not start: {exc}"
+    except BackendError as exc:  # nothing evicted yet: say so and leave, dropping the lease no one will renew
+        why = f"could not start: {exc}"
+        try:
+            release()
+        except BackendError as dropped:
+            why += f"; its lease stays on the node until it expires ({dropped})"
+        yield DrainEvent(node, K.FAILED, message=why)
+        report.reason = why
         return report
     yield DrainEvent(node, K.STARTED, message=f"cordoned; {len(plan.to_evict)} pods to move, {plan.describe_sessions()}")
     pods = {p.pod.key: PodProgress(p.pod.key, p.pod.uid, p.step, p.pod.gpu_request, deadline,

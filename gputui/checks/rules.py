@@ -235,7 +235,6 @@ CHECKS: tuple[Callable[[CheckContext], CheckResult], ...] = (
     metrics.session_series, metrics.alert_rules, metrics.alerts_firing, pending_gpu_pods, restart_loops, budgets,
     replicas, grace_periods, rotation.can_leave, rotation.left_out, probes, startup_allowance, memory_limits, identity, least_privilege,
 )
-AREAS = ("nodes", "gpu", "versions", "metrics", "alerts", "pods", "services", "identity")
 
 
 def run_checks(ctx: CheckContext, only: str | None = None) -> list[CheckResult]:

@@ -12,7 +12,7 @@ from itertools import pairwise
 from typing import Any
 
 from gputui.base import validate
-from gputui.checks.rules import AREAS  # check --only's names (every parser built offers them)
+from gputui.checks.result import AREAS  # check --only's names (every parser built offers them)
 from gputui.vocabulary.label_selectors import equality_selector
 
 

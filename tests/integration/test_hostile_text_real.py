@@ -16,6 +16,7 @@ from gputui.backends.kube_backend import live_backend
 from gputui.ops.audit import AuditLog
 from gputui.settings import Settings
 from gputui.ui.app import GputuiApp
+from gputui.vocabulary import disruptions as d
 from tests.support.gputui_cli import run
 from tests.support.terminal import assert_nothing_hostile, terminal_output, until
 
@@ -43,7 +44,12 @@ def hostile(cluster, fake_kubelet):
     # An interrupted drain's record, as another gputui (or anyone who may annotate nodes) left it.
     core.patch_node(NODE, {"metadata": {"annotations": {
         "gputui.io/drain-phase": "waiting", "gputui.io/drain-by": f"[/bold] x{TITLE}",
-        "gputui.io/drain-options": f"{{{EVIL}", "hostile.example/note": EVIL + HUGE}}})
+        "gputui.io/drain-options": f"{{{EVIL}", "hostile.example/note": EVIL + HUGE,
+        # Another actor's marks, as NVSentinel writes them (docs/disruption-actors.md §1): its quarantine's health
+        # events and its maintenance request's name are any writer's text too, shown by :disruptions and describe.
+        d.NVSENTINEL_EVENT: json.dumps([{"checkName": f"GpuXid{TITLE}", "message": EVIL + HUGE,
+                                         "generatedTimestamp": {"seconds": 1764000000}}]),
+        d.NVSENTINEL_MAINTENANCE_REQUEST: EVIL}}})
     core.create_namespace({"metadata": {"name": NS}})
     # A GPU pod no scheduler will place, its PodScheduled message written as any status writer could.
     core.create_namespaced_pod(NS, {"metadata": {"name": "stuck", "annotations": {"note": EVIL}},
@@ -77,6 +83,7 @@ def hostile(cluster, fake_kubelet):
 @pytest.mark.parametrize("args", [
     ("nodes",), ("nodes", "-o", "json"), ("versions",), ("versions", "-o", "json"), ("services",), ("pools",),
     ("check",), ("check", "-o", "json"), ("check", "-o", "junit"), ("drain", NODE, "--dry-run"), ("drain", NODE),
+    ("disruptions",), ("disruptions", "-o", "json"),
 ])
 def test_every_headless_command_prints_hostile_cluster_text_as_data(hostile, cluster, prometheus, tmp_path, args):
     out = run(*args, "--kubeconfig", str(cluster.admin_kubeconfig), "--prometheus", prometheus.url, home=tmp_path)
@@ -85,8 +92,10 @@ def test_every_headless_command_prints_hostile_cluster_text_as_data(hostile, clu
     assert out.returncode in (0, 1, 2), out.stderr
     if "json" in args:
         text = json.dumps(json.loads(out.stdout))
-        if args[0] == "versions":
+        if args[0] in ("versions", "disruptions"):
             assert "\\u001b]0;PWNED\\u0007" in text  # JSON keeps the raw value, escaped by JSON
+    if args[0] == "disruptions":  # NVSentinel's hold is listed, its text made visible, not dropped
+        assert "nvsentinel" in out.stdout.lower() and "GpuXid" in out.stdout
     if "junit" in args:
         ET.fromstring(out.stdout)
     if args == ("drain", NODE):  # the admission policy refused the cordon: its body is shown, made visible
@@ -137,11 +146,11 @@ async def test_every_screen_shows_hostile_cluster_text_as_data(hostile, cluster,
             await pilot.press("escape", "escape", "d")
             await look("diagnostics", showing("DiagnosticsScreen"))
             shown_by = {"versions": showing("VersionsScreen"), "audit": showing("AuditScreen"),
-                        "pools": showing("NodePoolsScreen"),
+                        "pools": showing("NodePoolsScreen"), "disruptions": showing("DisruptionsScreen"),
                         "check": lambda: showing("CheckScreen")() and app.screen.results is not None,  # run, in a worker
                         "services": lambda: type(app.screen).__name__ == "DashboardScreen"
                         and app.focused is not None and app.focused.id == "services"}
-            for command in ("versions", "check", "audit", "services", "pools"):
+            for command in ("versions", "check", "audit", "services", "pools", "disruptions"):
                 await pilot.press("escape", "colon", *command, "enter")
                 await look(command, shown_by[command])
             await pilot.press("escape", "R")  # resume the interrupted drain: its options do not parse
@@ -150,4 +159,4 @@ async def test_every_screen_shows_hostile_cluster_text_as_data(hostile, cluster,
             await look("resume refused", toast("cannot resume", "drain record"))
     finally:
         app.backend.close()
-    assert len(seen) == 13
+    assert len(seen) == 14

@@ -385,6 +385,15 @@ def pod_count(n: int) -> str:
 
 
 def plan_json(plan: DrainPlan) -> dict:
+    out = _node_json(plan)
+    if plan.options.gpu:  # one GPU's drain: which, its pods, the unknown ones, and what fences it
+        out["gpu"] = {"gpu": plan.options.gpu, "device": plan.options.gpu_device or None, "fence": plan.fence,
+                      "pods": list(plan.options.gpu_pods), "unattributed": list(plan.options.unattributed),
+                      "include_unattributed": plan.options.include_unattributed}
+    return out
+
+
+def _node_json(plan: DrainPlan) -> dict:
     return {
         "node": plan.node,
         "blocked": plan.blocked,
@@ -393,9 +402,6 @@ def plan_json(plan: DrainPlan) -> dict:
         "already_cordoned": plan.already_cordoned,
         "live_sessions": plan.live_sessions,
         "pods_with_sessions_unknown": len(plan.unknown_pods),
-        "gpu": {"gpu": plan.options.gpu, "device": plan.options.gpu_device or None, "fence": plan.fence,
-                "pods": list(plan.options.gpu_pods), "unattributed": list(plan.options.unattributed),
-                "include_unattributed": plan.options.include_unattributed} if plan.options.gpu else None,
         "options": {"selector": dict(plan.options.pod_selector), "disable_eviction": plan.options.disable_eviction,
                     "session_threshold": plan.options.session_threshold,
                     "session_deadline_s": plan.options.session_deadline_s,

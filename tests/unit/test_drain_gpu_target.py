@@ -71,7 +71,7 @@ def test_the_gpu_is_named_by_index_uuid_or_device_and_a_wrong_one_lists_the_node
     dra = GpuBindings((BoundGpu(None, "", "gpu.nvidia.com/n1/gpu-7"),))
     assert find_gpu(BINDINGS, "n1", "gpu-bbb").index == 1
     assert find_gpu(dra, "n1", "gpu-7").device == "gpu.nvidia.com/n1/gpu-7"
-    with pytest.raises(GpuNotFound, match="no GPU '5'.*0 \\(GPU-aaa\\)"):
+    with pytest.raises(GpuNotFound, match=r"no GPU '5'.*0 \(GPU-aaa\)"):
         find_gpu(BINDINGS, "n1", "5")
 
 

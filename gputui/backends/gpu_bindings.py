@@ -157,7 +157,8 @@ def _merge(uuids: Mapping[int, str], by_index: Mapping[int, set[str]], dra: list
 
 def bindings_for(reader: Any, node: str, pods: Iterable[Any]) -> GpuBindings:
     """The node's bindings from whichever reader this is: the demo's simulated exporter, or the live sources."""
-    simulated = getattr(reader, "gpu_bindings", None)
-    if callable(simulated):
-        return simulated(node)
+    if type(reader).__module__.startswith("gputui.backends.demo"):  # the simulated cluster (--demo)
+        from gputui.backends.demo.gpu_bindings import demo_bindings  # noqa: PLC0415 (the demo only)
+
+        return demo_bindings(reader, node)
     return read_bindings(reader, node, {p.uid: p.key for p in pods if p.uid})

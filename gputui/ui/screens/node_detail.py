@@ -65,8 +65,9 @@ class NodeDetailScreen(ClusterScreen):
         Binding("escape", "app.pop_screen", "Back", id="back"),
         Binding("c", "cordon", "Cordon", id="cordon"),
         Binding("u", "uncordon", "Uncordon", id="uncordon"),
-        # On a GPU row, r drains only that GPU's pods (check_action passes to the node's drain elsewhere).
-        Binding("r", "drain_gpu", "Drain GPU", id="drain-gpu", show=False,
+        # On a GPU row, r drains only that GPU's pods and the footer says so (check_action passes to the node's
+        # drain elsewhere).
+        Binding("r", "drain_gpu", "Drain GPU", id="drain-gpu",
                 tooltip="Drain only the pods bound to the selected GPU (its plan first); the node keeps serving"),
         Binding("r", "drain", "Drain", id="drain", tooltip="Drain this node (its plan first)"),
         Binding("w", "shift", "Weights", id="shift", tooltip="Shift traffic of the selected pod's service"),

@@ -173,6 +173,20 @@ class JobWriter(Protocol):
     def pod_log(self, namespace: str, name: str, container: str = "", limit_bytes: int = 8_000_000) -> str: ...
 
 
+@runtime_checkable
+class DeviceFencer(Protocol):
+    """A writer that can taint one DRA device (a `resource.k8s.io` DeviceTaintRule): one GPU's drain fences it."""
+
+    def taint_device(self, name: str, device: str, key: str, value: str, effect: str) -> dict:
+        """Create the DeviceTaintRule `name` selecting one device ("driver/pool/device"), or set its taint if it
+        exists. `effect`: None (a dry run) or NoSchedule; NoExecute is refused (it deletes pods past PDBs)."""
+        ...
+
+    def device_taint_rule(self, name: str) -> dict | None:
+        """The rule as the apiserver holds it now (its status says what the controller saw), None when absent."""
+        ...
+
+
 class Writer(Protocol):
     identity: str
 

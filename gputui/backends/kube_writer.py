@@ -10,9 +10,12 @@ from typing import Any
 import urllib3
 
 from gputui.backends.base import BackendError, ConflictError, EvictionOutcome, EvictionResult, stale_json_patch
+from gputui.backends.kube_dra import DRA_GROUP
 from gputui.backends.kube_errors import ApiError, Unreachable, decode_answer
 from gputui.backends.kube_http import PROBE_TIMEOUT_S, READ_TIMEOUT_S, Connection, path_of
 from gputui.base.errors import transport_reason
+
+DEVICE_TAINT_VERSION = "v1"  # DeviceTaintRule: v1 since Kubernetes 1.37 (v1beta2 in 1.36, v1alpha3 before)
 
 # Grants gputui never uses (000 §6, least privilege): each widens what a leaked kubeconfig can do. Asked only
 # by `gputui check`, not at start-up (four more round trips before the first frame).
@@ -152,6 +155,33 @@ class KubeWriter:
         if not 200 <= resp.status < 300:
             decode_answer(resp.status, resp.data, conn.host)  # raises the ApiError the answer means
         return bytes(resp.data[:limit_bytes]).decode("utf-8", errors="replace")
+
+    def taint_device(self, name: str, device: str, key: str, value: str, effect: str) -> dict:
+        """One DRA device's DeviceTaintRule (resource.k8s.io/v1: served and its gates GA in v1.37), created or its
+        taint set. Never NoExecute: the device-taint eviction controller deletes pods, past PDBs and session waits."""
+        if effect not in ("None", "NoSchedule"):
+            raise BackendError(f"refused: a DeviceTaintRule with effect {effect!r} (only None or NoSchedule)")
+        driver, rest = device.split("/", 1)
+        pool, dev = rest.rsplit("/", 1)  # a pool's name may hold slashes; a driver's and a device's do not
+        spec = {"deviceSelector": {"driver": driver, "pool": pool, "device": dev},
+                "taint": {"key": key, "value": value, "effect": effect}}
+        body = {"apiVersion": f"{DRA_GROUP}/{DEVICE_TAINT_VERSION}", "kind": "DeviceTaintRule",
+                "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "gputui"}}, "spec": spec}
+        try:
+            return self.conn.request("POST", path_of(DRA_GROUP, DEVICE_TAINT_VERSION, "devicetaintrules"), body=body)
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+        return self.conn.request("PATCH", path_of(DRA_GROUP, DEVICE_TAINT_VERSION, "devicetaintrules", name=name),
+                                 body={"spec": spec}, content_type="application/merge-patch+json")
+
+    def device_taint_rule(self, name: str) -> dict | None:
+        try:
+            return self.conn.request("GET", path_of(DRA_GROUP, DEVICE_TAINT_VERSION, "devicetaintrules", name=name))
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
 
     def pod_uid(self, namespace: str, name: str) -> str | None:
         try:

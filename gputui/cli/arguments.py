@@ -140,6 +140,10 @@ def add_drain_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]
                         "(default: leave it in place and report the node unfinished)")
     p.add_argument("--take-over", action="store_true",
                    help="take over a drain whose gputui stopped renewing its lease (another operator's)")
+    p.add_argument("--gpu", metavar="INDEX|UUID", default="",
+                   help="drain only the pods bound to this GPU of the one NODE named; the node is not cordoned")
+    p.add_argument("--include-unattributed", action="store_true",
+                   help="with --gpu: also move the node's GPU pods whose GPU cannot be told (else the plan refuses)")
 
 
 def _target(text: str) -> tuple[str, float]:

@@ -9,12 +9,14 @@ import time
 from collections.abc import Callable, Iterable
 
 from gputui.backends.base import Backend
+from gputui.backends.gpu_bindings import bindings_for
 from gputui.cli.common import EXIT_NOT_DONE, EXIT_OK, EXIT_USAGE, fail
 from gputui.ops.context import OpContext
 from gputui.ops.drain.arrivals import batch_with_arrivals
 from gputui.ops.drain.batch import run_batch
 from gputui.ops.drain.batch_plan import batch_json, plan_batch
 from gputui.ops.drain.events import DrainEvent, EventKind
+from gputui.ops.drain.gpu_target import UNKNOWN_GPU, GpuNotFound, gpu_options, why_unattributed
 from gputui.ops.drain.lease import draining
 from gputui.ops.drain.options import DrainOptions, DrainRecordError, resumable, saved_drain
 from gputui.ops.drain.plan import DrainPlan, Step
@@ -25,6 +27,7 @@ from gputui.ops.errors import read_only_words
 from gputui.ops.steps import run_steps
 from gputui.present.cells import ago
 from gputui.settings import Settings
+from gputui.snapshot import ClusterSnapshot
 
 
 def _options(args: argparse.Namespace, settings: Settings) -> DrainOptions:
@@ -75,6 +78,13 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
             return fail(f"no such GPU node: {', '.join(missing)}", EXIT_USAGE)
         given = _options(args, settings)
         options: dict[str, DrainOptions] = {n: given for n in nodes}
+        if args.gpu or args.include_unattributed:
+            if not args.gpu or len(nodes) != 1 or args.resume:
+                return fail("--gpu (and --include-unattributed with it) takes exactly one NODE, without --resume",
+                            EXIT_USAGE)
+            refused = _one_gpu(backend, snap, nodes[0], args, options)
+            if refused is not None:
+                return refused
         deadlines: dict[str, float] = {}
         if args.resume:  # each interrupted node to the end it was started for, with its own options
             for n in resumable(snap):
@@ -149,8 +159,26 @@ class _Follow:
         print(f"{stamp} {event.node} {event.kind.value:12s} {event.pod} {message}".rstrip(), flush=True)
 
 
+def _one_gpu(backend: Backend, snap: ClusterSnapshot, node: str, args: argparse.Namespace,
+             options: dict[str, DrainOptions]) -> int | None:
+    """Narrow the node's drain to the pods bound to one GPU; refuse before any write when some of the node's GPU
+    pods cannot be placed on a GPU and the operator did not choose to move them too."""
+    bindings = bindings_for(backend.reader, node, snap.pods_on(node))
+    try:
+        options[node] = gpu_options(options[node], snap, node, args.gpu, bindings, args.include_unattributed)
+    except GpuNotFound as exc:
+        return fail(str(exc), EXIT_USAGE)
+    unknown = options[node].unattributed
+    if unknown and not args.include_unattributed and not args.dry_run:
+        return fail(f"refused: {len(unknown)} GPU pods on {node} have an {UNKNOWN_GPU} ({why_unattributed(bindings)}): "
+                    f"{', '.join(unknown)}; --include-unattributed moves them too", EXIT_NOT_DONE)
+    if unknown:
+        print(f"# {UNKNOWN_GPU}: {why_unattributed(bindings)}", file=sys.stderr)
+    return None
+
+
 def _print_plan(plan: DrainPlan) -> None:
-    head = f"node/{plan.node}: " + ("BLOCKED" if plan.blocked else
+    head = f"{plan.title}: " + ("BLOCKED" if plan.blocked else
                                     f"{len(plan.stranded)} pods with nowhere to go" if plan.stranded else "ready to drain")
     print(head + ("" if not plan.already_cordoned else " (already cordoned)"))
     for p in plan.pods:
@@ -167,4 +195,6 @@ def _print_plan(plan: DrainPlan) -> None:
                 print(f"           {e.words}")
     for warning in plan.warnings:
         print(f"  warning: {warning}")
+    if plan.fence:
+        print(f"  fence: {plan.fence}")
     print(f"  capacity: {plan.capacity.describe()}")

@@ -52,10 +52,20 @@ class DrainOptions:
     # After a pod leaves rotation, a quiet count is trusted only this long after: sessions routed to it just
     # before the endpoints changed show only at the metrics' next scrape (two scrapes at 15 s).
     rotation_settle_s: float = 30.0
+    # One GPU's drain (issue 37): the GPU as the operator named it ("" : the whole node), the pods bound to it
+    # ("namespace/name", resolved when the drain was planned: gputui.ops.drain.gpu_target), the node's GPU pods
+    # whose GPU could not be told, whether those go too (the operator's choice; else the plan refuses to start),
+    # and the DRA device to fence ("driver/pool/device"; "" on device-plugin clusters). The node stays schedulable.
+    gpu: str = ""
+    gpu_pods: tuple[str, ...] = ()
+    unattributed: tuple[str, ...] = ()
+    include_unattributed: bool = False
+    gpu_device: str = ""
 
     def to_json(self) -> str:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["pod_selector"] = dict(self.pod_selector)
+        data["gpu_pods"], data["unattributed"] = list(self.gpu_pods), list(self.unattributed)
         return json.dumps(data, sort_keys=True)
 
     @classmethod
@@ -75,6 +85,12 @@ class DrainOptions:
             value, default = data[f.name], getattr(defaults, f.name)
             if f.name == "pod_selector":
                 ok = isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+            elif f.name in ("gpu_pods", "unattributed"):
+                ok = isinstance(value, list) and all(isinstance(k, str) and "/" in k for k in value)
+                if ok:
+                    value = tuple(value)
+            elif f.name in ("gpu", "gpu_device"):
+                ok = isinstance(value, str)
             elif f.name == "grace_seconds":
                 ok = value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0)
             elif isinstance(default, bool):

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from enum import Enum
 
+from gputui.ops.drain.gpu_target import UNKNOWN_GPU, fence_words
 from gputui.ops.drain.options import DEFAULT_SESSION_DEADLINE_S, DrainOptions
 from gputui.ops.drain.out_of_rotation import OutOfRotation, choose
 from gputui.ops.drain.placement import Placement
@@ -161,6 +162,12 @@ class DrainPlan:
     capacity: CapacityCheck
     already_cordoned: bool
     warnings: tuple[str, ...] = ()  # lint: PDBs that can never allow an eviction
+    fence: str = ""  # one GPU's drain: what keeps new pods off that GPU (gputui.ops.drain.gpu_target.fence_words)
+
+    @property
+    def title(self) -> str:
+        """"node/n1", or "node/n1 GPU 1" for one GPU's drain."""
+        return f"node/{self.node}" + (f" GPU {self.options.gpu}" if self.options.gpu else "")
 
     @property
     def errors(self) -> list[str]:
@@ -254,6 +261,21 @@ def why_unknown(snapshot: ClusterSnapshot) -> str:
     return "" if metrics.fetched_at else "metrics not read yet"
 
 
+def _on_gpu(pod: InferencePod, options: DrainOptions) -> bool:
+    """One GPU's drain takes the pods bound to it and those whose GPU is unknown (the plan shows them)."""
+    return not options.gpu or pod.key in options.gpu_pods or pod.key in options.unattributed
+
+
+def _unknown_gpu(pod: InferencePod, options: DrainOptions, step: Step, note: str) -> tuple[Step, str]:
+    """A pod that may be on the GPU: an error until the operator chooses to move it too (never silently left)."""
+    if not options.gpu or pod.key not in options.unattributed or step is Step.SKIP:
+        return step, note
+    if not options.include_unattributed:
+        return Step.ERROR, (f"{UNKNOWN_GPU}: no DCGM series or ResourceClaim says which GPU it holds; it may be on "
+                            f"GPU {options.gpu} (choose: --include-unattributed moves it too)")
+    return step, "; ".join(filter(None, [f"{UNKNOWN_GPU}: moved too (chosen)", note]))
+
+
 def selected(pod: InferencePod, selector: Mapping[str, str]) -> bool:
     return selector_matches(selector, pod.labels, empty_matches=True)  # kubectl drain without -l: every pod
 
@@ -329,10 +351,10 @@ def plan_drain(
     reason = why_unknown(snapshot)
     plans = []
     for pod in sorted(snapshot.pods_on(node), key=lambda p: (p.namespace, p.name)):
-        if options.pod_selector and not selected(pod, options.pod_selector):
+        if (options.pod_selector and not selected(pod, options.pod_selector)) or not _on_gpu(pod, options):
             continue
         sessions = snapshot.sessions(pod)
-        step, note = classify(pod, sessions, options, reason)
+        step, note = _unknown_gpu(pod, options, *classify(pod, sessions, options, reason))
         plans.append(PodPlan(pod, sessions, step, note, tuple(snapshot.budget_for(pod))))
     plans = _with_rotation(plans, snapshot, node)
     away = (batch or set()) | {node}
@@ -353,7 +375,8 @@ def plan_drain(
     pods = tuple(plans)
     if preview:
         pods = with_placement(pods, previewed(snapshot, away, [p.pod for p in eviction_order(pods)]))
-    return DrainPlan(node, options, pods, capacity, target.unschedulable, warnings)
+    fence = fence_words(options, target) if options.gpu else ""
+    return DrainPlan(node, options, pods, capacity, target.unschedulable, warnings, fence)
 
 
 def pod_count(n: int) -> str:
@@ -362,6 +385,15 @@ def pod_count(n: int) -> str:
 
 
 def plan_json(plan: DrainPlan) -> dict:
+    out = _node_json(plan)
+    if plan.options.gpu:  # one GPU's drain: which, its pods, the unknown ones, and what fences it
+        out["gpu"] = {"gpu": plan.options.gpu, "device": plan.options.gpu_device or None, "fence": plan.fence,
+                      "pods": list(plan.options.gpu_pods), "unattributed": list(plan.options.unattributed),
+                      "include_unattributed": plan.options.include_unattributed}
+    return out
+
+
+def _node_json(plan: DrainPlan) -> dict:
     return {
         "node": plan.node,
         "blocked": plan.blocked,

@@ -25,6 +25,7 @@ from gputui.ops.context import OpContext
 from gputui.ops.drain import lease
 from gputui.ops.drain.events import DrainControl, DrainEvent
 from gputui.ops.drain.events import EventKind as K
+from gputui.ops.drain.gpu_fence import fence_device
 from gputui.ops.drain.options import PHASE, record_values
 from gputui.ops.drain.plan import DrainPlan, Step
 from gputui.ops.drain.report import DrainReport, Outcome
@@ -120,7 +121,9 @@ def run_drain(plan: DrainPlan, ctx: OpContext, control: DrainControl | None = No
     rotation = RotationHold(writer, audit, node, clock)
     try:
         rotation.adopt()  # a resumed drain owns the pods its predecessor took out of rotation
-        if not plan.already_cordoned:
+        if opts.gpu_device:  # one DRA GPU: fenced before any eviction (None first: what it would touch)
+            yield from fence_device(writer, audit, plan, clock, sleep, poll_s)
+        if not plan.already_cordoned and not opts.gpu:  # one GPU's drain leaves the node serving
             once("cordon", "cordon", {"reason": "drain"}, lambda: writer.set_unschedulable(node, True))
         phase("cordoned", record_values(opts, writer.identity, began, deadline))
     except BackendError as exc:  # nothing evicted yet: say so and leave, dropping the lease no one will renew
@@ -132,7 +135,8 @@ def run_drain(plan: DrainPlan, ctx: OpContext, control: DrainControl | None = No
         yield DrainEvent(node, K.FAILED, message=why)
         report.reason = why
         return report
-    yield DrainEvent(node, K.STARTED, message=f"cordoned; {len(plan.to_evict)} pods to move, {plan.describe_sessions()}")
+    held = f"GPU {opts.gpu} only, the node left schedulable" if opts.gpu else "cordoned"
+    yield DrainEvent(node, K.STARTED, message=f"{held}; {len(plan.to_evict)} pods to move, {plan.describe_sessions()}")
     pods = {p.pod.key: PodProgress(p.pod.key, p.pod.uid, p.step, p.pod.gpu_request, deadline,
                                    sessions=p.sessions.live) for p in plan.to_evict}
     # The live backend re-reads just these pods and their sessions; a whole refresh each second would
@@ -158,12 +162,13 @@ def run_drain(plan: DrainPlan, ctx: OpContext, control: DrainControl | None = No
                     leave("the drain was aborted")
                     yield from rotation.put_back_all("the drain was aborted", pods)
                     phase("aborted")
-                    if control.uncordon_on_abort:
+                    if control.uncordon_on_abort and not opts.gpu:  # one GPU's drain never cordoned it
                         once("uncordon", "uncordon", {"reason": "drain aborted"},
                              lambda: writer.set_unschedulable(node, False))
                     release()
                     report.outcome = Outcome.ABORTED
-                    yield DrainEvent(node, K.ABORTED, message="uncordoned" if control.uncordon_on_abort else "left cordoned")
+                    yield DrainEvent(node, K.ABORTED, message="the node left schedulable" if opts.gpu else
+                                     "uncordoned" if control.uncordon_on_abort else "left cordoned")
                     return report
                 if clock() - renewed >= lease.RENEW_S:
                     me, renewed = lease.renew(writer, node, me, clock), clock()

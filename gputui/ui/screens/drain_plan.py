@@ -40,10 +40,14 @@ def render_plan(batch: BatchPlan, palette: Palette, narrow: bool = False) -> Gro
     figures, then its note across the width, so no name or note is folded into a column a few cells wide."""
     parts: list[RenderableType] = []
     for plan in batch.plans:
-        title = Text(f"node/{plan.node}", style="bold")
+        title = Text(plan.title, style="bold")
         if plan.already_cordoned:
             title.append("  already cordoned", style="dim")
+        elif plan.options.gpu:  # one GPU's drain: the node keeps serving on its other GPUs
+            title.append("  the node stays schedulable", style="dim")
         parts.append(title)
+        if plan.fence:
+            parts.append(Text(plan.fence, style=palette.cordoned if "could land" in plan.fence else "dim"))
         table = Table(box=None, expand=True, padding=(0, 1), show_header=True, header_style="bold")
         table.add_column("Step", no_wrap=True)
         if narrow:
@@ -128,6 +132,7 @@ class DrainPlanScreen(ClusterModal[DrainOptions | None]):
         Binding("minus", "deadline(-1)", "-5m", id="drain-deadline-down"),
         Binding("D", "delete_mode", "Delete w/o eviction", id="drain-delete-mode", show=False),
         Binding("a", "accept_stranded", "Accept stranded", id="drain-accept-stranded", show=False),
+        Binding("g", "include_unattributed", "Unknown GPU: move too", id="drain-include-unattributed", show=False),
     ]
 
     def __init__(self, nodes: list[str], options: DrainOptions | None = None) -> None:
@@ -187,7 +192,8 @@ class DrainPlanScreen(ClusterModal[DrainOptions | None]):
         palette = self.app.palette
         sessions = sum(p.live_sessions for p in plans)
         unknown = sum(len(p.unknown_pods) for p in plans)
-        title = Text(f"Drain {self.nodes[0]}" if len(self.nodes) == 1 else f"Drain {len(self.nodes)} nodes", style="bold")
+        title = Text(f"Drain GPU {self.options.gpu} of {self.nodes[0]}" if self.options.gpu else
+                     f"Drain {self.nodes[0]}" if len(self.nodes) == 1 else f"Drain {len(self.nodes)} nodes", style="bold")
         title.append(f"   {sessions} live sessions will be waited for", style=palette.draining)
         if unknown:
             title.append(f"; {unknown} pods with sessions unknown", style=f"bold {palette.alert}")
@@ -205,6 +211,10 @@ class DrainPlanScreen(ClusterModal[DrainOptions | None]):
         opts.append(f"session deadline {ago(o.session_deadline_s)}   ")
         if o.disable_eviction:
             opts.append("DELETE WITHOUT EVICTION (PDBs bypassed)", style=f"bold reverse {palette.alert}")
+        if o.unattributed:  # pods that may be on the GPU: the plan refuses until the operator chooses
+            opts.append("[g] ", style="bold")
+            opts.append(f"unknown GPU ({len(o.unattributed)}): {'move too' if o.include_unattributed else 'refuse'}   ",
+                        style=palette.cordoned if o.include_unattributed else f"bold {palette.alert}")
         if batch.stranded:
             opts.append("[a] ", style="bold")
             opts.append(f"accept stranded: {'on' if self.accepted else 'off'}   ",
@@ -227,6 +237,10 @@ class DrainPlanScreen(ClusterModal[DrainOptions | None]):
         # (not action_toggle: that is Textual's own action, toggling an attribute of the screen)
         self.options = replace(self.options, **{name: not getattr(self.options, name)})  # type: ignore[arg-type]
         self.refresh_plan()
+
+    def action_include_unattributed(self) -> None:
+        if self.options.gpu and self.options.unattributed:
+            self.action_toggle_option("include_unattributed")
 
     def action_deadline(self, direction: int) -> None:
         seconds = max(60.0, self.options.session_deadline_s + direction * DEADLINE_STEP_S)

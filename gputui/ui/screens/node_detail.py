@@ -15,6 +15,7 @@ from textual.events import Resize
 from textual.widgets import Static
 
 from gputui.backends.base import error_line
+from gputui.ops.drain.options import DrainOptions
 from gputui.policy.health import fleet_driver, has_driver_drift
 from gputui.policy.problems import snapshot_alerts
 from gputui.present import cells
@@ -64,6 +65,10 @@ class NodeDetailScreen(ClusterScreen):
         Binding("escape", "app.pop_screen", "Back", id="back"),
         Binding("c", "cordon", "Cordon", id="cordon"),
         Binding("u", "uncordon", "Uncordon", id="uncordon"),
+        # On a GPU row, r drains only that GPU's pods and the footer says so (check_action passes to the node's
+        # drain elsewhere).
+        Binding("r", "drain_gpu", "Drain GPU", id="drain-gpu",
+                tooltip="Drain only the pods bound to the selected GPU (its plan first); the node keeps serving"),
         Binding("r", "drain", "Drain", id="drain", tooltip="Drain this node (its plan first)"),
         Binding("w", "shift", "Weights", id="shift", tooltip="Shift traffic of the selected pod's service"),
         Binding("d", "diagnostics", "Diagnose", id="diagnostics"),
@@ -142,6 +147,48 @@ class NodeDetailScreen(ClusterScreen):
 
         if self.allowed("drain"):
             self.app.run_command(Command("drain", self.node_name))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "drain_gpu":  # only with the GPU table focused on a row: else the same key drains the node
+            table = self.query_one("#gpus", VirtualTable)
+            return table.has_focus and table.selected_key is not None
+        return True
+
+    def action_drain_gpu(self) -> None:
+        """Plan a drain of the selected GPU's pods: which pods are bound to it is read now (DCGM's pod labels,
+        DRA claims: network reads, in a thread), then the same plan screen as a node's drain, titled for it."""
+        snap, gpu = self.app.snapshot, self.query_one("#gpus", VirtualTable).selected_key
+        if snap is None or gpu is None or not self.allowed("drain"):
+            return
+        reader, node, pods = self.app.backend.reader, self.node_name, snap.pods_on(self.node_name)
+
+        def read() -> None:
+            from gputui.backends.gpu_bindings import bindings_for  # noqa: PLC0415 (loaded with the first GPU drain)
+            from gputui.ops.drain.gpu_target import gpu_options  # noqa: PLC0415
+
+            try:
+                bindings = bindings_for(reader, node, pods)
+                base = DrainOptions(session_deadline_s=self.app.settings.session_deadline,
+                                    engine_shutdown_s=self.app.settings.engine_shutdown)
+                options = gpu_options(base, snap, node, gpu, bindings)
+            except Exception as exc:  # noqa: BLE001 - said, never a crash
+                self.app.call_from_thread(self.app.notify, f"GPU {gpu}: {error_line(exc)}", severity="warning",
+                                          markup=False)
+                return
+            self.app.call_from_thread(self._plan_gpu, options)
+
+        self.run_worker(read, thread=True, exclusive=True, group="gpu-drain", exit_on_error=False)
+
+    def _plan_gpu(self, options: DrainOptions) -> None:
+        from gputui.ui.runs.drain import start_drain  # noqa: PLC0415 (the drain machinery loads with the first drain)
+        from gputui.ui.screens.drain_plan import DrainPlanScreen  # noqa: PLC0415 (screen: loaded when first shown)
+        from gputui.ui.screens.drain_progress import DrainProgressScreen  # noqa: PLC0415
+
+        def chosen(picked: DrainOptions | None) -> None:
+            if picked is not None:
+                self.app.push_screen(DrainProgressScreen(start_drain(self.app, [self.node_name], picked)))
+
+        self.app.push_screen(DrainPlanScreen([self.node_name], options), chosen)
 
     def action_shift(self) -> None:
         snap = self.app.snapshot

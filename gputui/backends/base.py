@@ -16,6 +16,7 @@ from gputui.base.errors import one_line
 from gputui.policy.node_pools import NO_ATTRIBUTION, IdleReading
 from gputui.snapshot import ClusterSnapshot
 from gputui.vocabulary.check_facts import CheckFacts
+from gputui.vocabulary.gpu_bindings import GpuBindings
 from gputui.vocabulary.model import Gpu, InferencePod, InferenceService, NodeDescription
 from gputui.vocabulary.sessions import Arrivals
 from gputui.vocabulary.signals import VersionSignals
@@ -118,6 +119,21 @@ class PodsReader(Protocol):
         """A snapshot holding only these pods ("namespace/name", those that exist), fresh sessions, and the PDBs;
         plus every pod of `namespaces` (without session counts: a drain counts the pods serving beside its own)."""
         ...
+
+
+@runtime_checkable
+class GpuBindingsReader(Protocol):
+    """A reader that can tell which pods hold which GPU of a node, now (a single-GPU drain's scope)."""
+
+    def gpu_bindings(self, node: str, pods: Sequence[InferencePod]) -> GpuBindings: ...
+
+
+def bindings_for(reader: object, node: str, pods: Sequence[InferencePod]) -> GpuBindings:
+    """The node's GPU bindings from this reader, or unknown (said why) when it cannot tell."""
+    if isinstance(reader, GpuBindingsReader):
+        return reader.gpu_bindings(node, pods)
+    why = "this source cannot tell which pods hold which GPU"
+    return GpuBindings(dcgm=why, dra=why)
 
 
 @runtime_checkable

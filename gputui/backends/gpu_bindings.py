@@ -8,40 +8,17 @@ pods). A source that cannot be read says why (`dcgm`, `dra`): its pods are then 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from gputui.backends.base import BackendError, error_line
 from gputui.backends.kube_dra import DRA_GROUP, claim_record, is_gpu_driver
 from gputui.backends.kube_errors import ApiError
 from gputui.backends.kube_http import path_of
+from gputui.vocabulary.gpu_bindings import BoundGpu, GpuBindings
 
 UTIL = "DCGM_FI_DEV_GPU_UTIL"  # every GPU has it (MIG slices too, as instances): the one series read
 POD_LABELS = (("namespace", "pod"), ("pod_namespace", "pod_name"), ("exported_namespace", "exported_pod"))
 DRA_VERSION = "v1"
-
-
-@dataclass(frozen=True, slots=True)
-class BoundGpu:
-    """One GPU of the node: DCGM's index and UUID, its DRA device ("driver/pool/device") when DRA hands it
-    out, and the pods ("namespace/name") bound to it."""
-
-    index: int | None
-    uuid: str = ""
-    device: str = ""
-    pods: frozenset[str] = frozenset()
-
-
-@dataclass(frozen=True, slots=True)
-class GpuBindings:
-    gpus: tuple[BoundGpu, ...] = ()
-    dcgm: str = ""  # "": DCGM's attribution was read; else why it is unknown
-    dra: str = ""  # "": the claims were read (or the cluster serves no DRA); else why unknown
-    dra_devices: bool = False  # the node's GPUs are DRA devices (a ResourceSlice of a GPU driver names it)
-
-    @property
-    def attributed(self) -> frozenset[str]:
-        return frozenset(k for g in self.gpus for k in g.pods)
 
 
 def dcgm_gpus(series: Iterable[Mapping[str, Any]]) -> tuple[dict[int, str], dict[int, set[str]]]:
@@ -152,13 +129,3 @@ def _merge(uuids: Mapping[int, str], by_index: Mapping[int, set[str]], dra: list
                             frozenset(pods)))
     out += [BoundGpu(i, uuids.get(i, ""), "", frozenset(by_index.get(i, ()))) for i in sorted(uuids) if i not in seen]
     return tuple(out)
-
-
-
-def bindings_for(reader: Any, node: str, pods: Iterable[Any]) -> GpuBindings:
-    """The node's bindings from whichever reader this is: the demo's simulated exporter, or the live sources."""
-    if type(reader).__module__.startswith("gputui.backends.demo"):  # the simulated cluster (--demo)
-        from gputui.backends.demo.gpu_bindings import demo_bindings  # noqa: PLC0415 (the demo only)
-
-        return demo_bindings(reader, node)
-    return read_bindings(reader, node, {p.uid: p.key for p in pods if p.uid})

@@ -36,6 +36,7 @@ from gputui.policy.upgrades import policy_from
 from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS, Settings, protection
 from gputui.snapshot import ClusterSnapshot, SourceStatus
 from gputui.vocabulary.check_facts import CheckFacts
+from gputui.vocabulary.gpu_bindings import GpuBindings
 from gputui.vocabulary.model import Gpu, InferencePod, InferenceService, NodeDescription
 from gputui.vocabulary.router_kinds import ROUTER_KINDS
 from gputui.vocabulary.sessions import GONE, Arrivals, SessionCounts
@@ -265,6 +266,11 @@ class KubeReader:
             if gpus is last.gpus and nodes is last.nodes and sessions is last.sessions:
                 return
         self._metrics = Metrics(gpus=gpus, nodes=nodes, sessions=sessions)
+
+    def gpu_bindings(self, node: str, pods: Sequence[InferencePod]) -> GpuBindings:
+        from gputui.backends.gpu_bindings import read_bindings  # noqa: PLC0415 (loaded with the first GPU drain)
+
+        return read_bindings(self, node, {p.uid: p.key for p in pods if p.uid})
 
     def pods_snapshot(self, keys: Collection[str], namespaces: Collection[str] = ()) -> ClusterSnapshot:
         """Only these pods ("namespace/name"), from the watch caches, with their live sessions, and the PDBs:

@@ -8,8 +8,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 
-from gputui.backends.base import Backend
-from gputui.backends.gpu_bindings import bindings_for
+from gputui.backends.base import Backend, bindings_for
 from gputui.cli.common import EXIT_NOT_DONE, EXIT_OK, EXIT_USAGE, fail
 from gputui.ops.context import OpContext
 from gputui.ops.drain.arrivals import batch_with_arrivals

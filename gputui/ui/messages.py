@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from gputui.backends.base import Backend
     from gputui.checks.result import CheckResult
+    from gputui.ops.drain.options import DrainOptions
     from gputui.ops.traffic import ShiftPlan
     from gputui.policy.node_pools import IdleReading
     from gputui.settings import Settings
@@ -173,3 +174,13 @@ class OrderWorkedOut(Message):
     snapshot: ClusterSnapshot
     sort: Hashable  # present/columns.order_key
     names: list[str]
+
+
+@dataclass
+class GpuDrainPlanned(Message):
+    """One GPU's drain options, from the pods bound to it as read now (node detail's `r` on a GPU row), or why
+    they could not be read."""
+
+    gpu: str
+    options: DrainOptions | None
+    error: str | None

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from gputui.backends.gpu_bindings import BoundGpu, GpuBindings, _merge, dcgm_gpus, dra_gpus
+from gputui.backends.gpu_bindings import _merge, dcgm_gpus, dra_gpus
 from gputui.ops.drain.gpu_fence import dry_run_words
 from gputui.ops.drain.gpu_target import GpuNotFound, fence_words, find_gpu, gpu_options, rule_name
 from gputui.ops.drain.options import DrainOptions
 from gputui.ops.drain.plan import Step, plan_drain
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.gpu_bindings import BoundGpu, GpuBindings
 from gputui.vocabulary.gpu_resources import GpuResource, Scheme
 from gputui.vocabulary.model import InferencePod, Node
 

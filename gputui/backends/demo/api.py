@@ -12,6 +12,7 @@ from gputui.backends.base import ConflictError, EvictionOutcome, EvictionResult,
 from gputui.backends.demo.describe import describe
 from gputui.backends.demo.diag_jobs import DemoJobs, node_object, pinned_node
 from gputui.backends.demo.errors import DemoApiError
+from gputui.backends.demo.gpu_bindings import demo_bindings
 from gputui.backends.demo.patches import json_patch, merge_patch
 from gputui.backends.demo.review import arrivals, check_facts, idle_gpus, version_signals
 from gputui.backends.demo.routes import backend_name, demo_kind, validate_route
@@ -26,6 +27,7 @@ from gputui.backends.demo.workloads import annotate_pod, label_pod, scale
 from gputui.policy.node_pools import IdleReading
 from gputui.snapshot import ClusterSnapshot
 from gputui.vocabulary.check_facts import CheckFacts
+from gputui.vocabulary.gpu_bindings import GpuBindings
 from gputui.vocabulary.model import InferencePod, InferenceService, NodeDescription
 from gputui.vocabulary.router_kinds import ROUTER_KINDS
 from gputui.vocabulary.sessions import Arrivals
@@ -52,6 +54,10 @@ class DemoCluster(Simulation):
         with self._lock:
             self._advance(self._clock())
             return arrivals(self, pods, window_s)
+
+    def gpu_bindings(self, node: str, pods: Sequence[InferencePod]) -> GpuBindings:
+        """As its simulated dcgm-exporter labels each GPU's series: complete (gputui.backends.demo.gpu_bindings)."""
+        return demo_bindings(self, node)
 
     def idle_gpus(self, window_s: float, below_pct: float) -> IdleReading | None:
         with self._lock:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gputui.backends.gpu_bindings import BoundGpu, GpuBindings
+from gputui.vocabulary.gpu_bindings import BoundGpu, GpuBindings
 
 
 def demo_bindings(sim: Any, node: str) -> GpuBindings:

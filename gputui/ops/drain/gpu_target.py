@@ -1,7 +1,7 @@
 """One GPU's drain (issue 37 item 3): which GPU, which pods, and what keeps new pods off it. Pure.
 
 The node's drain plans and runs it (gputui.ops.drain.plan, run) with the options this fills: the pods bound to the
-GPU (gputui.backends.gpu_bindings read them), the node's other GPU pods whose GPU nobody can tell (never left out
+GPU (each backend's reader reads them: gputui.backends.base.bindings_for), the node's other GPU pods whose GPU nobody can tell (never left out
 silently: the plan refuses to start unless the operator chose to move them too), and the DRA device to fence.
 The node is never cordoned: its other GPUs keep serving."""
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from gputui.backends.gpu_bindings import BoundGpu, GpuBindings
 from gputui.ops.drain.options import DrainOptions
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.gpu_bindings import BoundGpu, GpuBindings
 from gputui.vocabulary.gpu_resources import Scheme
 from gputui.vocabulary.model import InferencePod, Node
 

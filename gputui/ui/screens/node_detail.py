@@ -14,7 +14,7 @@ from textual.binding import Binding, BindingType
 from textual.events import Resize
 from textual.widgets import Static
 
-from gputui.backends.base import error_line
+from gputui.backends.base import bindings_for, error_line
 from gputui.ops.drain.options import DrainOptions
 from gputui.policy.health import fleet_driver, has_driver_drift
 from gputui.policy.problems import snapshot_alerts
@@ -22,7 +22,7 @@ from gputui.present import cells
 from gputui.present.disruptions import hold_words, node_holds
 from gputui.snapshot import ClusterSnapshot
 from gputui.ui.base import ClusterScreen
-from gputui.ui.messages import DescriptionRead, HistoryRead
+from gputui.ui.messages import DescriptionRead, GpuDrainPlanned, HistoryRead
 from gputui.ui.screens.cordon_dialog import ask_cordon
 from gputui.ui.widgets.footer import KeyFooter
 from gputui.ui.widgets.header import HeaderBar
@@ -163,23 +163,22 @@ class NodeDetailScreen(ClusterScreen):
         reader, node, pods = self.app.backend.reader, self.node_name, snap.pods_on(self.node_name)
 
         def read() -> None:
-            from gputui.backends.gpu_bindings import bindings_for  # noqa: PLC0415 (loaded with the first GPU drain)
-            from gputui.ops.drain.gpu_target import gpu_options  # noqa: PLC0415
+            from gputui.ops.drain.gpu_target import gpu_options  # noqa: PLC0415 (loaded with the first GPU drain)
 
             try:
                 bindings = bindings_for(reader, node, pods)
                 base = DrainOptions(session_deadline_s=self.app.settings.session_deadline,
                                     engine_shutdown_s=self.app.settings.engine_shutdown)
-                options = gpu_options(base, snap, node, gpu, bindings)
+                self.post_message(GpuDrainPlanned(str(gpu), gpu_options(base, snap, node, gpu, bindings), None))
             except Exception as exc:  # noqa: BLE001 - said, never a crash
-                self.app.call_from_thread(self.app.notify, f"GPU {gpu}: {error_line(exc)}", severity="warning",
-                                          markup=False)
-                return
-            self.app.call_from_thread(self._plan_gpu, options)
+                self.post_message(GpuDrainPlanned(str(gpu), None, error_line(exc)))
 
         self.run_worker(read, thread=True, exclusive=True, group="gpu-drain", exit_on_error=False)
 
-    def _plan_gpu(self, options: DrainOptions) -> None:
+    def on_gpu_drain_planned(self, message: GpuDrainPlanned) -> None:
+        if message.options is None:
+            self.app.notify(f"GPU {message.gpu}: {message.error}", severity="warning", markup=False)
+            return
         from gputui.ui.runs.drain import start_drain  # noqa: PLC0415 (the drain machinery loads with the first drain)
         from gputui.ui.screens.drain_plan import DrainPlanScreen  # noqa: PLC0415 (screen: loaded when first shown)
         from gputui.ui.screens.drain_progress import DrainProgressScreen  # noqa: PLC0415
@@ -188,7 +187,7 @@ class NodeDetailScreen(ClusterScreen):
             if picked is not None:
                 self.app.push_screen(DrainProgressScreen(start_drain(self.app, [self.node_name], picked)))
 
-        self.app.push_screen(DrainPlanScreen([self.node_name], options), chosen)
+        self.app.push_screen(DrainPlanScreen([self.node_name], message.options), chosen)
 
     def action_shift(self) -> None:
         snap = self.app.snapshot

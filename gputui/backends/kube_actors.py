@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from gputui.backends import kube_nvsentinel as nvs
 from gputui.backends.kube_cache import ListWatchCache
 from gputui.backends.kube_http import path_of
 from gputui.snapshot import SourceStatus
@@ -95,7 +96,8 @@ class ActorReader:
     """One optional cache per actor CRD the cluster serves; `objects()` is what a snapshot carries of them."""
 
     def __init__(self, make: Callable[[str, Callable[[dict[str, Any]], Any]], ListWatchCache],
-                 maintenance: str | None, karpenter: str | None, discovery_error: Exception | None = None) -> None:
+                 maintenance: str | None, karpenter: str | None, discovery_error: Exception | None = None, *,
+                 remediations: str | None = None, maintenance_requests: str | None = None) -> None:
         # Discovery failing leaves every actor unknown (it cannot tell "not installed" either).
         self.discovery_error = str(discovery_error) if discovery_error is not None else ""
         self.caches: dict[str, ListWatchCache] = {}
@@ -104,6 +106,15 @@ class ActorReader:
                                             maintenance_record)
         if karpenter:
             self.caches[NODECLAIM] = make(path_of(d.KARPENTER_GROUP, karpenter, "nodeclaims"), nodeclaim_record)
+        # NVSentinel's two request kinds (gputui.backends.kube_nvsentinel): each its own cache and source, as one
+        # chart may install one CRD without the other (janitor's ERR, lifecycle-manager's MR).
+        if remediations:
+            self.caches[nvs.REMEDIATION] = make(path_of(d.NVSENTINEL_GROUP, remediations, nvs.REMEDIATION_PLURAL),
+                                                nvs.remediation_record)
+        if maintenance_requests:
+            self.caches[nvs.MAINTENANCE_REQUEST] = make(
+                path_of(d.NVSENTINEL_GROUP, maintenance_requests, nvs.MAINTENANCE_REQUEST_PLURAL),
+                nvs.maintenance_request_record)
 
     def start(self) -> None:
         for c in self.caches.values():
@@ -131,7 +142,12 @@ class ActorReader:
         return ActorObjects(
             maintenances=self.caches[MAINTENANCE].items() if MAINTENANCE in self.caches else (),
             claims=self.caches[NODECLAIM].items() if NODECLAIM in self.caches else (),
-            reads={name: self._state(name) for name in (MAINTENANCE, NODECLAIM)})
+            reads={name: self._state(name) for name in (MAINTENANCE, NODECLAIM, nvs.REMEDIATION,
+                                                         nvs.MAINTENANCE_REQUEST)},
+            remediations=self._items(nvs.REMEDIATION), maintenance_requests=self._items(nvs.MAINTENANCE_REQUEST))
+
+    def _items(self, name: str) -> tuple[Any, ...]:
+        return self.caches[name].items() if name in self.caches else ()
 
     @staticmethod
     def sources(objects: ActorObjects | None) -> tuple[SourceStatus, ...]:

@@ -125,7 +125,8 @@ class KubeReader:
             self.caches["clusterpolicies"] = cache(path_of(OPERATOR_GROUP, served.cluster_policy, "clusterpolicies"),
                                                    policy_from)
         # NodeMaintenances and NodeClaims: optional caches of their own (an error there is no API error).
-        self.actors = ActorReader(cache, served.maintenance, served.nodeclaims, self.discovery_error)
+        self.actors = ActorReader(cache, served.maintenance, served.nodeclaims, self.discovery_error,
+                                  remediations=served.remediations, maintenance_requests=served.maintenance_requests)
         for c in [*self.caches.values(), *self.actors.caches.values()]:
             c.start()
         self._metrics: Metrics | None = None

@@ -1,6 +1,6 @@
 """What the cluster serves beyond the core kinds, found by API discovery: which route kinds, Argo Rollouts,
 InferencePools, Istio's DestinationRules, DRA, the GPU Operator's ClusterPolicy and the disrupting actors' kinds
-(NodeMaintenance, Karpenter's NodeClaim) exist, in which version.
+(NodeMaintenance, Karpenter's NodeClaim, NVSentinel's requests) exist, in which version.
 Nothing is assumed: a kind the cluster does not serve is never watched."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from gputui.backends import kube_objects as ko
 from gputui.backends.kube_dra import DRA_GROUP
 from gputui.backends.kube_http import PROBE_TIMEOUT_S, Connection
-from gputui.vocabulary.disruptions import KARPENTER_GROUP, MAINTENANCE_GROUP
+from gputui.vocabulary.disruptions import KARPENTER_GROUP, MAINTENANCE_GROUP, NVSENTINEL_GROUP
 from gputui.vocabulary.router_kinds import ROUTER_KINDS, RouterKind
 
 OPERATOR_GROUP = "nvidia.com"  # the GPU Operator's ClusterPolicy
@@ -33,6 +33,8 @@ class Served:
     cluster_policy: str | None = None  # the GPU Operator's ClusterPolicy (nvidia.com): its upgrade policy
     maintenance: str | None = None  # NVIDIA maintenance-operator's NodeMaintenance
     nodeclaims: str | None = None  # Karpenter's NodeClaim
+    remediations: str | None = None  # NVSentinel's ExternalRemediationRequest
+    maintenance_requests: str | None = None  # NVSentinel's MaintenanceRequest
 
 
 def _version_of(kind: RouterKind, preferred: str, offered: list[str], served: Callable[[str], set[str]]) -> str | None:
@@ -47,12 +49,14 @@ def _version_of(kind: RouterKind, preferred: str, offered: list[str], served: Ca
 def discover(conn: Connection) -> Served:
     routers: dict[str, str] = {}
     subset_rules = pools = dra = cluster_policy = maintenance = nodeclaims = None
+    remediations = maintenance_requests = None
     groups = conn.request("GET", "/apis", timeout=PROBE_TIMEOUT_S * 2).get("groups") or []
     kinds = list(ROUTER_KINDS.values())  # as the table holds them now
     for group in groups:
         name = group.get("name")
         mine = [k for k in kinds if k.group == name]
-        if not mine and name not in (ko.POOL_GROUP, DRA_GROUP, OPERATOR_GROUP, MAINTENANCE_GROUP, KARPENTER_GROUP):
+        if not mine and name not in (ko.POOL_GROUP, DRA_GROUP, OPERATOR_GROUP, MAINTENANCE_GROUP, KARPENTER_GROUP,
+                                     NVSENTINEL_GROUP):
             continue
         version = (group.get("preferredVersion") or {}).get("version")
         if not version:
@@ -76,10 +80,14 @@ def discover(conn: Connection) -> Served:
             maintenance = version if "nodemaintenances" in served(version) else None
         elif name == KARPENTER_GROUP:
             nodeclaims = version if "nodeclaims" in served(version) else None
+        elif name == NVSENTINEL_GROUP:
+            remediations = version if "externalremediationrequests" in served(version) else None
+            maintenance_requests = version if "maintenancerequests" in served(version) else None
         for kind in mine:
             found = _version_of(kind, version, offered, served)
             if found:
                 routers[kind.kind] = found
         if name == ISTIO_GROUP and "destinationrules" in served(version):
             subset_rules = version
-    return Served(routers, subset_rules, pools, dra, cluster_policy, maintenance, nodeclaims)
+    return Served(routers, subset_rules, pools, dra, cluster_policy, maintenance, nodeclaims,
+                  remediations=remediations, maintenance_requests=maintenance_requests)

@@ -1,6 +1,9 @@
 """Who is disrupting a node, and why, read from the Node object and, where the snapshot carries them, the actors'
-own objects: NodeMaintenances and Karpenter NodeClaims (issue 40; the names and where each actor writes them:
-gputui.vocabulary.disruptions and docs/disruption-actors.md). Pure.
+own objects: NodeMaintenances, Karpenter NodeClaims, NVSentinel's ExternalRemediationRequests and
+MaintenanceRequests (issue 40; the names and where each actor writes them: gputui.vocabulary.disruptions and
+docs/disruption-actors.md). Pure. One hold per actor per node for NVSentinel: its quarantine marks on the Node and
+its requests are one story (a MaintenanceRequest raises the fault that quarantines the node; the quarantined node is
+then handed to an external system by an ExternalRemediationRequest), told in one row.
 
 What can be known from the Node: the cluster autoscaler's taints carry the time it tainted; NVSentinel's cordon
 label carries the time it cordoned; the GPU Operator records a start time only in wait-for-jobs-required and
@@ -12,13 +15,15 @@ knows only what it watched live), and who cordoned a node nobody claims (a perso
 
 from __future__ import annotations
 
-import calendar
 import json
 import math
-import time
-from typing import Any
 
 from gputui.policy.cordon_record import CordonRecord, read_record
+from gputui.policy.disruption_time import age as _age
+from gputui.policy.disruption_time import seconds as _seconds
+from gputui.policy.disruption_time import stale as _stale
+from gputui.policy.disruption_time import utc as _utc
+from gputui.policy.nvsentinel_holds import nvsentinel_hold, nvsentinel_objects
 from gputui.policy.upgrades import stuck_because
 from gputui.snapshot import ClusterSnapshot
 from gputui.vocabulary import disruptions as d
@@ -36,7 +41,9 @@ def node_disruptions(node: Node, now: float, snapshot: ClusterSnapshot | None = 
     (gputui.policy.upgrades.stuck_because reads the node's pods and the fleet); without it they are not."""
     taints = node.scheduling.taints if node.scheduling is not None else ()
     maintenances, claims = _objects(node.name, snapshot)
-    found = [*_autoscaler(taints, now), *_karpenter(node, taints, claims, now), *_nvsentinel(node, taints, now),
+    remediations, requests = nvsentinel_objects(node.name, snapshot)
+    found = [*_autoscaler(taints, now), *_karpenter(node, taints, claims, now),
+             *nvsentinel_hold(node, taints, now, remediations, requests),
              *_gpu_operator(node, now, snapshot), *_gputui(node, now), *(_maintenance(m, now) for m in maintenances)]
     record = read_record(node.annotations) if node.unschedulable else None
     if record is not None:  # a cordon through gputui: its person, reason and expiry (a record left on a node
@@ -48,28 +55,6 @@ def node_disruptions(node: Node, now: float, snapshot: ClusterSnapshot | None = 
         found.append(Disruption(d.PERSON, "cordoned", None, "cordoned, owner unknown (no actor gputui reads claims "
                                 f"it: kubectl cordon, or a tool gputui does not know){maybe}", cordons=True))
     return sorted(found, key=lambda x: not x.stuck)  # stable: otherwise in the order above
-
-
-def _seconds(text: str | None) -> float | None:
-    """Unix seconds written as an integer; None when absent or not one (never 0: unknown is not the epoch)."""
-    try:
-        value = float(int(str(text).strip()))
-    except (TypeError, ValueError):
-        return None
-    return value if value > 0 else None
-
-
-def _utc(text: str | None, layout: str) -> float | None:
-    try:
-        return float(calendar.timegm(time.strptime(str(text), layout)))
-    except (TypeError, ValueError):
-        return None
-
-
-def _stale(since: float | None, now: float, what: str) -> str:
-    if since is None or now - since <= d.STUCK_AFTER_S:
-        return ""
-    return f"{what} for {(now - since) / 3600:.0f}h (over {d.STUCK_AFTER_S / 3600:.0f}h)"
 
 
 def _autoscaler(taints: tuple[Taint, ...], now: float) -> list[Disruption]:
@@ -178,80 +163,6 @@ def _maintenance(m: NodeMaintenanceRecord, now: float) -> Disruption:
     return Disruption(d.MAINTENANCE_OPERATOR, phase, m.created, "; ".join(parts), stuck, cordons=cordons)
 
 
-def _health_events(raw: str | None) -> list[dict[str, Any]]:
-    """The quarantine annotation's HealthEvents: a JSON list (older releases: one object); [] when unreadable."""
-    if not raw:
-        return []
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        return []
-    events = data if isinstance(data, list) else [data]
-    return [e for e in events if isinstance(e, dict)]
-
-
-def _event_words(events: list[dict[str, Any]]) -> tuple[str, float | None]:
-    """The first event's check and message, and the earliest generatedTimestamp (protobuf's {seconds, nanos})."""
-    if not events:
-        return "", None
-    first = events[0]
-    words = ": ".join(str(first[k]) for k in ("checkName", "message") if first.get(k))
-    if len(events) > 1:
-        words += f" (and {len(events) - 1} more)"
-    stamps = []
-    for e in events:
-        stamp = e.get("generatedTimestamp")
-        seconds = stamp.get("seconds") if isinstance(stamp, dict) else None
-        if isinstance(seconds, (int, str)) and _seconds(str(seconds)) is not None:
-            stamps.append(float(seconds))
-    return words, min(stamps) if stamps else None
-
-
-def _nvsentinel(node: Node, taints: tuple[Taint, ...], now: float) -> list[Disruption]:
-    labels, notes = node.labels, node.annotations
-    state = labels.get(d.NVSENTINEL_STATE, "")
-    events = _health_events(notes.get(d.NVSENTINEL_EVENT))
-    cordoned_by = labels.get(d.NVSENTINEL_CORDON_BY, "")
-    out = []
-    if state or events or cordoned_by or notes.get(d.NVSENTINEL_IS_CORDONED) == "True":
-        words, event_time = _event_words(events)
-        reason = labels.get(d.NVSENTINEL_CORDON_REASON, "")
-        since = _utc(labels.get(d.NVSENTINEL_CORDON_TIMESTAMP), d.NVSENTINEL_TIMESTAMP_FORMAT) or event_time
-        parts = [f"quarantined by {cordoned_by or 'NVSentinel'}"]
-        parts += [p for p in (words, reason if reason and reason not in words else "") if p]
-        if notes.get(d.NVSENTINEL_APPLIED_TAINTS):
-            parts.append(f"taints {_applied_taints(notes[d.NVSENTINEL_APPLIED_TAINTS])}")
-        if notes.get(d.NVSENTINEL_CORDON_PRE_EXISTING) == "True":
-            parts.append("the node was already cordoned before")
-        if notes.get(d.NVSENTINEL_UNCORDONED_MANUALLY) == "True":
-            parts.append("a person uncordoned it by hand since")
-        stuck = (f"NVSentinel's {state.split('-')[0]} failed: it leaves the node to a person"
-                 if state in d.NVSENTINEL_FAILED_STATES else _stale(since, now, f"{state or 'quarantined'}"))
-        # It cordons on every shipped rule set; cordon-by and IsCordoned say it did (the state label alone may
-        # outlive a hand uncordon, which it then marks).
-        claims = bool(cordoned_by) or notes.get(d.NVSENTINEL_IS_CORDONED) == "True"
-        out.append(Disruption(d.NVSENTINEL, state or "quarantined", since, "; ".join(parts), stuck, cordons=claims))
-    for t in taints:
-        if t.key == d.NVSENTINEL_EXTERNAL_REMEDIATION:
-            out.append(Disruption(d.NVSENTINEL, "external-remediation", None,
-                                  f"handed to an external remediation system: ExternalRemediationRequest {t.value}"
-                                  f" ({t})"))
-    request = notes.get(d.NVSENTINEL_MAINTENANCE_REQUEST)
-    if request:
-        out.append(Disruption(d.NVSENTINEL, "maintenance-request", None,
-                              f"under maintenance: MaintenanceRequest {request}"))
-    return out
-
-
-def _applied_taints(raw: str) -> str:
-    try:
-        data = json.loads(raw)
-        return ", ".join(str(Taint(str(t["Key"]), str(t.get("Value") or ""), str(t["Effect"]))) for t in data) \
-            or "none"
-    except (ValueError, KeyError, TypeError):
-        return "unreadable"
-
-
 def _gpu_operator(node: Node, now: float, snapshot: ClusterSnapshot | None) -> list[Disruption]:
     state = node.upgrade_state
     if state not in UPGRADE_IN_PROGRESS and state != UPGRADE_FAILED:
@@ -302,8 +213,3 @@ def _recorded(record: CordonRecord, now: float) -> Disruption:
         f"cordon expired {_age(now - record.expires)} ago: uncordon it, or cordon it again with a new expiry"
     return Disruption(d.PERSON, "cordoned", record.since, f"cordoned through gputui by {record.words(now)}", stuck,
                       cordons=True)
-
-
-def _age(seconds: float) -> str:
-    return f"{seconds / 86400:.0f}d" if seconds >= 2 * 86400 else f"{seconds / 3600:.0f}h" if seconds >= 3600 \
-        else f"{max(1.0, seconds / 60):.0f}m"

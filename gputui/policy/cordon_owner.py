@@ -55,8 +55,11 @@ def holder_words(hold: Disruption) -> str:
     since = f" (since {shown_time(hold.since)})" if hold.since is not None else ""
     lead = _LEADS.get(hold.actor, hold.actor)
     why = hold.why
-    if hold.actor == d.NVSENTINEL:
-        why = why.removeprefix("quarantined by NVSentinel").removeprefix("; ")
+    if hold.actor == d.NVSENTINEL:  # one hold merges its quarantine, remediation and maintenance requests
+        parts = why.split("; ")
+        quarantined = "quarantined by NVSentinel" in parts
+        why = "; ".join(p for p in parts if p != "quarantined by NVSentinel")
+        lead = lead if quarantined else "NVSentinel holds it"
         lead += f" ({hold.phase})" if hold.phase != "quarantined" else ""
     elif hold.actor == d.GPU_OPERATOR:  # its why is the same words but for the note on an earlier cordon
         why = why.removeprefix("driver upgrade (GPU Operator)").removeprefix("; ")

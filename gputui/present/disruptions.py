@@ -25,8 +25,9 @@ from gputui.vocabulary.model import Node
 # Where each actor's hold is read from in this slice: the Node (labels, annotations, taints, spec.unschedulable).
 NODE_SOURCE = "Node objects"
 # What is not read yet: shown as not read, never as "none" (an actor's objects unread are not an actor absent).
-CRD_SOURCES = "NVSentinel CRs, EvictionRequests: not read yet"
-ACTOR_SOURCES = ("NodeMaintenance", "NodeClaim")  # gputui.backends.kube_actors' names
+CRD_SOURCES = "EvictionRequests, NVSentinel's janitor CRs (RebootNode, TerminateNode, GPUReset): not read yet"
+# gputui.backends.kube_actors' and .kube_nvsentinel's names
+ACTOR_SOURCES = ("NodeMaintenance", "NodeClaim", "ExternalRemediationRequest", "MaintenanceRequest")
 NOT_READ = "not read (this backend reads no actor objects)"
 
 # The actor as the dashboard's state column names it: whole beside the state where the column is wide; where it

@@ -200,6 +200,7 @@ def test_nvsentinel_requests_show_as_one_hold_with_phase_and_why_and_forbidden_i
         assert out.returncode == 0, out.stderr
         listed = json.loads(out.stdout)
         assert listed["known"] is True
+        assert listed["sources"]["ExternalRemediationRequest"] == listed["sources"]["MaintenanceRequest"] == "read"
         rows = [r for r in listed["disruptions"] if r["node"] in (ERR_NODE, MR_NODE)]
         assert sorted((r["node"], r["actor"]) for r in rows) == [(ERR_NODE, "nvsentinel"), (MR_NODE, "nvsentinel")]
         by = {r["node"]: r for r in rows}
@@ -254,6 +255,8 @@ def test_nvsentinel_requests_show_as_one_hold_with_phase_and_why_and_forbidden_i
         assert out.returncode == 0, out.stderr
         listed = json.loads(out.stdout)
         assert listed["known"] is False
+        assert listed["sources"]["ExternalRemediationRequest"].startswith("unknown: forbidden"), listed["sources"]
+        assert listed["sources"]["MaintenanceRequest"].startswith("unknown: forbidden"), listed["sources"]
         # The Node marks still say NVSentinel holds both nodes; the requests' phases are not known.
         phases = {r["node"]: r["phase"] for r in listed["disruptions"] if r["node"] in (ERR_NODE, MR_NODE)}
         assert phases == {ERR_NODE: "remediating", MR_NODE: "draining"}

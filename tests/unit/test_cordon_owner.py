@@ -117,6 +117,20 @@ def test_nvsentinel_holds_it_and_the_words_name_it_with_why_and_since():
                              "(since 2027-01-15 07:00 UTC)")
 
 
+def test_nvsentinel_words_lead_with_what_it_does_a_maintenance_request_alone_is_no_quarantine():
+    """One NVSentinel hold merges its quarantine with its requests: the words lead with the quarantine only when
+    there is one, and never repeat it inside. (Before: an MR alone read "NVSentinel quarantined it".)"""
+    from gputui.policy.cordon_owner import holder_words
+    from gputui.vocabulary.disruptions import Disruption
+
+    request = Disruption("nvsentinel", "Emitted", None, "under maintenance: MaintenanceRequest mr-1")
+    assert holder_words(request) == "NVSentinel holds it (Emitted): under maintenance: MaintenanceRequest mr-1"
+    both = Disruption("nvsentinel", "AwaitingExternalSystem", None,
+                      "ExternalRemediationRequest err-1 awaits its external system; quarantined by NVSentinel; XID 79")
+    assert holder_words(both) == ("NVSentinel quarantined it (AwaitingExternalSystem): ExternalRemediationRequest "
+                                  "err-1 awaits its external system; XID 79")
+
+
 @pytest.mark.parametrize("case, foreign", [
     (dict(upgrade_state="pod-restart-required"), True),
     (dict(upgrade_state="upgrade-failed"), False),  # the operator left it to a person

@@ -197,7 +197,8 @@ def test_actor_reader_states_absent_forbidden_and_discovery_failed():
     assert list(made) == ["/apis/maintenance.nvidia.com/v1alpha1/nodemaintenances"]  # cluster-wide
     objects = reader.objects()
     assert objects.reads == {MAINTENANCE: "unknown: forbidden: nodemaintenances is forbidden",
-                             NODECLAIM: "not installed"}
+                             NODECLAIM: "not installed", "ExternalRemediationRequest": "not installed",
+                             "MaintenanceRequest": "not installed"}
     assert [(s.name, s.error) for s in ActorReader.sources(objects)] == \
         [("NodeMaintenance", "unknown: not readable (forbidden)")]  # the header's words
     blind = ActorReader(make, None, None, RuntimeError("503: discovery down"))

@@ -70,6 +70,10 @@ class Settings:
     # (1 quick, 2 medium, about 2 min, the default; 3 long, about 30 min; 4 extended, an hour or more).
     diag_image: str = "nvcr.io/nvidia/cloud-native/dcgm:4.5.2-1-ubuntu22.04"
     diag_level: int = 2
+    # Whether gputui's drains set the node lifecycle conditions DrainInProgress and Drained (KEP-5683) that other
+    # tools read: "auto" where the apiserver's NodeLifecycleConditions gate is on (read from its /metrics), "on"
+    # always, "off" never.
+    lifecycle_conditions: str = "auto"
     # Label that joins DCGM series to nodes; both spellings are tried when unset.
     host_label: str | None = None
     prometheus_ca_file: str | None = None
@@ -114,6 +118,7 @@ _ENV = {
     "GPUTUI_PROTECTED_CONTEXTS": "protected_contexts",
     "GPUTUI_DIAG_IMAGE": "diag_image",
     "GPUTUI_DIAG_LEVEL": "diag_level",
+    "GPUTUI_LIFECYCLE_CONDITIONS": "lifecycle_conditions",
 }
 _NAMES = {f.name for f in fields(Settings)}
 
@@ -247,6 +252,8 @@ def _check(s: Settings) -> Settings:
         raise SettingsError(f"engine_shutdown must be 0 or more seconds, got {s.engine_shutdown:g}")
     if s.session_deadline <= 0:
         raise SettingsError(f"session_deadline must be positive seconds, got {s.session_deadline:g}")
+    if s.lifecycle_conditions not in ("auto", "on", "off"):
+        raise SettingsError(f"lifecycle_conditions must be auto, on or off, got {s.lifecycle_conditions[:40]!r}")
     if s.diag_level not in (1, 2, 3, 4):
         raise SettingsError(f"diag_level must be 1, 2, 3 or 4 (dcgmi diag -r), got {s.diag_level}")
     if not s.diag_image.strip() or any(c.isspace() or not c.isprintable() for c in s.diag_image) \

@@ -122,6 +122,19 @@ class PodsReader(Protocol):
 
 
 @runtime_checkable
+class LifecycleWriter(Protocol):
+    """A writer that can set a node's lifecycle conditions (KEP-5683) and say whether its cluster serves them."""
+
+    def feature_gate(self, name: str) -> tuple[bool | None, str]:
+        """Whether the apiserver runs with this feature gate on (None: it cannot tell), and why it cannot."""
+        ...
+
+    def set_node_condition(self, node: str, kind: str, status: str, reason: str, message: str) -> None:
+        """Set one condition on the node's status (the others kept), its transition time now."""
+        ...
+
+
+@runtime_checkable
 class GpuBindingsReader(Protocol):
     """A reader that can tell which pods hold which GPU of a node, now (a single-GPU drain's scope)."""
 

@@ -10,7 +10,6 @@ never stops gputui from starting."""
 
 from __future__ import annotations
 
-import calendar
 import time
 from collections.abc import Callable
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 from gputui.backends import kube_nvsentinel as nvs
 from gputui.backends.kube_cache import ListWatchCache
 from gputui.backends.kube_http import path_of
+from gputui.backends.kube_objects import rfc3339
 from gputui.snapshot import SourceStatus
 from gputui.vocabulary import disruptions as d
 from gputui.vocabulary.disruptions import ActorObjects, Condition, NodeClaimRecord, NodeMaintenanceRecord
@@ -25,16 +25,6 @@ from gputui.vocabulary.disruptions import ActorObjects, Condition, NodeClaimReco
 MAINTENANCE = "NodeMaintenance"  # the sources' names
 NODECLAIM = "NodeClaim"
 _CLAIM_TYPES = frozenset({d.KC_DISRUPTION_REASON, d.KC_DRIFTED, d.KC_DRAINED, d.KC_INSTANCE_TERMINATING})
-
-
-def rfc3339(text: object) -> float | None:
-    """metav1.Time ("2026-12-03T22:28:01Z", as Kubernetes writes it; fractions tolerated) -> epoch seconds."""
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return float(calendar.timegm(time.strptime(text.split(".")[0].rstrip("Z") + "Z", "%Y-%m-%dT%H:%M:%SZ")))
-    except ValueError:
-        return None
 
 
 def _int(value: object) -> int | None:

@@ -11,10 +11,9 @@ writer put there, so it is cut to bounds (gputui.vocabulary.disruptions.EVENT_TE
 
 from __future__ import annotations
 
-import calendar
-import time
 from typing import Any
 
+from gputui.backends.kube_objects import rfc3339
 from gputui.vocabulary import disruptions as d
 from gputui.vocabulary.disruptions import Condition, HealthEventWhy, MaintenanceRequestRecord, RemediationRecord
 
@@ -25,17 +24,6 @@ MAINTENANCE_REQUEST_PLURAL = "maintenancerequests"
 ERR_NODE_LABEL = "nvsentinel.dgxc.nvidia.com/node"  # on the ERR (commons pkg/managed), when the spec lacks a node
 _ERR_TYPES = frozenset({d.ERR_RELEASED, d.ERR_COMPLETE})
 _MR_TYPES = frozenset({d.MR_EMITTED})
-
-
-def rfc3339(text: object) -> float | None:
-    """A protojson Timestamp ("2026-05-13T02:00:01.123456789Z", always UTC) -> epoch seconds; None when absent or
-    not one. (kube_actors.rfc3339 reads the same; it imports this module, so this one cannot import it.)"""
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return float(calendar.timegm(time.strptime(text.split(".")[0].rstrip("Z") + "Z", "%Y-%m-%dT%H:%M:%SZ")))
-    except ValueError:
-        return None
 
 
 def _text(value: object) -> str:

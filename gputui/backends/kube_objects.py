@@ -6,7 +6,9 @@ objects would cost gigabytes.
 
 from __future__ import annotations
 
+import calendar
 import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from sys import intern
@@ -14,7 +16,7 @@ from typing import Any
 
 from gputui.backends.kube_scheduling import node_scheduling, pod_scheduling
 from gputui.policy.upgrades import STATE_LABEL  # the GPU Operator's upgrade state label: its one home
-from gputui.vocabulary.disruptions import ACTOR_ANNOTATIONS
+from gputui.vocabulary.disruptions import ACTOR_ANNOTATIONS, LIFECYCLE_TYPES
 from gputui.vocabulary.gpu_resources import GpuResource, node_resources, quantity, request_units
 from gputui.vocabulary.label_selectors import Requirement
 from gputui.vocabulary.model import Budget, Condition, PodProbes, Rollout
@@ -39,22 +41,36 @@ def _labels(raw: Any) -> dict[str, str]:
     return {intern(str(k)): intern(str(v)) for k, v in (raw or {}).items()}
 
 
-# Nodes report the same conditions with the same words: records share them (bounded, in case they do not).
-_CONDITIONS: dict[tuple[tuple[str, str, str, str], ...], tuple[Condition, ...]] = {}
+def rfc3339(text: object) -> float | None:
+    """A Kubernetes time ("2026-12-03T22:28:01Z", metav1.Time; fractions tolerated, as protojson writes them) ->
+    epoch seconds; None when absent or not one."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return float(calendar.timegm(time.strptime(text.split(".")[0].rstrip("Z") + "Z", "%Y-%m-%dT%H:%M:%SZ")))
+    except ValueError:
+        return None
+
+
+# Nodes report the same conditions with the same words: records share them (bounded, in case they do not). Their
+# times are left out (they differ per node), but for the lifecycle conditions, whose "since" says how long a
+# node has been draining or drained (KEP-5683): few nodes carry them.
+_CONDITIONS: dict[tuple[tuple[str, str, str, str, str], ...], tuple[Condition, ...]] = {}
 _CONDITIONS_MAX = 4096
 
 
 def _conditions(raw: Any) -> tuple[Condition, ...]:
     key = tuple(
         (str(c.get("type", "")), str(c.get("status", "")), str(c.get("reason", "") or ""),
-         str(c.get("message", "") or "")[:200])
+         str(c.get("message", "") or "")[:200],
+         str(c.get("lastTransitionTime") or "") if c.get("type") in LIFECYCLE_TYPES else "")
         for c in raw or []
     )
     shared = _CONDITIONS.get(key)
     if shared is None:
         if len(_CONDITIONS) >= _CONDITIONS_MAX:
             _CONDITIONS.clear()
-        shared = _CONDITIONS[key] = tuple(Condition(*fields) for fields in key)
+        shared = _CONDITIONS[key] = tuple(Condition(t, st, r, m, rfc3339(since)) for t, st, r, m, since in key)
     return shared
 
 

@@ -4,6 +4,7 @@ what we may do (SelfSubjectReview, SelfSubjectAccessReview)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -155,6 +156,34 @@ class KubeWriter:
         if not 200 <= resp.status < 300:
             decode_answer(resp.status, resp.data, conn.host)  # raises the ApiError the answer means
         return bytes(resp.data[:limit_bytes]).decode("utf-8", errors="replace")
+
+    def feature_gate(self, name: str) -> tuple[bool | None, str]:
+        """From the apiserver's own /metrics (kubernetes_feature_enabled, served since 1.26): no API says it."""
+        conn = self.conn
+        try:
+            resp = conn.pool.request("GET", conn.url("/metrics"), headers=conn.headers(), retries=False,
+                                     preload_content=True,
+                                     timeout=urllib3.Timeout(connect=PROBE_TIMEOUT_S, read=READ_TIMEOUT_S))
+        except urllib3.exceptions.HTTPError as exc:
+            return None, f"the apiserver's /metrics could not be read ({transport_reason(exc)})"
+        if resp.status in (401, 403):
+            return None, "your identity may not read the apiserver's /metrics"
+        if not 200 <= resp.status < 300:
+            return None, f"the apiserver's /metrics answered {resp.status}"
+        wanted = f'kubernetes_feature_enabled{{name="{name}",'
+        for line in bytes(resp.data).decode("utf-8", errors="replace").splitlines():
+            if line.startswith(wanted):
+                return line.rsplit(" ", 1)[-1].strip() == "1", ""
+        return None, f"the apiserver's /metrics does not name the {name} gate"
+
+    def set_node_condition(self, node: str, kind: str, status: str, reason: str, message: str) -> None:
+        # Node conditions merge by type in a strategic merge patch (as the kubelet writes its own): the others stay.
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        condition = {"type": kind, "status": status, "reason": reason, "message": message,
+                     "lastTransitionTime": now, "lastHeartbeatTime": now}
+        self.conn.request("PATCH", path_of("", "v1", "nodes", name=node) + "/status",
+                          body={"status": {"conditions": [condition]}},
+                          content_type="application/strategic-merge-patch+json")
 
     def taint_device(self, name: str, device: str, key: str, value: str, effect: str) -> dict:
         """One DRA device's DeviceTaintRule (resource.k8s.io/v1: served and its gates GA in v1.37), created or its

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gputui.backends.base import BackendError
+from gputui.backends.base import BackendError, LifecycleWriter, error_line
 from gputui.ops.context import OpContext
 from gputui.ops.drain.out_of_rotation import RECORD, OutOfRotation, put_back, recorded
 from gputui.ops.errors import ReadOnlyError
@@ -16,6 +16,7 @@ from gputui.policy.cordon_owner import CordonOwner, cordon_owner
 from gputui.policy.cordon_record import CordonRecord, shown_time
 from gputui.policy.upgrades import owner_warning
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary import disruptions as d
 from gputui.vocabulary.disruptions import CORDON_RECORD
 
 
@@ -37,6 +38,8 @@ class CordonPlan:
     ticket: str = ""
     expires: float | None = None
     owner: CordonOwner | None = None  # uncordon: who holds the node
+    # Uncordon: a gputui drain marked the node Drained (KEP-5683): back in service, that mark is cleared.
+    clears_drained: bool = False
 
     @property
     def verb(self) -> str:
@@ -83,7 +86,10 @@ def plan_cordon(snapshot: ClusterSnapshot, node: str, cordon: bool = True, *, re
     back = () if cordon else tuple(recorded(found).values())
     already = found.unschedulable == cordon and not back
     owner = None if cordon or identity is None else cordon_owner(found, identity, snapshot.taken_at, snapshot)
-    return CordonPlan(node, cordon, already, running, owner_warning(found), back, reason, ticket, expires, owner)
+    drained = not cordon and any(c.type == d.LC_DRAINED and c.status == "True" and c.reason.startswith(d.LC_GPUTUI)
+                                 for c in found.conditions)
+    return CordonPlan(node, cordon, already, running, owner_warning(found), back, reason, ticket,
+                      expires, owner, drained)
 
 
 def refusal(plan: CordonPlan) -> str:
@@ -100,8 +106,8 @@ def run_cordon(plan: CordonPlan, ctx: OpContext, *, override_owner: bool = False
     writer, audit = ctx.writer, ctx.audit
     if writer is None:
         raise ReadOnlyError(plan.verb)
-    if plan.already:
-        return plan.describe()
+    if plan.already:  # nothing to send but, on a node back in service already, a drain's Drained mark
+        return plan.describe() + _clear_drained(plan, ctx)
     if plan.foreign and not override_owner:
         raise OwnerRefused(refusal(plan))
     back = 0
@@ -136,4 +142,20 @@ def run_cordon(plan: CordonPlan, ctx: OpContext, *, override_owner: bool = False
                                  "metadata": {"annotations": {CORDON_RECORD: note}}})
         else:
             writer.set_unschedulable(plan.node, plan.cordon)
-    return f"node/{plan.node} {plan.verb}ed" + (f"; {back} pod{'s' * (back != 1)} back in rotation" if back else "")
+    said = f"node/{plan.node} {plan.verb}ed" + (f"; {back} pod{'s' * (back != 1)} back in rotation" if back else "")
+    return said + _clear_drained(plan, ctx)
+
+
+def _clear_drained(plan: CordonPlan, ctx: OpContext) -> str:
+    """Drained False on a node back in service, when a gputui drain set it (advisory, as the drain's marks are)."""
+    writer: object = ctx.writer  # the optional protocol: a writer that can (the live one) or not (the demo)
+    if not plan.clears_drained or not isinstance(writer, LifecycleWriter):
+        return ""
+    try:
+        with ctx.audit.writing("node-condition", f"node/{plan.node}",
+                               {"type": d.LC_DRAINED, "status": "False", "reason": d.LC_UNCORDONED}):
+            writer.set_node_condition(plan.node, d.LC_DRAINED, "False", d.LC_UNCORDONED,
+                                      f"uncordoned by {ctx.audit.identity}")
+    except BackendError as exc:
+        return f"; its {d.LC_DRAINED} condition stays: {error_line(exc)}"
+    return f"; its {d.LC_DRAINED} condition cleared"

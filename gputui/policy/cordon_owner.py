@@ -27,6 +27,7 @@ _LEADS = {
     d.NVSENTINEL: "NVSentinel quarantined it", d.GPU_OPERATOR: "the GPU Operator is upgrading its driver",
     d.KARPENTER: "Karpenter is disrupting it", d.CLUSTER_AUTOSCALER: "the cluster autoscaler is deleting it",
     d.GPUTUI: "a gputui drain is running on it", d.PERSON: "cordoned through gputui by another user",
+    d.NODE_LIFECYCLE: "another writer marks it",
 }
 
 
@@ -64,6 +65,8 @@ def holder_words(hold: Disruption) -> str:
     elif hold.actor == d.GPU_OPERATOR:  # its why is the same words but for the note on an earlier cordon
         why = why.removeprefix("driver upgrade (GPU Operator)").removeprefix("; ")
         lead += f" (state {hold.phase})"
+    elif hold.actor == d.NODE_LIFECYCLE:  # the lead says who; the condition and its writer's words say why
+        why = why.removeprefix("node lifecycle condition ")
     elif hold.actor == d.PERSON:
         why = why.removeprefix("cordoned through gputui by ")
     return f"{lead}: {why}{since}" if why else f"{lead}{since}"
@@ -81,6 +84,8 @@ def _holds(hold: Disruption, record: CordonRecord | None, identity: str) -> bool
         if record is None:
             return False  # kubectl cordon, no record: nobody known holds it (said in the plan, not refused)
         return bool(record.problem) or identity in ("", "unknown") or record.by != identity
+    if hold.actor == d.NODE_LIFECYCLE:  # someone's drain or maintenance under way (KEP-5683), not its aftermath
+        return hold.phase in (d.LC_DRAIN_IN_PROGRESS, d.LC_MAINTENANCE_IN_PROGRESS)
     return hold.actor in (d.NVSENTINEL, d.KARPENTER)
 
 

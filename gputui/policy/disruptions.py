@@ -23,6 +23,7 @@ from gputui.policy.disruption_time import age as _age
 from gputui.policy.disruption_time import seconds as _seconds
 from gputui.policy.disruption_time import stale as _stale
 from gputui.policy.disruption_time import utc as _utc
+from gputui.policy.lifecycle_holds import lifecycle_holds
 from gputui.policy.nvsentinel_holds import nvsentinel_hold, nvsentinel_objects
 from gputui.policy.upgrades import stuck_because
 from gputui.snapshot import ClusterSnapshot
@@ -44,7 +45,8 @@ def node_disruptions(node: Node, now: float, snapshot: ClusterSnapshot | None = 
     remediations, requests = nvsentinel_objects(node.name, snapshot)
     found = [*_autoscaler(taints, now), *_karpenter(node, taints, claims, now),
              *nvsentinel_hold(node, taints, now, remediations, requests),
-             *_gpu_operator(node, now, snapshot), *_gputui(node, now), *(_maintenance(m, now) for m in maintenances)]
+             *_gpu_operator(node, now, snapshot), *_gputui(node, now), *(_maintenance(m, now) for m in maintenances),
+             *lifecycle_holds(node, now)]
     record = read_record(node.annotations) if node.unschedulable else None
     if record is not None:  # a cordon through gputui: its person, reason and expiry (a record left on a node
         found.append(_recorded(record, now))  # uncordoned by hand since is history, not a hold)

@@ -35,9 +35,10 @@ NOT_READ = "not read (this backend reads no actor objects)"
 ACTOR_WORDS = {
     d.NVSENTINEL: "nvsentinel", d.KARPENTER: "karpenter", d.CLUSTER_AUTOSCALER: "autoscaler",
     d.GPU_OPERATOR: "gpu-operator", d.GPUTUI: "gputui", d.PERSON: "person", d.MAINTENANCE_OPERATOR: "maintenance",
+    d.NODE_LIFECYCLE: "lifecycle",
 }
 ACTOR_SHORT = {d.GPU_OPERATOR: "gpu-op", d.CLUSTER_AUTOSCALER: "autoscale", d.NVSENTINEL: "nvsent",
-               d.MAINTENANCE_OPERATOR: "maint"}
+               d.MAINTENANCE_OPERATOR: "maint", d.NODE_LIFECYCLE: "lifecyc"}
 # A state that already names its actor: `upgrading` is the GPU Operator's, `draining` gputui's.
 SAID_BY_STATE = {"upgrading": d.GPU_OPERATOR, "draining": d.GPUTUI}  # NodeState values, lower case
 

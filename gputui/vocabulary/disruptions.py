@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gputui.vocabulary.model import DRAIN_ANNOTATION_PREFIX
+from gputui.vocabulary.model import DRAIN_ANNOTATION_PREFIX, Condition
 
 # The actors, as the `actor` field and JSON name them.
 GPUTUI = "gputui"
@@ -24,6 +24,22 @@ KARPENTER = "karpenter"
 CLUSTER_AUTOSCALER = "cluster-autoscaler"
 MAINTENANCE_OPERATOR = "maintenance-operator"  # NVIDIA's, through its NodeMaintenance objects
 PERSON = "person"  # a cordon no actor above claims: `kubectl cordon`, or a tool gputui does not know
+
+NODE_LIFECYCLE = "node-lifecycle"  # whoever wrote a node lifecycle condition (the KEP records no owner)
+
+# Node lifecycle conditions (KEP-5683, docs/disruption-actors.md §6): condition types any authorized actor writes on
+# Node.status (True: in that state; False or absent: cleared, by its writer). Kubernetes 1.37 declares the feature
+# gate (alpha, off by default) but no code reads it: the apiserver accepts them whatever the gate says.
+LC_DRAIN_IN_PROGRESS = "DrainInProgress"
+LC_DRAINED = "Drained"
+LC_MAINTENANCE_PLANNED = "MaintenancePlanned"
+LC_MAINTENANCE_IN_PROGRESS = "MaintenanceInProgress"
+LIFECYCLE_TYPES = frozenset({LC_DRAIN_IN_PROGRESS, LC_DRAINED, LC_MAINTENANCE_PLANNED, LC_MAINTENANCE_IN_PROGRESS})
+LIFECYCLE_GATE = "NodeLifecycleConditions"
+# gputui's reasons (CamelCase, as the KEP asks): the prefix tells gputui's conditions from other writers'.
+LC_GPUTUI = "Gputui"
+LC_DRAINING, LC_DONE, LC_STOPPED, LC_UNCORDONED = "GputuiDrain", "GputuiDrainCompleted", "GputuiDrainStopped", \
+    "GputuiUncordoned"
 
 # gputui's own threshold (no actor defines one): an actor in the same phase this long, when gputui knows since
 # when, looks stuck (issue 40's example: `upgrade-required` for 3 days).
@@ -146,17 +162,6 @@ class Disruption:
     def to_dict(self) -> dict[str, Any]:
         return {"actor": self.actor, "phase": self.phase, "since": self.since, "why": self.why,
                 "stuck": self.stuck or None}
-
-
-@dataclass(frozen=True, slots=True)
-class Condition:
-    """One status condition as its controller wrote it (metav1.Condition's fields gputui shows)."""
-
-    type: str
-    status: str  # "True" | "False" | "Unknown"
-    reason: str = ""
-    message: str = ""
-    since: float | None = None  # lastTransitionTime, epoch seconds; None when absent or unreadable
 
 
 @dataclass(frozen=True, slots=True)

@@ -113,6 +113,7 @@ class Condition:
     status: str
     reason: str = ""
     message: str = ""
+    since: float | None = None  # lastTransitionTime, where it is read (an actor's own, a lifecycle condition)
 
 
 @dataclass(frozen=True, slots=True)

@@ -67,6 +67,32 @@ def cluster(k8s_bin_dir) -> Iterator[ControlPlane]:
         cp.stop()
 
 
+# Kubernetes 1.37's alpha node-lifecycle features (docs/disruption-actors.md §5, §6): off on the shared control plane,
+# as on every cluster by default; on here. One plane for both, started only by the tests that need it.
+ALPHA_APISERVER = ["--feature-gates=NodeLifecycleConditions=true,EvictionRequestAPI=true",
+                   "--runtime-config=lifecycle.k8s.io/v1alpha1=true"]
+
+
+@pytest.fixture(scope="session")
+def alpha_cluster(k8s_bin_dir) -> Iterator[ControlPlane]:
+    cp = ControlPlane(k8s_bin_dir, extra_args={"kube-apiserver": ALPHA_APISERVER})
+    cp.start()
+    try:
+        yield cp
+    finally:
+        cp.stop()
+
+
+@pytest.fixture(scope="session")
+def alpha_kubelet(alpha_cluster: ControlPlane) -> Iterator[FakeKubelet]:
+    kubelet = FakeKubelet(alpha_cluster.kubeconfigs["kubelet"], heartbeat_interval=2)
+    kubelet.start()
+    try:
+        yield kubelet
+    finally:
+        kubelet.stop()
+
+
 @pytest.fixture(scope="session")
 def fake_kubelet(cluster: ControlPlane) -> Iterator[FakeKubelet]:
     kubelet = FakeKubelet(cluster.kubeconfigs["kubelet"], heartbeat_interval=10)

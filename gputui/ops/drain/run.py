@@ -26,6 +26,7 @@ from gputui.ops.drain import lease
 from gputui.ops.drain.events import DrainControl, DrainEvent
 from gputui.ops.drain.events import EventKind as K
 from gputui.ops.drain.gpu_fence import fence_device
+from gputui.ops.drain.lifecycle import NodeLifecycle
 from gputui.ops.drain.options import PHASE, record_values
 from gputui.ops.drain.plan import DrainPlan, Step
 from gputui.ops.drain.report import DrainReport, Outcome
@@ -119,6 +120,7 @@ def run_drain(plan: DrainPlan, ctx: OpContext, control: DrainControl | None = No
             done.add("release")
 
     rotation = RotationHold(writer, audit, node, clock)
+    lifecycle = NodeLifecycle(writer, audit, node, ctx.settings.lifecycle_conditions, one_gpu=bool(opts.gpu))
     try:
         rotation.adopt()  # a resumed drain owns the pods its predecessor took out of rotation
         if opts.gpu_device:  # one DRA GPU: fenced before any eviction (None first: what it would touch)
@@ -136,7 +138,10 @@ def run_drain(plan: DrainPlan, ctx: OpContext, control: DrainControl | None = No
         report.reason = why
         return report
     held = f"GPU {opts.gpu} only, the node left schedulable" if opts.gpu else "cordoned"
-    yield DrainEvent(node, K.STARTED, message=f"{held}; {len(plan.to_evict)} pods to move, {plan.describe_sessions()}")
+    said = f"; {lifecycle.words}" if lifecycle.words else ""
+    yield DrainEvent(node, K.STARTED,
+                     message=f"{held}; {len(plan.to_evict)} pods to move, {plan.describe_sessions()}{said}")
+    yield from lifecycle.started(f"gputui drain by {writer.identity}: {len(plan.to_evict)} pods to move")
     pods = {p.pod.key: PodProgress(p.pod.key, p.pod.uid, p.step, p.pod.gpu_request, deadline,
                                    sessions=p.sessions.live) for p in plan.to_evict}
     # The live backend re-reads just these pods and their sessions; a whole refresh each second would
@@ -162,6 +167,7 @@ def run_drain(plan: DrainPlan, ctx: OpContext, control: DrainControl | None = No
                     leave("the drain was aborted")
                     yield from rotation.put_back_all("the drain was aborted", pods)
                     phase("aborted")
+                    yield from lifecycle.ended(False, "the drain was aborted")
                     if control.uncordon_on_abort and not opts.gpu:  # one GPU's drain never cordoned it
                         once("uncordon", "uncordon", {"reason": "drain aborted"},
                              lambda: writer.set_unschedulable(node, False))
@@ -190,8 +196,9 @@ def run_drain(plan: DrainPlan, ctx: OpContext, control: DrainControl | None = No
                     report.held = [f"{p.key}: {p.message}" for p in pods.values() if p.state is PodState.HELD]
                     drained = not report.failed and not report.held
                     phase("done" if drained else "stopped")
-                    release()
                     report.outcome = Outcome.DRAINED if drained else Outcome.UNFINISHED
+                    yield from lifecycle.ended(drained, report.describe())
+                    release()
                     yield DrainEvent(node, K.DONE if drained else K.FAILED, message=report.describe())
                     return report
             except lease.LeaseHeld as exc:  # someone took the node over: stop without another write

@@ -1,0 +1,145 @@
+"""The node lifecycle conditions (KEP-5683) a drain sets and an uncordon clears (gputui.ops.drain.lifecycle,
+gputui.ops.cordon), and the holds another writer's conditions make (gputui.policy.lifecycle_holds), on a recording
+API: when they are set (the setting, the apiserver's gate, unknown), in which order, once each, and that a write
+refused leaves the drain going."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from gputui.backends.base import BackendError
+from gputui.ops.audit import AuditLog
+from gputui.ops.context import OpContext
+from gputui.ops.cordon import plan_cordon, run_cordon
+from gputui.ops.drain.events import EventKind
+from gputui.ops.drain.lifecycle import NodeLifecycle
+from gputui.ops.drain.options import DrainOptions
+from gputui.ops.drain.report import Outcome
+from gputui.policy.cordon_owner import cordon_owner
+from gputui.policy.lifecycle_holds import lifecycle_holds
+from gputui.settings import Settings
+from gputui.vocabulary.model import Condition, Node
+from tests.support.drain_api import Api, Drain, pod
+
+
+class LifecycleApi(Api):
+    """Api, plus the apiserver's gate as its /metrics says it, and the node conditions set (in order)."""
+
+    def __init__(self, *args, gate: tuple[bool | None, str] = (True, ""), refuse: bool = False, **kw) -> None:
+        super().__init__(*args, **kw)
+        self.gate, self.refuse = gate, refuse
+        self.conditions: list[tuple[str, str, str]] = []
+
+    def feature_gate(self, name: str) -> tuple[bool | None, str]:
+        assert name == "NodeLifecycleConditions"
+        return self.gate
+
+    def set_node_condition(self, node: str, kind: str, status: str, reason: str, message: str) -> None:
+        if self.refuse:
+            raise BackendError("nodes/status is forbidden")
+        self.conditions.append((kind, status, reason))
+
+
+def drain(api: Api, tmp_path, mode: str = "auto", options: DrainOptions = DrainOptions()) -> Drain:
+    d = Drain(api, tmp_path / "a.jsonl", options)
+    d.ctx = dataclasses.replace(d.ctx, settings=Settings(lifecycle_conditions=mode))
+    from gputui.ops.drain.run import run_drain
+
+    d.gen = run_drain(d.plan, d.ctx)
+    return d
+
+
+def test_a_drain_sets_draining_then_drained_each_once_in_order_and_says_so(tmp_path):
+    api = LifecycleApi((pod("a"), pod("b")), {"a": 0, "b": 0})
+    d = drain(api, tmp_path)
+    assert d.run().outcome is Outcome.DRAINED
+    assert api.conditions == [("DrainInProgress", "True", "GputuiDrain"),
+                              ("DrainInProgress", "False", "GputuiDrainCompleted"),
+                              ("Drained", "True", "GputuiDrainCompleted")]
+    assert "node lifecycle condition DrainInProgress set" in d.events[0].message
+    assert [(a, p) for a, _t, p, _r in d.entries() if a == "node-condition"] == [
+        ("node-condition", {"type": t, "status": s, "reason": r}) for t, s, r in api.conditions]
+
+
+def test_a_drain_left_unfinished_is_no_longer_in_progress_and_not_drained(tmp_path):
+    api = LifecycleApi((pod("a"),), {"a": None})  # unknown sessions at the deadline: left in place
+    d = drain(api, tmp_path, options=DrainOptions(session_deadline_s=30))
+    assert d.run().outcome is Outcome.UNFINISHED
+    assert api.conditions == [("DrainInProgress", "True", "GputuiDrain"),
+                              ("DrainInProgress", "False", "GputuiDrainStopped")]
+
+
+@pytest.mark.parametrize("mode, gate, written, words", [
+    ("auto", (False, ""), False, ""),  # the cluster's default: nothing set, nothing said
+    ("auto", (None, "your identity may not read the apiserver's /metrics"), False,
+     "not set (your identity may not read the apiserver's /metrics; lifecycle_conditions: on sets them)"),
+    ("on", (False, ""), True, "DrainInProgress set"),  # the setting wins: 1.37 accepts them whatever the gate
+    ("off", (True, ""), False, ""),
+])
+def test_when_they_are_set(tmp_path, mode, gate, written, words):
+    api = LifecycleApi((pod("a"),), {"a": 0}, gate=gate)
+    d = drain(api, tmp_path, mode)
+    assert d.run().outcome is Outcome.DRAINED
+    assert bool(api.conditions) is written
+    assert (words in d.events[0].message) if words else "lifecycle" not in d.events[0].message
+
+
+def test_one_gpus_drain_and_a_writer_without_them_set_nothing():
+    api = LifecycleApi()
+    assert NodeLifecycle(api, AuditLog(None, "t", "x"), "n1", "on", one_gpu=True).writer is None
+    plain = NodeLifecycle(object(), AuditLog(None, "t", "x"), "n1", "on")
+    assert plain.writer is None and "cannot set them" in plain.words
+
+
+def test_a_refused_condition_is_said_once_and_the_drain_goes_on(tmp_path):
+    api = LifecycleApi((pod("a"),), {"a": 0}, refuse=True)
+    d = drain(api, tmp_path)
+    assert d.run().outcome is Outcome.DRAINED
+    said = [e.message for e in d.events if e.kind is EventKind.INFO and "lifecycle" in e.message]
+    assert said == ["node lifecycle condition DrainInProgress not set: nodes/status is forbidden",
+                    "node lifecycle condition DrainInProgress not set: nodes/status is forbidden",
+                    "node lifecycle condition Drained not set: nodes/status is forbidden"]
+    assert [r.split(":")[0] for a, _t, _p, r in d.entries() if a == "node-condition"] == ["error"] * 3
+
+
+NOW = 2_000_000_000.0
+
+
+def lifecycle_node(*conditions: Condition, cordoned: bool = True) -> Node:
+    return Node("n1", True, cordoned, "H100", 8, 8, conditions=conditions)
+
+
+def test_another_writers_conditions_are_holds_gputuis_own_are_not():
+    theirs = Condition("DrainInProgress", "True", "AdminRequested", "kernel", NOW - 3 * 86400)
+    ours = Condition("Drained", "True", "GputuiDrainCompleted", "", NOW)
+    cleared = Condition("MaintenanceInProgress", "False", "Done", "", NOW)
+    holds = lifecycle_holds(lifecycle_node(theirs, ours, cleared), NOW)
+    assert [(h.actor, h.phase, h.since) for h in holds] == [("node-lifecycle", "DrainInProgress", NOW - 3 * 86400)]
+    assert holds[0].why == "node lifecycle condition DrainInProgress (AdminRequested: kernel)"
+    assert holds[0].stuck.startswith("DrainInProgress for 72h")  # a drain three days under way
+    drained = lifecycle_holds(lifecycle_node(Condition("Drained", "True", "", "", NOW - 3 * 86400)), NOW)
+    assert drained[0].stuck == "" and drained[0].why.endswith("(no reason given)")  # drained for repair: rightly long
+
+
+def test_an_uncordon_asks_first_over_a_drain_in_progress_not_over_a_drained_mark():
+    draining = lifecycle_node(Condition("DrainInProgress", "True", "AdminRequested", ""))
+    assert cordon_owner(draining, "alice", NOW).foreign
+    assert not cordon_owner(lifecycle_node(Condition("Drained", "True", "DrainCompleted", "")), "alice", NOW).foreign
+
+
+def test_an_uncordon_clears_gputuis_drained_mark_only(tmp_path):
+    from gputui.snapshot import ClusterSnapshot
+
+    ours = lifecycle_node(Condition("Drained", "True", "GputuiDrainCompleted", ""), cordoned=False)
+    theirs = lifecycle_node(Condition("Drained", "True", "DrainCompleted", ""), cordoned=False)
+    api = LifecycleApi()
+    ctx = OpContext(api, api, AuditLog(tmp_path / "a.jsonl", "alice", "x"))
+    plan = plan_cordon(ClusterSnapshot(NOW, "t", nodes=(ours,)), "n1", cordon=False, identity="alice")
+    assert plan.already and plan.clears_drained  # uncordoned already, still marked drained: only the mark goes
+    assert run_cordon(plan, ctx).endswith("its Drained condition cleared")
+    assert api.conditions == [("Drained", "False", "GputuiUncordoned")]
+    assert not any(w[0] == "unschedulable" for w in api.writes)  # no second uncordon sent
+    other = plan_cordon(ClusterSnapshot(NOW, "t", nodes=(theirs,)), "n1", cordon=False, identity="alice")
+    assert other.already and not other.clears_drained  # another writer's: theirs to clear

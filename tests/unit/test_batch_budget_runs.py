@@ -14,8 +14,8 @@ from gputui.ops.drain.batch import run_batch
 from gputui.ops.drain.batch_plan import batch_json, plan_batch
 from gputui.ops.drain.events import EventKind
 from gputui.ops.drain.options import DrainOptions
-from gputui.ops.drain.pod_guards import with_guards
 from gputui.ops.drain.plan import Step, plan_drain
+from gputui.ops.drain.pod_guards import with_guards
 from gputui.ops.drain.report import Outcome
 from gputui.ops.drain.start import BatchStart
 from gputui.ops.steps import run_steps
@@ -109,7 +109,7 @@ def test_a_budget_with_no_room_starts_nothing_and_puts_the_cordons_back():
     clock = ManualClock()
     cluster = DemoCluster(seed=7, clock=clock)
     reader = _WithBudgets(cluster, _config(str(_others(cluster))))  # every slot taken by other actors
-    events, reports = _run(reader, cluster, clock, BATCH[:2], parallel=2)
+    _events, reports = _run(reader, cluster, clock, BATCH[:2], parallel=2)
     assert {n: r.outcome for n, r in reports.items()} == {n: Outcome.NOT_STARTED for n in BATCH[:2]}
     assert reports["gpu-h100-01"].reason.startswith("budget: MaintenanceOperatorConfig nvidia-maintenance/default "
                                                     "maxParallelOperations")

@@ -154,3 +154,17 @@ def test_a_pod_annotated_do_not_disrupt_blocks_its_node_in_the_plan_and_the_run(
     _events, reports = _run(reader, cluster, clock, ["gpu-h100-01"], parallel=1)
     assert reports["gpu-h100-01"].reason == "plan blocked"
     assert any("karpenter.sh/do-not-disrupt=true" in f for f in reports["gpu-h100-01"].failed)
+
+
+def test_the_demos_nodepool_limits_an_a100_batch_to_two_and_is_named():
+    """The demo's NodePool gpu-a100 (gputui/backends/demo/actors.py): 75% of its 8 nodes → 6; 4 in other hands (by
+    hand: NVSentinel gpu-a100-03, a person gpu-a100-06, Karpenter gpu-a100-07, the GPU Operator gpu-a100-08): 2."""
+    from gputui.backends.demo.actors import DEMO_BUDGETS
+
+    cluster = DemoCluster(seed=7, clock=ManualClock())
+    snap = replace(cluster.snapshot(), batch_budgets=DEMO_BUDGETS)
+    batch = plan_batch(snap, ["gpu-a100-01", "gpu-a100-02", "gpu-a100-04"], DrainOptions(), parallel=3)
+    assert batch.at_once == 2 and batch.limiting is not None
+    assert batch.limiting.words() == ("Karpenter NodePool gpu-a100: 75% of 8 nodes → 6 nodes; 4 already disrupted (1 "
+                                      "by the GPU Operator, 1 by Karpenter, 1 by NVSentinel, 1 by a cordon): 2 more "
+                                      "at once now")

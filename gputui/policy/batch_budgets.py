@@ -163,16 +163,18 @@ def budgets_of(snapshot: ClusterSnapshot, leave_out: Collection[str] = ()) -> li
     objects = snapshot.batch_budgets
     if objects is None:  # a backend that reads no budget objects (the demo): no such controller runs there
         return []
-    taken = disrupted(snapshot, leave_out)
     actor_reads = snapshot.actors.reads if snapshot.actors is not None else {}
     out = [BatchBudget(source, f"not readable ({state.partition(': ')[2] or state})", None, kind=UNREAD)
            for source, state in objects.reads.items() if state.startswith(d.UNKNOWN)]
-    if objects.reads.get(NODEPOOL) == d.READ:
-        out += [nodepool_budget(pool, snapshot, taken, actor_reads) for pool in objects.nodepools]
-    if objects.reads.get(MAINTENANCE_CONFIG) == d.READ:
-        for config in objects.configs:
-            if config.name == MAINTENANCE_CONFIG_NAME:
-                out += maintenance_budgets(config, len(snapshot.nodes), taken, actor_reads)
+    pools = objects.nodepools if objects.reads.get(NODEPOOL) == d.READ else ()
+    configs = [c for c in objects.configs if c.name == MAINTENANCE_CONFIG_NAME] \
+        if objects.reads.get(MAINTENANCE_CONFIG) == d.READ else []
+    if not pools and not configs:
+        return out  # no fleet walk for who disrupts what (a batch start asks on every poll)
+    taken = disrupted(snapshot, leave_out)
+    out += [nodepool_budget(pool, snapshot, taken, actor_reads) for pool in pools]
+    for config in configs:
+        out += maintenance_budgets(config, len(snapshot.nodes), taken, actor_reads)
     return out
 
 

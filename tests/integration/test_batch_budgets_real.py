@@ -49,7 +49,8 @@ def _closed_weekday() -> str:
 
 def _role_without_nodepools(name: str) -> list[dict]:
     role = next(d for d in yaml.safe_load_all((ROOT / "docs/rbac.yaml").read_text()) if d and d["kind"] == "ClusterRole")
-    rules = [r for r in role["rules"] if "nodepools" not in r.get("resources", [])]
+    rules = [{**r, "resources": [x for x in r.get("resources", []) if x != "nodepools"]} for r in role["rules"]]
+    rules = [r for r in rules if r["resources"] or "nonResourceURLs" in r]
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": NS}},
         {**role, "metadata": {"name": name}, "rules": rules},

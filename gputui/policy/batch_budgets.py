@@ -133,8 +133,13 @@ def disrupted(snapshot: ClusterSnapshot, leave_out: Collection[str] = ()) -> dic
 
 
 def _disrupted(snapshot: ClusterSnapshot) -> dict[str, str]:
+    objects = snapshot.derived("actors_by_node", snapshot.actors.by_node) if snapshot.actors is not None else {}
     out = {}
     for node in snapshot.nodes:
+        taints = node.scheduling.taints if node.scheduling is not None else ()
+        if not (node.unschedulable or not node.ready or taints or node.annotations or node.upgrade_state
+                or node.name in objects or d.NVSENTINEL_STATE in node.labels or d.NVSENTINEL_CORDON_BY in node.labels):
+            continue  # nothing any actor writes is on it (node_disruptions reads only these): most of a fleet
         holds = [h for h in node_disruptions(node, snapshot.taken_at, snapshot) if (h.actor, h.phase) not in _NOT_YET]
         if holds:
             out[node.name] = holds[0].actor
@@ -188,10 +193,7 @@ def nodepool_budget(pool: NodePoolRecord, snapshot: ClusterSnapshot, taken: Mapp
     NodeClaim is InstanceTerminating (BuildDisruptionBudgetMapping, pkg/controllers/disruption/helpers.go; it also
     leaves out nodes not yet initialized, which gputui does not read)."""
     name = f"Karpenter NodePool {pool.name}"
-    claims = snapshot.derived("actors_by_node", snapshot.actors.by_node) if snapshot.actors is not None else {}
-    members = frozenset(n.name for n in snapshot.nodes if n.labels.get(NODEPOOL_LABEL) == pool.name
-                        and not any((c := k.condition(d.KC_INSTANCE_TERMINATING)) is not None and c.status == "True"
-                                    for k in claims.get(n.name, ([], []))[1]))
+    members = snapshot.derived(("batch_budgets.pools",), lambda: _pools(snapshot)).get(pool.name, frozenset())
     mine = {n: who for n, who in taken.items() if n in members}
     if actor_reads.get("NodeClaim", d.READ).startswith(d.UNKNOWN):
         return BatchBudget(name, "its NodeClaims are not readable: the nodes Karpenter disrupts are unknown", None,
@@ -224,6 +226,18 @@ def nodepool_budget(pool: NodePoolRecord, snapshot: ClusterSnapshot, taken: Mapp
         figures = "no budget in force now" + (f" ({'; '.join(closed)})" if closed else "")
         return BatchBudget(name, figures, count, members, mine, kind=KARPENTER)
     return BatchBudget(name, best[1], best[0], members, mine, kind=KARPENTER)
+
+
+def _pools(snapshot: ClusterSnapshot) -> dict[str, frozenset[str]]:
+    """Each NodePool's nodes as Karpenter counts them, once per snapshot (a walk of the fleet)."""
+    claims = snapshot.derived("actors_by_node", snapshot.actors.by_node) if snapshot.actors is not None else {}
+    out: dict[str, set[str]] = {}
+    for n in snapshot.nodes:
+        pool = n.labels.get(NODEPOOL_LABEL)
+        if pool and not any((c := k.condition(d.KC_INSTANCE_TERMINATING)) is not None and c.status == "True"
+                            for k in claims.get(n.name, ([], []))[1]):
+            out.setdefault(pool, set()).add(n.name)
+    return {k: frozenset(v) for k, v in out.items()}
 
 
 def maintenance_budgets(config: MaintenanceConfigRecord, nodes: int, taken: Mapping[str, str],

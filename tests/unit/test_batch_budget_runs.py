@@ -168,3 +168,12 @@ def test_the_demos_nodepool_limits_an_a100_batch_to_two_and_is_named():
     assert batch.limiting.words() == ("Karpenter NodePool gpu-a100: 75% of 8 nodes → 6 nodes; 4 already disrupted (1 "
                                       "by the GPU Operator, 1 by Karpenter, 1 by NVSentinel, 1 by a cordon): 2 more "
                                       "at once now")
+
+
+def test_a_nodepool_over_none_of_the_batchs_nodes_is_not_its_budget():
+    from gputui.backends.demo.actors import DEMO_BUDGETS
+
+    snap = replace(DemoCluster(seed=7, clock=ManualClock()).snapshot(), batch_budgets=DEMO_BUDGETS)
+    batch = plan_batch(snap, BATCH, DrainOptions(), parallel=3)  # H100 nodes: not Karpenter's gpu-a100
+    assert not [b for b in batch.budgets if b.kind == "karpenter"]
+    assert batch.at_once == 3 and batch.limiting is None

@@ -207,7 +207,7 @@ def _budgets(snapshot: ClusterSnapshot, nodes: list[str], plans: tuple[DrainPlan
     taken = disrupted(snapshot)
     own = [n for n in nodes if n not in taken]
     out = [BatchBudget(GUARDS_SOURCE, f"not readable ({guards_error})", None, kind=UNREAD)] if guards_error else []
-    out += budgets_of(snapshot, own)
+    out += [b for b in budgets_of(snapshot, own) if any(b.governs(n) for n in nodes)]  # only those over its nodes
     policy = snapshot.upgrade_policy
     if policy is not None:  # as parallel_hold counts: unschedulable or NotReady; never holds the batch's first node
         down = {n.name: taken.get(n.name, "NotReady" if not n.ready else "person") for n in snapshot.nodes

@@ -7,6 +7,7 @@ from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from gputui.vocabulary.batch_budgets import BudgetObjects
 from gputui.vocabulary.disruptions import ActorObjects
 from gputui.vocabulary.gauges import Gauges, gauges, util_sum
 from gputui.vocabulary.gpu_resources import WHOLE_GPU, GpuUse
@@ -80,6 +81,10 @@ class ClusterSnapshot:
     # The disrupting actors' own objects (NodeMaintenances, NodeClaims) and whether each could be read; None when
     # the backend reads none (the demo): their holds are then not read, never "none".
     actors: ActorObjects | None = None
+    # The limits other controllers set on nodes disrupted at once (Karpenter's NodePools, the maintenance-operator's
+    # config) and whether each could be read; None when the backend reads none (the demo, unless it says otherwise).
+    # The live backend hands them in with its actors (ActorObjects.budgets): taken from there when not given.
+    batch_budgets: BudgetObjects | None = None
     # Every pod's live-session counts as the metrics read gave them (gputui.vocabulary.sessions): `sessions(pod)` reads one.
     session_counts: SessionCounts = field(default_factory=dict)
     # The Services and InferencePools that select pods, and the workloads that own them (gputui.policy.rotation);
@@ -102,6 +107,8 @@ class ClusterSnapshot:
         object.__setattr__(self, "_allocated", allocated)
         object.__setattr__(self, "_pods_by_node", by_node)
         object.__setattr__(self, "_derived", {})
+        if self.batch_budgets is None and self.actors is not None and self.actors.budgets is not None:
+            object.__setattr__(self, "batch_budgets", self.actors.budgets)
 
     def derived(self, key: Hashable, compute: Callable[[], T]) -> T:
         """`compute()`, once per snapshot and key. Two threads asking at once may both compute it: it is a

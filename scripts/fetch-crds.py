@@ -23,6 +23,8 @@ Two upstream facts shape what is taken:
   Makefile pins (CONTROLLER_TOOLS_VERSION ?= v0.16.5), as upstream's `make manifests` does: the output is
   byte-identical to tag v0.3.0's config/crd/bases/maintenance.nvidia.com_nodemaintenances.yaml (checked with diff
   against a snapshot of the repository; docs/disruption-actors.md). controller-gen is built once into the cache.
+  The same run writes MaintenanceOperatorConfig's CRD (its global limits, maxParallelOperations and maxUnavailable,
+  which size a batch: issue 40 item 3), taken too.
 - Karpenter (NodeClaim, NodePool): sigs.k8s.io/karpenter@v1.13.0, pkg/apis/crds/ (the newest version Go 1.26.8
   downloads without a toolchain switch).
 """
@@ -77,7 +79,8 @@ PINS: dict[str, list[tuple[str, list[str]]]] = {
 CONTROLLER_GEN = "sigs.k8s.io/controller-tools/cmd/controller-gen"
 GENERATED: dict[str, tuple[str, str, list[str]]] = {
     "github.com/Mellanox/maintenance-operator/api@v0.3.0": (
-        "github.com/Mellanox/maintenance-operator/api/v1alpha1", "v0.16.5", ["nodemaintenances.maintenance.nvidia.com"]),
+        "github.com/Mellanox/maintenance-operator/api/v1alpha1", "v0.16.5",
+        ["nodemaintenances.maintenance.nvidia.com", "maintenanceoperatorconfigs.maintenance.nvidia.com"]),
 }
 
 

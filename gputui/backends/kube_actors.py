@@ -6,7 +6,13 @@ live in any namespace.
 Each actor's state is one of three, never "none": not installed (discovery finds no such CRD: the actor cannot be
 acting here), read, or unknown (its CRD is served but the list is refused or failing, or discovery itself failed).
 Their caches are apart from the reader's own: one refused or failing here is no API error of the fleet's, and
-never stops gputui from starting."""
+never stops gputui from starting.
+
+With them, the limits those controllers set on nodes disrupted at once (issue 40 item 3): Karpenter's NodePools
+(their disruption budgets) and the maintenance-operator's MaintenanceOperatorConfig, read the same way (a CRD of the
+group not served, 404, is "not installed": no budget). And, for a batch about to start, its pods'
+karpenter.sh/do-not-disrupt annotations, read node by node when asked (`pod_guards`): the fleet's pod records keep no
+annotation, and a second watch of every pod for one annotation would double the largest list there is."""
 
 from __future__ import annotations
 
@@ -15,11 +21,20 @@ from collections.abc import Callable
 from typing import Any
 
 from gputui.backends import kube_nvsentinel as nvs
+from gputui.backends.base import BackendError
 from gputui.backends.kube_cache import ListWatchCache
-from gputui.backends.kube_http import path_of
+from gputui.backends.kube_http import Connection, path_of
 from gputui.backends.kube_objects import rfc3339
 from gputui.snapshot import SourceStatus
 from gputui.vocabulary import disruptions as d
+from gputui.vocabulary.batch_budgets import (
+    MAINTENANCE_CONFIG,
+    NODEPOOL,
+    BudgetObjects,
+    MaintenanceConfigRecord,
+    NodePoolBudget,
+    NodePoolRecord,
+)
 from gputui.vocabulary.disruptions import ActorObjects, Condition, NodeClaimRecord, NodeMaintenanceRecord
 
 MAINTENANCE = "NodeMaintenance"  # the sources' names
@@ -82,6 +97,37 @@ def nodeclaim_record(obj: dict[str, Any]) -> NodeClaimRecord:
     )
 
 
+def nodepool_record(obj: dict[str, Any]) -> NodePoolRecord:
+    """A NodePool's spec.disruption.budgets as written (the CRD defaults an absent list to [{nodes: "10%"}] on
+    write, so the apiserver hands that default back; an explicit [] is no budget, as Karpenter reads it)."""
+    meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+    raw = (spec.get("disruption") or {}).get("budgets") if isinstance(spec.get("disruption"), dict) else None
+    budgets, problem = [], ""
+    for b in raw if isinstance(raw, list) else []:
+        if not isinstance(b, dict) or not isinstance(b.get("nodes"), str):
+            problem = f"a budget without a nodes count ({b!r})"
+            continue
+        schedule, duration, reasons = b.get("schedule"), b.get("duration"), b.get("reasons")
+        budgets.append(NodePoolBudget(
+            b["nodes"], str(schedule) if schedule is not None else None, str(duration) if duration is not None else None,
+            tuple(str(r) for r in reasons) if isinstance(reasons, list) else None))
+    return NodePoolRecord(str(meta.get("name") or ""), tuple(budgets), problem)
+
+
+def _int_or_string(value: object) -> str | None:
+    """An IntOrString as text ("3", "10%"); None when unset."""
+    if value is None:
+        return None
+    return str(value) if isinstance(value, (int, str)) and not isinstance(value, bool) else repr(value)
+
+
+def maintenance_config_record(obj: dict[str, Any]) -> MaintenanceConfigRecord:
+    meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+    return MaintenanceConfigRecord(str(meta.get("namespace") or ""), str(meta.get("name") or ""),
+                                   _int_or_string(spec.get("maxParallelOperations")),
+                                   _int_or_string(spec.get("maxUnavailable")))
+
+
 class ActorReader:
     """One optional cache per actor CRD the cluster serves; `objects()` is what a snapshot carries of them."""
 
@@ -91,11 +137,17 @@ class ActorReader:
         # Discovery failing leaves every actor unknown (it cannot tell "not installed" either).
         self.discovery_error = str(discovery_error) if discovery_error is not None else ""
         self.caches: dict[str, ListWatchCache] = {}
+        self._make = make
+        self._conn: Connection | None = None
         if maintenance:
             self.caches[MAINTENANCE] = make(path_of(d.MAINTENANCE_GROUP, maintenance, "nodemaintenances"),
                                             maintenance_record)
+            # Same group and version as NodeMaintenance (one API module); its CRD may still be absent (404).
+            self.caches[MAINTENANCE_CONFIG] = make(path_of(d.MAINTENANCE_GROUP, maintenance,
+                                                           "maintenanceoperatorconfigs"), maintenance_config_record)
         if karpenter:
             self.caches[NODECLAIM] = make(path_of(d.KARPENTER_GROUP, karpenter, "nodeclaims"), nodeclaim_record)
+            self.caches[NODEPOOL] = make(path_of(d.KARPENTER_GROUP, karpenter, "nodepools"), nodepool_record)
         # NVSentinel's two request kinds (gputui.backends.kube_nvsentinel): each its own cache and source, as one
         # chart may install one CRD without the other (janitor's ERR, lifecycle-manager's MR).
         if remediations:
@@ -123,28 +175,64 @@ class ActorReader:
         c = self.caches.get(name)
         if c is None:
             return d.NOT_INSTALLED
+        if c.error and c.error.startswith("404") and name in (NODEPOOL, MAINTENANCE_CONFIG):
+            return d.NOT_INSTALLED  # its group is served, this kind is not: no such budget here
         if c.error:  # forbidden, or failing: the records held (if any) are the last seen, not now's
             return f"{d.UNKNOWN}: {c.error}"
         return d.READ if c.synced.is_set() else f"{d.UNKNOWN}: not read yet"
 
     def objects(self) -> ActorObjects:
-        """What the caches hold now, and each actor's state."""
+        """What the caches hold now, and each actor's state; the budget objects beside them."""
+        budgets = BudgetObjects(nodepools=self._items(NODEPOOL), configs=self._items(MAINTENANCE_CONFIG),
+                                reads={name: self._state(name) for name in (NODEPOOL, MAINTENANCE_CONFIG)})
         return ActorObjects(
-            maintenances=self.caches[MAINTENANCE].items() if MAINTENANCE in self.caches else (),
-            claims=self.caches[NODECLAIM].items() if NODECLAIM in self.caches else (),
+            maintenances=self._items(MAINTENANCE), claims=self._items(NODECLAIM),
             reads={name: self._state(name) for name in (MAINTENANCE, NODECLAIM, nvs.REMEDIATION,
                                                          nvs.MAINTENANCE_REQUEST)},
-            remediations=self._items(nvs.REMEDIATION), maintenance_requests=self._items(nvs.MAINTENANCE_REQUEST))
+            remediations=self._items(nvs.REMEDIATION), maintenance_requests=self._items(nvs.MAINTENANCE_REQUEST),
+            budgets=budgets)
 
     def _items(self, name: str) -> tuple[Any, ...]:
         return self.caches[name].items() if name in self.caches else ()
 
     @staticmethod
     def sources(objects: ActorObjects | None) -> tuple[SourceStatus, ...]:
-        """The header shows a source with an error: each unknown actor, named (a not-installed one is no error), in
-        few words (the header is one line; `gputui disruptions -o json` has the apiserver's whole answer)."""
-        return () if objects is None else tuple(SourceStatus(name, None, _short(state))
-                                                for name, state in objects.reads.items() if state.startswith(d.UNKNOWN))
+        """The header shows a source with an error: each unknown actor or budget, named (a not-installed one is no
+        error), in few words (the header is one line; `gputui disruptions -o json` has the apiserver's whole
+        answer)."""
+        if objects is None:
+            return ()
+        reads = dict(objects.reads)
+        if objects.budgets is not None:
+            reads.update(objects.budgets.reads)
+        return tuple(SourceStatus(name, None, _short(state)) for name, state in reads.items()
+                     if state.startswith(d.UNKNOWN))
+
+    def pod_guards(self, nodes: list[str]) -> dict[str, str]:
+        """Every pod on these nodes annotated karpenter.sh/do-not-disrupt -> its value ("true", or a duration after
+        the pod started), read now, node by node (fieldSelector spec.nodeName). BackendError when a read fails: the
+        caller cannot tell the node is free of them (fail closed)."""
+        if self._conn is None:
+            # kube_backend hands this reader its cache factory, not its connection: an unstarted cache carries it.
+            self._conn = self._make("/api/v1/pods", dict).conn
+        out: dict[str, str] = {}
+        for node in nodes:
+            cont: str | None = None
+            while True:
+                try:
+                    body = self._conn.request("GET", "/api/v1/pods", {
+                        "fieldSelector": f"spec.nodeName={node}", "limit": 500, "continue": cont}, timeout=30.0)
+                except BackendError as exc:
+                    raise BackendError(f"the pods of {node} (for {d.KARPENTER_DO_NOT_DISRUPT}): {exc}") from exc
+                for pod in body.get("items") or []:
+                    meta = pod.get("metadata") or {}
+                    value = (meta.get("annotations") or {}).get(d.KARPENTER_DO_NOT_DISRUPT)
+                    if value is not None:
+                        out[f"{meta.get('namespace')}/{meta.get('name')}"] = str(value)
+                cont = (body.get("metadata") or {}).get("continue")
+                if not cont:
+                    break
+        return out
 
     def stop(self) -> None:
         for c in self.caches.values():

@@ -8,7 +8,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 
-from gputui.backends.base import Backend, bindings_for
+from gputui.backends.base import Backend, BackendError, bindings_for
 from gputui.cli.common import EXIT_NOT_DONE, EXIT_OK, EXIT_USAGE, fail
 from gputui.ops.context import OpContext
 from gputui.ops.drain.arrivals import batch_with_arrivals
@@ -19,6 +19,7 @@ from gputui.ops.drain.gpu_target import UNKNOWN_GPU, GpuNotFound, gpu_options, w
 from gputui.ops.drain.lease import draining
 from gputui.ops.drain.options import DrainOptions, DrainRecordError, resumable, saved_drain
 from gputui.ops.drain.plan import DrainPlan, Step
+from gputui.ops.drain.pod_guards import guards_reader
 from gputui.ops.drain.progress import DrainProgress
 from gputui.ops.drain.report import DrainReport, Outcome
 from gputui.ops.drain.start import BatchStart
@@ -92,12 +93,14 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
                     deadlines[n] = deadline
         # Drains running elsewhere (their leases live) take free GPUs first: the plan counts their pods first.
         running = draining(snap, time.time())
-        planned = plan_batch(snap, nodes, options, draining=running)
+        guards, guards_error = _pod_guards(backend, nodes)
+        planned = plan_batch(snap, nodes, options, draining=running, parallel=args.parallel, guards=guards,
+                             guards_error=guards_error)
         # --accept-stranded: the pods this plan strands are left Pending by choice; the run's guard still stops
         # before a node that would strand any other.
         accepted = [p.pod.key for p in planned.stranded] if getattr(args, "accept_stranded", False) else []
         if accepted:
-            planned = plan_batch(snap, nodes, options, accepted, running)
+            planned = plan_batch(snap, nodes, options, accepted, running, args.parallel, guards, guards_error)
         batch = batch_with_arrivals(planned, backend.reader)
         if args.dry_run:
             if args.output == "json":
@@ -111,7 +114,7 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
                 for line in batch.describe():
                     print(line)
             return EXIT_NOT_DONE if any(p.blocked for p in batch.plans) or not batch.fits \
-                or batch.blocked_by_placement else EXIT_OK
+                or batch.blocked_by_placement or batch.budget_stops else EXIT_OK
         why = backend.why_not("drain")
         if why:
             return fail(why, EXIT_USAGE)
@@ -120,6 +123,8 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
                 print(f"{p.pod.key}: {p.placement.text() if p.placement else ''}", file=sys.stderr)
             return fail(f"{len(batch.stranding)} pods would have nowhere to go (see the plan: gputui drain --dry-run); "
                         "--accept-stranded drains anyway and leaves them Pending", EXIT_NOT_DONE)
+        if batch.budget_stops and batch.limiting is not None:  # before any write: no budget has room, or one is unknown
+            return fail(f"no node may start now: {batch.limiting.words()}", EXIT_NOT_DONE)
         if snap.simulated:
             print(f"# {SIMULATED}", flush=True)
         for line in batch.describe():
@@ -138,6 +143,17 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
         return fail(str(exc), EXIT_USAGE)
     finally:
         backend.close()
+
+
+def _pod_guards(backend: Backend, nodes: list[str]) -> tuple[dict[str, str] | None, str]:
+    """The batch's pods' karpenter.sh/do-not-disrupt annotations, and why not when they could not be read."""
+    reader = guards_reader(backend.reader)
+    if reader is None:
+        return None, ""
+    try:
+        return reader.pod_guards(nodes), ""
+    except BackendError as exc:
+        return None, str(exc)
 
 
 class _Follow:

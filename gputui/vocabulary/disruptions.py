@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gputui.vocabulary.batch_budgets import BudgetObjects
 from gputui.vocabulary.model import DRAIN_ANNOTATION_PREFIX, Condition
 
 # The actors, as the `actor` field and JSON name them.
@@ -286,6 +287,9 @@ class ActorObjects:
     reads: Mapping[str, str] = field(default_factory=dict)
     remediations: tuple[RemediationRecord, ...] = ()  # NVSentinel's ExternalRemediationRequests
     maintenance_requests: tuple[MaintenanceRequestRecord, ...] = ()  # NVSentinel's MaintenanceRequests
+    # The limits the same controllers set on nodes disrupted at once (Karpenter's NodePools, the maintenance-operator's
+    # config), read with them; None when not read (ClusterSnapshot.batch_budgets takes them from here).
+    budgets: BudgetObjects | None = None
 
     def nvsentinel_by_node(self) -> dict[str, tuple[list[RemediationRecord], list[MaintenanceRequestRecord]]]:
         """Each node's NVSentinel requests (built once per snapshot by its reader)."""

@@ -44,6 +44,7 @@ ROUTE_CRDS = {
 # NodePool (cluster-scoped). Each has a status subresource: a test writes status as the controller does, through it.
 ACTOR_CRDS = {
     "nodemaintenances": ("maintenance.nvidia.com", "v1alpha1", "NodeMaintenance"),
+    "maintenanceoperatorconfigs": ("maintenance.nvidia.com", "v1alpha1", "MaintenanceOperatorConfig"),
     "nodeclaims": ("karpenter.sh", "v1", "NodeClaim"),
     "nodepools": ("karpenter.sh", "v1", "NodePool"),
 }

@@ -194,12 +194,14 @@ def test_actor_reader_states_absent_forbidden_and_discovery_failed():
         return cache
 
     reader = ActorReader(make, "v1alpha1", None)
-    assert list(made) == ["/apis/maintenance.nvidia.com/v1alpha1/nodemaintenances"]  # cluster-wide
+    assert list(made) == ["/apis/maintenance.nvidia.com/v1alpha1/nodemaintenances",  # cluster-wide
+                          "/apis/maintenance.nvidia.com/v1alpha1/maintenanceoperatorconfigs"]
     objects = reader.objects()
     assert objects.reads == {MAINTENANCE: "unknown: forbidden: nodemaintenances is forbidden",
                              NODECLAIM: "not installed", "ExternalRemediationRequest": "not installed",
                              "MaintenanceRequest": "not installed"}
     assert [(s.name, s.error) for s in ActorReader.sources(objects)] == \
-        [("NodeMaintenance", "unknown: not readable (forbidden)")]  # the header's words
+        [("NodeMaintenance", "unknown: not readable (forbidden)"),  # the header's words
+         ("MaintenanceOperatorConfig", "unknown: not readable (forbidden)")]
     blind = ActorReader(make, None, None, RuntimeError("503: discovery down"))
     assert all(v.startswith("unknown: API discovery failed") for v in blind.objects().reads.values())

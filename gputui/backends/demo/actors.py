@@ -15,6 +15,12 @@ times are relative to the demo's start, so the demo stays deterministic.
   and gputui's cordon record (gputui.io/cordon) by another user than the demo's own (demo-operator), its expiry
   passed six hours before the demo starts: the dashboard counts it as a problem (cordon expired), and `u` on it asks
   first, naming that user.
+- the A100 nodes gpu-a100-01..08 are Karpenter's, of NodePool gpu-a100 (label karpenter.sh/nodepool, as Karpenter
+  labels the nodes it launches), whose disruption budgets are DEMO_BUDGETS: 75% at any time (6 of 8 nodes, rounded up
+  as Karpenter rounds), none on weekdays 09:00-17:00 UTC (closed when the demo starts, a Friday at midnight), and
+  none for drift. Four of its nodes are in other hands already (NVSentinel, Karpenter, the GPU Operator, a person):
+  a batch of A100 nodes drains at most 2 at once, and its plan names the NodePool as the limit. The
+  snapshot carries them once the simulation hands them in (`batch_budgets=DEMO_BUDGETS` in Simulation.snapshot).
 The GPU Operator's stuck upgrade is gpu-a100-08's upgrade-failed (scenario.py): the operator records no time for
 that state, so "stuck for days" cannot be said of it from the Node; gpu-l40s-05's deletion candidate is set in
 Simulation.
@@ -29,6 +35,14 @@ from collections.abc import Mapping
 from gputui.backends.demo.scenario import SimNode
 from gputui.policy.cordon_record import CordonRecord
 from gputui.vocabulary import disruptions as d
+from gputui.vocabulary.batch_budgets import (
+    MAINTENANCE_CONFIG,
+    NODEPOOL,
+    NODEPOOL_LABEL,
+    BudgetObjects,
+    NodePoolBudget,
+    NodePoolRecord,
+)
 from gputui.vocabulary.scheduling import Taint
 
 NVSENTINEL_NODE = "gpu-a100-03"
@@ -45,6 +59,16 @@ PERSON_SINCE_S = 2 * 86400
 PERSON_EXPIRED_S = 6 * 3600
 DELETING_S = 20 * 60  # the autoscaler tainted it this long before
 GPU_ERROR_TAINT = Taint("nvidia.com/gpu-error", "fatal", "NoSchedule")
+KARPENTER_POOL = "gpu-a100"
+KARPENTER_POOL_NODES = tuple(f"gpu-a100-{i:02d}" for i in range(1, 9))
+# As a NodePool's owner writes spec.disruption.budgets (sigs.k8s.io/karpenter v1.13.0 pkg/apis/v1/nodepool.go Budget).
+DEMO_BUDGETS = BudgetObjects(
+    nodepools=(NodePoolRecord(KARPENTER_POOL, (
+        NodePoolBudget("75%"),
+        NodePoolBudget("0", "0 9 * * 1-5", "8h"),
+        NodePoolBudget("0", reasons=("Drifted",)),
+    )),),
+    reads={NODEPOOL: d.READ, MAINTENANCE_CONFIG: d.NOT_INSTALLED})
 
 
 def hand_to_actors(nodes: Mapping[str, SimNode], start: float) -> None:
@@ -66,6 +90,8 @@ def hand_to_actors(nodes: Mapping[str, SimNode], start: float) -> None:
                                                   "Effect": GPU_ERROR_TAINT.effect}]),
         d.NVSENTINEL_IS_CORDONED: "True",
     })
+    for name in KARPENTER_POOL_NODES:
+        nodes[name].labels[NODEPOOL_LABEL] = KARPENTER_POOL
     karpenter = nodes[KARPENTER_NODE]
     karpenter.taints = (*karpenter.taints, Taint(d.KARPENTER_DISRUPTED, "", "NoSchedule"))
     deleting = nodes[AUTOSCALER_NODE]

@@ -1,5 +1,8 @@
 """Draining several nodes: at most N at once (fewer while the GPU Operator's maxUnavailable leaves no room for
-another: gputui.policy.upgrades.parallel_hold), a capacity guard that stops before GPUs run out, and a placement guard
+another: gputui.policy.upgrades.parallel_hold, or another budget does: Karpenter's NodePools, the maintenance-operator's
+limits, gputui.policy.batch_budgets; a budget that allows none, or is
+unknown, with nothing running stops the batch there), no node whose pods carry karpenter.sh/do-not-disrupt (read
+as each node starts: gputui.ops.drain.pod_guards), a capacity guard that stops before GPUs run out, and a placement guard
 that stops before a node whose drain would leave a pod with nowhere to go (gputui.ops.drain.placement), unless
 the operator accepted that pod.
 
@@ -23,10 +26,12 @@ from gputui.ops.drain.events import DrainEvent, EventKind
 from gputui.ops.drain.options import DrainOptions
 from gputui.ops.drain.plan import capacity_after, plan_drain, units_needed
 from gputui.ops.drain.plan_placement import eviction_order, previewed, strand_words, strands
+from gputui.ops.drain.pod_guards import guards_reader, with_guards
 from gputui.ops.drain.report import DrainReport, Outcome
 from gputui.ops.drain.run import run_drain
 from gputui.ops.drain.start import BatchStart, DrainStart
 from gputui.ops.steps import Ended, step
+from gputui.policy.batch_budgets import budgets_of, refusing
 from gputui.policy.upgrades import parallel_hold
 from gputui.snapshot import ClusterSnapshot
 
@@ -46,6 +51,7 @@ def run_batch(nodes: list[str], ctx: OpContext, options: DrainOptions | Mapping[
     wake: dict[str, float] = {}  # when each run asked to be polled again (a paused one backs off)
     reports: dict[str, DrainReport] = {}
     told_held: set[str] = set()
+    guard_reader = guards_reader(reader)
     cordoned: list[str] | None = None if len(nodes) > 1 and writer is not None else []  # by this batch, first
     while pending or active:
         while pending and len(active) < max(1, parallel):
@@ -76,6 +82,21 @@ def run_batch(nodes: list[str], ctx: OpContext, options: DrainOptions | Mapping[
                     told_held.add(node)
                     yield DrainEvent(node, EventKind.INFO, message=held)
                 break
+            # The other budgets: this batch's own nodes (those it cordoned, those it drains) are not others' disruptions.
+            own = set(cordoned or ()) | set(active)
+            stop = refusing(budgets_of(snap, own), node, set(active))
+            if stop is not None and active:
+                if node not in told_held:
+                    told_held.add(node)
+                    yield DrainEvent(node, EventKind.INFO, message=f"{node} waits for the drains running: {stop.words()}")
+                break
+            if stop is not None:  # nothing running and no room (or a budget unknown): the batch starts nothing more
+                for skipped in pending:
+                    reports[skipped] = DrainReport(skipped, Outcome.NOT_STARTED, reason=f"budget: {stop.words()}")
+                yield DrainEvent(node, EventKind.FAILED, message=f"no room in a budget before {node}: {stop.words()}; "
+                                                                  f"not started: {', '.join(pending)}")
+                pending.clear()
+                break
             # Drains running beside this batch (other gputuis, other batches of this one) move first.
             beside = [n for n in lease.draining(snap, clock()) if n not in members]
             guard, which = _guard(snap, set(active) | {node} | set(beside), members | set(beside), per_node), "capacity"
@@ -91,9 +112,15 @@ def run_batch(nodes: list[str], ctx: OpContext, options: DrainOptions | Mapping[
                                                                   f"{guard}; not started: {', '.join(pending)}")
                 pending.clear()
                 break
+            try:  # read as it starts: an annotation added since the plan still blocks the node
+                guards = guard_reader.pod_guards([node]) if guard_reader is not None else {}
+            except BackendError as exc:  # unknown is not "none": the node waits until they can be read
+                yield DrainEvent(node, EventKind.PAUSED, message=f"cannot read {node}'s pods' do-not-disrupt: {exc}")
+                sleep(poll_s)
+                break
             pending.pop(0)
-            active[node] = run_drain(plan_drain(snap, node, per_node[node], batch=members, preview=False), each,
-                                     controls.get(node), DrainStart(start.deadlines.get(node), start.take_over))
+            plan = with_guards(plan_drain(snap, node, per_node[node], batch=members, preview=False), guards)
+            active[node] = run_drain(plan, each, controls.get(node), DrainStart(start.deadlines.get(node), start.take_over))
         for node, run in list(active.items()):
             if clock() < wake.get(node, 0.0):
                 continue

@@ -1,7 +1,9 @@
 """A maintenance batch planned as a whole, before anything is done: every node's drain plan, then per GPU model
 everything the batch moves against what is free outside it (drains already running counted first), where the
-capacity guard and the placement preview would stop a run that drains the nodes in this order, and whether the
-batch goes beyond the GPU Operator's maxUnavailable. Pure, over one snapshot."""
+capacity guard and the placement preview would stop a run that drains the nodes in this order, whether the
+batch goes beyond the GPU Operator's maxUnavailable, and how many of its nodes may drain at once: the minimum
+over every budget that governs them (gputui.policy.batch_budgets), the limiting one named. Pure, over one snapshot
+(and the pods' do-not-disrupt annotations, read by the caller: gputui.ops.drain.pod_guards)."""
 
 from __future__ import annotations
 
@@ -28,6 +30,18 @@ from gputui.ops.drain.plan_placement import (
     strands,
     with_placement,
 )
+from gputui.ops.drain.pod_guards import GUARDS_SOURCE, with_guards
+from gputui.policy.batch_budgets import (
+    CAPACITY,
+    GPU_OPERATOR,
+    PDB,
+    UNREAD,
+    BatchBudget,
+    budgets_of,
+    disrupted,
+    parallelism,
+    pdb_budgets,
+)
 from gputui.policy.upgrades import max_unavailable
 from gputui.snapshot import ClusterSnapshot
 from gputui.vocabulary.gpu_resources import WHOLE_GPU
@@ -49,6 +63,17 @@ class BatchPlan:
     # Drains already running, and what their pods still there move: counted before this batch's (plan_batch).
     ahead: tuple[str, ...] = ()
     ahead_needed: tuple[CapacityCheck, ...] = ()
+    # Every budget over the batch's nodes (gputui.policy.batch_budgets), how many nodes start at once under them
+    # (and under the parallelism asked, `parallel`), and the budget that stops one more (None: none does).
+    budgets: tuple[BatchBudget, ...] = ()
+    at_once: int = 0
+    limiting: BatchBudget | None = None
+    parallel: int | None = None
+
+    @property
+    def budget_stops(self) -> bool:
+        """No node may start now: a budget allows none, or one is unknown (fail closed)."""
+        return self.at_once == 0 and self.limiting is not None
 
     @property
     def fits(self) -> bool:
@@ -98,6 +123,7 @@ class BatchPlan:
                          f"node this batch drains")
         if self.unavailable_note:
             lines.append(self.unavailable_note)
+        lines.extend(self.budget_lines())
         lines.extend(batch_lines(self))
         if self.stop_before is not None:
             done = [p.node for p in self.plans][: [p.node for p in self.plans].index(self.stop_before)]
@@ -106,18 +132,41 @@ class BatchPlan:
         return lines
 
 
+    def budget_lines(self) -> list[str]:
+        """How many nodes drain at once and why, then each budget that governs them."""
+        # One node, under only its own free GPUs and PDBs, needs no word on parallelism (a plain drain's plan).
+        if not self.budgets or (len(self.plans) < 2 and not self.budget_stops
+                                and all(b.kind in (CAPACITY, PDB) for b in self.budgets)):
+            return []
+        total = len(self.plans)
+        if self.limiting is None:
+            head = f"nodes at once: {self.at_once} of {total}" + (
+                f" (--parallel {self.parallel}; every budget allows it)" if self.parallel is not None
+                and self.at_once < total else ": every budget allows it")
+        elif self.at_once == 0:
+            head = f"nodes at once: NONE may start now: {self.limiting.words()}"
+        else:
+            head = f"nodes at once: {self.at_once} of {total}, limited by {self.limiting.words()}"
+        return [head] + [f"  budget {b.words()}" for b in self.budgets if b is not self.limiting]
+
+
 def plan_batch(snapshot: ClusterSnapshot, nodes: list[str], options: Mapping[str, DrainOptions] | DrainOptions,
-               accept_stranded: Collection[str] = (), draining: Collection[str] = ()) -> BatchPlan:
+               accept_stranded: Collection[str] = (), draining: Collection[str] = (), parallel: int | None = None,
+               guards: Mapping[str, str] | None = None, guards_error: str = "") -> BatchPlan:
     """Every node's plan, the batch's capacity per GPU model, where each replacement can go (the batch's pods
     placed in its order), and the guard's predicted stops. Capacity outside the batch only: a pod moved onto a
     node the batch drains later would have to move again. `accept_stranded`: pods the operator accepts to
     leave with nowhere to go. `draining`: nodes other drains are running on. Their pods still there go first:
-    they take free GPUs and places before this batch's pods do, so two drains never count the same GPU."""
+    they take free GPUs and places before this batch's pods do, so two drains never count the same GPU.
+    `parallel`: the nodes at once asked for (None: as many as the budgets allow). `guards`: the batch's pods'
+    karpenter.sh/do-not-disrupt annotations (pod key -> value), each a blocker; `guards_error`: why they could not
+    be read (the batch then starts nothing: fail closed)."""
     members = set(nodes)
     ahead = [n for n in dict.fromkeys(draining) if n not in members and snapshot.node(n) is not None]
     away = members | set(ahead)
     per_node = options if isinstance(options, Mapping) else {n: options for n in nodes}
-    plans = tuple(plan_drain(snapshot, n, per_node[n], batch=away, preview=False) for n in nodes)
+    plans = tuple(with_guards(plan_drain(snapshot, n, per_node[n], batch=away, preview=False), guards or {})
+                  for n in nodes)
     # A running drain moves all its pods (kubectl's filters passed when it started): none is an error here
     moving = DrainOptions(force=True, delete_emptydir_data=True)
     before = tuple(plan_drain(snapshot, n, moving, batch=away, preview=False) for n in ahead)
@@ -143,8 +192,39 @@ def plan_batch(snapshot: ClusterSnapshot, nodes: list[str], options: Mapping[str
                            and strands((p.placement for p in plan.pods), accepted)), None)
     ahead_needed = tuple(capacity_after(snapshot, away, product, list(units), resource)
                          for (product, resource), units in sorted(_needs(before).items()))
+    budgets = _budgets(snapshot, nodes, plans, stop_before, guards_error)
+    at_once, limiting = parallelism(budgets, list(nodes), parallel if parallel is not None else len(nodes))
     return BatchPlan(plans, checks, stop_before, _beyond_max_unavailable(snapshot, members), placement_stop, accepted,
-                     tuple(reached_notes(snapshot, placements, reached)), tuple(ahead), ahead_needed)
+                     tuple(reached_notes(snapshot, placements, reached)), tuple(ahead), ahead_needed,
+                     tuple(budgets), at_once, limiting, parallel)
+
+
+def _budgets(snapshot: ClusterSnapshot, nodes: list[str], plans: tuple[DrainPlan, ...], stop_before: str | None,
+             guards_error: str) -> list[BatchBudget]:
+    """Every budget over the batch: the pods' guards when unread, the other controllers' (gputui.policy.batch_budgets),
+    the GPU Operator's maxUnavailable, free GPUs per model, and PodDisruptionBudgets. The batch's own nodes are left
+    out of what others disrupt unless another actor holds them already (then draining them costs nothing more)."""
+    taken = disrupted(snapshot)
+    own = [n for n in nodes if n not in taken]
+    out = [BatchBudget(GUARDS_SOURCE, f"not readable ({guards_error})", None, kind=UNREAD)] if guards_error else []
+    out += [b for b in budgets_of(snapshot, own) if any(b.governs(n) for n in nodes)]  # only those over its nodes
+    policy = snapshot.upgrade_policy
+    if policy is not None:  # as parallel_hold counts: unschedulable or NotReady; never holds the batch's first node
+        down = {n.name: taken.get(n.name, "NotReady" if not n.ready else "person") for n in snapshot.nodes
+                if n.unschedulable or not n.ready}
+        limit = max_unavailable(policy, len(snapshot.nodes))
+        out.append(BatchBudget("the GPU Operator's maxUnavailable", f"{policy.max_unavailable} of "
+                               f"{len(snapshot.nodes)} GPU nodes → {limit} node{'s' * (limit != 1)}", limit, None, down,
+                               holds_first=False, kind=GPU_OPERATOR))
+    names = [p.node for p in plans]
+    reached = names.index(stop_before) if stop_before in names else len(names)
+    for product in sorted({p.capacity.product for p in plans if p.to_evict}):
+        of_model = [n for n, p in zip(names, plans, strict=True) if p.capacity.product == product]
+        fits = sum(1 for n in of_model if names.index(n) < reached)
+        out.append(BatchBudget(f"free {product or 'GPU'} GPUs", f"the pods of {fits} of the batch's {len(of_model)} "
+                               f"{product or 'GPU'} nodes fit outside it → {fits} node{'s' * (fits != 1)}", fits,
+                               frozenset(of_model), kind=CAPACITY))
+    return out + pdb_budgets(snapshot, nodes)
 
 
 def _needs(plans: Iterable[DrainPlan]) -> dict[tuple[str, str], list[int]]:
@@ -180,5 +260,8 @@ def batch_json(batch: BatchPlan) -> dict:
         "guard_stops_before": batch.first_stop,
         "placement_stops_before": batch.placement_stop,
         "beyond_max_unavailable": batch.unavailable_note or None,
+        "nodes_at_once": batch.at_once,
+        "limiting_budget": batch.limiting.to_dict() if batch.limiting is not None else None,
+        "budgets": [b.to_dict() for b in batch.budgets],
         "placement": batch_placement_json(batch),
     }

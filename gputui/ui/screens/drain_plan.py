@@ -179,7 +179,9 @@ class DrainPlanScreen(ClusterModal[DrainOptions | None]):
         assert snap is not None  # the plan is opened only from a screen showing a snapshot
         # The drains running take free GPUs first: the plan counts what their pods still move before its own.
         running = [n for s in self.app.running_drains for n in s.nodes] + draining(snap, time.time())
-        return plan_batch(snap, [n for n in self.nodes if snap.node(n)], self.options, self.accepted, running)
+        # As many at once as the run will start (the settings' drain_parallel), under every budget.
+        return plan_batch(snap, [n for n in self.nodes if snap.node(n)], self.options, self.accepted, running,
+                          parallel=self.app.settings.drain_parallel)
 
     def plans(self) -> list[DrainPlan]:
         return list(self.batch_plan().plans)
@@ -277,6 +279,9 @@ class DrainPlanScreen(ClusterModal[DrainOptions | None]):
         if batch.blocked_by_placement:
             self.notify(f"{len(batch.stranded)} pods would have nowhere to go: press a to accept leaving them "
                         "Pending.", severity="error")
+            return
+        if batch.budget_stops and batch.limiting is not None:  # no room in a budget, or one unknown: nothing starts
+            self.notify(f"No node may start now: {batch.limiting.words()}", severity="error")
             return
         self.dismiss(self.options)
 

@@ -1,0 +1,115 @@
+"""The arithmetic and words of a node's fault counts against its pool (gputui.policy.fault_peers): the median of an
+odd and an even pool, the node itself left out of the median and the next worst, unknown never 0."""
+
+from __future__ import annotations
+
+from gputui.backends.prom_fault_window import parse, window_query
+from gputui.policy.fault_peers import FAMILIES, FaultWindow, compare, lines, median, window_words
+
+XID = "DCGM_FI_DEV_XID_ERRORS"
+ALL = frozenset(FAMILIES)
+DAY = 86400.0
+
+
+def window(counts: dict[str, dict[str, int]], collected: dict[str, frozenset[str]] | None = None) -> FaultWindow:
+    return FaultWindow(DAY, counts, collected if collected is not None else {n: ALL for n in counts})
+
+
+def kind(peers, name):
+    return next(p for p in peers if p.kind == name)
+
+
+def test_median_of_odd_and_even_counts():
+    assert median([5, 1, 3]) == 3
+    assert median([4, 1, 3, 0]) == 2  # (1 + 3) / 2
+    assert median([0, 1]) == 0.5
+    assert median([]) is None
+
+
+def test_the_node_itself_is_left_out_of_the_median_and_the_next_worst():
+    counts = {"a": {"XID 45": 37}, "b": {"XID 45": 2}, "c": {}, "d": {}}
+    peers = compare(window(counts), "", dict.fromkeys(counts, "p"))
+    a = kind(peers["a"], "XID 45")
+    assert (a.count, a.pool_median, a.pool_next_worst, a.peers) == (37, 0, 2, 3)
+    assert a.words() == "XID 45 ×37 in 24 h; pool median 0, next worst 2"
+    b = kind(peers["b"], "XID 45")  # the worst other node of b is a, and a's 37 is not its own
+    assert (b.count, b.pool_median, b.pool_next_worst) == (2, 0, 37)
+    # c's others are a 37, b 2, d 0: the median is b's 2 (c's own 0 not among them).
+    assert kind(peers["c"], "XID 45").pool_median == 2
+    assert kind(peers["a"], "XID").count == 37  # every code together
+
+
+def test_an_even_pool_of_others_takes_the_mean_of_the_middle_two():
+    counts = {"x": {"XID 13": 9}, "a": {"XID 13": 1}, "b": {"XID 13": 4}, "c": {"XID 13": 2}, "d": {}}
+    peers = compare(window(counts), "", dict.fromkeys(counts, "p"))
+    assert kind(peers["x"], "XID 13").pool_median == 1.5  # others 0, 1, 2, 4
+    assert kind(peers["x"], "XID 13").words() == "XID 13 ×9 in 24 h; pool median 1.5, next worst 4"
+
+
+def test_pools_are_compared_apart():
+    counts = {"a1": {"XID 79": 3}, "a2": {}, "b1": {"XID 79": 50}, "b2": {}}
+    peers = compare(window(counts), "", {"a1": "a", "a2": "a", "b1": "b", "b2": "b"})
+    assert kind(peers["a1"], "XID 79").pool_next_worst == 0  # b1's 50 is in another pool
+
+
+def test_a_family_without_series_is_not_collected_never_zero_and_left_out_of_the_peers():
+    counts = {"a": {"XID 45": 5}, "b": {}, "c": {}}
+    collected = {"a": ALL, "b": ALL, "c": ALL - {XID}}
+    peers = compare(window(counts, collected), "", dict.fromkeys(counts, "p"))
+    c = kind(peers["c"], "XID 45")
+    assert c.count is None and c.why.startswith("not collected") and c.to_dict()["unknown"] == c.why
+    a = kind(peers["a"], "XID 45")
+    assert (a.pool_median, a.pool_next_worst, a.peers_unknown) == (0, 0, 1)
+    assert a.words().endswith("(1 of 2 other nodes unknown)")
+    assert kind(peers["b"], "XID").count == 0  # collected, no change: 0
+    # A node the read does not name at all has nothing collected.
+    alone = compare(window({}, {}), "", {"n": "p"})
+    assert all(p.count is None for p in alone["n"])
+
+
+def test_every_other_node_unknown_gives_no_median_and_no_next_worst():
+    counts = {"a": {"XID 45": 5}, "b": {}}
+    peers = compare(window(counts, {"a": ALL, "b": frozenset()}), "", dict.fromkeys(counts, "p"))
+    a = kind(peers["a"], "XID 45")
+    assert (a.pool_median, a.pool_next_worst) == (None, None)
+    assert "every other node's count unknown" in a.words()
+
+
+def test_a_failed_read_is_unknown_for_every_kind_with_its_reason():
+    peers = compare(None, "connection refused", {"a": "p", "b": "p"}, 6 * 3600)
+    assert all(p.count is None and p.why == "connection refused" and p.pool_median is None
+               and p.pool_next_worst is None and p.window_s == 6 * 3600 for ps in peers.values() for p in ps)
+    assert lines(peers["a"]) == ["fault counts over 6 h unknown: connection refused"]
+    assert peers["a"][0].to_dict()["count"] is None
+
+
+def test_lines_show_what_stands_out_and_the_gaps():
+    counts = {"a": {"XID 45": 3, "XID 79": 1}, "b": {"XID 45": 1}, "c": {}}
+    collected = {n: ALL - {"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"} for n in counts}
+    peers = compare(window(counts, collected), "", dict.fromkeys(counts, "p"))
+    shown = lines(peers["a"])
+    assert shown[:2] == ["XID 45 ×3 in 24 h; pool median 0.5, next worst 1", "XID 79 ×1 in 24 h; pool median 0, next worst 0"]
+    assert not any(s.startswith("XID ×") for s in shown)  # the codes' lines say more than the total
+    assert shown[-1] == "not collected over 24 h: uncorrectable ECC errors (no series for the node)"
+    quiet = compare(window({"a": {}, "b": {}}), "", {"a": "p", "b": "p"})
+    assert lines(quiet["a"]) == ["no fault counted in 24 h on this node or the other nodes of pool p"]
+
+
+def test_window_words():
+    assert [window_words(s) for s in (DAY, 6 * 3600, 5400, 45)] == ["24 h", "6 h", "90 min", "45 s"]
+
+
+def test_the_query_is_one_and_its_answer_is_counted_per_code_and_rise():
+    promql = window_query(DAY, 1_800_000_000.0, ["Hostname", "hostname"])
+    assert promql.endswith("[86400s:60s]") and promql.count("@ 1800000000.000") == len(FAMILIES)
+    answer = [
+        {"metric": {"Hostname": "n1", "gpu": "0", "fault": XID, "peers": "event"},
+         "values": [[1, "45"], [2, "79"], [3, "45"]]},
+        {"metric": {"hostname": "n2", "gpu": "1", "fault": "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+                    "peers": "event"}, "values": [[1, "2"], [2, "3"], [3, "NaN"]]},
+        {"metric": {"Hostname": "n1", "fault": XID, "peers": "present"}, "values": [[3, "8"]]},
+        {"metric": {"Hostname": "", "gpu": "0", "fault": XID, "peers": "event"}, "values": [[1, "13"]]},
+    ]
+    read = parse(answer, DAY, ["Hostname", "hostname"])
+    assert read.counts == {"n1": {"XID 45": 2, "XID 79": 1}, "n2": {"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": 5}}
+    assert read.collected == {"n1": frozenset({XID})}

@@ -28,9 +28,11 @@ from gputui.backends.kubeconfig import connect
 from gputui.backends.prom import HOST_LABELS, PromConfig, PromSource
 from gputui.backends.prom_arrivals import arrivals
 from gputui.backends.prom_canary import version_signals
+from gputui.backends.prom_fault_window import read as read_fault_window
 from gputui.backends.prom_review import idle_gpus, read_facts
 from gputui.backends.session_metrics import engines
 from gputui.base.debug_log import log
+from gputui.policy.fault_peers import FaultWindow
 from gputui.policy.node_pools import IdleReading
 from gputui.policy.upgrades import policy_from
 from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS, Settings, protection
@@ -331,6 +333,12 @@ class KubeReader:
         if self.prom is None:
             raise BackendError("no metrics source (give --prometheus): idle GPUs cannot be told")
         return idle_gpus(self.prom, window_s, below_pct)
+
+    def fault_window(self, window_s: float) -> FaultWindow:
+        """Every node's GPU fault counts over the window: one query for the fleet (prom_fault_window)."""
+        if self.prom is None:
+            raise BackendError("no metrics source (give --prometheus): fault counts cannot be read")
+        return read_fault_window(self.prom, window_s)
 
     def arrivals(self, pods: Collection[InferencePod], window_s: float = 60.0) -> Mapping[str, Arrivals]:
         if self.prom is None:

@@ -17,7 +17,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gputui.policy.node_pools import DEFAULT_POOL_LABELS, pool_of
 from gputui.vocabulary.gpu_faults import PCIE_REPLAY_FIELD, XID_FIELD
+from gputui.vocabulary.model import Node
 
 # The families counted over the window, and a kind's words. An XID is counted per code ("XID 45") and in all
 # ("XID", every code together); the others are counters (or a flag) whose rises are summed over the window.
@@ -102,7 +104,8 @@ class PeerCount:
 
     def to_dict(self) -> dict[str, Any]:
         """As `gputui nodes -o json` lists it (per node `fault_peers`)."""
-        out: dict[str, Any] = {"kind": self.kind, "window_s": self.window_s, "pool": self.pool, "count": self.count,
+        out: dict[str, Any] = {"kind": self.kind, "window": window_words(self.window_s), "window_s": self.window_s,
+                               "pool": self.pool, "count": self.count,
                                "pool_median": self.pool_median, "pool_next_worst": self.pool_next_worst,
                                "pool_others": self.peers, "pool_others_unknown": self.peers_unknown}
         if self.count is None:
@@ -160,26 +163,39 @@ def compare(window: FaultWindow | None, error: str, pools: Mapping[str, str],
     return out
 
 
+def fleet_peers(nodes: Iterable[Node], window: FaultWindow | None, error: str,
+                keys: Iterable[str] = DEFAULT_POOL_LABELS, window_s: float = DEFAULT_WINDOW_S) -> dict[str, list[PeerCount]]:
+    """compare() over a snapshot's nodes, each in the pool its labels name (node_pools.pool_of)."""
+    keys = tuple(keys)
+    return compare(window, error, {n.name: pool_of(n.labels, keys) for n in nodes}, window_s)
+
+
 def lines(peers: Iterable[PeerCount], limit: int | None = None) -> list[str]:
-    """A node's lines: each kind that stands out (the node or another node of its pool has some; the XID total
-    only when no code's own line is shown), each unknown kind, the families not collected in one line; when
-    nothing stands out, one line saying so first. A failed read is one line."""
+    """A node's lines (line_items' words)."""
+    return [text for text, _ in line_items(peers, limit)]
+
+
+def line_items(peers: Iterable[PeerCount], limit: int | None = None) -> list[tuple[str, bool]]:
+    """A node's lines, each with whether it asks to be looked at (the node has some, or its count is unknown):
+    each kind that stands out (the node or another node of its pool has some; the XID total only when no code's
+    own line is shown), each unknown kind, the families not collected in one line; when nothing stands out, one
+    line saying so first. A failed read is one line."""
     peers = list(peers)
     if not peers:
         return []
     window = window_words(peers[0].window_s)
     unknown = [p for p in peers if p.count is None and not p.why.startswith("not collected")]
     if len(unknown) == len(peers) and len({p.why for p in unknown}) == 1:
-        return [f"fault counts over {window} unknown: {unknown[0].why}"]
-    out: list[str] = []
+        return [(f"fault counts over {window} unknown: {unknown[0].why}", True)]
+    out: list[tuple[str, bool]] = []
     standing = [p for p in peers if p.count is not None and p.stands_out]
     codes = any(p.kind.startswith("XID ") for p in standing)
     if not standing:
-        out.append(f"no fault counted in {window} on this node or the other nodes of pool {peers[0].pool}")
-    out += [p.words() for p in standing if not (p.kind == XID_ANY and codes)]
-    out += [p.words() for p in unknown]
+        out.append((f"no fault counted in {window} on this node or the other nodes of pool {peers[0].pool}", False))
+    out += [(p.words(), bool(p.count)) for p in standing if not (p.kind == XID_ANY and codes)]
+    out += [(p.words(), True) for p in unknown]
     missing = dict.fromkeys("XID" if family_of(p.kind) == XID_FIELD else kind_words(p.kind)
                             for p in peers if p.count is None and p.why.startswith("not collected"))
     if missing:
-        out.append(f"not collected over {window}: {', '.join(missing)} (no series for the node)")
+        out.append((f"not collected over {window}: {', '.join(missing)} (no series for the node)", True))
     return out if limit is None else out[:limit]

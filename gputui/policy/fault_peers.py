@@ -199,3 +199,15 @@ def line_items(peers: Iterable[PeerCount], limit: int | None = None) -> list[tup
     if missing:
         out.append((f"not collected over {window}: {', '.join(missing)} (no series for the node)", True))
     return out if limit is None else out[:limit]
+
+
+def own_lines(peers: Iterable[PeerCount]) -> list[str]:
+    """The lines of the kinds the node itself has some of (the XID total only when no code's line is), or the
+    one line of a failed read: what node detail's header shows (describe shows every line)."""
+    items = line_items(peers)
+    if len(items) == 1 and items[0][0].startswith("fault counts over"):
+        return [items[0][0]]
+    peers = list(peers)
+    mine = [p for p in peers if p.count]
+    codes = any(p.kind.startswith("XID ") for p in mine)
+    return [p.words() for p in mine if not (p.kind == XID_ANY and codes)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+import time
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -15,6 +16,7 @@ from textual.events import Resize
 from textual.widgets import Static
 
 from gputui.backends.base import error_line
+from gputui.policy.fault_peers import PeerCount
 from gputui.policy.health import fleet_driver, has_driver_drift
 from gputui.policy.problems import snapshot_alerts
 from gputui.present import cells
@@ -23,6 +25,7 @@ from gputui.snapshot import ClusterSnapshot
 from gputui.ui.base import ClusterScreen
 from gputui.ui.messages import DescriptionRead, HistoryRead
 from gputui.ui.screens.cordon_dialog import ask_cordon
+from gputui.ui.screens.node_peers import READ_EVERY_S, FaultPeersRead, peer_text, read_peers
 from gputui.ui.widgets.footer import KeyFooter
 from gputui.ui.widgets.header import HeaderBar
 from gputui.ui.widgets.virtual_table import VirtualTable
@@ -82,6 +85,8 @@ class NodeDetailScreen(ClusterScreen):
         self.spark_width = 30
         self.pod_width = 30
         self.extra_figures: tuple[GpuMetric, ...] = ()  # DETAIL_EXTRA's figures some GPU of the node reports
+        self.peers: list[PeerCount] | None = None  # its fault counts against its pool (node_peers); None: not read
+        self._peers_asked: float | None = None  # when they were last asked for (monotonic)
 
     def compose(self) -> ComposeResult:
         yield HeaderBar()
@@ -97,6 +102,7 @@ class NodeDetailScreen(ClusterScreen):
         """Show a node (the app keeps one detail screen): nothing read for the last one is shown for it, even
         under the same name (another cluster's, after :ctx)."""
         self.node_name, self.history, self.full_gpus = node, {}, None
+        self.peers, self._peers_asked = None, None
         if self.is_mounted:
             for table in self.query(VirtualTable):
                 table.show_rows({})
@@ -205,7 +211,8 @@ class NodeDetailScreen(ClusterScreen):
 
         def body() -> RenderableType:  # the heartbeat's age moves with the clock
             return describe(node, self.app.settings.temp_threshold, self.app.palette, message.description,
-                            message.error, now=self.app.clock(), summary=snap.summary(node), snapshot=snap)
+                            message.error, now=self.app.clock(), summary=snap.summary(node), snapshot=snap,
+                            peers=self.peers)
 
         self.app.push_screen(DetailScreen(f"node {node.name}", body(), ticking=body))
 
@@ -355,6 +362,7 @@ class NodeDetailScreen(ClusterScreen):
         for alert in snapshot_alerts(snap, node, self.app.settings.temp_threshold):
             text.append("\n ▲ ", style=f"bold {palette.alert}")
             text.append(alert.message, style=palette.alert)
+        text.append_text(peer_text(self.peers, width, palette))  # its fault counts against its pool (issue 37)
         for hold in node_holds(node, snap, snap.taken_at):  # who is disrupting it (issue 40): actor, phase, age, why
             head, why, stuck = hold_words(hold, snap.taken_at)
             text.append("\n ◆ ", style=f"bold {palette.cordoned}")
@@ -368,10 +376,29 @@ class NodeDetailScreen(ClusterScreen):
 
     def _fetch_history(self) -> None:
         if self in self.app.screen_stack:  # the interval runs on while the screen is kept off the stack
-            self._read_history(self.node_name)
+            now = time.monotonic()
+            peers = self._peers_asked is None or now - self._peers_asked >= READ_EVERY_S
+            if peers:
+                self._peers_asked = now
+            self._read_history(self.node_name, peers)
+
+    def on_fault_peers_read(self, message: FaultPeersRead) -> None:
+        if message.node != self.node_name:
+            return  # read for the node shown before
+        self.peers = message.peers
+        snap = self.app.snapshot
+        node = snap.node(self.node_name) if snap else None
+        if snap is not None and node is not None:
+            self.query_one("#node-info", Static).update(self._info(node, snap))
 
     @work(thread=True, exclusive=True, group="history", exit_on_error=False)
-    def _read_history(self, node: str) -> None:
+    def _read_history(self, node: str, peers: bool = False) -> None:
+        """The node's GPU rows and history; with `peers`, first its fault counts against its pool (one query for
+        the fleet, every READ_EVERY_S): posted before the history, so both show at the same draw."""
+        snap = self.app.snapshot
+        if peers and snap is not None:
+            self.post_message(FaultPeersRead(node, read_peers(self.app.backend, snap, node,
+                                                              self.app.settings.pool_labels)))
         reader = self.app.backend.reader
         try:
             gpus = reader.node_gpus(node) if hasattr(reader, "node_gpus") else None

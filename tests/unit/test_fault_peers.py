@@ -3,6 +3,7 @@ odd and an even pool, the node itself left out of the median and the next worst,
 
 from __future__ import annotations
 
+from gputui.backends.base import BackendError
 from gputui.backends.prom_fault_window import parse, window_query
 from gputui.policy.fault_peers import FAMILIES, FaultWindow, compare, lines, median, window_words
 
@@ -113,3 +114,23 @@ def test_the_query_is_one_and_its_answer_is_counted_per_code_and_rise():
     read = parse(answer, DAY, ["Hostname", "hostname"])
     assert read.counts == {"n1": {"XID 45": 2, "XID 79": 1}, "n2": {"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": 5}}
     assert read.collected == {"n1": frozenset({XID})}
+
+
+def test_the_evidence_bundle_carries_the_counts_and_says_when_unknown():
+    from gputui.backends.demo import demo_backend
+    from gputui.ops import evidence, evidence_write
+
+    backend = demo_backend(clock=lambda: 1_800_000_000.0)
+    ev = evidence.gather(backend, "gpu-h100-07")
+    assert ev.peers[0] == "XID 79 ×1 in 24 h; pool median 0, next worst 0"
+    summary = evidence_write.summary(ev)
+    assert "## GPU fault counts over 24 h against the other nodes of its pool\n\n- XID 79 ×1 in 24 h; pool median 0" \
+        in summary
+
+    def down(window_s):
+        raise BackendError("prometheus: connection refused")
+
+    backend.reader.fault_window = down
+    ev = evidence.gather(backend, "gpu-h100-07")
+    assert ev.peers_unknown == "prometheus: connection refused" and not ev.peers
+    assert "- unknown: the counts could not be read (prometheus: connection refused)" in evidence_write.summary(ev)

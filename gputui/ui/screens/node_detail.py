@@ -191,7 +191,8 @@ class NodeDetailScreen(ClusterScreen):
             from gputui.ops import evidence, evidence_write  # noqa: PLC0415 (loaded when first asked)
 
             try:
-                ev = evidence.gather(app.backend, node, audit_log=app.settings.audit_log, snapshot=snap)
+                ev = evidence.gather(app.backend, node, audit_log=app.settings.audit_log, snapshot=snap,
+                                     pool_labels=app.settings.pool_labels)
                 path = evidence_write.default_path(node, app.clock())
                 evidence_write.write(path, evidence_write.archive(ev))
             except Exception as exc:  # noqa: BLE001 - said, never a crash

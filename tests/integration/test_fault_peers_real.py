@@ -7,6 +7,7 @@ family no node exports is not collected; with Prometheus stopped every count is 
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 
@@ -17,6 +18,7 @@ from gputui.backends.prom import PromConfig, PromSource
 from gputui.backends.prom_fault_window import read
 from gputui.policy.fault_peers import compare, lines
 from tests.support.exporters import DcgmExporter
+from tests.support.gputui_cli import run
 from tests.support.prom import DCGM_JOB, PrometheusServer, Series, dcgm_scrape_config
 
 HOUR = 3600.0
@@ -141,3 +143,28 @@ def test_prometheus_down_makes_every_count_unknown(store):
     assert all(p.count is None and p.pool_median is None and p.why == str(err.value)
                for ps in peers.values() for p in ps)
     assert lines(peers["pa-1"]) == [f"fault counts over 24 h unknown: {err.value}"]
+
+
+def test_nodes_json_lists_each_nodes_counts_against_its_pool(cluster, fake_kubelet, store, tmp_path):
+    """`gputui nodes -o json` on the real control plane, the counts read from the planted Prometheus: per node
+    `fault_peers`, one entry per kind, unknown with why where the node exports no such series."""
+    for node, pool in POOLS.items():
+        fake_kubelet.add_node(node, gpus=2, labels={"gpu.pool": f"peers-{pool}"})
+    try:
+        out = run("nodes", "-o", "json", "--kubeconfig", str(cluster.admin_kubeconfig), "--prometheus", store.url,
+                  home=tmp_path)
+        assert out.returncode == 0, out.stderr
+        nodes = {n["name"]: n for n in json.loads(out.stdout)}
+        a1 = {k["kind"]: k for k in nodes["pa-1"]["fault_peers"]}
+        assert {k: a1["XID 45"][k] for k in ("count", "window", "pool", "pool_median", "pool_next_worst",
+                                             "pool_others", "pool_others_unknown")} == \
+            {"count": 3, "window": "24 h", "pool": "peers-a", "pool_median": 0.5, "pool_next_worst": 1,
+             "pool_others": 3, "pool_others_unknown": 1}
+        assert a1["DCGM_FI_DEV_ROW_REMAP_FAILURE"]["count"] == 1
+        a4 = {k["kind"]: k for k in nodes["pa-4"]["fault_peers"]}
+        assert a4["XID"]["count"] is None and a4["XID"]["unknown"].startswith("not collected")
+        assert a4["DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"]["count"] == 0
+        assert {k["kind"]: k["count"] for k in nodes["pb-1"]["fault_peers"]}["XID"] == 0
+    finally:
+        for node in POOLS:
+            fake_kubelet.remove_node(node)

@@ -134,3 +134,35 @@ def test_the_evidence_bundle_carries_the_counts_and_says_when_unknown():
     ev = evidence.gather(backend, "gpu-h100-07")
     assert ev.peers_unknown == "prometheus: connection refused" and not ev.peers
     assert "- unknown: the counts could not be read (prometheus: connection refused)" in evidence_write.summary(ev)
+
+
+def test_nodes_json_on_the_demo_lists_fault_peers_consistent_with_its_faults(tmp_path):
+    import json
+
+    from tests.support.gputui_cli import run
+
+    out = run("nodes", "--demo", "-o", "json", home=tmp_path)
+    assert out.returncode == 0, out.stderr
+    nodes = {n["name"]: n for n in json.loads(out.stdout)}
+    for record in nodes.values():  # a GPU showing an XID is counted once for its code, and nothing else is
+        xids = [f["code"] for g in record["gpus"] for f in g["faults"] if f.get("code")]
+        counts = {k["kind"]: k["count"] for k in record["fault_peers"]}
+        assert counts["XID"] == len(xids)
+        assert all(counts[f"XID {x}"] == xids.count(x) for x in xids)
+    seven = {k["kind"]: k for k in nodes["gpu-h100-07"]["fault_peers"]}
+    assert (seven["XID 79"]["count"], seven["XID 79"]["window"], seven["XID 79"]["pool_median"]) == (1, "24 h", 0)
+    assert seven["DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"]["count"] is None  # the demo exports no such counter
+
+
+def test_the_window_flag_reaches_the_json(tmp_path, monkeypatch, capsys):
+    import json
+
+    from gputui.cli import nodes
+    from gputui.cli.parser import build_parser, settings_from
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    args = build_parser().parse_args(["nodes", "--demo", "-o", "json", "--window", "6h"])
+    assert args.window == 6 * 3600
+    assert nodes.run(settings_from(args), args.output, args.window) == 0
+    record = next(n for n in json.loads(capsys.readouterr().out) if n["name"] == "gpu-h100-07")
+    assert {k["window"] for k in record["fault_peers"]} == {"6 h"}

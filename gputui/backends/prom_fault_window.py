@@ -2,16 +2,19 @@
 gputui.policy.fault_peers compares with each node's pool.
 
 dcgm-exporter's DCGM_FI_DEV_XID_ERRORS is a gauge holding the *last* XID of a GPU (with `err_code`/`err_msg`
-labels that change with it), so an XID is counted when a GPU's value changes to a non-zero code: a repeat of the
-same code with nothing between is one, as the exporter cannot tell them apart. The counters (uncorrectable ECC,
-rows remapped, PCIe replays, NVLink recoveries) and the row-remap-failure flag are counted by their rises,
-summed step by step (a fall is a reset, a driver reload: the new value is the rise), so the figure is exact,
-never increase()'s extrapolation.
+labels that change with it), so an XID is counted when a GPU's value becomes a non-zero code it did not hold a
+step before: from 0, from another code, or on first sight (a GPU whose series appears with a code). A repeat of
+the same code with nothing between is one: the exporter cannot tell them apart. `count_values` turns the code
+into a label, so the answer is counted per code by Prometheus. Only series with a non-zero code are read at each
+step (`err_code!="0"`, then `> 0`): a healthy fleet costs next to nothing, and an exporter without `err_code`
+still gives the right counts (its every series read).
 
-The query is a subquery evaluated once: `(events or presence)[window:step]`. Its answer is sparse: a sample only
-at a step where a GPU's XID changed or a counter rose, plus, at the last step alone, one sample per node and
-family that has a series anywhere in the window (`@` the end: evaluated once, not per step). A family a node has
-no series of is "not collected", never 0.
+The counters (uncorrectable ECC, rows remapped, PCIe replays, NVLink recoveries) and the row-remap-failure flag
+are counted by their rise over the window: the highest value less the lowest when the series did not reset
+(exact), else increase() rounded (a reset is a driver reload; increase extrapolates to the window's edges by at
+most half a scrape interval at each end). Per GPU first (max by GPU: two scrapes of one GPU count once), then per
+node. Each family's presence per node (any series in the window) comes in the same answer: a family a node has no
+series of is "not collected", never 0.
 """
 
 from __future__ import annotations
@@ -26,10 +29,9 @@ from gputui.policy.fault_peers import FAMILIES, FaultWindow
 from gputui.vocabulary.gpu_faults import XID_FIELD
 
 MIN_STEP_S = 30  # dcgm-exporter's usual collection interval: a finer step reads the same samples again
-MAX_STEPS = 1440  # a longer window takes a coarser step: the cost is steps × GPUs. XIDs are sticky; counter
-# rises telescope, so a coarser step loses none of them
+MAX_STEPS = 1440  # a longer window takes a coarser step (XIDs are sticky: a code held less than a step is rare)
 EVENT, PRESENT = "event", "present"  # the `peers` label of an answer's series
-LABEL_FAULT, LABEL_WHAT = "fault", "peers"
+LABEL_FAULT, LABEL_WHAT, LABEL_CODE = "fault", "peers", "code"
 
 
 def step_for(window_s: float) -> int:
@@ -41,34 +43,35 @@ def _tag(expr: str, family: str, what: str) -> str:
             f'"{LABEL_WHAT}", "{what}", "", "")')
 
 
-def window_query(window_s: float, end: float, host_labels: list[str]) -> str:
-    """The one query: per GPU, each XID change and counter rise over the window; per node, the families it has a
-    series of (at the last step only)."""
+def window_query(window_s: float, host_labels: list[str]) -> str:
+    """The one query: per node and XID code, the GPUs' changes to that code over the window; per node and counter,
+    its GPUs' rise; per node, the families it has a series of."""
     step = step_for(window_s)
     by_gpu = ", ".join([*host_labels, "gpu"])
     by_host = ", ".join(host_labels)
-    w = round(window_s)
-    parts = []
+    w = f"{round(window_s)}s"
+
+    def codes(offset: str) -> str:  # at one step: each GPU holding a non-zero XID, its code as a label
+        return (f'count_values by ({by_gpu}) ("{LABEL_CODE}", max by ({by_gpu}) '
+                f'(DCGM_FI_DEV_XID_ERRORS{{err_code!="0"}}{offset} > 0))')
+
+    changed = f"({codes('')} unless on({by_gpu}, {LABEL_CODE}) {codes(f' offset {step}s')})"
+    parts = [_tag(f"sum by ({by_host}, {LABEL_CODE}) (count_over_time({changed}[{w}:{step}s]))", XID_FIELD, EVENT)]
     for family in FAMILIES:
-        now = f"max by ({by_gpu}) ({family})"
-        before = f"max by ({by_gpu}) ({family} offset {step}s)"
-        if family == XID_FIELD:  # the new code, when the last XID changed to a non-zero one
-            event = f"(({now} != {before}) > 0)"
-        else:  # the rise; after a fall (a reset), the new value
-            event = f"((({now} - {before}) > 0) or (({now} < {before}) > 0))"
-        parts.append(_tag(event, family, EVENT))
-        present = (f"(count by ({by_host}) (last_over_time({family}[{w}s] @ {end:.3f})) "
-                   f"and on() (vector(time()) > {end - step:.3f}))")
-        parts.append(_tag(present, family, PRESENT))
-    return f"({' or '.join(parts)})[{w}s:{step}s]"
+        if family != XID_FIELD:
+            spread = f"(max_over_time({family}[{w}]) - min_over_time({family}[{w}]))"
+            rise = f"(({spread} unless resets({family}[{w}]) > 0) or round(increase({family}[{w}])))"
+            parts.append(_tag(f"sum by ({by_host}) (max by ({by_gpu}) ({rise}) > 0)", family, EVENT))
+        parts.append(_tag(f"count by ({by_host}) (last_over_time({family}[{w}]))", family, PRESENT))
+    return " or ".join(parts)
 
 
 def read(prom: PromSource, window_s: float, end: float | None = None) -> FaultWindow:
     """Every node's counts over the window ending now (or `end`); BackendError when the store cannot answer."""
     end = time.time() if end is None else end
-    promql = window_query(window_s, end, prom.host_labels)
+    promql = window_query(window_s, prom.host_labels)
     prom.queries += 1
-    try:  # the client gpu_history and prom_range use; an instant query at `end`, its answer a matrix
+    try:  # the client gpu_history and prom_range use: an instant query at `end`
         result = prom._prom.custom_query(promql, params={"time": f"{end:.3f}",
                                                          "timeout": f"{max(1, round(prom.cfg.timeout))}s"})
     except Exception as exc:  # noqa: BLE001 - requests errors and PrometheusApiClientException alike
@@ -90,15 +93,14 @@ def parse(series: list[Any], window_s: float, host_labels: list[str]) -> FaultWi
         if what == PRESENT:
             collected.setdefault(host, set()).add(family)
             continue
+        try:
+            value = float((s.get("value") or [None, ""])[1])
+            kind = f"XID {int(float(labels[LABEL_CODE]))}" if family == XID_FIELD else family
+        except (TypeError, ValueError, KeyError, IndexError, OverflowError):
+            continue
+        if not math.isfinite(value) or value <= 0:
+            continue
         node = counts.setdefault(host, {})
-        for _t, text in s.get("values") or []:
-            try:
-                value = float(text)
-            except (TypeError, ValueError):
-                continue
-            if not math.isfinite(value) or value <= 0:
-                continue
-            kind = f"XID {int(value)}" if family == XID_FIELD else family
-            node[kind] = node.get(kind, 0) + (1 if family == XID_FIELD else round(value))
+        node[kind] = node.get(kind, 0) + round(value)
     return FaultWindow(window_s, {h: c for h, c in counts.items() if c},
                        {h: frozenset(f) for h, f in collected.items()})

@@ -101,15 +101,18 @@ def test_window_words():
 
 
 def test_the_query_is_one_and_its_answer_is_counted_per_code_and_rise():
-    promql = window_query(DAY, 1_800_000_000.0, ["Hostname", "hostname"])
-    assert promql.endswith("[86400s:60s]") and promql.count("@ 1800000000.000") == len(FAMILIES)
+    promql = window_query(DAY, ["Hostname", "hostname"])
+    assert "[86400s:60s]" in promql and promql.count("last_over_time(") == len(FAMILIES)
+    assert 'DCGM_FI_DEV_XID_ERRORS{err_code!="0"}' in promql  # only the GPUs holding a code are read per step
     answer = [
-        {"metric": {"Hostname": "n1", "gpu": "0", "fault": XID, "peers": "event"},
-         "values": [[1, "45"], [2, "79"], [3, "45"]]},
-        {"metric": {"hostname": "n2", "gpu": "1", "fault": "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
-                    "peers": "event"}, "values": [[1, "2"], [2, "3"], [3, "NaN"]]},
-        {"metric": {"Hostname": "n1", "fault": XID, "peers": "present"}, "values": [[3, "8"]]},
-        {"metric": {"Hostname": "", "gpu": "0", "fault": XID, "peers": "event"}, "values": [[1, "13"]]},
+        {"metric": {"Hostname": "n1", "code": "45", "fault": XID, "peers": "event"}, "value": [1, "2"]},
+        {"metric": {"Hostname": "n1", "code": "79", "fault": XID, "peers": "event"}, "value": [1, "1"]},
+        {"metric": {"hostname": "n2", "fault": "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "peers": "event"},
+         "value": [1, "5"]},
+        {"metric": {"Hostname": "n2", "fault": "DCGM_FI_DEV_ROW_REMAP_FAILURE", "peers": "event"}, "value": [1, "NaN"]},
+        {"metric": {"Hostname": "n1", "fault": XID, "peers": "present"}, "value": [1, "8"]},
+        {"metric": {"Hostname": "", "code": "13", "fault": XID, "peers": "event"}, "value": [1, "1"]},
+        {"metric": {"Hostname": "n3", "fault": XID, "peers": "event"}, "value": [1, "1"]},  # no code: left out
     ]
     read = parse(answer, DAY, ["Hostname", "hostname"])
     assert read.counts == {"n1": {"XID 45": 2, "XID 79": 1}, "n2": {"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": 5}}

@@ -10,11 +10,13 @@ step (`err_code!="0"`, then `> 0`): a healthy fleet costs next to nothing, and a
 still gives the right counts (its every series read).
 
 The counters (uncorrectable ECC, rows remapped, PCIe replays, NVLink recoveries) and the row-remap-failure flag
-are counted by their rise over the window: the highest value less the lowest when the series did not reset
-(exact), else increase() rounded (a reset is a driver reload; increase extrapolates to the window's edges by at
-most half a scrape interval at each end). Per GPU first (max by GPU: two scrapes of one GPU count once), then per
-node. Each family's presence per node (any series in the window) comes in the same answer: a family a node has no
-series of is "not collected", never 0.
+are counted by their rise over the window, increase() rounded: it counts across a reset (a driver reload), and
+extrapolates to the window's edges by at most half a scrape interval at each end (for a few errors a day, the
+rounded figure is the count; a count in the thousands may be off by a fraction of a percent). Per GPU first (max
+by GPU: two scrapes of one GPU count once), then per node. Each family's presence per node (any series in the
+window: a counter's answer, 0 included, says so) comes in the same answer: a family a node has no series of is
+"not collected", never 0. The cost is one pass over each family's samples in the window, plus a per-step pass
+over the GPUs that held a non-zero XID.
 """
 
 from __future__ import annotations
@@ -56,13 +58,11 @@ def window_query(window_s: float, host_labels: list[str]) -> str:
                 f'(DCGM_FI_DEV_XID_ERRORS{{err_code!="0"}}{offset} > 0))')
 
     changed = f"({codes('')} unless on({by_gpu}, {LABEL_CODE}) {codes(f' offset {step}s')})"
-    parts = [_tag(f"sum by ({by_host}, {LABEL_CODE}) (count_over_time({changed}[{w}:{step}s]))", XID_FIELD, EVENT)]
-    for family in FAMILIES:
-        if family != XID_FIELD:
-            spread = f"(max_over_time({family}[{w}]) - min_over_time({family}[{w}]))"
-            rise = f"(({spread} unless resets({family}[{w}]) > 0) or round(increase({family}[{w}])))"
-            parts.append(_tag(f"sum by ({by_host}) (max by ({by_gpu}) ({rise}) > 0)", family, EVENT))
-        parts.append(_tag(f"count by ({by_host}) (last_over_time({family}[{w}]))", family, PRESENT))
+    parts = [_tag(f"sum by ({by_host}, {LABEL_CODE}) (count_over_time({changed}[{w}:{step}s]))", XID_FIELD, EVENT),
+             _tag(f"count by ({by_host}) (last_over_time({XID_FIELD}[{w}]))", XID_FIELD, PRESENT)]
+    # A counter's answer, 0 included, is also its presence: one pass over its samples, not two.
+    parts += [_tag(f"sum by ({by_host}) (max by ({by_gpu}) (round(increase({family}[{w}]))))", family, EVENT)
+              for family in FAMILIES if family != XID_FIELD]
     return " or ".join(parts)
 
 
@@ -98,7 +98,11 @@ def parse(series: list[Any], window_s: float, host_labels: list[str]) -> FaultWi
             kind = f"XID {int(float(labels[LABEL_CODE]))}" if family == XID_FIELD else family
         except (TypeError, ValueError, KeyError, IndexError, OverflowError):
             continue
-        if not math.isfinite(value) or value <= 0:
+        if not math.isfinite(value):
+            continue  # NaN says nothing: the family stays unknown for the node, never 0
+        if family != XID_FIELD:  # a counter's rise, 0 included, says it is collected
+            collected.setdefault(host, set()).add(family)
+        if value <= 0:
             continue
         node = counts.setdefault(host, {})
         node[kind] = node.get(kind, 0) + round(value)

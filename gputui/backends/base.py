@@ -13,6 +13,7 @@ from enum import Enum
 from typing import Protocol, runtime_checkable
 
 from gputui.base.errors import one_line
+from gputui.policy.fault_peers import FaultWindow
 from gputui.policy.node_pools import NO_ATTRIBUTION, IdleReading
 from gputui.snapshot import ClusterSnapshot
 from gputui.vocabulary.check_facts import CheckFacts
@@ -360,6 +361,18 @@ class Backend:
         except BackendError as exc:
             return None, error_line(exc)
         return idle, "" if idle is not None else NO_ATTRIBUTION
+
+    def read_fault_window(self, window_s: float) -> tuple[FaultWindow | None, str]:
+        """Every node's GPU fault counts over the window (one query), or None and why they are unknown (one
+        line): gputui.policy.fault_peers compares them within each pool."""
+        reader = getattr(self.reader, "fault_window", None)
+        if reader is None:
+            return None, "this backend reads no metrics history"
+        try:
+            window: FaultWindow = reader(window_s)
+        except BackendError as exc:
+            return None, error_line(exc)
+        return window, ""
 
     def may(self, action: str) -> bool:
         """A writer, and the review of `action` allowed (or none needed); a review without a verdict is a no."""

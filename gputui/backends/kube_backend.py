@@ -22,15 +22,16 @@ from gputui.backends.kube_discovery import ISTIO_GROUP, OPERATOR_GROUP, Served, 
 from gputui.backends.kube_dra import DRA_GROUP, claim_record, slice_record
 from gputui.backends.kube_errors import Unreachable
 from gputui.backends.kube_http import PROBE_TIMEOUT_S, Connection, path_of
-from gputui.backends.kube_objects import PodRecord
 from gputui.backends.kube_writer import KubeWriter, whoami
 from gputui.backends.kubeconfig import connect
 from gputui.backends.prom import HOST_LABELS, PromConfig, PromSource
 from gputui.backends.prom_arrivals import arrivals
 from gputui.backends.prom_canary import version_signals
+from gputui.backends.prom_fault_window import read as read_fault_window
 from gputui.backends.prom_review import idle_gpus, read_facts
-from gputui.backends.session_metrics import engines
+from gputui.backends.session_metrics import engines, unknown_sessions, with_vanished
 from gputui.base.debug_log import log
+from gputui.policy.fault_peers import FaultWindow
 from gputui.policy.node_pools import IdleReading
 from gputui.policy.upgrades import policy_from
 from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS, Settings, protection
@@ -39,7 +40,7 @@ from gputui.vocabulary.check_facts import CheckFacts
 from gputui.vocabulary.gpu_bindings import GpuBindings
 from gputui.vocabulary.model import Gpu, InferencePod, InferenceService, NodeDescription
 from gputui.vocabulary.router_kinds import ROUTER_KINDS
-from gputui.vocabulary.sessions import GONE, Arrivals, SessionCounts
+from gputui.vocabulary.sessions import GONE, Arrivals
 from gputui.vocabulary.signals import VersionSignals
 
 # Caches an identity may be refused without gputui refusing to start (see _wait_first_sync).
@@ -51,24 +52,6 @@ FIRST_SYNC_TIMEOUT_S = 10.0  # silence, not the whole first list: each page answ
 def _kept(new: Any, old: Any) -> Any:
     """The old object when the new one is equal: identity then tells the join "unchanged"."""
     return old if new is old or new == old else new
-
-
-def unknown_sessions(sessions: SessionCounts) -> dict:
-    """Every pod that had a session series, with no count: after a failed read they are unknown."""
-    return dict.fromkeys(sessions, GONE)
-
-
-def with_vanished(fresh: SessionCounts, last: SessionCounts, pods: Iterable[PodRecord]) -> SessionCounts:
-    """The fresh counts, plus every pod whose series was there last time and is gone now (scrape failed,
-    target down, series stale) with no count: it was an inference pod, so its count is unknown, not absent.
-    Such a key stays while its pod exists."""
-    vanished = last.keys() - fresh.keys()
-    if not vanished:
-        return fresh
-    alive = {(p.namespace, p.name) for p in pods}
-    out = dict(fresh)
-    out.update(dict.fromkeys((k for k in vanished if k in alive), GONE))
-    return out
 
 
 class KubeReader:
@@ -338,6 +321,12 @@ class KubeReader:
         if self.prom is None:
             raise BackendError("no metrics source (give --prometheus): idle GPUs cannot be told")
         return idle_gpus(self.prom, window_s, below_pct)
+
+    def fault_window(self, window_s: float) -> FaultWindow:
+        """Every node's GPU fault counts over the window: one query for the fleet (prom_fault_window)."""
+        if self.prom is None:
+            raise BackendError("no metrics source (give --prometheus): fault counts cannot be read")
+        return read_fault_window(self.prom, window_s)
 
     def arrivals(self, pods: Collection[InferencePod], window_s: float = 60.0) -> Mapping[str, Arrivals]:
         if self.prom is None:

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gputui.backends.prom_answers import plain_columns
 from gputui.vocabulary.series_selectors import check_selector
-from gputui.vocabulary.sessions import UNREADABLE
+from gputui.vocabulary.sessions import GONE, UNREADABLE, SessionCounts
+
+if TYPE_CHECKING:
+    from gputui.backends.kube_objects import PodRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,3 +164,22 @@ def _add(out: dict[tuple[str, str], int], key: tuple[str, str], text: Any) -> No
             value = UNREADABLE
     before = out.get(key, 0)
     out[key] = UNREADABLE if value < 0 or before == UNREADABLE else before + value
+
+
+# Across reads: what a failed or partial read means for the counts the last one gave.
+def unknown_sessions(sessions: SessionCounts) -> dict:
+    """Every pod that had a session series, with no count: after a failed read they are unknown."""
+    return dict.fromkeys(sessions, GONE)
+
+
+def with_vanished(fresh: SessionCounts, last: SessionCounts, pods: Iterable[PodRecord]) -> SessionCounts:
+    """The fresh counts, plus every pod whose series was there last time and is gone now (scrape failed,
+    target down, series stale) with no count: it was an inference pod, so its count is unknown, not absent.
+    Such a key stays while its pod exists."""
+    vanished = last.keys() - fresh.keys()
+    if not vanished:
+        return fresh
+    alive = {(p.namespace, p.name) for p in pods}
+    out = dict(fresh)
+    out.update(dict.fromkeys((k for k in vanished if k in alive), GONE))
+    return out

@@ -32,7 +32,8 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
     backend = backend_factory(settings)
     try:
         try:
-            ev = gather(backend, args.node, audit_log=settings.audit_log, progress=_progress)
+            ev = gather(backend, args.node, audit_log=settings.audit_log, progress=_progress,
+                        pool_labels=settings.pool_labels)
         except BackendError as exc:  # the node itself: there is nothing to bundle
             return fail(f"node {args.node}: {error_line(exc)}", EXIT_USAGE)
     finally:

@@ -59,7 +59,7 @@ def _run(argv: Sequence[str] | None) -> int:
         if args.command == "nodes":
             from gputui.cli import nodes  # noqa: PLC0415 (a subcommand's module loads only when it runs)
 
-            return nodes.run(settings, args.output)
+            return nodes.run(settings, args.output, args.window)
         if args.command == "pools":
             from gputui.cli import node_pools  # noqa: PLC0415 (a subcommand's module loads only when it runs)
 

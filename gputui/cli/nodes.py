@@ -14,6 +14,7 @@ from rich.text import Text
 from gputui.backends.base import error_line
 from gputui.cli import common, safe_output
 from gputui.policy.disruptions import node_disruptions
+from gputui.policy.fault_peers import DEFAULT_WINDOW_S, PeerCount, fleet_peers
 from gputui.policy.health import fleet_driver, has_driver_drift
 from gputui.policy.problems import snapshot_alerts
 from gputui.present import cells
@@ -25,8 +26,9 @@ from gputui.vocabulary.gpu_resources import allocation_text
 from gputui.vocabulary.model import Node
 
 
-def node_record(snapshot: ClusterSnapshot, node: Node) -> dict[str, Any]:
-    return {
+def node_record(snapshot: ClusterSnapshot, node: Node, peers: list[PeerCount] | None = None) -> dict[str, Any]:
+    """`peers`: the node's fault counts against its pool (fault_peers), listed when read."""
+    record = {
         "name": node.name,
         "simulated": snapshot.simulated,  # true: the demo cluster, nothing here is real
         "state": node.state.value,
@@ -56,6 +58,26 @@ def node_record(snapshot: ClusterSnapshot, node: Node) -> dict[str, Any]:
         # since: epoch seconds the actor recorded, null when it records none; stuck: why, null when not).
         "disruptions": [x.to_dict() for x in node_disruptions(node, snapshot.taken_at, snapshot)],
     }
+    if peers is not None:
+        # Each fault kind counted over the window against the other nodes of its pool (gputui.policy.fault_peers):
+        # count null with `unknown` saying why (the read failed, or the node has no such series: not collected).
+        record["fault_peers"] = [p.to_dict() for p in peers]
+    return record
+
+
+def read_with_peers(settings: Settings, window_s: float, peers: bool = True) -> tuple[ClusterSnapshot,
+                                                                                       dict[str, list[PeerCount]]]:
+    """One snapshot and, when asked, every node's fault counts over the window (one query for the fleet); the
+    connection closed after them."""
+    source = common.backend(settings, per_gpu=True)  # the JSON lists every GPU
+    try:
+        snapshot = source.reader.snapshot()
+        if not peers:
+            return snapshot, {}
+        window, why = source.read_fault_window(window_s)
+    finally:
+        source.close()
+    return snapshot, fleet_peers(snapshot.nodes, window, why, settings.pool_labels, window_s)
 
 
 def _allocation(snapshot: ClusterSnapshot, node: Node) -> str:
@@ -64,21 +86,22 @@ def _allocation(snapshot: ClusterSnapshot, node: Node) -> str:
     return allocation_text(node.gpu_resources, snapshot.allocated_by_resource(node.name), node.gpu_count)
 
 
-def run_fleet(settings: Settings, output: str) -> int:
+def run_fleet(settings: Settings, output: str, window_s: float = DEFAULT_WINDOW_S) -> int:
     """`--context a,b`: every cluster read at once (one slow cluster delays only the end, never the others'
     reads), each node tagged with its cluster; a cluster that cannot be read is one line on stderr and exit 1,
     the others still printed."""
     def read(context: str) -> tuple[str, Any, str]:
         try:
-            return context, common.read_snapshot(replace(settings, context=context, contexts=()), per_gpu=True), ""
+            return context, read_with_peers(replace(settings, context=context, contexts=()), window_s,
+                                            output == "json"), ""
         except Exception as exc:  # noqa: BLE001 - one cluster's failure is its own line
             return context, None, error_line(exc)
 
     with ThreadPoolExecutor(max_workers=len(settings.contexts)) as pool:
         results = list(pool.map(read, settings.contexts))
-    records = [{"cluster": context, **node_record(snapshot, n)}
-               for context, snapshot, _ in results if snapshot is not None for n in snapshot.nodes]
-    failed = [(context, why) for context, snapshot, why in results if snapshot is None]
+    records = [{"cluster": context, **node_record(got[0], n, got[1].get(n.name) if output == "json" else None)}
+               for context, got, _ in results if got is not None for n in got[0].nodes]
+    failed = [(context, why) for context, got, why in results if got is None]
     if output == "json":
         json.dump(records, sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -90,12 +113,13 @@ def run_fleet(settings: Settings, output: str) -> int:
     return 1 if failed else 0
 
 
-def run(settings: Settings, output: str) -> int:
+def run(settings: Settings, output: str, window_s: float = DEFAULT_WINDOW_S) -> int:
+    """`window_s`: the fault counts' window (`--window`, 24 h by default), read for the JSON only."""
     if len(settings.contexts) > 1:
-        return run_fleet(settings, output)
-    snapshot = common.read_snapshot(settings, per_gpu=True)  # the JSON lists every GPU
+        return run_fleet(settings, output, window_s)
+    snapshot, peers = read_with_peers(settings, window_s, output == "json")
     if output == "json":
-        json.dump([node_record(snapshot, n) for n in snapshot.nodes], sys.stdout, indent=2)
+        json.dump([node_record(snapshot, n, peers.get(n.name)) for n in snapshot.nodes], sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
     majority = fleet_driver(snapshot)

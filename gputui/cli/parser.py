@@ -100,6 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
     nodes = sub.add_parser("nodes", help="print the GPU nodes (table or JSON) and exit")
     common(nodes)
     nodes.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    nodes.add_argument("--window", type=duration, default=24 * 3600.0, metavar="DURATION",
+                       help="the window GPU faults are counted over, against each node's pool (-o json: "
+                            "fault_peers; default 24h)")
     versions = sub.add_parser("versions", help="print each GPU node's driver, CUDA, kubelet, runtime, kernel, OS, GPU "
                               "Operator components and engines, drift within its pool flagged, and exit")
     common(versions)

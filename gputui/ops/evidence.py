@@ -18,6 +18,8 @@ from gputui.ops import evidence_clean as clean
 from gputui.ops.audit import audit_path
 from gputui.ops.audit_read import read_tail
 from gputui.policy.disruptions import node_disruptions
+from gputui.policy.fault_peers import DEFAULT_WINDOW_S, fleet_peers, lines, window_words
+from gputui.policy.node_pools import DEFAULT_POOL_LABELS
 from gputui.policy.upgrades import stuck_because
 from gputui.snapshot import ClusterSnapshot
 from gputui.vocabulary.gpu_faults import NOT_COLLECTED, faults_of
@@ -49,6 +51,9 @@ class Evidence:
     gpus: tuple[Gpu, ...]
     parts: list[Part] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what the reader should know about how a part was read
+    # The node's GPU fault counts against its pool, in words (SUMMARY.md alone: no file of its own), or why unknown
+    peers: list[str] = field(default_factory=list)
+    peers_unknown: str = ""
 
     def part(self, name: str) -> Part:
         return next(p for p in self.parts if p.name == name)
@@ -66,9 +71,10 @@ def _quiet(_line: str) -> None:
 
 
 def gather(backend: Backend, node: str, *, audit_log: str | None = None, snapshot: ClusterSnapshot | None = None,
-           progress: Progress = _quiet) -> Evidence:
+           progress: Progress = _quiet, pool_labels: tuple[str, ...] = DEFAULT_POOL_LABELS) -> Evidence:
     """Read every part. `snapshot`: the caller's (the TUI's, whose reader belongs to its poll thread); else one is
-    read. BackendError only when the node itself cannot be read."""
+    read; `pool_labels`: what names a node's pool (its fault counts are compared within it). BackendError only
+    when the node itself cannot be read."""
     reader = backend.reader
     if snapshot is None:
         progress("reading the cluster")
@@ -114,6 +120,7 @@ def gather(backend: Backend, node: str, *, audit_log: str | None = None, snapsho
                              "unschedulable": model.unschedulable}))
     ev.parts.append(Part("faults.json", "every GPU's faults in words with the action and who acts, worst first, "
                          "and the fields the exporter does not collect", [_fault_table(g) for g in ev.gpus]))
+    _peers(ev, backend, snapshot, pool_labels, progress)
     for family, got in series.items():
         if isinstance(got, str):
             ev.parts.append(Part(f"dcgm/{family}.json", f"{family} of the node's GPUs, last {MINUTES} min",
@@ -131,6 +138,19 @@ def _read(name: str, what: str, read: Callable[[], Any], progress: Progress, doi
         return Part(name, what, read())
     except Exception as exc:  # noqa: BLE001 - a part that cannot be read is missing with its reason, never fatal
         return Part(name, what, missing=error_line(exc))
+
+
+def _peers(ev: Evidence, backend: Backend, snapshot: ClusterSnapshot, pool_labels: tuple[str, ...],
+           progress: Progress) -> None:
+    """The node's GPU fault counts over 24 h against the other nodes of its pool (gputui.policy.fault_peers), in
+    words for the summary: one query for the fleet; unknown with the reason when it cannot be read."""
+    window_s = DEFAULT_WINDOW_S
+    progress(f"counting the fleet's GPU faults over {window_words(window_s)} (one query)")
+    window, why = backend.read_fault_window(window_s)
+    if window is None:
+        ev.peers_unknown = why or "not read"
+        return
+    ev.peers = lines(fleet_peers(snapshot.nodes, window, "", pool_labels, window_s).get(ev.node, []))
 
 
 def _gpus(reader: Any, model: Node, ev: Evidence) -> tuple[Gpu, ...]:

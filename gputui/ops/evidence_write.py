@@ -21,6 +21,7 @@ from gputui.base.paths import state_dir
 from gputui.base.safe_text import visible
 from gputui.ops.evidence import Evidence
 from gputui.ops.evidence_clean import LEFT_OUT
+from gputui.policy.fault_peers import DEFAULT_WINDOW_S, window_words
 from gputui.vocabulary.gpu_faults import NOT_COLLECTED, faults_of
 
 ROOT = "evidence"  # the one directory inside the archive
@@ -64,6 +65,12 @@ def _faults(ev: Evidence) -> list[str]:
     return lines or ["- no fault that asks for an action"]
 
 
+def _peers(ev: Evidence) -> list[str]:
+    if ev.peers_unknown:
+        return [f"- unknown: the counts could not be read ({visible(ev.peers_unknown)})"]
+    return [f"- {visible(line)}" for line in ev.peers] or ["- no GPU of the node counted"]
+
+
 def _pods(ev: Evidence) -> list[str]:
     part = ev.part("pods.json")
     if part.missing:
@@ -103,6 +110,8 @@ def summary(ev: Evidence) -> str:
                 for c in n.conditions if (c.type == "Ready") != (c.status == "True")),
               "", "## Who holds it", "", *_held(ev),
               "", "## Worst faults, with the action", "", *_faults(ev),
+              "", f"## GPU fault counts over {window_words(DEFAULT_WINDOW_S)} against the other nodes of its pool", "",
+              *_peers(ev),
               "", "## Pods and live sessions", "", *_pods(ev),
               "", "## Left out, and why", "",
               *(f"- MISSING {names}: {visible(why)}" for why, names in missing_by_reason(ev)),

@@ -5,12 +5,14 @@ GPU Feature Discovery set, and gputui's own drain records."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from gputui.policy.cordon_record import read_record, shown_time
+from gputui.policy.fault_peers import PeerCount, line_items, window_words
 from gputui.policy.health import node_alerts
 from gputui.policy.problems import expired_cordon_alert
 from gputui.present.cells import Palette, ago
@@ -62,12 +64,24 @@ def _faults(node: Node, palette: Palette) -> list[RenderableType]:
     return parts
 
 
+def peer_lines(peers: Sequence[PeerCount] | None, palette: Palette) -> list[RenderableType]:
+    """The node's fault counts over the window against its pool (fault_peers), a line per kind; unknown lines in
+    the alert colour (never shown as none)."""
+    if peers is None:
+        return [Text("fault counts against the pool: not read yet", style="dim")]
+    out: list[RenderableType] = []
+    for line, notable in line_items(peers):
+        out.append(Text.assemble(("≈ ", f"bold {palette.alert}" if notable else "dim"), line))
+    return out
+
+
 def describe(node: Node, temp_threshold: float, palette: Palette, read: NodeDescription | None = None,
              error: str | None = None, now: float | None = None, summary: GpuSummary | None = None,
-             snapshot: ClusterSnapshot | None = None) -> RenderableType:
+             snapshot: ClusterSnapshot | None = None, peers: Sequence[PeerCount] | None = None) -> RenderableType:
     """`read`: what describe read from the API now (taints, heartbeat, events); `error`: why it could not;
     `summary`: the node's DCGM figures in a summarised fleet (ClusterSnapshot.summary); `snapshot`: the one the
-    node is from (names what holds a GPU Operator upgrade; without it, the holds are read from the node alone)."""
+    node is from (names what holds a GPU Operator upgrade; without it, the holds are read from the node alone);
+    `peers`: its fault counts over a window against its pool (gputui.policy.fault_peers; None: not read)."""
     parts: list[RenderableType] = []
     if error:
         parts.append(Text(f"taints, heartbeat and events unavailable: {error}", style=f"bold {palette.alert}"))
@@ -82,6 +96,9 @@ def describe(node: Node, temp_threshold: float, palette: Palette, read: NodeDesc
         parts.append(Text("none", style="dim"))
 
     parts.extend(_faults(node, palette))
+    window = f" over {window_words(peers[0].window_s)}" if peers else ""
+    parts.append(_section(f"GPU faults{window} against the other nodes of its pool"))
+    parts.extend(peer_lines(peers, palette))
 
     parts.append(_section("Disruptions, stuck first"))  # who is disrupting it, and why (issue 40)
     at = now if now is not None else snapshot.taken_at if snapshot is not None else time.time()

@@ -71,7 +71,7 @@ def test_session_values_that_are_not_numbers_are_unreadable_never_zero():
 def test_a_vanished_session_series_stays_unknown_while_its_pod_exists():
     from types import SimpleNamespace
 
-    from gputui.backends.kube_backend import unknown_sessions, with_vanished
+    from gputui.backends.session_metrics import unknown_sessions, with_vanished
 
     last = {("n", "a"): 3, ("n", "b"): 2}
     alive = [SimpleNamespace(namespace="n", name="a")]  # b's pod is gone

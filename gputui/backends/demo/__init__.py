@@ -38,6 +38,8 @@ class _ReadOnlyView:
         self.version_signals = cluster.version_signals
         self.idle_gpus = cluster.idle_gpus
         self.arrivals = cluster.arrivals
+        self.fault_window = cluster.fault_window
+        self.gpu_bindings = cluster.gpu_bindings
         self.close = cluster.close
 
 

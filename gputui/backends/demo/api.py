@@ -12,6 +12,7 @@ from gputui.backends.base import ConflictError, EvictionOutcome, EvictionResult,
 from gputui.backends.demo.describe import describe
 from gputui.backends.demo.diag_jobs import DemoJobs, node_object, pinned_node
 from gputui.backends.demo.errors import DemoApiError
+from gputui.backends.demo.fault_window import fault_window
 from gputui.backends.demo.gpu_bindings import demo_bindings
 from gputui.backends.demo.patches import json_patch, merge_patch
 from gputui.backends.demo.review import arrivals, check_facts, idle_gpus, version_signals
@@ -24,6 +25,7 @@ from gputui.backends.demo.scenario import (
 )
 from gputui.backends.demo.simulation import Simulation
 from gputui.backends.demo.workloads import annotate_pod, label_pod, scale
+from gputui.policy.fault_peers import FaultWindow
 from gputui.policy.node_pools import IdleReading
 from gputui.snapshot import ClusterSnapshot
 from gputui.vocabulary.check_facts import CheckFacts
@@ -63,6 +65,10 @@ class DemoCluster(Simulation):
         with self._lock:
             self._advance(self._clock())
             return idle_gpus(self, window_s, below_pct)
+
+    def fault_window(self, window_s: float) -> FaultWindow:
+        """Every node's GPU fault counts over the window, from the faults its snapshot shows (demo.fault_window)."""
+        return fault_window(self.snapshot(), window_s)
 
     def _node(self, name: str) -> SimNode:
         node = self._nodes.get(name)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+import time
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -14,16 +15,17 @@ from textual.binding import Binding, BindingType
 from textual.events import Resize
 from textual.widgets import Static
 
-from gputui.backends.base import bindings_for, error_line
-from gputui.ops.drain.options import DrainOptions
+from gputui.backends.base import error_line
+from gputui.policy.fault_peers import PeerCount
 from gputui.policy.health import fleet_driver, has_driver_drift
 from gputui.policy.problems import snapshot_alerts
 from gputui.present import cells
 from gputui.present.disruptions import hold_words, node_holds
 from gputui.snapshot import ClusterSnapshot
-from gputui.ui.base import ClusterScreen
-from gputui.ui.messages import DescriptionRead, GpuDrainPlanned, HistoryRead
+from gputui.ui.messages import DescriptionRead, HistoryRead
 from gputui.ui.screens.cordon_dialog import ask_cordon
+from gputui.ui.screens.node_actions import NodeActions
+from gputui.ui.screens.node_peers import READ_EVERY_S, FaultPeersRead, peer_text, read_peers
 from gputui.ui.widgets.footer import KeyFooter
 from gputui.ui.widgets.header import HeaderBar
 from gputui.ui.widgets.virtual_table import VirtualTable
@@ -60,7 +62,7 @@ def _widths(columns: Sequence[tuple[str, str, int | None]], total: int, minimum:
     return [(k, label, flex if w is None else w) for k, label, w in columns]
 
 
-class NodeDetailScreen(ClusterScreen):
+class NodeDetailScreen(NodeActions):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back", id="back"),
         Binding("c", "cordon", "Cordon", id="cordon"),
@@ -87,6 +89,8 @@ class NodeDetailScreen(ClusterScreen):
         self.spark_width = 30
         self.pod_width = 30
         self.extra_figures: tuple[GpuMetric, ...] = ()  # DETAIL_EXTRA's figures some GPU of the node reports
+        self.peers: list[PeerCount] | None = None  # its fault counts against its pool (node_peers); None: not read
+        self._peers_asked: float | None = None  # when they were last asked for (monotonic)
 
     def compose(self) -> ComposeResult:
         yield HeaderBar()
@@ -102,6 +106,7 @@ class NodeDetailScreen(ClusterScreen):
         """Show a node (the app keeps one detail screen): nothing read for the last one is shown for it, even
         under the same name (another cluster's, after :ctx)."""
         self.node_name, self.history, self.full_gpus = node, {}, None
+        self.peers, self._peers_asked = None, None
         if self.is_mounted:
             for table in self.query(VirtualTable):
                 table.show_rows({})
@@ -148,47 +153,6 @@ class NodeDetailScreen(ClusterScreen):
         if self.allowed("drain"):
             self.app.run_command(Command("drain", self.node_name))
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "drain_gpu":  # only with the GPU table focused on a row: else the same key drains the node
-            table = self.query_one("#gpus", VirtualTable)
-            return table.has_focus and table.selected_key is not None
-        return True
-
-    def action_drain_gpu(self) -> None:
-        """Plan a drain of the selected GPU's pods: which pods are bound to it is read now (DCGM's pod labels,
-        DRA claims: network reads, in a thread), then the same plan screen as a node's drain, titled for it."""
-        snap, gpu = self.app.snapshot, self.query_one("#gpus", VirtualTable).selected_key
-        if snap is None or gpu is None or not self.allowed("drain"):
-            return
-        reader, node, pods = self.app.backend.reader, self.node_name, snap.pods_on(self.node_name)
-
-        def read() -> None:
-            from gputui.ops.drain.gpu_target import gpu_options  # noqa: PLC0415 (loaded with the first GPU drain)
-
-            try:
-                bindings = bindings_for(reader, node, pods)
-                base = DrainOptions(session_deadline_s=self.app.settings.session_deadline,
-                                    engine_shutdown_s=self.app.settings.engine_shutdown)
-                self.post_message(GpuDrainPlanned(str(gpu), gpu_options(base, snap, node, gpu, bindings), None))
-            except Exception as exc:  # noqa: BLE001 - said, never a crash
-                self.post_message(GpuDrainPlanned(str(gpu), None, error_line(exc)))
-
-        self.run_worker(read, thread=True, exclusive=True, group="gpu-drain", exit_on_error=False)
-
-    def on_gpu_drain_planned(self, message: GpuDrainPlanned) -> None:
-        if message.options is None:
-            self.app.notify(f"GPU {message.gpu}: {message.error}", severity="warning", markup=False)
-            return
-        from gputui.ui.runs.drain import start_drain  # noqa: PLC0415 (the drain machinery loads with the first drain)
-        from gputui.ui.screens.drain_plan import DrainPlanScreen  # noqa: PLC0415 (screen: loaded when first shown)
-        from gputui.ui.screens.drain_progress import DrainProgressScreen  # noqa: PLC0415
-
-        def chosen(picked: DrainOptions | None) -> None:
-            if picked is not None:
-                self.app.push_screen(DrainProgressScreen(start_drain(self.app, [self.node_name], picked)))
-
-        self.app.push_screen(DrainPlanScreen([self.node_name], message.options), chosen)
-
     def action_shift(self) -> None:
         snap = self.app.snapshot
         key = self.query_one("#pods", VirtualTable).selected_key
@@ -218,29 +182,6 @@ class NodeDetailScreen(ClusterScreen):
 
         self.run_worker(read, thread=True, exclusive=True, group="describe", exit_on_error=False)
 
-    def action_evidence(self) -> None:
-        """The node's evidence bundle (gputui.ops.evidence), written under the state directory by a thread (API
-        and Prometheus reads); where it went, or why not, is a notification (App.notify is thread-safe)."""
-        snap = self.app.snapshot
-        if snap is None or snap.node(self.node_name) is None:
-            return
-        app, node = self.app, self.node_name
-        app.notify(f"writing the evidence bundle of {node}…")
-
-        def write() -> None:
-            from gputui.ops import evidence, evidence_write  # noqa: PLC0415 (loaded when first asked)
-
-            try:
-                ev = evidence.gather(app.backend, node, audit_log=app.settings.audit_log, snapshot=snap)
-                path = evidence_write.default_path(node, app.clock())
-                evidence_write.write(path, evidence_write.archive(ev))
-            except Exception as exc:  # noqa: BLE001 - said, never a crash
-                app.notify(f"evidence of {node} not written: {error_line(exc)}", severity="error")
-                return
-            app.notify(evidence_write.done_line(ev, path), severity="warning" if ev.missing else "information")
-
-        self.run_worker(write, thread=True, exclusive=True, group="evidence", exit_on_error=False)
-
     def on_description_read(self, message: DescriptionRead) -> None:
         snap = self.app.snapshot
         node = snap.node(message.node) if snap else None
@@ -251,7 +192,8 @@ class NodeDetailScreen(ClusterScreen):
 
         def body() -> RenderableType:  # the heartbeat's age moves with the clock
             return describe(node, self.app.settings.temp_threshold, self.app.palette, message.description,
-                            message.error, now=self.app.clock(), summary=snap.summary(node), snapshot=snap)
+                            message.error, now=self.app.clock(), summary=snap.summary(node), snapshot=snap,
+                            peers=self.peers)
 
         self.app.push_screen(DetailScreen(f"node {node.name}", body(), ticking=body))
 
@@ -401,6 +343,7 @@ class NodeDetailScreen(ClusterScreen):
         for alert in snapshot_alerts(snap, node, self.app.settings.temp_threshold):
             text.append("\n ▲ ", style=f"bold {palette.alert}")
             text.append(alert.message, style=palette.alert)
+        text.append_text(peer_text(self.peers, width, palette))  # its fault counts against its pool (issue 37)
         for hold in node_holds(node, snap, snap.taken_at):  # who is disrupting it (issue 40): actor, phase, age, why
             head, why, stuck = hold_words(hold, snap.taken_at)
             text.append("\n ◆ ", style=f"bold {palette.cordoned}")
@@ -414,10 +357,29 @@ class NodeDetailScreen(ClusterScreen):
 
     def _fetch_history(self) -> None:
         if self in self.app.screen_stack:  # the interval runs on while the screen is kept off the stack
-            self._read_history(self.node_name)
+            now = time.monotonic()
+            peers = self._peers_asked is None or now - self._peers_asked >= READ_EVERY_S
+            if peers:
+                self._peers_asked = now
+            self._read_history(self.node_name, peers)
+
+    def on_fault_peers_read(self, message: FaultPeersRead) -> None:
+        if message.node != self.node_name:
+            return  # read for the node shown before
+        self.peers = message.peers
+        snap = self.app.snapshot
+        node = snap.node(self.node_name) if snap else None
+        if snap is not None and node is not None:
+            self.query_one("#node-info", Static).update(self._info(node, snap))
 
     @work(thread=True, exclusive=True, group="history", exit_on_error=False)
-    def _read_history(self, node: str) -> None:
+    def _read_history(self, node: str, peers: bool = False) -> None:
+        """The node's GPU rows and history; with `peers`, first its fault counts against its pool (one query for
+        the fleet, every READ_EVERY_S): posted before the history, so both show at the same draw."""
+        snap = self.app.snapshot
+        if peers and snap is not None:
+            self.post_message(FaultPeersRead(node, read_peers(self.app.backend, snap, node,
+                                                              self.app.settings.pool_labels)))
         reader = self.app.backend.reader
         try:
             gpus = reader.node_gpus(node) if hasattr(reader, "node_gpus") else None

@@ -116,7 +116,8 @@ TARGETS: tuple[Target, ...] = (
             U + "test_drain_arrivals.py", U + "test_drain_replaced.py", U + "test_drain_run.py"), provisional=True),
     Target("drain/run", ("gputui/ops/drain/run.py",),
            (U + "test_drain_run_rules.py", U + "test_drain_run_loop_rules.py", U + "test_drain_rotation_handoff_rules.py",
-            U + "test_drain_poll_rules.py", U + "test_drain_run.py", U + "test_drain_rotation.py", U + "test_lease_rules.py",
+            U + "test_drain_poll_rules.py", U + "test_drain_poll_outcomes.py", U + "test_drain_run.py",
+            U + "test_drain_rotation.py", U + "test_lease_rules.py",
             U + "test_drain_replaced.py", U + "test_forced_delete_refused.py", U + "test_rotation_capacity.py"),
            provisional=True),
 )

@@ -133,12 +133,12 @@ class ActorReader:
 
     def __init__(self, make: Callable[[str, Callable[[dict[str, Any]], Any]], ListWatchCache],
                  maintenance: str | None, karpenter: str | None, discovery_error: Exception | None = None, *,
-                 remediations: str | None = None, maintenance_requests: str | None = None) -> None:
+                 remediations: str | None = None, maintenance_requests: str | None = None,
+                 conn: Connection | None = None) -> None:
         # Discovery failing leaves every actor unknown (it cannot tell "not installed" either).
         self.discovery_error = str(discovery_error) if discovery_error is not None else ""
         self.caches: dict[str, ListWatchCache] = {}
-        self._make = make
-        self._conn: Connection | None = None
+        self._conn = conn  # pod_guards' live reads (None: refused, unknown)
         if maintenance:
             self.caches[MAINTENANCE] = make(path_of(d.MAINTENANCE_GROUP, maintenance, "nodemaintenances"),
                                             maintenance_record)
@@ -213,8 +213,7 @@ class ActorReader:
         the pod started), read now, node by node (fieldSelector spec.nodeName). BackendError when a read fails: the
         caller cannot tell the node is free of them (fail closed)."""
         if self._conn is None:
-            # kube_backend hands this reader its cache factory, not its connection: an unstarted cache carries it.
-            self._conn = self._make("/api/v1/pods", dict).conn
+            raise BackendError(f"the pods' {d.KARPENTER_DO_NOT_DISRUPT} annotations cannot be read: no connection")
         out: dict[str, str] = {}
         for node in nodes:
             cont: str | None = None

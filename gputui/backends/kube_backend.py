@@ -109,7 +109,8 @@ class KubeReader:
                                                    policy_from)
         # NodeMaintenances and NodeClaims: optional caches of their own (an error there is no API error).
         self.actors = ActorReader(cache, served.maintenance, served.nodeclaims, self.discovery_error,
-                                  remediations=served.remediations, maintenance_requests=served.maintenance_requests)
+                                  remediations=served.remediations, maintenance_requests=served.maintenance_requests,
+                                  conn=conn)
         for c in [*self.caches.values(), *self.actors.caches.values()]:
             c.start()
         self._metrics: Metrics | None = None

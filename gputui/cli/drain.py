@@ -188,10 +188,14 @@ def _print_plan(plan: DrainPlan) -> None:
         print(f"  {p.step.value:6s} {p.pod.key} gpus={p.pod.gpu_request}{sessions}{most}{budget}{note}")
         if p.rotation is not None:  # what it does first (a pod kept in says why among the warnings)
             print(f"         first: {p.rotation_note}")
+        for request in p.eviction_api.requests:  # the EvictionRequest API: who else asks for its eviction
+            print(f"         {request}")
         if p.placement is not None:  # where its replacement can go (never where it will go: see the caveat)
             print(f"         {p.placement.text()}")
             for e in p.placement.excluded if p.placement.stranded else ():
                 print(f"           {e.words}")
+    for blocker in plan.blockers:  # left to another responder: the rest drains, these stay until it is done
+        print(f"  blocker: {blocker}")
     for warning in plan.warnings:
         print(f"  warning: {warning}")
     if plan.fence:

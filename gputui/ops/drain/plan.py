@@ -26,6 +26,7 @@ from gputui.ops.drain.capacity import (  # the names the batch and the tests imp
     pod_count,
     units_needed,
 )
+from gputui.ops.drain.eviction_api import NOTHING, EvictionApiView, PodEvictionApi, pod_json
 from gputui.ops.drain.gpu_target import UNKNOWN_GPU, fence_words
 from gputui.ops.drain.options import DEFAULT_SESSION_DEADLINE_S, DrainOptions
 from gputui.ops.drain.out_of_rotation import OutOfRotation, choose
@@ -40,6 +41,7 @@ from gputui.ops.drain.whole_versions import whole_version_warnings
 from gputui.policy.rotation import Rotation, RotationState, rotation_of
 from gputui.policy.upgrades import owner_warning
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary.disruptions import NOT_INSTALLED
 from gputui.vocabulary.label_selectors import selector_matches
 from gputui.vocabulary.model import Budget, InferencePod
 from gputui.vocabulary.sessions import PodSessions, SessionState
@@ -72,6 +74,8 @@ class PodPlan:
     switch: Rotation | None = None
     # Where its replacement can go (gputui.ops.drain.placement); None: it is not recreated, or not previewed.
     placement: Placement | None = None
+    # Its pending EvictionRequests, and another responder handling its eviction (gputui.ops.drain.eviction_api).
+    eviction_api: PodEvictionApi = NOTHING
 
     @property
     def budget_note(self) -> str:
@@ -134,6 +138,7 @@ class DrainPlan:
     already_cordoned: bool
     warnings: tuple[str, ...] = ()  # lint: PDBs that can never allow an eviction
     fence: str = ""  # one GPU's drain: what keeps new pods off that GPU (gputui.ops.drain.gpu_target.fence_words)
+    eviction_state: str = NOT_INSTALLED  # the EvictionRequest API as the plan read it: read, not installed, unknown
 
     @property
     def title(self) -> str:
@@ -147,6 +152,12 @@ class DrainPlan:
     @property
     def blocked(self) -> bool:
         return bool(self.errors)
+
+    @property
+    def blockers(self) -> list[str]:
+        """Pods gputui will not evict because another responder handles their eviction: the rest of the node
+        drains; the drain ends only when they are gone (or, at the deadline, leaves them in place, unfinished)."""
+        return [f"{p.pod.key}: {h.words()}" for p in self.to_evict if (h := p.eviction_api.handler) is not None]
 
     @property
     def stranded(self) -> list[PodPlan]:
@@ -297,6 +308,10 @@ def plan_drain(
         step, note = _unknown_gpu(pod, options, *classify(pod, sessions, options, reason))
         plans.append(PodPlan(pod, sessions, step, note, tuple(snapshot.budget_for(pod))))
     plans = _with_rotation(plans, snapshot, node)
+    evictions = EvictionApiView.of(snapshot)
+    if evictions.served:  # each pod to move: its pending EvictionRequests, and whether another responder has it
+        plans = [replace(p, eviction_api=evictions.pod(p.pod.namespace, p.pod.name, p.pod.uid))
+                 if p.step in (Step.EVICT, Step.WAIT_SESSIONS) else p for p in plans]
     away = (batch or set()) | {node}
     checks = [capacity_after(snapshot, away, target.gpu_product, units, resource)
               for resource, units in sorted(units_needed(plans).items())]
@@ -311,12 +326,13 @@ def plan_drain(
         + [f"{p.pod.key}: {w}" for p in plans if (w := p.grace_warning(options))]
         + [f"{p.pod.key}: {w}" for p in plans if (w := _arrivals_warning(p))]
         + whole_version_warnings(snapshot, [p.pod for p in plans if p.moves], away)
-        + _unguarded_warnings(snapshot, plans)))
+        + _unguarded_warnings(snapshot, plans)
+        + [w for w in [evictions.warning(sum(p.step in (Step.EVICT, Step.WAIT_SESSIONS) for p in plans))] if w]))
     pods = tuple(plans)
     if preview:
         pods = with_placement(pods, previewed(snapshot, away, [p.pod for p in eviction_order(pods)]))
     fence = fence_words(options, target) if options.gpu else ""
-    return DrainPlan(node, options, pods, capacity, target.unschedulable, warnings, fence)
+    return DrainPlan(node, options, pods, capacity, target.unschedulable, warnings, fence, evictions.state)
 
 
 def plan_json(plan: DrainPlan) -> dict:
@@ -325,6 +341,10 @@ def plan_json(plan: DrainPlan) -> dict:
         out["gpu"] = {"gpu": plan.options.gpu, "device": plan.options.gpu_device or None, "fence": plan.fence,
                       "pods": list(plan.options.gpu_pods), "unattributed": list(plan.options.unattributed),
                       "include_unattributed": plan.options.include_unattributed}
+    if plan.eviction_state != NOT_INSTALLED:  # the EvictionRequest API served: its state, blockers, and per pod
+        out["eviction_requests"], out["blockers"] = plan.eviction_state, plan.blockers
+        for entry, p in zip(out["pods"], plan.pods, strict=True):
+            entry["eviction_requests"] = pod_json(p.eviction_api)
     return out
 
 

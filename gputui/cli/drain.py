@@ -179,6 +179,8 @@ def _one_gpu(backend: Backend, snap: ClusterSnapshot, node: str, args: argparse.
 def _print_plan(plan: DrainPlan) -> None:
     head = f"{plan.title}: " + ("BLOCKED" if plan.blocked else
                                     f"{len(plan.stranded)} pods with nowhere to go" if plan.stranded else "ready to drain")
+    left = len(plan.blockers)  # pods another responder evicts: the drain waits on them, never evicts them
+    head += f"; {left} pod{'s' if left != 1 else ''} left to another responder" if left else ""
     print(head + ("" if not plan.already_cordoned else " (already cordoned)"))
     for p in plan.pods:
         sessions = "" if p.step is Step.SKIP else f" sessions={p.sessions.text}"

@@ -21,7 +21,6 @@ def pod_count(n: int) -> str:
     return f"{n} pod" if n == 1 else f"{n} pods"
 
 
-
 @dataclass(frozen=True, slots=True)
 class CapacityCheck:
     """One kind of GPU unit (a resource, on one GPU model): the pods' requests of it against what is free."""

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from gputui.backends import kube_evictions
 from gputui.backends import kube_nvsentinel as nvs
 from gputui.backends.base import BackendError
 from gputui.backends.kube_cache import ListWatchCache
@@ -36,6 +37,7 @@ from gputui.vocabulary.batch_budgets import (
     NodePoolRecord,
 )
 from gputui.vocabulary.disruptions import ActorObjects, Condition, NodeClaimRecord, NodeMaintenanceRecord
+from gputui.vocabulary.eviction_requests import EVICTION, EVICTION_REQUEST
 
 MAINTENANCE = "NodeMaintenance"  # the sources' names
 NODECLAIM = "NodeClaim"
@@ -134,7 +136,7 @@ class ActorReader:
     def __init__(self, make: Callable[[str, Callable[[dict[str, Any]], Any]], ListWatchCache],
                  maintenance: str | None, karpenter: str | None, discovery_error: Exception | None = None, *,
                  remediations: str | None = None, maintenance_requests: str | None = None,
-                 conn: Connection | None = None) -> None:
+                 evictions: str | None = None, conn: Connection | None = None) -> None:
         # Discovery failing leaves every actor unknown (it cannot tell "not installed" either).
         self.discovery_error = str(discovery_error) if discovery_error is not None else ""
         self.caches: dict[str, ListWatchCache] = {}
@@ -157,6 +159,8 @@ class ActorReader:
             self.caches[nvs.MAINTENANCE_REQUEST] = make(
                 path_of(d.NVSENTINEL_GROUP, maintenance_requests, nvs.MAINTENANCE_REQUEST_PLURAL),
                 nvs.maintenance_request_record)
+        # The EvictionRequest API's two kinds (gputui.backends.kube_evictions), where it is served.
+        self.caches.update(kube_evictions.caches(make, evictions))
 
     def start(self) -> None:
         for c in self.caches.values():
@@ -188,9 +192,14 @@ class ActorReader:
         return ActorObjects(
             maintenances=self._items(MAINTENANCE), claims=self._items(NODECLAIM),
             reads={name: self._state(name) for name in (MAINTENANCE, NODECLAIM, nvs.REMEDIATION,
-                                                         nvs.MAINTENANCE_REQUEST)},
+                                                         nvs.MAINTENANCE_REQUEST, *self._eviction_kinds())},
             remediations=self._items(nvs.REMEDIATION), maintenance_requests=self._items(nvs.MAINTENANCE_REQUEST),
-            budgets=budgets)
+            eviction_requests=self._items(EVICTION_REQUEST), evictions=self._items(EVICTION), budgets=budgets)
+
+    def _eviction_kinds(self) -> tuple[str, ...]:
+        """The EvictionRequest API's kinds where served, or where discovery failed (then unknown); absent from the
+        reads they are not installed (gputui.vocabulary.eviction_requests.read_state)."""
+        return (EVICTION_REQUEST, EVICTION) if EVICTION_REQUEST in self.caches or self.discovery_error else ()
 
     def _items(self, name: str) -> tuple[Any, ...]:
         return self.caches[name].items() if name in self.caches else ()

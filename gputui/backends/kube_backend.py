@@ -110,7 +110,7 @@ class KubeReader:
         # NodeMaintenances and NodeClaims: optional caches of their own (an error there is no API error).
         self.actors = ActorReader(cache, served.maintenance, served.nodeclaims, self.discovery_error,
                                   remediations=served.remediations, maintenance_requests=served.maintenance_requests,
-                                  conn=conn)
+                                  evictions=served.evictions, conn=conn)
         for c in [*self.caches.values(), *self.actors.caches.values()]:
             c.start()
         self._metrics: Metrics | None = None
@@ -290,8 +290,9 @@ class KubeReader:
         )
         with self._join_lock:
             pods = tuple(inference_pod(self._joiner.with_claims(r), *self._joiner.identity(r)) for r in records)
+        # The actors' objects too: a drain re-checks each pod's EvictionRequests on this fresh read before evicting it.
         return ClusterSnapshot(taken_at=now, context=self.conn.context, pods=pods, session_counts=counts,
-                               budgets=self.caches["pdbs"].items(), sources=sources)
+                               budgets=self.caches["pdbs"].items(), sources=sources, actors=self.actors.objects())
 
     def gpu_history(self, node: str, minutes: int = 5) -> dict[int, list[float | None]]:
         if self.prom is None:

@@ -1,6 +1,7 @@
 """What the cluster serves beyond the core kinds, found by API discovery: which route kinds, Argo Rollouts,
 InferencePools, Istio's DestinationRules, DRA, the GPU Operator's ClusterPolicy and the disrupting actors' kinds
-(NodeMaintenance, Karpenter's NodeClaim, NVSentinel's requests) exist, in which version.
+(NodeMaintenance, Karpenter's NodeClaim, NVSentinel's requests, the alpha EvictionRequest API) exist, in which
+version.
 Nothing is assumed: a kind the cluster does not serve is never watched."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 from gputui.backends import kube_objects as ko
 from gputui.backends.kube_dra import DRA_GROUP
 from gputui.backends.kube_http import PROBE_TIMEOUT_S, Connection
+from gputui.vocabulary import eviction_requests as er
 from gputui.vocabulary.disruptions import KARPENTER_GROUP, MAINTENANCE_GROUP, NVSENTINEL_GROUP
 from gputui.vocabulary.router_kinds import ROUTER_KINDS, RouterKind
 
@@ -35,6 +37,7 @@ class Served:
     nodeclaims: str | None = None  # Karpenter's NodeClaim
     remediations: str | None = None  # NVSentinel's ExternalRemediationRequest
     maintenance_requests: str | None = None  # NVSentinel's MaintenanceRequest
+    evictions: str | None = None  # lifecycle.k8s.io's EvictionRequest and Eviction (alpha, off by default)
 
 
 def _version_of(kind: RouterKind, preferred: str, offered: list[str], served: Callable[[str], set[str]]) -> str | None:
@@ -49,14 +52,14 @@ def _version_of(kind: RouterKind, preferred: str, offered: list[str], served: Ca
 def discover(conn: Connection) -> Served:
     routers: dict[str, str] = {}
     subset_rules = pools = dra = cluster_policy = maintenance = nodeclaims = None
-    remediations = maintenance_requests = None
+    remediations = maintenance_requests = evictions = None
     groups = conn.request("GET", "/apis", timeout=PROBE_TIMEOUT_S * 2).get("groups") or []
     kinds = list(ROUTER_KINDS.values())  # as the table holds them now
     for group in groups:
         name = group.get("name")
         mine = [k for k in kinds if k.group == name]
         if not mine and name not in (ko.POOL_GROUP, DRA_GROUP, OPERATOR_GROUP, MAINTENANCE_GROUP, KARPENTER_GROUP,
-                                     NVSENTINEL_GROUP):
+                                     NVSENTINEL_GROUP, er.GROUP):
             continue
         version = (group.get("preferredVersion") or {}).get("version")
         if not version:
@@ -83,6 +86,9 @@ def discover(conn: Connection) -> Served:
         elif name == NVSENTINEL_GROUP:
             remediations = version if "externalremediationrequests" in served(version) else None
             maintenance_requests = version if "maintenancerequests" in served(version) else None
+        elif name == er.GROUP:  # only the version whose shape gputui reads, whichever the group prefers
+            evictions = er.VERSION if er.VERSION in offered and \
+                {"evictionrequests", "evictions"} <= served(er.VERSION) else None
         for kind in mine:
             found = _version_of(kind, version, offered, served)
             if found:
@@ -90,4 +96,4 @@ def discover(conn: Connection) -> Served:
         if name == ISTIO_GROUP and "destinationrules" in served(version):
             subset_rules = version
     return Served(routers, subset_rules, pools, dra, cluster_policy, maintenance, nodeclaims,
-                  remediations=remediations, maintenance_requests=maintenance_requests)
+                  remediations=remediations, maintenance_requests=maintenance_requests, evictions=evictions)

@@ -195,6 +195,8 @@ def _one_gpu(backend: Backend, snap: ClusterSnapshot, node: str, args: argparse.
 def _print_plan(plan: DrainPlan) -> None:
     head = f"{plan.title}: " + ("BLOCKED" if plan.blocked else
                                     f"{len(plan.stranded)} pods with nowhere to go" if plan.stranded else "ready to drain")
+    left = len(plan.blockers)  # pods another responder evicts: the drain waits on them, never evicts them
+    head += f"; {left} pod{'s' if left != 1 else ''} left to another responder" if left else ""
     print(head + ("" if not plan.already_cordoned else " (already cordoned)"))
     for p in plan.pods:
         sessions = "" if p.step is Step.SKIP else f" sessions={p.sessions.text}"
@@ -204,10 +206,14 @@ def _print_plan(plan: DrainPlan) -> None:
         print(f"  {p.step.value:6s} {p.pod.key} gpus={p.pod.gpu_request}{sessions}{most}{budget}{note}")
         if p.rotation is not None:  # what it does first (a pod kept in says why among the warnings)
             print(f"         first: {p.rotation_note}")
+        for request in p.eviction_api.requests:  # the EvictionRequest API: who else asks for its eviction
+            print(f"         {request}")
         if p.placement is not None:  # where its replacement can go (never where it will go: see the caveat)
             print(f"         {p.placement.text()}")
             for e in p.placement.excluded if p.placement.stranded else ():
                 print(f"           {e.words}")
+    for blocker in plan.blockers:  # left to another responder: the rest drains, these stay until it is done
+        print(f"  blocker: {blocker}")
     for warning in plan.warnings:
         print(f"  warning: {warning}")
     if plan.fence:

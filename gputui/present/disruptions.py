@@ -2,11 +2,13 @@
 then the oldest (a hold whose start no actor records after every dated one), then by node. The one home of
 these rows: the `:disruptions` view and `gputui disruptions` both show them (issue 40 items 1 and 6).
 
-What the Node objects say, and the NodeMaintenances and Karpenter NodeClaims the snapshot carries, are read
-(gputui.policy.disruptions); NVSentinel's CRs and EvictionRequests are not read yet, and the rows say so
-(`CRD_SOURCES`). `sources` names each source's state: read, not installed, or unknown (never "none"). When the
-nodes, or an installed actor's objects, could not be read, the list is unknown, never empty: `unknown_because` says
-why. Pure: no Textual, no I/O.
+What the Node objects say, and the NodeMaintenances, Karpenter NodeClaims and NVSentinel requests the snapshot
+carries, are read (gputui.policy.disruptions); NVSentinel's janitor CRs are not read yet, and the rows say so
+(`CRD_SOURCES`). EvictionRequests and Evictions (the alpha EvictionRequest API) are read too, for the drain plan: they
+ask for a pod's eviction, not a node's, so they add no row, but `sources` names their state. `sources` names each
+source's state: read, not installed, or unknown (never "none"). When the nodes, or an installed actor's objects that
+hold nodes, could not be read, the list is unknown, never empty: `unknown_because` says why. Pure: no Textual, no
+I/O.
 """
 
 from __future__ import annotations
@@ -20,14 +22,16 @@ from gputui.present.cells import ago
 from gputui.snapshot import ClusterSnapshot
 from gputui.vocabulary import disruptions as d
 from gputui.vocabulary.disruptions import Disruption
+from gputui.vocabulary.eviction_requests import KINDS as EVICTION_KINDS
 from gputui.vocabulary.model import Node
 
 # Where each actor's hold is read from in this slice: the Node (labels, annotations, taints, spec.unschedulable).
 NODE_SOURCE = "Node objects"
 # What is not read yet: shown as not read, never as "none" (an actor's objects unread are not an actor absent).
-CRD_SOURCES = "EvictionRequests, NVSentinel's janitor CRs (RebootNode, TerminateNode, GPUReset): not read yet"
-# gputui.backends.kube_actors' and .kube_nvsentinel's names
-ACTOR_SOURCES = ("NodeMaintenance", "NodeClaim", "ExternalRemediationRequest", "MaintenanceRequest")
+CRD_SOURCES = "NVSentinel's janitor CRs (RebootNode, TerminateNode, GPUReset): not read yet"
+# gputui.backends.kube_actors', .kube_nvsentinel's and .kube_evictions' names
+ACTOR_SOURCES = ("NodeMaintenance", "NodeClaim", "ExternalRemediationRequest", "MaintenanceRequest",
+                 *EVICTION_KINDS)
 NOT_READ = "not read (this backend reads no actor objects)"
 
 # The actor as the dashboard's state column names it: whole beside the state where the column is wide; where it
@@ -97,8 +101,9 @@ def unknown_because(snapshot: ClusterSnapshot) -> str:
         if source.name == "API" and (source.error or source.fetched_at is None):
             return f"the nodes could not be read ({source.error or 'not read yet'})"
     reads = snapshot.actors.reads if snapshot.actors is not None else {}
+    # EvictionRequests hold pods, not nodes: unread, they leave no node's hold unknown (the drain plan says so).
     unread = [f"{name} objects could not be read ({state.removeprefix(d.UNKNOWN + ': ')})"
-              for name, state in reads.items() if state.startswith(d.UNKNOWN)]
+              for name, state in reads.items() if state.startswith(d.UNKNOWN) and name not in EVICTION_KINDS]
     return "; ".join(unread)
 
 
@@ -108,7 +113,10 @@ def sources(snapshot: ClusterSnapshot) -> dict[str, str]:
     nodes = next((f"unknown: {s.error or 'not read yet'}" for s in snapshot.sources
                   if s.name == "API" and (s.error or s.fetched_at is None)), d.READ)
     reads = snapshot.actors.reads if snapshot.actors is not None else {}
-    return {NODE_SOURCE: nodes, **{name: reads.get(name, NOT_READ) for name in ACTOR_SOURCES}, "other": CRD_SOURCES}
+    # A reader of actors leaves the EvictionRequest API out of its reads where it is not served (kube_actors).
+    absent = {k: d.NOT_INSTALLED for k in EVICTION_KINDS} if snapshot.actors is not None else {}
+    return {NODE_SOURCE: nodes, **{name: reads.get(name, absent.get(name, NOT_READ)) for name in ACTOR_SOURCES},
+            "other": CRD_SOURCES}
 
 
 def actor_of(node: Node, snapshot: ClusterSnapshot) -> str:

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gputui.vocabulary.batch_budgets import BudgetObjects
 from gputui.vocabulary.model import DRAIN_ANNOTATION_PREFIX, Condition
+
+if TYPE_CHECKING:  # the EvictionRequest API's records (that module imports Condition from this one)
+    from gputui.vocabulary.eviction_requests import EvictionRecord, EvictionRequestRecord
 
 # The actors, as the `actor` field and JSON name them.
 GPUTUI = "gputui"
@@ -280,7 +283,8 @@ UNKNOWN = "unknown"  # served but not readable (forbidden, failing): its holds a
 @dataclass(frozen=True, slots=True)
 class ActorObjects:
     """The actors' own objects one refresh read, and the state of each source: "NodeMaintenance", "NodeClaim",
-    "ExternalRemediationRequest", "MaintenanceRequest" -> READ, NOT_INSTALLED, or "unknown: <why>"."""
+    "ExternalRemediationRequest", "MaintenanceRequest", "EvictionRequest", "Eviction" -> READ, NOT_INSTALLED, or
+    "unknown: <why>"."""
 
     maintenances: tuple[NodeMaintenanceRecord, ...] = ()
     claims: tuple[NodeClaimRecord, ...] = ()
@@ -290,6 +294,10 @@ class ActorObjects:
     # The limits the same controllers set on nodes disrupted at once (Karpenter's NodePools, the maintenance-operator's
     # config), read with them; None when not read (ClusterSnapshot.batch_budgets takes them from here).
     budgets: BudgetObjects | None = None
+    # The EvictionRequest API's two kinds (gputui.vocabulary.eviction_requests; "EvictionRequest", "Eviction" in
+    # reads): per pod, not per node, so no holder of a node; the drain plan reads them.
+    eviction_requests: tuple[EvictionRequestRecord, ...] = ()
+    evictions: tuple[EvictionRecord, ...] = ()
 
     def nvsentinel_by_node(self) -> dict[str, tuple[list[RemediationRecord], list[MaintenanceRequestRecord]]]:
         """Each node's NVSentinel requests (built once per snapshot by its reader)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
 from kubernetes import client
 
 from tests.support.gputui_cli import run
@@ -27,10 +28,24 @@ def audited(home) -> list[tuple[str, dict, str]]:
             if e["action"] == "node-condition" and e["phase"] == "result"]
 
 
-def test_a_drain_marks_the_node_draining_then_drained_and_an_uncordon_clears_it(alpha_cluster, alpha_kubelet, tmp_path):
+@pytest.fixture
+def node(alpha_kubelet):
+    """A node of the alpha plane for one test, gone after it (the other tests there see their own nodes only)."""
+    made = []
+
+    def add(name: str) -> str:
+        alpha_kubelet.add_node(name, gpus=2)
+        made.append(name)
+        return name
+    yield add
+    for name in made:
+        alpha_kubelet.remove_node(name)
+
+
+def test_a_drain_marks_the_node_draining_then_drained_and_an_uncordon_clears_it(alpha_cluster, node, tmp_path):
     core = client.CoreV1Api(alpha_cluster.harness_client())
     kc = ("--kubeconfig", str(alpha_cluster.admin_kubeconfig))
-    alpha_kubelet.add_node("lc-1", gpus=2)
+    node("lc-1")
     out = run("drain", "lc-1", *kc, home=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "node lifecycle condition DrainInProgress set" in out.stdout
@@ -51,11 +66,10 @@ def test_a_drain_marks_the_node_draining_then_drained_and_an_uncordon_clears_it(
     assert not core.read_node("lc-1").spec.unschedulable
 
 
-def test_another_writers_drain_in_progress_is_shown_and_an_uncordon_over_it_is_refused(alpha_cluster, alpha_kubelet,
-                                                                                        tmp_path):
+def test_another_writers_drain_in_progress_is_shown_and_an_uncordon_over_it_is_refused(alpha_cluster, node, tmp_path):
     core = client.CoreV1Api(alpha_cluster.harness_client())
     kc = ("--kubeconfig", str(alpha_cluster.admin_kubeconfig))
-    alpha_kubelet.add_node("lc-2", gpus=2)
+    node("lc-2")
     began = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 600))
     core.patch_node("lc-2", {"spec": {"unschedulable": True}})
     core.patch_node_status("lc-2", {"status": {"conditions": [{

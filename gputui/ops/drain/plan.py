@@ -18,6 +18,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from enum import Enum
 
+from gputui.ops.drain.capacity import (  # the names the batch and the tests import from the plan
+    CapacityCheck,
+    _free_outside,  # noqa: F401
+    _offered,  # noqa: F401
+    capacity_after,
+    pod_count,
+    units_needed,
+)
+from gputui.ops.drain.eviction_api import NOTHING, EvictionApiView, PodEvictionApi, pod_json
 from gputui.ops.drain.gpu_target import UNKNOWN_GPU, fence_words
 from gputui.ops.drain.options import DEFAULT_SESSION_DEADLINE_S, DrainOptions
 from gputui.ops.drain.out_of_rotation import OutOfRotation, choose
@@ -32,13 +41,13 @@ from gputui.ops.drain.whole_versions import whole_version_warnings
 from gputui.policy.rotation import Rotation, RotationState, rotation_of
 from gputui.policy.upgrades import owner_warning
 from gputui.snapshot import ClusterSnapshot
-from gputui.vocabulary.gpu_resources import WHOLE_GPU
+from gputui.vocabulary.disruptions import NOT_INSTALLED
 from gputui.vocabulary.label_selectors import selector_matches
-from gputui.vocabulary.model import Budget, InferencePod, Node
+from gputui.vocabulary.model import Budget, InferencePod
 from gputui.vocabulary.sessions import PodSessions, SessionState
 
-__all__ = ["DEFAULT_SESSION_DEADLINE_S", "CapacityCheck", "DrainOptions", "DrainPlan", "PodPlan", "Step", "classify",
-           "plan_drain", "plan_json"]
+__all__ = ["DEFAULT_SESSION_DEADLINE_S", "CapacityCheck", "DrainOptions", "DrainPlan", "PodPlan", "Step",
+           "capacity_after", "classify", "plan_drain", "plan_json", "pod_count", "units_needed"]
 
 
 class Step(str, Enum):
@@ -65,6 +74,8 @@ class PodPlan:
     switch: Rotation | None = None
     # Where its replacement can go (gputui.ops.drain.placement); None: it is not recreated, or not previewed.
     placement: Placement | None = None
+    # Its pending EvictionRequests, and another responder handling its eviction (gputui.ops.drain.eviction_api).
+    eviction_api: PodEvictionApi = NOTHING
 
     @property
     def budget_note(self) -> str:
@@ -119,42 +130,6 @@ class PodPlan:
 
 
 @dataclass(frozen=True, slots=True)
-class CapacityCheck:
-    """One kind of GPU unit (a resource, on one GPU model): the pods' requests of it against what is free."""
-
-    product: str
-    needed: tuple[int, ...]  # GPU requests of the pods that must be placed elsewhere
-    free_by_node: Mapping[str, int]
-    resource: str = WHOLE_GPU  # counted in the units the pods request: MIG slices, shared replicas, DRA devices
-
-    @property
-    def fits(self) -> bool:
-        """First-fit decreasing, as a scheduler would have to place them: whole pods per node."""
-        free = sorted(self.free_by_node.values(), reverse=True)
-        for need in sorted(self.needed, reverse=True):
-            for i, room in enumerate(free):
-                if room >= need:
-                    free[i] -= need
-                    break
-            else:
-                return False
-        return True
-
-    @property
-    def free_total(self) -> int:
-        return sum(self.free_by_node.values())
-
-    def describe(self) -> str:
-        if not self.needed:
-            return "no GPU pods to place elsewhere"
-        verdict = "fits" if self.fits else "does NOT fit"
-        what = f"{self.product or 'GPUs'} GPUs" if self.resource == WHOLE_GPU else \
-            f"{self.resource} on {self.product or 'any model'}"
-        return (f"{sum(self.needed)} {what} in {pod_count(len(self.needed))} need a new home; "
-                f"{self.free_total} free on other schedulable nodes: {verdict}")
-
-
-@dataclass(frozen=True, slots=True)
 class DrainPlan:
     node: str
     options: DrainOptions
@@ -163,6 +138,7 @@ class DrainPlan:
     already_cordoned: bool
     warnings: tuple[str, ...] = ()  # lint: PDBs that can never allow an eviction
     fence: str = ""  # one GPU's drain: what keeps new pods off that GPU (gputui.ops.drain.gpu_target.fence_words)
+    eviction_state: str = NOT_INSTALLED  # the EvictionRequest API as the plan read it: read, not installed, unknown
 
     @property
     def title(self) -> str:
@@ -176,6 +152,12 @@ class DrainPlan:
     @property
     def blocked(self) -> bool:
         return bool(self.errors)
+
+    @property
+    def blockers(self) -> list[str]:
+        """Pods gputui will not evict because another responder handles their eviction: the rest of the node
+        drains; the drain ends only when they are gone (or, at the deadline, leaves them in place, unfinished)."""
+        return [f"{p.pod.key}: {h.words()}" for p in self.to_evict if (h := p.eviction_api.handler) is not None]
 
     @property
     def stranded(self) -> list[PodPlan]:
@@ -280,37 +262,6 @@ def selected(pod: InferencePod, selector: Mapping[str, str]) -> bool:
     return selector_matches(selector, pod.labels, empty_matches=True)  # kubectl drain without -l: every pod
 
 
-def _offered(node: Node, resource: str) -> int:
-    if not node.gpu_resources:  # a node known only by its count (hand-built, older demo data): whole cards
-        return node.gpu_allocatable if resource == WHOLE_GPU else 0
-    return sum(r.allocatable for r in node.gpu_resources if r.name == resource)
-
-
-def _free_outside(snapshot: ClusterSnapshot, nodes: Iterable[str], product: str, resource: str) -> dict[str, int]:
-    """Free units of one resource on one GPU model, on Ready, schedulable nodes outside the given set."""
-    excluded = set(nodes)
-    return {
-        n.name: max(0, _offered(n, resource) - snapshot.allocated_by_resource(n.name).get(resource, 0))
-        for n in snapshot.nodes
-        if n.name not in excluded and n.gpu_product == product and n.ready and not n.unschedulable
-    }
-
-
-def capacity_after(snapshot: ClusterSnapshot, nodes: set[str], product: str, needed: list[int],
-                   resource: str = WHOLE_GPU) -> CapacityCheck:
-    return CapacityCheck(product, tuple(needed), _free_outside(snapshot, nodes, product, resource), resource)
-
-
-def units_needed(pods: Iterable[PodPlan]) -> dict[str, list[int]]:
-    """Resource -> each moving pod's units of it: what must find room elsewhere, in the units asked for."""
-    out: dict[str, list[int]] = {}
-    for p in pods:
-        if p.moves:
-            for resource, n in (p.pod.gpu_units or {WHOLE_GPU: p.pod.gpu_request}).items():
-                out.setdefault(resource, []).append(n)
-    return out
-
-
 def _with_rotation(plans: list[PodPlan], snapshot: ClusterSnapshot, node: str) -> list[PodPlan]:
     """Each pod waited on with what the drain takes out of rotation first (ops.drain.out_of_rotation)."""
     waited = [(p.pod, rotation_of(p.pod, snapshot)) for p in plans if p.step is Step.WAIT_SESSIONS]
@@ -357,6 +308,10 @@ def plan_drain(
         step, note = _unknown_gpu(pod, options, *classify(pod, sessions, options, reason))
         plans.append(PodPlan(pod, sessions, step, note, tuple(snapshot.budget_for(pod))))
     plans = _with_rotation(plans, snapshot, node)
+    evictions = EvictionApiView.of(snapshot)
+    if evictions.served:  # each pod to move: its pending EvictionRequests, and whether another responder has it
+        plans = [replace(p, eviction_api=evictions.pod(p.pod.namespace, p.pod.name, p.pod.uid))
+                 if p.step in (Step.EVICT, Step.WAIT_SESSIONS) else p for p in plans]
     away = (batch or set()) | {node}
     checks = [capacity_after(snapshot, away, target.gpu_product, units, resource)
               for resource, units in sorted(units_needed(plans).items())]
@@ -371,17 +326,13 @@ def plan_drain(
         + [f"{p.pod.key}: {w}" for p in plans if (w := p.grace_warning(options))]
         + [f"{p.pod.key}: {w}" for p in plans if (w := _arrivals_warning(p))]
         + whole_version_warnings(snapshot, [p.pod for p in plans if p.moves], away)
-        + _unguarded_warnings(snapshot, plans)))
+        + _unguarded_warnings(snapshot, plans)
+        + [w for w in [evictions.warning(sum(p.step in (Step.EVICT, Step.WAIT_SESSIONS) for p in plans))] if w]))
     pods = tuple(plans)
     if preview:
         pods = with_placement(pods, previewed(snapshot, away, [p.pod for p in eviction_order(pods)]))
     fence = fence_words(options, target) if options.gpu else ""
-    return DrainPlan(node, options, pods, capacity, target.unschedulable, warnings, fence)
-
-
-def pod_count(n: int) -> str:
-    """"1 pod", "3 pods": the count and its noun, as every plan line says it."""
-    return f"{n} pod" if n == 1 else f"{n} pods"
+    return DrainPlan(node, options, pods, capacity, target.unschedulable, warnings, fence, evictions.state)
 
 
 def plan_json(plan: DrainPlan) -> dict:
@@ -390,6 +341,10 @@ def plan_json(plan: DrainPlan) -> dict:
         out["gpu"] = {"gpu": plan.options.gpu, "device": plan.options.gpu_device or None, "fence": plan.fence,
                       "pods": list(plan.options.gpu_pods), "unattributed": list(plan.options.unattributed),
                       "include_unattributed": plan.options.include_unattributed}
+    if plan.eviction_state != NOT_INSTALLED:  # the EvictionRequest API served: its state, blockers, and per pod
+        out["eviction_requests"], out["blockers"] = plan.eviction_state, plan.blockers
+        for entry, p in zip(out["pods"], plan.pods, strict=True):
+            entry["eviction_requests"] = pod_json(p.eviction_api)
     return out
 
 

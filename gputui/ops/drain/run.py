@@ -25,6 +25,7 @@ from gputui.ops.context import OpContext
 from gputui.ops.drain import lease
 from gputui.ops.drain.events import DrainControl, DrainEvent
 from gputui.ops.drain.events import EventKind as K
+from gputui.ops.drain.eviction_api import EvictionApiView
 from gputui.ops.drain.gpu_fence import fence_device
 from gputui.ops.drain.lifecycle import NodeLifecycle
 from gputui.ops.drain.options import PHASE, record_values
@@ -66,6 +67,7 @@ class PodProgress:
     # The eviction under way in the audit log: one intent covers the tries while a PDB says 429 (its 5 s
     # retries are one entry), its result says how they ended.
     intent: Intent | None = None
+    left_to: str = ""  # what holds its eviction (another responder, or EvictionRequests unknown): said once each
 
     @property
     def finished(self) -> bool:
@@ -244,6 +246,7 @@ def _poll(look: _Look, snap: ClusterSnapshot, now: float) -> Iterator[DrainEvent
     writer = ctx.writer
     assert writer is not None  # run_drain refused a read-only context before any look
     live = {p.key: p for p in snap.pods}
+    evictions = EvictionApiView.of(snap)  # the EvictionRequest API on this fresh read (gputui.ops.drain.eviction_api)
     for prog in pods.values():
         if prog.finished:
             continue
@@ -284,6 +287,19 @@ def _poll(look: _Look, snap: ClusterSnapshot, now: float) -> Iterator[DrainEvent
             continue
         if now < prog.next_try and not now_please:
             continue
+        # Another responder handling its eviction: never evicted by gputui, not even asked "now"; held at the deadline.
+        holder, words = evictions.hold(namespace, name, prog.uid, plan.eviction_state)
+        if holder:
+            _close(prog, audit, f"not evicted: {words}")
+            if now >= prog.deadline:
+                prog.state, prog.message = PodState.HELD, f"left in place at its deadline: {words}"
+                audit.record("evict", f"pod/{prog.key}", "held", {"node": node, "why": words})
+                yield DrainEvent(node, K.HELD, prog.key, prog.message)
+            elif prog.left_to != holder:
+                prog.state, prog.message, prog.left_to = PodState.WAITING, words, holder
+                yield DrainEvent(node, K.WAITING, prog.key, words, prog.sessions, prog.deadline)
+            continue
+        prog.left_to = ""
         cut = (prog.sessions or 0) if known and not quiet else 0
         unknown_cut = prog.step is Step.WAIT_SESSIONS and not known
         why = "evict now" if now_please else "deadline expired" if expired and not quiet else "quiet"

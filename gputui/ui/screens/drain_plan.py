@@ -98,6 +98,11 @@ def render_plan(batch: BatchPlan, palette: Palette, narrow: bool = False) -> Gro
             parts.append(Text("blocked: " + error, style=f"bold {palette.alert}"))
         for warning in plan.warnings:
             parts.append(Text("warning: " + warning, style=palette.cordoned))
+        for blocker in plan.blockers:  # another responder evicts these (EvictionRequest API): waited on, never evicted
+            parts.append(Text("left to another responder: " + blocker, style=palette.cordoned))
+        for p in plan.to_evict:
+            for request in p.eviction_api.requests:
+                parts.append(Text(f"{p.pod.key}: {request}", style="dim"))
         parts.append(Text(""))
     placed = batch_lines(batch)
     if len(batch.plans) > 1 or batch.ahead:

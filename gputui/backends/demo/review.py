@@ -42,8 +42,9 @@ def check_facts(sim: Simulation, window_s: float) -> CheckFacts:
     leaker = _leaker(sim)
     if leaker in growth:
         growth[leaker] = LEAK_MIB_PER_HOUR * window_s / 3600
-    xids = sum(len(n.bad_gpus) for n in sim._nodes.values() if n.ready)
-    hot = sum(1 for n in sim._nodes.values() if n.ready and n.temp_offset > 0)  # the planted blocked air intake
+    xids = sum(len(n.bad_gpus) + len(n.gpu_xids) for n in sim._nodes.values() if n.ready)
+    # the planted blocked air intake and failed fan
+    hot = sum(1 for n in sim._nodes.values() if n.ready and n.temp_offset > 0)
     rules = (
         AlertRule("GPUXidError", "gpu.rules", "max by (Hostname, gpu) (DCGM_FI_DEV_XID_ERRORS) > 0",
                   "firing" if xids else "inactive", firing=xids),

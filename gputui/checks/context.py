@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from gputui.checks.result import CheckResult, Status
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 LISTED = 5  # objects named in a summary line before "+N more"
 # The head noun of each check's `found` phrase, which is plural ("nodes running hot"): one bad object takes the
 # singular ("1 node running hot"). A new check's phrase must start from one of these (its test says so).
-SINGULAR = {"nodes": "node", "pods": "pod", "services": "service", "gaps": "gap", "alerts": "alert",
+SINGULAR = {"fields": "field", "nodes": "node", "pods": "pod", "services": "service", "gaps": "gap", "alerts": "alert",
             "grants": "grant", "workloads": "workload"}
 _HEAD = re.compile(r"\b(" + "|".join(SINGULAR) + r")\b")
 
@@ -64,6 +64,21 @@ def unknown(id: str, seed: str, title: str, why: str, fix: str, objects: tuple[s
 
 
 def context_for(snapshot: ClusterSnapshot, settings: Settings, backend: Backend, facts: CheckFacts) -> CheckContext:
-    """The one way the CLI and the :check screen put a context together."""
+    """The one way the CLI and the :check screen put a context together (both off the UI's thread)."""
     return CheckContext(snapshot, settings.temp_threshold, settings.engine_shutdown, backend.read_only,
-                        backend.permissions, facts)
+                        backend.permissions, _with_fault_fields(facts, backend))
+
+
+def _with_fault_fields(facts: CheckFacts, backend: Backend) -> CheckFacts:
+    """The fault series the live store holds, when the backend's facts did not read them: the live reader's
+    Prometheus asked here (backends.prom_fault_fields; the demo's facts carry them already). Without a store
+    they stay unknown, with why."""
+    if facts.fault_fields is not None or facts.fault_fields_error:
+        return facts
+    prom = getattr(backend.reader, "prom", None)
+    if prom is None:
+        return replace(facts, fault_fields_error="no metrics source (give --prometheus)")
+    from gputui.backends.prom_fault_fields import read_fault_fields  # noqa: PLC0415 (checks import no backend eagerly)
+
+    found, why = read_fault_fields(prom)
+    return replace(facts, fault_fields=found, fault_fields_error=why)

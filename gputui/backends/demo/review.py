@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from gputui.policy.node_pools import IdleReading
 from gputui.vocabulary.check_facts import AlertRule, CheckFacts
+from gputui.vocabulary.gpu_faults import PCIE_REPLAY_FIELD, THROTTLE_FIELD, XID_FIELD
 from gputui.vocabulary.gpu_metrics import BY_NAME
 from gputui.vocabulary.model import InferencePod, InferenceService
 from gputui.vocabulary.sessions import Arrivals
@@ -53,7 +54,25 @@ def check_facts(sim: Simulation, window_s: float) -> CheckFacts:
         AlertRule("InferenceQueueBacklog", "inference.rules", "sum by (pod) (vllm:num_requests_waiting) > 50",
                   "inactive"),
     )
-    return CheckFacts(window_s, memory_growth_mib=growth, alert_rules=rules)
+    return CheckFacts(window_s, memory_growth_mib=growth, alert_rules=rules, fault_fields=_fault_series(sim))
+
+
+_AS_SERIES = {"throttle_reasons": THROTTLE_FIELD, "pcie_replays": PCIE_REPLAY_FIELD}
+
+
+def _fault_series(sim: Simulation) -> dict[str, int]:
+    """The fault series the demo's store holds, one per GPU that answers and field its exporter serves
+    (Simulation._fault_fields; scenario.py: no ECC or NVLink field); a GPU fallen off the bus serves its XID alone,
+    a node that is down nothing."""
+    counts: dict[str, int] = {}
+    for node in sim._nodes.values():
+        if not node.ready:
+            continue
+        for i in range(node.product.count):
+            served = () if i in node.bad_gpus else sim._fault_fields(node, i, 0.0)
+            for name in {XID_FIELD, *(_AS_SERIES.get(k, k) for k in served)}:
+                counts[name] = counts.get(name, 0) + 1
+    return counts
 
 
 ERROR_RATIO = 0.002  # engines abort a few requests (clients going away)

@@ -1,5 +1,5 @@
 """Which GPU fault series a metrics store holds (`gputui check`'s metrics.fault_fields): one instant query
-counting the series of each name the faults read (exporter_counters.SERIES). A name without a series is not
+counting, per node, the series of each name the faults read (exporter_counters.SERIES). A name without a series is not
 collected; a failed query leaves the whole answer unknown with its reason, never "all collected".
 
 Read at most once a minute per store: the :check screen re-runs its checks at every refresh, and the query
@@ -15,7 +15,8 @@ from gputui.backends.base import BackendError
 from gputui.backends.prom import PromSource
 from gputui.vocabulary.exporter_counters import SERIES
 
-QUERY = f'count by (__name__) ({{__name__=~"{"|".join(SERIES)}"}})'
+# Per series name and node (either spelling of dcgm-exporter's host label: the other is empty).
+QUERY = f'count by (__name__, Hostname, hostname) ({{__name__=~"{"|".join(SERIES)}"}})'
 KEPT_S = 60.0
 
 _lock = threading.Lock()
@@ -23,7 +24,7 @@ _kept: dict[int, tuple[PromSource, float, dict[str, int] | None, str]] = {}
 
 
 def read_fault_fields(prom: PromSource, clock: Callable[[], float] = time.monotonic) -> tuple[dict[str, int] | None, str]:
-    """(series name -> series count, "") or (None, why)."""
+    """(series name -> how many nodes serve it, "") or (None, why)."""
     now = clock()
     with _lock:
         kept = _kept.get(id(prom))
@@ -32,9 +33,12 @@ def read_fault_fields(prom: PromSource, clock: Callable[[], float] = time.monoto
     found: dict[str, int] | None = None
     why = ""
     try:
-        rows = prom.query(QUERY)
-        found = {str(row["metric"]["__name__"]): int(float(row["value"][1])) for row in rows
-                 if (row.get("metric") or {}).get("__name__") and row.get("value")}
+        hosts: dict[str, set[str]] = {}
+        for row in prom.query(QUERY):
+            labels = row.get("metric") or {}
+            if labels.get("__name__"):
+                hosts.setdefault(str(labels["__name__"]), set()).add(str(labels.get("Hostname") or labels.get("hostname") or ""))
+        found = {name: len(on) for name, on in hosts.items()}
     except BackendError as exc:
         why = str(exc)
     with _lock:

@@ -32,7 +32,7 @@ class CheckFacts:
     rules_error: str = ""  # why alert_rules is None
     # e.g. "read secrets" -> held; None: the access review failed. Empty: not probed (read-only asks nothing).
     beyond_needs: Mapping[str, bool | None] = field(default_factory=dict)
-    # The GPU fault series the store holds (exporter_counters.SERIES) -> how many series of each; a name absent is
+    # The GPU fault series the store holds (exporter_counters.SERIES) -> how many nodes serve each; a name absent is
     # not collected. None: not read, fault_fields_error says why ("" when no backend part reads it).
     fault_fields: Mapping[str, int] | None = None
     fault_fields_error: str = ""

@@ -10,6 +10,8 @@ Vocabulary level: pure data.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from gputui.vocabulary.gpu_faults import PCIE_REPLAY_FIELD, THROTTLE_FIELD, XID_FIELD
 from gputui.vocabulary.gpu_metrics import FAULT_FIELDS
 
@@ -47,6 +49,20 @@ def csv_line(field: str) -> str:
     return f"{field}, {kind}, {help_}"
 
 
-def not_collected(series: set[str] | frozenset[str]) -> list[str]:
-    """The NEEDED fields none of whose spellings is among `series` (names the store holds), in NEEDED's order."""
-    return [f for f in NEEDED if f not in series and OLD_NAMES.get(f) not in series]
+def series_of(field: str, counts: Mapping[str, int]) -> int:
+    """How many nodes' series collect `field` (by either spelling) in a store's `counts` (series name -> nodes):
+    a node serving both spellings counts twice, a harmless overcount (no build serves both)."""
+    return counts.get(field, 0) + counts.get(OLD_NAMES.get(field, ""), 0)
+
+
+def not_collected(counts: Mapping[str, int]) -> list[str]:
+    """The NEEDED fields no series collects, in NEEDED's order."""
+    return [f for f in NEEDED if series_of(f, counts) <= 0]
+
+
+def partly_collected(counts: Mapping[str, int]) -> list[tuple[str, int, int]]:
+    """(field, its nodes, all nodes) for the fields collected on fewer nodes than serve an XID (every exporter
+    serves it; without any, the most any field has): an exporter whose configuration differs between nodes. Per
+    node, not per GPU: a GPU fallen off the bus serves its XID alone, and is no configuration's doing."""
+    nodes = series_of(XID_FIELD, counts) or max((series_of(f, counts) for f in NEEDED), default=0)
+    return [(f, n, nodes) for f in NEEDED if 0 < (n := series_of(f, counts)) < nodes]

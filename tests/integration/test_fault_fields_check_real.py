@@ -1,7 +1,8 @@
 """`gputui check`'s metrics.fault_fields against Debian's Prometheus (issue 37 item 1): a dcgm-exporter serving
-only its default counters' fault fields (the XID, PCIe replays, three row-remap fields) leaves ten fields the
-faults read uncollected: the check names each, with the counters CSV line to add, and passes nothing. A second
-target then serves the ECC DBE counter and the clock throttle reasons by their old name: those two leave the list.
+only its default counters' fault fields (the XID, PCIe replays, three row-remap fields) on two nodes leaves ten
+fields the faults read uncollected: the check names each, with the counters CSV line to add, and passes nothing.
+A second target then serves the ECC DBE counter and the clock throttle reasons (by their old name) for one node:
+those two are named as served on 1 of 2 nodes.
 Prometheus down: unknown, never a pass. The series are read through the CLI's own path (checks.context_for's
 fill from the live reader's Prometheus)."""
 
@@ -23,7 +24,7 @@ from tests.support.exporters import DcgmExporter, Family, MetricsHTTPServer, ren
 from tests.support.procs import wait_until
 from tests.support.prom import PrometheusServer, dcgm_scrape_config
 
-HOST = "ff-node"
+HOST, OTHER = "ff-node", "ff-node-2"
 # What dcgm-exporter's etc/default-counters.csv exports, by this harness's field keys: no ECC, no NVLink errors,
 # no pending row remap, no clock event reasons.
 DEFAULT_CSV = ("util", "fb_used", "fb_free", "temp", "power", "xid", "pcie_replay", "uncorrectable_remapped_rows",
@@ -36,6 +37,7 @@ ADDED = {"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": ("counter", "Total number of double-bi
 def store():
     exporter = DcgmExporter(fields=DEFAULT_CSV)
     exporter.add_node(HOST, gpus=2)
+    exporter.add_node(OTHER, gpus=1)
     serving = {"added": False}
 
     def render(path: str) -> str | None:
@@ -69,7 +71,7 @@ def _check(url: str):
 def test_the_fields_the_exporters_configuration_leaves_out_are_named_with_their_csv_lines(store):
     prom, serving = store
     result, facts = _check(prom.url)
-    assert facts.fault_fields is not None and facts.fault_fields["DCGM_FI_DEV_XID_ERRORS"] == 2  # one per GPU
+    assert facts.fault_fields is not None and facts.fault_fields["DCGM_FI_DEV_XID_ERRORS"] == 2  # by node
     served = {"DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
               "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "DCGM_FI_DEV_ROW_REMAP_FAILURE"}
     missing = [f for f in NEEDED if f not in served]
@@ -77,15 +79,18 @@ def test_the_fields_the_exporters_configuration_leaves_out_are_named_with_their_
     for field in missing:
         assert field in result.summary and csv_line(field) in result.fix.split("\n")
 
-    serving["added"] = True  # the cluster adds ECC DBE and the throttle reasons (their pre-3.3 name)
+    # One node's exporter is given ECC DBE and the throttle reasons (by their pre-3.3 name), the other's not.
+    serving["added"] = True
+    added = ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS")
 
-    def added():
+    def scraped():
         found, _ = _check(prom.url)
-        return found if "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL" not in found.objects else None
+        return found if "on some nodes only" in found.summary else None
 
-    result = wait_until(added, 30, what="the added counters scraped")
-    assert list(result.objects) == [f for f in missing if f not in ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
-                                                                    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS")]
+    result = wait_until(scraped, 30, what="the added counters scraped")
+    assert list(result.objects) == [*(f for f in missing if f not in added), *sorted(added, key=NEEDED.index)]
+    assert result.summary.endswith("2 fields on some nodes only: DCGM_FI_DEV_CLOCKS_EVENT_REASONS (on 1 of 2 "
+                                   "nodes), DCGM_FI_DEV_ECC_DBE_VOL_TOTAL (on 1 of 2 nodes)"), result.summary
 
 
 def test_a_store_that_does_not_answer_is_unknown_never_a_pass(store):

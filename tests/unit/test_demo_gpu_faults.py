@@ -88,6 +88,11 @@ def test_the_fault_fields_the_demo_exporter_leaves_out_are_not_collected_never_h
     missing = [f for f in faults_of(gpu) if f.category == "not-collected"]
     assert missing and "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL" in missing[0].fields
     assert "DCGM_FI_DEV_ROW_REMAP_PENDING" not in missing[0].fields
+    # the thermal node's exporter alone serves the clock event reasons
+    assert "DCGM_FI_DEV_CLOCKS_EVENT_REASONS" in missing[0].fields
+    thermal = cluster.snapshot().node(THERMAL_NODE).gpus[0]
+    assert "DCGM_FI_DEV_CLOCKS_EVENT_REASONS" not in next(f for f in faults_of(thermal)
+                                                           if f.category == "not-collected").fields
 
 
 def test_the_demo_stays_seeded():

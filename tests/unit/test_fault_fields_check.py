@@ -61,15 +61,27 @@ def test_unread_is_unknown_never_a_pass():
     assert facts.fault_fields is None and "--prometheus" in facts.fault_fields_error
 
 
-def test_the_demo_exporter_leaves_ecc_and_nvlink_out_and_the_text_lists_the_lines_to_add():
+def test_a_field_some_nodes_serve_is_named_with_how_many():
+    counts = dict.fromkeys(NEEDED, 26) | {"DCGM_FI_DEV_CLOCKS_EVENT_REASONS": 1, "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": 2}
+    result = _run(replace(UNREAD, fault_fields=counts, fault_fields_error=""))
+    assert result.status is Status.WARN and result.objects == ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS",)
+    assert result.summary == "1 field on some nodes only: DCGM_FI_DEV_CLOCKS_EVENT_REASONS (on 3 of 26 nodes)"
+    assert csv_line("DCGM_FI_DEV_CLOCKS_EVENT_REASONS") in result.fix.split("\n")
+
+
+def test_the_demo_exporter_leaves_ecc_nvlink_and_pcie_out_and_the_text_lists_the_lines_to_add():
     backend = demo_backend(clock=ManualClock())
     facts = backend.reader.check_facts(600)
     result = _run(facts)
     assert result.status is Status.WARN
-    assert set(result.objects) == {f for f in FAULT_FIELDS if "_ECC_" in f or "_NVLINK_" in f}
+    assert result.objects[-1] == "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"  # the thermal node's alone
+    assert "(on 1 of 26 nodes)" in result.summary  # the NotReady node serves nothing
+    assert set(result.objects[:-1]) == {f for f in FAULT_FIELDS if "_ECC_" in f or "_NVLINK_" in f} | \
+        {"DCGM_FI_DEV_PCIE_REPLAY_COUNTER"}
     text = as_text([result], "demo", True)
     lines = text.splitlines()
     fix = next(i for i, line in enumerate(lines) if line.strip().startswith("fix: add to dcgm-exporter"))
     # each line to add on its own line, indented under the fix
-    assert [line.strip() for line in lines[fix + 1:fix + 9]] == [csv_line(f) for f in result.objects]
-    assert all(line.startswith(" " * (lines[fix].index("fix:") + 5)) for line in lines[fix + 1:fix + 9])
+    more = lines[fix + 1:fix + 1 + len(result.objects)]
+    assert [line.strip() for line in more] == [csv_line(f) for f in result.objects]
+    assert all(line.startswith(" " * (lines[fix].index("fix:") + 5)) for line in more)

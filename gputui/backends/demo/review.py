@@ -61,17 +61,18 @@ _AS_SERIES = {"throttle_reasons": THROTTLE_FIELD, "pcie_replays": PCIE_REPLAY_FI
 
 
 def _fault_series(sim: Simulation) -> dict[str, int]:
-    """The fault series the demo's store holds, one per GPU that answers and field its exporter serves
-    (Simulation._fault_fields; scenario.py: no ECC or NVLink field); a GPU fallen off the bus serves its XID alone,
-    a node that is down nothing."""
+    """The fault series the demo's store holds, by how many nodes serve each (Simulation._fault_fields: no ECC,
+    NVLink or PCIe replay field; the clock event reasons on one node); a node that is down serves nothing."""
     counts: dict[str, int] = {}
     for node in sim._nodes.values():
         if not node.ready:
             continue
+        served = {XID_FIELD}
         for i in range(node.product.count):
-            served = () if i in node.bad_gpus else sim._fault_fields(node, i, 0.0)
-            for name in {XID_FIELD, *(_AS_SERIES.get(k, k) for k in served)}:
-                counts[name] = counts.get(name, 0) + 1
+            if i not in node.bad_gpus:  # a GPU fallen off the bus serves its XID alone
+                served.update(_AS_SERIES.get(k, k) for k in sim._fault_fields(node, i, 0.0))
+        for name in served:
+            counts[name] = counts.get(name, 0) + 1
     return counts
 
 

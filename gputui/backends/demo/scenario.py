@@ -83,7 +83,7 @@ class SimNode:
     taints: tuple[Taint, ...] = ()  # its own beyond a cordon's and NotReady's (which follow its state)
     labels: dict[str, str] = field(default_factory=dict)  # other actors' (actors.py), beyond GFD's and the pool's
     # Faults of GPUs that still answer (issue 37 item 6): index -> XID (the GPU reads on and stays allocatable),
-    # the clock event reasons every GPU of the node reports (0: only the idle bit of an idle GPU), and index ->
+    # the clock event reasons every GPU of the node reports (0: the node's exporter does not serve them), and index ->
     # (uncorrectable rows remapped when the simulation began, seconds per new one: the count rises over ticks).
     gpu_xids: dict[int, int] = field(default_factory=dict)
     throttle: int = 0
@@ -199,9 +199,12 @@ def demo_fleet() -> list[SimNode]:
     return [*nodes, mig, shared, dra]
 
 
-# The demo's GPU fault stories (issue 37 item 6), on nodes no other story uses. The demo's dcgm-exporter runs
-# its default counters (XID, PCIe replays, three row-remap fields) plus the clock event reasons and
-# ROW_REMAP_PENDING; ECC and NVLink errors stay commented out, as in its default CSV: "not collected".
+# The demo's GPU fault stories (issue 37 item 6), on nodes no other story uses. The demo's dcgm-exporter serves
+# the XID and the three row-remap fields of its default counters CSV plus ROW_REMAP_PENDING on every node, and the
+# clock event reasons on the thermal node alone (its exporter was given them while its cooling is investigated).
+# ECC and NVLink errors stay commented out, as in the default CSV, and the PCIe replay counter is left out too:
+# all "not collected", which `gputui check` names. (A PCIe or throttle column on every node would push the node
+# detail's Health and history off an 80-column screen: node_detail shows a column per figure any GPU reports.)
 APP_XID_NODE, APP_XID_GPU, APP_XID = "gpu-a100-04", 3, 13  # the fine-tuning job's own fault: tell its owner
 HW_XID_NODE, HW_XID_GPU, HW_XID = "gpu-h100-05", 6, 79  # falls off the bus under a qwen2-72b pod (GPUs 4-7)
 REMAP_NODE, REMAP_GPU = "gpu-h100-03", 2  # under a llama-3-70b pod (GPUs 0-3)

@@ -302,20 +302,22 @@ class Simulation:
         )
 
     def _fault_fields(self, node: SimNode, i: int, util: float) -> dict[str, float]:
-        """What the demo's exporter reports of a GPU's faults (scenario.py: its default counters, the clock event
-        reasons and ROW_REMAP_PENDING; no ECC or NVLink field), by the names gpu_faults reads."""
+        """What the demo's exporter reports of a GPU's faults, by the names gpu_faults reads (scenario.py: the
+        row-remap fields everywhere, the clock event reasons on the thermal story's node alone; the XID is the
+        record's own)."""
         rows = 0
         if i in node.remaps:
             at_start, every_s = node.remaps[i]
             rows = at_start + int((self._t - self._began) / every_s)
-        return {
-            "throttle_reasons": float(node.throttle | (0x1 if util < 1.0 else 0)),  # 0x1: GPU idle
-            "pcie_replays": 0.0,
+        out = {
             "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": float(rows),
             "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS": 0.0,
             "DCGM_FI_DEV_ROW_REMAP_PENDING": 1.0 if rows else 0.0,  # the newest remap waits for a GPU reset
             "DCGM_FI_DEV_ROW_REMAP_FAILURE": 0.0,
         }
+        if node.throttle:
+            out["throttle_reasons"] = float(node.throttle | (0x1 if util < 1.0 else 0))  # 0x1: GPU idle
+        return out
 
     # ----- reader -----------------------------------------------------------------
 

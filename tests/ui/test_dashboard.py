@@ -60,7 +60,7 @@ async def test_problems_come_first_and_each_sort_says_its_order(app_factory):
         assert "sort problems, worst first" in title(app)
         # Nodes by kind, worst first (issue 35), not the alerts of every GPU.
         # (and gpu-a100-06's cordon past its expiry: backends/demo/actors.py, issue 40)
-        assert "5 nodes need attention: 1 NotReady, 1 XID, 1 upgrade failed, 1 hot, 1 cordon expired" in str(
+        assert "9 nodes need attention: 1 NotReady, 3 XID, 2 health, 1 upgrade failed, 1 hot, 1 cordon expired" in str(
             app.screen.query_one("HeaderBar").summary())
         await pilot.press("s")  # name
         await pilot.pause()
@@ -168,7 +168,7 @@ async def test_marks_keep_names_are_counted_and_cleared(app_factory):
 
 
 async def test_bang_jumps_to_the_next_node_with_a_problem(app_factory):
-    from gputui.policy.health import node_alerts
+    from gputui.policy.problems import snapshot_alerts
 
     app = app_factory()
     async with app.run_test(size=(120, 40)) as pilot:
@@ -180,7 +180,7 @@ async def test_bang_jumps_to_the_next_node_with_a_problem(app_factory):
         for _ in range(6):
             await pilot.press("exclamation_mark")
             node = app.snapshot.node(table.selected_key)
-            assert node_alerts(node, 85.0)
+            assert snapshot_alerts(app.snapshot, node, 85.0)  # a problem as the header counts it (an expired cordon too)
             seen.add(node.name)
         assert len(seen) >= 2
 
@@ -228,7 +228,7 @@ async def test_filter_matches_alert_kinds(app_factory):
         await loaded(pilot)
         await pilot.press("slash", *"xid", "enter")
         await pilot.pause()
-        assert rows(app) == ["gpu-h100-07"]
+        assert sorted(rows(app)) == ["gpu-a100-04", "gpu-h100-05", "gpu-h100-07"]  # the demo's XIDs 13, 79, 79
 
 
 async def test_cordon_confirm_then_visible_and_audited(app_factory, tmp_path):

@@ -8,6 +8,7 @@ from typing import Any
 
 from gputui.backends.base import BackendError
 from gputui.backends.prom import PromSource, finite
+from gputui.backends.prom_fault_fields import read_fault_fields
 from gputui.base.errors import first_line
 from gputui.policy.node_pools import IdleReading
 from gputui.vocabulary.check_facts import AlertRule, CheckFacts
@@ -78,10 +79,12 @@ def alert_rules(prom: PromSource) -> tuple[tuple[AlertRule, ...] | None, str]:
 def read_facts(prom: PromSource | None, window_s: float) -> CheckFacts:
     if prom is None:
         why = "no metrics source (give --prometheus)"
-        return CheckFacts(window_s, memory_error=why, rules_error=why)
+        return CheckFacts(window_s, memory_error=why, rules_error=why, fault_fields_error=why)
     growth, growth_error = memory_growth(prom, window_s)
     rules, rules_error = alert_rules(prom)
-    return CheckFacts(window_s, growth, growth_error, rules, rules_error)
+    fields, fields_error = read_fault_fields(prom)
+    return CheckFacts(window_s, growth, growth_error, rules, rules_error, fault_fields=fields,
+                      fault_fields_error=fields_error)
 
 
 

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 LISTED = 5  # objects named in a summary line before "+N more"
 # The head noun of each check's `found` phrase, which is plural ("nodes running hot"): one bad object takes the
 # singular ("1 node running hot"). A new check's phrase must start from one of these (its test says so).
-SINGULAR = {"nodes": "node", "pods": "pod", "services": "service", "gaps": "gap", "alerts": "alert",
+SINGULAR = {"fields": "field", "nodes": "node", "pods": "pod", "services": "service", "gaps": "gap", "alerts": "alert",
             "grants": "grant", "workloads": "workload"}
 _HEAD = re.compile(r"\b(" + "|".join(SINGULAR) + r")\b")
 
@@ -64,6 +64,6 @@ def unknown(id: str, seed: str, title: str, why: str, fix: str, objects: tuple[s
 
 
 def context_for(snapshot: ClusterSnapshot, settings: Settings, backend: Backend, facts: CheckFacts) -> CheckContext:
-    """The one way the CLI and the :check screen put a context together."""
+    """The one way the CLI and the :check screen put a context together (both off the UI's thread)."""
     return CheckContext(snapshot, settings.temp_threshold, settings.engine_shutdown, backend.read_only,
                         backend.permissions, facts)

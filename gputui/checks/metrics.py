@@ -7,6 +7,7 @@ from __future__ import annotations
 from gputui.checks.context import CheckContext, unknown, verdict
 from gputui.checks.result import CheckResult, Status
 from gputui.vocabulary.check_facts import AlertRule
+from gputui.vocabulary.exporter_counters import NEEDED, csv_line, not_collected, partly_collected
 from gputui.vocabulary.gpu_metrics import BY_NAME
 from gputui.vocabulary.sessions import SessionState
 
@@ -39,6 +40,31 @@ def session_series(ctx: CheckContext) -> CheckResult:
     return verdict(id, seed, title, bad, Status.WARN, "inference pods whose sessions cannot be read",
                    "expose the engine's /metrics and scrape it (a drain waits on them blind)",
                    "every inference pod's sessions are read")
+
+
+def fault_fields(ctx: CheckContext) -> CheckResult:
+    """The GPU fault fields (exporter_counters.NEEDED) the metrics store holds no series of: not collected, so a
+    GPU's faults cannot say them (never "healthy"); and those only some nodes' exporters serve. Named each, with the counters
+    CSV line that exports it."""
+    id, seed, title = "metrics.fault_fields", "000 §4, §6; 001 §8", "every GPU fault field collected"
+    found = ctx.facts.fault_fields
+    if found is None:
+        return unknown(id, seed, title, ctx.facts.fault_fields_error or "not read", ASK_PROMETHEUS)
+    missing = not_collected(found)
+    partly = partly_collected(found)
+    if not missing and not partly:
+        return CheckResult(id, seed, title, Status.PASS, f"all {len(NEEDED)} fault fields have series")
+    said = []
+    if missing:
+        said.append(f"{len(missing)} field{'s' * (len(missing) != 1)} not collected: {', '.join(missing)}")
+    if partly:
+        said.append(f"{len(partly)} field{'s' * (len(partly) != 1)} on some nodes only: "
+                    + ", ".join(f"{f} (on {n} of {nodes} nodes)" for f, n, nodes in partly))
+    fields = [*missing, *(f for f, _n, _nodes in partly)]
+    return CheckResult(
+        id, seed, title, Status.WARN, "; ".join(said), tuple(fields),
+        "add to dcgm-exporter's counters CSV (its -f file; under the GPU Operator, the dcgmExporter.config "
+        "ConfigMap) on every node and restart it:\n" + "\n".join(csv_line(f) for f in fields))
 
 
 def _window(seconds: float) -> str:

@@ -23,7 +23,9 @@ def as_text(results: list[CheckResult], context: str, simulated: bool) -> str:
     for r in results:
         lines.append(f"{MARK[r.status]:<8}{r.id:<{width}}  [{r.seed}]  {r.summary}")
         if r.status is not Status.PASS and r.fix:
-            lines.append(f"{'':<8}{'':<{width}}  fix: {r.fix}")
+            first, *more = r.fix.split("\n")  # a fix of several lines (a config file's lines to add): indented
+            lines.append(f"{'':<8}{'':<{width}}  fix: {first}")
+            lines += [f"{'':<8}{'':<{width}}       {line}" for line in more]  # under the fix's text
     c = counts(results)
     lines.append(f"{c['pass']} passed, {c['warn']} warning{'s' * (c['warn'] != 1)}, {c['fail']} failed, "
                  f"{c['unknown']} unknown")

@@ -232,7 +232,7 @@ def least_privilege(ctx: CheckContext) -> CheckResult:
 
 CHECKS: tuple[Callable[[CheckContext], CheckResult], ...] = (
     gpu_nodes_recognised, gpu_health, metrics.memory_growth, versions_consistent, metrics.dcgm_series,
-    metrics.session_series, metrics.alert_rules, metrics.alerts_firing, pending_gpu_pods, restart_loops, budgets,
+    metrics.session_series, metrics.fault_fields, metrics.alert_rules, metrics.alerts_firing, pending_gpu_pods, restart_loops, budgets,
     replicas, grace_periods, rotation.can_leave, rotation.left_out, probes, startup_allowance, memory_limits, identity, least_privilege,
 )
 

@@ -22,7 +22,7 @@ PROBLEM_WORDS = {"alert", "alerts", "problem", "problems"}
 DRIFT_WORDS = {"drift", "drifted"}
 # The alert kinds problems.alerts_at gives (health.node_alerts' and an expired gputui cordon's): only these words
 # need a node's alerts worked out.
-ALERT_KINDS = {"notready", "lost", "xid", "health", "temp", "condition", "upgrade", "cordon"}
+ALERT_KINDS = {"notready", "lost", "xid", "fault", "health", "temp", "condition", "upgrade", "cordon"}
 
 
 def words_of(text: str) -> list[str]:

@@ -1,5 +1,5 @@
-"""What `gputui check` reads beyond a snapshot: GPU memory growth per pod over a window and the alert rules
-the metrics store has loaded (from the reader), and the grants gputui's identity holds but never needs
+"""What `gputui check` reads beyond a snapshot: GPU memory growth per pod over a window, the alert rules
+the metrics store has loaded and which GPU fault series it holds (from the reader), and the grants gputui's identity holds but never needs
 (from the writer). Each part is either read or unknown with the reason (never empty = fine): a backend
 fills it, the rules judge it."""
 
@@ -32,6 +32,10 @@ class CheckFacts:
     rules_error: str = ""  # why alert_rules is None
     # e.g. "read secrets" -> held; None: the access review failed. Empty: not probed (read-only asks nothing).
     beyond_needs: Mapping[str, bool | None] = field(default_factory=dict)
+    # The GPU fault series the store holds (exporter_counters.SERIES) -> how many nodes serve each; a name absent is
+    # not collected. None: not read, fault_fields_error says why ("" when no backend part reads it).
+    fault_fields: Mapping[str, int] | None = None
+    fault_fields_error: str = ""
 
 
-UNREAD = CheckFacts(memory_error="not read", rules_error="not read")
+UNREAD = CheckFacts(memory_error="not read", rules_error="not read", fault_fields_error="not read")

@@ -4,6 +4,8 @@ figure (power too) stays, no bare `+`, and no scrollbar glyph beside the data.""
 
 from __future__ import annotations
 
+import re
+
 from gputui.backends.base import Backend
 from gputui.settings import Settings
 from gputui.snapshot import ClusterSnapshot, SourceStatus
@@ -12,7 +14,7 @@ from gputui.vocabulary.model import Gpu, Node
 from tests.ui.pilot import loaded, screen_lines, wait_for, wallboard_loaded
 
 # The demo's planted problems, and gpu-a100-06's cordon past its expiry (backends/demo/actors.py, issue 40).
-SUMMARY = "5 nodes need attention: 1 NotReady, 1 XID, 1 upgrade failed, 1 hot, 1 cordon expired"
+SUMMARY = "9 nodes need attention: 1 NotReady, 3 XID, 2 health, 1 upgrade failed, 1 hot, 1 cordon expired"  # with the demo's GPU faults (issue 37)
 EIGHTHS = set("▁▂▃▄▅▆▇")  # Textual's scrollbar ends: they read as one more bar of data
 
 
@@ -26,9 +28,10 @@ async def test_at_80x24_the_problem_column_says_each_worst_problem_whole(app_fac
         await loaded(pilot)
         table = app.screen.nodes_table
         problem = next(i for i, (key, *_rest) in enumerate(table.columns) if key == "alerts")
-        words = {name: str(table.cells(name)[problem]) for name in table.keys[:4]}
+        words = {name: str(table.cells(name)[problem]) for name in table.keys[:7]}
         assert {k: v for k, v in words.items() if not v.endswith("°C")} == {
-            "gpu-l40s-06": "NotReady", "gpu-h100-07": "XID 79", "gpu-a100-08": "upgrade ✗"}
+            "gpu-l40s-06": "NotReady", "gpu-h100-07": "XID 79", "gpu-h100-05": "XID 79", "gpu-h100-06": "GPU fault",
+            "gpu-a100-04": "XID 13", "gpu-h100-03": "GPU fault", "gpu-a100-08": "upgrade ✗"}  # the demo's faults
         lines = screen_lines(app)
         for name, word in words.items():  # on screen, whole: no ellipsis in the row
             row = next(line for line in lines if name in line)
@@ -36,7 +39,7 @@ async def test_at_80x24_the_problem_column_says_each_worst_problem_whole(app_fac
         # every mission figure, power included, and the drifted driver
         titles = next(line for line in lines if line.startswith(" Node "))
         assert all(label in titles for label in ("Util", "Memory", "Temp", "Power", "Driver", "Problem"))
-        assert "5 nodes need attention" in lines[0]
+        assert "9 nodes need attention" in lines[0]
         # no bare "+": the header and the pools line say whole cards, and label the idle figure
         assert "+" not in lines[0] and "+" not in lines[1]
         assert "idle 1h:" in lines[1]
@@ -58,12 +61,12 @@ async def test_the_header_d_alert_and_the_wallboard_give_one_count(app_factory):
             assert SUMMARY in header(app)
         await pilot.press("slash", *"alert", "enter")
         await pilot.pause()
-        assert app.screen.nodes_table.row_count == 5  # the expired cordon too, as the header counts it
+        assert app.screen.nodes_table.row_count == 9  # the expired cordon too, as the header counts it
         await pilot.press("escape", "d")
         await wait_for(pilot, lambda: isinstance(app.screen, DiagnosticsScreen) and app.screen.findings)
         title = str(app.screen.query_one("#diag-title").render())
         assert SUMMARY in title
-        assert [f.kind for f in app.screen.findings[:3]] == ["NotReady", "XID 79", "upgrade ✗"]
+        assert [f.kind for f in app.screen.findings[:5]] == ["NotReady", "XID 79", "XID 79", "GPU fault", "GPU fault"]
 
 
 async def test_the_wallboard_counts_nodes_and_lists_one_line_per_node(app_factory):
@@ -72,13 +75,14 @@ async def test_the_wallboard_counts_nodes_and_lists_one_line_per_node(app_factor
         await wallboard_loaded(pilot)
         figure = app.screen.query_one("#fig-alerts")
         assert str(figure.query_one(".figure-label").render()) == "Need attention"
-        assert figure.query_one("Digits").value == "5"
+        assert figure.query_one("Digits").value == "9"
         strip = str(app.screen.query_one("#wall-alerts").render()).splitlines()
-        assert [line.split()[1] for line in strip] == ["gpu-l40s-06", "gpu-h100-07", "gpu-a100-08"]
+        assert [line.split()[1] for line in strip] == ["gpu-l40s-06", "gpu-h100-05", "gpu-h100-07"]
         await pilot.press("n", "n", "n")  # the alerts page: one row per node, then the findings
         await pilot.pause()
         page = "\n".join(screen_lines(app)[app.screen.query_one("#page").region.y:])
-        assert page.count("gpu-h100-04") == 1 and "GPU 0:" not in page, page
+        # the hot node once, its hot GPUs in one figure, not a line per GPU's temperature
+        assert page.count("gpu-h100-04") == 1 and not re.search(r"GPU \d+: \d+°C", page), page
         assert "the dashboard lists them all" not in page
 
 

@@ -15,7 +15,7 @@ from tests.ui.pilot import command, loaded, wait_for
 
 # The demo's fleet, by hand (tests/demo_figures.py): cards, MIG slices, shared replicas, DRA devices in use/offered,
 # and free.
-FLEET_USED, FLEET_FREE = "83/167+5/36MIG+6/16shared+6/8DRA", "84+31MIG+10shared+2DRA"
+FLEET_USED, FLEET_FREE = "82/166+5/36MIG+6/16shared+6/8DRA", "84+31MIG+10shared+2DRA"
 
 
 async def test_tab_completes_and_enter_runs(app_factory):
@@ -173,7 +173,7 @@ async def test_pools_at_80_columns_keep_util_and_idle_on_screen_and_a_wider_scre
         def fleet_row() -> list[str]:
             return [str(c) for c in table.get_row("(fleet)")]
 
-        assert fleet_row()[2:4] == ["83/167+", "84+"]  # whole cards, and "+": more than cards (tests/demo_figures.py)
+        assert fleet_row()[2:4] == ["82/166+", "84+"]  # whole cards, and "+": more than cards (tests/demo_figures.py)
         assert table.virtual_size.width <= 80  # Util and Idle on screen, nothing to scroll to
         assert "+: MIG slices" in str(app.screen.query_one("#pools-note", Static).render())
         await pilot.resize_terminal(160, 40)

@@ -98,8 +98,8 @@ async def test_the_alert_strip_keeps_its_more_count_whole_at_80_columns(app_fact
     async with app.run_test(size=(80, 24)) as pilot:
         await wallboard_loaded(pilot)
         strip = str(app.screen.query_one("#wall-alerts").render()).splitlines()
-        # the message gave way (two more: the hot node and gpu-a100-06's expired cordon)
-        assert len(strip) == 3 and strip[2].endswith("(2 more nodes on the attention page)")
+        # the message gave way (six more: the demo's GPU faults, the hot node and gpu-a100-06's expired cordon)
+        assert len(strip) == 3 and strip[2].endswith("(6 more nodes on the attention page)")
         assert all(len(line) <= 80 for line in strip)
 
 
@@ -121,8 +121,8 @@ async def test_the_wallboard_shows_idle_gpus_and_a_pools_page(app_factory):
         # pool: nodes, allocated/offered per scheme, free per scheme, idle (the notebook's card is on an A100)
         want = {"ada-lovelace": ["7", "4/24+6/16shared", "20+10shared", "0"],
                 "ampere": ["9", "27/64+5/36MIG", "37+31MIG", str(DEMO_IDLE)],
-                "hopper": ["11", "52/79+6/8DRA", "27+2DRA", "0"],
-                "(fleet)": ["27", "83/167+5/36MIG+6/16shared+6/8DRA", "84+31MIG+10shared+2DRA", str(DEMO_IDLE)]}
+                "hopper": ["11", "51/78+6/8DRA", "27+2DRA", "0"],
+                "(fleet)": ["27", "82/166+5/36MIG+6/16shared+6/8DRA", "84+31MIG+10shared+2DRA", str(DEMO_IDLE)]}
         assert set(want) == {*DEMO_POOLS, "(fleet)"}
         shown = {words[0]: [*words[1:4], words[-1]] for line in text.splitlines() if (words := line.split())}
         assert {pool: shown.get(pool) for pool in want} == want, text

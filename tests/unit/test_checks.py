@@ -14,6 +14,7 @@ from gputui.checks.result import Status, exit_code
 from gputui.checks.rules import CheckContext, run_checks
 from gputui.snapshot import ClusterSnapshot, SourceStatus
 from gputui.vocabulary.check_facts import AlertRule, CheckFacts
+from gputui.vocabulary.exporter_counters import NEEDED
 from gputui.vocabulary.model import Budget, Gpu, InferencePod, Node, PodProbes, PodSelector
 from tests.support.gputui_cli import run
 
@@ -42,7 +43,8 @@ GPU_RULES = (
     AlertRule("GPUMemoryFull", "gpu", "DCGM_FI_DEV_FB_FREE < 1024", "inactive"),
 )
 FACTS_OK = CheckFacts(memory_growth_mib={"llm/chat-1": 12.0, "llm/chat-2": 0.0}, alert_rules=GPU_RULES,
-                      beyond_needs={"read secrets": False, "do anything (cluster-admin)": False})
+                      beyond_needs={"read secrets": False, "do anything (cluster-admin)": False},
+                      fault_fields=dict.fromkeys(NEEDED, 2))  # every GPU fault field collected
 
 
 def results(snap: ClusterSnapshot, **kw) -> dict[str, object]:

@@ -92,8 +92,10 @@ def test_nodes_json_lists_each_gpus_faults_on_the_demo(tmp_path):
     assert "ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS" in lost["words"] and "RESTART_BM" in lost["action"]
     for node_record in nodes.values():
         for gpu in node_record["gpus"]:
-            assert gpu["faults"], "an empty list reads as sound: the demo collects none of the fault fields"
+            assert gpu["faults"], "an empty list reads as sound: the demo collects no ECC or NVLink field"
             gap = gpu["faults"][-1]
-            assert gap["category"] == NOT_COLLECTED and "DCGM_FI_DEV_ROW_REMAP_FAILURE" in gap["fields"]
+            assert gap["category"] == NOT_COLLECTED and "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL" in gap["fields"]
+            # a GPU that reads (not fallen off the bus, its node up) reports the row-remap fields too
+            assert ("DCGM_FI_DEV_ROW_REMAP_FAILURE" in gap["fields"]) is (gpu["util_pct"] is None)
             assert all({"words", "action", "category"} <= set(f) and ("code" in f or "field" in f)
                        for f in gpu["faults"])

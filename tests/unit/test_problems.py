@@ -18,7 +18,9 @@ from tests.demo_clock import ManualClock
 # The demo's planted problems, one per node: NotReady, a GPU fallen off the bus, a failed driver upgrade, heat, and a
 # person's gputui cordon past its expiry (backends/demo/actors.py, issue 40).
 DEMO_PROBLEMS = {"gpu-l40s-06": "NotReady", "gpu-h100-07": "XID 79", "gpu-a100-08": "upgrade ✗", "gpu-h100-04": "°C",
-                 "gpu-a100-06": "expired"}
+                 "gpu-a100-06": "expired",
+                 # the demo's GPU faults (issue 37 item 6)
+                 "gpu-h100-05": "XID 79", "gpu-a100-04": "XID 13", "gpu-h100-03": "GPU fault", "gpu-h100-06": "GPU fault"}
 
 
 def demo_snapshots(count: int, step_s: float = 1.0) -> list[ClusterSnapshot]:
@@ -37,8 +39,8 @@ def test_the_header_count_is_nodes_and_stays_put_while_gpus_cross_the_threshold(
     per_gpu = {len(fleet_alerts(s, 85.0)) for s in snaps}
     assert len(per_gpu) > 1  # the alerts do move (what made the header flicker)
     said = {summary(list(figures(s, 85.0).problems)) for s in snaps}
-    assert said == {"5 nodes need attention: 1 NotReady, 1 XID, 1 upgrade failed, 1 hot, 1 cordon expired"}
-    assert {figures(s, 85.0).alerts for s in snaps} == {5}
+    assert said == {"9 nodes need attention: 1 NotReady, 3 XID, 2 health, 1 upgrade failed, 1 hot, 1 cordon expired"}
+    assert {figures(s, 85.0).alerts for s in snaps} == {9}
 
 
 def test_every_view_counts_the_same_nodes():
@@ -60,7 +62,7 @@ def test_every_view_counts_the_same_nodes():
     result = gpu_health(CheckContext(snap, 85.0))
     assert set(o.split(" (")[0] for o in result.objects) == nodes
     assert result.summary.startswith(
-        "5 nodes needing attention (1 NotReady, 1 XID, 1 upgrade failed, 1 hot, 1 cordon expired)")
+        "9 nodes needing attention (1 NotReady, 3 XID, 2 health, 1 upgrade failed, 1 hot, 1 cordon expired)")
     # the fleet of clusters' row
     assert sum(cluster_row("demo", snap, "", 85.0).alerts.values()) == len(nodes)
 

@@ -32,7 +32,7 @@ def test_figures_count_what_the_snapshot_holds():
     assert f.gpus == DEMO_USE
     # Nodes that need attention, not alerts (issue 35): the demo's hot node has several hot GPUs, one node; and the
     # person's cordon on gpu-a100-06, past its expiry (backends/demo/actors.py), is one too (issue 40).
-    assert f.alerts == len({a.node for a in fleet_alerts(snap, 85)} | {"gpu-a100-06"}) == 5 < len(fleet_alerts(snap, 85))
+    assert f.alerts == len({a.node for a in fleet_alerts(snap, 85)} | {"gpu-a100-06"}) == 9 < len(fleet_alerts(snap, 85))
     assert f.canaries == DEMO_CANARIES == sum(canary_in_flight(s) for s in snap.services)
     assert f.drains == 0 == sum(n.state is NodeState.DRAINING for n in snap.nodes)  # nothing drains at start
 

@@ -1,7 +1,6 @@
 """The demo's nodes in other actors' hands (issue 40 item 6), written as each actor writes them on the Node
 (docs/disruption-actors.md; the names: gputui.vocabulary.disruptions). Only what the Node object can carry: the
-actors' custom resources (a NodeMaintenance in Draining, a Karpenter NodeClaim) are not simulated, as gputui
-does not read them yet. Applied after the initial placement, so the demo's pods and GPU figures are unchanged;
+actors' own objects the Nodes imply are in actor_objects (below). Applied after the initial placement, so the demo's pods and GPU figures are unchanged;
 times are relative to the demo's start, so the demo stays deterministic.
 
 - gpu-a100-03: quarantined by NVSentinel three hours ago on a fatal XID (cordon, its labels, annotations and the
@@ -21,6 +20,10 @@ times are relative to the demo's start, so the demo stays deterministic.
   none for drift. Four of its nodes are in other hands already (NVSentinel, Karpenter, the GPU Operator, a person):
   a batch of A100 nodes drains at most 2 at once, and its plan names the NodePool as the limit. The
   snapshot carries them once the simulation hands them in (`batch_budgets=DEMO_BUDGETS` in Simulation.snapshot).
+- gpu-l40s-02: NVIDIA's maintenance-operator drains it for the Network Operator (a NodeMaintenance requested two
+  hours before the demo starts, cordoned, in Draining far past its 10-minute drain timeout: stuck), and gpu-a100-07's
+  NodeClaim says why Karpenter disrupts it (DisruptionReason Underutilized: a consolidation). These are the actors'
+  own objects (actor_objects), handed in with every source read, and the NodePool budgets beside them.
 The GPU Operator's stuck upgrade is gpu-a100-08's upgrade-failed (scenario.py): the operator records no time for
 that state, so "stuck for days" cannot be said of it from the Node; gpu-l40s-05's deletion candidate is set in
 Simulation.
@@ -43,6 +46,7 @@ from gputui.vocabulary.batch_budgets import (
     NodePoolBudget,
     NodePoolRecord,
 )
+from gputui.vocabulary.disruptions import ActorObjects, Condition, NodeClaimRecord, NodeMaintenanceRecord
 from gputui.vocabulary.scheduling import Taint
 
 NVSENTINEL_NODE = "gpu-a100-03"
@@ -58,6 +62,10 @@ PERSON_TICKET = "HW-4217"
 PERSON_SINCE_S = 2 * 86400
 PERSON_EXPIRED_S = 6 * 3600
 DELETING_S = 20 * 60  # the autoscaler tainted it this long before
+MAINTENANCE_NODE = "gpu-l40s-02"
+MAINTENANCE_S = 2 * 3600  # the NodeMaintenance was requested this long before the demo starts
+MAINTENANCE_REQUESTOR = "network.nvidia.com"  # the Network Operator's requestorID (a domain name, as the CRD asks)
+CONSOLIDATING_S = 15 * 60  # Karpenter chose gpu-a100-07 for consolidation this long before
 GPU_ERROR_TAINT = Taint("nvidia.com/gpu-error", "fatal", "NoSchedule")
 KARPENTER_POOL = "gpu-a100"
 KARPENTER_POOL_NODES = tuple(f"gpu-a100-{i:02d}" for i in range(1, 9))
@@ -97,8 +105,26 @@ def hand_to_actors(nodes: Mapping[str, SimNode], start: float) -> None:
     deleting = nodes[AUTOSCALER_NODE]
     deleting.unschedulable = True
     deleting.taints = (*deleting.taints, Taint(d.CA_TO_BE_DELETED, str(int(start - DELETING_S)), "NoSchedule"))
+    nodes[MAINTENANCE_NODE].unschedulable = True  # the maintenance-operator cordons first (spec.cordon: true)
     person = nodes[PERSON_NODE]
     person.unschedulable = True
     record = CordonRecord(PERSON, PERSON_REASON, float(int(start - PERSON_SINCE_S)), PERSON_TICKET,
                           float(int(start - PERSON_EXPIRED_S)))
     person.annotations[d.CORDON_RECORD] = record.to_annotation()  # as gputui.ops.cordon writes it
+
+
+def actor_objects(start: float) -> ActorObjects:
+    """The actors' own objects behind the Nodes above, as their controllers write them (docs/disruption-actors.md
+    §2, §3): every kind read (the simulated cluster serves them all), and the NodePool budgets beside them."""
+    requested = float(int(start - MAINTENANCE_S))
+    maintenance = NodeMaintenanceRecord(
+        namespace="nvidia-maintenance-operator", name=f"{MAINTENANCE_NODE}-network-operator", node=MAINTENANCE_NODE,
+        requestor=MAINTENANCE_REQUESTOR, created=requested,
+        conditions=(Condition(d.NM_READY, "False", d.NM_DRAINING, "", requested + 30),),
+        drain_timeout_s=600)
+    chosen = float(int(start - CONSOLIDATING_S))
+    claim = NodeClaimRecord(name=f"{KARPENTER_POOL}-x7k2p", node=KARPENTER_NODE, nodepool=KARPENTER_POOL,
+                            conditions=(Condition(d.KC_DISRUPTION_REASON, "True", "Underutilized", "Underutilized",
+                                                  chosen),))
+    reads = dict.fromkeys(("NodeMaintenance", "NodeClaim", "ExternalRemediationRequest", "MaintenanceRequest"), d.READ)
+    return ActorObjects(maintenances=(maintenance,), claims=(claim,), reads=reads, budgets=DEMO_BUDGETS)

@@ -31,7 +31,7 @@ def describe(sim: Simulation, node: str, pods: Sequence[tuple[str, str]]) -> Nod
     if not n.ready:
         events.append(Event("Normal", "NodeNotReady", f"Node {node} status is now: NodeNotReady", f"Node/{node}",
                             1, sim._began - DOWN_FOR_S))
-    for index, xid in sorted(n.bad_gpus.items()):
+    for index, xid in sorted({**n.bad_gpus, **n.gpu_xids}.items()):
         events.append(Event("Warning", "SysLogsXIDError", f"XID {xid} on GPU {index} ({n.uuids[index]})",
                             f"Node/{node}", 3, t - 120))
     for namespace, name in pods:

@@ -9,13 +9,9 @@ from gputui.vocabulary.gpu_bindings import BoundGpu, GpuBindings
 
 
 def demo_bindings(sim: Any, node: str) -> GpuBindings:
+    held = sim.gpu_pods(node)  # the simulated exporter's pod labels: one home (Simulation.gpu_pods)
+    if held is None:
+        return GpuBindings(dcgm="no such node in the simulated cluster")
     with sim._lock:
-        n = sim._nodes.get(node)
-        if n is None:
-            return GpuBindings(dcgm="no such node in the simulated cluster")
-        held: dict[int, set[str]] = {}
-        for pod in sim._pods.values():
-            if pod.node == node and pod.deleting_at is None:
-                for unit in pod.gpu_indices:
-                    held.setdefault(n.units[unit][1], set()).add(f"{pod.namespace}/{pod.name}")
-        return GpuBindings(tuple(BoundGpu(i, uuid, "", frozenset(held.get(i, ()))) for i, uuid in enumerate(n.uuids)))
+        uuids = tuple(sim._nodes[node].uuids)
+    return GpuBindings(tuple(BoundGpu(i, uuid, "", frozenset(held.get(i, ()))) for i, uuid in enumerate(uuids)))

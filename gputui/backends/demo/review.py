@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from gputui.policy.node_pools import IdleReading
 from gputui.vocabulary.check_facts import AlertRule, CheckFacts
+from gputui.vocabulary.gpu_faults import PCIE_REPLAY_FIELD, THROTTLE_FIELD, XID_FIELD
 from gputui.vocabulary.gpu_metrics import BY_NAME
 from gputui.vocabulary.model import InferencePod, InferenceService
 from gputui.vocabulary.sessions import Arrivals
@@ -42,8 +43,9 @@ def check_facts(sim: Simulation, window_s: float) -> CheckFacts:
     leaker = _leaker(sim)
     if leaker in growth:
         growth[leaker] = LEAK_MIB_PER_HOUR * window_s / 3600
-    xids = sum(len(n.bad_gpus) for n in sim._nodes.values() if n.ready)
-    hot = sum(1 for n in sim._nodes.values() if n.ready and n.temp_offset > 0)  # the planted blocked air intake
+    xids = sum(len(n.bad_gpus) + len(n.gpu_xids) for n in sim._nodes.values() if n.ready)
+    # the planted blocked air intake and failed fan
+    hot = sum(1 for n in sim._nodes.values() if n.ready and n.temp_offset > 0)
     rules = (
         AlertRule("GPUXidError", "gpu.rules", "max by (Hostname, gpu) (DCGM_FI_DEV_XID_ERRORS) > 0",
                   "firing" if xids else "inactive", firing=xids),
@@ -52,7 +54,26 @@ def check_facts(sim: Simulation, window_s: float) -> CheckFacts:
         AlertRule("InferenceQueueBacklog", "inference.rules", "sum by (pod) (vllm:num_requests_waiting) > 50",
                   "inactive"),
     )
-    return CheckFacts(window_s, memory_growth_mib=growth, alert_rules=rules)
+    return CheckFacts(window_s, memory_growth_mib=growth, alert_rules=rules, fault_fields=_fault_series(sim))
+
+
+_AS_SERIES = {"throttle_reasons": THROTTLE_FIELD, "pcie_replays": PCIE_REPLAY_FIELD}
+
+
+def _fault_series(sim: Simulation) -> dict[str, int]:
+    """The fault series the demo's store holds, by how many nodes serve each (Simulation._fault_fields: no ECC,
+    NVLink or PCIe replay field; the clock event reasons on one node); a node that is down serves nothing."""
+    counts: dict[str, int] = {}
+    for node in sim._nodes.values():
+        if not node.ready:
+            continue
+        served = {XID_FIELD}
+        for i in range(node.product.count):
+            if i not in node.bad_gpus:  # a GPU fallen off the bus serves its XID alone
+                served.update(_AS_SERIES.get(k, k) for k in sim._fault_fields(node, i, 0.0))
+        for name in served:
+            counts[name] = counts.get(name, 0) + 1
+    return counts
 
 
 ERROR_RATIO = 0.002  # engines abort a few requests (clients going away)

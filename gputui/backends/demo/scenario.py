@@ -1,7 +1,8 @@
 """The demo cluster's scenario: its GPU models, its 27 nodes (one with drift, one with an XID, one mid-upgrade,
 one whose driver upgrade failed, one NotReady; one in MIG slices, one time-sliced, one handing out its GPUs
-through DRA claims; a pool label per GPU family), its eight inference services, and the simulated objects
-that hold their state (every service but codellama has a serving label: router.py)."""
+through DRA claims; a pool label per GPU family; GPU faults, issue 37 item 6: an application XID, a hardware XID
+on a GPU a pod holds, rising row remaps, thermal throttling), its eight inference services, and the simulated
+objects that hold their state (every service but codellama has a serving label: router.py)."""
 
 from __future__ import annotations
 
@@ -81,6 +82,12 @@ class SimNode:
     scheme_labels: dict[str, str] = field(default_factory=dict)  # what GFD says of its slicing
     taints: tuple[Taint, ...] = ()  # its own beyond a cordon's and NotReady's (which follow its state)
     labels: dict[str, str] = field(default_factory=dict)  # other actors' (actors.py), beyond GFD's and the pool's
+    # Faults of GPUs that still answer (issue 37 item 6): index -> XID (the GPU reads on and stays allocatable),
+    # the clock event reasons every GPU of the node reports (0: the node's exporter does not serve them), and index ->
+    # (uncorrectable rows remapped when the simulation began, seconds per new one: the count rises over ticks).
+    gpu_xids: dict[int, int] = field(default_factory=dict)
+    throttle: int = 0
+    remaps: dict[int, tuple[int, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.units:
@@ -172,6 +179,7 @@ def demo_fleet() -> list[SimNode]:
     xid.bad_gpus = {5: 79}
     xid.conditions = [Condition("SysLogsXIDError", "True", "XID79", "GPU has fallen off the bus")]
     by_name["gpu-h100-04"].temp_offset = 31.0  # a blocked air intake
+    _fault_stories(by_name)
     by_name["gpu-a100-05"].driver = OLD_DRIVER
     failed = by_name["gpu-a100-08"]  # cordoned by the GPU Operator, its driver upgrade failed
     failed.unschedulable = True
@@ -189,6 +197,36 @@ def demo_fleet() -> list[SimNode]:
     dra = SimNode("gpu-h100-11", H100)
     dra.units = _sliced(H100, [(DRA_GPU, 1)] * H100.count)
     return [*nodes, mig, shared, dra]
+
+
+# The demo's GPU fault stories (issue 37 item 6), on nodes no other story uses. The demo's dcgm-exporter serves
+# the XID and the three row-remap fields of its default counters CSV plus ROW_REMAP_PENDING on every node, and the
+# clock event reasons on the thermal node alone (its exporter was given them while its cooling is investigated).
+# ECC and NVLink errors stay commented out, as in the default CSV, and the PCIe replay counter is left out too:
+# all "not collected", which `gputui check` names. (A PCIe or throttle column on every node would push the node
+# detail's Health and history off an 80-column screen: node_detail shows a column per figure any GPU reports.)
+APP_XID_NODE, APP_XID_GPU, APP_XID = "gpu-a100-04", 3, 13  # the fine-tuning job's own fault: tell its owner
+HW_XID_NODE, HW_XID_GPU, HW_XID = "gpu-h100-05", 6, 79  # falls off the bus under a qwen2-72b pod (GPUs 4-7)
+REMAP_NODE, REMAP_GPU = "gpu-h100-03", 2  # under a llama-3-70b pod (GPUs 0-3)
+REMAPS_AT_START, REMAP_EVERY_S = 2, 90.0  # one more uncorrectable row remapped every 90 simulated seconds
+THERMAL_NODE = "gpu-h100-06"  # a failed fan: every GPU hot, hardware and software thermal slowdown
+THERMAL_OFFSET_C = 34.0
+THERMAL_MASK = 0x20 | 0x40  # SwThermalSlowdown | HwThermalSlowdown (gpu_metrics.THROTTLE_REASONS)
+
+
+def _fault_stories(by_name: dict[str, SimNode]) -> None:
+    """Faults that do not change placement; the hardware XID comes after it (fail_after_placement)."""
+    by_name[APP_XID_NODE].gpu_xids = {APP_XID_GPU: APP_XID}
+    by_name[REMAP_NODE].remaps = {REMAP_GPU: (REMAPS_AT_START, REMAP_EVERY_S)}
+    thermal = by_name[THERMAL_NODE]
+    thermal.temp_offset = THERMAL_OFFSET_C
+    thermal.throttle = THERMAL_MASK
+
+
+def fail_after_placement(by_name: dict[str, SimNode]) -> None:
+    """The hardware XID strikes a GPU a pod already holds: the pod keeps it (a drain of that GPU moves it), the
+    device plugin stops offering it."""
+    by_name[HW_XID_NODE].bad_gpus = {HW_XID_GPU: HW_XID}
 
 
 def demo_services() -> list[SimService]:

@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from gputui.backends.demo.actors import hand_to_actors
+from gputui.backends.demo.actors import actor_objects, hand_to_actors
 from gputui.backends.demo.router import NAME, Router, route_backends, template_labels
 from gputui.backends.demo.routes import route_object
 from gputui.backends.demo.scenario import (
@@ -35,12 +35,13 @@ from gputui.backends.demo.scenario import (
     SimService,
     demo_fleet,
     demo_services,
+    fail_after_placement,
 )
 from gputui.backends.kube_objects import RouteBackend
 from gputui.policy.upgrades import STATE_LABEL
 from gputui.snapshot import ClusterSnapshot, SourceStatus
 from gputui.vocabulary.disruptions import CA_DELETION_CANDIDATE
-from gputui.vocabulary.gpu_metrics import METRICS, NO_VALUES, extra_of
+from gputui.vocabulary.gpu_metrics import METRICS, extra_of
 from gputui.vocabulary.gpu_resources import DRA_PREFIX, GpuResource, Scheme, node_resources
 from gputui.vocabulary.model import (
     Budget,
@@ -93,7 +94,9 @@ class Simulation:
             node.uuids = [self._uuid() for _ in range(node.product.count)]
             node.history = {i: deque(maxlen=int(HISTORY_S / STEP_S)) for i in range(node.product.count)}
         self._place_initial_workloads()
+        fail_after_placement(self._nodes)  # a GPU a pod holds falls off the bus: the pod stays on it
         hand_to_actors(self._nodes, start)  # after placement: the pods and GPU figures are the same without it
+        self._actors = actor_objects(start)  # the actors' own objects behind those Nodes, and the budgets beside them
         # The warm-up runs on the first read, in the caller's thread (the UI's poll worker).
 
     # ----- simulation -------------------------------------------------------------
@@ -236,7 +239,11 @@ class Simulation:
         per_gpu = self._units_per_gpu(node)
         for i in range(node.product.count):
             if not node.ready or i in node.bad_gpus:
-                # No exporter answers for a node that is down or a GPU fallen off the bus: no sample, a gap.
+                # No exporter answers for a node that is down or a GPU fallen off the bus: no sample, a gap. The
+                # noise its holders would have drawn is drawn all the same, so that a GPU failing under a pod
+                # moves no other figure of the seeded demo.
+                for _pod, _svc in holders.get(i, ()):
+                    self._rng.gauss(0, 2.5)
                 node.history[i].append((t, None))
                 continue
             util = 0.0
@@ -288,13 +295,30 @@ class Simulation:
         temp = 31.0 + 0.5 * util + node.temp_offset + (i % 3) * 0.7
         power = p.idle_w + (p.max_w - p.idle_w) * (util / 100.0) ** 1.3
         # The table's other figures the demo simulates (gpu_metrics: a row's `demo`); the rest stay unknown.
-        extra = extra_of({m.name: m.demo(util, i) for m in DEMO_FIGURES if m.demo is not None}) \
-            if DEMO_FIGURES else NO_VALUES
+        extra = {m.name: m.demo(util, i) for m in DEMO_FIGURES if m.demo is not None}
         return Gpu(
             index=i, uuid=node.uuids[i], util_pct=util, mem_used_mib=float(round(mem)),
             mem_total_mib=mem_total, temp_c=float(round(temp)), power_w=round(power, 1),
-            health=Health.PASS, extra=extra,
+            xid=node.gpu_xids.get(i, 0), health=Health.PASS, extra=extra_of({**extra, **self._fault_fields(node, i, util)}),
         )
+
+    def _fault_fields(self, node: SimNode, i: int, util: float) -> dict[str, float]:
+        """What the demo's exporter reports of a GPU's faults, by the names gpu_faults reads (scenario.py: the
+        row-remap fields everywhere, the clock event reasons on the thermal story's node alone; the XID is the
+        record's own)."""
+        rows = 0
+        if i in node.remaps:
+            at_start, every_s = node.remaps[i]
+            rows = at_start + int((self._t - self._began) / every_s)
+        out = {
+            "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": float(rows),
+            "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS": 0.0,
+            "DCGM_FI_DEV_ROW_REMAP_PENDING": 1.0 if rows else 0.0,  # the newest remap waits for a GPU reset
+            "DCGM_FI_DEV_ROW_REMAP_FAILURE": 0.0,
+        }
+        if node.throttle:
+            out["throttle_reasons"] = float(node.throttle | (0x1 if util < 1.0 else 0))  # 0x1: GPU idle
+        return out
 
     # ----- reader -----------------------------------------------------------------
 
@@ -313,7 +337,7 @@ class Simulation:
                 taken_at=now, context="demo", nodes=nodes, pods=pods, services=services,
                 budgets=budgets, session_counts=counts, selectors=self._router.selectors,
                 sources=(SourceStatus("API", now), SourceStatus("metrics", now)),
-                simulated=True,
+                simulated=True, actors=self._actors,
             )
 
     def gpu_history(self, node: str, minutes: int = 5) -> dict[int, list[float | None]]:
@@ -323,6 +347,21 @@ class Simulation:
                 return {}
             since = self._t - minutes * 60
             return {i: [u for t, u in h if t > since] for i, h in sim.history.items()}
+
+    def gpu_pods(self, node: str) -> dict[int, list[str]] | None:
+        """The demo's DCGM pod attribution: per GPU index, the pods ("namespace/name") holding a unit of it, as
+        dcgm-exporter's pod labels name them; None for a node it does not know."""
+        with self._lock:
+            self._advance(self._clock())
+            sim = self._nodes.get(node)
+            if sim is None:
+                return None
+            out: dict[int, list[str]] = {}
+            for key, pod in sorted(self._pods.items()):
+                if pod.node == node:  # a terminating pod holds its GPUs until it is gone
+                    for gpu in sorted({sim.units[u][1] for u in pod.gpu_indices}):
+                        out.setdefault(gpu, []).append(key)
+            return out
 
     def node_gpus(self, node: str) -> None:
         return None  # the demo's snapshot already holds every GPU

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gputui.vocabulary.batch_budgets import BudgetObjects
+from gputui.vocabulary.eviction_requests import EvictionRecord, EvictionRequestRecord
 from gputui.vocabulary.model import DRAIN_ANNOTATION_PREFIX, Condition
 
-if TYPE_CHECKING:  # the EvictionRequest API's records (that module imports Condition from this one)
-    from gputui.vocabulary.eviction_requests import EvictionRecord, EvictionRequestRecord
+# The sources' states, here as every actor's module reads them (their home: gputui.vocabulary.model).
+from gputui.vocabulary.model import NOT_INSTALLED as NOT_INSTALLED
+from gputui.vocabulary.model import READ as READ
+from gputui.vocabulary.model import UNKNOWN as UNKNOWN
 
 # The actors, as the `actor` field and JSON name them.
 GPUTUI = "gputui"
@@ -273,11 +276,6 @@ class MaintenanceRequestRecord:
     def condition(self, kind: str) -> Condition | None:
         return next((c for c in self.conditions if c.type == kind), None)
 
-
-# The state of one actor's objects, as the sources name it (never "none": an actor unread is not an actor absent).
-READ = "read"
-NOT_INSTALLED = "not installed"  # its CRD is not served: the actor cannot be acting here
-UNKNOWN = "unknown"  # served but not readable (forbidden, failing): its holds are not known
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from gputui.vocabulary.disruptions import NOT_INSTALLED, READ, UNKNOWN, Condition
+from gputui.vocabulary.model import NOT_INSTALLED, READ, UNKNOWN, Condition
 
 GROUP = "lifecycle.k8s.io"
 VERSION = "v1alpha1"

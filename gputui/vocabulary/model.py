@@ -107,6 +107,13 @@ class GpuSummary:
     extra: Figures = NO_VALUES  # the table's other figures aggregated per node, known ones only
 
 
+# How one optional source of objects was read (the disrupting actors' kinds, their budgets, EvictionRequests), as the
+# sources name it (never "none": an actor unread is not an actor absent).
+READ = "read"
+NOT_INSTALLED = "not installed"  # its CRD is not served: the actor cannot be acting here
+UNKNOWN = "unknown"  # served but not readable (forbidden, failing): its holds are not known
+
+
 @dataclass(frozen=True, slots=True)
 class Condition:
     type: str

@@ -182,6 +182,9 @@ def test_the_3am_path_at_80x24(tmp_path):
         session.keys("Escape")
         session.wait_for("Pods on this node")
 
+        # On a GPU row `r` drains that GPU alone (its plan says "Drain GPU 0 of …"); the pods table's `r` drains
+        # the node.
+        session.keys("Tab")
         session.keys("r")
         screen = session.wait_for(f"Drain {name}")  # its plan, before anything is written
         assert f"node/{name}" in screen

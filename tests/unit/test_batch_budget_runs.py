@@ -61,7 +61,7 @@ def _config(max_parallel: str) -> BudgetObjects:
 # upgrades, the cluster autoscaler's deletion, and one NotReady node.
 OTHERS = {"gpu-a100-03": d.NVSENTINEL, "gpu-a100-06": d.PERSON, "gpu-a100-07": d.KARPENTER,
           "gpu-a100-08": d.GPU_OPERATOR, "gpu-l40s-03": d.GPU_OPERATOR, "gpu-l40s-04": d.CLUSTER_AUTOSCALER,
-          "gpu-l40s-06": "NotReady"}
+          "gpu-l40s-06": "NotReady", "gpu-h100-10": d.MAINTENANCE_OPERATOR}
 
 
 def _others(cluster: DemoCluster) -> int:
@@ -82,13 +82,14 @@ def test_the_plan_runs_as_many_at_once_as_the_tightest_budget_leaves_and_names_i
     taken = _others(cluster)
     snap = replace(cluster.snapshot(), batch_budgets=_config(str(taken + 2)))
     batch = plan_batch(snap, BATCH, DrainOptions(), parallel=3)
-    assert batch.at_once == 2  # 9 allowed, 7 already disrupted: room for 2
+    assert batch.at_once == 2  # 10 allowed, 8 already disrupted: room for 2
     assert batch.limiting is not None and batch.limiting.name == \
         "MaintenanceOperatorConfig nvidia-maintenance/default maxParallelOperations"
     head = next(line for line in batch.describe() if line.startswith("nodes at once"))
     assert head == ("nodes at once: 2 of 3, limited by MaintenanceOperatorConfig nvidia-maintenance/default "
-                    "maxParallelOperations: 9 → 9 nodes; 7 already disrupted (2 by the GPU Operator, 1 NotReady, 1 by "
-                    "the cluster autoscaler, 1 by Karpenter, 1 by NVSentinel, 1 by a cordon): 2 more at once now")
+                    "maxParallelOperations: 10 → 10 nodes; 8 already disrupted (2 by the GPU Operator, 1 NotReady, 1 by "
+                    "the cluster autoscaler, 1 by Karpenter, 1 by a NodeMaintenance, 1 by NVSentinel, 1 by a cordon): "
+                    "2 more at once now")
     data = batch_json(batch)
     assert data["nodes_at_once"] == 2 and data["limiting_budget"]["room"] == 2
 
@@ -176,4 +177,5 @@ def test_a_nodepool_over_none_of_the_batchs_nodes_is_not_its_budget():
     snap = replace(DemoCluster(seed=7, clock=ManualClock()).snapshot(), batch_budgets=DEMO_BUDGETS)
     batch = plan_batch(snap, BATCH, DrainOptions(), parallel=3)  # H100 nodes: not Karpenter's gpu-a100
     assert not [b for b in batch.budgets if b.kind == "karpenter"]
-    assert batch.at_once == 3 and batch.limiting is None
+    # The H100s' own limit is their free GPUs (gpu-h100-10, in maintenance, offers none), never gpu-a100's NodePool.
+    assert batch.limiting is not None and batch.limiting.kind == "free-gpus" and batch.at_once == 2

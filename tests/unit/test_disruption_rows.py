@@ -111,7 +111,8 @@ def test_the_demo_has_a_node_in_each_actors_hands_that_the_node_object_can_show(
     by_node = {(r.node, r.actor): r for r in rows}
     assert {(r.node, r.actor, r.phase) for r in rows} == {
         ("gpu-a100-03", d.NVSENTINEL, "quarantined"),
-        ("gpu-a100-07", d.KARPENTER, "disrupting"),
+        ("gpu-a100-07", d.KARPENTER, "Underutilized"),  # its NodeClaim says why: a consolidation
+        ("gpu-h100-10", d.MAINTENANCE_OPERATOR, "Draining"),
         ("gpu-l40s-04", d.CLUSTER_AUTOSCALER, "deleting"),
         ("gpu-l40s-05", d.CLUSTER_AUTOSCALER, "deletion-candidate"),
         ("gpu-a100-08", d.GPU_OPERATOR, "upgrade-failed"),
@@ -122,9 +123,11 @@ def test_the_demo_has_a_node_in_each_actors_hands_that_the_node_object_can_show(
     assert quarantine.since == NOW - 3 * 3600 and "XID 48" in quarantine.why
     assert "nvidia.com/gpu-error=fatal:NoSchedule" in quarantine.why
     assert by_node[("gpu-l40s-04", d.CLUSTER_AUTOSCALER)].since == NOW - 20 * 60
-    # The stuck ones first, oldest first: the person's cordon (since two days, expired six hours ago), then the two
-    # stuck upgrades (undated).
-    assert [r.node for r in rows[:3]] == ["gpu-a100-06", "gpu-a100-08", "gpu-l40s-03"]
+    # The stuck ones first, oldest first: the person's cordon (since two days, expired six hours ago), the
+    # NodeMaintenance (two hours in Draining, past its drain timeout), then the two stuck upgrades (undated).
+    assert [r.node for r in rows[:4]] == ["gpu-a100-06", "gpu-h100-10", "gpu-a100-08", "gpu-l40s-03"]
+    maintenance = by_node[("gpu-h100-10", d.MAINTENANCE_OPERATOR)]
+    assert maintenance.since == NOW - 2 * 3600 and "past its drain timeout of 600s" in maintenance.stuck
     person = by_node[("gpu-a100-06", d.PERSON)]
     assert person.since == NOW - 2 * 86400 and "priya@example.com" in person.why and "HW-4217" in person.why
     assert person.stuck.startswith("cordon expired 6h ago")

@@ -27,13 +27,14 @@ def test_json_names_every_demo_actor_with_phase_since_and_why(tmp_path):
     assert all(r["simulated"] is True for r in rows)
     got = {(r["node"], r["actor"]): r for r in rows}
     assert {actor for _, actor in got} == {d.NVSENTINEL, d.KARPENTER, d.CLUSTER_AUTOSCALER, d.GPU_OPERATOR,
-                                           d.PERSON}
+                                           d.PERSON, d.MAINTENANCE_OPERATOR}
     assert got[("gpu-a100-03", d.NVSENTINEL)]["phase"] == "quarantined"
     assert got[("gpu-a100-03", d.NVSENTINEL)]["age_s"] == pytest.approx(3 * 3600, abs=120)
     assert "XID 48" in got[("gpu-a100-03", d.NVSENTINEL)]["why"]
     assert got[("gpu-l40s-04", d.CLUSTER_AUTOSCALER)]["phase"] == "deleting"
     assert got[("gpu-l40s-04", d.CLUSTER_AUTOSCALER)]["since"] is not None
-    assert got[("gpu-a100-07", d.KARPENTER)]["since"] is None  # its taint carries no time: unknown, not 0
+    # Karpenter's taint carries no time, its NodeClaim's DisruptionReason does: when it chose the node (15 min before)
+    assert got[("gpu-a100-07", d.KARPENTER)]["age_s"] == pytest.approx(15 * 60, abs=120)
     assert got[("gpu-a100-06", d.PERSON)]["phase"] == "cordoned"
     assert got[("gpu-a100-08", d.GPU_OPERATOR)]["stuck"]
     stuck = [bool(r["stuck"]) for r in rows]

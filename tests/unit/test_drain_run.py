@@ -241,12 +241,13 @@ def _drained(gen):
 
 
 def test_a_parallel_batch_waits_its_turn_when_the_gpu_operators_max_unavailable_has_no_room():
-    # The demo has 6 unavailable GPU nodes (five cordoned, one NotReady): maxUnavailable 7 leaves room for one.
+    # The demo has 7 unavailable GPU nodes (six cordoned, one NotReady): maxUnavailable 7 leaves no room beside a
+    # running drain, so the second node waits for the first.
     events, reports = _run("7")
     kinds = [(e.kind.value, e.node) for e in events if e.kind.value in ("started", "done", "info")]
     assert kinds.index(("started", "gpu-h100-02")) > kinds.index(("done", "gpu-h100-01"))
     held = [e.message for e in events if e.kind.value == "info" and e.node == "gpu-h100-02" and "waits" in e.message]
-    assert len(held) == 1 and "7 of 27 GPU nodes are unavailable, the GPU Operator's maxUnavailable 7 (7)" in held[0]
+    assert len(held) == 1 and "8 of 27 GPU nodes are unavailable, the GPU Operator's maxUnavailable 7 (7)" in held[0]
     assert all(r.outcome is Outcome.DRAINED for r in reports.values())  # held back, never refused
     # With room for both, both start before either is done.
     events, _ = _run("50%")

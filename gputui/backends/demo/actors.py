@@ -20,7 +20,7 @@ times are relative to the demo's start, so the demo stays deterministic.
   none for drift. Four of its nodes are in other hands already (NVSentinel, Karpenter, the GPU Operator, a person):
   a batch of A100 nodes drains at most 2 at once, and its plan names the NodePool as the limit. The
   snapshot carries them once the simulation hands them in (`batch_budgets=DEMO_BUDGETS` in Simulation.snapshot).
-- gpu-l40s-02: NVIDIA's maintenance-operator drains it for the Network Operator (a NodeMaintenance requested two
+- gpu-h100-10: NVIDIA's maintenance-operator drains it for the Network Operator (a NodeMaintenance requested two
   hours before the demo starts, cordoned, in Draining far past its 10-minute drain timeout: stuck), and gpu-a100-07's
   NodeClaim says why Karpenter disrupts it (DisruptionReason Underutilized: a consolidation). These are the actors'
   own objects (actor_objects), handed in with every source read, and the NodePool budgets beside them.
@@ -62,7 +62,7 @@ PERSON_TICKET = "HW-4217"
 PERSON_SINCE_S = 2 * 86400
 PERSON_EXPIRED_S = 6 * 3600
 DELETING_S = 20 * 60  # the autoscaler tainted it this long before
-MAINTENANCE_NODE = "gpu-l40s-02"
+MAINTENANCE_NODE = "gpu-h100-10"
 MAINTENANCE_S = 2 * 3600  # the NodeMaintenance was requested this long before the demo starts
 MAINTENANCE_REQUESTOR = "network.nvidia.com"  # the Network Operator's requestorID (a domain name, as the CRD asks)
 CONSOLIDATING_S = 15 * 60  # Karpenter chose gpu-a100-07 for consolidation this long before

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import yaml
 from kubernetes import client
@@ -31,8 +30,8 @@ from kubernetes import client
 from tests.support.crds import create_cluster_custom, create_custom, install_crd, uninstall_crd
 from tests.support.gputui_cli import run
 from tests.support.procs import wait_until
+from tests.support.rbac import bound_role, kubeconfig_for, role_rules
 
-ROOT = Path(__file__).resolve().parents[2]
 NS = "t-budgets"
 OPERATOR_NS = "t-budgets-maint"
 POOL = "bb-h100"
@@ -48,26 +47,9 @@ def _closed_weekday() -> str:
 
 
 def _role_without_nodepools(name: str) -> list[dict]:
-    role = next(d for d in yaml.safe_load_all((ROOT / "docs/rbac.yaml").read_text()) if d and d["kind"] == "ClusterRole")
-    rules = [{**r, "resources": [x for x in r.get("resources", []) if x != "nodepools"]} for r in role["rules"]]
-    rules = [r for r in rules if r["resources"] or "nonResourceURLs" in r]
-    return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": NS}},
-        {**role, "metadata": {"name": name}, "rules": rules},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-         "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": NS}]},
-    ]
-
-
-def _kubeconfig(cluster, path: Path, token: str) -> Path:
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "sa",
-        "clusters": [{"name": "c", "cluster": {"server": cluster.api_url, "certificate-authority": str(cluster.ca_file)}}],
-        "users": [{"name": "sa", "user": {"token": token}}],
-        "contexts": [{"name": "sa", "context": {"cluster": "c", "user": "sa"}}]}))
-    path.chmod(0o600)
-    return path
+    _, rules = role_rules()
+    rules = [{**r, "resources": [x for x in r.get("resources", []) if x != "nodepools"]} for r in rules]
+    return bound_role(name, NS, [r for r in rules if r["resources"] or "nonResourceURLs" in r])
 
 
 def test_a_batch_runs_as_many_at_once_as_the_tightest_budget_and_names_it(cluster, fake_kubelet, tmp_path):
@@ -149,7 +131,7 @@ def test_a_batch_runs_as_many_at_once_as_the_tightest_budget_and_names_it(cluste
         # An identity that may not read NodePools: the batch size is unknown, and nothing starts.
         cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(_role_without_nodepools(role)).encode())
         token = cluster.kubectl("-n", NS, "create", "token", role, "--duration", "1h").stdout.decode().strip()
-        kc = _kubeconfig(cluster, tmp_path / "no-nodepools.yaml", token)
+        kc = kubeconfig_for(cluster, tmp_path / "no-nodepools.yaml", token)
         wait_until(lambda: run("nodes", "--kubeconfig", str(kc), "--read-only", "-o", "json",
                                home=tmp_path).returncode == 0, 30, interval=0.5, what="the role bound")
         out = run("drain", *BATCH[:2], "--kubeconfig", str(kc), "--read-only", "--dry-run", "-o", "json", home=tmp_path)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import calendar
 import json
 import time
-from pathlib import Path
 
 import yaml
 from kubernetes import client
@@ -22,8 +21,8 @@ from kubernetes import client
 from tests.support.crds import create_cluster_custom, create_custom, install_crd, uninstall_crd, write_status
 from tests.support.gputui_cli import run
 from tests.support.procs import wait_until
+from tests.support.rbac import bound_role, kubeconfig_for, role_rules
 
-ROOT = Path(__file__).resolve().parents[2]
 NS = "t-actors"
 
 
@@ -33,26 +32,10 @@ def stamp(t: float) -> str:
 
 def role_without_nodemaintenances(name: str) -> list[dict]:
     """docs/rbac.yaml's ClusterRole less its nodemaintenances rule, bound to a ServiceAccount of NS."""
-    role = next(d for d in yaml.safe_load_all((ROOT / "docs/rbac.yaml").read_text()) if d and d["kind"] == "ClusterRole")
-    rules = [r for r in role["rules"] if "nodemaintenances" not in r.get("resources", [])]
-    assert len(rules) == len(role["rules"]) - 1, "docs/rbac.yaml has no nodemaintenances rule"
-    return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": NS}},
-        {**role, "metadata": {"name": name}, "rules": rules},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-         "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": NS}]},
-    ]
-
-
-def kubeconfig(cluster, path: Path, token: str) -> Path:
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "sa",
-        "clusters": [{"name": "c", "cluster": {"server": cluster.api_url, "certificate-authority": str(cluster.ca_file)}}],
-        "users": [{"name": "sa", "user": {"token": token}}],
-        "contexts": [{"name": "sa", "context": {"cluster": "c", "user": "sa"}}]}))
-    path.chmod(0o600)
-    return path
+    _, rules = role_rules()
+    kept = [r for r in rules if "nodemaintenances" not in r.get("resources", [])]
+    assert len(kept) == len(rules) - 1, "docs/rbac.yaml has no nodemaintenances rule"
+    return bound_role(name, NS, kept)
 
 
 def test_nodemaintenance_and_nodeclaim_show_with_actor_phase_since_why_and_forbidden_is_unknown(
@@ -135,7 +118,7 @@ def test_nodemaintenance_and_nodeclaim_show_with_actor_phase_since_why_and_forbi
         # An identity without read on nodemaintenances: the actor is unknown, not "none"; NodeClaims still read.
         cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(role_without_nodemaintenances(role)).encode())
         token = cluster.kubectl("-n", NS, "create", "token", role, "--duration", "1h").stdout.decode().strip()
-        kc = kubeconfig(cluster, tmp_path / "no-nm.yaml", token)
+        kc = kubeconfig_for(cluster, tmp_path / "no-nm.yaml", token)
         limited = ("--kubeconfig", str(kc), "--read-only", "-o", "json")
         wait_until(lambda: run("nodes", *limited, home=tmp_path).returncode == 0, 30, interval=0.5,
                    what="the role bound")

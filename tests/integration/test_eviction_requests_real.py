@@ -30,7 +30,7 @@ from tests.support.drain_safety import POOL_LABEL, batch_pods, brief, place
 from tests.support.fake_kubelet import FakeKubelet
 from tests.support.gputui_cli import run
 from tests.support.procs import HarnessError
-from tests.support.rbac import ROLE_FILE, kubeconfig_for, wait_rbac
+from tests.support.rbac import bound_role, kubeconfig_for, role_rules, wait_rbac
 
 GROUP, VERSION = "lifecycle.k8s.io", "v1alpha1"
 NS, NODE, SPARE = "t-evr", "evr-node", "evr-spare"
@@ -88,16 +88,10 @@ def write_handled(custom: Any, pod: Any) -> None:
 
 def role_without_lifecycle(name: str) -> list[dict]:
     """docs/rbac.yaml's ClusterRole less its lifecycle.k8s.io rule, bound to a ServiceAccount of NS."""
-    role = next(d for d in yaml.safe_load_all(ROLE_FILE.read_text()) if d and d["kind"] == "ClusterRole")
-    rules = [r for r in role["rules"] if GROUP not in r.get("apiGroups", [])]
-    assert len(rules) == len(role["rules"]) - 1, "docs/rbac.yaml has no lifecycle.k8s.io rule"
-    return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": NS}},
-        {**role, "metadata": {"name": name}, "rules": rules},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-         "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": NS}]},
-    ]
+    _, rules = role_rules()
+    kept = [r for r in rules if GROUP not in r.get("apiGroups", [])]
+    assert len(kept) == len(rules) - 1, "docs/rbac.yaml has no lifecycle.k8s.io rule"
+    return bound_role(name, NS, kept)
 
 
 def test_a_pod_another_responder_handles_is_planned_as_a_blocker_and_never_evicted(gated, gated_kubelet, tmp_path):

@@ -24,7 +24,7 @@ from kubernetes.client.rest import ApiException
 
 from tests.support.gputui_cli import run
 from tests.support.procs import wait_until
-from tests.support.rbac import ROLE_FILE, kubeconfig_for, wait_rbac
+from tests.support.rbac import ROLE_FILE, bound_role, kubeconfig_for, role_rules, wait_rbac
 
 ROOT = Path(__file__).resolve().parents[2]
 GROUP, VERSION = "nvsentinel.dgxc.nvidia.com", "v1"
@@ -96,16 +96,10 @@ def quarantine(core: client.CoreV1Api, node: str, state: str, at: float, check: 
 
 def role_without_nvsentinel(name: str) -> list[dict]:
     """docs/rbac.yaml's ClusterRole less its NVSentinel rule, bound to a ServiceAccount of NS."""
-    role = next(d for d in yaml.safe_load_all(ROLE_FILE.read_text()) if d and d["kind"] == "ClusterRole")
-    rules = [r for r in role["rules"] if GROUP not in r.get("apiGroups", [])]
-    assert len(rules) == len(role["rules"]) - 1, "docs/rbac.yaml has no NVSentinel rule"
-    return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": NS}},
-        {**role, "metadata": {"name": name}, "rules": rules},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-         "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": NS}]},
-    ]
+    _, rules = role_rules()
+    kept = [r for r in rules if GROUP not in r.get("apiGroups", [])]
+    assert len(kept) == len(rules) - 1, "docs/rbac.yaml has no NVSentinel rule"
+    return bound_role(name, NS, kept)
 
 
 def snapshot_of(kubeconfig: Path):

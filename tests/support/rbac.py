@@ -33,3 +33,22 @@ def wait_rbac(cluster, kubeconfig: Path) -> None:
     def can_list() -> bool:
         return run("nodes", "--read-only", "--kubeconfig", str(kubeconfig), "-o", "json").returncode == 0
     wait_until(can_list, 30, interval=0.5, what="the role bound")
+
+
+def role_rules() -> tuple[dict, list[dict]]:
+    """docs/rbac.yaml's ClusterRole and its rules, as a test takes some out of a copy."""
+    role = next(d for d in yaml.safe_load_all(ROLE_FILE.read_text()) if d and d["kind"] == "ClusterRole")
+    return role, list(role["rules"])
+
+
+def bound_role(name: str, namespace: str, rules: list[dict]) -> list[dict]:
+    """A copy of docs/rbac.yaml's ClusterRole named `name` with these rules, bound to a ServiceAccount `name` in
+    `namespace`: the objects to apply."""
+    role, _ = role_rules()
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": namespace}},
+        {**role, "metadata": {"name": name}, "rules": rules},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+         "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]},
+    ]

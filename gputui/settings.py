@@ -74,6 +74,11 @@ class Settings:
     # tools read: "auto" where the apiserver's NodeLifecycleConditions gate is on (read from its /metrics), "on"
     # always, "off" never.
     lifecycle_conditions: str = "auto"
+    # How a drain takes the node: "cordon" (gputui cordons it) or "nodemaintenance" (as the maintenance-operator's
+    # requestor: a NodeMaintenance in `maintenance_namespace`, which the operator's scheduler and cordon act on;
+    # gputui.ops.drain.maintenance_request). `gputui drain --via` chooses per run.
+    drain_via: str = "cordon"
+    maintenance_namespace: str = "default"
     # Label that joins DCGM series to nodes; both spellings are tried when unset.
     host_label: str | None = None
     prometheus_ca_file: str | None = None
@@ -119,6 +124,7 @@ _ENV = {
     "GPUTUI_DIAG_IMAGE": "diag_image",
     "GPUTUI_DIAG_LEVEL": "diag_level",
     "GPUTUI_LIFECYCLE_CONDITIONS": "lifecycle_conditions",
+    "GPUTUI_DRAIN_VIA": "drain_via",
 }
 _NAMES = {f.name for f in fields(Settings)}
 
@@ -254,6 +260,10 @@ def _check(s: Settings) -> Settings:
         raise SettingsError(f"session_deadline must be positive seconds, got {s.session_deadline:g}")
     if s.lifecycle_conditions not in ("auto", "on", "off"):
         raise SettingsError(f"lifecycle_conditions must be auto, on or off, got {s.lifecycle_conditions[:40]!r}")
+    if s.drain_via not in ("cordon", "nodemaintenance"):
+        raise SettingsError(f"drain_via must be cordon or nodemaintenance, got {s.drain_via[:40]!r}")
+    if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", s.maintenance_namespace):
+        raise SettingsError(f"maintenance_namespace must be a namespace name, got {s.maintenance_namespace[:80]!r}")
     if s.diag_level not in (1, 2, 3, 4):
         raise SettingsError(f"diag_level must be 1, 2, 3 or 4 (dcgmi diag -r), got {s.diag_level}")
     if not s.diag_image.strip() or any(c.isspace() or not c.isprintable() for c in s.diag_image) \

@@ -144,6 +144,9 @@ def add_drain_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]
                    help="drain only the pods bound to this GPU of the one NODE named; the node is not cordoned")
     p.add_argument("--include-unattributed", action="store_true",
                    help="with --gpu: also move the node's GPU pods whose GPU cannot be told (else the plan refuses)")
+    p.add_argument("--via", choices=("cordon", "nodemaintenance"), default=None,
+                   help="cordon: gputui cordons the node; nodemaintenance: as the maintenance-operator's requestor "
+                        "(a NodeMaintenance its scheduler takes in turn; default: the drain_via setting)")
 
 
 def _target(text: str) -> tuple[str, float]:

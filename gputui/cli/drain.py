@@ -7,6 +7,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 from gputui.backends.base import Backend, BackendError, bindings_for
 from gputui.cli.common import EXIT_NOT_DONE, EXIT_OK, EXIT_USAGE, fail
@@ -17,7 +18,7 @@ from gputui.ops.drain.batch_plan import batch_json, plan_batch
 from gputui.ops.drain.events import DrainEvent, EventKind
 from gputui.ops.drain.gpu_target import UNKNOWN_GPU, GpuNotFound, gpu_options, why_unattributed
 from gputui.ops.drain.lease import draining
-from gputui.ops.drain.options import DrainOptions, DrainRecordError, resumable, saved_drain
+from gputui.ops.drain.options import DrainOptions, DrainRecordError, resumable, saved_drain, settings_options
 from gputui.ops.drain.plan import DrainPlan, Step
 from gputui.ops.drain.pod_guards import guards_reader
 from gputui.ops.drain.progress import DrainProgress
@@ -31,8 +32,8 @@ from gputui.snapshot import ClusterSnapshot
 
 
 def _options(args: argparse.Namespace, settings: Settings) -> DrainOptions:
-    return DrainOptions(
-        engine_shutdown_s=settings.engine_shutdown,
+    return replace(
+        settings_options(settings, args.via),
         ignore_daemonsets=args.ignore_daemonsets, delete_emptydir_data=args.delete_emptydir_data,
         force=args.force, pod_selector=args.selector,
         grace_seconds=None if args.grace_period < 0 else args.grace_period,
@@ -78,6 +79,9 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
             return fail(f"no such GPU node: {', '.join(missing)}", EXIT_USAGE)
         given = _options(args, settings)
         options: dict[str, DrainOptions] = {n: given for n in nodes}
+        if args.gpu and args.via == "nodemaintenance":
+            return fail("--gpu drains one GPU and leaves the node schedulable: the maintenance-operator takes whole "
+                        "nodes (--via nodemaintenance)", EXIT_USAGE)
         if args.gpu or args.include_unattributed:
             if not args.gpu or len(nodes) != 1 or args.resume:
                 return fail("--gpu (and --include-unattributed with it) takes exactly one NODE, without --resume",
@@ -216,6 +220,10 @@ def _print_plan(plan: DrainPlan) -> None:
         print(f"  blocker: {blocker}")
     for warning in plan.warnings:
         print(f"  warning: {warning}")
+    if plan.request is not None:  # which of the two ways it takes the node: said in every whole-node plan
+        print(f"  {'BLOCKED' if plan.request.error else 'via'}: {plan.request.error or plan.request.words()}")
+    elif not plan.options.gpu:
+        print("  via: gputui cordons the node")
     if plan.fence:
         print(f"  fence: {plan.fence}")
     print(f"  capacity: {plan.capacity.describe()}")

@@ -10,6 +10,7 @@ from typing import Any
 
 from gputui.backends.base import BackendError, LifecycleWriter, error_line
 from gputui.ops.context import OpContext
+from gputui.ops.drain.maintenance_request import withdraw
 from gputui.ops.drain.out_of_rotation import RECORD, OutOfRotation, put_back, recorded
 from gputui.ops.errors import ReadOnlyError
 from gputui.policy.cordon_owner import CordonOwner, cordon_owner
@@ -110,6 +111,8 @@ def run_cordon(plan: CordonPlan, ctx: OpContext, *, override_owner: bool = False
         return plan.describe() + _clear_drained(plan, ctx)
     if plan.foreign and not override_owner:
         raise OwnerRefused(refusal(plan))
+    for ref in plan.owner.requests if plan.owner is not None and not plan.cordon else ():
+        withdraw(writer, audit, ref, "uncordon")  # gputui's own NodeMaintenance: the maintenance ends with it
     back = 0
     for entry in plan.back_in_rotation:  # never a pod left out of rotation with no drain that owns it
         with audit.writing("rotation-in", f"pod/{entry.key}", {"node": plan.node, "labels": dict(entry.labels),

@@ -6,7 +6,9 @@ the end), Karpenter's disruption taint, the cluster autoscaler deleting the node
 renews its lease, and a person's cordon recorded through gputui by another identity. Not another actor: a gputui
 cordon by the same identity; a failed GPU Operator upgrade (the operator left the node to a person); a cluster
 autoscaler deletion candidate (a soft taint, no cordon); a drain nobody renews (interrupted: uncordoning is one way
-to give it up); and a plain `kubectl cordon` with no record (said, not refused: nobody is known to hold it).
+to give it up); a plain `kubectl cordon` with no record (said, not refused: nobody is known to hold it); and a
+NodeMaintenance gputui requested (the uncordon withdraws it). A NodeMaintenance another requestor made holds the
+cordon from the operator's Cordon step on.
 An identity gputui does not know ("" or "unknown") owns no record: every record is then another's (fail closed).
 """
 
@@ -27,7 +29,7 @@ _LEADS = {
     d.NVSENTINEL: "NVSentinel quarantined it", d.GPU_OPERATOR: "the GPU Operator is upgrading its driver",
     d.KARPENTER: "Karpenter is disrupting it", d.CLUSTER_AUTOSCALER: "the cluster autoscaler is deleting it",
     d.GPUTUI: "a gputui drain is running on it", d.PERSON: "cordoned through gputui by another user",
-    d.NODE_LIFECYCLE: "another writer marks it",
+    d.NODE_LIFECYCLE: "another writer marks it", d.MAINTENANCE_OPERATOR: "the maintenance-operator holds it",
 }
 
 
@@ -38,6 +40,9 @@ class CordonOwner:
     holders: tuple[Disruption, ...]  # other actors' holds: an uncordon asks first (TUI) or is refused (headless)
     record: CordonRecord | None  # gputui's cordon record on the node, whoever wrote it
     note: str = ""  # what the plan says when nobody else holds it ("" when nothing to say)
+    # gputui's own NodeMaintenances that cordon the node ("namespace/name"): an uncordon withdraws them (deletes
+    # them: the operator ends the maintenance) as well as uncordoning.
+    requests: tuple[str, ...] = ()
 
     @property
     def foreign(self) -> bool:
@@ -86,6 +91,8 @@ def _holds(hold: Disruption, record: CordonRecord | None, identity: str) -> bool
         return bool(record.problem) or identity in ("", "unknown") or record.by != identity
     if hold.actor == d.NODE_LIFECYCLE:  # someone's drain or maintenance under way (KEP-5683), not its aftermath
         return hold.phase in (d.LC_DRAIN_IN_PROGRESS, d.LC_MAINTENANCE_IN_PROGRESS)
+    if hold.actor == d.MAINTENANCE_OPERATOR:  # its cordon, for another requestor (gputui's own is withdrawn)
+        return hold.cordons and hold.requestor != d.GPUTUI_REQUESTOR
     return hold.actor in (d.NVSENTINEL, d.KARPENTER)
 
 
@@ -103,4 +110,8 @@ def cordon_owner(node: Node, identity: str, now: float, snapshot: ClusterSnapsho
             note = f"cordoned through gputui by {record.words(now)}"
         elif any(h.actor == d.PERSON for h in found):
             note = UNRECORDED
-    return CordonOwner(holders, record, note)
+    ours = tuple(h.ref for h in found if h.actor == d.MAINTENANCE_OPERATOR and h.cordons
+                 and h.requestor == d.GPUTUI_REQUESTOR)
+    if ours and not note:
+        note = f"cordoned by the maintenance-operator for a gputui drain (NodeMaintenance {', '.join(ours)}: the uncordon deletes it)"
+    return CordonOwner(holders, record, note, ours)

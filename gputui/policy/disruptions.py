@@ -162,7 +162,8 @@ def _maintenance(m: NodeMaintenanceRecord, now: float) -> Disruption:
                      "timed-out drain for ever)")
     stuck = stuck or _stale(m.created, now, phase)
     cordons = m.cordon and phase in ("Cordon", "WaitForPodCompletion", d.NM_DRAINING, "Ready", d.NM_REQUESTOR_FAILED)
-    return Disruption(d.MAINTENANCE_OPERATOR, phase, m.created, "; ".join(parts), stuck, cordons=cordons)
+    return Disruption(d.MAINTENANCE_OPERATOR, phase, m.created, "; ".join(parts), stuck, cordons=cordons,
+                      ref=f"{m.namespace}/{m.name}", requestor=m.requestor)
 
 
 def _gpu_operator(node: Node, now: float, snapshot: ClusterSnapshot | None) -> list[Disruption]:

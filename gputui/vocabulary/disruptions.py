@@ -70,6 +70,7 @@ KARPENTER_DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"  # "true" on the node b
 # (the operator taking the request up) and the True of Ready, not each step between (Scheduled, Cordon,
 # WaitForPodCompletion, Draining), and no step records its own start except the two annotations below.
 MAINTENANCE_GROUP = "maintenance.nvidia.com"
+GPUTUI_REQUESTOR = "gputui.io"  # gputui's requestorID on the NodeMaintenances it creates (gputui.ops.drain.maintenance_request)
 NM_READY = "Ready"  # the condition whose reason is the phase
 NM_REQUESTOR_FAILED = "RequestorFailed"  # a condition the requestor sets; also a Ready reason
 NM_DRAINING = "Draining"
@@ -165,6 +166,10 @@ class Disruption:
     why: str
     stuck: str = ""  # why it looks stuck; "" when it does not (or gputui cannot tell)
     cordons: bool = False  # this actor is what holds the node's cordon (spec.unschedulable)
+    # The object behind the hold where one is ("namespace/name" of a NodeMaintenance) and who asked for it (its
+    # requestorID): gputui's own request is withdrawn by an uncordon, another's is another actor's hold.
+    ref: str = ""
+    requestor: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {"actor": self.actor, "phase": self.phase, "since": self.since, "why": self.why,

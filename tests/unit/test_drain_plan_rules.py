@@ -261,7 +261,8 @@ def test_the_json_plan_names_every_field():
             {"namespace": "ns", "name": "ds", "step": "skip", "note": "ignoring DaemonSet-managed pod", "gpus": 0,
              "service": "", "version": "", "session_state": "none", "live_sessions": None, "max_seconds": None,
              "placement": None, "budgets": []},
-        ]}
+        ],
+        "via": {"via": "cordon"}}
 
 
 def test_the_json_batch_names_its_capacity_and_stops():

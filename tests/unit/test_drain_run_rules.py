@@ -11,7 +11,9 @@ import pytest
 from gputui.backends.base import BackendError, ConflictError, EvictionOutcome
 from gputui.ops.audit import AuditLog
 from gputui.ops.drain.plan import Step
-from gputui.ops.drain.run import PodProgress, PodState, _close, _delete
+from gputui.ops.drain.pod_progress import PodProgress, PodState
+from gputui.ops.drain.pod_progress import close_intent as _close
+from gputui.ops.drain.pod_progress import delete_as_eviction as _delete
 from tests.support.audit_lines import written
 
 

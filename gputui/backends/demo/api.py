@@ -223,6 +223,9 @@ class DemoCluster(Simulation):
 
     def create_object(self, group: str, version: str, plural: str, namespace: str, body: dict) -> dict:
         """Only a diagnostic's Job (gputui.ops.diag): it finishes at once, SIMULATED (demo/diag_jobs.py)."""
+        if plural == "nodemaintenances":  # its NodeMaintenances are shown, but no operator would act on a new one
+            raise DemoApiError(422, "the demo cluster runs no maintenance-operator to take a new NodeMaintenance "
+                                    "(SIMULATED); drain with --via cordon")
         if (group, plural) != ("batch", "jobs"):
             raise DemoApiError(404, "the server could not find the requested resource")
         with self._lock:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from gputui.backends.base import BackendError
+from gputui.settings import Settings
 from gputui.snapshot import ClusterSnapshot
 from gputui.vocabulary.model import DRAIN_ANNOTATION_PREFIX, DRAIN_PHASE_ANNOTATION, Node
 
@@ -61,6 +62,9 @@ class DrainOptions:
     unattributed: tuple[str, ...] = ()
     include_unattributed: bool = False
     gpu_device: str = ""
+    # A drain as the maintenance-operator's requestor (gputui.ops.drain.maintenance_request): the namespace of its
+    # NodeMaintenance ("" : gputui cordons by itself). Kept with the options so a resumed drain finds its request.
+    maintenance_namespace: str = ""
 
     def to_json(self) -> str:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -89,7 +93,7 @@ class DrainOptions:
                 ok = isinstance(value, list) and all(isinstance(k, str) and "/" in k for k in value)
                 if ok:
                     value = tuple(value)
-            elif f.name in ("gpu", "gpu_device"):
+            elif f.name in ("gpu", "gpu_device", "maintenance_namespace"):
                 ok = isinstance(value, str)
             elif f.name == "grace_seconds":
                 ok = value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0)
@@ -107,6 +111,14 @@ class DrainOptions:
                 raise DrainRecordError(f"its option {f.name} is {str(value)[:40]!r}")
             values[f.name] = float(value) if f.name == "session_deadline_s" else value
         return cls(**values)
+
+
+def settings_options(settings: Settings, via: str | None = None) -> DrainOptions:
+    """A drain's options as the settings give them (the TUI's start; the CLI's flags override them); `via`
+    overrides the drain_via setting."""
+    requestor = (via or settings.drain_via) == "nodemaintenance"
+    return DrainOptions(session_deadline_s=settings.session_deadline, engine_shutdown_s=settings.engine_shutdown,
+                        maintenance_namespace=settings.maintenance_namespace if requestor else "")
 
 
 def record_values(options: DrainOptions, identity: str, started: float, deadline: float) -> dict[str, str]:

@@ -28,6 +28,8 @@ from gputui.ops.drain.capacity import (  # the names the batch and the tests imp
 )
 from gputui.ops.drain.eviction_api import NOTHING, EvictionApiView, PodEvictionApi, pod_json
 from gputui.ops.drain.gpu_target import UNKNOWN_GPU, fence_words
+from gputui.ops.drain.maintenance_request import SOURCE as MAINTENANCE_SOURCE
+from gputui.ops.drain.maintenance_request import RequestPlan, request_plan
 from gputui.ops.drain.options import DEFAULT_SESSION_DEADLINE_S, DrainOptions
 from gputui.ops.drain.out_of_rotation import OutOfRotation, choose
 from gputui.ops.drain.placement import Placement
@@ -139,6 +141,7 @@ class DrainPlan:
     warnings: tuple[str, ...] = ()  # lint: PDBs that can never allow an eviction
     fence: str = ""  # one GPU's drain: what keeps new pods off that GPU (gputui.ops.drain.gpu_target.fence_words)
     eviction_state: str = NOT_INSTALLED  # the EvictionRequest API as the plan read it: read, not installed, unknown
+    request: RequestPlan | None = None  # a drain as the maintenance-operator's requestor (None: gputui cordons)
 
     @property
     def title(self) -> str:
@@ -147,7 +150,8 @@ class DrainPlan:
 
     @property
     def errors(self) -> list[str]:
-        return [f"{p.pod.key}: {p.note}" for p in self.pods if p.step is Step.ERROR]
+        request = [self.request.error] if self.request is not None and self.request.error else []
+        return request + [f"{p.pod.key}: {p.note}" for p in self.pods if p.step is Step.ERROR]
 
     @property
     def blocked(self) -> bool:
@@ -332,7 +336,19 @@ def plan_drain(
     if preview:
         pods = with_placement(pods, previewed(snapshot, away, [p.pod for p in eviction_order(pods)]))
     fence = fence_words(options, target) if options.gpu else ""
-    return DrainPlan(node, options, pods, capacity, target.unschedulable, warnings, fence, evictions.state)
+    return DrainPlan(node, options, pods, capacity, target.unschedulable, warnings, fence, evictions.state,
+                     _request(snapshot, node, options, pods))
+
+
+def _request(snapshot: ClusterSnapshot, node: str, options: DrainOptions, pods: tuple[PodPlan, ...],
+             ) -> RequestPlan | None:
+    """The NodeMaintenance a drain through the maintenance-operator would request (None: gputui cordons)."""
+    if not options.maintenance_namespace or options.gpu:  # one GPU's drain leaves the node schedulable: no request
+        return None
+    source = snapshot.actors.reads.get(MAINTENANCE_SOURCE) if snapshot.actors is not None else None
+    moved = {p.pod.key for p in pods if p.step in (Step.EVICT, Step.WAIT_SESSIONS)}
+    sessions = {p.pod.key for p in pods if p.step is Step.WAIT_SESSIONS}
+    return request_plan(options.maintenance_namespace, node, snapshot.pods_on(node), moved, sessions, source)
 
 
 def plan_json(plan: DrainPlan) -> dict:
@@ -341,6 +357,8 @@ def plan_json(plan: DrainPlan) -> dict:
         out["gpu"] = {"gpu": plan.options.gpu, "device": plan.options.gpu_device or None, "fence": plan.fence,
                       "pods": list(plan.options.gpu_pods), "unattributed": list(plan.options.unattributed),
                       "include_unattributed": plan.options.include_unattributed}
+    if plan.request is not None or not plan.options.gpu:  # how the node is taken (one GPU's drain does not take it)
+        out["via"] = plan.request.to_json() if plan.request is not None else {"via": "cordon"}
     if plan.eviction_state != NOT_INSTALLED:  # the EvictionRequest API served: its state, blockers, and per pod
         out["eviction_requests"], out["blockers"] = plan.eviction_state, plan.blockers
         for entry, p in zip(out["pods"], plan.pods, strict=True):

@@ -16,10 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
-from enum import Enum
 
-from gputui.backends.base import BackendError, ConflictError, EvictionOutcome, PodsReader, Writer
-from gputui.ops.audit import AuditLog, Intent
+from gputui.backends.base import BackendError, EvictionOutcome, PodsReader
 from gputui.ops.audit import outcome as audit_outcome
 from gputui.ops.context import OpContext
 from gputui.ops.drain import lease
@@ -28,8 +26,12 @@ from gputui.ops.drain.events import EventKind as K
 from gputui.ops.drain.eviction_api import EvictionApiView
 from gputui.ops.drain.gpu_fence import fence_device
 from gputui.ops.drain.lifecycle import NodeLifecycle
+from gputui.ops.drain.maintenance_request import MaintenanceRequest, RequestGone
 from gputui.ops.drain.options import PHASE, record_values
 from gputui.ops.drain.plan import DrainPlan, Step
+from gputui.ops.drain.pod_progress import PodProgress, PodState
+from gputui.ops.drain.pod_progress import close_intent as _close
+from gputui.ops.drain.pod_progress import delete_as_eviction as _delete
 from gputui.ops.drain.report import DrainReport, Outcome
 from gputui.ops.drain.rotation_run import RotationHold
 from gputui.ops.drain.start import DrainStart
@@ -39,39 +41,6 @@ from gputui.vocabulary.sessions import SessionState
 
 RETRY_BLOCKED_S = 5.0  # kubectl's retry period while a PDB says 429
 PAUSE_MAX_S = 30.0  # longest wait between tries while the API or a reader is failing
-
-
-class PodState(str, Enum):
-    PENDING = "pending"
-    WAITING = "waiting"
-    BLOCKED = "blocked"
-    TERMINATING = "terminating"
-    GONE = "gone"
-    HELD = "held"  # left in place (unknown sessions at the deadline)
-    REPLACED = "replaced"  # gone before its eviction: another pod stands under its name (not evicted)
-    FAILED = "failed"
-
-
-@dataclass
-class PodProgress:
-    key: str
-    uid: str
-    step: Step
-    gpus: int
-    deadline: float
-    state: PodState = PodState.PENDING
-    sessions: int | None = None
-    message: str = ""
-    next_try: float = 0.0
-    tries: int = 0  # 429s so far
-    # The eviction under way in the audit log: one intent covers the tries while a PDB says 429 (its 5 s
-    # retries are one entry), its result says how they ended.
-    intent: Intent | None = None
-    left_to: str = ""  # what holds its eviction (another responder, or EvictionRequests unknown): said once each
-
-    @property
-    def finished(self) -> bool:
-        return self.state in (PodState.GONE, PodState.FAILED, PodState.HELD, PodState.REPLACED)
 
 
 def run_drain(plan: DrainPlan, ctx: OpContext, control: DrainControl | None = None,
@@ -123,11 +92,15 @@ def run_drain(plan: DrainPlan, ctx: OpContext, control: DrainControl | None = No
 
     rotation = RotationHold(writer, audit, node, clock)
     lifecycle = NodeLifecycle(writer, audit, node, ctx.settings.lifecycle_conditions, one_gpu=bool(opts.gpu))
+    request: MaintenanceRequest | None = None  # the maintenance-operator cordons instead (its requestor)
     try:
         rotation.adopt()  # a resumed drain owns the pods its predecessor took out of rotation
         if opts.gpu_device:  # one DRA GPU: fenced before any eviction (None first: what it would touch)
             yield from fence_device(writer, audit, plan, clock, sleep, poll_s)
-        if not plan.already_cordoned and not opts.gpu:  # one GPU's drain leaves the node serving
+        if plan.request is not None:
+            request = MaintenanceRequest(writer, audit, plan.request, clock)
+            yield from request.open()
+        elif not plan.already_cordoned and not opts.gpu:  # one GPU's drain leaves the node serving
             once("cordon", "cordon", {"reason": "drain"}, lambda: writer.set_unschedulable(node, True))
         phase("cordoned", record_values(opts, writer.identity, began, deadline))
     except BackendError as exc:  # nothing evicted yet: say so and leave, dropping the lease no one will renew
@@ -139,7 +112,8 @@ def run_drain(plan: DrainPlan, ctx: OpContext, control: DrainControl | None = No
         yield DrainEvent(node, K.FAILED, message=why)
         report.reason = why
         return report
-    held = f"GPU {opts.gpu} only, the node left schedulable" if opts.gpu else "cordoned"
+    held = (f"GPU {opts.gpu} only, the node left schedulable" if opts.gpu else request.target + " requested"
+            if request is not None else "cordoned")
     said = f"; {lifecycle.words}" if lifecycle.words else ""
     yield DrainEvent(node, K.STARTED,
                      message=f"{held}; {len(plan.to_evict)} pods to move, {plan.describe_sessions()}{said}")
@@ -170,12 +144,18 @@ def run_drain(plan: DrainPlan, ctx: OpContext, control: DrainControl | None = No
                     yield from rotation.put_back_all("the drain was aborted", pods)
                     phase("aborted")
                     yield from lifecycle.ended(False, "the drain was aborted")
-                    if control.uncordon_on_abort and not opts.gpu:  # one GPU's drain never cordoned it
+                    if control.uncordon_on_abort and request is not None:  # the operator uncordons what it cordoned
+                        if "withdraw" not in done:
+                            request.withdraw("drain aborted")
+                            done.add("withdraw")
+                    elif control.uncordon_on_abort and not opts.gpu:  # one GPU's drain never cordoned it
                         once("uncordon", "uncordon", {"reason": "drain aborted"},
                              lambda: writer.set_unschedulable(node, False))
                     release()
                     report.outcome = Outcome.ABORTED
                     yield DrainEvent(node, K.ABORTED, message="the node left schedulable" if opts.gpu else
+                                     f"{request.target} deleted: the operator uncordons" if request is not None
+                                     and control.uncordon_on_abort else
                                      "uncordoned" if control.uncordon_on_abort else "left cordoned")
                     return report
                 if clock() - renewed >= lease.RENEW_S:
@@ -189,20 +169,39 @@ def run_drain(plan: DrainPlan, ctx: OpContext, control: DrainControl | None = No
                 if asked:  # the operator's choice: back in rotation, and this drain leaves them there
                     rotation.tried |= asked
                     yield from rotation.put_back_all("asked by the operator", pods, keys=asked)
-                yield from rotation.take_out_due(plan, pods, around)
-                yield from _poll(_Look(plan, ctx, control, report, rotation, pods), snap, clock())
+                if request is not None:  # nothing moves before the operator has cordoned (its scheduler first)
+                    yield from request.look()
+                if request is None or request.evicting:
+                    yield from rotation.take_out_due(plan, pods, around)
+                    yield from _poll(_Look(plan, ctx, control, report, rotation, pods), snap, clock())
                 # A pod left in place goes back into rotation: nothing owns it out of rotation any more.
                 yield from rotation.put_back_all("left in place", pods, only=(PodState.HELD.value, PodState.FAILED.value))
-                if all(p.finished for p in pods.values()):
+                drained = all(p.finished for p in pods.values()) and not report.failed and not any(
+                    p.state is PodState.HELD for p in pods.values())
+                if drained and request is not None and not request.ready:
+                    pass  # every pod gone: done when the operator says Ready (it moves on once the wait's pods are)
+                elif all(p.finished for p in pods.values()):
                     yield from rotation.put_back_all("the drain ended", pods)
                     report.held = [f"{p.key}: {p.message}" for p in pods.values() if p.state is PodState.HELD]
-                    drained = not report.failed and not report.held
+                    if request is not None and not drained:
+                        report.held.append(f"{request.target} left in place, the node cordoned by the operator: "
+                                           f"gputui uncordon {node} withdraws it")
                     phase("done" if drained else "stopped")
                     report.outcome = Outcome.DRAINED if drained else Outcome.UNFINISHED
                     yield from lifecycle.ended(drained, report.describe())
                     release()
                     yield DrainEvent(node, K.DONE if drained else K.FAILED, message=report.describe())
                     return report
+            except RequestGone as exc:  # the operator no longer holds the node for this drain: nothing more moves
+                leave(str(exc))
+                yield from rotation.put_back_all("the drain stopped", pods)
+                phase("stopped")
+                yield from lifecycle.ended(False, str(exc))
+                release()
+                report.failed.append(str(exc))
+                report.reason = str(exc)
+                yield DrainEvent(node, K.FAILED, message=str(exc))
+                return report
             except lease.LeaseHeld as exc:  # someone took the node over: stop without another write
                 leave(f"the drain stopped: {exc}")
                 yield DrainEvent(node, K.FAILED, message=str(exc))
@@ -362,31 +361,3 @@ def _poll(look: _Look, snap: ClusterSnapshot, now: float) -> Iterator[DrainEvent
             prog.state, prog.message = PodState.FAILED, reason
             report.failed.append(f"{prog.key}: {reason}")
             yield DrainEvent(node, K.FAILED, prog.key, reason)
-
-
-def _delete(writer: Writer, namespace: str, name: str, grace: int | None, uid: str) -> tuple[EvictionOutcome, str]:
-    """A forced delete, answered as an eviction would be: a refusal (403: the identity may not delete pods;
-    422, 409) fails this pod and the drain goes on; expired credentials or an apiserver in trouble (401, 5xx,
-    no status: unreachable) raise, so the drain pauses and tries again, as for an eviction."""
-    try:
-        writer.delete_pod(namespace, name, grace, uid=uid)
-    except ConflictError as exc:  # 409 on the UID precondition: another pod stands under the name, untouched
-        return EvictionOutcome.REPLACED, str(exc)
-    except BackendError as exc:
-        status = getattr(exc, "status", None)
-        if not isinstance(status, int) or status == 401 or status >= 500:
-            raise
-        return EvictionOutcome.FAILED, f"delete refused ({status}): {exc}"
-    return EvictionOutcome.EVICTED, "deleted (eviction disabled by force)"
-
-
-def _close(prog: PodProgress, audit: AuditLog, result: str, extra: dict | None = None) -> None:
-    """The result of the pod's eviction under way, if any: how it ended (a PDB's last refusal said with it)."""
-    if prog.intent is None:
-        return
-    if result.startswith("not evicted") and prog.state is PodState.BLOCKED:
-        result = f"refused: {prog.message}; {result}"
-    elif result == "error":
-        result = f"error: {(extra or {}).get('reason', '')}"
-    audit.result(prog.intent, result, {"tries": prog.tries, **(extra or {})})
-    prog.intent = None

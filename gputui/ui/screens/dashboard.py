@@ -12,7 +12,7 @@ from textual.events import Resize
 from textual.widgets import DataTable, Input, Static
 
 from gputui.backends.base import NEEDS
-from gputui.ops.drain.options import DrainOptions
+from gputui.ops.drain.options import DrainOptions, settings_options
 from gputui.policy.node_pools import fleet_pools
 from gputui.policy.problems import snapshot_alerts
 from gputui.present.columns import (
@@ -362,9 +362,7 @@ class DashboardScreen(NodeOrder):
                 self.marked.clear()
                 self._start(nodes, options)
 
-        options = DrainOptions(session_deadline_s=self.app.settings.session_deadline,
-                               engine_shutdown_s=self.app.settings.engine_shutdown)
-        self.app.push_screen(DrainPlanScreen(nodes, options), chosen)
+        self.app.push_screen(DrainPlanScreen(nodes, settings_options(self.app.settings)), chosen)
 
     def _start(self, nodes: list[str], options: DrainOptions, take_over: bool = False) -> None:
         from gputui.ui.runs.drain import start_drain  # noqa: PLC0415 (the drain machinery loads with the first drain)

@@ -48,6 +48,8 @@ def render_plan(batch: BatchPlan, palette: Palette, narrow: bool = False) -> Gro
         parts.append(title)
         if plan.fence:
             parts.append(Text(plan.fence, style=palette.cordoned if "could land" in plan.fence else "dim"))
+        if plan.request is not None and not plan.request.error:  # the maintenance-operator takes the node
+            parts.append(Text(plan.request.words(), style="dim"))
         table = Table(box=None, expand=True, padding=(0, 1), show_header=True, header_style="bold")
         table.add_column("Step", no_wrap=True)
         if narrow:

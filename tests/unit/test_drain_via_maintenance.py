@@ -1,0 +1,276 @@
+"""A drain as the maintenance-operator's requestor (issue 40 item 4), fast: the plan (which way, the wait's selector,
+refusals), and the run against an operator stepped as v0.3.0's controller steps a NodeMaintenance (phase = Ready's
+reason: Pending → Scheduled → Cordon → WaitForPodCompletion → Draining → Ready, Draining at once with no drainSpec; it cordons at Cordon and moves
+on from WaitForPodCompletion when no pod its selector picks is left on the node). gputui never cordons, evicts
+nothing before WaitForPodCompletion, and is done only at Ready; an abort deletes the request; a request deleted under
+it stops the drain. The real apiserver and CRD: tests/integration/test_drain_via_maintenance_real.py."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from gputui.backends.base import BackendError
+from gputui.ops.cordon import plan_cordon, run_cordon
+from gputui.ops.drain.events import DrainControl, EventKind
+from gputui.ops.drain.maintenance_request import request_body, request_name, wait_selector
+from gputui.ops.drain.options import DrainOptions, settings_options
+from gputui.ops.drain.plan import plan_drain, plan_json
+from gputui.ops.drain.report import Outcome
+from gputui.settings import Settings
+from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary import disruptions as d
+from gputui.vocabulary.disruptions import ActorObjects, NodeMaintenanceRecord
+from gputui.vocabulary.model import Condition
+from tests.support.drain_api import Api, Drain, pod
+
+VIA = DrainOptions(maintenance_namespace="maint", rotation_settle_s=0)
+NAME = "gputui-n1"
+ORDER = ("Pending", "Scheduled", "Cordon", "WaitForPodCompletion", "Draining", "Ready")
+
+
+class OperatorApi(Api):
+    """Api (tests.support.drain_api) with NodeMaintenances, and the operator taking gputui's through its phases: one
+    step per read of the object, cordoning at Cordon, held in WaitForPodCompletion while a pod its selector picks
+    stands on the node. `stop_at`: the phase it stays in (its scheduler giving no slot, or a controller gone)."""
+
+    def __init__(self, *args, installed: bool = True, stop_at: str = "", lag: int = 0, **kw) -> None:
+        super().__init__(*args, **kw)
+        self.installed, self.stop_at, self.lag = installed, stop_at, lag  # lag: reads before it sees the pods gone
+        self.objects: dict[tuple[str, str], dict] = {}
+        self.phases: list[str] = []  # the phase each read of gputui's object saw
+
+    def snapshot(self) -> ClusterSnapshot:
+        snap = super().snapshot()
+        reads = {"NodeMaintenance": d.READ if self.installed else d.NOT_INSTALLED}
+        return replace(snap, actors=ActorObjects(reads=reads))
+
+    def create_object(self, group, version, plural, namespace, body):
+        assert (group, version, plural) == ("maintenance.nvidia.com", "v1alpha1", "nodemaintenances")
+        obj = {**body, "metadata": {**body["metadata"], "creationTimestamp": "2026-12-04T10:00:00Z"}, "status": {}}
+        self.objects[(namespace, body["metadata"]["name"])] = obj
+        self.writes.append(("create", body["metadata"]["name"]))
+        return obj
+
+    def get_object(self, group, version, plural, namespace, name):
+        obj = self.objects.get((namespace, name))
+        if obj is None:
+            raise Missing()
+        self._step(obj)
+        self.phases.append(_phase(obj))
+        return obj
+
+    def delete_object(self, group, version, plural, namespace, name, propagation="Foreground"):
+        self.writes.append(("delete", name))
+        self.objects.pop((namespace, name), None)
+
+    def list_objects(self, *args, **kw):
+        return []
+
+    def pod_log(self, *args, **kw):
+        return ""
+
+    def _step(self, obj: dict) -> None:
+        phase = _phase(obj)
+        if phase and phase == self.stop_at:
+            return
+        if phase == "WaitForPodCompletion":
+            wait = obj["spec"].get("waitForPodCompletion")  # none: it moves on at once
+            if wait and any(_picks(wait["podSelector"], p.labels) for p in self.pods.values()):
+                return
+            if self.lag > 0:  # its next reconcile (a requeue) sees them gone
+                self.lag -= 1
+                return
+        if phase == "Ready":
+            return
+        nxt = ORDER[ORDER.index(phase) + 1] if phase else "Pending"
+        if nxt == "Cordon":
+            self.cordoned = True  # internal/cordon: spec.unschedulable
+        obj["status"] = {"conditions": [{"type": "Ready", "status": "True" if nxt == "Ready" else "False",
+                                         "reason": nxt, "message": "", "lastTransitionTime": "2026-12-04T10:00:00Z"}]}
+
+
+def _picks(selector: str, labels: dict) -> bool:
+    """labels.Parse's set-based form as gputui writes it: `key in (v1,v2)`."""
+    key, _, values = selector.partition(" in (")
+    return labels.get(key) in values.rstrip(")").split(",")
+
+
+class Missing(BackendError):
+    status = 404  # the apiserver's answer for an object that is not there (kube_errors.ApiError's status)
+
+
+def _phase(obj: dict) -> str:
+    return next((c["reason"] for c in (obj.get("status") or {}).get("conditions", []) if c["type"] == "Ready"), "")
+
+
+# -- the plan --------------------------------------------------------------------------------------------------
+
+def test_the_plan_says_which_way_and_selects_exactly_the_session_pods():
+    api = OperatorApi((pod("chat-0", labels={"app": "llm", "tier": "a"}), pod("batch-0", session_signal=False,
+                                                                              labels={"app": "etl"})),
+                      counts={"chat-0": 2})
+    plan = plan_drain(api.snapshot(), "n1", VIA, preview=False)
+    assert not plan.blocked and plan.request is not None
+    assert plan.request.selector == "app in (llm)"
+    assert "NodeMaintenance maint/gputui-n1" in plan.request.words() and "WaitForPodCompletion" in plan.request.words()
+    assert plan_json(plan)["via"] == {"via": "nodemaintenance", "namespace": "maint", "name": NAME,
+                                      "requestor": "gputui.io", "wait_selector": "app in (llm)", "error": None}
+    assert plan_json(plan_drain(api.snapshot(), "n1", DrainOptions(), preview=False))["via"] == {"via": "cordon"}
+    body = request_body("maint", "n1", "app in (llm)")
+    assert body["spec"] == {"requestorID": "gputui.io", "nodeName": "n1", "cordon": True,
+                            "waitForPodCompletion": {"podSelector": "app in (llm)", "timeoutSeconds": 0}}
+    assert "drainSpec" not in request_body("maint", "n1", "")["spec"]  # the operator evicts nothing: gputui does
+
+
+def test_the_wait_selector_never_picks_a_pod_gputui_leaves():
+    chat = pod("chat-0", labels={"app": "shared", "model": "llama"})
+    agent = pod("ds-0", owner_kind="DaemonSet", labels={"app": "shared"})  # left on the node: it would hold the wait
+    selector, why = wait_selector((chat, agent), {chat.key}, {chat.key})
+    assert (selector, why) == ("model in (llama)", "")
+    selector, why = wait_selector((pod("a", labels={"x": "1"}), pod("b", labels={"y": "2"})), {"ns/a", "ns/b"},
+                                  {"ns/a", "ns/b"})
+    assert selector == "" and "no label key selects only the pods gputui moves" in why
+    assert wait_selector((chat,), set(), set()) == ("", "")
+    assert len(request_name("n" * 300)) <= 253 and request_name("n1") == NAME
+
+
+def test_refused_where_the_operator_is_not_installed_or_its_objects_unreadable():
+    api = OperatorApi((pod("chat-0"),), counts={"chat-0": 0}, installed=False)
+    plan = plan_drain(api.snapshot(), "n1", VIA, preview=False)
+    assert plan.blocked and "NodeMaintenance is not installed here" in plan.errors[0]
+    report = Drain(api, options=VIA).run()
+    assert report.outcome is not Outcome.DRAINED and api.writes == []
+
+
+def test_settings_choose_the_way_and_a_gpu_drain_never_goes_through_the_operator():
+    s = Settings(drain_via="nodemaintenance", maintenance_namespace="ops")
+    assert settings_options(s).maintenance_namespace == "ops"
+    assert settings_options(s, "cordon").maintenance_namespace == ""
+    assert settings_options(Settings(), "nodemaintenance").maintenance_namespace == "default"
+    api = OperatorApi((pod("chat-0"),), counts={"chat-0": 0})
+    assert plan_drain(api.snapshot(), "n1", replace(VIA, gpu="0", gpu_pods=("ns/chat-0",)),
+                      preview=False).request is None
+
+
+# -- the run ---------------------------------------------------------------------------------------------------
+
+def test_gputui_waits_for_the_operators_cordon_evicts_in_its_wait_and_is_done_only_at_ready(tmp_path):
+    api = OperatorApi((pod("chat-0"), pod("etl-0", session_signal=False, labels={"app": "etl"})),
+                      counts={"chat-0": 3}, lag=3)
+    drain = Drain(api, tmp_path / "audit.jsonl", options=VIA)
+    seen: list[tuple[str, str]] = []  # (phase, what gputui wrote) at each write
+    original = api.evict_pod
+
+    def evict(namespace, name, grace=None, uid=None):
+        seen.append((api.phases[-1], name))
+        assert api.cordoned, "evicted before the operator cordoned"
+        return original(namespace, name, grace, uid)
+    api.evict_pod = evict  # type: ignore[method-assign]
+    api.on_read = lambda a: a.counts.update({"chat-0": 0}) if a.reads > 6 else None
+    report = drain.run()
+    assert report.outcome is Outcome.DRAINED, report.describe()
+    assert ("unschedulable", True) not in api.writes, "gputui cordoned by itself"
+    assert [w for w in api.writes if w[0] == "create"] == [("create", NAME)]
+    assert {phase for phase, _ in seen} == {"WaitForPodCompletion"}  # every eviction inside the operator's wait
+    assert sorted(name for _, name in seen) == ["chat-0", "etl-0"]
+    assert api.phases[-1] == "Ready" and "Pending" in api.phases
+    waits = [e for e in drain.events if e.kind is EventKind.WAITING and e.pod == "ns/chat-0"]
+    assert waits and waits[0].sessions == 3  # the session-aware wait ran inside it
+    actions = [a for a, _, _, r in drain.entries() if r != "intent"]
+    assert actions.count("nodemaintenance-create") == 1 and "cordon" not in actions
+    assert NAME in api.objects[("maint", NAME)]["metadata"]["name"]  # left in place: the node stays held
+
+
+def test_nothing_moves_while_the_operators_scheduler_keeps_it_pending():
+    api = OperatorApi((pod("chat-0"),), counts={"chat-0": 0}, stop_at="Pending")
+    drain = Drain(api, options=VIA)
+    for _ in range(60):
+        drain.events.append(next(drain.gen))
+    assert [w for w in api.writes if w[0] in ("evict", "unschedulable")] == []
+    assert any("maintenance-operator: Pending" in e.message for e in drain.events)
+
+
+def test_no_phase_for_a_minute_asks_whether_the_controller_runs():
+    api = OperatorApi((pod("chat-0"),), counts={"chat-0": 0}, stop_at="nothing")
+    api._step = lambda obj: None  # type: ignore[method-assign]  # nobody sets a phase
+    drain = Drain(api, options=VIA)
+    for _ in range(200):
+        drain.events.append(next(drain.gen))
+    assert any("is the maintenance-operator's controller running?" in e.message for e in drain.events)
+    assert not any(w[0] == "evict" for w in api.writes)
+
+
+def test_an_abort_deletes_the_request_and_never_uncordons_by_itself():
+    control = DrainControl()
+    api = OperatorApi((pod("chat-0"),), counts={"chat-0": 5})
+    drain = Drain(api, options=VIA, control=control)
+    api.on_read = lambda a: control.abort(uncordon=True) if a.reads > 8 else None
+    report = drain.run()
+    assert report.outcome is Outcome.ABORTED
+    assert ("delete", NAME) in api.writes and ("unschedulable", False) not in api.writes
+    assert "deleted: the operator uncordons" in drain.events[-1].message
+
+
+def test_a_request_deleted_under_the_drain_stops_it_with_nothing_more_evicted():
+    api = OperatorApi((pod("chat-0"),), counts={"chat-0": 5})
+    drain = Drain(api, options=VIA)
+    api.on_read = lambda a: a.objects.clear() if a.reads > 8 else None
+    report = drain.run()
+    assert report.outcome is not Outcome.DRAINED and "was deleted" in report.reason
+    assert not any(w[0] == "evict" for w in api.writes)
+    assert drain.events[-1].kind is EventKind.FAILED
+
+
+def test_a_resumed_drain_adopts_gputuis_request_and_another_requestors_is_refused():
+    api = OperatorApi((pod("chat-0"),), counts={"chat-0": 0})
+    api.create_object("maintenance.nvidia.com", "v1alpha1", "nodemaintenances", "maint",
+                      request_body("maint", "n1", "app in (llm)"))
+    api.writes.clear()
+    assert Drain(api, options=VIA).run().outcome is Outcome.DRAINED
+    assert not any(w[0] == "create" for w in api.writes)
+    other = OperatorApi((pod("chat-0"),), counts={"chat-0": 0})
+    body = request_body("maint", "n1", "")
+    body["spec"]["requestorID"] = "network.nvidia.com"
+    other.create_object("maintenance.nvidia.com", "v1alpha1", "nodemaintenances", "maint", body)
+    report = Drain(other, options=VIA).run()
+    assert report.outcome is not Outcome.DRAINED and "requested by network.nvidia.com, not gputui" in report.reason
+    assert not any(w[0] == "evict" for w in other.writes)
+
+
+def test_a_pod_left_in_place_leaves_the_request_and_says_how_to_give_the_node_back():
+    api = OperatorApi((pod("chat-0"),), counts={"chat-0": None}, metrics_ok=False)
+    drain = Drain(api, options=replace(VIA, session_deadline_s=60))
+    report = drain.run()
+    assert report.outcome is Outcome.UNFINISHED
+    assert any("left in place, the node cordoned by the operator: gputui uncordon n1 withdraws it" in h
+               for h in report.held)
+    assert ("maint", NAME) in api.objects
+
+
+# -- the uncordon ----------------------------------------------------------------------------------------------
+
+def _held(requestor: str) -> ClusterSnapshot:
+    record = NodeMaintenanceRecord("maint", NAME, "n1", requestor, created=1000.0, conditions=(
+        Condition("Ready", "False", "WaitForPodCompletion", "", 1000.0),))
+    snap = Api((), cordoned=True).snapshot()
+    return replace(snap, actors=ActorObjects(maintenances=(record,), reads={"NodeMaintenance": d.READ}))
+
+
+@pytest.mark.parametrize("requestor, foreign", [("network.nvidia.com", True), ("gputui.io", False)])
+def test_an_uncordon_asks_over_another_requestors_maintenance_and_withdraws_gputuis_own(requestor, foreign, tmp_path):
+    snap = _held(requestor)
+    plan = plan_cordon(snap, "n1", False, identity="alice")
+    assert plan.foreign is foreign
+    if foreign:
+        assert "the maintenance-operator holds it: NodeMaintenance maint/gputui-n1 requested by network" \
+            in plan.describe()
+        return
+    assert "the uncordon deletes it" in plan.describe()
+    api = OperatorApi((), cordoned=True)
+    api.create_object("maintenance.nvidia.com", "v1alpha1", "nodemaintenances", "maint", request_body("maint", "n1", ""))
+    drain = Drain(api, tmp_path / "audit.jsonl")
+    assert run_cordon(plan, drain.ctx) == "node/n1 uncordoned"
+    assert ("delete", NAME) in api.writes and ("unschedulable", False) in api.writes
+    assert [a for a, _, _, r in drain.entries() if r != "intent"] == ["nodemaintenance-delete", "uncordon"]

@@ -25,14 +25,13 @@ from gputui.policy.disruption_time import stale as _stale
 from gputui.policy.disruption_time import utc as _utc
 from gputui.policy.lifecycle_holds import lifecycle_holds
 from gputui.policy.nvsentinel_holds import nvsentinel_hold, nvsentinel_objects
-from gputui.policy.upgrades import stuck_because
+from gputui.policy.upgrades import dated_since, stuck_because
 from gputui.snapshot import ClusterSnapshot
 from gputui.vocabulary import disruptions as d
 from gputui.vocabulary.disruptions import Disruption, NodeClaimRecord, NodeMaintenanceRecord
 from gputui.vocabulary.model import DRAIN_PHASE_ANNOTATION, UPGRADE_FAILED, UPGRADE_IN_PROGRESS, Node
 from gputui.vocabulary.scheduling import Taint
 
-_UPGRADE_SINCE = {"wait-for-jobs-required": d.UPGRADE_WAIT_START, "validation-required": d.UPGRADE_VALIDATION_START}
 # From cordon-required on, the operator has cordoned the node (or is about to) and uncordons it at the end.
 _UPGRADE_CORDONS = frozenset(UPGRADE_IN_PROGRESS[1:]) | {UPGRADE_FAILED}
 
@@ -170,8 +169,7 @@ def _gpu_operator(node: Node, now: float, snapshot: ClusterSnapshot | None) -> l
     state = node.upgrade_state
     if state not in UPGRADE_IN_PROGRESS and state != UPGRADE_FAILED:
         return []
-    key = _UPGRADE_SINCE.get(state)
-    since = _seconds(node.annotations.get(key)) if key else None
+    since = dated_since(node)
     hold = stuck_because(snapshot, node) if snapshot is not None else \
         ("upgrade failed: the operator leaves the node for manual recovery" if state == UPGRADE_FAILED else "")
     why = "driver upgrade (GPU Operator)"

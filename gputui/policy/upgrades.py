@@ -12,7 +12,9 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gputui.policy.disruption_time import seconds, stale
 from gputui.snapshot import ClusterSnapshot
+from gputui.vocabulary import disruptions as d
 from gputui.vocabulary.model import UPGRADE_FAILED, UPGRADE_IN_PROGRESS, Node, UpgradePolicy
 
 STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
@@ -79,6 +81,17 @@ def _unavailable(n: Node) -> bool:
     return n.unschedulable or not n.ready
 
 
+# The two states the operator dates itself, with Unix seconds in a node annotation (k8s-operator-libs
+# pkg/upgrade/consts.go; docs/disruption-actors.md §7): the others are dated only by gputui's own watch (StateClock).
+DATED_STATES = {"wait-for-jobs-required": d.UPGRADE_WAIT_START, "validation-required": d.UPGRADE_VALIDATION_START}
+
+
+def dated_since(node: Node) -> float | None:
+    """When the node entered its upgrade state, as the operator wrote it; None where it writes no time."""
+    key = DATED_STATES.get(node.upgrade_state)
+    return seconds(node.annotations.get(key)) if key else None
+
+
 def stuck_because(snapshot: ClusterSnapshot, node: Node) -> str:
     state = node.upgrade_state
     if state == UPGRADE_FAILED:
@@ -112,7 +125,7 @@ def stuck_because(snapshot: ClusterSnapshot, node: Node) -> str:
                     if p.gpu_request and not p.terminated and p.owner_kind != "DaemonSet"]
         if gpu_pods:
             return f"{len(gpu_pods)} GPU pods still on the node; the operator waits for them or evicts them"
-    return ""
+    return stale(dated_since(node), snapshot.taken_at, state)  # a day in a state the operator dated
 
 
 def upgrade_rows(snapshot: ClusterSnapshot) -> list[UpgradeRow]:
@@ -120,8 +133,9 @@ def upgrade_rows(snapshot: ClusterSnapshot) -> list[UpgradeRow]:
 
 
 class StateClock:
-    """How long each node has been in its upgrade state, as far as gputui has watched: the operator records no
-    time. A state seen at gputui's first look is a lower bound ("≥"); a change seen live is exact. Only nodes
+    """How long each node has been in its upgrade state: the operator's own time where it writes one
+    (dated_since: exact), else as far as gputui has watched. A state seen at gputui's first look is a lower
+    bound ("≥"); a change seen live is exact. Only nodes
     in some upgrade state are kept (most of a fleet is in none: at 65,000 nodes a table of them all cost a
     walk in Python per refresh); the names seen, for "live", come from the snapshot's name map."""
 
@@ -132,9 +146,12 @@ class StateClock:
 
     def observe(self, snapshot: ClusterSnapshot, now: float) -> None:
         seen = {}
-        for name, state in ((n.name, n.upgrade_state) for n in snapshot.nodes if n.upgrade_state):
+        for node in (n for n in snapshot.nodes if n.upgrade_state):
+            name, state, dated = node.name, node.upgrade_state, dated_since(node)
             old = self._seen.get(name)
-            if old is not None and old[0] == state:
+            if dated is not None:
+                seen[name] = (state, dated, True)
+            elif old is not None and old[0] == state:
                 seen[name] = old
             else:  # moved while watched (exact), or new to gputui (since at least now)
                 seen[name] = (state, now, self._looked and name in self._names)

@@ -257,7 +257,8 @@ async def test_read_only_refuses_cordon(app_factory, tmp_path):
     app = app_factory(read_only=True)
     async with app.run_test(size=(120, 40)) as pilot:
         await loaded(pilot)
-        target = rows(app)[0]
+        target = next(n for n in rows(app) if not app.snapshot.node(n).unschedulable)
+        app.screen.nodes_table.move_to(target)
         await pilot.press("c")
         await pilot.pause()
         assert not isinstance(app.screen, (ConfirmScreen, CordonScreen))
@@ -385,7 +386,8 @@ async def test_audit_log_has_a_cursor_dates_parameters_and_a_detail(app_factory)
     app = app_factory()
     async with app.run_test(size=(120, 40)) as pilot:
         await loaded(pilot)
-        target = rows(app)[0]
+        target = next(n for n in rows(app) if not app.snapshot.node(n).unschedulable)
+        app.screen.nodes_table.move_to(target)
         await pilot.press("c", "y", "enter")  # reason "y"
         await wait_for(pilot, lambda: app.snapshot.node(target).unschedulable)
         await pilot.press("L")

@@ -31,13 +31,13 @@ async def test_every_disrupted_node_stuck_first_and_enter_opens_it(app_factory, 
         nodes = [k.value.split("\x00")[0] for k in table.rows]
         # the stuck ones: the person's cordon past its expiry (dated: two days), the NodeMaintenance past its drain
         # timeout (two hours), then the two stuck upgrades
-        assert nodes[:4] == ["gpu-a100-06", "gpu-h100-10", "gpu-a100-08", "gpu-l40s-03"]
+        assert nodes[:5] == ["gpu-l40s-06", "gpu-a100-06", "gpu-h100-10", "gpu-a100-08", "gpu-l40s-03"]
         assert set(nodes) == {"gpu-a100-08", "gpu-l40s-03", "gpu-a100-03", "gpu-l40s-05", "gpu-l40s-04",
-                              "gpu-a100-06", "gpu-a100-07", "gpu-h100-10"}
+                              "gpu-a100-06", "gpu-a100-07", "gpu-h100-10", "gpu-l40s-06"}
         lines = screen_lines(app)
         assert all(len(line.rstrip()) <= size[0] for line in lines)
         shown = "\n".join(lines)
-        assert "8 nodes disrupted · 4 stuck" in shown
+        assert "9 nodes disrupted · 5 stuck" in shown
         for word in ("nvsentinel", "karpenter", "autoscaler", "gpu-operator", "person", "quarantined", "3.0h"):
             assert word in shown, word
         table.move_cursor(row=nodes.index("gpu-a100-03"))

@@ -57,11 +57,12 @@ def _config(max_parallel: str) -> BudgetObjects:
 
 
 # The demo's nodes in other actors' hands (gputui/backends/demo/actors.py, scenario.py), counted by hand: NVSentinel's
-# quarantine, a person's cordon through gputui, Karpenter's disruption taint, the GPU Operator's failed and mid-way
-# upgrades, the cluster autoscaler's deletion, and one NotReady node.
+# quarantine, a person's cordon through gputui, Karpenter's disruption taint, the GPU Operator's failed, mid-way and
+# stalled upgrades (the stalled one on the NotReady node: the actor is counted, not the condition), the cluster
+# autoscaler's deletion.
 OTHERS = {"gpu-a100-03": d.NVSENTINEL, "gpu-a100-06": d.PERSON, "gpu-a100-07": d.KARPENTER,
           "gpu-a100-08": d.GPU_OPERATOR, "gpu-l40s-03": d.GPU_OPERATOR, "gpu-l40s-04": d.CLUSTER_AUTOSCALER,
-          "gpu-l40s-06": "NotReady", "gpu-h100-10": d.MAINTENANCE_OPERATOR}
+          "gpu-l40s-06": d.GPU_OPERATOR, "gpu-h100-10": d.MAINTENANCE_OPERATOR}
 
 
 def _others(cluster: DemoCluster) -> int:
@@ -87,7 +88,7 @@ def test_the_plan_runs_as_many_at_once_as_the_tightest_budget_leaves_and_names_i
         "MaintenanceOperatorConfig nvidia-maintenance/default maxParallelOperations"
     head = next(line for line in batch.describe() if line.startswith("nodes at once"))
     assert head == ("nodes at once: 2 of 3, limited by MaintenanceOperatorConfig nvidia-maintenance/default "
-                    "maxParallelOperations: 10 → 10 nodes; 8 already disrupted (2 by the GPU Operator, 1 NotReady, 1 by "
+                    "maxParallelOperations: 10 → 10 nodes; 8 already disrupted (3 by the GPU Operator, 1 by "
                     "the cluster autoscaler, 1 by Karpenter, 1 by a NodeMaintenance, 1 by NVSentinel, 1 by a cordon): "
                     "2 more at once now")
     data = batch_json(batch)

@@ -117,15 +117,19 @@ def test_the_demo_has_a_node_in_each_actors_hands_that_the_node_object_can_show(
         ("gpu-l40s-05", d.CLUSTER_AUTOSCALER, "deletion-candidate"),
         ("gpu-a100-08", d.GPU_OPERATOR, "upgrade-failed"),
         ("gpu-l40s-03", d.GPU_OPERATOR, "pod-restart-required"),
+        ("gpu-l40s-06", d.GPU_OPERATOR, "validation-required"),  # stalled for days (dated by the operator)
         ("gpu-a100-06", d.PERSON, "cordoned"),
     }
     quarantine = by_node[("gpu-a100-03", d.NVSENTINEL)]
     assert quarantine.since == NOW - 3 * 3600 and "XID 48" in quarantine.why
     assert "nvidia.com/gpu-error=fatal:NoSchedule" in quarantine.why
     assert by_node[("gpu-l40s-04", d.CLUSTER_AUTOSCALER)].since == NOW - 20 * 60
-    # The stuck ones first, oldest first: the person's cordon (since two days, expired six hours ago), the
-    # NodeMaintenance (two hours in Draining, past its drain timeout), then the two stuck upgrades (undated).
-    assert [r.node for r in rows[:4]] == ["gpu-a100-06", "gpu-h100-10", "gpu-a100-08", "gpu-l40s-03"]
+    # The stuck ones first, oldest first: the upgrade stalled in validation for three days, the person's cordon
+    # (since two days, expired six hours ago), the NodeMaintenance (two hours in Draining, past its drain timeout),
+    # then the two stuck upgrades (undated).
+    assert [r.node for r in rows[:5]] == ["gpu-l40s-06", "gpu-a100-06", "gpu-h100-10", "gpu-a100-08", "gpu-l40s-03"]
+    stalled = by_node[("gpu-l40s-06", d.GPU_OPERATOR)]
+    assert stalled.since == NOW - 3 * 86400 and stalled.stuck.startswith("validation-required for 72h")
     maintenance = by_node[("gpu-h100-10", d.MAINTENANCE_OPERATOR)]
     assert maintenance.since == NOW - 2 * 3600 and "past its drain timeout of 600s" in maintenance.stuck
     person = by_node[("gpu-a100-06", d.PERSON)]

@@ -111,3 +111,25 @@ def test_time_in_upgrade_state_is_a_lower_bound_until_a_change_is_seen():
     assert clock.since("a", 180.0) == (30.0, True) and clock.since("c", 180.0) == (30.0, False)  # kept
     clock.observe(ClusterSnapshot(0, "t", nodes=(node("a", ""),)), 190.0)
     assert clock.since("a", 200.0) is None and clock.since("b", 200.0) is None  # done, and gone
+
+
+def test_a_state_the_operator_dates_is_timed_from_its_annotation_and_stuck_after_a_day():
+    """validation-required and wait-for-jobs-required carry the operator's own start (Unix seconds): the versions
+    view's clock is exact from it at gputui's first look, and a day in it is stuck, as :disruptions says."""
+    from dataclasses import replace
+
+    from gputui.policy.upgrades import StateClock
+    from gputui.vocabulary.disruptions import UPGRADE_VALIDATION_START
+
+    now = 1_000_000.0
+    dated = replace(node("a", "validation-required"), annotations={UPGRADE_VALIDATION_START: str(int(now - 3 * 86400))})
+    fresh = replace(node("b", "validation-required"), annotations={UPGRADE_VALIDATION_START: str(int(now - 600))})
+    garbage = replace(node("c", "validation-required"), annotations={UPGRADE_VALIDATION_START: "soon"})
+    snap = ClusterSnapshot(now, "t", nodes=(dated, fresh, garbage))
+    clock = StateClock()
+    clock.observe(snap, now)
+    assert clock.since("a", now) == (3 * 86400.0, True)
+    assert clock.since("b", now) == (600.0, True)
+    assert clock.since("c", now) == (0.0, False)  # unreadable: gputui's own watch, a lower bound
+    assert stuck_because(snap, dated) == "validation-required for 72h (over 24h)"
+    assert stuck_because(snap, fresh) == "" and stuck_because(snap, garbage) == ""

@@ -24,9 +24,11 @@ times are relative to the demo's start, so the demo stays deterministic.
   hours before the demo starts, cordoned, in Draining far past its 10-minute drain timeout: stuck), and gpu-a100-07's
   NodeClaim says why Karpenter disrupts it (DisruptionReason Underutilized: a consolidation). These are the actors'
   own objects (actor_objects), handed in with every source read, and the NodePool budgets beside them.
-The GPU Operator's stuck upgrade is gpu-a100-08's upgrade-failed (scenario.py): the operator records no time for
-that state, so "stuck for days" cannot be said of it from the Node; gpu-l40s-05's deletion candidate is set in
-Simulation.
+- gpu-l40s-06: the GPU Operator's driver upgrade stuck for days: in validation-required for three days (the
+  operator cordoned it, and dates the step with its validation-start-time annotation, Unix seconds as
+  k8s-operator-libs writes it); the node is NotReady (scenario.py), so the validator never passes.
+The GPU Operator's other holds are gpu-a100-08's upgrade-failed and gpu-l40s-03 mid-upgrade (scenario.py): the operator
+records no time for those states. gpu-l40s-05's deletion candidate is set in Simulation.
 """
 
 from __future__ import annotations
@@ -66,6 +68,8 @@ MAINTENANCE_NODE = "gpu-h100-10"
 MAINTENANCE_S = 2 * 3600  # the NodeMaintenance was requested this long before the demo starts
 MAINTENANCE_REQUESTOR = "network.nvidia.com"  # the Network Operator's requestorID (a domain name, as the CRD asks)
 CONSOLIDATING_S = 15 * 60  # Karpenter chose gpu-a100-07 for consolidation this long before
+UPGRADE_STALLED_NODE = "gpu-l40s-06"
+UPGRADE_STALLED_S = 3 * 86400  # in validation-required this long before the demo starts
 GPU_ERROR_TAINT = Taint("nvidia.com/gpu-error", "fatal", "NoSchedule")
 KARPENTER_POOL = "gpu-a100"
 KARPENTER_POOL_NODES = tuple(f"gpu-a100-{i:02d}" for i in range(1, 9))
@@ -106,6 +110,9 @@ def hand_to_actors(nodes: Mapping[str, SimNode], start: float) -> None:
     deleting.unschedulable = True
     deleting.taints = (*deleting.taints, Taint(d.CA_TO_BE_DELETED, str(int(start - DELETING_S)), "NoSchedule"))
     nodes[MAINTENANCE_NODE].unschedulable = True  # the maintenance-operator cordons first (spec.cordon: true)
+    stalled = nodes[UPGRADE_STALLED_NODE]
+    stalled.unschedulable, stalled.upgrade_state = True, "validation-required"
+    stalled.annotations[d.UPGRADE_VALIDATION_START] = str(int(start - UPGRADE_STALLED_S))
     person = nodes[PERSON_NODE]
     person.unschedulable = True
     record = CordonRecord(PERSON, PERSON_REASON, float(int(start - PERSON_SINCE_S)), PERSON_TICKET,

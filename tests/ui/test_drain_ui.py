@@ -210,3 +210,23 @@ async def test_the_plan_screen_shows_the_arrival_rate_of_a_pod_no_label_can_take
         text = console.export_text()
         assert "new sessions keep arriving" in text and "new sessions/s" in text, text
         await pilot.press("escape")
+
+
+async def test_m_chooses_the_maintenance_operator_and_the_plan_says_so(app_factory):
+    """The demo reads NodeMaintenances (the operator is installed): the plan offers `m`; on, the plan names the
+    request it would make and what the operator does; off again, gputui cordons."""
+    app = app_factory()
+    async with app.run_test(size=(140, 45)) as pilot:
+        await loaded(pilot)
+        await pilot.press("slash", *"l40s-01", "enter", "r")
+        assert isinstance(app.screen, DrainPlanScreen)
+        said = lambda: app.screen.query_one("#drain-options").render().plain  # noqa: E731
+        assert "[m] via: cordon" in said() and app.screen.plans()[0].request is None
+        await pilot.press("m")
+        assert "[m] via: NodeMaintenance (the operator cordons)" in said()
+        assert app.screen.options.maintenance_namespace == "default"
+        request = app.screen.plans()[0].request
+        assert request is not None and "NodeMaintenance default/gputui-gpu-l40s-01" in request.words()
+        await pilot.press("m")
+        assert "[m] via: cordon" in said() and app.screen.options.maintenance_namespace == ""
+        await pilot.press("escape")

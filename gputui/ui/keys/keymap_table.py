@@ -220,6 +220,7 @@ SCOPES: dict[str, dict[str, str]] = {
         'drain-delete-mode': 'D',
         'drain-accept-stranded': 'a',
         'drain-include-unattributed': 'g',
+        'drain-via': 'm',
         '(scroll_up)': 'up',
         '(scroll_down)': 'down',
         '(cursor_left)': 'left',

@@ -20,12 +20,14 @@ from gputui.backends.base import ArrivalsReader, BackendError
 from gputui.ops.drain.arrivals import stuck_pods, with_rates
 from gputui.ops.drain.batch_plan import BatchPlan, plan_batch
 from gputui.ops.drain.lease import draining
+from gputui.ops.drain.maintenance_request import SOURCE as MAINTENANCE_SOURCE
 from gputui.ops.drain.options import DrainOptions
 from gputui.ops.drain.placement import SHORT_CAVEAT
 from gputui.ops.drain.plan import DrainPlan, Step
 from gputui.ops.drain.plan_placement import batch_lines
 from gputui.present.cells import Palette, ago, short_pod
 from gputui.ui.base import ClusterModal
+from gputui.vocabulary.model import READ
 from gputui.vocabulary.sessions import Arrivals
 
 DEADLINE_STEP_S = 5 * 60
@@ -140,6 +142,7 @@ class DrainPlanScreen(ClusterModal[DrainOptions | None]):
         Binding("D", "delete_mode", "Delete w/o eviction", id="drain-delete-mode", show=False),
         Binding("a", "accept_stranded", "Accept stranded", id="drain-accept-stranded", show=False),
         Binding("g", "include_unattributed", "Unknown GPU: move too", id="drain-include-unattributed", show=False),
+        Binding("m", "toggle_via", "Via NodeMaintenance", id="drain-via", show=False),
     ]
 
     def __init__(self, nodes: list[str], options: DrainOptions | None = None) -> None:
@@ -218,6 +221,10 @@ class DrainPlanScreen(ClusterModal[DrainOptions | None]):
             opts.append(f"{label}: {'on' if on else 'off'}   ", style=palette.cordoned if on else "")
         opts.append("[+/-] ", style="bold")
         opts.append(f"session deadline {ago(o.session_deadline_s)}   ")
+        if not o.gpu and (o.maintenance_namespace or self._operator_installed()):  # which way the node is taken
+            opts.append("[m] ", style="bold")
+            opts.append(f"via: {'NodeMaintenance (the operator cordons)' if o.maintenance_namespace else 'cordon'}   ",
+                        style=palette.cordoned if o.maintenance_namespace else "")
         if o.disable_eviction:
             opts.append("DELETE WITHOUT EVICTION (PDBs bypassed)", style=f"bold reverse {palette.alert}")
         if o.unattributed:  # pods that may be on the GPU: the plan refuses until the operator chooses
@@ -245,6 +252,18 @@ class DrainPlanScreen(ClusterModal[DrainOptions | None]):
     def action_toggle_option(self, name: str) -> None:
         # (not action_toggle: that is Textual's own action, toggling an attribute of the screen)
         self.options = replace(self.options, **{name: not getattr(self.options, name)})  # type: ignore[arg-type]
+        self.refresh_plan()
+
+    def _operator_installed(self) -> bool:
+        actors = self.app.snapshot.actors if self.app.snapshot is not None else None
+        return actors is not None and actors.reads.get(MAINTENANCE_SOURCE) == READ
+
+    def action_toggle_via(self) -> None:
+        """Cordon by itself, or as the maintenance-operator's requestor (gputui.ops.drain.maintenance_request)."""
+        if self.options.gpu:
+            return  # one GPU's drain never takes the node
+        namespace = "" if self.options.maintenance_namespace else self.app.settings.maintenance_namespace
+        self.options = replace(self.options, maintenance_namespace=namespace)
         self.refresh_plan()
 
     def action_include_unattributed(self) -> None:

@@ -116,12 +116,16 @@ TARGETS: tuple[Target, ...] = (
            (U + "test_drain_plan_rules.py", U + "test_drain_plan.py", U + "test_drain_placement_plan.py",
             U + "test_drain_arrivals.py", U + "test_drain_replaced.py", U + "test_drain_run.py",
             U + "test_eviction_requests.py"), provisional=True),
-    Target("drain/run", ("gputui/ops/drain/run.py",),
+    Target("drain/maintenance_request", ("gputui/ops/drain/maintenance_request.py",),
+           (U + "test_drain_via_maintenance.py",)),
+    Target("drain/lifecycle", ("gputui/ops/drain/lifecycle.py",), (U + "test_node_lifecycle.py",)),
+    Target("drain/run", ("gputui/ops/drain/run.py", "gputui/ops/drain/pod_progress.py"),
            (U + "test_drain_run_rules.py", U + "test_drain_run_loop_rules.py", U + "test_drain_rotation_handoff_rules.py",
             U + "test_drain_poll_rules.py", U + "test_drain_poll_outcomes.py", U + "test_eviction_requests_run.py",
             U + "test_drain_run.py",
             U + "test_drain_rotation.py", U + "test_lease_rules.py",
-            U + "test_drain_replaced.py", U + "test_forced_delete_refused.py", U + "test_rotation_capacity.py"),
+            U + "test_drain_replaced.py", U + "test_forced_delete_refused.py", U + "test_rotation_capacity.py",
+            U + "test_drain_via_maintenance.py"),
            provisional=True),
 )
 

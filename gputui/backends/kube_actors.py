@@ -16,6 +16,7 @@ annotation, and a second watch of every pod for one annotation would double the 
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -28,6 +29,7 @@ from gputui.backends.kube_http import Connection, path_of
 from gputui.backends.kube_objects import rfc3339
 from gputui.snapshot import SourceStatus
 from gputui.vocabulary import disruptions as d
+from gputui.vocabulary import nvsentinel_janitor as nj
 from gputui.vocabulary.batch_budgets import (
     MAINTENANCE_CONFIG,
     NODEPOOL,
@@ -136,7 +138,8 @@ class ActorReader:
     def __init__(self, make: Callable[[str, Callable[[dict[str, Any]], Any]], ListWatchCache],
                  maintenance: str | None, karpenter: str | None, discovery_error: Exception | None = None, *,
                  remediations: str | None = None, maintenance_requests: str | None = None,
-                 evictions: str | None = None, conn: Connection | None = None) -> None:
+                 evictions: str | None = None, janitor: dict[str, str] | None = None,
+                 conn: Connection | None = None) -> None:
         # Discovery failing leaves every actor unknown (it cannot tell "not installed" either).
         self.discovery_error = str(discovery_error) if discovery_error is not None else ""
         self.caches: dict[str, ListWatchCache] = {}
@@ -159,6 +162,11 @@ class ActorReader:
             self.caches[nvs.MAINTENANCE_REQUEST] = make(
                 path_of(d.NVSENTINEL_GROUP, maintenance_requests, nvs.MAINTENANCE_REQUEST_PLURAL),
                 nvs.maintenance_request_record)
+        # NVSentinel janitor's actions, each kind its own cache and source (janitor's chart installs the three CRDs,
+        # but one may be absent where another is served).
+        for kind, version in (janitor or {}).items():
+            self.caches[kind] = make(path_of(nj.JANITOR_GROUP, version, nj.PLURALS[kind]),
+                                     functools.partial(nvs.janitor_record, kind))
         # The EvictionRequest API's two kinds (gputui.backends.kube_evictions), where it is served.
         self.caches.update(kube_evictions.caches(make, evictions))
 
@@ -192,8 +200,9 @@ class ActorReader:
         return ActorObjects(
             maintenances=self._items(MAINTENANCE), claims=self._items(NODECLAIM),
             reads={name: self._state(name) for name in (MAINTENANCE, NODECLAIM, nvs.REMEDIATION,
-                                                         nvs.MAINTENANCE_REQUEST, *self._eviction_kinds())},
+                                                         nvs.MAINTENANCE_REQUEST, *nj.KINDS, *self._eviction_kinds())},
             remediations=self._items(nvs.REMEDIATION), maintenance_requests=self._items(nvs.MAINTENANCE_REQUEST),
+            janitor=tuple(r for kind in nj.KINDS for r in self._items(kind)),
             eviction_requests=self._items(EVICTION_REQUEST), evictions=self._items(EVICTION), budgets=budgets)
 
     def _eviction_kinds(self) -> tuple[str, ...]:

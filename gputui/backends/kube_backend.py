@@ -110,7 +110,7 @@ class KubeReader:
         # NodeMaintenances and NodeClaims: optional caches of their own (an error there is no API error).
         self.actors = ActorReader(cache, served.maintenance, served.nodeclaims, self.discovery_error,
                                   remediations=served.remediations, maintenance_requests=served.maintenance_requests,
-                                  evictions=served.evictions, conn=conn)
+                                  evictions=served.evictions, janitor=served.janitor, conn=conn)
         for c in [*self.caches.values(), *self.actors.caches.values()]:
             c.start()
         self._metrics: Metrics | None = None

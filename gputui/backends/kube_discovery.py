@@ -1,7 +1,7 @@
 """What the cluster serves beyond the core kinds, found by API discovery: which route kinds, Argo Rollouts,
 InferencePools, Istio's DestinationRules, DRA, the GPU Operator's ClusterPolicy and the disrupting actors' kinds
-(NodeMaintenance, Karpenter's NodeClaim, NVSentinel's requests, the alpha EvictionRequest API) exist, in which
-version.
+(NodeMaintenance, Karpenter's NodeClaim, NVSentinel's requests and janitor actions, the alpha EvictionRequest API)
+exist, in which version.
 Nothing is assumed: a kind the cluster does not serve is never watched."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from gputui.backends import kube_objects as ko
 from gputui.backends.kube_dra import DRA_GROUP
 from gputui.backends.kube_http import PROBE_TIMEOUT_S, Connection
 from gputui.vocabulary import eviction_requests as er
+from gputui.vocabulary import nvsentinel_janitor as nj
 from gputui.vocabulary.disruptions import KARPENTER_GROUP, MAINTENANCE_GROUP, NVSENTINEL_GROUP
 from gputui.vocabulary.router_kinds import ROUTER_KINDS, RouterKind
 
@@ -38,6 +39,8 @@ class Served:
     remediations: str | None = None  # NVSentinel's ExternalRemediationRequest
     maintenance_requests: str | None = None  # NVSentinel's MaintenanceRequest
     evictions: str | None = None  # lifecycle.k8s.io's EvictionRequest and Eviction (alpha, off by default)
+    # NVSentinel janitor's RebootNode, TerminateNode, GPUReset it serves -> the version (each CRD may be absent alone)
+    janitor: dict[str, str] = field(default_factory=dict)
 
 
 def _version_of(kind: RouterKind, preferred: str, offered: list[str], served: Callable[[str], set[str]]) -> str | None:
@@ -53,13 +56,14 @@ def discover(conn: Connection) -> Served:
     routers: dict[str, str] = {}
     subset_rules = pools = dra = cluster_policy = maintenance = nodeclaims = None
     remediations = maintenance_requests = evictions = None
+    janitor: dict[str, str] = {}
     groups = conn.request("GET", "/apis", timeout=PROBE_TIMEOUT_S * 2).get("groups") or []
     kinds = list(ROUTER_KINDS.values())  # as the table holds them now
     for group in groups:
         name = group.get("name")
         mine = [k for k in kinds if k.group == name]
         if not mine and name not in (ko.POOL_GROUP, DRA_GROUP, OPERATOR_GROUP, MAINTENANCE_GROUP, KARPENTER_GROUP,
-                                     NVSENTINEL_GROUP, er.GROUP):
+                                     NVSENTINEL_GROUP, nj.JANITOR_GROUP, er.GROUP):
             continue
         version = (group.get("preferredVersion") or {}).get("version")
         if not version:
@@ -86,6 +90,8 @@ def discover(conn: Connection) -> Served:
         elif name == NVSENTINEL_GROUP:
             remediations = version if "externalremediationrequests" in served(version) else None
             maintenance_requests = version if "maintenancerequests" in served(version) else None
+        elif name == nj.JANITOR_GROUP:
+            janitor = {kind: version for kind, plural in nj.PLURALS.items() if plural in served(version)}
         elif name == er.GROUP:  # only the version whose shape gputui reads, whichever the group prefers
             evictions = er.VERSION if er.VERSION in offered and \
                 {"evictionrequests", "evictions"} <= served(er.VERSION) else None
@@ -96,4 +102,5 @@ def discover(conn: Connection) -> Served:
         if name == ISTIO_GROUP and "destinationrules" in served(version):
             subset_rules = version
     return Served(routers, subset_rules, pools, dra, cluster_policy, maintenance, nodeclaims,
-                  remediations=remediations, maintenance_requests=maintenance_requests, evictions=evictions)
+                  remediations=remediations, maintenance_requests=maintenance_requests, evictions=evictions,
+                  janitor=janitor)

@@ -1,7 +1,9 @@
 """NVIDIA NVSentinel's own requests, read from its custom resources: ExternalRemediationRequests (fault-remediation
 creates them, janitor hands the node to an external system) and MaintenanceRequests (a requester creates them,
 lifecycle-manager raises the fault that quarantines and drains the node). Both nvsentinel.dgxc.nvidia.com/v1,
-cluster-scoped (issue 40 item 1; docs/disruption-actors.md §1).
+cluster-scoped (issue 40 item 1; docs/disruption-actors.md §1). And its janitor's actions: RebootNode, TerminateNode
+and GPUReset (janitor.dgxc.nvidia.com/v1alpha1, cluster-scoped; fault-remediation creates them, janitor carries them
+out), written by controller-runtime as Kubernetes objects (RFC3339 times, metav1.Condition).
 
 NVSentinel writes them through protojson (its Go types wrap proto messages: lifecycle-manager/api/v1alpha1
 maintenancerequest_register.go), so a Timestamp is RFC3339 with up to nine fractional digits, an int64 such as a
@@ -15,7 +17,9 @@ from typing import Any
 
 from gputui.backends.kube_objects import rfc3339
 from gputui.vocabulary import disruptions as d
+from gputui.vocabulary import nvsentinel_janitor as j
 from gputui.vocabulary.disruptions import Condition, HealthEventWhy, MaintenanceRequestRecord, RemediationRecord
+from gputui.vocabulary.nvsentinel_janitor import JanitorRecord
 
 REMEDIATION = "ExternalRemediationRequest"  # the sources' names
 MAINTENANCE_REQUEST = "MaintenanceRequest"
@@ -82,3 +86,25 @@ def maintenance_request_record(obj: dict[str, Any]) -> MaintenanceRequestRecord:
         created=rfc3339(meta.get("creationTimestamp")), deleting=bool(meta.get("deletionTimestamp")),
         start=rfc3339(spec.get("startTime")), conditions=_conditions(status, _MR_TYPES),
         event=health_event_why(event))
+
+
+def _gpus(spec: dict[str, Any]) -> tuple[str, ...]:
+    """A GPUReset's spec.selector: its GPU UUIDs, then its PCI bus IDs, at most GPUS_MAX (the rest counted)."""
+    selector = spec.get("selector")
+    selector = selector if isinstance(selector, dict) else {}
+    ids = [t for key in ("uuids", "pciBusIDs") if isinstance(selector.get(key), list)
+           for t in (_text(v) for v in selector[key]) if t]
+    if len(ids) > j.GPUS_MAX:
+        return (*ids[:j.GPUS_MAX], f"(and {len(ids) - j.GPUS_MAX} more)")
+    return tuple(ids)
+
+
+def janitor_record(kind: str, obj: dict[str, Any]) -> JanitorRecord:
+    """A RebootNode, TerminateNode or GPUReset as janitor leaves it (janitor/api/v1alpha1)."""
+    meta, spec, _event, status = _parts(obj)
+    return JanitorRecord(
+        kind=kind, name=str(meta.get("name") or ""), node=_text(spec.get("nodeName")),
+        force=spec.get("force") is True, created=rfc3339(meta.get("creationTimestamp")),
+        started=rfc3339(status.get("startTime")), completed=rfc3339(status.get("completionTime")),
+        deleting=bool(meta.get("deletionTimestamp")), phase=_text(status.get("phase")),
+        conditions=_conditions(status, j.WANTED[kind]), gpus=_gpus(spec) if kind == j.GPU_RESET else ())

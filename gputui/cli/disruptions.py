@@ -1,6 +1,6 @@
 """`gputui disruptions`: every node being disrupted, by actor, with its phase, age and why, stuck ones first
 (gputui.present.disruptions, the rows `:disruptions` shows). Read from the Node objects, NodeMaintenances and
-Karpenter NodeClaims; each source's state is named (read, not installed, unknown), and what is not read yet says so.
+Karpenter NodeClaims; each source's state is named (read, not installed, unknown).
 Exit 0: a disruption is information, not an error."""
 
 from __future__ import annotations
@@ -49,6 +49,5 @@ def run(settings: Settings, output: str) -> int:
     nodes = len({r.node for r in rows})
     console.print(Text(f"{nodes} node{'s' * (nodes != 1)} disrupted, {stuck} stuck" if rows
                        else "no node is disrupted" if not unknown else "", style="dim"))
-    console.print(Text("sources: " + "; ".join(f"{k}: {v}" for k, v in sources(snapshot).items() if k != "other")
-                       + f"; {sources(snapshot)['other']}", style="dim"))
+    console.print(Text("sources: " + "; ".join(f"{k}: {v}" for k, v in sources(snapshot).items()), style="dim"))
     return 0

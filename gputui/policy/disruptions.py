@@ -1,6 +1,6 @@
 """Who is disrupting a node, and why, read from the Node object and, where the snapshot carries them, the actors'
-own objects: NodeMaintenances, Karpenter NodeClaims, NVSentinel's ExternalRemediationRequests and
-MaintenanceRequests (issue 40; the names and where each actor writes them: gputui.vocabulary.disruptions and
+own objects: NodeMaintenances, Karpenter NodeClaims, NVSentinel's ExternalRemediationRequests, MaintenanceRequests
+and janitor actions (issue 40; the names and where each actor writes them: gputui.vocabulary.disruptions and
 docs/disruption-actors.md). Pure. One hold per actor per node for NVSentinel: its quarantine marks on the Node and
 its requests are one story (a MaintenanceRequest raises the fault that quarantines the node; the quarantined node is
 then handed to an external system by an ExternalRemediationRequest), told in one row.
@@ -41,9 +41,8 @@ def node_disruptions(node: Node, now: float, snapshot: ClusterSnapshot | None = 
     (gputui.policy.upgrades.stuck_because reads the node's pods and the fleet); without it they are not."""
     taints = node.scheduling.taints if node.scheduling is not None else ()
     maintenances, claims = _objects(node.name, snapshot)
-    remediations, requests = nvsentinel_objects(node.name, snapshot)
     found = [*_autoscaler(taints, now), *_karpenter(node, taints, claims, now),
-             *nvsentinel_hold(node, taints, now, remediations, requests),
+             *nvsentinel_hold(node, taints, now, nvsentinel_objects(node.name, snapshot)),
              *_gpu_operator(node, now, snapshot), *_gputui(node, now), *(_maintenance(m, now) for m in maintenances),
              *lifecycle_holds(node, now)]
     record = read_record(node.annotations) if node.unschedulable else None

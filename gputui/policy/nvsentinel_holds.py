@@ -1,9 +1,10 @@
 """NVIDIA NVSentinel's hold on a node, in one row: its quarantine marks on the Node (fault-quarantine's labels and
 annotations), its release taint and MaintenanceRequest annotation, and, where the snapshot carries them, its
-ExternalRemediationRequests and MaintenanceRequests (gputui.backends.kube_nvsentinel; docs/disruption-actors.md §1).
-They are one story: a MaintenanceRequest raises the fault that quarantines and drains the node, and a quarantined
-node may then be handed to an external system by an ExternalRemediationRequest. So they merge into one hold per
-node (never a row each); the phase is the most telling part's. Pure."""
+ExternalRemediationRequests, MaintenanceRequests and its janitor's RebootNodes, TerminateNodes and GPUResets
+(gputui.backends.kube_nvsentinel; docs/disruption-actors.md §1). They are one story: a MaintenanceRequest raises the
+fault that quarantines and drains the node, and fault-remediation then remediates the quarantined node: by janitor
+(reboot it, terminate it, reset its GPUs) or by handing it to an external system (an ExternalRemediationRequest).
+So they merge into one hold per node (never a row each); the phase is the most telling part's. Pure."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ from gputui.policy.disruption_time import stale as _stale
 from gputui.policy.disruption_time import utc as _utc
 from gputui.snapshot import ClusterSnapshot
 from gputui.vocabulary import disruptions as d
-from gputui.vocabulary.disruptions import Disruption, MaintenanceRequestRecord, RemediationRecord
-from gputui.vocabulary.model import Node
+from gputui.vocabulary import nvsentinel_janitor as nj
+from gputui.vocabulary.disruptions import Disruption, MaintenanceRequestRecord, NVSentinelObjects, RemediationRecord
+from gputui.vocabulary.model import Condition, Node
+from gputui.vocabulary.nvsentinel_janitor import JanitorRecord
 from gputui.vocabulary.scheduling import Taint
 
 
@@ -50,25 +53,27 @@ def _event_words(events: list[dict[str, Any]]) -> tuple[str, float | None]:
     return words, min(stamps) if stamps else None
 
 
-_NO_REQUESTS: tuple[list[RemediationRecord], list[MaintenanceRequestRecord]] = ([], [])
+_NONE = NVSentinelObjects()
 
 
-def nvsentinel_objects(node: str, snapshot: ClusterSnapshot | None
-                        ) -> tuple[list[RemediationRecord], list[MaintenanceRequestRecord]]:
-    """The node's NVSentinel requests in this snapshot (indexed once per snapshot)."""
+def nvsentinel_objects(node: str, snapshot: ClusterSnapshot | None) -> NVSentinelObjects:
+    """The node's NVSentinel requests and janitor actions in this snapshot (indexed once per snapshot)."""
     actors = snapshot.actors if snapshot is not None else None
     if actors is None or snapshot is None:
-        return _NO_REQUESTS
-    return snapshot.derived("nvsentinel_by_node", actors.nvsentinel_by_node).get(node, _NO_REQUESTS)
+        return _NONE
+    return snapshot.derived("nvsentinel_by_node", actors.nvsentinel_by_node).get(node, _NONE)
 
 
-def nvsentinel_hold(node: Node, taints: tuple[Taint, ...], now: float, remediations: list[RemediationRecord],
-                requests: list[MaintenanceRequestRecord]) -> list[Disruption]:
-    """NVSentinel's one hold on the node, or none: its open ExternalRemediationRequests, its MaintenanceRequests,
-    its quarantine marks, and its release taint and MR annotation where their objects were not read, merged. The
-    phase is the first of these that applies (the request's conditions say more than the node's marks), since when
-    the earliest dated, why all of them, stuck the first that is."""
+def nvsentinel_hold(node: Node, taints: tuple[Taint, ...], now: float, objects: NVSentinelObjects) -> list[Disruption]:
+    """NVSentinel's one hold on the node, or none: its open ExternalRemediationRequests, its janitor's open actions,
+    its MaintenanceRequests, its quarantine marks, and its release taint and MR annotation where their objects were
+    not read, merged. The phase is the first of these that applies (what is being done to the node says more than
+    what asked for it, and the objects more than the node's marks), since when the earliest dated, why all of them,
+    stuck the first that is. A janitor action that is done (completionTime) is history, not a hold."""
+    remediations, requests = objects.remediations, objects.requests
     pieces = [_remediation(r, now, node.unschedulable) for r in remediations if r.open]
+    pieces += [_janitor(j, now, node.unschedulable)
+               for j in sorted(objects.janitor, key=lambda j: j.started or j.created or 0.0) if j.open]
     pieces += [_maintenance_request(m, now, node.unschedulable) for m in requests]
     quarantine = _quarantine(node, now)
     if quarantine is not None:
@@ -117,6 +122,86 @@ def _remediation(r: RemediationRecord, now: float, cordoned: bool) -> Disruption
     if r.deleting:
         why += "; being removed: janitor returns the node to NVSentinel"
     return Disruption(d.NVSENTINEL, phase, r.created, why, stuck or _stale(r.created, now, phase), cordons=cordoned)
+
+
+def _janitor(j: JanitorRecord, now: float, cordoned: bool) -> Disruption:
+    """An open RebootNode, TerminateNode or GPUReset: janitor acting on the node (docs/disruption-actors.md §1). Since
+    janitor took it up (status.startTime), else since it was created; stuck when janitor waits on someone else
+    (manual mode), a step failed, or one step has lasted over a day (janitor's own timeouts, 25 minutes by its
+    chart, would have ended it: janitor is not acting on it)."""
+    phase, detail, stuck, step_since = _gpu_reset_step(j) if j.kind == nj.GPU_RESET else _signal_step(j)
+    what = {nj.REBOOT_NODE: "reboot the node", nj.TERMINATE_NODE: "terminate the node (its instance deleted, the "
+            "Node removed)", nj.GPU_RESET: f"reset {', '.join(j.gpus) if j.gpus else 'every GPU on the node'}"}
+    why = f"{j.kind} {j.name}: janitor is to {what.get(j.kind, 'act on the node')}" + (" (forced)" if j.force else "")
+    why += f"; {detail}" if detail else ""
+    if j.deleting:
+        why += "; being deleted" + ("" if j.kind != nj.GPU_RESET else ": janitor restores the GPU services first")
+    since = j.started or j.created
+    stuck = stuck or _stale(step_since or since, now, f"{j.kind} {j.name} in {phase}")
+    return Disruption(d.NVSENTINEL, phase, since, why, stuck, cordons=cordoned)
+
+
+def _failed(c: Condition | None) -> bool:
+    """A condition janitor set False for a reason other than its seed (Initializing is Unknown, never False)."""
+    return c is not None and c.status == "False" and c.reason not in ("", "Initializing")
+
+
+_ACTION = {nj.REBOOT_NODE: "reboot", nj.TERMINATE_NODE: "terminate"}
+
+
+def _signal_step(j: JanitorRecord) -> tuple[str, str, str, float | None]:
+    """RebootNode's and TerminateNode's step: (phase, detail, stuck, since when in it). Initializing until janitor
+    has sent the signal to the cloud provider, SignalSent while it waits for the node, or ManualMode: janitor sends
+    nothing, an outside actor must."""
+    signal, manual = j.condition(nj.SIGNAL_SENT), j.condition(nj.MANUAL_MODE)
+    done = j.condition(nj.DONE_CONDITION.get(j.kind, ""))
+    failed = signal if _failed(signal) else done if _failed(done) else None
+    if failed is not None:  # janitor sets completionTime with these; without it, it has not finished failing
+        return (failed.reason, f"{failed.type} {failed.reason}" + (f": {failed.message}" if failed.message else ""),
+                f"janitor's {failed.type} is {failed.reason} ({failed.message or 'no message'})", failed.since)
+    if signal is not None and signal.status == "True":
+        if j.kind == nj.REBOOT_NODE:
+            ref = f" (request {signal.message})" if signal.message else ""
+            wait = f"signal sent to the cloud provider{ref}; waiting for the node to be Ready again"
+        else:
+            wait = "signal sent to the cloud provider; waiting for the node to go NotReady (janitor then deletes it)"
+        return nj.SIGNAL_SENT, wait, "", signal.since
+    if manual is not None and manual.status == "True":
+        return (nj.MANUAL_MODE, manual.message or manual.reason,
+                f"janitor is in manual mode: it sends no {_ACTION.get(j.kind, j.kind)} signal; a person or an "
+                f"outside system must act on the node and set {nj.SIGNAL_SENT}", manual.since)
+    if not j.conditions:
+        return "Uninitialized", "janitor has not taken it up (it acts on a node one action at a time)", "", None
+    return (signal.reason if signal is not None and signal.reason else "Initializing"), "signal not sent yet", "", \
+        signal.since if signal is not None else None
+
+
+def _gpu_reset_step(j: JanitorRecord) -> tuple[str, str, str, float | None]:
+    """GPUReset's step: the first of its steps not yet True, by that condition's reason (Pending,
+    TearingDownServices, ResetJobRunning, RestoringServices, …), else status.phase; a failure's reason (on any
+    condition, or phase Failed) is stuck: janitor ends a failed reset at once."""
+    if not j.conditions and not j.phase:
+        return "Uninitialized", "janitor has not taken it up", "", None
+    failed = next((c for c in j.conditions if c.reason in nj.GR_FAILURES), None)
+    if failed is None and j.phase == "Failed":
+        failed = j.condition(nj.GR_COMPLETE)
+    if failed is not None or j.phase == "Failed":
+        reason, message = (failed.reason, failed.message) if failed is not None else (j.phase, "")
+        return (reason, reason + (f": {message}" if message else ""),
+                f"janitor's GPU reset failed: {reason} ({message or 'no message'})",
+                failed.since if failed is not None else None)
+    terminating = j.condition(nj.GR_TERMINATING)
+    if terminating is not None:
+        return terminating.reason or nj.GR_TERMINATING, terminating.message, "", terminating.since
+    last: Condition | None = None
+    for step in nj.GR_STEPS:
+        c = j.condition(step)
+        if c is not None and c.status != "True":
+            return c.reason or j.phase or step, c.message, "", c.since
+        if c is None:
+            return j.phase or "Pending", f"next step {step}", "", last.since if last is not None else None
+        last = c
+    return j.phase or "InProgress", "", "", last.since if last is not None else None
 
 
 def _maintenance_request(m: MaintenanceRequestRecord, now: float, cordoned: bool) -> Disruption:

@@ -2,10 +2,10 @@
 then the oldest (a hold whose start no actor records after every dated one), then by node. The one home of
 these rows: the `:disruptions` view and `gputui disruptions` both show them (issue 40 items 1 and 6).
 
-What the Node objects say, and the NodeMaintenances, Karpenter NodeClaims and NVSentinel requests the snapshot
-carries, are read (gputui.policy.disruptions); NVSentinel's janitor CRs are not read yet, and the rows say so
-(`CRD_SOURCES`). EvictionRequests and Evictions (the alpha EvictionRequest API) are read too, for the drain plan: they
-ask for a pod's eviction, not a node's, so they add no row, but `sources` names their state. `sources` names each
+What the Node objects say, and the NodeMaintenances, Karpenter NodeClaims, NVSentinel requests and NVSentinel janitor
+actions (RebootNode, TerminateNode, GPUReset) the snapshot carries, are read (gputui.policy.disruptions).
+EvictionRequests and Evictions (the alpha EvictionRequest API) are read too, for the drain plan: they ask for a pod's
+eviction, not a node's, so they add no row, but `sources` names their state. `sources` names each
 source's state: read, not installed, or unknown (never "none"). When the nodes, or an installed actor's objects that
 hold nodes, could not be read, the list is unknown, never empty: `unknown_because` says why. Pure: no Textual, no
 I/O.
@@ -24,13 +24,12 @@ from gputui.vocabulary import disruptions as d
 from gputui.vocabulary.disruptions import Disruption
 from gputui.vocabulary.eviction_requests import KINDS as EVICTION_KINDS
 from gputui.vocabulary.model import Node
+from gputui.vocabulary.nvsentinel_janitor import KINDS as JANITOR_KINDS
 
 # Where each actor's hold is read from in this slice: the Node (labels, annotations, taints, spec.unschedulable).
 NODE_SOURCE = "Node objects"
-# What is not read yet: shown as not read, never as "none" (an actor's objects unread are not an actor absent).
-CRD_SOURCES = "NVSentinel's janitor CRs (RebootNode, TerminateNode, GPUReset): not read yet"
 # gputui.backends.kube_actors', .kube_nvsentinel's and .kube_evictions' names
-ACTOR_SOURCES = ("NodeMaintenance", "NodeClaim", "ExternalRemediationRequest", "MaintenanceRequest",
+ACTOR_SOURCES = ("NodeMaintenance", "NodeClaim", "ExternalRemediationRequest", "MaintenanceRequest", *JANITOR_KINDS,
                  *EVICTION_KINDS)
 NOT_READ = "not read (this backend reads no actor objects)"
 
@@ -109,14 +108,13 @@ def unknown_because(snapshot: ClusterSnapshot) -> str:
 
 def sources(snapshot: ClusterSnapshot) -> dict[str, str]:
     """Each source of the holds and its state: "read", "not installed" (the actor's CRD is not served), "unknown:
-    why", or not read (a backend that reads no actor objects, or what gputui does not read yet)."""
+    why", or not read (a backend that reads no actor objects)."""
     nodes = next((f"unknown: {s.error or 'not read yet'}" for s in snapshot.sources
                   if s.name == "API" and (s.error or s.fetched_at is None)), d.READ)
     reads = snapshot.actors.reads if snapshot.actors is not None else {}
     # A reader of actors leaves the EvictionRequest API out of its reads where it is not served (kube_actors).
     absent = {k: d.NOT_INSTALLED for k in EVICTION_KINDS} if snapshot.actors is not None else {}
-    return {NODE_SOURCE: nodes, **{name: reads.get(name, absent.get(name, NOT_READ)) for name in ACTOR_SOURCES},
-            "other": CRD_SOURCES}
+    return {NODE_SOURCE: nodes, **{name: reads.get(name, absent.get(name, NOT_READ)) for name in ACTOR_SOURCES}}
 
 
 def actor_of(node: Node, snapshot: ClusterSnapshot) -> str:

@@ -3,8 +3,9 @@
 Every name below was read from the actor's own source; docs/disruption-actors.md says where (its section in the
 comment beside each group). This module holds only what is read from the Node object itself (labels,
 annotations, taints, spec.unschedulable), and the compact records of the actors' custom resources gputui reads
-(NodeMaintenance, Karpenter's NodeClaims, NVSentinel's ExternalRemediationRequests and MaintenanceRequests:
-`ActorObjects`, filled by gputui.backends.kube_actors and .kube_nvsentinel). gputui.policy.disruptions turns a Node
+(NodeMaintenance, Karpenter's NodeClaims, NVSentinel's ExternalRemediationRequests and MaintenanceRequests, and its
+janitor's actions, gputui.vocabulary.nvsentinel_janitor: `ActorObjects`, filled by gputui.backends.kube_actors and
+.kube_nvsentinel). gputui.policy.disruptions turns a Node
 into its list of these records. Pure vocabulary.
 """
 
@@ -22,6 +23,7 @@ from gputui.vocabulary.model import DRAIN_ANNOTATION_PREFIX, Condition
 from gputui.vocabulary.model import NOT_INSTALLED as NOT_INSTALLED
 from gputui.vocabulary.model import READ as READ
 from gputui.vocabulary.model import UNKNOWN as UNKNOWN
+from gputui.vocabulary.nvsentinel_janitor import JanitorRecord
 
 # The actors, as the `actor` field and JSON name them.
 GPUTUI = "gputui"
@@ -282,18 +284,27 @@ class MaintenanceRequestRecord:
         return next((c for c in self.conditions if c.type == kind), None)
 
 
+@dataclass(frozen=True, slots=True)
+class NVSentinelObjects:
+    """One node's NVSentinel objects: its ExternalRemediationRequests, MaintenanceRequests and janitor actions."""
+
+    remediations: list[RemediationRecord] = field(default_factory=list)
+    requests: list[MaintenanceRequestRecord] = field(default_factory=list)
+    janitor: list[JanitorRecord] = field(default_factory=list)
+
 
 @dataclass(frozen=True, slots=True)
 class ActorObjects:
     """The actors' own objects one refresh read, and the state of each source: "NodeMaintenance", "NodeClaim",
-    "ExternalRemediationRequest", "MaintenanceRequest", "EvictionRequest", "Eviction" -> READ, NOT_INSTALLED, or
-    "unknown: <why>"."""
+    "ExternalRemediationRequest", "MaintenanceRequest", "RebootNode", "TerminateNode", "GPUReset", "EvictionRequest",
+    "Eviction" -> READ, NOT_INSTALLED, or "unknown: <why>"."""
 
     maintenances: tuple[NodeMaintenanceRecord, ...] = ()
     claims: tuple[NodeClaimRecord, ...] = ()
     reads: Mapping[str, str] = field(default_factory=dict)
     remediations: tuple[RemediationRecord, ...] = ()  # NVSentinel's ExternalRemediationRequests
     maintenance_requests: tuple[MaintenanceRequestRecord, ...] = ()  # NVSentinel's MaintenanceRequests
+    janitor: tuple[JanitorRecord, ...] = ()  # NVSentinel janitor's RebootNodes, TerminateNodes, GPUResets
     # The limits the same controllers set on nodes disrupted at once (Karpenter's NodePools, the maintenance-operator's
     # config), read with them; None when not read (ClusterSnapshot.batch_budgets takes them from here).
     budgets: BudgetObjects | None = None
@@ -302,15 +313,18 @@ class ActorObjects:
     eviction_requests: tuple[EvictionRequestRecord, ...] = ()
     evictions: tuple[EvictionRecord, ...] = ()
 
-    def nvsentinel_by_node(self) -> dict[str, tuple[list[RemediationRecord], list[MaintenanceRequestRecord]]]:
-        """Each node's NVSentinel requests (built once per snapshot by its reader)."""
-        out: dict[str, tuple[list[RemediationRecord], list[MaintenanceRequestRecord]]] = {}
+    def nvsentinel_by_node(self) -> dict[str, NVSentinelObjects]:
+        """Each node's NVSentinel requests and janitor actions (built once per snapshot by its reader)."""
+        out: dict[str, NVSentinelObjects] = {}
         for r in self.remediations:
             if r.node:
-                out.setdefault(r.node, ([], []))[0].append(r)
+                out.setdefault(r.node, NVSentinelObjects()).remediations.append(r)
         for m in self.maintenance_requests:
             if m.node:
-                out.setdefault(m.node, ([], []))[1].append(m)
+                out.setdefault(m.node, NVSentinelObjects()).requests.append(m)
+        for j in self.janitor:
+            if j.node:
+                out.setdefault(j.node, NVSentinelObjects()).janitor.append(j)
         return out
 
     def by_node(self) -> dict[str, tuple[list[NodeMaintenanceRecord], list[NodeClaimRecord]]]:

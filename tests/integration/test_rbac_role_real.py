@@ -15,6 +15,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from tests.support.argo import ARGO_CRDS, ArgoController
-from tests.support.crds import create_custom, get_custom, install_crd
+from tests.support.crds import TRANSCRIBED_CRDS, create_custom, get_custom, install_crd, uninstall_crd
 from tests.support.gputui_cli import environment, run
 from tests.support.procs import wait_until
 from tests.support.rbac import ROLE_FILE, kubeconfig_for, token_of, wait_rbac
@@ -36,9 +37,10 @@ READS = frozenset({"get", "list", "watch"})
 
 def install_every_kind(api) -> None:
     """Every kind gputui reads or patches beyond the core ones, served: a rule the role lacks for any of them
-    then shows (the routes, Istio's subsets, Argo, the GPU Operator's policy, InferencePools)."""
+    then shows (the routes, Istio's subsets, Argo, the GPU Operator's policy, InferencePools, the disrupting actors'
+    kinds with NVSentinel's transcribed ones)."""
     for plural in ("httproutes", "virtualservices", "destinationrules", "trafficsplits", "clusterpolicies", *ARGO_CRDS,
-                   "nodemaintenances", "nodeclaims"):  # the disruption actors' (issue 40)
+                   "nodemaintenances", "nodeclaims", *TRANSCRIBED_CRDS):  # the disruption actors' (issue 40)
         install_crd(api, plural)
     pool_crd = yaml.safe_load((ROOT / "tests/support/crds/inferencepools.inference.networking.k8s.io.yaml").read_text())
     try:
@@ -52,13 +54,15 @@ def install_every_kind(api) -> None:
 
 
 @pytest.fixture(scope="module")
-def operator(cluster, tmp_path_factory) -> Path:
+def operator(cluster, tmp_path_factory) -> Iterator[Path]:
     """docs/rbac.yaml applied as a user would, and a kubeconfig for its ServiceAccount."""
     install_every_kind(cluster.harness_client())
     cluster.kubectl("apply", "-f", str(ROLE_FILE))
     kc = kubeconfig_for(cluster, tmp_path_factory.mktemp("rbac") / "operator.yaml", token_of(cluster, "gputui"))
     wait_rbac(cluster, kc)
-    return kc
+    yield kc
+    for plural in TRANSCRIBED_CRDS:  # NVSentinel's tests start from its kinds not installed
+        uninstall_crd(cluster.harness_client(), plural)
 
 
 def refused(cluster, user: str, mark) -> list[tuple]:
@@ -92,6 +96,8 @@ def test_everything_gputui_reads_is_read_under_the_role(cluster, fake_kubelet, o
                 "rollouts", "destinationrules", "inferencepools", "resourceslices", "resourceclaims",
                 "clusterpolicies"} <= set(caches), sorted(caches)
         assert not [c.error for c in caches.values() if c.error]
+        assert snapshot.actors is not None  # the actors' kinds too, NVSentinel's janitor actions among them
+        assert {k: v for k, v in snapshot.actors.reads.items() if v != "read"} == {}, snapshot.actors.reads
         node = snapshot.nodes[0].name
         described = backend.reader.describe(node, [(p.namespace, p.name) for p in snapshot.pods_on(node)][:3])
         assert described is not None

@@ -1,6 +1,7 @@
 """Install the routers' and the disrupting actors' real, published CRDs (with their schemas, defaults and validation) and wait until
 served. scripts/fetch-crds.py takes them, pinned, from the Go modules their projects publish; it is run
-here too (it returns at once when its cache is complete), so a test run outside scripts/test.sh finds them.
+here too (it returns at once when its cache is complete), so a test run outside scripts/test.sh finds them. Those
+whose module is refused are transcribed in tests/support/crds/ (TRANSCRIBED_CRDS), each file saying from where.
 A CRD that cannot be fetched or installed fails the test loudly."""
 
 from __future__ import annotations
@@ -48,6 +49,17 @@ ACTOR_CRDS = {
     "nodeclaims": ("karpenter.sh", "v1", "NodeClaim"),
     "nodepools": ("karpenter.sh", "v1", "NodePool"),
 }
+# CRDs no module serves here, TRANSCRIBED into tests/support/crds/<plural>.<group>.yaml (each file's header says from
+# where, and why: the module proxy refuses every NVSentinel module). NVIDIA NVSentinel's requests and its janitor's
+# actions, all cluster-scoped with a status subresource.
+TRANSCRIBED_CRDS = {
+    "externalremediationrequests": ("nvsentinel.dgxc.nvidia.com", "v1", "ExternalRemediationRequest"),
+    "maintenancerequests": ("nvsentinel.dgxc.nvidia.com", "v1", "MaintenanceRequest"),
+    "rebootnodes": ("janitor.dgxc.nvidia.com", "v1alpha1", "RebootNode"),
+    "terminatenodes": ("janitor.dgxc.nvidia.com", "v1alpha1", "TerminateNode"),
+    "gpuresets": ("janitor.dgxc.nvidia.com", "v1alpha1", "GPUReset"),
+}
+TRANSCRIBED_DIR = ROOT / "tests/support/crds"
 # CRDs of kinds gputui's router table does not hold, which a test adds to it by itself: plural -> (group, version,
 # kind, the pinned module of scripts/fetch-crds.py that publishes it, the file in that module).
 MODULE_CRDS = {
@@ -62,6 +74,8 @@ def _api(plural: str) -> tuple[str, str, str]:
         return ROUTE_CRDS[plural]
     if plural in ACTOR_CRDS:
         return ACTOR_CRDS[plural]
+    if plural in TRANSCRIBED_CRDS:
+        return TRANSCRIBED_CRDS[plural]
     group, version, kind, _module, _file = MODULE_CRDS[plural]
     return group, version, kind
 
@@ -107,6 +121,8 @@ def crd_dir() -> Path:
 def real_crd(plural: str) -> dict:
     if plural in MODULE_CRDS:
         return _module_crd(plural)
+    if plural in TRANSCRIBED_CRDS:
+        return yaml.safe_load((TRANSCRIBED_DIR / f"{plural}.{TRANSCRIBED_CRDS[plural][0]}.yaml").read_text())
     group = _api(plural)[0]
     path = crd_dir() / f"{plural}.{group}.yaml"
     if not path.is_file():

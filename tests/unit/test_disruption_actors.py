@@ -199,7 +199,8 @@ def test_actor_reader_states_absent_forbidden_and_discovery_failed():
     objects = reader.objects()
     assert objects.reads == {MAINTENANCE: "unknown: forbidden: nodemaintenances is forbidden",
                              NODECLAIM: "not installed", "ExternalRemediationRequest": "not installed",
-                             "MaintenanceRequest": "not installed"}
+                             "MaintenanceRequest": "not installed", "RebootNode": "not installed",
+                             "TerminateNode": "not installed", "GPUReset": "not installed"}
     assert [(s.name, s.error) for s in ActorReader.sources(objects)] == \
         [("NodeMaintenance", "unknown: not readable (forbidden)"),  # the header's words
          ("MaintenanceOperatorConfig", "unknown: not readable (forbidden)")]

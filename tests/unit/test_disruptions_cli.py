@@ -22,7 +22,10 @@ def test_json_names_every_demo_actor_with_phase_since_and_why(tmp_path):
     assert out.returncode == 0, out.stderr
     listed = json.loads(out.stdout)
     assert listed["simulated"] is True and listed["known"] is True
-    assert "not read yet" in listed["sources"]["other"]  # the CRs: not read, never "none"
+    # Every source named with its state (the demo serves every actor's kinds), none "not read yet".
+    assert {k: listed["sources"][k] for k in ("RebootNode", "TerminateNode", "GPUReset")} == \
+        dict.fromkeys(("RebootNode", "TerminateNode", "GPUReset"), "read")
+    assert "other" not in listed["sources"] and "not read yet" not in json.dumps(listed["sources"])
     rows = listed["disruptions"]
     assert all(r["simulated"] is True for r in rows)
     got = {(r["node"], r["actor"]): r for r in rows}
@@ -48,7 +51,9 @@ def test_table_says_simulated_and_lists_the_stuck_in_full(tmp_path):
     lines = out.stdout.splitlines()
     assert lines[0].startswith("# SIMULATED")
     assert any(line.startswith("gpu-a100-08: gpu-operator upgrade-failed stuck: upgrade failed") for line in lines)
-    assert "not read yet" in lines[-1]
+    said = " ".join(lines[next(i for i, line in enumerate(lines) if line.startswith("sources: ")):])
+    assert said.startswith("sources: Node objects: read") and "RebootNode: read; TerminateNode: read; GPUReset: read" \
+        in said and "not read yet" not in said
 
 
 @pytest.fixture

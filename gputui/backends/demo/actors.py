@@ -49,6 +49,7 @@ from gputui.vocabulary.batch_budgets import (
     NodePoolRecord,
 )
 from gputui.vocabulary.disruptions import ActorObjects, Condition, NodeClaimRecord, NodeMaintenanceRecord
+from gputui.vocabulary.nvsentinel_janitor import KINDS as JANITOR_KINDS
 from gputui.vocabulary.scheduling import Taint
 
 NVSENTINEL_NODE = "gpu-a100-03"
@@ -133,5 +134,6 @@ def actor_objects(start: float) -> ActorObjects:
     claim = NodeClaimRecord(name=f"{KARPENTER_POOL}-x7k2p", node=KARPENTER_NODE, nodepool=KARPENTER_POOL,
                             conditions=(Condition(d.KC_DISRUPTION_REASON, "True", "Underutilized", "Underutilized",
                                                   chosen),))
-    reads = dict.fromkeys(("NodeMaintenance", "NodeClaim", "ExternalRemediationRequest", "MaintenanceRequest"), d.READ)
+    reads = dict.fromkeys(("NodeMaintenance", "NodeClaim", "ExternalRemediationRequest", "MaintenanceRequest",
+                           *JANITOR_KINDS), d.READ)
     return ActorObjects(maintenances=(maintenance,), claims=(claim,), reads=reads, budgets=DEMO_BUDGETS)

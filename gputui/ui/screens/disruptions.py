@@ -16,7 +16,6 @@ from textual.widgets import DataTable, Static
 from gputui.base.safe_text import visible
 from gputui.present.disruptions import (
     ACTOR_WORDS,
-    CRD_SOURCES,
     DisruptionRow,
     cells,
     disruption_rows,
@@ -141,8 +140,6 @@ class DisruptionsScreen(ClusterScreen):
                 text.append(visible(row.stuck) + "; ")
             text.append(visible(row.why))
             text.append("   enter opens the node", style="dim")
-        text.append(("\n" if row is not None else "") + f"Not read yet: {CRD_SOURCES.removesuffix(': not read yet')}",
-                    style="dim")
         self.query_one("#disruptions-why", Static).update(text)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:

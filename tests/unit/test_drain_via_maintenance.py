@@ -27,6 +27,7 @@ from tests.support.drain_api import Api, Drain, pod
 
 VIA = DrainOptions(maintenance_namespace="maint", rotation_settle_s=0)
 NAME = "gputui-n1"
+GVR = ("maintenance.nvidia.com", "v1alpha1", "nodemaintenances")
 ORDER = ("Pending", "Scheduled", "Cordon", "WaitForPodCompletion", "Draining", "Ready")
 
 
@@ -40,6 +41,7 @@ class OperatorApi(Api):
         self.installed, self.stop_at, self.lag = installed, stop_at, lag  # lag: reads before it sees the pods gone
         self.objects: dict[tuple[str, str], dict] = {}
         self.phases: list[str] = []  # the phase each read of gputui's object saw
+        self.deleted: list[str] = []
 
     def snapshot(self) -> ClusterSnapshot:
         snap = super().snapshot()
@@ -47,13 +49,14 @@ class OperatorApi(Api):
         return replace(snap, actors=ActorObjects(reads=reads))
 
     def create_object(self, group, version, plural, namespace, body):
-        assert (group, version, plural) == ("maintenance.nvidia.com", "v1alpha1", "nodemaintenances")
+        assert (group, version, plural) == GVR
         obj = {**body, "metadata": {**body["metadata"], "creationTimestamp": "2026-12-04T10:00:00Z"}, "status": {}}
         self.objects[(namespace, body["metadata"]["name"])] = obj
         self.writes.append(("create", body["metadata"]["name"]))
         return obj
 
     def get_object(self, group, version, plural, namespace, name):
+        assert (group, version, plural) == GVR, (group, version, plural)
         obj = self.objects.get((namespace, name))
         if obj is None:
             raise Missing()
@@ -62,7 +65,9 @@ class OperatorApi(Api):
         return obj
 
     def delete_object(self, group, version, plural, namespace, name, propagation="Foreground"):
+        assert (group, version, plural, propagation) == (*GVR, "Background"), (group, version, plural, propagation)
         self.writes.append(("delete", name))
+        self.deleted.append(f"{namespace}/{name}")
         self.objects.pop((namespace, name), None)
 
     def list_objects(self, *args, **kw):
@@ -274,3 +279,78 @@ def test_an_uncordon_asks_over_another_requestors_maintenance_and_withdraws_gput
     assert run_cordon(plan, drain.ctx) == "node/n1 uncordoned"
     assert ("delete", NAME) in api.writes and ("unschedulable", False) in api.writes
     assert [a for a, _, _, r in drain.entries() if r != "intent"] == ["nodemaintenance-delete", "uncordon"]
+
+
+# -- its words and its audit entries, exactly (what an operator reads, and what the log keeps) ---------------------
+
+def test_the_request_body_and_name_exactly():
+    assert request_body("maint", "n1", "app in (llm)") == {
+        "apiVersion": "maintenance.nvidia.com/v1alpha1", "kind": "NodeMaintenance",
+        "metadata": {"name": NAME, "namespace": "maint", "labels": {"app.kubernetes.io/managed-by": "gputui"}},
+        "spec": {"requestorID": "gputui.io", "nodeName": "n1", "cordon": True,
+                 "waitForPodCompletion": {"podSelector": "app in (llm)", "timeoutSeconds": 0}}}
+    assert request_name("n" * 246) == "gputui-" + "n" * 246  # 253: still the plain name
+    long = request_name("n" * 247)
+    assert long.startswith("gputui-") and len(long) == 23 and long != request_name("m" * 247)
+
+
+def test_each_step_is_said_in_words_and_audited_once(tmp_path):
+    api = OperatorApi((pod("chat-0"),), counts={"chat-0": 0})
+    drain = Drain(api, tmp_path / "audit.jsonl", options=VIA)
+    assert drain.run().outcome is Outcome.DRAINED
+    said = [e.message for e in drain.events if e.kind is EventKind.INFO]
+    assert said[:1] == ["nodemaintenance/maint/gputui-n1 created; waiting for the maintenance-operator"]
+    assert "maintenance-operator: Pending" in said and "maintenance-operator: Ready" in said
+    assert "maintenance-operator: WaitForPodCompletion; gputui moves the pods now" in said
+    assert "maintenance-operator: Draining; gputui moves the pods now" in said
+    assert not any(m.startswith("maintenance-operator: Ready;") for m in said)  # nothing more moves at Ready
+    created = [(t, p, r) for a, t, p, r in drain.entries() if a == "nodemaintenance-create"]
+    assert created == [("nodemaintenance/maint/gputui-n1", {"requestor": "gputui.io", "wait_selector": "app in (llm)"},
+                        "ok")]
+
+
+def test_adopting_and_refusing_are_said_in_words():
+    api = OperatorApi((pod("chat-0"),), counts={"chat-0": 0})
+    api.create_object(*GVR, "maint", request_body("maint", "n1", "app in (llm)"))
+    drain = Drain(api, options=VIA)
+    drain.run()
+    assert drain.events[0].message == "nodemaintenance/maint/gputui-n1: gputui's request adopted (Pending)"
+    other = OperatorApi((pod("chat-0"),), counts={"chat-0": 0})
+    body = request_body("maint", "n1", "")
+    del body["spec"]["requestorID"]
+    other.create_object(*GVR, "maint", body)
+    report = Drain(other, options=VIA).run()
+    assert "nodemaintenance/maint/gputui-n1 exists, requested by nobody, not gputui" in report.reason
+
+
+def test_the_abort_deletes_exactly_its_request_and_audits_why(tmp_path):
+    control = DrainControl()
+    api = OperatorApi((pod("chat-0"),), counts={"chat-0": 5})
+    drain = Drain(api, tmp_path / "audit.jsonl", options=VIA, control=control)
+    api.on_read = lambda a: control.abort(uncordon=True) if a.reads > 8 else None
+    drain.run()
+    assert api.deleted == ["maint/gputui-n1"]
+    deleted = [(t, p, r) for a, t, p, r in drain.entries() if a == "nodemaintenance-delete"]
+    assert deleted == [("nodemaintenance/maint/gputui-n1", {"reason": "drain aborted"}, "ok")]
+
+
+def test_a_writer_that_cannot_delete_objects_is_one_clear_line():
+    from gputui.ops.audit import AuditLog
+    from gputui.ops.drain.maintenance_request import withdraw
+
+    with pytest.raises(BackendError, match=r"^this cluster's writer cannot delete a NodeMaintenance$"):
+        withdraw(object(), AuditLog(None, "t", "demo"), "maint/x", "uncordon")
+
+
+def test_no_phase_is_said_once_only_after_a_minute():
+    api = OperatorApi((pod("chat-0"),), counts={"chat-0": 0})
+    api._step = lambda obj: None  # type: ignore[method-assign]
+    drain = Drain(api, options=VIA, poll_s=10.0)
+    for _ in range(60):
+        drain.events.append(next(drain.gen))
+    asked = [i for i, e in enumerate(drain.events) if "controller running?" in e.message]
+    assert len(asked) == 1
+    assert asked[0] > 0 and drain.events[asked[0]].message == \
+        "nodemaintenance/maint/gputui-n1 has no phase after 60s: is the maintenance-operator's controller running?"
+    ticks = [e for e in drain.events[:asked[0]] if e.kind is EventKind.TICK]
+    assert len(ticks) >= 6  # 60 s of 10 s polls went by first

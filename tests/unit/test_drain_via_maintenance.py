@@ -78,7 +78,7 @@ class OperatorApi(Api):
 
     def _step(self, obj: dict) -> None:
         phase = _phase(obj)
-        if phase and phase == self.stop_at:
+        if phase and (phase == self.stop_at or phase not in ORDER):  # held there, or failed (the requestor's word)
             return
         if phase == "WaitForPodCompletion":
             wait = obj["spec"].get("waitForPodCompletion")  # none: it moves on at once
@@ -354,3 +354,43 @@ def test_no_phase_is_said_once_only_after_a_minute():
         "nodemaintenance/maint/gputui-n1 has no phase after 60s: is the maintenance-operator's controller running?"
     ticks = [e for e in drain.events[:asked[0]] if e.kind is EventKind.TICK]
     assert len(ticks) >= 6  # 60 s of 10 s polls went by first
+
+
+def test_the_plans_refusals_and_the_selector_over_several_values_exactly():
+    from gputui.ops.drain.maintenance_request import request_plan
+
+    a, b = pod("a", labels={"app": "llm-a"}), pod("b", labels={"app": "llm-b"})
+    assert wait_selector((a, b), {a.key, b.key}, {a.key, b.key}) == ("app in (llm-a,llm-b)", "")
+    gone = request_plan("maint", "n1", (a,), {a.key}, {a.key}, d.NOT_INSTALLED)
+    assert (gone.namespace, gone.node, gone.error) == (
+        "maint", "n1", "--via nodemaintenance: the maintenance-operator's NodeMaintenance is not installed here")
+    hidden = request_plan("maint", "n1", (a,), {a.key}, {a.key}, "unknown: forbidden")
+    assert hidden.error == "--via nodemaintenance: the maintenance-operator's NodeMaintenance is unknown: forbidden"
+    ok = request_plan("maint", "n1", (a,), {a.key}, {a.key}, d.READ)
+    assert (ok.selector, ok.error) == ("app in (llm-a)", "")
+    mixed = request_plan("maint", "n1", (pod("x", labels={"p": "1"}), pod("y", labels={"q": "2"})), {"ns/x", "ns/y"},
+                         {"ns/x", "ns/y"}, d.READ)
+    assert mixed.error == ("--via nodemaintenance: no label key selects only the pods gputui moves among 2 pods "
+                           "holding sessions (the operator's waitForPodCompletion takes one label selector); "
+                           "--via cordon drains it")
+    idle = request_plan("maint", "n1", (a,), {a.key}, set(), d.READ)
+    assert idle.selector == "" and "no pod holds sessions: nothing for it to wait on" in idle.words()
+
+
+def test_a_failed_or_deleting_request_stops_the_drain_naming_why():
+    for status, words in (({"conditions": [{"type": "Ready", "status": "False", "reason": "RequestorFailed"}]},
+                           "nodemaintenance/maint/gputui-n1: RequestorFailed"),
+                          (None, "nodemaintenance/maint/gputui-n1 is being deleted: the maintenance-operator is "
+                                 "giving the node back")):
+        api = OperatorApi((pod("chat-0"),), counts={"chat-0": 5}, stop_at="WaitForPodCompletion")
+
+        def spoil(a, status=status):
+            obj = a.objects.get(("maint", NAME))
+            if a.reads > 8 and obj is not None:
+                if status is None:
+                    obj["metadata"]["deletionTimestamp"] = "2026-12-04T10:01:00Z"
+                else:
+                    obj["status"] = status
+        api.on_read = spoil
+        report = Drain(api, options=VIA).run()
+        assert report.reason == words and not any(w[0] == "evict" for w in api.writes)

@@ -26,6 +26,7 @@ from kubernetes.client.rest import ApiException
 from tests.support.argo import ARGO_CRDS, ArgoController
 from tests.support.crds import TRANSCRIBED_CRDS, create_custom, get_custom, install_crd, uninstall_crd
 from tests.support.gputui_cli import environment, run
+from tests.support.maintenance_operator import GROUP, PLURAL, VERSION, MaintenanceOperator
 from tests.support.procs import wait_until
 from tests.support.rbac import ROLE_FILE, kubeconfig_for, token_of, wait_rbac
 from tests.support.workloads import deployment, pool, running, workload
@@ -238,6 +239,59 @@ def test_node_verbs_run_under_the_role(cluster, fake_kubelet, operator, promethe
             if ns_ == ns:
                 inference_exporter.remove_pod(ns_, name)
         core.delete_namespace(ns)
+        for node in (a, b):
+            fake_kubelet.remove_node(node)
+
+
+def test_requestor_drain_runs_under_the_role(cluster, fake_kubelet, operator, prometheus, inference_exporter, tmp_path):
+    """`drain --via nodemaintenance` and the `uncordon` that withdraws it (issue 40), as the role's ServiceAccount:
+    gputui creates its NodeMaintenance, the maintenance operator (tests.support.maintenance_operator, with the
+    harness's rights) cordons the node and waits on gputui's pods, gputui evicts them and, on uncordon, deletes
+    its request. The apiserver refuses that identity nothing. Checked to fail with `delete` dropped from the
+    role's nodemaintenances rule (the uncordon is refused and names it)."""
+    ns, requests = "t-rbac-nm", "t-rbac-nm-requests"
+    api = cluster.harness_client()
+    core, apps, custom = client.CoreV1Api(api), client.AppsV1Api(api), client.CustomObjectsApi(api)
+    for name in (ns, requests):
+        core.create_namespace({"metadata": {"name": name}})
+    a, b = pool(fake_kubelet, core, "rbac-m")
+    core.patch_node(b, {"spec": {"unschedulable": False}})  # the replacement's place
+    apps.create_namespaced_deployment(ns, workload("Deployment", "chat", ns, "rbac-m", 1))
+    config = tmp_path / ".config" / "gputui"
+    config.mkdir(parents=True)
+    (config / "config.yaml").write_text(f"maintenance_namespace: {requests}\n")
+    request = f"gputui-{a}"
+    try:
+        pod = running(core, ns, 1, a)[0]
+        inference_exporter.add_pod(ns, pod.metadata.name, running=1)
+        prometheus.wait_until(f'vllm:num_requests_running{{namespace="{ns}"}}', lambda v: len(v) == 1, timeout=30)
+        start = cluster.audit_mark()
+        with MaintenanceOperator(api, requests) as maintenance:
+            drained = gputui(operator, tmp_path, "drain", a, "--via", "nodemaintenance", "--session-threshold", "1",
+                             prometheus=prometheus.url)
+            assert drained.returncode == 0, drained.stdout + drained.stderr
+            assert maintenance.history[request][-1] == "Ready", maintenance.history
+            running(core, ns, 1, b)
+            back = gputui(operator, tmp_path, "uncordon", a, prometheus=prometheus.url)
+            assert back.returncode == 0, back.stdout + back.stderr
+            wait_until(lambda: request not in {o["metadata"]["name"] for o in custom.list_namespaced_custom_object(
+                GROUP, VERSION, requests, PLURAL)["items"]}, 30, what="the request gone")
+        wait_until(lambda: not core.read_node(a).spec.unschedulable, 10, what=f"{a} uncordoned")
+        verbs = {(e["verb"], (e.get("objectRef") or {}).get("resource"), (e.get("objectRef") or {}).get("subresource"))
+                 for e in cluster.audit_events(OPERATOR, since=start) if e["verb"] not in READS}
+        assert {("create", "nodemaintenances", None), ("delete", "nodemaintenances", None),
+                ("create", "pods", "eviction")} <= verbs, verbs
+        assert refused(cluster, OPERATOR, start) == []
+    finally:
+        for ns_, name in inference_exporter.pods():
+            if ns_ == ns:
+                inference_exporter.remove_pod(ns_, name)
+        for obj in custom.list_namespaced_custom_object(GROUP, VERSION, requests, PLURAL)["items"]:
+            custom.patch_namespaced_custom_object(GROUP, VERSION, requests, PLURAL, obj["metadata"]["name"],
+                                                  {"metadata": {"finalizers": None}})
+        apps.delete_collection_namespaced_deployment(ns)
+        for name in (ns, requests):
+            core.delete_namespace(name)
         for node in (a, b):
             fake_kubelet.remove_node(node)
 

@@ -119,6 +119,7 @@ TARGETS: tuple[Target, ...] = (
     Target("drain/maintenance_request", ("gputui/ops/drain/maintenance_request.py",),
            (U + "test_drain_via_maintenance.py",)),
     Target("drain/lifecycle", ("gputui/ops/drain/lifecycle.py",), (U + "test_node_lifecycle.py",)),
+    Target("drain/gpu_fence", ("gputui/ops/drain/gpu_fence.py",), (U + "test_drain_gpu_target.py",)),
     Target("drain/run", ("gputui/ops/drain/run.py", "gputui/ops/drain/pod_progress.py"),
            (U + "test_drain_run_rules.py", U + "test_drain_run_loop_rules.py", U + "test_drain_rotation_handoff_rules.py",
             U + "test_drain_poll_rules.py", U + "test_drain_poll_outcomes.py", U + "test_eviction_requests_run.py",

@@ -49,37 +49,10 @@ GOAL_CPU_PCT = 15.0
 GOAL_CYCLES = 2.0
 
 
-class Blackhole:
-    """A dead cluster: accepts TCP connections and never answers (the worst kind: nothing is refused)."""
+class Listener:
+    """A port on 127.0.0.1 whose every accepted connection goes to `take`; closing it closes them all."""
 
     def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.held: list[socket.socket] = []
-        self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.held.append(conn)
-
-    def close(self) -> None:
-        self.sock.close()
-        for conn in self.held:
-            conn.close()
-
-
-class SlowProxy:
-    """A slow cluster: a TCP relay to the real apiserver (TLS passes through untouched) that holds each burst of
-    its answers back by `delay` seconds, as a far or overloaded apiserver would answer."""
-
-    def __init__(self, upstream: tuple[str, int], delay: float) -> None:
-        self.upstream, self.delay = upstream, delay
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(64)
@@ -90,13 +63,34 @@ class SlowProxy:
     def _accept(self) -> None:
         while True:
             try:
-                client, _ = self.sock.accept()
+                conn, _ = self.sock.accept()
             except OSError:
                 return
-            server = socket.create_connection(self.upstream)
-            self.open += [client, server]
-            threading.Thread(target=self._pipe, args=(client, server, 0.0), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(server, client, self.delay), daemon=True).start()
+            self.open.append(conn)
+            self.take(conn)
+
+    def take(self, conn: socket.socket) -> None:
+        """A dead cluster: the connection is held, never answered (the worst kind: nothing is refused)."""
+
+    def close(self) -> None:
+        self.sock.close()
+        for conn in self.open:
+            conn.close()
+
+
+class SlowProxy(Listener):
+    """A slow cluster: a TCP relay to the real apiserver (TLS passes through untouched) that holds each burst of
+    its answers back by `delay` seconds, as a far or overloaded apiserver would answer."""
+
+    def __init__(self, upstream: tuple[str, int], delay: float) -> None:
+        self.upstream, self.delay = upstream, delay
+        super().__init__()
+
+    def take(self, conn: socket.socket) -> None:
+        server = socket.create_connection(self.upstream)
+        self.open.append(server)
+        threading.Thread(target=self._pipe, args=(conn, server, 0.0), daemon=True).start()
+        threading.Thread(target=self._pipe, args=(server, conn, self.delay), daemon=True).start()
 
     @staticmethod
     def _pipe(src: socket.socket, dst: socket.socket, delay: float) -> None:
@@ -112,11 +106,6 @@ class SlowProxy:
         for s in (src, dst):
             with suppress(OSError):
                 s.shutdown(socket.SHUT_RDWR)
-
-    def close(self) -> None:
-        self.sock.close()
-        for s in self.open:
-            s.close()
 
 
 def fleet_kubeconfig(admin: Path, out: Path, count: int, extra: dict[str, str]) -> list[str]:
@@ -237,7 +226,7 @@ def main() -> None:
     with ExitStack() as stack:
         fleet = build_fleet(stack, args.nodes, recorded=True, kubectl_runs=1)
         work = Path(fleet["kubeconfig"]).parent
-        dead = stack.enter_context(_Closing(Blackhole()))
+        dead = stack.enter_context(_Closing(Listener()))
         api = urlsplit(yaml.safe_load(Path(fleet["kubeconfig"]).read_text())["clusters"][0]["cluster"]["server"])
         slow = stack.enter_context(_Closing(SlowProxy((api.hostname or "127.0.0.1", api.port or 443), args.slow_s)))
         live = fleet_kubeconfig(Path(fleet["kubeconfig"]), work / "fleet-live.kubeconfig", args.contexts, {})

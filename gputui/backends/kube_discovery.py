@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from gputui.backends import kube_objects as ko
 from gputui.backends.kube_dra import DRA_GROUP
+from gputui.backends.kube_errors import ApiError
 from gputui.backends.kube_http import PROBE_TIMEOUT_S, Connection
 from gputui.vocabulary import eviction_requests as er
 from gputui.vocabulary import nvsentinel_janitor as nj
@@ -73,7 +74,14 @@ def discover(conn: Connection) -> Served:
 
         def served(gv: str, name: str = name, answers: dict[str, set[str]] = answers) -> set[str]:
             if gv not in answers:
-                resources = conn.request("GET", f"/apis/{name}/{gv}", timeout=PROBE_TIMEOUT_S * 2).get("resources") or []
+                try:
+                    resources = conn.request("GET", f"/apis/{name}/{gv}", timeout=PROBE_TIMEOUT_S * 2).get("resources") or []
+                except ApiError as exc:
+                    if exc.status != 404:
+                        raise  # discovery failed: every kind it decides is unknown, never "not installed"
+                    # Listed in /apis a moment ago, gone now (its CRD being deleted): this group version serves
+                    # nothing, and the other groups' kinds are read as they are.
+                    resources = []
                 answers[gv] = {r.get("name") for r in resources}
             return answers[gv]
 

@@ -6,6 +6,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
 
 
 NODE_DETAIL = "node-detail"  # the installed node-detail screen's name (open_node)
+WORKER_THREADS = 64  # Textual's thread workers' pool (on_mount)
 
 
 # ----- start-up: connecting to a cluster off the UI thread (its screen: screens/connecting.py) -----------
@@ -157,6 +159,11 @@ class GputuiApp(LooksMixin, PollMixin, App[None]):
         return palette_defaults()
 
     def on_mount(self) -> None:
+        # Textual's thread workers share asyncio's default executor: min(32, cores + 4) threads, 6 on a 2-core box. A
+        # drain or a guided canary holds one for as long as it runs, so a few of them at once would leave the
+        # dashboard's refresh (and every write) waiting for a thread; a pool far larger than anyone's concurrent runs.
+        asyncio.get_running_loop().set_default_executor(
+            ThreadPoolExecutor(max_workers=WORKER_THREADS, thread_name_prefix="gputui-worker"))
         # Keymaps are checked against every screen's bindings, which imports them all: skip that
         # on the way to the first frame when only the tested, bundled default is in play.
         self.reload_looks(keymaps=self.keymap_name != DEFAULT or bool(keymap_files(user_only=True)),
@@ -189,6 +196,8 @@ class GputuiApp(LooksMixin, PollMixin, App[None]):
 
     def on_unmount(self) -> None:
         self._stop_watching.set()  # lets the file watcher's thread end at once
+        if self.fleet is not None:
+            self.fleet.stop()  # its pollers are threads of their own (runs/fleet_watch.py)
         unsettle()  # the poll froze what lived (gcpause): nothing stays frozen after the app
         if self.connecting is not None:
             self.connecting.stop.set()
@@ -268,6 +277,8 @@ class GputuiApp(LooksMixin, PollMixin, App[None]):
 
     def watch_fleet(self, contexts: tuple[str, ...]) -> None:
         """Start polling every cluster of the fleet, each on its own worker (the fleet view and the wallboard)."""
+        if self.fleet is not None:
+            self.fleet.stop()
         self.fleet = FleetWatch(contexts)
         self.fleet.start(self)
 

@@ -1,15 +1,17 @@
-"""The fleet's clusters, each polled by its own worker thread at the refresh interval, so a slow or dead
+"""The fleet's clusters, each polled by its own thread at the refresh interval, so a slow or dead
 cluster never stalls the others (or the screen): it just grows stale, and says why. Each is read-only
 (no writer, no access review): the fleet view only looks; `enter` dives in through `:ctx`, with the
-settings' own read-only and protections. Owned by the app; answers arrive as FleetRead messages."""
+settings' own read-only and protections. Owned by the app; answers arrive as FleetRead messages.
+
+Threads of their own, not Textual's thread workers: those share asyncio's default executor (min(32, cores + 4)
+threads, 6 on a 2-core box), and a poller never ends, so a fleet of 20 read 6 clusters and starved everything
+else that runs on a worker thread: the dashboard's refresh, a cordon, a drain (benchmarks/fleet.py found it)."""
 
 from __future__ import annotations
 
-import time
+import threading
 from dataclasses import replace
 from typing import TYPE_CHECKING
-
-from textual.worker import get_current_worker
 
 from gputui.backends.base import error_line
 from gputui.backends.factory import build_backend
@@ -29,28 +31,32 @@ class FleetWatch:
         self.latest: dict[str, tuple[ClusterSnapshot | None, str]] = {c: (None, "") for c in contexts}
         self.revision = 0  # bumped by every read: views redraw the fleet only when it moved
         self._rows: dict[str, tuple[ClusterSnapshot | None, str, float, ClusterRow]] = {}
+        self._stop = threading.Event()
 
     def start(self, app: GputuiApp) -> None:
         for context in self.contexts:
-            app.run_worker(lambda c=context: self._poll(app, c), thread=True, group=f"fleet-{context}",
-                           exclusive=True, exit_on_error=False)
+            threading.Thread(target=self._poll, args=(app, context), name=f"fleet {context}", daemon=True).start()
+
+    def stop(self) -> None:
+        """Every poller ends at its next pause (one stuck in a read ends when the read's timeout does)."""
+        self._stop.set()
 
     def _poll(self, app: GputuiApp, context: str) -> None:
-        worker = get_current_worker()
         settings = replace(app.settings, context=context, contexts=(), read_only=True)
         backend = None
-        while not worker.is_cancelled:
+        while not self._stop.is_set():
             try:
                 if backend is None:
                     backend = build_backend(settings)
-                app.post_message(FleetRead(context, backend.reader.snapshot(), ""))
+                read: FleetRead = FleetRead(context, backend.reader.snapshot(), "")
                 pause = app.settings.refresh
             except Exception as exc:  # noqa: BLE001 - one cluster's failure is its own row's, never the app's
-                app.post_message(FleetRead(context, None, error_line(exc)))
+                read = FleetRead(context, None, error_line(exc))
                 pause = RETRY_S if backend is None else app.settings.refresh
-            deadline = time.monotonic() + pause
-            while not worker.is_cancelled and time.monotonic() < deadline:
-                time.sleep(0.1)
+            if self._stop.is_set():
+                break  # a read that ended after the watch did: nobody shows it
+            app.post_message(read)
+            self._stop.wait(pause)
         if backend is not None:
             backend.close()
 

@@ -1,0 +1,57 @@
+"""A fleet of more clusters than Textual's thread workers (asyncio's default executor: min(32, cores + 4)
+threads, 6 on a 2-core box) is read whole, and the dashboard, writes and drains keep their threads.
+
+Found with benchmarks/fleet.py (20 clusters of 5,000 nodes on 2 cores): each cluster's poller ran forever on one
+of those shared threads, so 6 clusters were read and 14 never were, and nothing else that runs on a worker
+thread (the dashboard's refresh, a cordon, a drain) could start while the fleet view was up."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from gputui.backends.demo import demo_backend
+from gputui.ui.runs import fleet_watch
+
+CLUSTERS = 40  # more than the executor ever holds (32 at most), whatever the machine
+
+
+async def test_every_cluster_of_a_large_fleet_is_read_and_the_dashboard_keeps_refreshing(app_factory, monkeypatch):
+    monkeypatch.setattr(fleet_watch, "build_backend", lambda settings: demo_backend(seed=7, read_only=True))
+    app = app_factory(refresh=0.2)
+    contexts = tuple(f"cluster-{i:02d}" for i in range(CLUSTERS))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.3)
+        app.watch_fleet(contexts)
+        assert app.fleet is not None
+        polls = app.polls
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            read = [c for c in contexts if app.fleet.latest[c][0] is not None]
+            if len(read) == CLUSTERS and app.polls >= polls + 2:
+                break
+            await pilot.pause(0.1)
+        unread = [c for c in contexts if app.fleet.latest[c][0] is None]
+        assert unread == [], f"{len(unread)} of {CLUSTERS} clusters never read"
+        assert app.polls >= polls + 2, "the dashboard stopped refreshing while the fleet was polled"
+        app.fleet.stop()
+
+
+async def test_long_runs_on_worker_threads_leave_the_dashboard_its_refresh(app_factory):
+    """Drains and guided canaries each hold a worker thread while they run: 40 of them at once (more than
+    asyncio's default pool ever holds) and the dashboard still refreshes, and a short worker still runs."""
+    app = app_factory(refresh=0.2)
+    release = threading.Event()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.3)
+        for _ in range(40):
+            app.run_worker(lambda: release.wait(30), thread=True, group="drain", exit_on_error=False)
+        ran = threading.Event()
+        app.run_worker(ran.set, thread=True, group="write", exit_on_error=False)
+        polls = app.polls
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not (ran.is_set() and app.polls >= polls + 2):
+            await pilot.pause(0.1)
+        release.set()
+        assert ran.is_set(), "a write's worker never ran beside 40 long runs"
+        assert app.polls >= polls + 2, "the dashboard stopped refreshing beside 40 long runs"

@@ -120,3 +120,26 @@ def test_each_cluster_keeps_its_own_sums_when_fleet_reads_several_in_turn(monkey
     # Each cluster's first snapshot is walked in full (figures and pools: 2 each); after that, what moved.
     assert updates["full"] <= 2 * len(clusters) + steps // 4, updates
     assert updates["kept"] >= steps, updates
+
+
+def test_a_fleet_of_twenty_clusters_keeps_each_ones_sums(monkeypatch):
+    """benchmarks/fleet.py's fleet: 20 clusters read in turn. With sums kept for 8 clusters only, each cluster's
+    were dropped before its next snapshot, and every row of the fleet view walked its whole cluster again."""
+    monkeypatch.setattr(fleet_sums, "INCREMENTAL_FROM", 100)
+    full = {"n": 0}
+    real_full = fleet_sums.NodeSums._full
+
+    def counting(self, *a):
+        full["n"] += 1
+        return real_full(self, *a)
+
+    monkeypatch.setattr(fleet_sums.NodeSums, "_full", counting)
+    clusters = {f"c{i:02d}": (Joiner(), churn(120, 130, 3, seed=i)) for i in range(20)}
+    for round_ in range(3):
+        before = full["n"]
+        for name, (joiner, stream) in clusters.items():
+            step, state, metrics = next(stream)
+            snap = joiner.join(state, metrics, now=float(step), context=name, sources=())
+            assert figures(snap, 85.0).gpus == snap.gpu_use()
+        if round_:  # after each cluster's first snapshot: only what moved, never a whole cluster again
+            assert full["n"] == before, f"round {round_}: {full['n'] - before} clusters walked in full"

@@ -21,6 +21,7 @@ from gputui.policy.cordon_owner import cordon_owner
 from gputui.policy.lifecycle_holds import lifecycle_holds
 from gputui.settings import Settings
 from gputui.vocabulary.model import Condition, Node
+from tests.support.audit_lines import written
 from tests.support.drain_api import Api, Drain, pod
 
 
@@ -143,3 +144,61 @@ def test_an_uncordon_clears_gputuis_drained_mark_only(tmp_path):
     assert not any(w[0] == "unschedulable" for w in api.writes)  # no second uncordon sent
     other = plan_cordon(ClusterSnapshot(NOW, "t", nodes=(theirs,)), "n1", cordon=False, identity="alice")
     assert other.already and not other.clears_drained  # another writer's: theirs to clear
+
+
+class Recorder:
+    """A LifecycleWriter that records every call whole, and refuses when told to."""
+
+    def __init__(self, refuse: bool = False) -> None:
+        self.calls: list[tuple[str, str, str, str, str]] = []
+        self.refuse = refuse
+
+    def feature_gate(self, name: str) -> tuple[bool | None, str]:
+        return True, ""
+
+    def set_node_condition(self, node: str, kind: str, status: str, reason: str, message: str) -> None:
+        self.calls.append((node, kind, status, reason, message))
+        if self.refuse:
+            raise BackendError("nodes/status is forbidden")
+
+
+def test_each_condition_is_written_whole_once_per_state_and_audited_on_the_node(tmp_path):
+    """Every argument of each write, each state once however often a run says it, and its audit entries."""
+    writer, log = Recorder(), tmp_path / "a.jsonl"
+    life = NodeLifecycle(writer, AuditLog(log, "t", "x"), "n1", "on")
+    assert life.words == "node lifecycle condition DrainInProgress set"
+    for _ in range(2):  # a resumed or retried run says it again: written once
+        assert list(life.started("draining n1 for maintenance")) == []
+    assert list(life.ended(True, "every pod gone")) == []
+    assert list(life.ended(True, "every pod gone")) == []
+    assert writer.calls == [("n1", "DrainInProgress", "True", "GputuiDrain", "draining n1 for maintenance"),
+                            ("n1", "DrainInProgress", "False", "GputuiDrainCompleted", "every pod gone"),
+                            ("n1", "Drained", "True", "GputuiDrainCompleted", "every pod gone")]
+    entries = [e for e in written(log) if e["phase"] == "result"]
+    assert [(e["action"], e["target"], e["params"]["type"]) for e in entries] == [
+        ("node-condition", "node/n1", "DrainInProgress"), ("node-condition", "node/n1", "DrainInProgress"),
+        ("node-condition", "node/n1", "Drained")]
+
+
+def test_a_stopped_drain_says_why_on_its_condition(tmp_path):
+    writer = Recorder()
+    life = NodeLifecycle(writer, AuditLog(None, "t", "x"), "n1", "on")
+    assert list(life.ended(False, "stopped by the operator")) == []
+    assert writer.calls == [("n1", "DrainInProgress", "False", "GputuiDrainStopped", "stopped by the operator")]
+
+
+def test_a_refused_write_is_said_on_the_drains_node():
+    life = NodeLifecycle(Recorder(refuse=True), AuditLog(None, "t", "x"), "n1", "on")
+    said = list(life.started("draining"))
+    assert [(e.node, e.kind, e.message) for e in said] == [
+        ("n1", EventKind.INFO, "node lifecycle condition DrainInProgress not set: nodes/status is forbidden")]
+
+
+@pytest.mark.parametrize("writer, mode, one_gpu, words", [
+    (Recorder(), "off", False, ""),
+    (Recorder(), "on", True, ""),
+    (object(), "auto", False, ""),  # nothing asked of it, nothing said
+    (object(), "on", False, "node lifecycle conditions: not set (this cluster's writer cannot set them)"),
+])
+def test_what_the_drains_start_says_of_them(writer, mode, one_gpu, words):
+    assert NodeLifecycle(writer, AuditLog(None, "t", "x"), "n1", mode, one_gpu=one_gpu).words == words

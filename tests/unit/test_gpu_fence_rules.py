@@ -102,8 +102,8 @@ def test_a_fence_already_in_place_is_kept_and_nothing_written(tmp_path):
     writer = Fencer({"spec": {"taint": {"effect": "NoSchedule"}}})
     events, _clock, audited = fence(writer, tmp_path)
     assert writer.taints == [] and audited == []
-    assert [(e.node, e.message) for e in events] == [
-        ("n1", f"{DEVICE} already fenced (DeviceTaintRule {RULE}, NoSchedule)")]
+    assert [(e.node, e.kind, e.message) for e in events] == [
+        ("n1", EventKind.INFO, f"{DEVICE} already fenced (DeviceTaintRule {RULE}, NoSchedule)")]
 
 
 @pytest.mark.parametrize("existing", [{"spec": {"taint": {"effect": "None"}}}, {"spec": {}}, {}])

@@ -43,7 +43,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.figures import Figures, json_option, settings_of
-from benchmarks.scale import _Closing, _mem, build_fleet
+from benchmarks.scale import _Closing, _CollectorClock, _mem, build_fleet
 
 GOAL_CPU_PCT = 15.0
 GOAL_CYCLES = 2.0
@@ -160,6 +160,7 @@ def measure_fleet(kubeconfig: str, prom_url: str, contexts: list[str], live: lis
 
             watch.store = store  # type: ignore[method-assign]
             ages: dict[str, list[float]] = {c: [] for c in contexts}
+            collector = _CollectorClock()
             cpu0, wall0 = time.process_time(), time.monotonic()
             while time.monotonic() - wall0 < steady_s:
                 await asyncio.sleep(0.5)
@@ -168,6 +169,8 @@ def measure_fleet(kubeconfig: str, prom_url: str, contexts: list[str], live: lis
                     if row.context in ages:
                         ages[row.context].append(now - row.taken_at if row.taken_at is not None else float("inf"))
             cpu1, wall1 = time.process_time(), time.monotonic()
+            collector.stop()
+            result["gc"] = (collector.seconds, collector.longest, collector.full)
             result["cpu_share"] = (cpu1 - cpu0) / (wall1 - wall0)
             result["ages"] = {c: (max(a), statistics.median(a)) for c, a in ages.items() if c in live}
             result["others"] = {c: (reads[c], ages[c][-1], watch.latest[c][1]) for c in contexts if c not in live}
@@ -197,6 +200,9 @@ def report(name: str, got: dict, refresh: float, figures: Figures, live: list[st
           f"{statistics.median(a[1] for a in got['ages'].values()):.1f}s")
     print(f"reads per live cluster:   {min(reads)} to {max(reads)} in the steady window")
     print(f"peak RSS:                 {got['rss_mb']:.0f} MB")
+    gc_s, gc_longest, gc_full = got["gc"]
+    print(f"cycle collector:          {gc_s:.1f}s in the steady window, its longest pass {gc_longest:.2f}s "
+          f"(every thread stalls in it), {gc_full} full passes")
     for context, (count, age, error) in got["others"].items():
         last = f"the last read {age:.0f}s old at its end" if age != float("inf") else "never read"
         print(f"  {context}: {count} reads in the steady window, {last}"
@@ -207,6 +213,8 @@ def report(name: str, got: dict, refresh: float, figures: Figures, live: list[st
     figures.add(f"{name} worst freshness in refreshes", worst_cycles, "x")
     figures.add(f"{name} fewest reads per cluster", min(reads), "", "higher")
     figures.add(f"{name} peak RSS", got["rss_mb"], "MB")
+    figures.add(f"{name} cycle collector", gc_s, "s")
+    figures.add(f"{name} longest collector pass", gc_longest, "s")
 
 
 def main() -> None:

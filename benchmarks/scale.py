@@ -343,6 +343,7 @@ class _CollectorClock:
 
         self.seconds, self.full, self._t = 0.0, 0, 0.0
         self.by_gen = [0.0, 0.0, 0.0]
+        self.longest = 0.0  # the longest single pass: the screen's (and every thread's) longest stall
         gc.callbacks.append(self._tick)
 
     def _tick(self, phase: str, info: dict) -> None:
@@ -352,6 +353,7 @@ class _CollectorClock:
             spent = time.perf_counter() - self._t
             self.seconds += spent
             self.by_gen[info["generation"]] += spent
+            self.longest = max(self.longest, spent)
             self.full += info.get("generation") == 2
 
     def stop(self) -> None:

@@ -29,7 +29,8 @@ from tests.support.gputui_cli import environment, run
 from tests.support.maintenance_operator import GROUP, PLURAL, VERSION, MaintenanceOperator
 from tests.support.procs import wait_until
 from tests.support.rbac import ROLE_FILE, kubeconfig_for, token_of, wait_rbac
-from tests.support.workloads import deployment, pool, running, workload
+from tests.support.traffic import Durations, TrafficGenerator
+from tests.support.workloads import deployment, pool, ready_pods, running, served_deployment, service_for, workload
 
 ROOT = Path(__file__).resolve().parents[2]
 OPERATOR = "system:serviceaccount:gputui:gputui"
@@ -246,36 +247,49 @@ def test_node_verbs_run_under_the_role(cluster, fake_kubelet, operator, promethe
 def test_requestor_drain_runs_under_the_role(cluster, fake_kubelet, operator, prometheus, inference_exporter, tmp_path):
     """`drain --via nodemaintenance` and the `uncordon` that withdraws it (issue 40), as the role's ServiceAccount:
     gputui creates its NodeMaintenance, the maintenance operator (tests.support.maintenance_operator, with the
-    harness's rights) cordons the node and waits on gputui's pods, gputui evicts them and, on uncordon, deletes
-    its request. The apiserver refuses that identity nothing. Checked to fail with `delete` dropped from the
-    role's nodemaintenances rule (the uncordon is refused and names it)."""
+    harness's rights) cordons the node and waits on gputui's pods, gputui takes the pod out of rotation, waits out
+    the sessions the traffic generator routed to it, evicts it and, on uncordon, deletes its request. The apiserver
+    refuses that identity nothing. Checked to fail with `delete` dropped from the role's nodemaintenances rule (the
+    uncordon is refused and names it)."""
     ns, requests = "t-rbac-nm", "t-rbac-nm-requests"
+    a, b = "rbac-m-a", "rbac-m-b"
     api = cluster.harness_client()
     core, apps, custom = client.CoreV1Api(api), client.AppsV1Api(api), client.CustomObjectsApi(api)
     for name in (ns, requests):
         core.create_namespace({"metadata": {"name": name}})
-    a, b = pool(fake_kubelet, core, "rbac-m")
-    core.patch_node(b, {"spec": {"unschedulable": False}})  # the replacement's place
-    apps.create_namespaced_deployment(ns, workload("Deployment", "chat", ns, "rbac-m", 1))
+    for node in (a, b):
+        fake_kubelet.add_node(node, gpus=4, labels={"gputui.test/pool": node})
+    # One pod on the node drained and one elsewhere behind one Service, so the first can leave rotation.
+    for shard, node in (("a", a), ("b", b)):
+        apps.create_namespaced_deployment(ns, served_deployment(f"chat-{shard}", ns, node, 1, grace_s=2,
+                                                                labels={"app": "chat", "shard": shard}))
+    core.create_namespaced_service(ns, service_for("chat", ns, {"app": "chat"}))
     config = tmp_path / ".config" / "gputui"
     config.mkdir(parents=True)
     (config / "config.yaml").write_text(f"maintenance_namespace: {requests}\n")
     request = f"gputui-{a}"
+    gen = TrafficGenerator(cluster.kubeconfigs["harness"], inference_exporter, seed=34,
+                           durations=Durations(mean_s=2, max_s=5))
+    gen.add_route("Service", ns, "chat", rate_per_s=2.0)
     try:
-        pod = running(core, ns, 1, a)[0]
-        inference_exporter.add_pod(ns, pod.metadata.name, running=1)
-        prometheus.wait_until(f'vllm:num_requests_running{{namespace="{ns}"}}', lambda v: len(v) == 1, timeout=30)
-        start = cluster.audit_mark()
-        with MaintenanceOperator(api, requests) as maintenance:
-            drained = gputui(operator, tmp_path, "drain", a, "--via", "nodemaintenance", "--session-threshold", "1",
-                             prometheus=prometheus.url)
-            assert drained.returncode == 0, drained.stdout + drained.stderr
-            assert maintenance.history[request][-1] == "Ready", maintenance.history
-            running(core, ns, 1, b)
-            back = gputui(operator, tmp_path, "uncordon", a, prometheus=prometheus.url)
-            assert back.returncode == 0, back.stdout + back.stderr
-            wait_until(lambda: request not in {o["metadata"]["name"] for o in custom.list_namespaced_custom_object(
-                GROUP, VERSION, requests, PLURAL)["items"]}, 30, what="the request gone")
+        pods = ready_pods(core, ns, 2, label_selector="app=chat")
+        on_a = next(p.metadata.name for p in pods if p.spec.node_name == a)
+        with gen.start(run_for_s=120):
+            wait_until(lambda: gen.live(f"{ns}/{on_a}") >= 1, 30, what="sessions on the pod")
+            prometheus.wait_until(f'vllm:num_requests_running{{namespace="{ns}"}}',
+                                  lambda v: v.get(on_a, 0) > 0, by="pod", timeout=20)
+            start = cluster.audit_mark()
+            with MaintenanceOperator(api, requests) as maintenance:
+                drained = gputui(operator, tmp_path, "drain", a, "--via", "nodemaintenance", "--accept-stranded",
+                                 "--session-deadline", "90s", prometheus=prometheus.url)
+                assert drained.returncode == 0, drained.stdout + drained.stderr
+                assert maintenance.history[request][-1] == "Ready", maintenance.history
+                back = gputui(operator, tmp_path, "uncordon", a, prometheus=prometheus.url)
+                assert back.returncode == 0, back.stdout + back.stderr
+                wait_until(lambda: request not in {o["metadata"]["name"] for o in custom.list_namespaced_custom_object(
+                    GROUP, VERSION, requests, PLURAL)["items"]}, 30, what="the request gone")
+            report = gen.stop()
+        assert report.cut == 0, report.cut_by_pod
         wait_until(lambda: not core.read_node(a).spec.unschedulable, 10, what=f"{a} uncordoned")
         verbs = {(e["verb"], (e.get("objectRef") or {}).get("resource"), (e.get("objectRef") or {}).get("subresource"))
                  for e in cluster.audit_events(OPERATOR, since=start) if e["verb"] not in READS}
@@ -283,13 +297,11 @@ def test_requestor_drain_runs_under_the_role(cluster, fake_kubelet, operator, pr
                 ("create", "pods", "eviction")} <= verbs, verbs
         assert refused(cluster, OPERATOR, start) == []
     finally:
-        for ns_, name in inference_exporter.pods():
-            if ns_ == ns:
-                inference_exporter.remove_pod(ns_, name)
         for obj in custom.list_namespaced_custom_object(GROUP, VERSION, requests, PLURAL)["items"]:
             custom.patch_namespaced_custom_object(GROUP, VERSION, requests, PLURAL, obj["metadata"]["name"],
                                                   {"metadata": {"finalizers": None}})
         apps.delete_collection_namespaced_deployment(ns)
+        core.delete_collection_namespaced_pod(ns, grace_period_seconds=0)
         for name in (ns, requests):
             core.delete_namespace(name)
         for node in (a, b):

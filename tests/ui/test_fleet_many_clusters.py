@@ -55,3 +55,31 @@ async def test_long_runs_on_worker_threads_leave_the_dashboard_its_refresh(app_f
         release.set()
         assert ran.is_set(), "a write's worker never ran beside 40 long runs"
         assert app.polls >= polls + 2, "the dashboard stopped refreshing beside 40 long runs"
+
+
+async def test_a_replaced_fleet_stops_reading_and_closes_its_clusters(app_factory, monkeypatch):
+    """Another fleet (or the app's end) stops the old one's pollers: no read of theirs arrives after, and each
+    closes its connection."""
+    closed: list[str] = []
+
+    def build(settings):
+        backend = demo_backend(seed=7, read_only=True)
+        backend.reader.close = lambda c=settings.context: closed.append(c)  # type: ignore[method-assign]
+        return backend
+
+    monkeypatch.setattr(fleet_watch, "build_backend", build)
+    app = app_factory(refresh=0.1)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.watch_fleet(("old-1", "old-2"))
+        old = app.fleet
+        assert old is not None
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(s is None for s, _ in old.latest.values()):
+            await pilot.pause(0.05)
+        app.watch_fleet(("new-1",))
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and sorted(closed) != ["old-1", "old-2"]:
+            await pilot.pause(0.05)
+        assert sorted(closed) == ["old-1", "old-2"]
+        await pilot.pause(0.5)  # five refreshes: whatever the old pollers had sent has arrived
+        assert app.fleet is not old and set(app.fleet.latest) == {"new-1"}, "a replaced fleet's read was kept"

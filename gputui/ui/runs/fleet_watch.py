@@ -64,7 +64,9 @@ class FleetWatch:
         """The app's handler of FleetRead: a failed read keeps the last snapshot (shown stale, with why). Views
         draw the fleet on the clock's tick (each second), not on every cluster's read: N clusters must not
         mean N redraws of whatever screen is up."""
-        old, _ = self.latest.get(message.context, (None, ""))
+        if message.context not in self.latest:
+            return  # sent by a fleet this one replaced, before it stopped
+        old, _ = self.latest[message.context]
         self.latest[message.context] = (message.snapshot or old, message.error)
         self.revision += 1
 

@@ -269,10 +269,18 @@ NEEDS: Mapping[str, tuple[str, ...]] = {
     "resume_drains": ("cordon", "evict"), "shift": ("shift",),
     "canary": ("shift",), "rollback": ("shift",), "rollout": ("shift",), "undo": ("shift",),
     "scale_down": ("patch_pods", "scale"),
+    # As the maintenance-operator's requestor: its NodeMaintenance is made, and withdrawn on abort or uncordon
+    # (reviewed in maintenance_namespace, when the cluster serves the kind).
+    "drain_via_nodemaintenance": ("cordon", "evict", "nodemaintenance_create", "nodemaintenance_delete"),
+    "uncordon_nodemaintenance": ("cordon", "nodemaintenance_delete"),
 }
+# An operation in the operator's words, where its name is not that already.
+OPERATION_WORDS = {"drain_via_nodemaintenance": "drain via NodeMaintenance",
+                   "uncordon_nodemaintenance": "uncordon (withdrawing gputui's NodeMaintenance)"}
 
 PERMISSION_WORDS = {"cordon": "patch nodes", "evict": "create pods/eviction", "shift": "patch routes",
-                    "patch_pods": "patch pods", "scale": "patch deployments/scale"}
+                    "patch_pods": "patch pods", "scale": "patch deployments/scale",
+                    "nodemaintenance_create": "create nodemaintenances", "nodemaintenance_delete": "delete nodemaintenances"}
 
 
 @dataclass(slots=True)
@@ -305,7 +313,7 @@ class Backend:
     def why_not(self, operation: str) -> str | None:
         """Why `operation` is unavailable, in words for the operator (None: it is available). A review the
         apiserver answered "no" is a denial, named; one that got no verdict is unknown, said with its cause."""
-        what = operation.replace("_", " ")
+        what = OPERATION_WORDS.get(operation) or operation.replace("_", " ")
         if self.writer is None:
             if self.waiting:
                 return f"{self.waiting}: {what} is unavailable"

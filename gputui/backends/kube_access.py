@@ -9,6 +9,7 @@ from gputui.backends.base import BackendError
 from gputui.backends.kube_errors import Unreachable
 from gputui.backends.kube_http import Connection
 from gputui.backends.kube_writer import ReviewFailed, allowed
+from gputui.vocabulary.disruptions import MAINTENANCE_GROUP
 from gputui.vocabulary.router_kinds import ROUTER_KINDS
 
 # What the UI may offer, and the access review that decides it ("shift" is asked of the route kinds served).
@@ -24,10 +25,12 @@ def _words(attrs: Mapping[str, str]) -> str:
     """A review in the words of the apiserver's own refusal: "patch deployments/scale (apps)"."""
     sub = f"/{attrs['subresource']}" if attrs.get("subresource") else ""
     group = f" ({attrs['group']})" if attrs.get("group") else ""
-    return f"{attrs['verb']} {attrs['resource']}{sub}{group}"
+    where = f" in namespace {attrs['namespace']}" if attrs.get("namespace") else ""
+    return f"{attrs['verb']} {attrs['resource']}{sub}{group}{where}"
 
 
 def access_reviews(conn: Connection, routers: Mapping[str, str], discovery_error: BackendError | None,
+                   maintenance_namespace: str | None = None,
                    ) -> tuple[dict[str, bool], dict[str, str], dict[str, str]]:
     """The one place the identity's permissions are decided: each review gputui's writes need, asked once.
 
@@ -35,9 +38,20 @@ def access_reviews(conn: Connection, routers: Mapping[str, str], discovery_error
     verdict (an error answer, a timeout) is unknown, with its cause, never a denial. The first review that got
     no answer at all ends the asking (each would wait as long) and leaves the rest unknown; when discovery got
     none either, nobody answers at all and Unreachable is raised. "shift" is asked of every route kind the
-    cluster serves (and an Argo Rollout's status, which its verbs patch): none served, nothing to review."""
+    cluster serves (and an Argo Rollout's status, which its verbs patch): none served, nothing to review.
+    `maintenance_namespace`: where a requestor drain makes its NodeMaintenance, when the cluster serves the kind;
+    its create (the drain) and delete (abort, uncordon) are reviewed there."""
     asks: dict[str, list[Mapping[str, str]]] = {action: [attrs] for action, attrs in PERMISSIONS.items()}
     unknown: dict[str, str] = {}
+    words: dict[str, str] = {}
+    for verb in ("create", "delete") if maintenance_namespace else ():
+        attrs: Mapping[str, str] = {"verb": verb, "resource": "nodemaintenances", "group": MAINTENANCE_GROUP,
+                 "namespace": maintenance_namespace or ""}
+        words[f"nodemaintenance_{verb}"] = _words(attrs)
+        if discovery_error is not None:  # whether the kind is served is unknown, and so what the review means
+            unknown[f"nodemaintenance_{verb}"] = f"API discovery failed: {discovery_error}"
+        else:
+            asks[f"nodemaintenance_{verb}"] = [attrs]
     if discovery_error is not None:
         unknown["shift"] = f"the route kinds served are unknown: API discovery failed: {discovery_error}"
     else:
@@ -54,7 +68,6 @@ def access_reviews(conn: Connection, routers: Mapping[str, str], discovery_error
         if routes:
             asks["shift"] = routes
     permissions: dict[str, bool] = {}
-    words: dict[str, str] = {}
     for action, reviews in asks.items():
         denied, failed = [], ""
         for attrs in reviews:

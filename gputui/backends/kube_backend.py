@@ -74,6 +74,7 @@ class KubeReader:
             self.discovery_error = exc
         subset_rules, pools = served.subset_rules, served.pools
         self.routers = served.routers  # router kind -> the version it is spoken in (what a shift patches)
+        self.maintenance_served = served.maintenance is not None  # a requestor drain's NodeMaintenance
 
         def cache(path: str, transform: Callable[[dict[str, Any]], Any]) -> ListWatchCache:
             return ListWatchCache(conn, path, transform, on_change=self._changed.set, clock=clock)
@@ -385,7 +386,9 @@ def live_backend(settings: Settings, clock: Callable[[], float] = time.time, per
         # No identity or access reviews either: read-only sends no POST at all.
         return Backend(reader=reader, writer=None, context=conn.context, permissions={}, protected=guard)
     try:
-        permissions, unknown, words = access_reviews(conn, reader.routers, reader.discovery_error)
+        # NodeMaintenance's writes are reviewed only where the kind may be served (discovery failed: unknown).
+        requests_in = settings.maintenance_namespace if reader.maintenance_served or reader.discovery_error else None
+        permissions, unknown, words = access_reviews(conn, reader.routers, reader.discovery_error, requests_in)
     except Unreachable as exc:
         # Not a denial: nobody answered, not even discovery. Said as such, before any command reads "may not".
         reader.close()

@@ -244,10 +244,11 @@ def whoami(conn: Connection) -> str:
         return conn.user or "unknown"
 
 
-def review(conn: Connection, verb: str, resource: str, subresource: str = "", group: str = "") -> bool | None:
+def review(conn: Connection, verb: str, resource: str, subresource: str = "", group: str = "",
+           namespace: str = "") -> bool | None:
     """May the identity do this (SelfSubjectAccessReview)? None when the review itself failed."""
     try:
-        return _ask(conn, verb, resource, subresource, group)
+        return _ask(conn, verb, resource, subresource, group, namespace)
     except BackendError:
         return None
 
@@ -258,23 +259,25 @@ class ReviewFailed(BackendError):
     is unknown: never allowed (fail closed), never worded as a denial."""
 
 
-def allowed(conn: Connection, verb: str, resource: str, subresource: str = "", group: str = "") -> bool:
+def allowed(conn: Connection, verb: str, resource: str, subresource: str = "", group: str = "",
+            namespace: str = "") -> bool:
     """For a write gputui needs: True or False as the apiserver decided. A review without a verdict raises:
     Unreachable when nobody answered (refused, timed out), ReviewFailed when the answer was an error. Neither
     is a denial: the caller records the permission as unknown, with this cause (Backend.unknown)."""
     try:
-        return _ask(conn, verb, resource, subresource, group)
+        return _ask(conn, verb, resource, subresource, group, namespace)
     except Unreachable:
         raise
     except BackendError as exc:
         raise ReviewFailed(str(exc)) from None
 
 
-def _ask(conn: Connection, verb: str, resource: str, subresource: str, group: str) -> bool:
-    body = {
-        "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-        "spec": {"resourceAttributes": {"verb": verb, "resource": resource, "subresource": subresource, "group": group}},
-    }
+def _ask(conn: Connection, verb: str, resource: str, subresource: str, group: str, namespace: str = "") -> bool:
+    attrs = {"verb": verb, "resource": resource, "subresource": subresource, "group": group}
+    if namespace:  # a namespaced kind's write, asked where gputui makes it ("": every namespace, or cluster-scoped)
+        attrs["namespace"] = namespace
+    body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": attrs}}
     answer = conn.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body=body,
                           timeout=PROBE_TIMEOUT_S)
     status = answer.get("status") if isinstance(answer, dict) else None

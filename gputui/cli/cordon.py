@@ -66,6 +66,9 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
                                identity=ctx.audit.identity)
         except BackendError as exc:  # no cluster, or no such node: the input, not a refusal
             return fail(error_line(exc), EXIT_USAGE)
+        why = backend.why_not(plan.operation)  # withdrawing gputui's NodeMaintenance: a delete as well
+        if why and not args.dry_run:
+            return fail(why, EXIT_USAGE)
         refused = plan.foreign and not override
         result = None
         tag = "SIMULATED: " if snapshot.simulated else ""

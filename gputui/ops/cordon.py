@@ -47,6 +47,14 @@ class CordonPlan:
         return "cordon" if self.cordon else "uncordon"
 
     @property
+    def operation(self) -> str:
+        """The operation whose permissions this plan needs (gputui.backends.base.NEEDS): an uncordon that
+        withdraws gputui's own NodeMaintenance deletes it too."""
+        if not self.cordon and not self.already and self.owner is not None and self.owner.requests:
+            return "uncordon_nodemaintenance"
+        return self.verb
+
+    @property
     def foreign(self) -> bool:
         """An uncordon that would undo another actor's hold."""
         return not self.cordon and self.owner is not None and self.owner.foreign

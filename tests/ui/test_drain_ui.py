@@ -230,3 +230,25 @@ async def test_m_chooses_the_maintenance_operator_and_the_plan_says_so(app_facto
         await pilot.press("m")
         assert "[m] via: cordon" in said() and app.screen.options.maintenance_namespace == ""
         await pilot.press("escape")
+
+
+async def test_enter_on_a_plan_via_nodemaintenance_is_refused_when_the_identity_may_not_create_it(app_factory):
+    """The plan is the one place a drain becomes a requestor drain (`m`): an identity whose access review denied
+    `create nodemaintenances` is told so by name at enter, and nothing starts; via cordon, the same plan starts."""
+    app = app_factory()
+    async with app.run_test(size=(140, 45)) as pilot:
+        await loaded(pilot)
+        app.backend.permissions = {"nodemaintenance_create": False}
+        app.backend.words = {"nodemaintenance_create": "create nodemaintenances (maintenance.nvidia.com) in namespace "
+                                                        "default"}
+        await pilot.press("slash", *"l40s-01", "enter", "r")
+        plan = app.screen
+        assert isinstance(plan, DrainPlanScreen)
+        await pilot.press("m", "enter")
+        await pilot.pause()
+        assert app.screen is plan, "a refused requestor drain must not start"
+        said = [n.message for n in app._notifications]
+        assert any("your identity may not create nodemaintenances" in m and "drain via NodeMaintenance" in m
+                   for m in said), said
+        await pilot.press("m", "enter")
+        await wait_for(pilot, lambda: app.screen is not plan)

@@ -10,6 +10,9 @@ import pytest
 
 from gputui.backends import factory
 from gputui.backends.base import NEEDS, Backend
+from gputui.ops.cordon import CordonPlan
+from gputui.ops.drain.options import DrainOptions
+from gputui.policy.cordon_owner import CordonOwner
 from gputui.settings import Settings, protection
 
 
@@ -26,7 +29,11 @@ def backend(writer: bool = True, permissions: dict[str, bool] | None = None, pro
 NEEDED = {
     "cordon": ("cordon",), "uncordon": ("cordon",), "drain": ("cordon", "evict"),
     "resume_drains": ("cordon", "evict"), "shift": ("shift",), "canary": ("shift",), "rollback": ("shift",),
-    "rollout": ("shift",), "undo": ("shift",)}
+    "rollout": ("shift",), "undo": ("shift",),
+    "drain_via_nodemaintenance": ("cordon", "evict", "nodemaintenance_create", "nodemaintenance_delete"),
+    "uncordon_nodemaintenance": ("cordon", "nodemaintenance_delete")}
+WORDS = {"drain_via_nodemaintenance": "drain via NodeMaintenance",
+         "uncordon_nodemaintenance": "uncordon (withdrawing gputui's NodeMaintenance)"}
 
 
 def test_what_each_operation_needs():
@@ -39,12 +46,13 @@ def test_without_a_writer_nothing_is_available_whatever_the_reviews_said(operati
     assert b.read_only
     assert not b.can(operation)
     assert not b.may("cordon")
-    assert b.why_not(operation) == f"read-only: {operation.replace('_', ' ')} is unavailable"
+    assert b.why_not(operation) == f"read-only: {WORDS.get(operation, operation.replace('_', ' '))} is unavailable"
 
 
 @pytest.mark.parametrize("operation", [*NEEDED, "anything"])
 def test_a_writer_whose_reviews_all_allowed_may_do_everything(operation):
-    b = backend(permissions={"cordon": True, "evict": True, "shift": True})
+    b = backend(permissions={"cordon": True, "evict": True, "shift": True, "nodemaintenance_create": True,
+                             "nodemaintenance_delete": True})
     assert not b.read_only
     assert b.can(operation) and b.why_not(operation) is None
 
@@ -57,9 +65,12 @@ def test_a_review_never_asked_is_allowed_and_one_denied_is_not():
 
 
 @pytest.mark.parametrize("denied, blocked, allowed", [
-    ("cordon", {"cordon", "uncordon", "drain", "resume_drains"}, {"shift", "canary", "rollback", "rollout", "undo"}),
-    ("evict", {"drain", "resume_drains"}, {"cordon", "uncordon", "shift", "undo"}),
+    ("cordon", {"cordon", "uncordon", "drain", "resume_drains", "drain_via_nodemaintenance", "uncordon_nodemaintenance"},
+     {"shift", "canary", "rollback", "rollout", "undo"}),
+    ("evict", {"drain", "resume_drains", "drain_via_nodemaintenance"}, {"cordon", "uncordon", "shift", "undo"}),
     ("shift", {"shift", "canary", "rollback", "rollout", "undo"}, {"cordon", "drain", "resume_drains"}),
+    ("nodemaintenance_create", {"drain_via_nodemaintenance"}, {"drain", "uncordon_nodemaintenance"}),
+    ("nodemaintenance_delete", {"drain_via_nodemaintenance", "uncordon_nodemaintenance"}, {"drain", "uncordon"}),
 ])
 def test_each_denied_review_blocks_exactly_the_operations_that_need_it(denied, blocked, allowed):
     b = backend(permissions={denied: False})
@@ -214,3 +225,26 @@ def test_debug_says_which_cluster(monkeypatch, tmp_path):
         "cluster: the embedded demo cluster (SIMULATED, seed 5): it reads no API and no store",
         "cluster: a real cluster (kubeconfig context prod-eu); metrics not configured",
         "cluster: a real cluster (kubeconfig context current); metrics from a store"]
+
+
+def test_an_uncordon_withdrawing_gputuis_nodemaintenance_needs_its_delete_and_a_plain_one_does_not():
+    """The uncordon's operation follows its plan (gputui.ops.cordon.CordonPlan.operation): with gputui's own
+    NodeMaintenance on the node it deletes that too, and an identity that may not is told so before any write."""
+    b = Backend(reader=Nothing(), writer=object(), context="prod-eu",  # type: ignore[arg-type]
+                permissions={"cordon": True, "nodemaintenance_delete": False},
+                words={"nodemaintenance_delete": "delete nodemaintenances (maintenance.nvidia.com) in namespace m"})
+    held = CordonPlan("n1", False, False, 0, owner=CordonOwner((), None, requests=("m/gputui-n1",)))
+    plain = CordonPlan("n1", False, False, 0, owner=CordonOwner((), None))
+    assert plain.operation == "uncordon" and b.why_not(plain.operation) is None
+    assert held.operation == "uncordon_nodemaintenance"
+    assert b.why_not(held.operation) == ("your identity may not delete nodemaintenances (maintenance.nvidia.com) in "
+                                         "namespace m: uncordon (withdrawing gputui's NodeMaintenance) is unavailable")
+    assert replace(held, already=True).operation == "uncordon"  # nothing to send, nothing to withdraw
+
+
+def test_a_drain_via_nodemaintenance_needs_its_create_and_delete():
+    b = backend(permissions={"cordon": True, "evict": True, "nodemaintenance_create": False})
+    assert DrainOptions().operation == "drain" and b.can("drain")
+    via = DrainOptions(maintenance_namespace="m").operation
+    assert via == "drain_via_nodemaintenance" and not b.can(via)
+    assert "may not create nodemaintenances" in (b.why_not(via) or "")

@@ -66,6 +66,11 @@ class DrainOptions:
     # NodeMaintenance ("" : gputui cordons by itself). Kept with the options so a resumed drain finds its request.
     maintenance_namespace: str = ""
 
+    @property
+    def operation(self) -> str:
+        """The operation whose permissions this drain needs (gputui.backends.base.NEEDS)."""
+        return "drain_via_nodemaintenance" if self.maintenance_namespace else "drain"
+
     def to_json(self) -> str:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["pod_selector"] = dict(self.pod_selector)

@@ -259,6 +259,10 @@ def ask_cordon(app: GputuiApp, node: str | None, cordon: bool) -> None:
     if plan.already:
         app.notify(plan.describe())
         return
+    why = app.backend.why_not(plan.operation)  # withdrawing gputui's NodeMaintenance: a delete as well
+    if why:
+        app.notify(why, severity="warning")
+        return
 
     def write(chosen: CordonPlan, override: bool = False) -> None:
         # The app's clock: the record's "since" on the same clock as the expiry the form read (and the snapshots).

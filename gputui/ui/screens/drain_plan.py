@@ -309,6 +309,10 @@ class DrainPlanScreen(ClusterModal[DrainOptions | None]):
         if batch.budget_stops and batch.limiting is not None:  # no room in a budget, or one unknown: nothing starts
             self.notify(f"No node may start now: {batch.limiting.words()}", severity="error")
             return
+        why = self.app.backend.why_not(self.options.operation)  # via NodeMaintenance: its create and delete too
+        if why:
+            self.notify(why, severity="error")
+            return
         self.dismiss(self.options)
 
     def action_cancel(self) -> None:

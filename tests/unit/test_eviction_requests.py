@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from gputui.backends.kube_evictions import eviction_record, eviction_request_record
+from gputui.ops.drain.eviction_api import EvictionApiView
 from gputui.ops.drain.plan import DrainOptions, Step, plan_drain, plan_json
 from gputui.snapshot import ClusterSnapshot
 from gputui.vocabulary.disruptions import ActorObjects
@@ -179,3 +180,46 @@ def test_pods_not_moved_carry_nothing():
     plan = plan_drain(s, "n1", DrainOptions(ignore_daemonsets=True), preview=False)
     assert [p.step for p in plan.pods] == [Step.SKIP] and plan.blockers == []
     assert plan.pods[0].eviction_api.requests == () and plan.pods[0].eviction_api.handler is None
+
+
+# -- the run's check before each eviction (EvictionApiView.hold, on the fresh read) -------------------------------
+
+READ_STATE = "read"  # the state a plan read them in (gputui.vocabulary.disruptions.READ)
+FORBIDDEN = {"EvictionRequest": "unknown: forbidden", "Eviction": "unknown: forbidden"}
+
+
+def view(reads, evictions=(), now: float = T0 + 60) -> EvictionApiView:
+    return EvictionApiView.of(snapshot(reads, evictions=evictions, now=now))
+
+
+def test_the_run_holds_exactly_the_pod_another_responder_handles_with_its_words():
+    v = view(READ, [eviction_obj("a", "a", "uid-a")])
+    assert v.hold("ns", "a", "uid-a", READ_STATE) == (
+        f"{RESPONDER} Active", f"its eviction is handled by {RESPONDER} (Active, heartbeat 40 s ago): gputui will not "
+        "evict it")
+    for other in (("ns", "b", "uid-b"), ("ns2", "a", "uid-a"), ("ns", "a", "uid-new")):  # pod, namespace, UID
+        assert v.hold(*other, READ_STATE) == ("", "")
+    stale = view(READ, [eviction_obj("a", "a", "uid-a")], now=T0 + 20 + HEARTBEAT_DEADLINE_S + 1)
+    held, words = stale.hold("ns", "a", "uid-a", READ_STATE)
+    assert held == f"{RESPONDER} Active stale" and "stale: past the API's" in words
+
+
+def test_the_run_waits_when_what_its_plan_read_is_unknown_or_gone_now_and_not_otherwise():
+    """Planned on a read of them: unknown now (or no longer served) waits, saying why; the last records seen still
+    name a responder first (fail closed). Planned without them (not served, or unknown already), nothing changes."""
+    why = ("unknown", "EvictionRequests were read for the plan and are unknown: EvictionRequests forbidden "
+           "now: whether another responder is handling its eviction is not known; waiting before evicting it")
+    assert view(FORBIDDEN).hold("ns", "a", "uid-a", READ_STATE) == why
+    gone = view({}).hold("ns", "a", "uid-a", READ_STATE)
+    assert gone[0] == "unknown" and "are not installed now" in gone[1]
+    assert view(FORBIDDEN, [eviction_obj("a", "a", "uid-a")]).hold("ns", "a", "uid-a", READ_STATE)[0] == \
+        f"{RESPONDER} Active"
+    for planned in ("not installed", "unknown: forbidden"):
+        assert view(FORBIDDEN).hold("ns", "a", "uid-a", planned) == ("", "")
+        assert view({}).hold("ns", "a", "uid-a", planned) == ("", "")
+    assert view(READ).hold("ns", "a", "uid-a", READ_STATE) == ("", "")
+
+
+def test_the_unknown_warning_counts_one_pod_in_the_singular():
+    assert "the eviction of the 1 pod to move is not known" in view(FORBIDDEN).warning(1)
+    assert view(FORBIDDEN).warning(0) == "" and view(READ).warning(3) == ""

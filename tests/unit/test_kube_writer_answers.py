@@ -353,6 +353,18 @@ def test_a_review_asks_for_no_subresource_unless_named():
                                                                   "subresource": "", "group": ""}
 
 
+def test_a_namespaced_review_asks_in_that_namespace_through_both_entries():
+    """A requestor drain's NodeMaintenance is made in maintenance_namespace: its review is asked there (a role bound
+    in that namespace only answers there), by `allowed` (start-up) and `review` alike."""
+    for ask in (allowed, review):
+        conn = Conn({"status": {"allowed": True}})
+        assert ask(conn, "create", "nodemaintenances", group="maintenance.nvidia.com",  # type: ignore[operator]
+                   namespace="maint") is True
+        assert conn.sent[0]["body"]["spec"]["resourceAttributes"] == {
+            "verb": "create", "resource": "nodemaintenances", "subresource": "", "group": "maintenance.nvidia.com",
+            "namespace": "maint"}
+
+
 def test_a_review_that_says_no_is_not_allowed():
     assert allowed(Conn({"status": {"allowed": False}}), "patch", "nodes") is False  # type: ignore[arg-type]
 

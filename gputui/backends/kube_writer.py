@@ -272,7 +272,7 @@ def allowed(conn: Connection, verb: str, resource: str, subresource: str = "", g
         raise ReviewFailed(str(exc)) from None
 
 
-def _ask(conn: Connection, verb: str, resource: str, subresource: str, group: str, namespace: str = "") -> bool:
+def _ask(conn: Connection, verb: str, resource: str, subresource: str, group: str, namespace: str) -> bool:
     attrs = {"verb": verb, "resource": resource, "subresource": subresource, "group": group}
     if namespace:  # a namespaced kind's write, asked where gputui makes it ("": every namespace, or cluster-scoped)
         attrs["namespace"] = namespace

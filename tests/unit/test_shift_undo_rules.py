@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from gputui.backends.base import error_line
 from gputui.backends.demo import demo_backend
 from gputui.base.paths import shown
 from gputui.ops import audit as audit_mod
@@ -43,16 +44,27 @@ def test_no_shift_to_undo_names_the_log(tmp_path):
     shift(log, "llm/other", {"a": 1}, {"a": 2})
     with pytest.raises(ShiftError) as err:
         last_shift(log, LLAMA)
-    assert str(err.value) == f"no shift of {LLAMA} in {shown(tmp_path / 'a.jsonl')} to undo"
-    with pytest.raises(ShiftError, match=f"^no shift of {LLAMA} in the audit log to undo$"):
+    assert str(err.value) == f"no shift of {LLAMA} to undo: looked in {shown(tmp_path / 'a.jsonl')}"
+    with pytest.raises(ShiftError, match=f"^no shift of {LLAMA} to undo: looked in the audit log$"):
         last_shift(AuditLog(None, "alice", "prod"), LLAMA)
 
 
 def test_unreadable_lines_skipped_are_counted(tmp_path):
     path = tmp_path / "a.jsonl"
     path.write_text("not json\n{\n")
-    with pytest.raises(ShiftError, match=r"to undo; 2 unreadable lines skipped$"):
+    with pytest.raises(ShiftError, match=r"to undo; 2 unreadable lines skipped: looked in "):
         last_shift(AuditLog(path, "alice", "prod"), LLAMA)
+
+
+def test_a_long_log_path_never_cuts_what_was_found_from_the_one_line(tmp_path):
+    """The CLI shows an error cut to one line of 160 characters (error_line). Before, the path came first and the
+    count of unreadable lines last: under a deep directory (pytest-xdist's, or a home's state dir) it was cut off."""
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    (deep / "audit.jsonl").write_text("not json\n{\n")
+    with pytest.raises(ShiftError) as err:
+        last_shift(AuditLog(deep / "audit.jsonl", "alice", "prod"), LLAMA)
+    assert error_line(err.value).startswith(f"no shift of {LLAMA} to undo; 2 unreadable lines skipped: looked in ")
 
 
 def test_a_log_read_only_in_part_says_so(tmp_path, monkeypatch):
@@ -60,7 +72,7 @@ def test_a_log_read_only_in_part_says_so(tmp_path, monkeypatch):
     for i in range(5):
         shift(log, "llm/other", {"a": i}, {"a": i + 1})
     monkeypatch.setattr(undo, "AUDIT_LINES_READ", 3)
-    with pytest.raises(ShiftError, match=f"^no shift of {LLAMA} in .* \\(its last entries read\\) to undo$"):
+    with pytest.raises(ShiftError, match=f"^no shift of {LLAMA} to undo: looked in .* \\(its last entries read\\)$"):
         last_shift(log, LLAMA)
 
 

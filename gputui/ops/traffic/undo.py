@@ -37,7 +37,8 @@ def last_shift(audit: AuditLog, service_key: str) -> dict[str, Any]:
     where = shown(audit.path) if audit.path else "the audit log"
     looked = "" if read.complete and len(read.entries) < AUDIT_LINES_READ else " (its last entries read)"
     skipped = f"; {read.skipped} unreadable lines skipped" if read.skipped else ""
-    raise ShiftError(f"no shift of {service_key} in {where}{looked} to undo{skipped}")
+    # The log's path last: an error is shown cut to one line, and a long path must not cut off what was found.
+    raise ShiftError(f"no shift of {service_key} to undo{skipped}: looked in {where}{looked}")
 
 
 def plan_undo(snapshot: ClusterSnapshot, service_key: str, audit: AuditLog, *, route: Mapping[str, Any] | None = None,

@@ -103,7 +103,8 @@ def test_everything_gputui_reads_is_read_under_the_role(cluster, fake_kubelet, o
         node = snapshot.nodes[0].name
         described = backend.reader.describe(node, [(p.namespace, p.name) for p in snapshot.pods_on(node)][:3])
         assert described is not None
-        assert backend.permissions == {"cordon": True, "evict": True, "patch_pods": True, "scale": True, "shift": True}
+        assert backend.permissions == {"cordon": True, "evict": True, "patch_pods": True, "scale": True, "shift": True,
+                                       "nodemaintenance_create": True, "nodemaintenance_delete": True}
         assert not backend.unknown
         assert backend.check_facts(60.0).beyond_needs == dict.fromkeys(
             ("read secrets", "delete nodes", "bind cluster roles", "do anything (cluster-admin)"), False)
@@ -375,6 +376,11 @@ LACKING = {  # (API group, resource, verb) taken out of a copy of the role -> th
                          "your identity may not patch httproutes (gateway.networking.k8s.io)"),
     "patch rollouts/status": (("argoproj.io", "rollouts/status", "patch"), ("shift", "{ns}/chat", "--rollout", "promote"),
                               "your identity may not patch rollouts/status (argoproj.io)"),
+    # Before: no review asked it, and the drain reached the apiserver's forbidden answer (exit 1).
+    "create nodemaintenances": (("maintenance.nvidia.com", "nodemaintenances", "create"),
+                                ("drain", "{node}", "--via", "nodemaintenance"),
+                                "your identity may not create nodemaintenances (maintenance.nvidia.com) in namespace "
+                                "default: drain via NodeMaintenance is unavailable"),
 }
 
 
@@ -423,3 +429,44 @@ def test_a_verb_the_role_lacks_is_named_and_nothing_is_written(taken, cluster, f
              if e["verb"] not in READS and (e.get("objectRef") or {}).get("resource")
              not in ("selfsubjectaccessreviews", "selfsubjectreviews")]
     assert wrote == []
+
+
+def test_an_uncordon_that_would_withdraw_gputuis_nodemaintenance_names_the_delete_it_lacks(
+        cluster, fake_kubelet, operator, tmp_path):
+    """A node the maintenance-operator cordoned for gputui's request: its uncordon deletes that NodeMaintenance. An
+    identity without `delete nodemaintenances` is told so by name, exit 2, and nothing is written (neither the
+    request nor the node). Before, the uncordon was offered, and the apiserver's forbidden answer came back with exit 1."""
+    node, ns = "rbac-nm-held", "t-rbac-nm-held"
+    api = cluster.harness_client()
+    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    name = "t-lacking-delete-nodemaintenances"
+    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(
+        role_without("maintenance.nvidia.com", "nodemaintenances", "delete", name)).encode())
+    kc = kubeconfig_for(cluster, tmp_path / "lacking.yaml", token_of(cluster, name))
+    wait_rbac(cluster, kc)
+    (tmp_path / ".config" / "gputui").mkdir(parents=True)
+    (tmp_path / ".config" / "gputui" / "config.yaml").write_text(f"maintenance_namespace: {ns}\n")
+    core.create_namespace({"metadata": {"name": ns}})
+    fake_kubelet.add_node(node, gpus=2, labels={"gputui.test/pool": node})
+    try:
+        create_custom(api, "nodemaintenances", ns, {"metadata": {"name": f"gputui-{node}"}, "spec": {
+            "requestorID": "gputui.io", "nodeName": node, "waitForPodCompletion": {"podSelector": "app=chat"}}})
+        custom.patch_namespaced_custom_object_status(GROUP, VERSION, ns, PLURAL, f"gputui-{node}", {"status": {
+            "conditions": [{"type": "Ready", "status": "True", "reason": "Ready", "message": "",
+                            "lastTransitionTime": "2026-12-04T00:00:00Z"}]}})
+        core.patch_node(node, {"spec": {"unschedulable": True}})
+        user = f"system:serviceaccount:gputui:{name}"
+        mark = cluster.audit_mark()
+        out = gputui(kc, tmp_path, "uncordon", node)
+        assert out.returncode == 2, (out.returncode, out.stdout, out.stderr)
+        assert out.stderr.strip() == (
+            f"gputui: error: your identity may not delete nodemaintenances (maintenance.nvidia.com) in namespace {ns}: "
+            "uncordon (withdrawing gputui's NodeMaintenance) is unavailable"), out.stderr
+        wrote = [(e["verb"], e.get("requestURI")) for e in cluster.audit_events(user, since=mark)
+                 if e["verb"] not in READS and (e.get("objectRef") or {}).get("resource")
+                 not in ("selfsubjectaccessreviews", "selfsubjectreviews")]
+        assert wrote == []
+        assert core.read_node(node).spec.unschedulable
+    finally:
+        core.delete_namespace(ns)
+        fake_kubelet.remove_node(node)

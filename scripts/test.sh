@@ -33,9 +33,13 @@ bash scripts/build-argo-rollouts.sh
 echo "== router CRDs"
 python3 scripts/fetch-crds.py
 
-echo "== pytest"
+# Two pytest workers (GPUTUI_TEST_WORKERS), a test file each at a time (--dist loadfile: a module's fixtures stay
+# in one worker). Each worker starts its own control plane and Prometheus on free ports, so nothing is shared. The
+# real-server tests mostly wait (grace periods, scrapes, the scheduler's backoff): two at once halve the suite's
+# time on two cores (integration and end-to-end: 16 min against 30; unit and UI: 4.4 min against 8).
+echo "== pytest (${GPUTUI_TEST_WORKERS:-2} workers)"
 set +e
-python3 -m pytest "$@"
+python3 -m pytest -n "${GPUTUI_TEST_WORKERS:-2}" --dist loadfile "$@"
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then

@@ -352,3 +352,27 @@ def test_an_eviction_its_budget_still_refuses_is_closed_with_how_the_drain_ended
         why = f"the drain stopped: {d.events[-1].message}"
     evicts = [r for a, _t, _p, r in d.entries() if a == "evict"]
     assert evicts == [f"refused: Cannot evict pod; not evicted: {why}"]
+
+
+def test_a_drain_that_cannot_start_nor_drop_its_lease_says_both(tmp_path):
+    """The cordon refused, then the lease's release refused too: the drain says why it could not start and that
+    its lease stays until it expires. Kills: `why += …` → `why = …` (the first cause lost) and `-=`."""
+    api = Api((pod("a"),), {"a": 0})
+
+    def refuse_cordon(node, on):
+        raise BackendError("nodes is forbidden")
+
+    original = api.annotate_node
+
+    def annotate(node, values, resource_version=None):
+        if values.get(lease.LEASE, "") is None:
+            raise BackendError("the apiserver is gone")
+        return original(node, values, resource_version)
+
+    api.set_unschedulable = refuse_cordon  # type: ignore[method-assign]
+    api.annotate_node = annotate  # type: ignore[method-assign]
+    d = Drain(api, tmp_path / "a.jsonl")
+    report = d.run()
+    why = "could not start: nodes is forbidden; its lease stays on the node until it expires (the apiserver is gone)"
+    assert report.reason == why
+    assert (d.events[-1].node, d.events[-1].kind, d.events[-1].message) == ("n1", EventKind.FAILED, why)

@@ -394,3 +394,55 @@ def test_a_failed_or_deleting_request_stops_the_drain_naming_why():
         api.on_read = spoil
         report = Drain(api, options=VIA).run()
         assert report.reason == words and not any(w[0] == "evict" for w in api.writes)
+
+
+# -- run_drain's requestor paths, exactly (mutants of gputui/ops/drain/run.py) ----------------------------------
+
+def test_the_start_names_the_request_not_a_cordon():
+    """Kills: the STARTED words' `if request is not None` → `and False` ("cordoned" said of a node gputui did not
+    cordon), and the words " requested" changed."""
+    api = OperatorApi((pod("chat-0"),), counts={"chat-0": 0})
+    drain = Drain(api, options=VIA)
+    assert drain.run().outcome is Outcome.DRAINED
+    started = next(e for e in drain.events if e.kind is EventKind.STARTED)
+    assert started.message.startswith("nodemaintenance/maint/gputui-n1 requested; 1 pods to move"), started.message
+
+
+def test_a_request_gone_under_the_drain_stops_it_exactly_once_and_drops_the_lease(tmp_path):
+    """Kills: the stopped path's phase ("stopped" → None or other words), its report.failed entry (None, or "None"),
+    its FAILED event's node or message, and the lease kept."""
+    api = OperatorApi((pod("chat-0"),), counts={"chat-0": 5})
+    drain = Drain(api, tmp_path / "audit.jsonl", options=VIA)
+    api.on_read = lambda a: a.objects.clear() if a.reads > 8 else None
+    report = drain.run()
+    assert "was deleted" in report.reason and report.failed == [report.reason]
+    last = drain.events[-1]
+    assert (last.node, last.kind, last.message) == ("n1", EventKind.FAILED, report.reason)
+    phases = [p["phase"] for a, _t, p, _r in drain.entries() if a == "annotate" and "phase" in p]
+    assert phases[-1] == "stopped" and phases.count("stopped") == 1
+    assert [a for a, _t, _p, r in drain.entries() if r != "intent"][-1] == "lease-release"
+
+
+def test_an_abort_whose_lease_release_fails_once_deletes_the_request_once(tmp_path):
+    """The abort's release refused once: the drain pauses and comes back through the abort, which must not delete
+    the request a second time. Kills: `if "withdraw" not in done` with another key, and `done.add("withdraw")`
+    with another key (each deletes it twice: two audit entries, two DELETEs)."""
+    from gputui.ops.drain import lease
+
+    control = DrainControl()
+    api = OperatorApi((pod("chat-0"),), counts={"chat-0": 5})
+    original, refused = api.annotate_node, []
+
+    def annotate(node, values, resource_version=None):
+        if values.get(lease.LEASE, "") is None and not refused:
+            refused.append(values)
+            raise BackendError("the apiserver is gone")
+        return original(node, values, resource_version)
+
+    api.annotate_node = annotate  # type: ignore[method-assign]
+    drain = Drain(api, tmp_path / "audit.jsonl", options=VIA, control=control)
+    api.on_read = lambda a: control.abort(uncordon=True) if a.reads > 8 else None
+    report = drain.run()
+    assert report.outcome is Outcome.ABORTED and refused
+    assert api.deleted == ["maint/gputui-n1"]
+    assert [a for a, _t, _p, _r in drain.entries()].count("nodemaintenance-delete") == 1

@@ -13,10 +13,11 @@ from gputui.backends.base import BackendError
 from gputui.ops.audit import AuditLog
 from gputui.ops.context import OpContext
 from gputui.ops.cordon import plan_cordon, run_cordon
-from gputui.ops.drain.events import EventKind
+from gputui.ops.drain.events import DrainControl, EventKind
 from gputui.ops.drain.lifecycle import NodeLifecycle
 from gputui.ops.drain.options import DrainOptions
 from gputui.ops.drain.report import Outcome
+from gputui.ops.drain.run import run_drain
 from gputui.policy.cordon_owner import cordon_owner
 from gputui.policy.lifecycle_holds import lifecycle_holds
 from gputui.settings import Settings
@@ -32,6 +33,7 @@ class LifecycleApi(Api):
         super().__init__(*args, **kw)
         self.gate, self.refuse = gate, refuse
         self.conditions: list[tuple[str, str, str]] = []
+        self.messages: list[str] = []  # each condition's message, in the same order
 
     def feature_gate(self, name: str) -> tuple[bool | None, str]:
         assert name == "NodeLifecycleConditions"
@@ -41,6 +43,7 @@ class LifecycleApi(Api):
         if self.refuse:
             raise BackendError("nodes/status is forbidden")
         self.conditions.append((kind, status, reason))
+        self.messages.append(message)
 
 
 def drain(api: Api, tmp_path, mode: str = "auto", options: DrainOptions = DrainOptions()) -> Drain:
@@ -202,3 +205,22 @@ def test_a_refused_write_is_said_on_the_drains_node():
 ])
 def test_what_the_drains_start_says_of_them(writer, mode, one_gpu, words):
     assert NodeLifecycle(writer, AuditLog(None, "t", "x"), "n1", mode, one_gpu=one_gpu).words == words
+
+
+def test_each_condition_says_what_the_drain_did_and_an_aborted_one_stops_it(tmp_path):
+    """The messages: who drains and how many pods, the report at the end; an aborted drain is no longer in progress
+    and says it was aborted (run_drain's lifecycle calls: each argument, and the abort's `False`)."""
+    api = LifecycleApi((pod("a"), pod("b")), {"a": 0, "b": 0})
+    d = drain(api, tmp_path)
+    report = d.run()
+    assert api.messages == ["gputui drain by t: 2 pods to move", report.describe(), report.describe()]
+    control = DrainControl()
+    api = LifecycleApi((pod("a"),), {"a": 5})
+    d = Drain(api, tmp_path / "b.jsonl", control=control)
+    d.ctx = dataclasses.replace(d.ctx, settings=Settings(lifecycle_conditions="auto"))
+    d.gen = run_drain(d.plan, d.ctx, control)
+    api.on_read = lambda a: control.abort() if a.reads > 3 else None
+    assert d.run().outcome is Outcome.ABORTED
+    assert api.conditions == [("DrainInProgress", "True", "GputuiDrain"),
+                              ("DrainInProgress", "False", "GputuiDrainStopped")]
+    assert api.messages[-1] == "the drain was aborted"

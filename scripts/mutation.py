@@ -127,7 +127,7 @@ TARGETS: tuple[Target, ...] = (
             U + "test_drain_run.py",
             U + "test_drain_rotation.py", U + "test_lease_rules.py",
             U + "test_drain_replaced.py", U + "test_forced_delete_refused.py", U + "test_rotation_capacity.py",
-            U + "test_drain_via_maintenance.py", U + "test_node_lifecycle.py"),
+            U + "test_drain_via_maintenance.py", U + "test_node_lifecycle.py", U + "test_gpu_fence_rules.py"),
            provisional=True),
 )
 

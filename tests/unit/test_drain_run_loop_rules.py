@@ -376,3 +376,16 @@ def test_a_drain_that_cannot_start_nor_drop_its_lease_says_both(tmp_path):
     why = "could not start: nodes is forbidden; its lease stays on the node until it expires (the apiserver is gone)"
     assert report.reason == why
     assert (d.events[-1].node, d.events[-1].kind, d.events[-1].message) == ("n1", EventKind.FAILED, why)
+
+
+def test_an_aborted_gpu_drain_says_the_node_was_left_schedulable(tmp_path):
+    """One GPU's drain never cordoned the node, so its abort neither uncordons it nor says "uncordoned". Kills: the
+    ABORTED words' `if opts.gpu` → `and False`, and the words changed."""
+    control = DrainControl()
+    api = Api((pod("a"), pod("b")), {"a": 5, "b": 0})
+    d = Drain(api, tmp_path / "a.jsonl", DrainOptions(gpu="1", gpu_pods=("ns/a",)), control=control)
+    api.on_read = lambda a: control.abort(uncordon=True) if a.reads > 3 else None
+    report = d.run()
+    assert report.outcome is Outcome.ABORTED
+    assert (d.events[-1].kind, d.events[-1].message) == (EventKind.ABORTED, "the node left schedulable")
+    assert not any(w[0] == "unschedulable" for w in api.writes)

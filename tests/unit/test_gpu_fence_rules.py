@@ -14,9 +14,11 @@ from gputui.ops.drain.gpu_fence import STATUS_WAIT_S, dry_run_words, fence_devic
 from gputui.ops.drain.gpu_target import FENCE_KEY
 from gputui.ops.drain.options import DrainOptions
 from gputui.ops.drain.plan import plan_drain
+from gputui.ops.drain.report import Outcome
 from gputui.snapshot import ClusterSnapshot
 from gputui.vocabulary.model import InferencePod, Node
 from tests.support.audit_lines import written
+from tests.support.drain_api import Api, Drain, pod
 
 DEVICE = "gpu.nvidia.com/pool-n1/gpu-1"
 RULE = "gputui-fence-n1-gpu-1"
@@ -131,3 +133,37 @@ def test_a_writer_that_cannot_fence_stops_before_anything(tmp_path):
 ])
 def test_the_dry_runs_words(rule, words):
     assert dry_run_words(rule) == words
+
+
+# -- the fence inside run_drain (its wiring: the drain's writer, audit log, plan, clock, sleep and poll) ---------
+
+def test_a_gpu_drain_fences_its_device_first_on_the_drains_own_clock_and_log(tmp_path):
+    """run_drain's `fence_device(writer, audit, plan, clock, sleep, poll_s)`: each argument replaced (None) or
+    dropped is a drain that cannot fence, fences another device, audits elsewhere or waits on another clock."""
+    class FencingApi(Api):
+        def __init__(self, *args, **kw) -> None:
+            super().__init__(*args, **kw)
+            self.fencer = Fencer(None, None, said())
+
+        def device_taint_rule(self, name: str) -> dict | None:
+            return self.fencer.device_taint_rule(name)
+
+        def taint_device(self, name: str, device: str, key: str, value: str, effect: str) -> dict:
+            self.writes.append(("taint", effect))
+            return self.fencer.taint_device(name, device, key, value, effect)
+
+    api = FencingApi((pod("a"), pod("b")), {"a": 0, "b": 0})
+    options = DrainOptions(gpu="1", gpu_device=DEVICE, gpu_pods=("ns/a",))
+    d = Drain(api, tmp_path / "a.jsonl", options, poll_s=0.5)
+    report = d.run()
+    assert report.outcome is Outcome.DRAINED, report.describe()
+    assert api.fencer.taints == [(RULE, DEVICE, FENCE_KEY, "drain", "None"), (RULE, DEVICE, FENCE_KEY, "drain",
+                                                                               "NoSchedule")]
+    assert [w for w in api.writes if w[0] in ("taint", "evict")] == [("taint", "None"), ("taint", "NoSchedule"),
+                                                                    ("evict", "a")]
+    assert d.slept[:1] == [0.5]  # the drain's own sleep and poll, waiting for the dry run's status
+    fenced = [(e.node, e.message) for e in d.events if e.kind is EventKind.INFO and "DeviceTaintRule" in e.message]
+    assert fenced[0][0] == "n1" and "1 pod would be evicted" in fenced[0][1]
+    assert [(a, t, p) for a, t, p, _r in ((e["action"], e["target"], e["params"], e["result"])
+                                          for e in written(tmp_path / "a.jsonl")) if a == "fence"] == [
+        ("fence", f"devicetaintrule/{RULE}", {"device": DEVICE, "effect": e}) for e in ("None", "NoSchedule")]

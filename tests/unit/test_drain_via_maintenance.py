@@ -446,3 +446,33 @@ def test_an_abort_whose_lease_release_fails_once_deletes_the_request_once(tmp_pa
     assert report.outcome is Outcome.ABORTED and refused
     assert api.deleted == ["maint/gputui-n1"]
     assert [a for a, _t, _p, _r in drain.entries()].count("nodemaintenance-delete") == 1
+
+
+class LifecycleOperatorApi(OperatorApi):
+    """OperatorApi whose apiserver serves the node lifecycle conditions (gputui.ops.drain.lifecycle)."""
+
+    def __init__(self, *args, **kw) -> None:
+        super().__init__(*args, **kw)
+        self.conditions: list[tuple[str, str, str, str]] = []
+
+    def feature_gate(self, name: str) -> tuple[bool | None, str]:
+        return True, ""
+
+    def set_node_condition(self, node: str, kind: str, status: str, reason: str, message: str) -> None:
+        self.conditions.append((kind, status, reason, message))
+
+
+def test_a_request_gone_closes_the_refused_eviction_and_the_drains_condition_with_why(tmp_path):
+    """A pod a PDB holds (its eviction's audit intent open) when the request goes: the intent is closed "not
+    evicted" with the reason, and the node's DrainInProgress is False, stopped, with the same words. Kills:
+    `leave(str(exc))` → `leave(None)` / `str(None)`, and the stopped path's `lifecycle.ended` arguments."""
+    api = LifecycleOperatorApi((pod("chat-0"), pod("etl-0", session_signal=False, labels={"app": "etl"})),
+                               counts={"chat-0": 5})
+    api.blocked = {"etl-0"}
+    drain = Drain(api, tmp_path / "audit.jsonl", options=VIA)
+    api.on_read = lambda a: a.objects.clear() if a.reads > 12 else None
+    report = drain.run()
+    assert "was deleted" in report.reason
+    evicts = [r for a, t, _p, r in drain.entries() if a == "evict" and t == "pod/ns/etl-0" and r != "intent"]
+    assert evicts == [f"refused: Cannot evict pod; not evicted: {report.reason}"], drain.entries()
+    assert api.conditions[-1] == ("DrainInProgress", "False", "GputuiDrainStopped", report.reason)

@@ -196,3 +196,25 @@ def test_a_pod_whose_eviction_failed_goes_back_into_rotation(tmp_path):
     assert report.outcome is Outcome.UNFINISHED and report.failed
     assert api.pods["a"].labels == SERVING
     assert rotation_writes(d) == [("rotation-out", "pod/ns/a", ""), ("rotation-in", "pod/ns/a", "left in place")]
+
+
+def test_a_pod_put_back_stays_in_whatever_the_operator_asks_after(tmp_path):
+    """a out of rotation, put back by the operator; then the operator asks for another pod (a2, in rotation):
+    a stays in at every later capacity check. Kills: `rotation.tried |= asked` → `rotation.tried = asked` (the
+    second ask forgets the first, and the drain takes a out again)."""
+    api = cluster()
+    api.pods["a2"] = pod("a2", labels=SERVING, service="llm", version="v1", ready=True)
+    api.counts["a2"] = 3
+    control = DrainControl()
+    d = Drain(api, tmp_path / "a.jsonl", DrainOptions(rotation_settle_s=SETTLE_S, session_deadline_s=600),
+              control=control)
+    until(d, EventKind.OUT_OF_ROTATION)
+    out = d.events[-1].pod
+    control.put_back(out)
+    until(d, EventKind.IN_ROTATION)
+    other = "ns/a2" if out == "ns/a" else "ns/a"
+    control.put_back(other)
+    for _ in range(int(3 * RECHECK_S / 2) + 2):
+        until(d, EventKind.TICK)
+    assert api.pods[out.split("/")[1]].labels == SERVING
+    assert [e.pod for e in d.events if e.kind is EventKind.OUT_OF_ROTATION].count(out) == 1

@@ -21,6 +21,7 @@ from gputui.ops.steps import Ended, step
 from gputui.snapshot import ClusterSnapshot
 from gputui.vocabulary.model import PodSelector
 from tests.support.drain_api import Api, Drain, pod
+from tests.support.maintenance_api import OperatorApi
 
 SERVING = {"app": "llm", "serving": "true"}
 SVC = PodSelector("Service", "ns", "llm", SERVING)
@@ -218,3 +219,25 @@ def test_a_pod_put_back_stays_in_whatever_the_operator_asks_after(tmp_path):
         until(d, EventKind.TICK)
     assert api.pods[out.split("/")[1]].labels == SERVING
     assert [e.pod for e in d.events if e.kind is EventKind.OUT_OF_ROTATION].count(out) == 1
+
+
+class RotationOperatorApi(RotationApi, OperatorApi):
+    """A requestor drain (the maintenance-operator's NodeMaintenance) over pods it takes out of rotation."""
+
+
+def test_a_requestor_drain_whose_request_goes_puts_its_pods_back_into_rotation_saying_why(tmp_path):
+    """The NodeMaintenance deleted under the drain (RequestGone): nothing owns the pod out of rotation any more, so
+    it goes back in, with the words "the drain stopped". Kills: `put_back_all("the drain stopped", pods)` with
+    None or other words, or no pods."""
+    api = RotationOperatorApi((pod("a", labels=SERVING, service="llm", version="v1", ready=True),
+                               pod("b", node="n2", labels=SERVING, service="llm", version="v1", ready=True),
+                               pod("c", node="n2", labels=SERVING, service="llm", version="v1", ready=True)),
+                              {"a": 3, "b": 5, "c": 5})
+    d = Drain(api, tmp_path / "a.jsonl", DrainOptions(rotation_settle_s=SETTLE_S, session_deadline_s=600,
+                                                       maintenance_namespace="maint"))
+    until(d, EventKind.OUT_OF_ROTATION)
+    api.objects.clear()  # the request deleted by someone else
+    report = d.run()
+    assert "was deleted" in report.reason
+    assert api.pods["a"].labels == SERVING
+    assert rotation_writes(d) == [("rotation-out", "pod/ns/a", ""), ("rotation-in", "pod/ns/a", "the drain stopped")]

@@ -34,6 +34,7 @@ class LifecycleApi(Api):
         self.gate, self.refuse = gate, refuse
         self.conditions: list[tuple[str, str, str]] = []
         self.messages: list[str] = []  # each condition's message, in the same order
+        self.nodes: set[str] = set()  # the nodes they were set on
 
     def feature_gate(self, name: str) -> tuple[bool | None, str]:
         assert name == "NodeLifecycleConditions"
@@ -44,6 +45,7 @@ class LifecycleApi(Api):
             raise BackendError("nodes/status is forbidden")
         self.conditions.append((kind, status, reason))
         self.messages.append(message)
+        self.nodes.add(node)
 
 
 def drain(api: Api, tmp_path, mode: str = "auto", options: DrainOptions = DrainOptions()) -> Drain:
@@ -224,3 +226,16 @@ def test_each_condition_says_what_the_drain_did_and_an_aborted_one_stops_it(tmp_
     assert api.conditions == [("DrainInProgress", "True", "GputuiDrain"),
                               ("DrainInProgress", "False", "GputuiDrainStopped")]
     assert api.messages[-1] == "the drain was aborted"
+
+
+def test_run_drain_sets_them_on_its_node_and_never_for_one_gpus_drain(tmp_path):
+    """run_drain's NodeLifecycle: on the drained node (its conditions and their audit entries), and none for one
+    GPU's drain, which leaves the node serving. Kills: its `node` → None and `one_gpu` → None or dropped."""
+    api = LifecycleApi((pod("a"),), {"a": 0})
+    d = drain(api, tmp_path)
+    assert d.run().outcome is Outcome.DRAINED
+    assert api.nodes == {"n1"} and {t for a, t, _p, _r in d.entries() if a == "node-condition"} == {"node/n1"}
+    api = LifecycleApi((pod("a"), pod("b")), {"a": 0, "b": 0})
+    d = drain(api, tmp_path, options=DrainOptions(gpu="1", gpu_pods=("ns/a",)))
+    assert d.run().outcome is Outcome.DRAINED
+    assert api.conditions == []

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import threading
 import time
 import uuid
@@ -75,6 +76,15 @@ def render_text(families: Iterable[Family]) -> str:
     return "\n".join(out) + "\n"
 
 
+class _ScrapedServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A scraper that gave up (its timeout, a test's client closed) is no error of the exporter's: socketserver
+        printed each such BrokenPipe as a traceback in the middle of pytest's output."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
 class MetricsHTTPServer:
     """A tiny HTTP server: ``handler(path) -> text or None (404)``."""
 
@@ -99,7 +109,7 @@ class MetricsHTTPServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self._httpd = ThreadingHTTPServer((LOOPBACK, port), Handler)
+        self._httpd = _ScrapedServer((LOOPBACK, port), Handler)
         self._httpd.daemon_threads = True
         self.port = self._httpd.server_address[1]
         self.address = f"{LOOPBACK}:{self.port}"

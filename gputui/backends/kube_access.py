@@ -30,7 +30,7 @@ def _words(attrs: Mapping[str, str]) -> str:
 
 
 def access_reviews(conn: Connection, routers: Mapping[str, str], discovery_error: BackendError | None,
-                   maintenance_namespace: str | None = None,
+                   maintenance_namespace: str = "",
                    ) -> tuple[dict[str, bool], dict[str, str], dict[str, str]]:
     """The one place the identity's permissions are decided: each review gputui's writes need, asked once.
 
@@ -39,14 +39,14 @@ def access_reviews(conn: Connection, routers: Mapping[str, str], discovery_error
     no answer at all ends the asking (each would wait as long) and leaves the rest unknown; when discovery got
     none either, nobody answers at all and Unreachable is raised. "shift" is asked of every route kind the
     cluster serves (and an Argo Rollout's status, which its verbs patch): none served, nothing to review.
-    `maintenance_namespace`: where a requestor drain makes its NodeMaintenance, when the cluster serves the kind;
-    its create (the drain) and delete (abort, uncordon) are reviewed there."""
+    `maintenance_namespace`: where a requestor drain makes its NodeMaintenance, when the cluster serves the kind
+    ("": it does not); its create (the drain) and delete (abort, uncordon) are reviewed there."""
     asks: dict[str, list[Mapping[str, str]]] = {action: [attrs] for action, attrs in PERMISSIONS.items()}
     unknown: dict[str, str] = {}
     words: dict[str, str] = {}
     for verb in ("create", "delete") if maintenance_namespace else ():
         attrs: Mapping[str, str] = {"verb": verb, "resource": "nodemaintenances", "group": MAINTENANCE_GROUP,
-                 "namespace": maintenance_namespace or ""}
+                 "namespace": maintenance_namespace}
         words[f"nodemaintenance_{verb}"] = _words(attrs)
         if discovery_error is not None:  # whether the kind is served is unknown, and so what the review means
             unknown[f"nodemaintenance_{verb}"] = f"API discovery failed: {discovery_error}"

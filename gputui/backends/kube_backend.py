@@ -387,7 +387,7 @@ def live_backend(settings: Settings, clock: Callable[[], float] = time.time, per
         return Backend(reader=reader, writer=None, context=conn.context, permissions={}, protected=guard)
     try:
         # NodeMaintenance's writes are reviewed only where the kind may be served (discovery failed: unknown).
-        requests_in = settings.maintenance_namespace if reader.maintenance_served or reader.discovery_error else None
+        requests_in = settings.maintenance_namespace if reader.maintenance_served or reader.discovery_error else ""
         permissions, unknown, words = access_reviews(conn, reader.routers, reader.discovery_error, requests_in)
     except Unreachable as exc:
         # Not a denial: nobody answered, not even discovery. Said as such, before any command reads "may not".

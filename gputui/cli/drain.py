@@ -119,9 +119,9 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
                     print(line)
             return EXIT_NOT_DONE if any(p.blocked for p in batch.plans) or not batch.fits \
                 or batch.blocked_by_placement or batch.budget_stops else EXIT_OK
-        # A requestor drain (--via nodemaintenance, or resumed as one) makes and withdraws its NodeMaintenance too.
-        operation = max((o.operation for o in options.values()), key=lambda op: op != "drain")
-        why = backend.why_not(operation)
+        # What each node's drain needs: a requestor drain (--via nodemaintenance, or resumed as one) makes and
+        # withdraws its NodeMaintenance too.
+        why = next(filter(None, map(backend.why_not, dict.fromkeys(o.operation for o in options.values()))), None)
         if why:
             return fail(why, EXIT_USAGE)
         if batch.blocked_by_placement:  # before any write: the operator sees who would be stranded, and why

@@ -58,7 +58,7 @@ def test_a_requestor_drains_writes_are_reviewed_in_its_namespace_and_a_denied_on
 
 
 def test_no_requestor_namespace_no_nodemaintenance_review_and_failed_discovery_leaves_them_unknown(asked):
-    kube_access.access_reviews(object(), {}, None, None)
+    kube_access.access_reviews(object(), {}, None, "")
     assert not [a for a in asked if a["resource"] == "nodemaintenances"]
     permissions, unknown, _ = kube_access.access_reviews(object(), {}, BackendError("503"), "maint")
     assert "nodemaintenance_create" not in permissions and "503" in unknown["nodemaintenance_create"]

@@ -403,6 +403,42 @@ def test_the_published_inferencepool_crd_is_served_with_its_own_validation(clust
         _gone(cluster, ns)
 
 
+def test_a_crd_still_terminating_from_an_earlier_module_is_waited_out_before_it_is_installed_again(
+        cluster: ControlPlane):
+    """Seen in CI under xdist: a module's teardown deleted the NodeMaintenance CRD, the next module's install got a
+    409 from the CRD still terminating and went on, and the CRD vanished under its test ("not installed here")."""
+    import threading
+
+    from tests.support.crds import create_custom, install_crd, uninstall_crd
+
+    api = cluster.harness_client()
+    ext, custom = k8s.ApiextensionsV1Api(api), k8s.CustomObjectsApi(api)
+    name, group = "nodemaintenances.maintenance.nvidia.com", "maintenance.nvidia.com"
+    install_crd(api, "nodemaintenances")
+    ns = _namespace(cluster, "crd-again")
+    try:
+        # An object a finalizer holds keeps its CRD terminating until the finalizer goes, as a controller's would.
+        create_custom(api, "nodemaintenances", ns, {
+            "metadata": {"name": "held", "finalizers": ["gputui.test/hold"]},
+            "spec": {"requestorID": "gputui.test", "nodeName": "nowhere"}})
+        ext.delete_custom_resource_definition(name)
+        release = threading.Timer(2.0, lambda: custom.patch_namespaced_custom_object(
+            group, "v1alpha1", ns, "nodemaintenances", "held", {"metadata": {"finalizers": None}}))
+        release.start()
+        install_crd(api, "nodemaintenances")
+        release.join()
+        crd = ext.read_custom_resource_definition(name)
+        assert crd.metadata.deletion_timestamp is None
+        time.sleep(1)  # the old CRD's deletion had it finished under us would show now
+        assert ext.read_custom_resource_definition(name).metadata.uid == crd.metadata.uid
+    finally:
+        uninstall_crd(api, "nodemaintenances")
+        _gone(cluster, ns)
+    with pytest.raises(ApiException) as gone:
+        ext.read_custom_resource_definition(name)
+    assert gone.value.status == 404
+
+
 # --- Prometheus ---------------------------------------------------------------------
 
 def test_dcgm_values_are_what_the_exporter_serves(prometheus: PrometheusServer, dcgm_exporter):

@@ -133,6 +133,9 @@ def real_crd(plural: str) -> dict:
 def install_crd(api: client.ApiClient, plural: str, timeout: float = 30) -> None:
     group, version, _kind = _api(plural)
     ext = client.ApiextensionsV1Api(api)
+    # A CRD another module uninstalled may still be terminating: a 409 against it and a list it still serves would
+    # pass, then it vanishes under this module's test (seen in CI under xdist). Wait it out, then create.
+    _wait_gone(ext, f"{plural}.{group}", timeout)
     try:
         ext.create_custom_resource_definition(real_crd(plural))
     except ApiException as exc:
@@ -194,8 +197,28 @@ def uninstall_crd(api: client.ApiClient, plural: str) -> None:
     """Delete the CRD (its objects go with it): a session cluster is shared, and an actor CRD left behind changes
     what other tests' identities may read."""
     group = _api(plural)[0]
+    ext = client.ApiextensionsV1Api(api)
     try:
-        client.ApiextensionsV1Api(api).delete_custom_resource_definition(f"{plural}.{group}")
+        ext.delete_custom_resource_definition(f"{plural}.{group}")
     except ApiException as exc:
         if exc.status != 404:
             raise
+    _wait_gone(ext, f"{plural}.{group}", 60, any_state=True)
+
+
+def _wait_gone(ext: client.ApiextensionsV1Api, name: str, timeout: float, any_state: bool = False) -> None:
+    """Wait until the CRD `name` is gone, or (any_state False) is not terminating: deletion first removes every
+    object of the kind, which takes a moment."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            crd = ext.read_custom_resource_definition(name)
+        except ApiException as exc:
+            if exc.status == 404:
+                return
+            raise
+        if not any_state and crd.metadata.deletion_timestamp is None:
+            return
+        if time.monotonic() > deadline:
+            raise HarnessError(f"CRD {name} still terminating after {timeout:.0f} s")
+        time.sleep(0.2)

@@ -23,6 +23,14 @@ COLUMNS = ("Cluster", "GPUs", "Util", "Alerts", "Read", "Nodes", "Drains", "Cana
 
 class FleetScreen(ClusterScreen):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "Back", id="back")]
+    pauses_poll = True  # the app's own poll waits while this screen is on top (its pollers read every cluster)
+
+    def on_screen_suspend(self) -> None:
+        """Covered (a dialog, help) or left: what is shown next reads the app's snapshot."""
+        self.app.resume_poll()
+
+    def on_unmount(self) -> None:
+        self.app.resume_poll()  # popped: its suspension may not be handled before it is removed
 
     def compose(self) -> ComposeResult:
         yield Static(id="fleet-title", classes="panel-title")

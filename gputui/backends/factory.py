@@ -34,8 +34,10 @@ def have_cluster_config(settings: Settings) -> bool:
     return any(p.exists() for p in kubeconfig_paths(settings))
 
 
-def build_backend(settings: Settings, clock: Callable[[], float] = time.time, per_gpu: bool = False) -> Backend:
-    """The demo cluster when asked for or when no cluster is configured; else the real one."""
+def build_backend(settings: Settings, clock: Callable[[], float] = time.time, per_gpu: bool = False,
+                  sessions: bool = True) -> Backend:
+    """The demo cluster when asked for or when no cluster is configured; else the real one (sessions False: it
+    reads no session series, PromConfig.sessions)."""
     if settings.demo or not have_cluster_config(settings):
         from gputui.backends.demo import demo_backend  # noqa: PLC0415 (the demo, ~30 ms: only when it is the cluster)
 
@@ -48,7 +50,7 @@ def build_backend(settings: Settings, clock: Callable[[], float] = time.time, pe
 
     log.debug("cluster: a real cluster (kubeconfig context %s); metrics %s", settings.context or "current",
               "from a store" if settings.prometheus else "not configured")
-    return live_backend(settings, per_gpu=per_gpu)
+    return live_backend(settings, per_gpu=per_gpu, sessions=sessions)
 
 
 class NotConnected:

@@ -357,7 +357,7 @@ class KubeReader:
         unsettle()  # the app's poll froze what lived (gcpause): these records among it, maybe in cycles
 
 
-def prom_config(settings: Settings) -> PromConfig | None:
+def prom_config(settings: Settings, sessions: bool = True) -> PromConfig | None:
     if not settings.prometheus:
         return None
     basic = os.environ.get("GPUTUI_PROMETHEUS_BASIC_AUTH")  # user:password, never in argv
@@ -371,12 +371,14 @@ def prom_config(settings: Settings) -> PromConfig | None:
         verify_tls=not settings.prometheus_insecure,
         host_label=settings.host_label,
         engines=engines(settings.session_metrics),
+        sessions=sessions,
     )
 
 
-def live_backend(settings: Settings, clock: Callable[[], float] = time.time, per_gpu: bool = False) -> Backend:
+def live_backend(settings: Settings, clock: Callable[[], float] = time.time, per_gpu: bool = False,
+                 sessions: bool = True) -> Backend:
     conn = connect(settings.kubeconfig, settings.context, settings.namespace, exec_timeout=settings.exec_timeout)
-    cfg = prom_config(settings)
+    cfg = prom_config(settings, sessions)
     prom = PromSource(cfg) if cfg else None
     reader = KubeReader(conn, prom, namespace=settings.namespace, clock=clock, per_gpu=per_gpu,
                         dcgm_interval=settings.dcgm_interval,

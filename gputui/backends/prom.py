@@ -77,6 +77,9 @@ class PromConfig:
     ca_file: str | None = None
     host_label: str | None = None  # None: accept both spellings
     engines: tuple[Engine, ...] = BUILTIN_ENGINES  # which series carry each engine's live requests
+    # False: no session series are read (every count stays unknown). The fleet view's readers: a cluster's row
+    # shows no sessions, and every pod's series each refresh was most of what a reader cost (benchmarks/fleet.py).
+    sessions: bool = True
 
 
 def _one_line(exc: Exception) -> str:
@@ -189,8 +192,9 @@ class PromSource:
             return self.query_counts if name == SESSIONS else self.query_by_host if name in by_host else self.query
 
         with ThreadPoolExecutor(max_workers=4) as pool:
-            futures = {name: pool.submit(reader(name), q) for name, q in queries.items()}
-            return {name: f.result() for name, f in futures.items()}
+            futures = {name: pool.submit(reader(name), q) for name, q in queries.items()
+                       if name != SESSIONS or self.cfg.sessions}
+            return {SESSIONS: {}, **{name: f.result() for name, f in futures.items()}}
 
     def _host(self, labels: Mapping[str, str]) -> str:
         if self.cfg.host_label:
@@ -343,6 +347,8 @@ class PromSource:
     def sessions(self) -> SessionCounts:
         """Live requests of every inference pod: the part of a refresh that cannot wait for the next
         DCGM read (one query over a few series per pod)."""
+        if not self.cfg.sessions:
+            return {}
         started = time.monotonic()
         with gc_paused():
             read = self.query_counts(self.session_query)

@@ -174,7 +174,7 @@ class GputuiApp(LooksMixin, PollMixin, App[None]):
             from gputui.ui.screens.wallboard import WallboardScreen  # noqa: PLC0415 (screen: loaded when first shown)
 
             if len(self.settings.contexts) > 1:  # the board sums the fleet, and lists it on a page
-                self.watch_fleet(self.settings.contexts)
+                self.watch_fleet(self.settings.contexts, sessions=True)
             self.push_screen(WallboardScreen())
         else:
             self.push_screen(DashboardScreen())
@@ -275,11 +275,12 @@ class GputuiApp(LooksMixin, PollMixin, App[None]):
         self.refresh_bindings()  # the footer dims what the new backend cannot do
         self.poll_now()
 
-    def watch_fleet(self, contexts: tuple[str, ...]) -> None:
-        """Start polling every cluster of the fleet, each on its own worker (the fleet view and the wallboard)."""
+    def watch_fleet(self, contexts: tuple[str, ...], sessions: bool = False) -> None:
+        """Start polling every cluster of the fleet, each on its own worker (the fleet view and the wallboard;
+        sessions: the wallboard's, whose pages show each cluster's services with their live sessions)."""
         if self.fleet is not None:
             self.fleet.stop()
-        self.fleet = FleetWatch(contexts)
+        self.fleet = FleetWatch(contexts, sessions)
         self.fleet.start(self)
 
     def open_fleet(self) -> None:

@@ -428,6 +428,45 @@ def test_sessions_every_refresh_and_fleet_dcgm_at_its_interval(
         backend.close()
 
 
+def test_a_fleet_reader_sends_no_session_query_and_every_count_it_has_stays_unknown(
+        cluster, prometheus, dcgm_exporter, inference_exporter, workload):
+    """The fleet view's readers (sessions=False): a cluster's row shows no sessions, so none are read, neither
+    with the DCGM gauges nor between them. The pods' counts are then unknown, never 0 (fail closed), and
+    the gauges are read as before."""
+    now = [1_000_000.0]
+    settings = Settings(kubeconfig=str(cluster.kubeconfigs["admin"]), prometheus=prometheus.url,
+                        refresh=REFRESH, dcgm_interval=15.0)
+    backend = live_backend(settings, clock=lambda: now[0], sessions=False)
+    reader = backend.reader
+    pod, (running, waiting) = sorted(workload["sessions"].items())[0]
+    assert running + waiting > 0  # a count a reader with sessions would show
+    try:
+        before = reader.prom.queries
+        first = reader.snapshot()
+        gauges_queries = reader.prom.queries - before
+        now[0] += REFRESH
+        before = reader.prom.queries
+        second = reader.snapshot()
+        assert reader.prom.queries == before  # between gauge reads: nothing (a reader with sessions sends one)
+        for snap in (first, second):
+            assert snap.session_counts == {}
+            states = {p.name: snap.sessions(p) for p in snap.pods if p.namespace == NS}
+            assert states[pod].live is None and states[pod].state == "unknown"
+            assert snap.source("metrics").error is None
+        node = next(p.spec.node_name for p in workload["pods"] if p.metadata.name == pod)
+        assert first.gauges(first.node(node)).util_pct is not None
+        # One fewer query per gauge read than the reader with sessions sends (its read is asserted above: >= 7).
+        with_sessions = live_backend(settings, clock=lambda: now[0])
+        try:
+            before = with_sessions.reader.prom.queries
+            with_sessions.reader.snapshot()
+            assert gauges_queries == with_sessions.reader.prom.queries - before - 1
+        finally:
+            with_sessions.close()
+    finally:
+        backend.close()
+
+
 def test_describe_reads_taints_heartbeat_and_the_events_of_the_node_and_its_pods(cluster, prometheus, workload):
     """What `i` shows, read from the real apiserver: the scheduler's own events for the pods, an event a GPU
     health agent would post for the node, the node's taints as the API holds them."""

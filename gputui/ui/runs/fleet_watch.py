@@ -26,8 +26,9 @@ RETRY_S = 10.0  # after a failed connection, before the next try
 
 
 class FleetWatch:
-    def __init__(self, contexts: tuple[str, ...]) -> None:
+    def __init__(self, contexts: tuple[str, ...], sessions: bool = False) -> None:
         self.contexts = contexts
+        self.sessions = sessions  # read each cluster's session series too (the wallboard's services page shows them)
         self.latest: dict[str, tuple[ClusterSnapshot | None, str]] = {c: (None, "") for c in contexts}
         self.revision = 0  # bumped by every read: views redraw the fleet only when it moved
         self._rows: dict[str, tuple[ClusterSnapshot | None, str, float, ClusterRow]] = {}
@@ -47,7 +48,7 @@ class FleetWatch:
         while not self._stop.is_set():
             try:
                 if backend is None:
-                    backend = build_backend(settings)
+                    backend = build_backend(settings, sessions=self.sessions)
                 read: FleetRead = FleetRead(context, backend.reader.snapshot(), "")
                 pause = app.settings.refresh
             except Exception as exc:  # noqa: BLE001 - one cluster's failure is its own row's, never the app's

@@ -44,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.figures import Figures, json_option, settings_of
 from benchmarks.scale import _Closing, _CollectorClock, _mem, build_fleet
+from benchmarks.thread_cpu import ThreadCpu, shares
 
 GOAL_CPU_PCT = 15.0
 GOAL_CYCLES = 2.0
@@ -161,6 +162,7 @@ def measure_fleet(kubeconfig: str, prom_url: str, contexts: list[str], live: lis
             watch.store = store  # type: ignore[method-assign]
             ages: dict[str, list[float]] = {c: [] for c in contexts}
             collector = _CollectorClock()
+            threads = ThreadCpu().start()
             cpu0, wall0 = time.process_time(), time.monotonic()
             while time.monotonic() - wall0 < steady_s:
                 await asyncio.sleep(0.5)
@@ -169,6 +171,7 @@ def measure_fleet(kubeconfig: str, prom_url: str, contexts: list[str], live: lis
                     if row.context in ages:
                         ages[row.context].append(now - row.taken_at if row.taken_at is not None else float("inf"))
             cpu1, wall1 = time.process_time(), time.monotonic()
+            result["threads"] = shares(threads.stop(), wall1 - wall0)
             collector.stop()
             result["gc"] = (collector.seconds, collector.longest, collector.full)
             result["cpu_share"] = (cpu1 - cpu0) / (wall1 - wall0)
@@ -200,6 +203,7 @@ def report(name: str, got: dict, refresh: float, figures: Figures, live: list[st
           f"{statistics.median(a[1] for a in got['ages'].values()):.1f}s")
     print(f"reads per live cluster:   {min(reads)} to {max(reads)} in the steady window")
     print(f"peak RSS:                 {got['rss_mb']:.0f} MB")
+    print(f"CPU by thread:            {got['threads']}")
     gc_s, gc_longest, gc_full = got["gc"]
     print(f"cycle collector:          {gc_s:.1f}s in the steady window, its longest pass {gc_longest:.2f}s "
           f"(every thread stalls in it), {gc_full} full passes")
@@ -226,6 +230,8 @@ def main() -> None:
     parser.add_argument("--prom-timeout", type=float, default=3.0, metavar="S", help="prometheus_timeout (default 3)")
     parser.add_argument("--slow-s", type=float, default=5.0, metavar="S",
                         help="how long the slow cluster holds each answer back (default 5)")
+    parser.add_argument("--no-faults", action="store_true",
+                        help="measure the live fleet only (no second run beside a dead and a slow cluster)")
     json_option(parser)
     args = parser.parse_args()
     if args.contexts < 2 or args.nodes < 1:
@@ -247,6 +253,9 @@ def main() -> None:
         common = (args.nodes, args.steady, args.refresh, args.prom_timeout)
         alone = in_child(str(work / "fleet-live.kubeconfig"), fleet["prometheus"], live, live, *common)
         report("live", alone, args.refresh, figures, live)
+        if args.no_faults:
+            figures.write(args.json)
+            return
         faults = in_child(str(work / "fleet-faults.kubeconfig"), fleet["prometheus"], both, live, *common)
         report("with dead+slow", faults, args.refresh, figures, live)
     moved = faults["ages"], alone["ages"]

@@ -50,6 +50,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.figures import Figures, json_option, settings_of
+from benchmarks.node_reports import NodeReports
 from tests.support.control_plane import ControlPlane
 from tests.support.exporters import DcgmExporter, MetricsHTTPServer
 from tests.support.prom import PrometheusServer, dcgm_scrape_config
@@ -379,8 +380,10 @@ def _count_polls(reader, polls: list[tuple[float, int, bool]]) -> None:
     reader.snapshot = snapshot
 
 
-def build_fleet(stack: ExitStack, n: int, recorded: bool = False, kubectl_runs: int = 3) -> dict:
-    """Control plane, N nodes and pods, DCGM exporter (or the recorded series) and Prometheus; closed by
+def build_fleet(stack: ExitStack, n: int, recorded: bool = False, kubectl_runs: int = 3,
+                node_reports_s: float = 300.0) -> dict:
+    """Control plane, N nodes and pods, DCGM exporter (or the recorded series) and Prometheus, and each node's
+    status reported every node_reports_s as a kubelet does (benchmarks/node_reports.py; 0: none); closed by
     the stack."""
     if recorded:
         from gputui.backends.recording_rules import PROBE, rule_names
@@ -395,9 +398,15 @@ def build_fleet(stack: ExitStack, n: int, recorded: bool = False, kubectl_runs: 
         gpu_source.render()  # once, before Prometheus' first scrape
         dcgm_config, ready = dcgm_scrape_config(gpu_source), "DCGM_FI_DEV_GPU_UTIL"
     sessions = stack.enter_context(_Closing(SessionsExporter(n)))
-    cp = stack.enter_context(ControlPlane())
+    # No TTL controller: it annotates every node once, at 20 updates a second, for minutes (54 at 65,000 nodes),
+    # and a steady window measured inside that storm differed from one after it. NodeReports stands for the
+    # kubelets' steady updates instead.
+    cp = stack.enter_context(ControlPlane(extra_args={"kube-controller-manager": ["--controllers=*,-nodelifecycle,-ttl"]}))
     created = populate(cp, n)
     print(f"created {n} nodes and {n} pods in {created:.1f}s", flush=True)
+    reports = stack.enter_context(_Closing(NodeReports(
+        cp.api_url, cp.token("harness"), str(cp.ca_file), [f"scale-gpu-{i:05d}" for i in range(n)],
+        node_reports_s).start()))
     prom = PrometheusServer([dcgm_config, sessions.scrape_config()], scrape_interval="30s")
     stack.callback(prom.close)
     prom.start(ready=ready, timeout=300)
@@ -408,7 +417,7 @@ def build_fleet(stack: ExitStack, n: int, recorded: bool = False, kubectl_runs: 
     prom.wait_until('count({__name__="vllm:num_requests_running"})', lambda v: sum(v.values()) >= n, timeout=300)
     kubectl = kubectl_seconds(cp, kubectl_runs)
     return {"nodes": n, "kubeconfig": str(cp.admin_kubeconfig), "prometheus": prom.url, "kubectl_get_s": kubectl,
-            "created_s": created, "recorded": recorded,
+            "created_s": created, "recorded": recorded, "node_reports_per_s": reports.rate(),
             "pids": {"prometheus": prom.proc.pid, **{p.name: p.pid for p in cp.processes()}}}
 
 
@@ -448,6 +457,8 @@ def report(fleet: dict, got: dict, figures: Figures) -> None:
         print("servers' RSS (MB): " + ", ".join(f"{k} {v}" for k, v in fleet["servers_rss_mb"].items()))
     print("store holds the recorded per-node series (rule outputs simulated, see --recorded)" if fleet.get("recorded")
            else "store holds every GPU's raw DCGM series")
+    if "node_reports_per_s" in fleet:  # (a fleet served by an older scale.py says nothing)
+        print(f"node status updates (as kubelets report): {fleet['node_reports_per_s']:.0f}/s")
     print(f"kubectl get nodes,pods -A -o json: {kubectl:.2f}s")
     print(f"gputui first complete snapshot:    {got['first_snapshot_s']:.2f}s  "
           f"(ratio {got['first_snapshot_s'] / kubectl:.2f}x, goal <= 1.5x; {got['first_snapshot_tries']} read(s))")
@@ -528,6 +539,9 @@ def main() -> None:
     parser.add_argument("--kubectl-runs", type=int, default=3, metavar="N",
                         help="kubectl lists to take the median of (default 3; each takes 1.5 min at 65,000 nodes)")
     parser.add_argument("--tracemalloc", type=int, default=0, metavar="N", help="top N allocation sites per phase")
+    parser.add_argument("--node-reports", type=float, default=300.0, metavar="S",
+                        help="each node's status is updated every S seconds, as a kubelet reports it (default 300, "
+                             "the kubelet's nodeStatusReportFrequency; 0: never)")
     json_option(parser)
     args = parser.parse_args()
     figures = Figures("scale", settings_of(args))
@@ -541,7 +555,7 @@ def main() -> None:
         figures.write(args.json)
         return
     with ExitStack() as stack:
-        fleet = build_fleet(stack, args.nodes, args.recorded, args.kubectl_runs)
+        fleet = build_fleet(stack, args.nodes, args.recorded, args.kubectl_runs, args.node_reports)
         if args.serve:
             Path(args.serve).write_text(json.dumps(fleet))
             print(f"fleet of {args.nodes} nodes up; kubectl {fleet['kubectl_get_s']:.2f}s; "

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from gputui.checks.result import CheckResult
     from gputui.ops.drain.options import DrainOptions
     from gputui.ops.traffic import ShiftPlan
+    from gputui.policy.fleet import ClusterRow
     from gputui.policy.node_pools import IdleReading
     from gputui.settings import Settings
     from gputui.snapshot import ClusterSnapshot
@@ -164,6 +165,7 @@ class FleetRead(Message):
     context: str
     snapshot: ClusterSnapshot | None
     error: str
+    row: tuple[float, ClusterRow] | None = None  # worked out by the poller: (at this temp threshold, the row)
 
 
 @dataclass

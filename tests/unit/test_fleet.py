@@ -33,3 +33,36 @@ def test_a_cluster_answering_from_its_caches_is_as_old_as_its_api_source():
     row = cluster_row("west", cached, "", 85.0)
     assert row.taken_at == 900.0 and row.error == "apiserver unreachable"
     assert row.freshness(1000.0, 2.0) == "STALE 100s: apiserver unreachable"
+
+
+def test_a_read_that_moved_nothing_keeps_the_last_rows_figures_and_a_cordon_expiring_between_reads_counts():
+    """A fleet reader's row comes from its last one when the join and the metrics kept every object (a quiet
+    cluster): only its freshness is new. The one figure with a clock, a gputui cordon past its expiry, is
+    looked at again, so a cordon that expires between two reads of an unchanged cluster is counted at once."""
+    from dataclasses import replace
+
+    from gputui.policy.cordon_record import CordonRecord
+    from gputui.policy.problems import expired_cordons
+    from gputui.snapshot import SourceStatus
+    from gputui.vocabulary.disruptions import CORDON_RECORD
+
+    snap = DemoCluster(seed=7, clock=ManualClock()).snapshot()
+    now = snap.taken_at
+    target = next(n for n in snap.nodes if not n.unschedulable and n.ready)
+    expiring = replace(target, unschedulable=True, annotations={
+        **target.annotations, CORDON_RECORD: CordonRecord("bob", "fan", now - 60, "OPS-9", now + 30).to_annotation()})
+    first = replace(snap, nodes=tuple(expiring if n is target else n for n in snap.nodes),
+                    sources=(SourceStatus("API", now, None),))
+    row = cluster_row("east", first, "", 85.0)
+    assert target.name not in {a.node for a in expired_cordons(first)}  # not yet
+    later = replace(first, taken_at=now + 10, sources=(SourceStatus("API", now + 10, None),))
+    kept = cluster_row("east", later, "", 85.0, (first, row))
+    assert kept == replace(row, taken_at=now + 10)  # the same figures, fresher
+    expired = replace(first, taken_at=now + 60, sources=(SourceStatus("API", now + 60, None),))
+    after = cluster_row("east", expired, "", 85.0, (later, kept))
+    assert after.alerts.get("cordon expired", 0) == row.alerts.get("cordon expired", 0) + 1
+    assert after == cluster_row("east", expired, "", 85.0)  # what a row from scratch says
+    # A node that moved (a new object) is counted again: the same objects are the only shortcut.
+    moved = replace(later, nodes=tuple(replace(n, ready=False) if n is expiring else n for n in later.nodes))
+    assert cluster_row("east", moved, "", 85.0, (later, kept)) == cluster_row("east", moved, "", 85.0)
+    assert cluster_row("east", moved, "", 85.0, (later, kept)) != kept

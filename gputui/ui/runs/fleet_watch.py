@@ -32,6 +32,7 @@ class FleetWatch:
         self.latest: dict[str, tuple[ClusterSnapshot | None, str]] = {c: (None, "") for c in contexts}
         self.revision = 0  # bumped by every read: views redraw the fleet only when it moved
         self._rows: dict[str, tuple[ClusterSnapshot | None, str, float, ClusterRow]] = {}
+        self._made: dict[str, tuple[float, ClusterSnapshot, ClusterRow]] = {}  # each poller's last row
         self._stop = threading.Event()
 
     def start(self, app: GputuiApp) -> None:
@@ -49,7 +50,8 @@ class FleetWatch:
             try:
                 if backend is None:
                     backend = build_backend(settings, sessions=self.sessions)
-                read: FleetRead = FleetRead(context, backend.reader.snapshot(), "")
+                snapshot = backend.reader.snapshot()
+                read: FleetRead = FleetRead(context, snapshot, "", self._row(context, snapshot, app))
                 pause = app.settings.refresh
             except Exception as exc:  # noqa: BLE001 - one cluster's failure is its own row's, never the app's
                 read = FleetRead(context, None, error_line(exc))
@@ -61,6 +63,19 @@ class FleetWatch:
         if backend is not None:
             backend.close()
 
+    def _row(self, context: str, snapshot: ClusterSnapshot, app: GputuiApp) -> tuple[float, ClusterRow] | None:
+        """The cluster's row, worked out by its poller (not on the UI thread, which views draw on), from the last
+        one when nothing it counts moved (policy.fleet.cluster_row). None if that fails: the view then asks
+        on the UI thread, where a failure is seen."""
+        threshold = app.settings.temp_threshold
+        last = self._made.get(context)
+        try:
+            row = cluster_row(context, snapshot, "", threshold, last[1:] if last and last[0] == threshold else None)
+        except Exception:  # noqa: BLE001 - asked again where it shows
+            return None
+        self._made[context] = (threshold, snapshot, row)  # each poller writes only its own context's key
+        return threshold, row
+
     def store(self, message: FleetRead) -> None:
         """The app's handler of FleetRead: a failed read keeps the last snapshot (shown stale, with why). Views
         draw the fleet on the clock's tick (each second), not on every cluster's read: N clusters must not
@@ -69,6 +84,9 @@ class FleetWatch:
             return  # sent by a fleet this one replaced, before it stopped
         old, _ = self.latest[message.context]
         self.latest[message.context] = (message.snapshot or old, message.error)
+        if message.snapshot is not None and message.row is not None:
+            threshold, row = message.row
+            self._rows[message.context] = (message.snapshot, message.error, threshold, row)
         self.revision += 1
 
     def rows(self, temp_threshold: float) -> list[ClusterRow]:

@@ -7,6 +7,7 @@ decided in gputui.backends.kube_errors."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,11 @@ from gputui.base.errors import transport_reason
 CONNECT_TIMEOUT_S = 5.0
 READ_TIMEOUT_S = 10.0
 PROBE_TIMEOUT_S = 3.0  # a cheap question (version, who am I, may I): an answer or a clear failure, fast
+# After a watch waited for its data, it waits this long more before reading on, so the events that came meanwhile
+# are read in one go: an event that wakes its thread costs about twice the CPU of one read with others
+# (benchmarks/watch_events.py). A kubelet reports its node every 5 minutes: 217 updates a second at 65,000 nodes,
+# to every watcher. An event is seen at most this much later.
+WATCH_BATCH_S = 0.05
 
 
 @dataclass
@@ -103,12 +109,19 @@ class Connection:
                 decode_answer(resp.status, resp.read(), self.host)
             on_open()
             buffer = b""
-            for chunk in resp.stream(64 * 1024):
+            chunks = resp.stream(64 * 1024)
+            while True:
+                asked = time.monotonic()
+                chunk = next(chunks, None)
+                if chunk is None:
+                    break
                 buffer += chunk
                 while b"\n" in buffer:
                     line, buffer = buffer.split(b"\n", 1)
                     if line.strip():
                         yield json.loads(line)
+                if time.monotonic() - asked > 0.001:  # it waited for this chunk: let the next ones gather
+                    time.sleep(WATCH_BATCH_S)
         except urllib3.exceptions.HTTPError as exc:
             raise BackendError(f"watch on {path} broke: {_reason(exc)}") from None
         finally:

@@ -127,3 +127,34 @@ async def test_the_apps_own_poll_waits_while_the_fleet_view_is_up_and_comes_back
         assert await polls_within(5, again) > again, "leaving the fleet view did not resume the poll"
         assert await polls_within(5, again + 2) > again + 2, "the dashboard's refresh did not go on after"
         app.fleet.stop()
+
+
+async def test_with_the_apps_poll_waiting_the_fleets_reads_are_frozen_out_of_the_collectors_walks(
+        app_factory, monkeypatch):
+    """The app's poll settles the collector after its snapshot (gcpause); under the fleet view it waits, so the
+    fleet's pollers settle instead, once a refresh: otherwise every full pass walks every cluster's records."""
+    import gc
+
+    from gputui.backends import gcpause
+    from gputui.ui.screens.fleet import FleetScreen
+
+    monkeypatch.setattr(fleet_watch, "build_backend", lambda settings, **_: demo_backend(seed=7, read_only=True))
+    app = app_factory(refresh=0.1)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.3)
+        app.watch_fleet(("one", "two"))
+        await app.push_screen(FleetScreen())
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not app._poll_paused:
+            await pilot.pause(0.05)
+        assert app._poll_paused
+        gcpause.unsettle()  # what the app's own polls froze before the view came up
+        assert gc.get_freeze_count() == 0 and gcpause._renewed_at is None
+        reads = app.fleet.revision
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and (app.fleet.revision < reads + 4 or gcpause._renewed_at is None):
+            await pilot.pause(0.05)
+        assert app.fleet.revision >= reads + 4, "the fleet was not read"
+        assert gcpause._renewed_at is not None and gc.get_freeze_count() > 0, "nothing settled the fleet's reads"
+        app.fleet.stop()
+    gcpause.unsettle()

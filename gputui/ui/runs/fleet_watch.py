@@ -10,11 +10,13 @@ else that runs on a worker thread: the dashboard's refresh, a cordon, a drain (b
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gputui.backends.base import error_line
 from gputui.backends.factory import build_backend
+from gputui.backends.gcpause import settle_after_snapshot
 from gputui.policy.fleet import ClusterRow, cluster_row
 from gputui.snapshot import ClusterSnapshot
 from gputui.ui.messages import FleetRead
@@ -34,6 +36,8 @@ class FleetWatch:
         self._rows: dict[str, tuple[ClusterSnapshot | None, str, float, ClusterRow]] = {}
         self._made: dict[str, tuple[float, ClusterSnapshot, ClusterRow]] = {}  # each poller's last row
         self._stop = threading.Event()
+        self._settle_lock = threading.Lock()
+        self._settled_at = float("-inf")
 
     def start(self, app: GputuiApp) -> None:
         for context in self.contexts:
@@ -53,6 +57,7 @@ class FleetWatch:
                 snapshot = backend.reader.snapshot()
                 read: FleetRead = FleetRead(context, snapshot, "", self._row(context, snapshot, app))
                 pause = app.settings.refresh
+                self._settle(pause)
             except Exception as exc:  # noqa: BLE001 - one cluster's failure is its own row's, never the app's
                 read = FleetRead(context, None, error_line(exc))
                 pause = RETRY_S if backend is None else app.settings.refresh
@@ -75,6 +80,18 @@ class FleetWatch:
             return None
         self._made[context] = (threshold, snapshot, row)  # each poller writes only its own context's key
         return threshold, row
+
+    def _settle(self, every: float) -> None:
+        """What the fleet's reads keep, frozen out of the cycle collector's walks (gcpause.settle_after_snapshot), at
+        most once a refresh for the whole fleet. The app's poll does it for its own snapshot, but it waits while the
+        fleet view is up: with nobody settling, the collector's full passes walked every cluster's records (20
+        clusters of 5,000 nodes: 2.6 s of passes a minute, the longest 0.7 s, every thread stalled in each)."""
+        now = time.monotonic()
+        with self._settle_lock:
+            if now - self._settled_at < every:
+                return
+            self._settled_at = now
+        settle_after_snapshot(now)
 
     def store(self, message: FleetRead) -> None:
         """The app's handler of FleetRead: a failed read keeps the last snapshot (shown stale, with why). Views

@@ -150,7 +150,7 @@ def _peers(ev: Evidence, backend: Backend, snapshot: ClusterSnapshot, pool_label
     if window is None:
         ev.peers_unknown = why or "not read"
         return
-    ev.peers = lines(fleet_peers(snapshot.nodes, window, "", pool_labels, window_s).get(ev.node, []))
+    ev.peers = lines(fleet_peers(snapshot.nodes, window, "", pool_labels, window_s, only=ev.node).get(ev.node, []))
 
 
 def _gpus(reader: Any, model: Node, ev: Evidence) -> tuple[Gpu, ...]:

@@ -13,6 +13,7 @@ Policy level: pure, no I/O.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -138,36 +139,68 @@ def node_count(window: FaultWindow, node: str, kind: str) -> tuple[int | None, s
 
 
 def compare(window: FaultWindow | None, error: str, pools: Mapping[str, str],
-            window_s: float = DEFAULT_WINDOW_S) -> dict[str, list[PeerCount]]:
-    """Every node's counts against the other nodes of its pool. `pools`: node -> pool, every node compared (a
-    node the window does not name has nothing collected); `window` None: the read (of `window_s`) failed, `error`
-    says why, and every count is unknown. The kinds of a node: XID (every code), each counter family, then each XID code any
-    node of its pool had in the window."""
+            window_s: float = DEFAULT_WINDOW_S, only: str | None = None) -> dict[str, list[PeerCount]]:
+    """Every node's counts against the other nodes of its pool (`only`: that node's alone, its pool still read
+    whole). `pools`: node -> pool, every node compared (a node the window does not name has nothing collected);
+    `window` None: the read (of `window_s`) failed, `error` says why, and every count is unknown. The kinds of a
+    node: XID (every code), each counter family, then each XID code any node of its pool had in the window.
+
+    Each kind's known counts are sorted once per pool; a node's "others" are that list less one copy of its own
+    count, read by position: a pool of 100,000 nodes is compared in a second, where a walk over the others for
+    each node never finished (node detail at 100,000 nodes: benchmarks/keys.py)."""
     members: dict[str, list[str]] = {}
     for node, pool in pools.items():
-        members.setdefault(pool, []).append(node)
+        if only is None or pool == pools.get(only):
+            members.setdefault(pool, []).append(node)
     out: dict[str, list[PeerCount]] = {}
     for pool, nodes in members.items():
         codes = sorted({k for n in nodes for k in (window.counts.get(n, {}) if window else {}) if k.startswith("XID ")},
                        key=lambda k: int(k.split()[1]))
         kinds = (XID_ANY, *COUNTERS, *codes)
+        shown = nodes if only is None else [only]
         for kind in kinds:
             read = {n: node_count(window, n, kind) if window is not None else (None, error or "not read")
                     for n in nodes}
-            for n in nodes:
+            known = sorted(c for c, _ in read.values() if c is not None)
+            for n in shown:
                 count, why = read[n]
-                known = [c for m, (c, _) in read.items() if m != n and c is not None]
+                others = _Without(known, count)
                 out.setdefault(n, []).append(PeerCount(
-                    kind, window.window_s if window is not None else window_s, pool, count, median(known),
-                    max(known, default=None), len(nodes) - 1, len(nodes) - 1 - len(known), why))
+                    kind, window.window_s if window is not None else window_s, pool, count, others.median(),
+                    others.max(), len(nodes) - 1, len(nodes) - 1 - len(others), why))
     return out
 
 
+class _Without:
+    """A sorted list less one copy of `value` (None: nothing taken out), read without copying it."""
+
+    def __init__(self, ordered: list[int], value: int | None) -> None:
+        self.ordered = ordered
+        self.gap = bisect_left(ordered, value) if value is not None else None  # where the copy taken out was
+
+    def __len__(self) -> int:
+        return len(self.ordered) - (self.gap is not None)
+
+    def __getitem__(self, i: int) -> int:
+        return self.ordered[i + 1 if self.gap is not None and i >= self.gap else i]
+
+    def median(self) -> float | None:
+        n = len(self)
+        if not n:
+            return None
+        mid = n // 2
+        return float(self[mid]) if n % 2 else (self[mid - 1] + self[mid]) / 2
+
+    def max(self) -> int | None:
+        return self[len(self) - 1] if len(self) else None
+
+
 def fleet_peers(nodes: Iterable[Node], window: FaultWindow | None, error: str,
-                keys: Iterable[str] = DEFAULT_POOL_LABELS, window_s: float = DEFAULT_WINDOW_S) -> dict[str, list[PeerCount]]:
+                keys: Iterable[str] = DEFAULT_POOL_LABELS, window_s: float = DEFAULT_WINDOW_S,
+                only: str | None = None) -> dict[str, list[PeerCount]]:
     """compare() over a snapshot's nodes, each in the pool its labels name (node_pools.pool_of)."""
     keys = tuple(keys)
-    return compare(window, error, {n.name: pool_of(n.labels, keys) for n in nodes}, window_s)
+    return compare(window, error, {n.name: pool_of(n.labels, keys) for n in nodes}, window_s, only)
 
 
 def lines(peers: Iterable[PeerCount], limit: int | None = None) -> list[str]:

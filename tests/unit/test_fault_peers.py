@@ -3,6 +3,9 @@ odd and an even pool, the node itself left out of the median and the next worst,
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from gputui.backends.base import BackendError
 from gputui.backends.prom_fault_window import parse, window_query
 from gputui.policy.fault_peers import FAMILIES, FaultWindow, compare, lines, median, window_words
@@ -94,6 +97,25 @@ def test_lines_show_what_stands_out_and_the_gaps():
     assert shown[-1] == "not collected over 24 h: uncorrectable ECC errors (no series for the node)"
     quiet = compare(window({"a": {}, "b": {}}), "", {"a": "p", "b": "p"})
     assert lines(quiet["a"]) == ["no fault counted in 24 h on this node or the other nodes of pool p"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from([f"n{i}" for i in range(12)]),
+                       st.tuples(st.sampled_from("ab"), st.none() | st.integers(0, 4)), min_size=1))
+def test_each_nodes_median_and_next_worst_are_those_of_the_others_in_its_pool(nodes):
+    """compare() reads each node's others from one sorted list per kind (a pool of 100,000 nodes is compared in a
+    second); against the plain reading: the other nodes' known counts, their median and their largest."""
+    counts = {n: {"XID 79": c} for n, (_pool, c) in nodes.items() if c}
+    collected = {n: (ALL if c is not None else frozenset()) for n, (_pool, c) in nodes.items()}
+    pools = {n: pool for n, (pool, _c) in nodes.items()}
+    peers = compare(window(counts, collected), "", pools)
+    for n, (pool, c) in nodes.items():
+        others = [c2 for m, (p2, c2) in nodes.items() if m != n and p2 == pool and c2 is not None]
+        got = kind(peers[n], "XID")
+        assert (got.count, got.pool_median, got.pool_next_worst, got.peers, got.peers_unknown) == (
+            c, median(others), max(others, default=None), sum(1 for p2, _ in nodes.values() if p2 == pool) - 1,
+            sum(1 for m, (p2, c2) in nodes.items() if m != n and p2 == pool and c2 is None))
+        assert compare(window(counts, collected), "", pools, only=n) == {n: peers[n]}  # one node: the same
 
 
 def test_window_words():

@@ -34,7 +34,7 @@ def read_peers(backend: Backend, snapshot: ClusterSnapshot, node: str, keys: tup
         window, why = backend.read_fault_window(window_s)
     except Exception as exc:  # noqa: BLE001 - whatever broke, the counts are unknown and say why
         window, why = None, error_line(exc)
-    return fleet_peers(snapshot.nodes, window, why, keys, window_s).get(node, [])
+    return fleet_peers(snapshot.nodes, window, why, keys, window_s, only=node).get(node, [])
 
 
 def peer_text(peers: list[PeerCount] | None, width: int, palette: Palette) -> Text:

@@ -46,6 +46,7 @@ class HeaderBar(ClusterWidget, Static):
     DEFAULT_CSS = """
     HeaderBar { height: 1; background: $panel; color: $foreground; }
     """
+    _forms: tuple[list[Problem], list[str]] | None = None  # the last problems' words: the age ticks every second
 
     def on_mount(self) -> None:
         self.refresh_text()
@@ -117,7 +118,9 @@ class HeaderBar(ClusterWidget, Static):
         if narrow:
             gpu_forms = gpu_forms[1:]
         head = len(text) + len("util ") + len(cells.pct(f.mean_util).strip()) + 3
-        attention = problem_forms(problems)
+        if self._forms is None or self._forms[0] is not problems:  # the same list while the snapshot is
+            self._forms = (problems, problem_forms(problems))
+        attention = self._forms[1]
         chosen = next(((g, a) for a in attention for g in gpu_forms if head + len(g) + 3 + len(a) <= width),
                       (gpu_forms[-1], attention[-1]))
         text.append(chosen[0])

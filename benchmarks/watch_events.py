@@ -1,5 +1,5 @@
 """What a watch costs per event: the CPU of a node watch's thread (gputui's ListWatchCache) while every node
-reports its status as kubelets do, with the watch's batching (kube_http.WATCH_BATCH_S) against none, in the
+reports its status as kubelets do, with the watch's batching (base.WATCH_BATCH_S) against none, in the
 same run on the same cluster.
 
 A kubelet reports its node every 5 minutes when nothing changed; every watcher receives each report. The
@@ -25,7 +25,7 @@ from benchmarks.figures import Figures, json_option, settings_of
 from benchmarks.node_reports import NodeReports
 from benchmarks.scale import populate
 from benchmarks.thread_cpu import ThreadCpu
-from gputui.backends import kube_http
+from gputui.backends import base
 from gputui.backends import kube_objects as ko
 from gputui.backends.kube_cache import ListWatchCache
 from gputui.backends.kubeconfig import connect
@@ -36,7 +36,7 @@ KIND = "watch /api/v1/nodes"
 
 def one_window(conn, batch_s: float, reports: NodeReports, window_s: float) -> float:
     """CPU microseconds of the node watch's thread per event received, over one window."""
-    kube_http.WATCH_BATCH_S = batch_s
+    base.WATCH_BATCH_S = batch_s
     cache = ListWatchCache(conn, "/api/v1/nodes", ko.node_record).start()
     try:
         if not cache.synced.wait(120):
@@ -62,7 +62,7 @@ def main() -> None:
     json_option(parser)
     args = parser.parse_args()
     figures = Figures("watch_events", settings_of(args))
-    batched = kube_http.WATCH_BATCH_S
+    batched = base.WATCH_BATCH_S
     cp = ControlPlane(extra_args={"kube-controller-manager": ["--controllers=*,-nodelifecycle,-ttl"]})
     with cp:
         populate(cp, args.nodes)
@@ -76,7 +76,7 @@ def main() -> None:
                     got[batch_s].append(one_window(conn, batch_s, reports, args.window))
         finally:
             reports.close()
-            kube_http.WATCH_BATCH_S = batched
+            base.WATCH_BATCH_S = batched
     none, each = statistics.median(got[0.0]), statistics.median(got[batched])
     print(f"{args.nodes} nodes reporting every {args.every:g} s: {reports.rate():.0f} events/s "
           f"({reports.failed} reports failed)")

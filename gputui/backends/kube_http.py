@@ -15,6 +15,7 @@ from urllib.parse import quote, urlencode
 
 import urllib3
 
+from gputui.backends import base
 from gputui.backends.base import BackendError
 from gputui.backends.kube_errors import Unreachable, decode_answer
 from gputui.base.errors import transport_reason
@@ -22,13 +23,12 @@ from gputui.base.errors import transport_reason
 CONNECT_TIMEOUT_S = 5.0
 READ_TIMEOUT_S = 10.0
 PROBE_TIMEOUT_S = 3.0  # a cheap question (version, who am I, may I): an answer or a clear failure, fast
-# After a watch waited for its data, it waits this long more before reading on, so the events that came meanwhile
-# are read in one go: an event that wakes its thread costs about twice the CPU of one read with others. A kubelet
-# reports its node every 5 minutes: 17 updates a second at 5,000 nodes (a fleet view watches 20 such clusters),
-# 217 at 65,000, to every watcher. At 17 a second: 460 us of CPU an event unbatched, 240 us batched (0.52x); at
-# 200 a second, 0.40x (benchmarks/watch_events.py). An event is seen at most this much later: an eighth of a
-# 2 s refresh.
-WATCH_BATCH_S = 0.25
+# WATCH_BATCH_S (backends.base): after a watch waited for its data, it waits this long more before reading on, so
+# the events that came meanwhile are read in one go: an event that wakes its thread costs about twice the CPU of
+# one read with others. A kubelet reports its node every 5 minutes: 17 updates a second at 5,000 nodes (a fleet
+# view watches 20 such clusters), 217 at 65,000, to every watcher. At 17 a second: 460 us of CPU an event
+# unbatched, 240 us batched (0.52x); at 200 a second, 0.40x (benchmarks/watch_events.py). An event is seen at
+# most this much later: an eighth of a 2 s refresh.
 
 
 @dataclass
@@ -123,7 +123,7 @@ class Connection:
                     if line.strip():
                         yield json.loads(line)
                 if time.monotonic() - asked > 0.001:  # it waited for this chunk: let the next ones gather
-                    time.sleep(WATCH_BATCH_S)
+                    time.sleep(base.WATCH_BATCH_S)
         except urllib3.exceptions.HTTPError as exc:
             raise BackendError(f"watch on {path} broke: {_reason(exc)}") from None
         finally:

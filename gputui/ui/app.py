@@ -18,7 +18,7 @@ from textual.reactive import var
 from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.timer import Timer
 
-from gputui.backends.base import Backend, error_line
+from gputui.backends.base import WATCH_BATCH_S, Backend, error_line
 from gputui.backends.factory import stop_credential_plugins
 from gputui.backends.gcpause import unsettle
 from gputui.base.safe_text import visible
@@ -370,6 +370,9 @@ class GputuiApp(LooksMixin, PollMixin, App[None]):
         self.notify(message.text, title=message.title, severity="error" if message.failed else "information",
                     markup=False)
         self.poll_now()
+        # And once the watches have surely read the write's event (a busy cluster's may be batching): the row
+        # shows the cordon now, not a refresh later.
+        self.set_timer(WATCH_BATCH_S + 0.1, self.poll_now)
 
     def _handle_exception(self, error: Exception) -> None:
         if self.crash is None:

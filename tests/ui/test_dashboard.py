@@ -609,3 +609,21 @@ async def test_the_poll_freezes_what_lives_out_of_the_collectors_walks_at_any_fl
         await loaded(pilot)
         await wait_for(pilot, lambda: gc.get_freeze_count() > 1000)
     assert gc.get_freeze_count() == 0
+
+
+async def test_a_writes_outcome_is_read_at_once_and_again_once_a_batching_watch_has_surely_seen_it(app_factory):
+    """A live backend's watches read a busy cluster's events in batches (WATCH_BATCH_S): a read at once may miss
+    the write's own event. So the app reads at once and again past the batch, not a whole refresh later."""
+    import time
+
+    from tests.ui.pilot import loaded
+
+    app = app_factory(refresh=60.0)  # no refresh comes between: every poll below is the write's
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        before = app.polls
+        app.run_write("test write", lambda: "done")
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and app.polls < before + 2:
+            await pilot.pause(0.05)
+        assert app.polls == before + 2

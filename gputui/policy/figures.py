@@ -61,8 +61,8 @@ def _node_figures(snap: ClusterSnapshot, temp_threshold: float) -> _NodeFigures:
         # Worst first, in the fleet's order within a severity (health.fleet_alerts): a walk, but a lookup per
         # node where the alerts were a walk over every node's conditions. A cordon past its expiry is an alert as
         # of this snapshot's time (the kept sums hold no clock): the least severe, so they come last, in order.
-        found = sorted([*(a for n in snap.nodes for a in extras.get(n.name, ())), *expired_cordons(snap)],
-                       key=lambda a: a.severity)
+        in_order = (a for n in snap.nodes for a in extras.get(n.name, ())) if extras else ()  # mostly none
+        found = sorted([*in_order, *expired_cordons(snap)], key=lambda a: a.severity)
         return gpus, total / count if count else None, int(count), found, int(drains)
 
     return snap.derived(("node-figures", temp_threshold), compute)

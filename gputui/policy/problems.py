@@ -107,8 +107,11 @@ def expired_cordon_alert(node: Node, now: float) -> Alert | None:
 def expired_cordons(snapshot: ClusterSnapshot) -> list[Alert]:
     """Every node's expired cordon, as of the snapshot: what the fleet's alerts add to health.fleet_alerts
     (figures.alerts, whence the header, `d`, the wallboard and the fleet's rows count)."""
-    found = (expired_cordon_alert(n, snapshot.taken_at) for n in snapshot.nodes if n.unschedulable)
-    return [a for a in found if a is not None]
+    def walk() -> list[Alert]:  # once per snapshot: a fleet's row asks of every read (policy.fleet.same_figures)
+        found = (expired_cordon_alert(n, snapshot.taken_at) for n in snapshot.nodes if n.unschedulable)
+        return [a for a in found if a is not None]
+
+    return snapshot.derived("expired cordons", walk)
 
 
 def alerts_at(node: Node, now: float, temp_threshold: float = DEFAULT_TEMP_ALERT_C,

@@ -66,3 +66,12 @@ def test_a_read_that_moved_nothing_keeps_the_last_rows_figures_and_a_cordon_expi
     moved = replace(later, nodes=tuple(replace(n, ready=False) if n is expiring else n for n in later.nodes))
     assert cluster_row("east", moved, "", 85.0, (later, kept)) == cluster_row("east", moved, "", 85.0)
     assert cluster_row("east", moved, "", 85.0, (later, kept)) != kept
+
+
+def test_a_fleet_cluster_is_read_every_refresh_its_reads_time_included_and_a_slow_one_not_back_to_back():
+    from gputui.ui.runs.fleet_watch import next_pause
+
+    assert next_pause(2.0, 0.5) == 1.5  # a read every 2 s: a row at most a refresh and a read old
+    assert next_pause(2.0, 0.0) == 2.0
+    assert next_pause(2.0, 1.8) == 1.0  # half a refresh at least: a slow cluster's reads do not run back to back
+    assert next_pause(2.0, 30.0) == 1.0

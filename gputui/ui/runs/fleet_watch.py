@@ -27,6 +27,13 @@ if TYPE_CHECKING:
 RETRY_S = 10.0  # after a failed connection, before the next try
 
 
+def next_pause(refresh: float, took: float) -> float:
+    """The wait before a cluster's next read: a read starts every refresh, the time the last one took included
+    (a row is then at most a refresh and a read old, where a pause of a whole refresh after each read left it
+    two reads and a refresh old), but never less than half a refresh, so a slow cluster is not read back to back."""
+    return max(refresh - took, refresh / 2)
+
+
 class FleetWatch:
     def __init__(self, contexts: tuple[str, ...], sessions: bool = False) -> None:
         self.contexts = contexts
@@ -51,13 +58,14 @@ class FleetWatch:
         settings = replace(app.settings, context=context, contexts=(), read_only=True)
         backend = None
         while not self._stop.is_set():
+            started = time.monotonic()
             try:
                 if backend is None:
                     backend = build_backend(settings, sessions=self.sessions)
                 snapshot = backend.reader.snapshot()
                 read: FleetRead = FleetRead(context, snapshot, "", self._row(context, snapshot, app))
-                pause = app.settings.refresh
-                self._settle(pause)
+                self._settle(app.settings.refresh)
+                pause = next_pause(app.settings.refresh, time.monotonic() - started)
             except Exception as exc:  # noqa: BLE001 - one cluster's failure is its own row's, never the app's
                 read = FleetRead(context, None, error_line(exc))
                 pause = RETRY_S if backend is None else app.settings.refresh

@@ -184,7 +184,7 @@ def test_a_cluster_asked_for_is_never_replaced_by_the_demo(monkeypatch, tmp_path
 
     seen = []
     monkeypatch.setattr(kube_backend, "live_backend",
-                        lambda settings, per_gpu=False: seen.append((settings, per_gpu)) or "live")
+                        lambda settings, per_gpu=False, sessions=True: seen.append((settings, per_gpu)) or "live")
     monkeypatch.delenv("KUBECONFIG", raising=False)
     settings = replace(Settings(), kubeconfig=str(tmp_path / "kubeconfig"))
     assert factory.build_backend(settings, per_gpu=True) == "live" and seen == [(settings, True)]
@@ -215,7 +215,7 @@ def test_debug_says_which_cluster(monkeypatch, tmp_path):
     log.setLevel(logging.DEBUG)
     try:
         factory.build_backend(replace(Settings(), demo=True, seed=5))
-        monkeypatch.setattr(kube_backend, "live_backend", lambda settings, per_gpu=False: "live")
+        monkeypatch.setattr(kube_backend, "live_backend", lambda settings, per_gpu=False, sessions=True: "live")
         factory.build_backend(replace(Settings(), kubeconfig=str(tmp_path / "k"), context="prod-eu"))
         factory.build_backend(replace(Settings(), kubeconfig=str(tmp_path / "k"), prometheus="http://p:9090"))
     finally:

@@ -88,7 +88,8 @@ class PollMixin(_AppBase):
         self._start_poll()
 
     def _start_poll(self) -> None:
-        if getattr(self.screen, "pauses_poll", False):
+        top = self.screen_stack[-1] if self.screen_stack else None  # none while the app shuts down (a late timer)
+        if top is None or getattr(top, "pauses_poll", False):
             # The fleet view is up: its own pollers read every cluster it lists, and nothing it shows comes from
             # this poll (at 20 clusters of 5,000 nodes, this poll's snapshot and its derived views were 14% of
             # the fleet's CPU). The screen calls resume_poll when it is left or covered.

@@ -26,9 +26,10 @@ _UNSAFE_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u20
 # follow) would escape that bracket, and Textual's parser has no way to write a literal one there: it is
 # shown as "∖", its look-alike.  # noqa: RUF003 - the look-alike named on purpose
 _BACKSLASH_BEFORE_MARKUP = re.compile(r"\\(?=\\*(\[|$))")
-# XML 1.0 allows tab, newline, carriage return and these ranges only; anything else makes a JUnit file
-# that no parser reads.
-_XML_INVALID = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+# XML 1.0 allows tab, newline, carriage return, U+0020-U+D7FF, U+E000-U+FFFD and U+10000-U+10FFFF only;
+# anything else makes a JUnit file that no parser reads. Written as what is left out: the negated class of
+# those ranges compiles in 4 ms at every start, this one in 0.4 (the same set: every code point checked).
+_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def _picture(match: re.Match[str]) -> str:

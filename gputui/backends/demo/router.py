@@ -15,6 +15,7 @@ so the demo shows a drain that cannot stop its new sessions, and `gputui check` 
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 import random
 from collections.abc import Iterable, Mapping
@@ -23,9 +24,9 @@ from typing import Any
 
 from gputui.backends.demo.routes import backend_name, demo_kind
 from gputui.backends.demo.scenario import STEP_S, SimPod, SimService
-from gputui.backends.kube_objects import RouteBackend
 from gputui.policy.rotation import SERVING_LABEL
 from gputui.vocabulary.model import PodSelector
+from gputui.vocabulary.router_kinds import RouteBackend
 
 NAME, VERSION, TEMPLATE_HASH = "app.kubernetes.io/name", "app.kubernetes.io/version", "pod-template-hash"
 SERVING = {SERVING_LABEL: "true"}
@@ -42,9 +43,8 @@ class Backend:
         """In the Service's ready endpoints (and the subset): selected by labels, Ready, not terminating.
         Matched inline rather than by PodSelector.selects: it runs for every pod on every simulated second.
         (Every demo Service has a selector, so the empty one that selects nothing never comes up.)"""
-        labels = pod.labels
-        return (all(labels.get(k) == v for k, v in self.service.match.items())
-                and all(labels.get(k) == v for k, v in self.subset.items()) and pod.ready(t))
+        labels = pod.labels.items()  # label values are strings: an items view's subset test is the match
+        return self.service.match.items() <= labels and self.subset.items() <= labels and pod.ready(t)
 
 
 def template_labels(svc: SimService, version: str, rs_hash: str) -> dict[str, str]:
@@ -140,9 +140,12 @@ class Router:
         shares = [weights.get(v.name) or 1 for v in versions]  # unrouted: even split
         if not versions or sum(shares) == 0:
             return
+        # Summed once for the tick: choices() with cum_weights draws exactly as it does with the weights.
+        cum_shares = list(itertools.accumulate(shares))
+        rand = self._rng.random
         endpoints: dict[str, list[SimPod]] = {}  # labels and readiness do not change within a tick
         for _ in range(n):
-            version = self._rng.choices(versions, shares)[0].name
+            version = self._rng.choices(versions, cum_weights=cum_shares)[0].name
             if version not in endpoints:
                 backend = self._backends[key][version]
                 candidates = by_name.get((svc.namespace, backend.service.match[NAME]), [])
@@ -150,7 +153,7 @@ class Router:
             pods = endpoints[version]
             if not pods:
                 continue  # no ready endpoint: the router answers with an error, no session starts
-            pod = min(pods, key=lambda p: len(p.running) + p.waiting + self._rng.random())
+            pod = min(pods, key=lambda p: len(p.running) + p.waiting + rand())
             if len(pod.running) < svc.max_running:
                 heapq.heappush(pod.running, (t + self._rng.expovariate(1.0 / svc.mean_session_s), t))
             else:

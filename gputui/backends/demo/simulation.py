@@ -37,7 +37,6 @@ from gputui.backends.demo.scenario import (
     demo_services,
     fail_after_placement,
 )
-from gputui.backends.kube_objects import RouteBackend
 from gputui.policy.upgrades import STATE_LABEL
 from gputui.snapshot import ClusterSnapshot, SourceStatus
 from gputui.vocabulary.disruptions import CA_DELETION_CANDIDATE
@@ -54,6 +53,7 @@ from gputui.vocabulary.model import (
     Rollout,
     ServiceVersion,
 )
+from gputui.vocabulary.router_kinds import RouteBackend
 from gputui.vocabulary.scheduling import EMPTY_POD, NodeScheduling, Taint
 
 DEMO_FIGURES = tuple(m for m in METRICS if m.demo is not None and not m.typed)  # simulated beyond the typed five

@@ -627,3 +627,17 @@ async def test_a_writes_outcome_is_read_at_once_and_again_once_a_batching_watch_
         while time.monotonic() < deadline and app.polls < before + 2:
             await pilot.pause(0.05)
         assert app.polls == before + 2
+
+
+async def test_a_poll_timer_that_fires_once_the_app_has_closed_its_screens_polls_nothing(app_factory):
+    """The second read after a write runs from a timer; at `q` soon after a write, it fired while the app shut
+    down, with no screen left, and asking for the screen raised ScreenStackError (seen in a CI-like run)."""
+    from tests.ui.pilot import loaded
+
+    app = app_factory(refresh=60.0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        polls = app.polls
+    assert not app.screen_stack  # what the late timer finds
+    app._start_poll()  # the timer's callback: no error, and no read started
+    assert app.polls == polls and app._poll_paused

@@ -135,9 +135,15 @@ def test_a_grace_shorter_than_prestop_and_engine_shutdown_is_warned_only_for_a_p
     ((3, 3, 2), {"a": 5, "b": 3}, True),
     ((), {}, True),
     ((1,), {}, False),
+    # Biggest pod first, into the rooms largest first: the 3 goes to b, a 2 to a, and the last 2 finds 1 and 1.
+    # Packed tightly (3 on a, both 2s on b) they would fit; the guard does not count on a packing that nothing
+    # makes (the placement preview, too, puts each pod where the most is free: placement._choose).
+    ((2, 2, 3), {"a": 3, "b": 4}, False),
+    ((2, 2, 3), {"a": 4, "b": 3}, False),
 ])
 def test_capacity_is_first_fit_decreasing_whole_pods_per_node(needed, free, fits):
-    """Kills: `room >= need` → `>`, `free[i] -= need` → `+=`/`=`, `break` → `continue`, a sort order flipped,
+    """Kills: `room >= need` → `>`, `free[i] -= need` → `+=`/`=`, `break` → `continue`, either sort order
+    flipped (the free rooms' ascending order is a best fit, which says "fits" for (2, 2, 3) in 3 and 4),
     `return True` / `return False` swapped."""
     assert CapacityCheck("H100", needed, free).fits is fits
 

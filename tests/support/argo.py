@@ -6,6 +6,7 @@ not come up fails the test loudly."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import tempfile
 from functools import cache
@@ -59,4 +60,8 @@ class ArgoController:
         return log_tail(self.proc.log_path, lines)
 
     def stop(self) -> None:
-        self.proc.stop()
+        """Stop the controller and remove its work dir (its log: a failing test has read it by now)."""
+        try:
+            self.proc.stop()
+        finally:
+            shutil.rmtree(self.workdir, ignore_errors=True)

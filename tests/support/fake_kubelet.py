@@ -474,13 +474,14 @@ class FakeKubelet:
         """The kubelet's log endpoint over HTTPS with a self-signed certificate; started once, its port returned."""
         with self._lock:
             if self._log_server is None:
-                folder = Path(tempfile.mkdtemp(prefix="fake-kubelet-tls-"))
-                cert, key = folder / "kubelet.crt", folder / "kubelet.key"
-                subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
-                                "-out", str(cert), "-days", "2", "-subj", "/CN=fake-kubelet",
-                                "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
                 context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-                context.load_cert_chain(str(cert), str(key))
+                # The files are needed only until the context has read them: none is left behind in /tmp.
+                with tempfile.TemporaryDirectory(prefix="fake-kubelet-tls-") as tmp:
+                    cert, key = Path(tmp) / "kubelet.crt", Path(tmp) / "kubelet.key"
+                    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+                                    "-out", str(cert), "-days", "2", "-subj", "/CN=fake-kubelet",
+                                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+                    context.load_cert_chain(str(cert), str(key))
                 server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _log_handler(self))
                 server.daemon_threads = True
                 server.socket = context.wrap_socket(server.socket, server_side=True)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import socket
 import statistics
 import sys
@@ -44,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.figures import Figures, json_option, settings_of
 from benchmarks.scale import _Closing, _CollectorClock, _mem, build_fleet
-from benchmarks.thread_cpu import ThreadCpu, shares
+from benchmarks.thread_cpu import ThreadCpu, need_py_spy, py_spy, shares
 
 GOAL_CPU_PCT = 15.0
 GOAL_CYCLES = 2.0
@@ -125,8 +126,10 @@ def fleet_kubeconfig(admin: Path, out: Path, count: int, extra: dict[str, str]) 
 
 
 def measure_fleet(kubeconfig: str, prom_url: str, contexts: list[str], live: list[str], n: int, steady_s: float,
-                  refresh: float, prom_timeout: float) -> dict:
-    """Runs in a fresh child process, so CPU and RSS are this gputui's alone."""
+                  refresh: float, prom_timeout: float, profile: str = "") -> dict:
+    """Runs in a fresh child process, so CPU and RSS are this gputui's alone. `profile`: where py-spy writes what
+    the steady window's threads ran (collapsed stacks; py-spy samples from its own process, without stopping
+    this one)."""
     from gputui.backends.kube_backend import live_backend
     from gputui.settings import Settings
     from gputui.ui.app import GputuiApp
@@ -163,6 +166,7 @@ def measure_fleet(kubeconfig: str, prom_url: str, contexts: list[str], live: lis
             ages: dict[str, list[float]] = {c: [] for c in contexts}
             collector = _CollectorClock()
             threads = ThreadCpu().start()
+            spy = py_spy(steady_s, profile)
             cpu0, wall0 = time.process_time(), time.monotonic()
             while time.monotonic() - wall0 < steady_s:
                 await asyncio.sleep(0.5)
@@ -171,6 +175,8 @@ def measure_fleet(kubeconfig: str, prom_url: str, contexts: list[str], live: lis
                     if row.context in ages:
                         ages[row.context].append(now - row.taken_at if row.taken_at is not None else float("inf"))
             cpu1, wall1 = time.process_time(), time.monotonic()
+            if spy is not None:
+                spy.wait(timeout=60)
             result["threads"] = shares(threads.stop(), wall1 - wall0)
             collector.stop()
             result["gc"] = (collector.seconds, collector.longest, collector.full)
@@ -232,10 +238,14 @@ def main() -> None:
                         help="how long the slow cluster holds each answer back (default 5)")
     parser.add_argument("--no-faults", action="store_true",
                         help="measure the live fleet only (no second run beside a dead and a slow cluster)")
+    parser.add_argument("--profile", metavar="FILE", default="",
+                        help="py-spy's record of the live run's steady window, as collapsed stacks by thread "
+                             "(py-spy must be on PATH; its samples cost this process next to nothing)")
     json_option(parser)
     args = parser.parse_args()
     if args.contexts < 2 or args.nodes < 1:
         parser.error("--contexts must be at least 2 and --nodes at least 1")
+    need_py_spy(parser, args.profile)
     figures = Figures("fleet", settings_of(args))
     with ExitStack() as stack:
         fleet = build_fleet(stack, args.nodes, recorded=True, kubectl_runs=1)
@@ -251,7 +261,8 @@ def main() -> None:
         figures.add("fleet created", fleet["created_s"], "s")
         figures.add("kubectl get nodes,pods (one cluster)", fleet["kubectl_get_s"], "s")
         common = (args.nodes, args.steady, args.refresh, args.prom_timeout)
-        alone = in_child(str(work / "fleet-live.kubeconfig"), fleet["prometheus"], live, live, *common)
+        alone = in_child(str(work / "fleet-live.kubeconfig"), fleet["prometheus"], live, live, *common,
+                         os.path.abspath(args.profile) if args.profile else "")
         report("live", alone, args.refresh, figures, live)
         if args.no_faults:
             figures.write(args.json)

@@ -51,6 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.figures import Figures, json_option, settings_of
 from benchmarks.node_reports import NodeReports
+from benchmarks.thread_cpu import ThreadCpu, need_py_spy, py_spy, shares
 from tests.support.control_plane import ControlPlane
 from tests.support.exporters import DcgmExporter, MetricsHTTPServer
 from tests.support.prom import PrometheusServer, dcgm_scrape_config
@@ -232,8 +233,10 @@ def _top(snapshot, base, limit: int) -> list[str]:
 
 
 def measure_gputui(kubeconfig: str, prom_url: str, n: int, steady_s: float, trace: int = 0,
-                   dcgm_interval: float = 15.0, refresh: float = 2.0, prom_timeout: float = 3.0) -> dict:
-    """Runs in a fresh child process, so CPU and RSS are gputui's alone."""
+                   dcgm_interval: float = 15.0, refresh: float = 2.0, prom_timeout: float = 3.0,
+                   profile: str = "") -> dict:
+    """Runs in a fresh child process, so CPU and RSS are gputui's alone. `profile`: py-spy's record of the steady
+    window (thread_cpu.py_spy)."""
     import gc
     import os
 
@@ -308,9 +311,14 @@ def measure_gputui(kubeconfig: str, prom_url: str, n: int, steady_s: float, trac
             phase("first_frame")
             done0 = len(polls)
             collector = _CollectorClock()
+            threads = ThreadCpu().start()
+            spy = py_spy(steady_s, profile)
             cpu0, wall0 = time.process_time(), time.monotonic()
             await asyncio.sleep(steady_s)
             cpu1, wall1 = time.process_time(), time.monotonic()
+            if spy is not None:
+                spy.wait(timeout=60)
+            result["threads"] = shares(threads.stop(), wall1 - wall0)
             collector.stop()
             result["gc_s"], result["gc_full"] = collector.seconds, collector.full
             result["gc_by_gen_s"] = [round(x, 2) for x in collector.by_gen]
@@ -466,6 +474,8 @@ def report(fleet: dict, got: dict, figures: Figures) -> None:
           f"(ratio {got['first_frame_s'] / kubectl:.2f}x)")
     print(f"steady-state CPU at {got['refresh']:g} s refresh: {got['cpu_share'] * 100:.1f}% of one core (goal <= 15%), "
           f"{got['cpu_per_refresh_s']:.2f}s CPU per refresh")
+    if "threads" in got:
+        print(f"steady CPU by thread:              {got['threads']}")
     print(f"peak RSS of gputui's process:      {got['rss_mb']:.0f} MB (goal <= 1 GB at 65,000 nodes)")
     print(f"Prometheus queries per refresh:    {got['queries_per_refresh']:.0f} at most (goal <= 10)")
     print(f"cycle collector in the steady state: {got['gc_s']:.2f}s ({got['gc_s'] / got['cpu_per_refresh_s'] / max(1, got['refreshes']) * 100:.0f}% "
@@ -513,12 +523,13 @@ def record(figures: Figures, fleet: dict, got: dict) -> None:
 
 
 def measure(fleet: dict, steady: float, trace: int, dcgm_interval: float, refresh: float,
-            prom_timeout: float = 3.0) -> dict:
+            prom_timeout: float = 3.0, profile: str = "") -> dict:
     import multiprocessing
 
     with multiprocessing.get_context("spawn").Pool(1) as pool:
         return pool.apply(measure_gputui, (fleet["kubeconfig"], fleet["prometheus"], fleet["nodes"], steady, trace,
-                                           dcgm_interval, refresh, prom_timeout))
+                                           dcgm_interval, refresh, prom_timeout,
+                                           os.path.abspath(profile) if profile else ""))
 
 
 def main() -> None:
@@ -542,14 +553,18 @@ def main() -> None:
     parser.add_argument("--node-reports", type=float, default=300.0, metavar="S",
                         help="each node's status is updated every S seconds, as a kubelet reports it (default 300, "
                              "the kubelet's nodeStatusReportFrequency; 0: never)")
+    parser.add_argument("--profile", metavar="FILE", default="",
+                        help="py-spy's record of the steady window, as collapsed stacks by thread (py-spy on PATH)")
     json_option(parser)
     args = parser.parse_args()
+    need_py_spy(parser, args.profile)
     figures = Figures("scale", settings_of(args))
     if args.kubectl_runs < 1:
         parser.error("--kubectl-runs must be at least 1")
     if args.against:
         fleet = json.loads(Path(args.against).read_text())
-        got = measure(fleet, args.steady, args.tracemalloc, args.dcgm_interval, args.refresh, args.prom_timeout)
+        got = measure(fleet, args.steady, args.tracemalloc, args.dcgm_interval, args.refresh, args.prom_timeout,
+                      args.profile)
         fleet["servers_rss_mb"] = server_memory(fleet.get("pids", {}))
         report(fleet, got, figures)
         figures.write(args.json)
@@ -572,7 +587,8 @@ def main() -> None:
             figures.add("fleet created", fleet["created_s"], "s")
             figures.write(args.json)
             return
-        got = measure(fleet, args.steady, args.tracemalloc, args.dcgm_interval, args.refresh, args.prom_timeout)
+        got = measure(fleet, args.steady, args.tracemalloc, args.dcgm_interval, args.refresh, args.prom_timeout,
+                      args.profile)
         fleet["servers_rss_mb"] = server_memory(fleet["pids"])  # while they still run
     report(fleet, got, figures)
     figures.write(args.json)

@@ -7,8 +7,11 @@ total."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
+import shutil
+import subprocess
 import threading
 import time
 from collections import Counter
@@ -56,3 +59,20 @@ class ThreadCpu:
 def shares(kinds: list[tuple[str, float]], wall_s: float) -> str:
     """One line: each kind's share of a core over the window."""
     return "; ".join(f"{k} {v / wall_s * 100:.1f}%" for k, v in kinds)
+
+
+def py_spy(seconds: float, output: str) -> subprocess.Popen | None:
+    """py-spy sampling this process for `seconds` into `output` (collapsed stacks, one line per stack, by thread),
+    from its own process and without stopping this one (--nonblocking): what each thread ran, where the CPU by
+    kind of thread says how much. None when no output is asked for. A benchmark's --profile; wait() on it."""
+    if not output:
+        return None
+    return subprocess.Popen(["py-spy", "record", "--pid", str(os.getpid()), "--duration", str(max(1, round(seconds))),
+                             "--rate", "50", "--format", "raw", "--threads", "--nonblocking", "--output", output],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def need_py_spy(parser: argparse.ArgumentParser, output: str) -> None:
+    """--profile asked for without py-spy on PATH: one line, before anything is set up."""
+    if output and shutil.which("py-spy") is None:
+        parser.error("--profile needs py-spy on PATH (python3 -m pip install py-spy)")

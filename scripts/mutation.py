@@ -96,6 +96,7 @@ TARGETS: tuple[Target, ...] = (
            (U + "test_permission_policy.py", U + "test_protected_contexts.py"),
            functions=(f"gputui.backends.base.x{SEP}Backend{SEP}can__mutmut_*",
                       f"gputui.backends.base.x{SEP}Backend{SEP}why_not__mutmut_*",
+                      f"gputui.backends.base.x{SEP}Backend{SEP}why_not_any__mutmut_*",
                       f"gputui.backends.base.x{SEP}Backend{SEP}may__mutmut_*",
                       f"gputui.backends.base.x{SEP}Backend{SEP}_words__mutmut_*",
                       "gputui.settings.x_protection__mutmut_*",

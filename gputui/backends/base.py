@@ -7,7 +7,7 @@ enforced below the UI and below the ops.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Protocol, runtime_checkable
@@ -336,6 +336,11 @@ class Backend:
             return (f"{what} is unavailable: whether this identity may {' or '.join(self._words(p) for p in unknown)} "
                     f"is unknown (its access review failed: {causes})")
         return None
+
+    def why_not_any(self, operations: Iterable[str]) -> str | None:
+        """Why the first of these operations that is unavailable is so (None: all are available): a batch whose
+        nodes' drains need different grants (a requestor drain also makes and withdraws its NodeMaintenance)."""
+        return next(filter(None, map(self.why_not, dict.fromkeys(operations))), None)
 
     def _words(self, review: str) -> str:
         return self.words.get(review) or PERMISSION_WORDS.get(review, review)

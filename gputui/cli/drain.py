@@ -121,7 +121,7 @@ def run(settings: Settings, args: argparse.Namespace, backend_factory: Callable[
                 or batch.blocked_by_placement or batch.budget_stops else EXIT_OK
         # What each node's drain needs: a requestor drain (--via nodemaintenance, or resumed as one) makes and
         # withdraws its NodeMaintenance too.
-        why = next(filter(None, map(backend.why_not, dict.fromkeys(o.operation for o in options.values()))), None)
+        why = backend.why_not_any(o.operation for o in options.values())
         if why:
             return fail(why, EXIT_USAGE)
         if batch.blocked_by_placement:  # before any write: the operator sees who would be stranded, and why

@@ -93,6 +93,16 @@ def test_why_not_names_every_missing_grant_in_the_operators_words():
         "your identity may not patch routes: undo is unavailable"
 
 
+def test_a_batch_of_operations_is_refused_for_the_first_one_unavailable_and_allowed_when_none_is():
+    """why_not_any: what `gputui drain` and `R` check for a batch whose drains need different grants."""
+    b = backend(permissions={"cordon": True, "evict": True, "nodemaintenance_delete": False})
+    assert b.why_not_any(["drain", "drain_via_nodemaintenance", "drain"]) == \
+        "your identity may not delete nodemaintenances: drain via NodeMaintenance is unavailable"
+    assert b.why_not_any(["drain", "cordon"]) is None
+    assert b.why_not_any([]) is None
+    assert backend(writer=False).why_not_any(iter(["drain"])) == "read-only: drain is unavailable"
+
+
 def test_a_review_never_asked_is_not_named_as_denied():
     """why_not reads an absent review as allowed, as can does (kills permissions.get(p, True) → False/None)."""
     b = backend(permissions={"cordon": True})

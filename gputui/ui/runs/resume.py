@@ -43,6 +43,12 @@ def resume_drains(app: GputuiApp, start: Start) -> None:
             return
         if deadline:
             deadlines[n] = deadline
+    # `R` checked what every drain needs; a resumed requestor drain also withdraws its NodeMaintenance (abort,
+    # uncordon), so its grants are checked too, before anything is written.
+    why = app.backend.why_not_any(o.operation for o in options.values())
+    if why:
+        app.notify(why, severity="warning")
+        return
     # A drain another gputui stopped renewing is taken over only when the operator says so.
 
     others = foreign_holders(snap, nodes, app.clock())

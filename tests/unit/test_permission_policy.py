@@ -193,12 +193,15 @@ def test_a_cluster_asked_for_is_never_replaced_by_the_demo(monkeypatch, tmp_path
     from gputui.backends import kube_backend
 
     seen = []
+    # A stand-in with no defaults of its own: what build_backend passes is what it is handed.
     monkeypatch.setattr(kube_backend, "live_backend",
-                        lambda settings, per_gpu=False, sessions=True: seen.append((settings, per_gpu)) or "live")
+                        lambda settings, *, per_gpu, sessions: seen.append((settings, per_gpu, sessions)) or "live")
     monkeypatch.delenv("KUBECONFIG", raising=False)
     settings = replace(Settings(), kubeconfig=str(tmp_path / "kubeconfig"))
-    assert factory.build_backend(settings, per_gpu=True) == "live" and seen == [(settings, True)]
-    assert factory.build_backend(settings) == "live" and seen[-1] == (settings, False)  # per GPU only when asked
+    assert factory.build_backend(settings, per_gpu=True) == "live" and seen == [(settings, True, True)]
+    # Per GPU only when asked; session series unless asked not to (the fleet's readers: their rows show none).
+    assert factory.build_backend(settings) == "live" and seen[-1] == (settings, False, True)
+    assert factory.build_backend(settings, sessions=False) == "live" and seen[-1] == (settings, False, False)
     assert factory.build_backend(replace(settings, demo=True)).simulated
 
 

@@ -93,7 +93,7 @@ TARGETS: tuple[Target, ...] = (
     Target("traffic/undo", ("gputui/ops/traffic/undo.py",),
            (U + "test_traffic.py", U + "test_shift_undo_rules.py")),
     Target("kube_writer", ("gputui/backends/kube_writer.py",),
-           (U + "test_kube_writer_answers.py", U + "test_exec_plugin.py")),
+           (U + "test_kube_writer_answers.py", U + "test_kube_writer_objects.py", U + "test_exec_plugin.py")),
     Target("permissions", ("gputui/backends/base.py", "gputui/settings.py", "gputui/backends/factory.py"),
            (U + "test_permission_policy.py", U + "test_protected_contexts.py"),
            functions=(f"gputui.backends.base.x{SEP}Backend{SEP}can__mutmut_*",

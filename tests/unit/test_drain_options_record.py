@@ -20,14 +20,18 @@ from gputui.ops.drain.options import (
     record_values,
     resumable,
     saved_drain,
+    settings_options,
 )
+from gputui.settings import Settings
 from gputui.snapshot import ClusterSnapshot
 from gputui.vocabulary.model import DRAIN_PHASE_ANNOTATION, Node
 
 CHOSEN = DrainOptions(ignore_daemonsets=False, delete_emptydir_data=True, force=True,
                       pod_selector={"app": "llm", "tier": "gpu"}, grace_seconds=30, session_threshold=2,
                       session_deadline_s=120.0, disable_eviction=True, evict_unknown_at_deadline=True,
-                      engine_shutdown_s=7.5)
+                      engine_shutdown_s=7.5, rotation_settle_s=45.0, gpu="3", gpu_pods=("llm/a", "llm/b"),
+                      unattributed=("llm/c",), include_unattributed=True, gpu_device="gpu.nvidia.com/n1/gpus/gpu-3",
+                      maintenance_namespace="nvidia-maintenance")
 
 
 def node(annotations: dict[str, str], name: str = "gpu-1") -> Node:
@@ -110,6 +114,12 @@ def test_grace_period_null_means_each_pods_own_and_zero_is_kept():
     ('{"engine_shutdown_s": -0.5}', "its option engine_shutdown_s is '-0.5'"),
     ('{"engine_shutdown_s": false}', "its option engine_shutdown_s is 'False'"),
     ('{"engine_shutdown_s": "3"}', "its option engine_shutdown_s is '3'"),
+    # One GPU's pods are "namespace/name" strings in a list; a resumed drain evicts exactly these.
+    ('{"gpu_pods": "llm/a"}', "its option gpu_pods is 'llm/a'"),
+    ('{"gpu_pods": {"llm/a": 1}}', "its option gpu_pods is \"{'llm/a': 1}\""),
+    ('{"gpu_pods": ["llm-a"]}', "its option gpu_pods is \"['llm-a']\""),
+    ('{"unattributed": ["llm/a", 5]}', "its option unattributed is \"['llm/a', 5]\""),
+    ('{"maintenance_namespace": 5}', "its option maintenance_namespace is '5'"),
 ])
 def test_a_record_it_cannot_trust_is_refused_naming_the_option(text, problem):
     with pytest.raises(DrainRecordError) as err:
@@ -197,3 +207,15 @@ def test_a_rotation_settle_of_zero_is_a_choice_and_nan_or_infinity_are_refused()
     for value in ("NaN", "Infinity", "-1"):
         with pytest.raises(DrainRecordError, match=r"^its option rotation_settle_s is "):
             DrainOptions.from_json(f'{{"rotation_settle_s": {value}}}')
+
+
+@pytest.mark.parametrize("drain_via, via, namespace", [
+    ("cordon", None, ""), ("nodemaintenance", None, "nvidia-maintenance"),
+    ("cordon", "nodemaintenance", "nvidia-maintenance"),  # the flag over the setting, either way
+    ("nodemaintenance", "cordon", ""),
+])
+def test_a_drains_options_start_from_the_settings_and_the_via_flag(drain_via, via, namespace):
+    settings = Settings(session_deadline=120.0, engine_shutdown=7.5, drain_via=drain_via,
+                        maintenance_namespace="nvidia-maintenance")
+    assert settings_options(settings, via) == DrainOptions(session_deadline_s=120.0, engine_shutdown_s=7.5,
+                                                           maintenance_namespace=namespace)

@@ -124,23 +124,29 @@ def test_a_log_answered_with_an_error_raises_what_it_means_and_no_answer_is_unre
     assert raw(Response(299, b"ok"))[0].pod_log("gpu-ops", "diag-x") == "ok"  # any 2xx is the log
     with pytest.raises(ApiError):
         raw(Response(300, b"{}"))[0].pod_log("gpu-ops", "diag-x")
+    with pytest.raises(ApiError, match=r"^https://api:6443 rejected the credentials \(401 Unauthorized\)$"):
+        raw(Response(401, b""))[0].pod_log("gpu-ops", "diag-x")
     with pytest.raises(Unreachable) as gone:
         raw(urllib3.exceptions.ConnectTimeoutError("timed out"))[0].pod_log("gpu-ops", "diag-x")
-    assert gone.value.host == "https://api:6443" and gone.value.reason
+    assert (gone.value.host, gone.value.reason) == ("https://api:6443", "timed out")
 
 
 # -- a feature gate, from the apiserver's /metrics ---------------------------------------------------------------
 
-METRICS = (b'# TYPE kubernetes_feature_enabled gauge\n'
+METRICS = (b'# HELP kubernetes_feature_enabled [ALPHA] This metric records the data about the stage and enablement\xff\n'
+           b'# TYPE kubernetes_feature_enabled gauge\n'
            b'kubernetes_feature_enabled{name="NodeLifecycleConditionsX",stage="ALPHA"} 1\n'
            b'kubernetes_feature_enabled{name="NodeLifecycleConditions",stage="ALPHA"} 0\n'
-           b'kubernetes_feature_enabled{name="DRADeviceTaints",stage=""} 1\n')
+           b'kubernetes_feature_enabled{name="DRADeviceTaints",stage=""} 1\n'
+           # A label value may hold a space (the exposition format allows it): the value is the line's last field.
+           b'kubernetes_feature_enabled{name="SpacedGate",stage="BETA",note="a 0"} 1\n')
 
 
 def test_a_gate_is_read_from_the_apiservers_metrics_by_its_exact_name():
     w, conn = raw(Response(200, METRICS))
     assert w.feature_gate("DRADeviceTaints") == (True, "")
     assert w.feature_gate("NodeLifecycleConditions") == (False, "")  # not its longer-named neighbour's 1
+    assert w.feature_gate("SpacedGate") == (True, "")  # a byte that is no UTF-8 (in HELP) spoils nothing
     (args, kw), *_ = conn.pool.calls
     assert args == ("GET", "https://api:6443/metrics")
     assert kw["headers"] == {"Authorization": "Bearer t"} and kw["retries"] is False and kw["preload_content"] is True
@@ -160,9 +166,9 @@ def test_a_gate_that_cannot_be_read_is_unknown_and_says_why(answer, said):
 
 
 def test_a_metrics_endpoint_nobody_answers_is_unknown_naming_the_cause():
-    gate, why = raw(urllib3.exceptions.NewConnectionError(None, "refused"))[0].feature_gate("X")  # type: ignore[arg-type]
-    assert gate is None and why.startswith("the apiserver's /metrics could not be read (") and why.endswith(")")
-    assert len(why) > len("the apiserver's /metrics could not be read ()")
+    refused = urllib3.exceptions.NewConnectionError(None, "Failed to establish a new connection: [Errno 111] "  # type: ignore[arg-type]
+                                                          "Connection refused")
+    assert raw(refused)[0].feature_gate("X") == (None, "the apiserver's /metrics could not be read (connection refused)")
 
 
 # -- a node condition --------------------------------------------------------------------------------------------

@@ -79,7 +79,7 @@ TARGETS: tuple[Target, ...] = (
             U + "test_protected_contexts.py", U + "test_cordon_owner.py", U + "test_drain_via_maintenance.py", U + "test_node_lifecycle.py",
             U + "test_diag_gate.py", U + "test_audit.py")),
     Target("canary", ("gputui/ops/canary.py",),
-           (U + "test_canary.py", U + "test_canary_rules.py")),
+           (U + "test_canary.py", U + "test_canary_rules.py", U + "test_canary_holds.py")),
     Target("scale_down", ("gputui/ops/scale_down.py",),
            (U + "test_scale_down.py", U + "test_scale_down_rules.py")),
     Target("traffic/apply", ("gputui/ops/traffic/apply.py",),

@@ -28,6 +28,7 @@ class OperatorApi(Api):
         self.objects: dict[tuple[str, str], dict] = {}
         self.phases: list[str] = []  # the phase each read of gputui's object saw
         self.deleted: list[str] = []
+        self.created: list[tuple[str, dict]] = []  # (namespace, body) of each create, as gputui sent it
 
     def snapshot(self) -> ClusterSnapshot:
         snap = super().snapshot()
@@ -36,6 +37,7 @@ class OperatorApi(Api):
 
     def create_object(self, group, version, plural, namespace, body):
         assert (group, version, plural) == GVR
+        self.created.append((namespace, body))
         obj = {**body, "metadata": {**body["metadata"], "creationTimestamp": "2026-12-04T10:00:00Z"}, "status": {}}
         self.objects[(namespace, body["metadata"]["name"])] = obj
         self.writes.append(("create", body["metadata"]["name"]))

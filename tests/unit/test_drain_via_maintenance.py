@@ -227,6 +227,8 @@ def test_each_step_is_said_in_words_and_audited_once(tmp_path):
     created = [(t, p, r) for a, t, p, r in drain.entries() if a == "nodemaintenance-create"]
     assert created == [("nodemaintenance/maint/gputui-n1", {"requestor": "gputui.io", "wait_selector": "app in (llm)"},
                         "ok")]
+    # The object itself, in the request's namespace, waiting on exactly the session pods.
+    assert api.created == [("maint", request_body("maint", "n1", "app in (llm)"))]
 
 
 def test_adopting_and_refusing_are_said_in_words():

@@ -46,36 +46,22 @@ def gc_paused() -> Iterator[None]:
                 gc.enable()
 
 
-# When the freeze is renewed by a full collection (settle(renew=True)): once the frozen objects grew by a tenth
-# since the last renewal (what a renewal would free: garbage that was alive when frozen, such as a closed
-# dialog's widgets), but not sooner than RENEW_S after it; and at the latest RENEW_MAX_S after it. A steady fleet's
-# frozen set does not grow (what a refresh replaces is freed by reference counting), so it is renewed every
-# RENEW_MAX_S only: each renewal walks everything and stalls every thread (20 clusters of 5,000 nodes: 1 s, which
-# left a cluster's row 2.2 refreshes old once a minute; benchmarks/fleet.py).
-RENEW_S = 60.0
-RENEW_MAX_S = 600.0
-RENEW_GROWTH = 1.1
+RENEW_S = 60.0  # how often the freeze is renewed by a full collection (settle(renew=True))
 _renewed_at: float | None = None  # when settle_after_snapshot last renewed it; None: at its next call
-_renewed_count = 0  # the frozen objects just after that renewal
 
 
 def settle_after_snapshot(now: float | None = None) -> bool:
-    """The app's poll, after each snapshot and what it derives: settle, renewing the freeze as said above (the
+    """The app's poll, after each snapshot and what it derives: settle, renewing the freeze every RENEW_S (the
     first time at once). Whatever the fleet's size: a full pass over Textual's own objects alone (tens of
     thousands) took 30-90 ms, and it landed in whichever keypress allocated last (benchmarks/keys.py --raw).
     True when this call renewed."""
-    global _renewed_at, _renewed_count
+    global _renewed_at
     now = time.monotonic() if now is None else now
     with _lock:
-        since = None if _renewed_at is None else now - _renewed_at
-        renew = since is None or since >= RENEW_MAX_S or (
-            since >= RENEW_S and gc.get_freeze_count() > _renewed_count * RENEW_GROWTH)
+        renew = _renewed_at is None or now - _renewed_at >= RENEW_S
         if renew:
             _renewed_at = now
     settle(renew)
-    if renew:
-        with _lock:
-            _renewed_count = gc.get_freeze_count()
     return renew
 
 

@@ -126,7 +126,7 @@ def fleet_kubeconfig(admin: Path, out: Path, count: int, extra: dict[str, str]) 
 
 
 def measure_fleet(kubeconfig: str, prom_url: str, contexts: list[str], live: list[str], n: int, steady_s: float,
-                  refresh: float, prom_timeout: float, profile: str = "") -> dict:
+                  refresh: float, prom_timeout: float, profile: str = "", warmup_s: float = 0.0) -> dict:
     """Runs in a fresh child process, so CPU and RSS are this gputui's alone. `profile`: where py-spy writes what
     the steady window's threads ran (collapsed stacks; py-spy samples from its own process, without stopping
     this one)."""
@@ -152,6 +152,9 @@ def measure_fleet(kubeconfig: str, prom_url: str, contexts: list[str], live: lis
                     raise RuntimeError(f"no complete fleet in 900 s: {got}")
                 await pilot.pause(0.05)
             result["first_complete_s"] = time.monotonic() - t0
+            # What start-up does once (the collector's first full passes while the rows fill in, caches warming)
+            # is not the steady state: the window opens `warmup_s` later.
+            await asyncio.sleep(warmup_s)
             watch = fleet
             result["screen"] = type(app.screen).__name__
             reads = {c: 0 for c in contexts}
@@ -238,6 +241,8 @@ def main() -> None:
                         help="how long the slow cluster holds each answer back (default 5)")
     parser.add_argument("--no-faults", action="store_true",
                         help="measure the live fleet only (no second run beside a dead and a slow cluster)")
+    parser.add_argument("--warmup", type=float, default=30.0, metavar="S",
+                        help="seconds after the first complete row set before the steady window opens (default 30)")
     parser.add_argument("--profile", metavar="FILE", default="",
                         help="py-spy's record of the live run's steady window, as collapsed stacks by thread "
                              "(py-spy must be on PATH; its samples cost this process next to nothing)")
@@ -262,12 +267,13 @@ def main() -> None:
         figures.add("kubectl get nodes,pods (one cluster)", fleet["kubectl_get_s"], "s")
         common = (args.nodes, args.steady, args.refresh, args.prom_timeout)
         alone = in_child(str(work / "fleet-live.kubeconfig"), fleet["prometheus"], live, live, *common,
-                         os.path.abspath(args.profile) if args.profile else "")
+                         os.path.abspath(args.profile) if args.profile else "", args.warmup)
         report("live", alone, args.refresh, figures, live)
         if args.no_faults:
             figures.write(args.json)
             return
-        faults = in_child(str(work / "fleet-faults.kubeconfig"), fleet["prometheus"], both, live, *common)
+        faults = in_child(str(work / "fleet-faults.kubeconfig"), fleet["prometheus"], both, live, *common, "",
+                          args.warmup)
         report("with dead+slow", faults, args.refresh, figures, live)
     moved = faults["ages"], alone["ages"]
     a = statistics.median(x[1] for x in moved[1].values())

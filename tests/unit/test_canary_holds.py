@@ -34,7 +34,8 @@ class Looks:
         return {"v1": GOOD, "v2": new or VersionSignals()}
 
 
-def canary(tmp_path, steps, *, force=False, wait=False, looks=None, on_sleep=None, cluster=None, clock=None):
+def canary(tmp_path, steps, *, force=False, wait=False, looks=None, on_sleep=None, cluster=None, clock=None,
+           gates=GATES):
     """Runs it; returns the report, its lines, what report.held was at each line, the weights after, and naps."""
     clock = clock or ManualClock()
     cluster = cluster or DemoCluster(seed=7, clock=clock)
@@ -57,7 +58,7 @@ def canary(tmp_path, steps, *, force=False, wait=False, looks=None, on_sleep=Non
 
     ctx = OpContext(cluster, cluster, AuditLog(tmp_path / "a.jsonl", "t", "demo"), clock=clock, sleep=sleep,
                     poll_s=10, signals=looks or Looks(GOOD))
-    run_steps(run_canary(plan, ctx, CanaryOptions(GATES, force=force, wait_when_held=wait), control=control, report=report),
+    run_steps(run_canary(plan, ctx, CanaryOptions(gates, force=force, wait_when_held=wait), control=control, report=report),
               said)
     weights = {v.name: v.weight for v in cluster.snapshot().service(LLAMA).versions}
     return report, lines, held_at, weights, naps
@@ -123,3 +124,13 @@ def test_a_context_without_metrics_cannot_run_a_canary_and_says_so(tmp_path):
     with pytest.raises(BackendError) as refused:
         next(run_canary(plan, OpContext(cluster, cluster, AuditLog(tmp_path / "a.jsonl", "t", "demo"), signals=None)))
     assert str(refused.value) == "the canary reads its gates from the engines' metrics, and this context has none"
+
+
+def test_a_canary_is_not_said_held_while_any_of_its_hold_time_is_left(tmp_path):
+    """The last look inside a 30.5 s hold has half a second left: watching, not yet held (kills `remaining <= 0`
+    turned `<= 1`)."""
+    _report, lines, held_at, _weights, _naps = canary(tmp_path, (11.0,), wait=True, looks=Looks(None, None, None, None, GOOD),
+                                                      gates=Gates(window_s=60, hold_s=30.5))
+    holding = [held_at[i] for i, line in enumerate(lines) if line.startswith("  holding at 11%")]
+    assert holding[:3] == ["", "", ""]  # 20.5, 10.5 and 0.5 s left
+    assert holding[3].startswith("held at 11%: cannot tell")  # none left

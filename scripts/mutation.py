@@ -120,7 +120,7 @@ TARGETS: tuple[Target, ...] = (
             U + "test_drain_arrivals.py", U + "test_drain_replaced.py", U + "test_drain_run.py",
             U + "test_eviction_requests.py"), provisional=True),
     Target("drain/maintenance_request", ("gputui/ops/drain/maintenance_request.py",),
-           (U + "test_drain_via_maintenance.py",)),
+           (U + "test_drain_via_maintenance.py", U + "test_maintenance_request_events.py")),
     Target("drain/lifecycle", ("gputui/ops/drain/lifecycle.py",), (U + "test_node_lifecycle.py",)),
     Target("drain/gpu_fence", ("gputui/ops/drain/gpu_fence.py",),
            (U + "test_gpu_fence_rules.py", U + "test_drain_gpu_target.py")),

@@ -208,3 +208,37 @@ def test_a_shift_is_not_planned_from_a_weight_that_is_no_number():
     assert plan.errors and "the weight of v2 on the TrafficSplit is no number" in plan.errors[0]
     ok = {**split, "spec": {"backends": [{"service": "chat-v1", "weight": "90"}, {"service": "chat-v2", "weight": "10"}]}}
     assert not plan_shift(ClusterSnapshot(0.0, "t", services=(ts,)), "llm/chat", {"v1": 50}, route=ok).errors
+
+
+THREE = InferenceService("llm", "chat", (*SVC.versions, ServiceVersion("v3", backend="chat-v3")), router_kind="TrafficSplit")
+
+
+def split_of(*weights) -> dict:
+    return {"metadata": {"namespace": "llm", "name": "chat"},
+            "spec": {"backends": [{"service": f"chat-v{i}", "weight": w} for i, w in enumerate(weights, 1)]}}
+
+
+def test_weights_no_whole_number_and_no_number_at_all_are_each_warned_about_naming_every_one():
+    both = TS.read(split_of("500m", 10, "x"), THREE)
+    assert both.weights == {"v1": 1, "v2": 10, "v3": None}
+    assert both.warnings == [
+        "weights not written as whole numbers (v1 '500m') are read rounded up, as Kubernetes reads a quantity as an "
+        "integer; the shift writes whole numbers",
+        "weights that are no number (v3 'x') are unknown; the shift writes whole numbers"]
+    rounded = TS.read(split_of("500m", "1500m", 10), THREE)
+    assert rounded.warnings == ["weights not written as whole numbers (v1 '500m', v2 '1500m') are read rounded up, as "
+                                "Kubernetes reads a quantity as an integer; the shift writes whole numbers"]
+    unknown = TS.read(split_of(10, "x", "y"), THREE)
+    assert unknown.warnings == ["weights that are no number (v2 'x', v3 'y') are unknown; the shift writes whole numbers"]
+    assert unknown.weights == {"v1": 10, "v2": None, "v3": None}
+
+
+def test_an_entry_that_is_no_object_is_no_backend_of_any_version():
+    read = HR.read(httproute([ref("chat-v1", 50), "chat-v2"]), SVC)
+    assert read.errors == ["HTTPRoute llm/chat has no rule that splits traffic between v1, v2"]
+
+
+def test_a_kind_without_weights_has_no_adapter_and_is_named_in_the_error():
+    with pytest.raises(KeyError) as missing:
+        ADAPTERS["Rollout"]
+    assert missing.value.args == ("Rollout",)

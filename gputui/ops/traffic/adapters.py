@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gputui.ops.traffic.vocabulary import ARGO_MANAGER, DEFAULT_SCALE
+from gputui.ops.traffic.vocabulary import ARGO_MANAGER
 from gputui.ops.traffic.weights import route_scale
 from gputui.vocabulary.model import InferenceService, ServiceVersion
 from gputui.vocabulary.router_kinds import (
@@ -27,13 +27,6 @@ def _ptr(*parts: str | int) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
-class _Missing:
-    """An entry with no weight field at all (not even null): its patch adds one, and tests no old value."""
-
-
-_MISSING = _Missing()
-
-
 @dataclass(frozen=True, slots=True)
 class Slot:
     """Where one version's weight lives in the route object."""
@@ -41,7 +34,7 @@ class Slot:
     path: Path  # of the backend entry
     id_field: str  # the entry's field naming its backend
     id_value: object  # its value, as read (the patch's `test`)
-    raw: object  # the weight as written, or _MISSING
+    raw: object  # the weight as written; None when absent or null: its patch adds one and tests no old value
     version: str
 
 
@@ -124,10 +117,10 @@ class RouteAdapter:
         for path, entries, owners in chosen:
             for index, (entry, owner) in enumerate(zip(entries, owners, strict=True)):
                 assert owner is not None  # chosen groups are splitting ones: every entry has its version
-                raw = entry.get("weight", _MISSING)
+                raw = entry.get("weight")
                 out.slots.append(Slot((*path, index), shape.identity, entry.get(shape.identity), raw, owner))
                 seen.setdefault(owner, self._weight(raw))  # the first splitting rule's weights
-                if not isinstance(raw, _Missing) and raw is not None and not whole_weight(raw):
+                if raw is not None and not whole_weight(raw):
                     (rounded if route_weight(raw) is not None else unreadable).append(f"{owner} {raw!r}")
         out.weights = {v.name: seen.get(v.name) for v in service.versions}
         if rounded:
@@ -137,20 +130,15 @@ class RouteAdapter:
         if unreadable:
             out.warnings.append(f"weights that are no number ({', '.join(dict.fromkeys(unreadable))}) are unknown; "
                                 "the shift writes whole numbers")
-        if len(chosen) > 1:
-            per_group = [
-                tuple(self._weight(e.get("weight", _MISSING)) for e in entries) for _, entries, _ in chosen
-            ]
-            if len(set(per_group)) > 1:
-                out.warnings.append(
-                    f"{len(chosen)} rules split between these versions with different weights; all get the target"
-                )
+        per_group = {tuple(self._weight(e.get("weight")) for e in entries) for _, entries, _ in chosen}
+        if len(per_group) > 1:
+            out.warnings.append(f"{len(chosen)} rules split between these versions with different weights; all get the target")
         known = [w for w in out.weights.values() if w is not None]
-        out.scale = route_scale(sum(known)) if known else DEFAULT_SCALE
+        out.scale = route_scale(sum(known))  # none known: the default scale
         return out
 
     def _weight(self, raw: object) -> int | None:
-        if isinstance(raw, _Missing) or raw is None:
+        if raw is None:  # absent or null: the kind's meaning of no weight
             return self._weights.absent
         return route_weight(raw)
 
@@ -169,8 +157,8 @@ class RouteAdapter:
         ops: list[dict[str, Any]] = []
         for slot in read.slots:
             new = weights[slot.version]
-            ops.append({"op": "test", "path": _ptr(*slot.path, *slot.id_field.split(".")), "value": slot.id_value})
-            if isinstance(slot.raw, _Missing) or slot.raw is None:
+            ops.append({"op": "test", "path": _ptr(*slot.path, slot.id_field), "value": slot.id_value})
+            if slot.raw is None:
                 # Nothing to test: an absent weight has no value. The name test still pins the entry.
                 ops.append({"op": "add", "path": _ptr(*slot.path, "weight"), "value": new})
                 continue
@@ -209,4 +197,4 @@ def route_name(obj: Mapping[str, Any]) -> str:
 
 
 def managed_by_argo(route: Mapping[str, Any]) -> bool:
-    return any(ARGO_MANAGER in str(m.get("manager", "")) for m in (route.get("metadata") or {}).get("managedFields") or [])
+    return any(ARGO_MANAGER in str(m.get("manager")) for m in (route.get("metadata") or {}).get("managedFields") or [])

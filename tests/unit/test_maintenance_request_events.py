@@ -131,4 +131,7 @@ def test_a_writer_that_cannot_create_objects_is_one_clear_line(tmp_path):
 
 
 def test_a_plan_with_no_session_pod_says_the_operator_has_nothing_to_wait_on():
-    assert "no pod holds sessions: nothing for it to wait on" in RequestPlan("maint", "n1").words()
+    assert RequestPlan("maint", "n1").words() == (
+        "as the maintenance-operator's requestor (gputui.io): NodeMaintenance maint/gputui-n1; the operator cordons "
+        "when its scheduler gives the node a turn; no pod holds sessions: nothing for it to wait on; gputui evicts "
+        "every pod; done when the operator says Ready")

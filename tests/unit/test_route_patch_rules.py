@@ -242,3 +242,7 @@ def test_a_kind_without_weights_has_no_adapter_and_is_named_in_the_error():
     with pytest.raises(KeyError) as missing:
         ADAPTERS["Rollout"]
     assert missing.value.args == ("Rollout",)
+
+
+def test_the_adapters_are_every_router_kind_that_holds_weights():
+    assert sorted(ADAPTERS) == ["HTTPRoute", "TrafficSplit", "VirtualService"]  # Argo's Rollout holds none

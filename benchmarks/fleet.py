@@ -19,7 +19,7 @@ One harness stands for K clusters: its apiserver and Prometheus answer K times t
 each answer once, on the same two cores as gputui. The client side (what gputui does per cluster) is exactly
 that of K clusters; the servers' share is worse, so the freshness measured here is a lower bound.
 
-    python benchmarks/fleet.py [--contexts 20] [--nodes 5000] [--steady 60] [--json FILE]
+    python benchmarks/fleet.py [--contexts 20] [--nodes 5000] [--steady 60] [--warmup 30] [--profile FILE] [--json FILE]
 
 Needs the control-plane binaries (scripts/build-control-plane.sh) and Debian's prometheus.
 """

@@ -167,9 +167,10 @@ def plan_batch(snapshot: ClusterSnapshot, nodes: list[str], options: Mapping[str
     per_node = options if isinstance(options, Mapping) else {n: options for n in nodes}
     plans = tuple(with_guards(plan_drain(snapshot, n, per_node[n], batch=away, preview=False), guards or {})
                   for n in nodes)
-    # A running drain moves all its pods (kubectl's filters passed when it started): none is an error here
-    moving = DrainOptions(force=True, delete_emptydir_data=True)
-    before = tuple(plan_drain(snapshot, n, moving, batch=away, preview=False) for n in ahead)
+    # A running drain moves all its pods (kubectl's filters passed when it started). Only the pods a controller
+    # recreates need room, so force (which lets a bare pod go, never to come back) changes nothing counted here.
+    moving = DrainOptions(delete_emptydir_data=True)
+    before = tuple(plan_drain(snapshot, n, moving, preview=False) for n in ahead)  # only their pods are read
     placements = previewed(snapshot, away, [p.pod for plan in before + plans for p in eviction_order(plan.pods)])
     plans = tuple(replace(plan, pods=with_placement(plan.pods, placements)) for plan in plans)
     accepted = frozenset(accept_stranded)
@@ -202,16 +203,15 @@ def plan_batch(snapshot: ClusterSnapshot, nodes: list[str], options: Mapping[str
 def _budgets(snapshot: ClusterSnapshot, nodes: list[str], plans: tuple[DrainPlan, ...], stop_before: str | None,
              guards_error: str) -> list[BatchBudget]:
     """Every budget over the batch: the pods' guards when unread, the other controllers' (gputui.policy.batch_budgets),
-    the GPU Operator's maxUnavailable, free GPUs per model, and PodDisruptionBudgets. The batch's own nodes are left
-    out of what others disrupt unless another actor holds them already (then draining them costs nothing more)."""
+    the GPU Operator's maxUnavailable, free GPUs per model, and PodDisruptionBudgets. Before the batch starts, a node of
+    its own that another actor holds counts as taken (draining it costs that budget nothing more); the rest are in
+    no one's hands yet, so nothing is left out of what others disrupt."""
     taken = disrupted(snapshot)
-    own = [n for n in nodes if n not in taken]
     out = [BatchBudget(GUARDS_SOURCE, f"not readable ({guards_error})", None, kind=UNREAD)] if guards_error else []
-    out += [b for b in budgets_of(snapshot, own) if any(b.governs(n) for n in nodes)]  # only those over its nodes
+    out += [b for b in budgets_of(snapshot) if any(b.governs(n) for n in nodes)]  # only those over its nodes
     policy = snapshot.upgrade_policy
     if policy is not None:  # as parallel_hold counts: unschedulable or NotReady; never holds the batch's first node
-        down = {n.name: taken.get(n.name, "NotReady" if not n.ready else "person") for n in snapshot.nodes
-                if n.unschedulable or not n.ready}
+        down = {n.name: taken[n.name] for n in snapshot.nodes if n.unschedulable or not n.ready}  # all in `taken`
         limit = max_unavailable(policy, len(snapshot.nodes))
         out.append(BatchBudget("the GPU Operator's maxUnavailable", f"{policy.max_unavailable} of "
                                f"{len(snapshot.nodes)} GPU nodes → {limit} node{'s' * (limit != 1)}", limit, None, down,
@@ -219,7 +219,7 @@ def _budgets(snapshot: ClusterSnapshot, nodes: list[str], plans: tuple[DrainPlan
     names = [p.node for p in plans]
     reached = names.index(stop_before) if stop_before in names else len(names)
     for product in sorted({p.capacity.product for p in plans if p.to_evict}):
-        of_model = [n for n, p in zip(names, plans, strict=True) if p.capacity.product == product]
+        of_model = [p.node for p in plans if p.capacity.product == product]
         fits = sum(1 for n in of_model if names.index(n) < reached)
         out.append(BatchBudget(f"free {product or 'GPU'} GPUs", f"the pods of {fits} of the batch's {len(of_model)} "
                                f"{product or 'GPU'} nodes fit outside it → {fits} node{'s' * (fits != 1)}", fits,

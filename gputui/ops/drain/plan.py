@@ -361,8 +361,8 @@ def plan_json(plan: DrainPlan) -> dict:
         out["via"] = plan.request.to_json() if plan.request is not None else {"via": "cordon"}
     if plan.eviction_state != NOT_INSTALLED:  # the EvictionRequest API served: its state, blockers, and per pod
         out["eviction_requests"], out["blockers"] = plan.eviction_state, plan.blockers
-        for entry, p in zip(out["pods"], plan.pods, strict=True):
-            entry["eviction_requests"] = pod_json(p.eviction_api)
+        for i, p in enumerate(plan.pods):  # out["pods"] holds one entry per pod, in order (_node_json)
+            out["pods"][i]["eviction_requests"] = pod_json(p.eviction_api)
     return out
 
 

@@ -266,7 +266,7 @@ def selected(pod: InferencePod, selector: Mapping[str, str]) -> bool:
     return selector_matches(selector, pod.labels, empty_matches=True)  # kubectl drain without -l: every pod
 
 
-def _with_rotation(plans: list[PodPlan], snapshot: ClusterSnapshot, node: str) -> list[PodPlan]:
+def _with_rotation(plans: list[PodPlan], snapshot: ClusterSnapshot) -> list[PodPlan]:
     """Each pod waited on with what the drain takes out of rotation first (ops.drain.out_of_rotation)."""
     waited = [(p.pod, rotation_of(p.pod, snapshot)) for p in plans if p.step is Step.WAIT_SESSIONS]
     if not waited:
@@ -311,7 +311,7 @@ def plan_drain(
         sessions = snapshot.sessions(pod)
         step, note = _unknown_gpu(pod, options, *classify(pod, sessions, options, reason))
         plans.append(PodPlan(pod, sessions, step, note, tuple(snapshot.budget_for(pod))))
-    plans = _with_rotation(plans, snapshot, node)
+    plans = _with_rotation(plans, snapshot)
     evictions = EvictionApiView.of(snapshot)
     if evictions.served:  # each pod to move: its pending EvictionRequests, and whether another responder has it
         plans = [replace(p, eviction_api=evictions.pod(p.pod.namespace, p.pod.name, p.pod.uid))

@@ -7,6 +7,7 @@ reports here come faster (--every, default 10 s), so a short window holds thousa
 event is what scales. Runs alternate (none, batched, none, batched…) so a drift in the machine's load hits both.
 
     python benchmarks/watch_events.py [--nodes 2000] [--every 10] [--window 20] [--rounds 2] [--json FILE]
+    python benchmarks/watch_events.py --batch 0.25 --batch 1   # other pauses against none, in the same run
 
 Needs the control-plane binaries (scripts/build-control-plane.sh).
 """
@@ -59,6 +60,8 @@ def main() -> None:
     parser.add_argument("--every", type=float, default=10.0, metavar="S", help="each node reports every S seconds")
     parser.add_argument("--window", type=float, default=20.0, metavar="S")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--batch", type=float, action="append", metavar="S",
+                        help="a pause to measure against none (repeatable; default gputui's WATCH_BATCH_S)")
     json_option(parser)
     args = parser.parse_args()
     figures = Figures("watch_events", settings_of(args))
@@ -70,22 +73,29 @@ def main() -> None:
         reports = NodeReports(cp.api_url, cp.token("harness"), str(cp.ca_file), names, args.every).start()
         try:
             conn = connect(str(cp.admin_kubeconfig), None, None)
-            got: dict[float, list[float]] = {0.0: [], batched: []}
+            pauses = [0.0, *dict.fromkeys(args.batch or [batched])]
+            got: dict[float, list[float]] = {p: [] for p in pauses}
             for _ in range(args.rounds):
-                for batch_s in (0.0, batched):
+                for batch_s in pauses:
                     got[batch_s].append(one_window(conn, batch_s, reports, args.window))
         finally:
             reports.close()
             base.WATCH_BATCH_S = batched
-    none, each = statistics.median(got[0.0]), statistics.median(got[batched])
+    none = statistics.median(got[0.0])
     print(f"{args.nodes} nodes reporting every {args.every:g} s: {reports.rate():.0f} events/s "
           f"({reports.failed} reports failed)")
     print(f"watch CPU per event, unbatched:            {none:.0f} us  (runs: {', '.join(f'{x:.0f}' for x in got[0.0])})")
-    print(f"watch CPU per event, batched {batched * 1000:.0f} ms:        {each:.0f} us  "
-          f"(runs: {', '.join(f'{x:.0f}' for x in got[batched])}); {each / none:.2f}x")
     figures.add("watch CPU per event, unbatched", none, "us")
-    figures.add("watch CPU per event, batched", each, "us")
-    figures.add("batched / unbatched", each / none, "x")
+    for pause, runs in got.items():
+        if not pause:
+            continue
+        each = statistics.median(runs)
+        mark = " (gputui's)" if pause == batched else ""
+        print(f"watch CPU per event, batched {pause * 1000:.0f} ms{mark}: {each:.0f} us  "
+              f"(runs: {', '.join(f'{x:.0f}' for x in runs)}); {each / none:.2f}x")
+        name = "batched" if pause == batched else f"batched {pause * 1000:.0f} ms"
+        figures.add(f"watch CPU per event, {name}", each, "us")
+        figures.add(f"{name} / unbatched", each / none, "x")
     figures.write(args.json)
 
 

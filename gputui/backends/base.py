@@ -25,7 +25,7 @@ from gputui.vocabulary.signals import VersionSignals
 # How much later than the apiserver a live backend's watch caches may see a change: a watch that was woken
 # reads on after this much more, so the events that came meanwhile are read in one go (gputui.backends.kube_http).
 # What shows a write's outcome reads again after it (GputuiApp.on_write_done).
-WATCH_BATCH_S = 0.25
+WATCH_BATCH_S = 1.0
 
 
 class BackendError(Exception):

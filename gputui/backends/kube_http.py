@@ -26,9 +26,10 @@ PROBE_TIMEOUT_S = 3.0  # a cheap question (version, who am I, may I): an answer 
 # WATCH_BATCH_S (backends.base): after a watch waited for its data, it waits this long more before reading on, so
 # the events that came meanwhile are read in one go: an event that wakes its thread costs about twice the CPU of
 # one read with others. A kubelet reports its node every 5 minutes: 17 updates a second at 5,000 nodes (a fleet
-# view watches 20 such clusters), 217 at 65,000, to every watcher. At 17 a second: 460 us of CPU an event
-# unbatched, 240 us batched (0.52x); at 200 a second, 0.40x (benchmarks/watch_events.py). An event is seen at
-# most this much later: an eighth of a 2 s refresh.
+# view watches 20 such clusters), 217 at 65,000, to every watcher. At 17 a second the waking is most of the cost:
+# 350 us of CPU an event unbatched, 190 us with a 0.25 s pause, 130 at 0.5 s, 80 at 1 s, 60 at 2 s
+# (benchmarks/watch_events.py --batch 0.25 --batch 0.5 --batch 1 --batch 2). 1 s: an event that comes during the
+# pause is seen at most half a default refresh later; the first after a quiet spell (a write's own) at once.
 
 
 @dataclass

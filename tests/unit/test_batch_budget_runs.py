@@ -7,16 +7,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from gputui.backends.base import BackendError
 from gputui.backends.demo import DemoCluster
 from gputui.ops.audit import AuditLog
 from gputui.ops.context import OpContext
 from gputui.ops.drain.batch import run_batch
 from gputui.ops.drain.batch_plan import batch_json, plan_batch
-from gputui.ops.drain.events import EventKind
+from gputui.ops.drain.events import DrainEvent, EventKind
 from gputui.ops.drain.options import DrainOptions
 from gputui.ops.drain.plan import Step, plan_drain
 from gputui.ops.drain.pod_guards import with_guards
-from gputui.ops.drain.report import Outcome
+from gputui.ops.drain.report import DrainReport, Outcome
 from gputui.ops.drain.start import BatchStart
 from gputui.ops.steps import run_steps
 from gputui.policy.batch_budgets import disrupted
@@ -31,10 +32,11 @@ BATCH = ["gpu-h100-01", "gpu-h100-02", "gpu-h100-03"]
 class _WithBudgets:
     """The demo read as a cluster with these budget objects (and, when given, pods' do-not-disrupt annotations)."""
 
-    def __init__(self, cluster: DemoCluster, objects: BudgetObjects, guards: dict[str, str] | None = None) -> None:
+    def __init__(self, cluster: DemoCluster, objects: BudgetObjects, guards: dict[str, str] | None = None,
+                 failures: int = 0) -> None:
         self.cluster, self.objects = cluster, objects
         if guards is not None:
-            self.actors = _Guards(guards)
+            self.actors = _Guards(guards, failures)
 
     def snapshot(self) -> ClusterSnapshot:
         return replace(self.cluster.snapshot(), batch_budgets=self.objects)
@@ -44,10 +46,18 @@ class _WithBudgets:
 
 
 class _Guards:
-    def __init__(self, guards: dict[str, str]) -> None:
-        self.guards = guards
+    """Pods' do-not-disrupt annotations as the live reader's actors read them; `failures`: the first reads that
+    fail (an apiserver that refuses, then answers). `asked`: the nodes of each read."""
+
+    def __init__(self, guards: dict[str, str], failures: int = 0) -> None:
+        self.guards, self.failures = guards, failures
+        self.asked: list[list[str]] = []
 
     def pod_guards(self, nodes: list[str]) -> dict[str, str]:
+        self.asked.append(list(nodes))
+        if self.failures:
+            self.failures -= 1
+            raise BackendError("pods is forbidden: User cannot list resource pods")
         return dict(self.guards)
 
 
@@ -105,17 +115,26 @@ def test_the_run_holds_the_next_node_while_the_budget_has_no_room():
     assert seen.index((EventKind.INFO, "gpu-h100-02")) < seen.index((EventKind.DONE, "gpu-h100-01")) < \
         seen.index((EventKind.STARTED, "gpu-h100-02")), seen
     assert all(r.outcome is Outcome.DRAINED for r in reports.values())
+    # Said once, for the node that waits, however many looks it waits (the batch looks every 2 s).
+    assert [e for e in events if "waits for the drains running" in e.message] == [DrainEvent(
+        "gpu-h100-02", EventKind.INFO, message="gpu-h100-02 waits for the drains running: MaintenanceOperatorConfig "
+        "nvidia-maintenance/default maxParallelOperations: 9 → 9 nodes; 8 already disrupted (3 by the GPU Operator, "
+        "1 by the cluster autoscaler, 1 by Karpenter, 1 by a NodeMaintenance, 1 by NVSentinel, 1 by a cordon): "
+        "1 more at once now")]
 
 
 def test_a_budget_with_no_room_starts_nothing_and_puts_the_cordons_back():
     clock = ManualClock()
     cluster = DemoCluster(seed=7, clock=clock)
     reader = _WithBudgets(cluster, _config(str(_others(cluster))))  # every slot taken by other actors
-    _events, reports = _run(reader, cluster, clock, BATCH[:2], parallel=2)
-    assert {n: r.outcome for n, r in reports.items()} == {n: Outcome.NOT_STARTED for n in BATCH[:2]}
-    assert reports["gpu-h100-01"].reason.startswith("budget: MaintenanceOperatorConfig nvidia-maintenance/default "
-                                                    "maxParallelOperations")
-    assert "0 more at once now" in reports["gpu-h100-01"].reason
+    events, reports = _run(reader, cluster, clock, BATCH[:2], parallel=2)
+    words = ("MaintenanceOperatorConfig nvidia-maintenance/default maxParallelOperations: 8 → 8 nodes; 8 already "
+             "disrupted (3 by the GPU Operator, 1 by the cluster autoscaler, 1 by Karpenter, 1 by a NodeMaintenance, "
+             "1 by NVSentinel, 1 by a cordon): 0 more at once now")
+    assert reports == {n: DrainReport(n, Outcome.NOT_STARTED, reason=f"budget: {words}") for n in BATCH[:2]}
+    assert [e for e in events if e.kind is EventKind.FAILED] == [DrainEvent(
+        "gpu-h100-01", EventKind.FAILED, message=f"no room in a budget before gpu-h100-01: {words}; not started: "
+                                                 "gpu-h100-01, gpu-h100-02")]
     after = cluster.snapshot()
     assert not any(after.node(n).unschedulable for n in BATCH[:2])  # cordoned first, put back
 
@@ -180,3 +199,19 @@ def test_a_nodepool_over_none_of_the_batchs_nodes_is_not_its_budget():
     assert not [b for b in batch.budgets if b.kind == "karpenter"]
     # The H100s' own limit is their free GPUs (gpu-h100-10, in maintenance, offers none), never gpu-a100's NodePool.
     assert batch.limiting is not None and batch.limiting.kind == "free-gpus" and batch.at_once == 2
+
+
+def test_pod_guards_that_cannot_be_read_pause_the_node_until_they_can():
+    """Unknown is not "none": the node waits, said, and starts once its pods' annotations are read (each read asks
+    for that node's pods only)."""
+    clock = ManualClock()
+    cluster = DemoCluster(seed=7, clock=clock)
+    reader = _WithBudgets(cluster, _config("100"), guards={}, failures=2)
+    started = clock()
+    events, reports = _run(reader, cluster, clock, ["gpu-h100-01"], parallel=1)
+    paused = [e for e in events if e.kind is EventKind.PAUSED]
+    assert paused == 2 * [DrainEvent("gpu-h100-01", EventKind.PAUSED, message="cannot read gpu-h100-01's pods' "
+                                     "do-not-disrupt: pods is forbidden: User cannot list resource pods")]
+    assert reports["gpu-h100-01"].outcome is Outcome.DRAINED
+    assert reader.actors.asked[:3] == 3 * [["gpu-h100-01"]]
+    assert clock() - started >= 2 * 2.0  # a poll's sleep after each failed read, not a busy loop

@@ -484,6 +484,34 @@ def test_each_node_runs_with_the_operators_hand_and_its_resumed_deadline():
     assert cluster.snapshot().node(resumed).annotations[DEADLINE] == "4242"
 
 
+
+@pytest.mark.parametrize("take_over", [False, True])
+def test_the_batch_takes_over_another_gputuis_lease_only_when_the_operator_chose_to(take_over):
+    """A drain another gputui started (on another host) and left holds the node's lease, no longer renewed; the batch's
+    run of that node takes it over only when the operator chose `take_over` (BatchStart, handed to each node's DrainStart). Kills:
+    `DrainStart(start.deadlines.get(node), start.take_over)` → `..., None)` or the argument dropped."""
+    from gputui.ops.drain.batch import run_batch
+    from gputui.ops.drain.lease import LEASE_S, Holder
+    from gputui.ops.drain.plan import plan_drain
+    from gputui.ops.drain.report import Outcome
+    from gputui.ops.drain.run import run_drain
+    from gputui.ops.drain.start import BatchStart, DrainStart
+
+    cluster, clock = _demo()
+    held, free = _idle_l40s(cluster)[:2]
+    ctx = OpContext(cluster, cluster, AuditLog(None, "t", "demo"), clock=clock, sleep=clock.advance, poll_s=2.0)
+    other = Holder("someone@example", "another-host", 1, "their-token", renewed=clock())
+    theirs = run_drain(plan_drain(cluster.snapshot(), held), ctx, None, DrainStart(holder=other))
+    next(theirs)  # it took the lease and started ...
+    theirs.close()  # ... and its process went away (another host's: not known dead here): its lease stays ...
+    clock.advance(LEASE_S + 1)  # ... and stops being renewed: only the operator's choice takes it over
+    _, reports = _run(run_batch([held, free], ctx, DrainOptions(), BatchStart(parallel=2, take_over=take_over)))
+    assert reports[free].outcome is Outcome.DRAINED
+    assert (reports[held].outcome is Outcome.DRAINED) is take_over, reports[held]
+    if not take_over:
+        assert "stopped renewing its lease; take it over explicitly" in reports[held].reason
+
+
 class _Script:
     """A reader whose snapshots follow a script (the last one repeats): the cluster changing under the batch."""
 

@@ -119,7 +119,8 @@ def run_batch(nodes: list[str], ctx: OpContext, options: DrainOptions | Mapping[
                 sleep(poll_s)
                 break
             pending.pop(0)
-            plan = with_guards(plan_drain(snap, node, per_node[node], batch=members, preview=False), guards)
+            # The run reads the plan's pods, not its capacity or placements (the batch's guards above did): none asked.
+            plan = with_guards(plan_drain(snap, node, per_node[node], preview=False), guards)
             active[node] = run_drain(plan, each, controls.get(node), DrainStart(start.deadlines.get(node), start.take_over))
         for node, run in list(active.items()):
             if clock() < wake.get(node, 0.0):

@@ -16,7 +16,7 @@ from gputui.backends.kube_dra import ClaimRecord, DraView, SliceRecord, dra_view
 from gputui.backends.kube_objects import NodeRecord, PodRecord, RouteRecord, ServiceRecord, SubsetRule, WorkloadRecord
 from gputui.base.moved import same
 from gputui.settings import DEFAULT_SERVICE_LABELS, DEFAULT_VERSION_LABELS
-from gputui.snapshot import ClusterSnapshot, SourceStatus
+from gputui.snapshot import ClusterSnapshot, NodesDerived, SourceStatus
 from gputui.vocabulary.disruptions import ActorObjects
 from gputui.vocabulary.label_selectors import selector_matches
 from gputui.vocabulary.model import (
@@ -156,6 +156,7 @@ class Joiner:
         self._dra: DraView = dra_view((), ())
         self._nodes = NodeJoin()
         self._pods = PodJoin(self._identify)
+        self._nodes_derived: NodesDerived | None = None
 
     def join(
         self,
@@ -179,14 +180,16 @@ class Joiner:
             self._selectors = _selectors(state)
         nodes, node_names = self._nodes.join(state.nodes, metrics, self._dra)
         pods, indexes = self._pods.join(state.pods, node_names, self._dra)
-        return ClusterSnapshot(
+        snapshot = ClusterSnapshot(
             taken_at=now, context=context, nodes=nodes, pods=pods,
             services=self._services, budgets=state.budgets, sources=sources, indexes=indexes,
             upgrade_policy=state.upgrade_policies[0] if state.upgrade_policies else None,
             session_counts=metrics.sessions if metrics is not None else {},
             summaries=metrics.nodes if metrics is not None else {},
-            selectors=self._selectors, actors=state.actors,
+            selectors=self._selectors, actors=state.actors, nodes_derived=self._nodes_derived,
         )
+        self._nodes_derived = snapshot.nodes_derived  # the next snapshot's, while no node moves
+        return snapshot
 
     def with_claims(self, record: PodRecord) -> PodRecord:
         """The pod with its DRA devices among its GPUs: they are in no container's limits."""

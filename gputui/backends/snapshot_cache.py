@@ -38,7 +38,8 @@ from gputui.vocabulary.gpu_metrics import Figures
 FORMAT = 1  # bumped when a record changes shape in a way a default cannot cover
 MAX_BYTES = 64 * 1024 * 1024  # a cache larger than this is not written (and not read): say so, draw the live read
 EVERY_S = 60.0  # at most one write a minute: at 65,000 nodes a write costs seconds of a background thread
-DROPPED = frozenset({"scheduling", "indexes"})  # only a write's plan reads them (placement); built again anyway
+DROPPED = frozenset({"scheduling", "indexes", "nodes_derived"})  # only a write's plan reads them (placement), or
+# what is built again anyway (the pod indexes, what was worked out from the nodes)
 
 
 class CacheError(Exception):

@@ -143,10 +143,14 @@ class StateClock:
         self._seen: dict[str, tuple[str, float, bool]] = {}  # node in an upgrade state -> (state, since, exact)
         self._names: Collection[str] = ()  # every node of the last snapshot observed
         self._looked = False
+        self._nodes: tuple[Node, ...] | None = None  # the nodes last observed
 
     def observe(self, snapshot: ClusterSnapshot, now: float) -> None:
+        if snapshot.nodes is self._nodes:
+            return  # no node moved since (the join hands over the same tuple): every entry stays as it is
         seen = {}
-        for node in (n for n in snapshot.nodes if n.upgrade_state):
+        upgrading = snapshot.of_nodes("upgrading", lambda: tuple(n for n in snapshot.nodes if n.upgrade_state))
+        for node in upgrading:
             name, state, dated = node.name, node.upgrade_state, dated_since(node)
             old = self._seen.get(name)
             if dated is not None:
@@ -157,6 +161,7 @@ class StateClock:
                 seen[name] = (state, now, self._looked and name in self._names)
         self._seen, self._looked = seen, True
         self._names = frozenset(snapshot.node_names())  # not the view: it would keep the snapshot's nodes alive
+        self._nodes = snapshot.nodes  # the current snapshot's own tuple: nothing more is kept alive
 
     def since(self, node: str, now: float) -> tuple[float, bool] | None:
         """(seconds in its current state, exact), or None when gputui has not seen the node in one."""

@@ -58,3 +58,31 @@ def test_moved_and_changed_keys_say_what_moved_or_that_too_much_did():
     assert moved.changed_keys({1: "x", 2: "y"}, {1: "x", 2: "z", 3: "w"}, 5) == [2, 3]
     assert sorted(moved.changed_keys({1: "x", 2: "y"}, {1: "x"}, 5)) == [2]
     assert moved.changed_keys({1: "x"}, {1: "y", 2: "z"}, 1) is None
+
+
+def test_what_is_worked_out_from_the_nodes_alone_is_shared_while_no_node_moves_and_never_stale():
+    """A snapshot whose nodes are its predecessor's very tuple takes over what was worked out from them (the name
+    map, the interrupted drains): no walk over 65,000 nodes per refresh. Whatever moved, each snapshot's map is
+    its own nodes', and a snapshot copied with other nodes never reads its original's."""
+    from dataclasses import replace
+
+    from gputui.ops.drain.options import IN_PROGRESS, PHASE, resumable
+
+    joiner, last, shared = Joiner(), None, 0
+    for step, state, metrics in churn(NODES, PODS, STEPS):
+        snap = joiner.join(state, metrics, now=float(step), context="c", sources=())
+        assert snap.by_name() == {n.name: n for n in snap.nodes}
+        assert resumable(snap) == [n.name for n in snap.nodes if n.annotations.get(PHASE) in IN_PROGRESS]
+        if last is not None and snap.nodes is last.nodes:
+            assert snap.by_name() is last.by_name()
+        if step % 5 == 0:  # a refresh that read nothing new: the same nodes, so the same map
+            again = joiner.join(state, metrics, now=step + 0.5, context="c", sources=())
+            assert again.nodes is snap.nodes and again.by_name() is snap.by_name()
+            snap, shared = again, shared + 1
+        last = snap
+    assert shared == len(range(0, STEPS, 5))
+    assert last is not None
+    first = last.nodes[0]
+    other = replace(last, nodes=last.nodes[1:])
+    assert other.node(first.name) is None and len(other.by_name()) == len(last.nodes) - 1
+    assert last.node(first.name) is first

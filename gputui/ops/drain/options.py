@@ -135,8 +135,10 @@ def record_values(options: DrainOptions, identity: str, started: float, deadline
 
 
 def resumable(snapshot: ClusterSnapshot) -> list[str]:
-    """Nodes whose drain was interrupted (process killed, SSH closed): their annotations say so."""
-    return [n.name for n in snapshot.nodes if n.annotations.get(PHASE) in IN_PROGRESS]
+    """Nodes whose drain was interrupted (process killed, SSH closed): their annotations say so. Asked of every
+    snapshot the dashboard sees: worked out once per nodes tuple."""
+    return list(snapshot.of_nodes("resumable", lambda: tuple(n.name for n in snapshot.nodes
+                                                             if n.annotations.get(PHASE) in IN_PROGRESS)))
 
 
 def saved_drain(node: Node) -> tuple[DrainOptions, float | None]:

@@ -176,6 +176,8 @@ def with_vanished(fresh: SessionCounts, last: SessionCounts, pods: Iterable[PodR
     """The fresh counts, plus every pod whose series was there last time and is gone now (scrape failed,
     target down, series stale) with no count: it was an inference pod, so its count is unknown, not absent.
     Such a key stays while its pod exists."""
+    if fresh is last:  # the store said the same as last time (prom_answers.LastAnswers): nothing vanished
+        return fresh
     vanished = last.keys() - fresh.keys()
     if not vanished:
         return fresh

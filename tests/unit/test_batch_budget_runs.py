@@ -80,10 +80,11 @@ def _others(cluster: DemoCluster) -> int:
     return len(OTHERS)
 
 
-def _run(reader, cluster: DemoCluster, clock: ManualClock, nodes: list[str], parallel: int):
+def _run(reader, cluster: DemoCluster, clock: ManualClock, nodes: list[str], parallel: int,
+         options: DrainOptions = DrainOptions()):
     ctx = OpContext(reader, cluster, AuditLog(None, "t", "demo"), clock=clock, sleep=clock.advance, poll_s=2.0)
     events: list = []
-    reports = run_steps(run_batch(nodes, ctx, DrainOptions(), BatchStart(parallel=parallel)), events.append)
+    reports = run_steps(run_batch(nodes, ctx, options, BatchStart(parallel=parallel)), events.append)
     return events, reports
 
 
@@ -215,3 +216,24 @@ def test_pod_guards_that_cannot_be_read_pause_the_node_until_they_can():
     assert reports["gpu-h100-01"].outcome is Outcome.DRAINED
     assert reader.actors.asked[:3] == 3 * [["gpu-h100-01"]]
     assert clock() - started >= 2 * 2.0  # a poll's sleep after each failed read, not a busy loop
+
+
+def test_the_run_holds_a_node_its_nodepools_budget_governs_and_names_it():
+    """The demo's NodePool gpu-a100 leaves room for 2 (test_the_demos_nodepool_limits_an_a100_batch_to_two_and_is_named):
+    asked for 3 at once, the third waits while the two run, the NodePool named. Kills: the budget asked
+    about another node than the one that would start (`refusing(…, None, …)`: a scoped budget then governs none)."""
+    from gputui.backends.demo.actors import DEMO_BUDGETS
+
+    clock = ManualClock()
+    cluster = DemoCluster(seed=7, clock=clock)
+    nodes = ["gpu-a100-01", "gpu-a100-02", "gpu-a100-04"]  # gpu-a100-04 holds a pod with emptyDir scratch
+    events, reports = _run(_WithBudgets(cluster, DEMO_BUDGETS), cluster, clock, nodes, parallel=3,
+                           options=DrainOptions(delete_emptydir_data=True))
+    seen = [(e.kind, e.node) for e in events if e.kind in (EventKind.STARTED, EventKind.DONE)
+            or "waits for the drains running: Karpenter NodePool gpu-a100" in e.message]
+    first_done = min(seen.index((EventKind.DONE, n)) for n in nodes[:2])
+    assert seen.index((EventKind.INFO, "gpu-a100-04")) < first_done, seen
+    assert (EventKind.STARTED, "gpu-a100-04") not in seen[:first_done], seen  # not beside the two running
+    assert reports["gpu-a100-01"].outcome is reports["gpu-a100-02"].outcome is Outcome.DRAINED
+    # (Once room came, the capacity guard stopped gpu-a100-04: the two drained pools' pods took the free A100s.)
+    assert reports["gpu-a100-04"].reason.startswith("capacity guard:")

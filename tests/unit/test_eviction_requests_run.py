@@ -6,6 +6,8 @@ unknown; one planned with them unknown goes on as its plan warned."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gputui.backends.kube_evictions import eviction_record
 from gputui.ops.drain.events import EventKind
 from gputui.ops.drain.run import PodState
@@ -36,6 +38,14 @@ def test_the_handled_pod_is_never_evicted_the_other_is_and_the_wait_is_said_once
     assert [x for x in run.entries() if x[1] == "pod/ns/a"] == []  # nothing written, nothing audited as sent
 
 
+def test_the_wait_on_another_responder_says_the_pods_sessions_and_when_the_wait_ends(tmp_path):
+    """As every waiting event does (the drain board shows both). Kills: the event's sessions or deadline dropped."""
+    s = replace(snap(READ, eviction_obj("a", "a", "uid-a")), session_counts={("ns", "a"): 0})  # quiet: to evict
+    run = Run(s, Hand(), tmp_path / "a.jsonl", deadline=T0 + 600)
+    assert run.look(s, now=T0 + 60)[0] == (EventKind.WAITING, "ns/a", HANDLED)
+    assert (run.events[0].sessions, run.events[0].deadline) == (0, T0 + 600)
+
+
 def test_at_its_deadline_the_handled_pod_is_left_in_place_and_audited(tmp_path):
     s = snap(READ, eviction_obj("a", "a", "uid-a"))
     run = Run(s, Hand(), tmp_path / "a.jsonl", deadline=T0 + 60)
@@ -43,6 +53,24 @@ def test_at_its_deadline_the_handled_pod_is_left_in_place_and_audited(tmp_path):
     assert said[0] == (EventKind.HELD, "ns/a", f"left in place at its deadline: {HANDLED}")
     assert run.pods["ns/a"].state is PodState.HELD and [e[1] for e in run.hand.evicted] == ["b"]
     assert ("evict", "pod/ns/a", {"node": "n1", "why": HANDLED}, "held") in run.entries()
+
+
+def test_a_responder_taking_a_pod_a_pdb_refused_closes_its_eviction_with_both_reasons(tmp_path):
+    """The pod's eviction was under way (a PDB refused it, gputui retrying) when another responder took it over: that
+    eviction is closed in the audit log, once, with the PDB's last refusal and why gputui stopped. Kills:
+    `_close(prog, audit, f"not evicted: {words}")` → the audit or the reason dropped."""
+    from gputui.backends.base import EvictionOutcome, EvictionResult
+
+    refusal = "Cannot evict pod as it would violate the pod's disruption budget."
+    run = Run(snap(READ), Hand(EvictionResult(EvictionOutcome.BLOCKED, refusal)), tmp_path / "a.jsonl",
+              deadline=T0 + 600)
+    run.look(snap(READ), now=T0 + 60)
+    assert run.pods["ns/a"].state is PodState.BLOCKED
+    said = run.look(snap(READ, eviction_obj("a", "a", "uid-a"), now=T0 + 120), now=T0 + 120)
+    kind, key, words = said[0]
+    assert (kind, key) == (EventKind.WAITING, "ns/a") and words.startswith(f"its eviction is handled by {RESPONDER}")
+    closed = [x[3] for x in run.entries() if x[:2] == ("evict", "pod/ns/a") and x[3] not in ("intent", "held")]
+    assert closed == [f"refused: {refusal}; not evicted: {words}"], run.entries()
 
 
 def test_the_fresh_read_decides_a_responder_appearing_after_the_plan_holds_one_done_lets_it_go():

@@ -71,6 +71,15 @@ def node_allocated(pods: Iterable[InferencePod]) -> dict[str, int]:
 NodesDerived = tuple[tuple[Node, ...], dict[Hashable, Any]]
 
 
+def _once(done: dict[Hashable, Any], key: Hashable, compute: Callable[[], T]) -> T:
+    """done[key], computed and kept the first time it is asked for."""
+    try:
+        return done[key]
+    except KeyError:
+        value = done[key] = compute()
+        return value
+
+
 @dataclass(frozen=True, slots=True)
 class ClusterSnapshot:
     taken_at: float
@@ -122,23 +131,14 @@ class ClusterSnapshot:
     def derived(self, key: Hashable, compute: Callable[[], T]) -> T:
         """`compute()`, once per snapshot and key. Two threads asking at once may both compute it: it is a
         pure function of the snapshot, so either answer is the answer."""
-        try:
-            return self._derived[key]
-        except KeyError:
-            value = self._derived[key] = compute()
-            return value
+        return _once(self._derived, key, compute)
 
     def of_nodes(self, key: Hashable, compute: Callable[[], T]) -> T:
         """`compute()`, a function of the nodes alone: once per nodes tuple, shared by the snapshots that follow while
         no node moves (the backend hands each its predecessor's: `nodes_derived`). At 65,000 nodes each walk of them
         in Python is milliseconds, every refresh."""
         assert self.nodes_derived is not None  # set by __post_init__
-        done = self.nodes_derived[1]
-        try:
-            return done[key]
-        except KeyError:
-            value = done[key] = compute()
-            return value
+        return _once(self.nodes_derived[1], key, compute)
 
     def by_name(self) -> dict[str, Node]:
         """Every node by name, built once per nodes tuple: node detail asks on every draw (a walk over 65,000
